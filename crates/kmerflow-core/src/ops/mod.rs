@@ -1,0 +1,1 @@
+//! The algorithms behind each command.

@@ -1,0 +1,1 @@
+//! The parallel, order-preserving batch engine: reader -> workers -> ordered writer.

@@ -1,0 +1,1 @@
+//! Counting and presence tables (Count-Min sketch, Bloom filter), HyperLogLog, file formats.
