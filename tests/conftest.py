@@ -1,0 +1,59 @@
+"""Shared fixtures: paths to test data, running kmerflow and the khmer oracle."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+#: khmer's own test inputs, shipped beside the repository.
+KHMER_DATA = REPO.parent / "shared" / "data" / "khmer-test-data"
+#: Golden outputs produced by khmer 3.0 and committed with the tests.
+GOLDEN = Path(__file__).resolve().parent / "golden"
+#: Where the Debian khmer package installs its scripts.
+KHMER_BIN = Path("/usr/lib/khmer/bin")
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def data() -> Path:
+    """khmer's test-data folder."""
+    assert KHMER_DATA.is_dir(), f"missing {KHMER_DATA}"
+    return KHMER_DATA
+
+
+def kmerflow(*args: str | os.PathLike, cwd: str | os.PathLike | None = None,
+             stdin: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``kmerflow ARGS`` (the installed command) and return the completed process."""
+    exe = shutil.which("kmerflow")
+    cmd = [exe] if exe else [sys.executable, "-m", "kmerflow"]
+    proc = subprocess.run([*cmd, *map(str, args)], cwd=cwd, input=stdin,
+                          capture_output=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"kmerflow {' '.join(map(str, args))} exited {proc.returncode}:\n"
+                             f"{proc.stderr.decode(errors='replace')}")
+    return proc
+
+
+def khmer(script: str, *args: str | os.PathLike, cwd: str | os.PathLike | None = None,
+          stdin: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """Run khmer 3.0's ``SCRIPT.py ARGS`` with the system Python (the oracle)."""
+    path = KHMER_BIN / f"{script}.py"
+    if not path.exists():
+        if _in_ci():
+            raise AssertionError(f"khmer is not installed ({path}); .ci/run must install it")
+        pytest.skip("khmer (Debian package) is not installed")
+    proc = subprocess.run(["/usr/bin/python3", str(path), *map(str, args)], cwd=cwd,
+                          input=stdin, capture_output=True, timeout=1200)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"khmer {script} {' '.join(map(str, args))} exited "
+                             f"{proc.returncode}:\n{proc.stderr.decode(errors='replace')}")
+    return proc
