@@ -1,1 +1,242 @@
-//! The parallel, order-preserving batch engine: reader -> workers -> ordered writer.
+//! The parallel, order-preserving batch engine: reader -> workers -> ordered sink.
+//!
+//! Every streaming command has the same shape: a *source* yields batches of records (for
+//! example [`crate::io::PairedReader::next_batch`]), a *worker* turns each batch into an
+//! output value (typically a formatted byte buffer plus counters), and a *sink* consumes the
+//! outputs (writes the buffers, adds up the counters). [`run_ordered`] runs these stages on
+//! separate threads connected by bounded crossbeam channels:
+//!
+//! ```text
+//!   source ──(seq, batch)──▶ worker 1 ┐
+//!   (reader thread)        ▶ worker 2 ├──(seq, output)──▶ reorder buffer ─▶ sink
+//!                          ▶ worker n ┘                    (calling thread)
+//! ```
+//!
+//! * **Order**: the reader numbers batches `0, 1, 2, ...`; the sink side keeps outputs that
+//!   arrive early in a reorder buffer and hands them to `sink` strictly by number, so the sink
+//!   sees outputs in input order for any thread count and any scheduling.
+//! * **Bounded memory**: at most [`in_flight_limit`]`(threads)` batches exist between the
+//!   reader and the sink at any time (queued, being processed or waiting in the reorder
+//!   buffer); the reader waits for a free slot before reading the next batch.
+//! * **Errors**: an error from the source, a worker or the sink ends the run with that error.
+//!   Source and worker errors take their place in the batch order, so the error reported is
+//!   the first one in input order (deterministic), after the sink has received all earlier
+//!   outputs. Every thread notices a closed channel and ends, so an early error never
+//!   deadlocks the pipeline; a panicking worker is reported as an error and its panic is
+//!   re-raised when the threads are joined.
+//! * **One thread**: with `threads <= 1` everything runs inline on the calling thread, with no
+//!   channel and no extra thread.
+//!
+//! Per-thread [`metrics`] (batches, records, bytes, busy and waiting time) are returned by
+//! [`run_ordered`]; without the `metrics` cargo feature they compile to nothing.
+
+pub mod metrics;
+
+use crate::{Error, Result};
+use crossbeam_channel::{bounded, Receiver, Sender};
+use metrics::{PipelineMetrics, StageMetrics};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub use metrics::Workload;
+
+/// How many batches may be in flight (between the reader and the sink) for `threads` workers.
+pub fn in_flight_limit(threads: usize) -> usize {
+    4 * threads.max(1)
+}
+
+/// The number of worker threads meaning "all available cores".
+pub fn available_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `source -> workers -> sink` with `threads` workers, the sink receiving the workers'
+/// outputs in the order of the source's batches. See the [module documentation](self).
+///
+/// * `source`: the batches in input order; the first `Err` ends the input.
+/// * `make_worker`: called once per worker thread to build its processing function (so that a
+///   worker can own scratch buffers); the function turns one batch into one output.
+/// * `sink`: called on the calling thread with each output, in input order.
+///
+/// Returns the metrics of the run, or the first error in input order.
+pub fn run_ordered<B, O, I, W, M, S>(
+    source: I,
+    threads: usize,
+    make_worker: M,
+    mut sink: S,
+) -> Result<PipelineMetrics>
+where
+    I: IntoIterator<Item = Result<B>>,
+    I::IntoIter: Send,
+    B: Workload + Send,
+    O: Send,
+    M: Fn() -> W + Sync,
+    W: FnMut(B) -> Result<O>,
+    S: FnMut(O) -> Result<()>,
+{
+    let source = source.into_iter();
+    if threads <= 1 {
+        run_inline(source, make_worker(), &mut sink)
+    } else {
+        run_threaded(source, threads, &make_worker, &mut sink)
+    }
+}
+
+/// The single-threaded form: read, process and sink one batch at a time.
+fn run_inline<B, O>(
+    mut source: impl Iterator<Item = Result<B>>,
+    mut worker: impl FnMut(B) -> Result<O>,
+    sink: &mut impl FnMut(O) -> Result<()>,
+) -> Result<PipelineMetrics>
+where
+    B: Workload,
+{
+    let mut m = PipelineMetrics::new(1);
+    loop {
+        let batch = m.reader.time_busy(|| source.next());
+        let Some(batch) = batch else { break };
+        let batch = batch?;
+        m.reader.count(&batch);
+        m.workers[0].count(&batch);
+        let out = m.workers[0].time_busy(|| worker(batch))?;
+        m.sink.time_busy(|| sink(out))?;
+        m.sink.count_batch();
+    }
+    Ok(m)
+}
+
+/// A numbered output (or error) on its way from a worker (or the reader) to the sink.
+type Numbered<O> = (u64, Result<O>);
+
+/// The multi-threaded form: one reader thread, `threads` workers, the sink on this thread.
+fn run_threaded<B, O, W>(
+    source: impl Iterator<Item = Result<B>> + Send,
+    threads: usize,
+    make_worker: &(impl Fn() -> W + Sync),
+    sink: &mut impl FnMut(O) -> Result<()>,
+) -> Result<PipelineMetrics>
+where
+    B: Workload + Send,
+    O: Send,
+    W: FnMut(B) -> Result<O>,
+{
+    let limit = in_flight_limit(threads);
+    let (batch_tx, batch_rx) = bounded::<(u64, B)>(limit);
+    let (out_tx, out_rx) = bounded::<Numbered<O>>(limit);
+    // One token per free in-flight slot: the reader takes one per batch, the sink gives it
+    // back after consuming that batch's output.
+    let (slot_tx, slot_rx) = bounded::<()>(limit);
+    for _ in 0..limit {
+        slot_tx.send(()).expect("the slot channel has room for every token");
+    }
+    let stop = AtomicBool::new(false);
+
+    std::thread::scope(|scope| {
+        let reader = {
+            let out_tx = out_tx.clone();
+            let stop = &stop;
+            scope.spawn(move || read_stage(source, batch_tx, out_tx, slot_rx, stop))
+        };
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let batch_rx = batch_rx.clone();
+                let out_tx = out_tx.clone();
+                scope.spawn(move || work_stage(make_worker(), batch_rx, out_tx))
+            })
+            .collect();
+        drop((batch_rx, out_tx));
+
+        let mut m = PipelineMetrics::new(threads);
+        let result = sink_stage(out_rx, slot_tx, sink, &mut m.sink);
+        if result.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        // The sink's channel ends are dropped by now, so every stage can finish.
+        m.reader = reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        for (slot, w) in m.workers.iter_mut().zip(workers) {
+            *slot = w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        }
+        result.map(|()| m)
+    })
+}
+
+/// Reader thread: numbers the source's batches and sends them to the workers, one free slot
+/// per batch. A source error is sent straight to the sink under its batch number.
+fn read_stage<B: Workload, O>(
+    mut source: impl Iterator<Item = Result<B>>,
+    batch_tx: Sender<(u64, B)>,
+    out_tx: Sender<Numbered<O>>,
+    slot_rx: Receiver<()>,
+    stop: &AtomicBool,
+) -> StageMetrics {
+    let mut m = StageMetrics::default();
+    for seq in 0u64.. {
+        if m.time_wait(|| slot_rx.recv()).is_err() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let sent = match m.time_busy(|| source.next()) {
+            None => break,
+            Some(Err(e)) => {
+                let _ = out_tx.send((seq, Err(e)));
+                break;
+            }
+            Some(Ok(batch)) => {
+                m.count(&batch);
+                m.time_wait(|| batch_tx.send((seq, batch))).is_ok()
+            }
+        };
+        if !sent {
+            break;
+        }
+    }
+    m
+}
+
+/// Worker thread: processes batches until the input closes or the sink goes away.
+fn work_stage<B: Workload, O>(
+    mut worker: impl FnMut(B) -> Result<O>,
+    batch_rx: Receiver<(u64, B)>,
+    out_tx: Sender<Numbered<O>>,
+) -> StageMetrics {
+    let mut m = StageMetrics::default();
+    while let Ok((seq, batch)) = m.time_wait(|| batch_rx.recv()) {
+        m.count(&batch);
+        let out = m.time_busy(|| worker(batch));
+        let failed = out.is_err();
+        if m.time_wait(|| out_tx.send((seq, out))).is_err() || failed {
+            break;
+        }
+    }
+    m
+}
+
+/// Sink side (calling thread): reorders outputs by batch number and feeds them to `sink`.
+fn sink_stage<O>(
+    out_rx: Receiver<Numbered<O>>,
+    slot_tx: Sender<()>,
+    sink: &mut impl FnMut(O) -> Result<()>,
+    m: &mut StageMetrics,
+) -> Result<()> {
+    let mut pending: HashMap<u64, Result<O>> = HashMap::new();
+    let mut next = 0u64;
+    loop {
+        while let Some(out) = pending.remove(&next) {
+            m.time_busy(|| sink(out?))?;
+            m.count_batch();
+            next += 1;
+            // The reader may have finished and dropped its end; that is not an error.
+            let _ = slot_tx.send(());
+        }
+        match m.time_wait(|| out_rx.recv()) {
+            Ok((seq, out)) => {
+                pending.insert(seq, out);
+            }
+            // Every sender is gone: normal end, unless some batch never came back.
+            Err(_) if pending.is_empty() => return Ok(()),
+            Err(_) => return Err(Error::invalid("a pipeline worker stopped unexpectedly")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

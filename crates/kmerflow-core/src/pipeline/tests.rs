@@ -1,0 +1,145 @@
+//! Ordering, error propagation and shutdown of the pipeline for 1..4 threads.
+
+use super::*;
+use std::time::Duration;
+
+/// Batches `[i]` for i in 0..n, each a one-element vector.
+fn numbered(n: u32) -> impl Iterator<Item = Result<Vec<u32>>> + Send {
+    (0..n).map(|i| Ok(vec![i]))
+}
+
+/// A worker that doubles values, sleeping a little on some batches to shuffle completion order.
+fn jittery_double(batch: Vec<u32>) -> Result<Vec<u32>> {
+    if batch[0] % 7 == 3 {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(batch.into_iter().map(|x| 2 * x).collect())
+}
+
+#[test]
+fn outputs_arrive_in_input_order_for_any_thread_count() {
+    for threads in 1..=4 {
+        let mut seen = Vec::new();
+        let m = run_ordered(numbered(500), threads, || jittery_double, |out: Vec<u32>| {
+            seen.extend(out);
+            Ok(())
+        })
+        .unwrap();
+        let expected: Vec<u32> = (0..500).map(|x| 2 * x).collect();
+        assert_eq!(seen, expected, "threads = {threads}");
+        assert_eq!(m.workers.len(), threads);
+        #[cfg(feature = "metrics")]
+        {
+            assert_eq!(m.records(), 500);
+            assert_eq!(m.reader.batches, 500);
+            assert_eq!(m.sink.batches, 500);
+        }
+    }
+}
+
+#[test]
+fn empty_source_gives_no_output() {
+    for threads in 1..=4 {
+        let mut calls = 0;
+        run_ordered(numbered(0), threads, || jittery_double, |_| {
+            calls += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(calls, 0);
+    }
+}
+
+#[test]
+fn worker_error_is_the_first_in_input_order_after_all_earlier_outputs() {
+    for threads in 1..=4 {
+        let mut seen = Vec::new();
+        let err = run_ordered(
+            numbered(1000),
+            threads,
+            || {
+                |b: Vec<u32>| {
+                    if b[0] == 137 || b[0] == 600 {
+                        Err(Error::invalid(format!("bad batch {}", b[0])))
+                    } else {
+                        jittery_double(b)
+                    }
+                }
+            },
+            |out: Vec<u32>| {
+                seen.extend(out);
+                Ok(())
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "bad batch 137", "threads = {threads}");
+        assert_eq!(seen, (0..137).map(|x| 2 * x).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn source_error_stops_the_run() {
+    for threads in 1..=4 {
+        let source = (0..1000u32).map(|i| {
+            if i == 250 {
+                Err(Error::format("in.fq", Some(251), Some(1001), "truncated"))
+            } else {
+                Ok(vec![i])
+            }
+        });
+        let mut n = 0;
+        let err = run_ordered(source, threads, || jittery_double, |_| {
+            n += 1;
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "in.fq: record 251 (line 1001): truncated");
+        assert_eq!(n, 250, "threads = {threads}");
+    }
+}
+
+#[test]
+fn sink_error_stops_an_endless_source_without_deadlock() {
+    for threads in 1..=4 {
+        let endless = (0u32..).map(|i| Ok(vec![i]));
+        let mut n = 0;
+        let err = run_ordered(endless, threads, || jittery_double, |_| {
+            n += 1;
+            if n == 40 {
+                Err(Error::io("out.fa", std::io::ErrorKind::BrokenPipe.into()))
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap_err();
+        assert!(err.is_broken_pipe(), "threads = {threads}");
+        assert_eq!(n, 40);
+    }
+}
+
+#[test]
+fn each_worker_gets_its_own_state() {
+    use std::sync::atomic::AtomicUsize;
+    let made = AtomicUsize::new(0);
+    let mut total = 0u64;
+    run_ordered(
+        numbered(100),
+        3,
+        || {
+            made.fetch_add(1, Ordering::Relaxed);
+            let mut scratch = Vec::new();
+            move |b: Vec<u32>| {
+                scratch.clear();
+                scratch.extend(b.iter().map(|&x| u64::from(x)));
+                Ok(scratch.iter().sum::<u64>())
+            }
+        },
+        |s| {
+            total += s;
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(made.load(Ordering::Relaxed), 3);
+    assert_eq!(total, (0..100u64).sum());
+}
