@@ -1,0 +1,72 @@
+//! `extract-paired-reads`: separates the pairs of a broken-paired file from its orphans
+//! (khmer's extract-paired-reads.py).
+
+use super::{bundle_batches, route_bundles, Routed, create_output, derived_name, ensure_dir, is_stdin, write_to, PairedInput, Progress};
+use crate::io::{Compression, PairMode};
+use crate::pipeline::run_ordered;
+use crate::{Error, Result};
+
+/// Options of [`extract_paired_reads`].
+#[derive(Debug, Clone)]
+pub struct ExtractPairedOptions {
+    /// The input (an interleaved file, or R1 plus its mate file).
+    pub input: PairedInput,
+    /// Directory for the derived output names (khmer's `-d`).
+    pub output_dir: Option<String>,
+    /// Pairs file (`-p`), default `<base>.pe`.
+    pub output_paired: Option<String>,
+    /// Orphans file (`-s`), default `<base>.se`.
+    pub output_single: Option<String>,
+    /// Explicit output compression; `None` chooses by each output's extension.
+    pub compression: Option<Compression>,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// What [`extract_paired_reads`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExtractPairedSummary {
+    /// Pairs written to the paired output.
+    pub pairs: u64,
+    /// Orphans written to the single output.
+    pub singles: u64,
+    /// The paired output path.
+    pub paired_path: String,
+    /// The single output path.
+    pub single_path: String,
+}
+
+/// Writes the pairs of `opts.input` to the paired output and its orphans to the single one.
+/// An input without any pair is an error (and leaves no output).
+pub fn extract_paired_reads(opts: &ExtractPairedOptions, progress: Progress) -> Result<ExtractPairedSummary> {
+    let input = &opts.input.path;
+    if is_stdin(input) && (opts.output_paired.is_none() || opts.output_single.is_none()) {
+        return Err(Error::invalid(
+            "accepting input from stdin; output filenames must be provided (-p and -s)",
+        ));
+    }
+    let dir = opts.output_dir.as_deref();
+    let paired_path = opts.output_paired.clone().unwrap_or_else(|| derived_name(input, ".pe", dir));
+    let single_path = opts.output_single.clone().unwrap_or_else(|| derived_name(input, ".se", dir));
+    if opts.output_paired.is_none() || opts.output_single.is_none() {
+        ensure_dir(dir)?;
+    }
+    let reader = opts.input.open(PairMode::BrokenPaired)?;
+    let mut paired = create_output(&paired_path, opts.compression)?;
+    let mut single = create_output(&single_path, opts.compression)?;
+    let (mut pairs, mut singles) = (0u64, 0u64);
+    let worker = || |bb| Ok(route_bundles(&bb, true));
+    run_ordered(bundle_batches(reader), opts.threads, worker, |r: Routed| {
+        pairs += r.pairs;
+        singles += r.singles;
+        progress(2 * pairs + singles);
+        write_to(&mut paired, &r.firsts)?;
+        write_to(&mut single, &r.orphans)
+    })?;
+    if pairs == 0 {
+        return Err(Error::invalid(format!("{input}: no paired reads found; check the read names")));
+    }
+    paired.finish()?;
+    single.finish()?;
+    Ok(ExtractPairedSummary { pairs, singles, paired_path, single_path })
+}

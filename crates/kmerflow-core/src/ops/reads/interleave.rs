@@ -1,0 +1,92 @@
+//! `interleave-reads`: zips an R1 and an R2 file into one interleaved stream (khmer's
+//! interleave-reads.py), by default renaming mates to `name/1`, `name/2` when their names do
+//! not already mark them, and checking that each couple is a pair.
+
+use super::{bundle_batches, create_output, write_to, Progress};
+use crate::io::pairs::{check_is_left, check_is_pair, check_is_right};
+use crate::io::{write_record, BundleBatch, Compression, FastxReader, PairedReader, Record};
+use crate::pipeline::run_ordered;
+use crate::{Error, Result};
+
+/// Options of [`interleave_reads`].
+#[derive(Debug, Clone)]
+pub struct InterleaveOptions {
+    /// The R1 file.
+    pub left: String,
+    /// The R2 file.
+    pub right: String,
+    /// Output file, `-` for stdout.
+    pub output: String,
+    /// Keep names as they are and do not check pairing (khmer's `--no-reformat`).
+    pub no_reformat: bool,
+    /// Explicit output compression; `None` chooses by the output's extension.
+    pub compression: Option<Compression>,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// Appends `/1` (or `/2`) to `name` unless it is already recognised as that mate.
+fn mate_name(name: &[u8], left: bool, scratch: &mut Vec<u8>) {
+    scratch.clear();
+    scratch.extend_from_slice(name);
+    let recognised = if left { check_is_left(name) } else { check_is_right(name) };
+    if !recognised {
+        scratch.extend_from_slice(if left { b"/1" } else { b"/2" });
+    }
+}
+
+/// Formats the pairs of one batch.
+fn interleave_batch(bb: &BundleBatch, reformat: bool, files: &str) -> Result<(Vec<u8>, u64)> {
+    let (mut buf, mut n1, mut n2) = (Vec::new(), Vec::new(), Vec::new());
+    for b in &bb.bundles {
+        let r1 = bb.batch.get(b.first);
+        let Some(second) = b.second else {
+            return Err(Error::invalid("interleave-reads: the two inputs did not give pairs"));
+        };
+        let r2 = bb.batch.get(second);
+        if !reformat {
+            write_record(&mut buf, &r1);
+            write_record(&mut buf, &r2);
+            continue;
+        }
+        mate_name(r1.name, true, &mut n1);
+        mate_name(r2.name, false, &mut n2);
+        let (r1, r2) = (Record { name: &n1, ..r1 }, Record { name: &n2, ..r2 });
+        if !check_is_pair(&r1, &r2)? {
+            return Err(Error::invalid(format!(
+                "{files}: this doesn't look like paired data! {} {}",
+                String::from_utf8_lossy(&n1),
+                String::from_utf8_lossy(&n2)
+            )));
+        }
+        write_record(&mut buf, &r1);
+        write_record(&mut buf, &r2);
+    }
+    Ok((buf, bb.bundles.len() as u64))
+}
+
+/// Interleaves `opts.left` and `opts.right`; returns the number of pairs written.
+pub fn interleave_reads(opts: &InterleaveOptions, progress: Progress) -> Result<u64> {
+    let reader = PairedReader::from_two_files(
+        FastxReader::open(&opts.left)?,
+        FastxReader::open(&opts.right)?,
+        None,
+    );
+    let mut out = create_output(&opts.output, opts.compression)?;
+    let mut pairs = 0;
+    let reformat = !opts.no_reformat;
+    let files = format!("{} + {}", opts.left, opts.right);
+    let files = files.as_str();
+    run_ordered(
+        bundle_batches(reader),
+        opts.threads,
+        || move |bb: BundleBatch| interleave_batch(&bb, reformat, files),
+        |(buf, n): (Vec<u8>, u64)| {
+            pairs += n;
+            progress(2 * pairs);
+            write_to(&mut out, &buf)
+        },
+    )?;
+    out.finish()?;
+    Ok(pairs)
+}

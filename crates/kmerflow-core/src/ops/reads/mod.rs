@@ -1,0 +1,176 @@
+//! Read-handling commands (khmer's scripts that need no k-mer counting, KHMER.md §4.9).
+//!
+//! Every streaming command runs on [`crate::pipeline::run_ordered`]: the reader yields
+//! batches, workers format their output records into byte buffers, and the ordered sink
+//! writes the buffers, so the output is byte-identical for any thread count. Outputs are
+//! [`OutputFile`]s: written under a temporary name and renamed only when the command
+//! succeeds.
+
+pub mod extract_long;
+pub mod extract_paired;
+pub mod fastq_to_fasta;
+pub mod interleave;
+pub mod readstats;
+pub mod sample;
+pub mod split_paired;
+
+use crate::io::{
+    write_record, BundleBatch, Compression, FastxReader, OutputFile, PairMode, PairedReader,
+    RecordBatch,
+};
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::Path;
+
+/// A progress callback: called by the sink with the number of records handled so far.
+pub type Progress<'a> = &'a mut dyn FnMut(u64);
+
+/// True for the names khmer treats as standard input.
+pub fn is_stdin(path: &str) -> bool {
+    path == "-" || path == "/dev/stdin"
+}
+
+/// khmer's derived output name: the input's base name plus `suffix`, in `dir` when given,
+/// else in the current directory.
+pub fn derived_name(input: &str, suffix: &str, dir: Option<&str>) -> String {
+    let base = Path::new(input).file_name().map_or_else(
+        || input.to_string(),
+        |b| b.to_string_lossy().into_owned(),
+    );
+    match dir {
+        Some(d) if !d.is_empty() => format!("{}/{base}{suffix}", d.trim_end_matches('/')),
+        _ => format!("{base}{suffix}"),
+    }
+}
+
+/// Creates the directory `dir` (and its parents) when it does not exist yet (khmer's `-d`).
+pub fn ensure_dir(dir: Option<&str>) -> Result<()> {
+    match dir {
+        Some(d) if !d.is_empty() => std::fs::create_dir_all(d).map_err(|e| Error::io(d, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Creates an output: an explicit compression (khmer's `--gzip`/`--bzip`) or, when `None`,
+/// compression by the name's extension.
+pub fn create_output(path: &str, compression: Option<Compression>) -> Result<OutputFile> {
+    match compression {
+        Some(c) => OutputFile::create_with(path, c),
+        None => OutputFile::create(path),
+    }
+}
+
+/// Writes `buf` to `out`, naming the output in an error.
+pub fn write_to(out: &mut OutputFile, buf: &[u8]) -> Result<()> {
+    out.write_all(buf).map_err(|e| Error::io(out.path(), e))
+}
+
+/// The record batches of `reader` as a pipeline source.
+pub fn record_batches(mut reader: FastxReader) -> impl Iterator<Item = Result<RecordBatch>> + Send {
+    std::iter::from_fn(move || reader.next_batch().transpose())
+}
+
+/// The bundle batches of `reader` as a pipeline source.
+pub fn bundle_batches(mut reader: PairedReader) -> impl Iterator<Item = Result<BundleBatch>> + Send {
+    std::iter::from_fn(move || reader.next_batch().transpose())
+}
+
+/// The records of one bundle batch, formatted and routed by bundle kind.
+#[derive(Default)]
+pub(crate) struct Routed {
+    /// First mates of pairs (and, when interleaving, their second mates right after them).
+    pub firsts: Vec<u8>,
+    /// Second mates of pairs, when not interleaving.
+    pub seconds: Vec<u8>,
+    /// Single reads.
+    pub orphans: Vec<u8>,
+    /// Number of pairs.
+    pub pairs: u64,
+    /// Number of single reads.
+    pub singles: u64,
+}
+
+/// Formats the bundles of `bb`: pairs to `firsts` (and `seconds` unless `interleave`),
+/// single reads to `orphans`.
+pub(crate) fn route_bundles(bb: &BundleBatch, interleave: bool) -> Routed {
+    let mut r = Routed::default();
+    for b in &bb.bundles {
+        let first = bb.batch.get(b.first);
+        match b.second {
+            Some(second) => {
+                write_record(&mut r.firsts, &first);
+                let dest = if interleave { &mut r.firsts } else { &mut r.seconds };
+                write_record(dest, &bb.batch.get(second));
+                r.pairs += 1;
+            }
+            None => {
+                write_record(&mut r.orphans, &first);
+                r.singles += 1;
+            }
+        }
+    }
+    r
+}
+
+/// A paired-read input: one interleaved file, or an R1 file and its R2 `mate` file (a kmerflow
+/// extension: record i of the mate file is the mate of record i of the first file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairedInput {
+    /// The (first) file.
+    pub path: String,
+    /// The R2 file, when reads come as two files.
+    pub mate: Option<String>,
+}
+
+impl PairedInput {
+    /// An interleaved (or single-read) input.
+    pub fn single(path: impl Into<String>) -> Self {
+        PairedInput { path: path.into(), mate: None }
+    }
+
+    /// Opens the input as bundles; two files always give pairs, whatever `mode` says.
+    pub fn open(&self, mode: PairMode) -> Result<PairedReader> {
+        let first = FastxReader::open(&self.path)?;
+        Ok(match &self.mate {
+            Some(mate) => PairedReader::from_two_files(first, FastxReader::open(mate)?, None),
+            None => PairedReader::new(first, mode, None),
+        })
+    }
+}
+
+/// Builds a list of paired inputs from files and their optional mate files, which must be
+/// either absent or one per file.
+pub fn paired_inputs(files: &[String], mates: &[String]) -> Result<Vec<PairedInput>> {
+    if !mates.is_empty() && mates.len() != files.len() {
+        return Err(Error::invalid(format!(
+            "{} input files but {} mate files; give one --mate per input file",
+            files.len(),
+            mates.len()
+        )));
+    }
+    Ok(files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| PairedInput { path: f.clone(), mate: mates.get(i).cloned() })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_names_follow_khmer() {
+        assert_eq!(derived_name("/a/b/reads.fq.gz", ".pe", None), "reads.fq.gz.pe");
+        assert_eq!(derived_name("reads.fq", ".1", Some("out/")), "out/reads.fq.1");
+        assert_eq!(derived_name("x/reads.fq", ".subset", Some("")), "reads.fq.subset");
+    }
+
+    #[test]
+    fn mates_must_match_files() {
+        let files = vec!["a".to_string(), "b".to_string()];
+        assert!(paired_inputs(&files, &["c".to_string()]).is_err());
+        let p = paired_inputs(&files, &[]).unwrap();
+        assert_eq!(p[1], PairedInput::single("b"));
+    }
+}

@@ -1,0 +1,83 @@
+//! `split-paired-reads`: splits an interleaved file into left and right files, orphans
+//! optionally to a third (khmer's split-paired-reads.py).
+
+use super::{bundle_batches, route_bundles, Routed, create_output, derived_name, ensure_dir, is_stdin, write_to, Progress};
+use crate::io::{Compression, FastxReader, PairMode, PairedReader};
+use crate::pipeline::run_ordered;
+use crate::{Error, Result};
+
+/// Options of [`split_paired_reads`].
+#[derive(Debug, Clone)]
+pub struct SplitPairedOptions {
+    /// The interleaved input (`-` or `/dev/stdin` for stdin).
+    pub input: String,
+    /// Directory for the derived output names (khmer's `-d`).
+    pub output_dir: Option<String>,
+    /// Left reads file (`-1`), default `<base>.1`.
+    pub output_first: Option<String>,
+    /// Right reads file (`-2`), default `<base>.2`.
+    pub output_second: Option<String>,
+    /// Orphans file (`-0`); without it an orphan is an error.
+    pub output_orphans: Option<String>,
+    /// Explicit output compression; `None` chooses by each output's extension.
+    pub compression: Option<Compression>,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// What [`split_paired_reads`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SplitPairedSummary {
+    /// Left reads written.
+    pub left: u64,
+    /// Right reads written.
+    pub right: u64,
+    /// Orphans written.
+    pub orphans: u64,
+    /// The left, right and orphan output paths.
+    pub paths: [Option<String>; 3],
+}
+
+/// Splits `opts.input` into left/right (and orphan) files.
+pub fn split_paired_reads(opts: &SplitPairedOptions, progress: Progress) -> Result<SplitPairedSummary> {
+    if is_stdin(&opts.input) && (opts.output_first.is_none() || opts.output_second.is_none()) {
+        return Err(Error::invalid(
+            "accepting input from stdin; output filenames must be provided (-1 and -2)",
+        ));
+    }
+    let dir = opts.output_dir.as_deref();
+    let out1 = opts.output_first.clone().unwrap_or_else(|| derived_name(&opts.input, ".1", dir));
+    let out2 = opts.output_second.clone().unwrap_or_else(|| derived_name(&opts.input, ".2", dir));
+    if opts.output_first.is_none() || opts.output_second.is_none() {
+        ensure_dir(dir)?;
+    }
+    let mode = if opts.output_orphans.is_some() { PairMode::BrokenPaired } else { PairMode::RequirePaired };
+    let reader = PairedReader::new(FastxReader::open(&opts.input)?, mode, None);
+    let mut outs = [Some(create_output(&out1, opts.compression)?), Some(create_output(&out2, opts.compression)?), None];
+    if let Some(o) = &opts.output_orphans {
+        outs[2] = Some(create_output(o, opts.compression)?);
+    }
+    let mut counts = [0u64; 3];
+    let worker = || |bb| Ok(route_bundles(&bb, false));
+    run_ordered(bundle_batches(reader), opts.threads, worker, |r: Routed| {
+        counts[0] += r.pairs;
+        counts[1] += r.pairs;
+        counts[2] += r.singles;
+        for (out, buf) in outs.iter_mut().zip([&r.firsts, &r.seconds, &r.orphans]) {
+            if let Some(out) = out {
+                write_to(out, buf)?;
+            }
+        }
+        progress(counts.iter().sum());
+        Ok(())
+    })?;
+    for out in outs.into_iter().flatten() {
+        out.finish()?;
+    }
+    Ok(SplitPairedSummary {
+        left: counts[0],
+        right: counts[1],
+        orphans: counts[2],
+        paths: [Some(out1), Some(out2), opts.output_orphans.clone()],
+    })
+}
