@@ -1,12 +1,126 @@
 //! The `kmerflow` command line: one subcommand per khmer script, shared conventions
-//! (help with examples, `-q`, progress on a terminal, a resource summary line on stderr,
-//! exit codes 0 success / 1 data or I/O error / 2 usage error).
+//! (help with examples, `-q`, `-T/--threads`, progress on a terminal, a resource summary line
+//! on stderr, exit codes 0 success / 1 data or I/O error / 2 usage error).
+//!
+//! [`execute`] parses and runs a command line and returns a [`CliError`] (the Python
+//! bindings turn it into an exception); [`run`] is the executable's entry point, printing the
+//! error and returning the exit code.
 
+pub mod commands;
+pub mod common;
+pub mod progress;
+pub mod report;
+
+use clap::{CommandFactory, FromArgMatches, Parser};
+use commands::Command;
+use common::Ctx;
 use std::ffi::OsString;
 
-/// Runs the command line `argv` (program name first) and returns the process exit code.
+/// Exit code of a data or I/O error.
+pub const EXIT_DATA: i32 = 1;
+/// Exit code of a usage error.
+pub const EXIT_USAGE: i32 = 2;
+
+/// kmerflow: fast k-mer counting and read preprocessing, compatible with khmer.
+#[derive(Debug, Parser)]
+#[command(name = "kmerflow", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Run `kmerflow <command> --help` for a command's options and examples.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// A failed command line: the exit code and the message to show (one line for data errors,
+/// clap's usage text for usage errors).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    /// 1 for data or I/O errors, 2 for usage errors.
+    pub code: i32,
+    /// What went wrong, ready to print.
+    pub message: String,
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// Parses and runs `argv` (program name first). Help and version requests print to stdout and
+/// succeed; a closed output pipe ends quietly and succeeds.
+pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
+    let matches = match Cli::command().try_get_matches_from(&argv) {
+        Ok(m) => m,
+        Err(e) if !e.use_stderr() => {
+            // --help / --version: print to stdout; a closed stdout is not an error.
+            let _ = e.print();
+            return Ok(());
+        }
+        Err(e) => return Err(CliError { code: EXIT_USAGE, message: e.render().to_string() }),
+    };
+    let cli = Cli::from_arg_matches(&matches)
+        .map_err(|e| CliError { code: EXIT_USAGE, message: e.render().to_string() })?;
+    let name = cli.command.name();
+    let mut ctx = Ctx::new(cli.command.settings(), name);
+    let report = report::Report::start(&argv);
+    match cli.command.run(&mut ctx) {
+        Ok(()) => {
+            ctx.finish_progress();
+            if !ctx.quiet {
+                eprintln!("{}", report.line());
+            }
+            Ok(())
+        }
+        Err(e) if e.is_broken_pipe() => {
+            ctx.finish_progress();
+            Ok(())
+        }
+        Err(e) => {
+            ctx.finish_progress();
+            Err(CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}") })
+        }
+    }
+}
+
+/// Runs `argv` (program name first), prints any error on stderr and returns the exit code.
 pub fn run(argv: Vec<OsString>) -> i32 {
-    let _ = argv;
-    println!("kmerflow {}", kmerflow_core::VERSION);
-    0
+    match execute(argv) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{}", e.message.trim_end());
+            e.code
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(args: &[&str]) -> Vec<OsString> {
+        std::iter::once("kmerflow").chain(args.iter().copied()).map(OsString::from).collect()
+    }
+
+    #[test]
+    fn command_definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn version_and_help_succeed() {
+        assert_eq!(execute(argv(&["--version"])), Ok(()));
+        assert_eq!(execute(argv(&["fastq-to-fasta", "--help"])), Ok(()));
+    }
+
+    #[test]
+    fn usage_errors_exit_2() {
+        for args in [&["no-such-command"][..], &["fastq-to-fasta"], &["readstats", "x", "--bogus"]] {
+            let err = execute(argv(args)).unwrap_err();
+            assert_eq!(err.code, EXIT_USAGE, "{args:?}");
+        }
+        let err = execute(argv(&["fastq-to-fasta", "x.fq", "--gzip", "--bzip"])).unwrap_err();
+        assert_eq!(err.code, EXIT_USAGE);
+    }
 }

@@ -1,0 +1,70 @@
+//! The subcommands and their dispatch.
+//!
+//! Each command lives in its own module exposing `Args` (clap derive, with a `common` field
+//! holding [`crate::common::CommonArgs`] or a variant with a `settings()` method) and
+//! `run(args, &mut Ctx) -> kmerflow_core::Result<()>`, which maps the flags to the options of
+//! a `kmerflow_core::ops` function. To add a command, add its module and one line to the
+//! `commands!` list below: its name (khmer's script name without `.py`), the variant and the
+//! module; the line's doc comment is the command's one-line description.
+
+pub mod extract_long_sequences;
+pub mod extract_paired_reads;
+pub mod fastq_to_fasta;
+pub mod interleave_reads;
+pub mod readstats;
+pub mod sample_reads_randomly;
+pub mod split_paired_reads;
+
+use crate::common::{Ctx, Settings};
+use clap::Subcommand;
+
+/// Declares the [`Command`] enum and its dispatch from one list of `Variant(module)` lines.
+macro_rules! commands {
+    ($($(#[doc = $doc:literal])* $name:literal => $variant:ident($module:ident),)*) => {
+        /// A kmerflow subcommand with its parsed arguments.
+        #[derive(Debug, Subcommand)]
+        pub enum Command {
+            $($(#[doc = $doc])* #[command(name = $name)] $variant($module::Args),)*
+        }
+
+        impl Command {
+            /// The settings shared by all commands (`-q`, threads).
+            pub fn settings(&self) -> Settings {
+                match self {
+                    $(Command::$variant(a) => a.common.settings(),)*
+                }
+            }
+
+            /// Runs the command.
+            pub fn run(self, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+                match self {
+                    $(Command::$variant(a) => $module::run(a, ctx),)*
+                }
+            }
+
+            /// The command's name as typed on the command line.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Command::$variant(_) => $name,)*
+                }
+            }
+        }
+    };
+}
+
+commands! {
+    /// Extract sequences at least a given length (default 200 bp)
+    "extract-long-sequences" => ExtractLongSequences(extract_long_sequences),
+    /// Take a mixture of reads and split them into pairs and orphans
+    "extract-paired-reads" => ExtractPairedReads(extract_paired_reads),
+    /// Convert FASTQ to FASTA, dropping reads that contain N
+    "fastq-to-fasta" => FastqToFasta(fastq_to_fasta),
+    /// Produce an interleaved file from R1/R2 paired files
+    "interleave-reads" => InterleaveReads(interleave_reads),
+    /// Display summary statistics for one or more FASTA/FASTQ files
+    "readstats" => Readstats(readstats),
+    /// Uniformly subsample reads (or pairs) with reservoir sampling
+    "sample-reads-randomly" => SampleReadsRandomly(sample_reads_randomly),
+    /// Split interleaved reads into two files, left and right
+    "split-paired-reads" => SplitPairedReads(split_paired_reads),
+}

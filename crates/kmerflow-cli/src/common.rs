@@ -1,0 +1,116 @@
+//! Options and services shared by every command: `-q`, `-T/--threads`, `--gzip/--bzip`, the
+//! per-run context with the progress indicator.
+
+use crate::progress::Progress;
+use clap::Args;
+use kmerflow_core::io::Compression;
+
+/// The settings every command has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Suppress informational messages and the resource summary.
+    pub quiet: bool,
+    /// Worker threads; `None` = all available cores.
+    pub threads: Option<usize>,
+}
+
+/// `-q/--quiet` and `-T/--threads`, flattened into every command's arguments.
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    /// Do not print informational messages or the resource summary
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Number of worker threads [default: all available cores]
+    #[arg(short = 'T', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
+}
+
+impl CommonArgs {
+    /// The settings these flags give.
+    pub fn settings(&self) -> Settings {
+        Settings { quiet: self.quiet, threads: self.threads.map(|t| t as usize) }
+    }
+}
+
+/// Like [`CommonArgs`] but with `--threads` only, for commands where khmer uses `-T` for
+/// something else (trim-low-abund's `-T/--tempdir`).
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgsLongThreads {
+    /// Do not print informational messages or the resource summary
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Number of worker threads [default: all available cores]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
+}
+
+impl CommonArgsLongThreads {
+    /// The settings these flags give.
+    pub fn settings(&self) -> Settings {
+        Settings { quiet: self.quiet, threads: self.threads.map(|t| t as usize) }
+    }
+}
+
+/// khmer's mutually exclusive `--gzip` / `--bzip` output compression flags.
+#[derive(Debug, Clone, Args)]
+#[group(id = "compression", multiple = false)]
+pub struct CompressionArgs {
+    /// Compress output using gzip (without this, outputs named *.gz, *.bz2, *.xz or *.zst are
+    /// compressed accordingly)
+    #[arg(long)]
+    pub gzip: bool,
+    /// Compress output using bzip2
+    #[arg(long)]
+    pub bzip: bool,
+}
+
+impl CompressionArgs {
+    /// The explicit compression, `None` to choose by the output name's extension.
+    pub fn compression(&self) -> Option<Compression> {
+        if self.gzip {
+            Some(Compression::Gzip)
+        } else if self.bzip {
+            Some(Compression::Bzip2)
+        } else {
+            None
+        }
+    }
+}
+
+/// What a running command gets: its settings, a place for messages and the progress line.
+pub struct Ctx {
+    /// `-q` was given.
+    pub quiet: bool,
+    /// Worker threads to use.
+    pub threads: usize,
+    progress: Progress,
+}
+
+impl Ctx {
+    /// The context of command `name` with `settings`.
+    pub fn new(settings: Settings, name: &'static str) -> Self {
+        Ctx {
+            quiet: settings.quiet,
+            threads: settings.threads.unwrap_or_else(kmerflow_core::pipeline::available_threads),
+            progress: Progress::new(name, !settings.quiet),
+        }
+    }
+
+    /// Prints an informational (data-like) line on stderr unless `-q`.
+    pub fn info(&mut self, message: impl std::fmt::Display) {
+        if !self.quiet {
+            self.progress.clear();
+            eprintln!("{message}");
+        }
+    }
+
+    /// The callback reporting records handled so far to the progress line.
+    pub fn progress(&mut self) -> impl FnMut(u64) + '_ {
+        |n| self.progress.update(n)
+    }
+
+    /// Removes the progress line, if one was drawn.
+    pub fn finish_progress(&mut self) {
+        self.progress.clear();
+    }
+}
