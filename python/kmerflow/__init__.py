@@ -1,5 +1,48 @@
-"""kmerflow: fast, scalable k-mer counting and read preprocessing (a khmer successor)."""
+"""kmerflow: fast, scalable k-mer counting and read preprocessing (a khmer successor).
 
-from kmerflow._core import __version__
+The Python API mirrors khmer's: table classes (:class:`Countgraph`, :class:`Nodegraph`, ...),
+:class:`HLLCounter`, hash functions, plus :func:`open_reads` and one function per command
+(:func:`normalize_by_median`, :func:`fastq_to_fasta`, ...).
+"""
 
-__all__ = ["__version__"]
+from kmerflow._core import (
+    Countgraph,
+    Counttable,
+    HLLCounter,
+    Nodegraph,
+    Nodetable,
+    Record,
+    SmallCountgraph,
+    SmallCounttable,
+    Table,
+    __version__,
+    forward_hash,
+    forward_hash_no_rc,
+    get_n_primes_near_x,
+    hash_murmur3,
+    hash_no_rc_murmur3,
+    is_prime,
+    reverse_complement,
+    reverse_hash,
+)
+from kmerflow.commands import *  # noqa: F401,F403  (one function per command)
+from kmerflow.commands import __all__ as _command_names
+from kmerflow.errors import (
+    CommandError,
+    FormatError,
+    KmerflowError,
+    KmerflowIOError,
+    ParameterError,
+)
+from kmerflow.reads import Reads, open_reads
+
+__all__ = [
+    "__version__",
+    "KmerflowError", "FormatError", "KmerflowIOError", "ParameterError", "CommandError",
+    "open_reads", "Reads", "Record",
+    "Table", "Countgraph", "SmallCountgraph", "Nodegraph",
+    "Counttable", "SmallCounttable", "Nodetable", "HLLCounter",
+    "forward_hash", "forward_hash_no_rc", "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3",
+    "reverse_complement", "get_n_primes_near_x", "is_prime",
+    *_command_names,
+]

@@ -1,17 +1,33 @@
 //! `kmerflow._core`: thin PyO3 bindings over kmerflow-core.
+//!
+//! - [`reads`]: `ReadReader`/`Record`, batches of records crossing into Python at once.
+//! - [`tables`]: khmer's table classes over the core `KTable`.
+//! - [`hll`]: `HLLCounter`.
+//! - [`hashing`]: module-level hash and prime functions.
+//! - [`commands`]: `cli_main` (console script) and `run_command` (Python command functions).
+//! - [`errors`]: core errors → `kmerflow.errors` exceptions.
+//!
+//! Every method that reads files or touches many k-mers releases the GIL.
+
+mod commands;
+mod errors;
+mod hashing;
+mod hll;
+mod reads;
+mod seqfile;
+mod tables;
 
 use pyo3::prelude::*;
-
-/// Runs the kmerflow command line with `argv` (program name first); returns the exit code.
-#[pyfunction]
-fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
-    py.detach(|| kmerflow_cli::run(argv.into_iter().map(Into::into).collect()))
-}
 
 /// The native module.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", kmerflow_core::VERSION)?;
-    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_class::<reads::Record>()?;
+    m.add_class::<reads::ReadReader>()?;
+    m.add_class::<hll::PyHllCounter>()?;
+    tables::register(m)?;
+    hashing::register(m)?;
+    commands::register(m)?;
     Ok(())
 }

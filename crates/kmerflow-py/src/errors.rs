@@ -1,0 +1,52 @@
+//! Mapping of core errors to the Python exception hierarchy of `kmerflow.errors`.
+//!
+//! The classes are defined in Python (multiple inheritance: `FormatError` is also a
+//! `ValueError`, `KmerflowIOError` also an `OSError`) and looked up here when an error is raised.
+
+use kmerflow_core::Error;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+/// The `kmerflow.errors` class called `name`.
+fn error_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
+    Ok(py.import("kmerflow.errors")?.getattr(name)?.cast_into::<PyType>()?)
+}
+
+/// Builds the Python exception for a core error.
+pub fn to_pyerr(err: Error) -> PyErr {
+    Python::attach(|py| {
+        let built = match &err {
+            Error::Io { path, source } => error_class(py, "KmerflowIOError").map(|cls| {
+                let errno = source.raw_os_error().unwrap_or(0);
+                PyErr::from_type(cls, (errno, err.to_string(), path.clone()))
+            }),
+            Error::Format { .. } => {
+                error_class(py, "FormatError").map(|cls| PyErr::from_type(cls, err.to_string()))
+            }
+            Error::Invalid(message) => error_class(py, "ParameterError")
+                .map(|cls| PyErr::from_type(cls, message.clone())),
+        };
+        built.unwrap_or_else(|_| PyValueError::new_err(err.to_string()))
+    })
+}
+
+/// A `kmerflow.errors.KmerflowError` with `message` and the command's exit `code`.
+pub fn command_error(code: i32, message: String) -> PyErr {
+    Python::attach(|py| match error_class(py, "CommandError") {
+        Ok(cls) => PyErr::from_type(cls, (message, code)),
+        Err(e) => e,
+    })
+}
+
+/// Extension for core results: `.py()?` turns a core error into the Python exception.
+pub trait IntoPyResult<T> {
+    /// Converts the error side.
+    fn py(self) -> PyResult<T>;
+}
+
+impl<T> IntoPyResult<T> for Result<T, Error> {
+    fn py(self) -> PyResult<T> {
+        self.map_err(to_pyerr)
+    }
+}

@@ -1,0 +1,90 @@
+//! Module-level hash functions and prime helpers, with khmer's names and checks.
+
+use crate::errors::IntoPyResult;
+use kmerflow_core::kmer::{murmur, twobit};
+use kmerflow_core::table::primes;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// Refuses a k-mer whose length is not `k`, or a `k` beyond the 2-bit limit.
+pub fn check_kmer(kmer: &str, k: usize) -> PyResult<()> {
+    if k > twobit::MAX_K {
+        return Err(PyValueError::new_err(format!("k-mer size {k} is above {} for 2-bit hashing", twobit::MAX_K)));
+    }
+    if kmer.len() != k {
+        return Err(PyValueError::new_err(format!(
+            "k-mer length {} does not match k = {k}",
+            kmer.len()
+        )));
+    }
+    Ok(())
+}
+
+/// khmer's canonical 2-bit hash of `kmer` (`len(kmer) == k <= 32`).
+#[pyfunction]
+pub fn forward_hash(kmer: &str, k: usize) -> PyResult<u64> {
+    check_kmer(kmer, k)?;
+    twobit::forward_hash(kmer.as_bytes()).py()
+}
+
+/// The forward-strand 2-bit value of `kmer` (no canonicalisation).
+#[pyfunction]
+pub fn forward_hash_no_rc(kmer: &str, k: usize) -> PyResult<u64> {
+    check_kmer(kmer, k)?;
+    twobit::forward_hash_no_rc(kmer.as_bytes()).py()
+}
+
+/// The k-mer string of a 2-bit hash value.
+#[pyfunction]
+pub fn reverse_hash(hash: u64, k: usize) -> PyResult<String> {
+    if k > twobit::MAX_K {
+        return Err(PyValueError::new_err(format!("k-mer size {k} is above {}", twobit::MAX_K)));
+    }
+    Ok(twobit::reverse_hash(hash, k))
+}
+
+/// khmer's canonical MurmurHash3 of the whole string.
+#[pyfunction]
+pub fn hash_murmur3(kmer: &str) -> u64 {
+    murmur::hash_murmur3(kmer.as_bytes())
+}
+
+/// MurmurHash3 (h1, seed 0) of the string as given.
+#[pyfunction]
+pub fn hash_no_rc_murmur3(kmer: &str) -> u64 {
+    murmur::hash_no_rc_murmur3(kmer.as_bytes())
+}
+
+/// khmer's IUPAC-aware reverse complement.
+#[pyfunction]
+pub fn reverse_complement(seq: &str) -> String {
+    String::from_utf8_lossy(&murmur::reverse_complement(seq.as_bytes())).into_owned()
+}
+
+/// The `n` largest odd primes below `x` (a float like `1e6` is truncated, as in khmer).
+#[pyfunction]
+pub fn get_n_primes_near_x(n: usize, x: f64) -> PyResult<Vec<u64>> {
+    if !(x >= 1.0) {
+        return Err(PyValueError::new_err(format!("x must be at least 1, not {x}")));
+    }
+    primes::get_n_primes_near_x(n, x as u64).py()
+}
+
+/// khmer's primality test.
+#[pyfunction]
+pub fn is_prime(n: u64) -> bool {
+    primes::is_prime(n)
+}
+
+/// Registers the functions on the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(forward_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(forward_hash_no_rc, m)?)?;
+    m.add_function(wrap_pyfunction!(reverse_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(hash_murmur3, m)?)?;
+    m.add_function(wrap_pyfunction!(hash_no_rc_murmur3, m)?)?;
+    m.add_function(wrap_pyfunction!(reverse_complement, m)?)?;
+    m.add_function(wrap_pyfunction!(get_n_primes_near_x, m)?)?;
+    m.add_function(wrap_pyfunction!(is_prime, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! `ReadReader`: FASTA/FASTQ records (or pairs) handed to Python one batch at a time.
+//!
+//! A batch (about 1 MiB of input) is read and parsed with the GIL released, then converted to a
+//! Python list in one go; Python iterates the list (`kmerflow.open_reads` chains them), so the
+//! per-record cost on the Python side is creating three `str` objects and one `Record`.
+
+use crate::errors::IntoPyResult;
+use kmerflow_core::io::{FastxReader, PairMode, PairedReader, Record as CoreRecord, RecordBatch};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+
+/// One sequence record: `name` (whole header line), `sequence`, `quality` (`None` for FASTA).
+#[pyclass(frozen, module = "kmerflow._core")]
+pub struct Record {
+    /// The header line after `>`/`@`, comment included.
+    #[pyo3(get)]
+    name: Py<PyString>,
+    /// The sequence as in the file.
+    #[pyo3(get)]
+    sequence: Py<PyString>,
+    /// FASTQ qualities, or `None` for FASTA.
+    #[pyo3(get)]
+    quality: Option<Py<PyString>>,
+}
+
+#[pymethods]
+impl Record {
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.sequence.bind(py).len()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "Record(name={}, sequence={}, quality={})",
+            self.name.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
+            self.sequence.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
+            match &self.quality {
+                Some(q) => q.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
+                None => "None".to_owned(),
+            }
+        )
+    }
+}
+
+/// A Python `str` of ASCII-ish bytes (invalid UTF-8 is replaced, never an error).
+fn py_str<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyString> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => PyString::new(py, s),
+        Err(_) => PyString::new(py, &String::from_utf8_lossy(bytes)),
+    }
+}
+
+/// Converts one core record to a Python `Record`.
+fn to_py_record(py: Python<'_>, rec: &CoreRecord<'_>) -> PyResult<Py<Record>> {
+    Py::new(
+        py,
+        Record {
+            name: py_str(py, rec.name).unbind(),
+            sequence: py_str(py, rec.seq).unbind(),
+            quality: rec.qual.map(|q| py_str(py, q).unbind()),
+        },
+    )
+}
+
+/// The source of batches: plain records or khmer's bundles.
+enum Source {
+    Records(FastxReader, Option<usize>),
+    Pairs(PairedReader),
+}
+
+/// Parses the `pairs` argument of `open_reads`.
+fn pair_mode(pairs: &Bound<'_, PyAny>) -> PyResult<Option<PairMode>> {
+    if let Ok(flag) = pairs.extract::<bool>() {
+        return Ok(flag.then_some(PairMode::BrokenPaired));
+    }
+    match pairs.extract::<String>()?.as_str() {
+        "broken" => Ok(Some(PairMode::BrokenPaired)),
+        "require" => Ok(Some(PairMode::RequirePaired)),
+        "single" => Ok(Some(PairMode::ForceSingle)),
+        other => Err(PyValueError::new_err(format!(
+            "pairs must be False, True, 'broken', 'require' or 'single', not {other:?}"
+        ))),
+    }
+}
+
+/// Iterator over batches (Python lists) of records or `(read1, read2_or_None)` tuples.
+#[pyclass(module = "kmerflow._core")]
+pub struct ReadReader {
+    source: Source,
+}
+
+#[pymethods]
+impl ReadReader {
+    /// Opens `path` (`-` for stdin; compression detected from the content). `pairs`: `False`
+    /// (records), `True`/`"broken"` (khmer's broken-paired bundles), `"require"` (an orphan is an
+    /// error), `"single"` (every record alone, as a bundle). `mate`: a second file whose records
+    /// pair with those of `path` in order. `min_length`: drop shorter reads as khmer does.
+    #[new]
+    #[pyo3(signature = (path, pairs = None, min_length = None, mate = None))]
+    fn new(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        pairs: Option<&Bound<'_, PyAny>>,
+        min_length: Option<usize>,
+        mate: Option<std::path::PathBuf>,
+    ) -> PyResult<Self> {
+        let mode = match pairs {
+            Some(p) => pair_mode(p)?,
+            None => None,
+        };
+        let path = path.to_string_lossy().into_owned();
+        let mate = mate.map(|m| m.to_string_lossy().into_owned());
+        let source = py.detach(|| -> kmerflow_core::Result<Source> {
+            let reader = FastxReader::open(&path)?;
+            Ok(match (mate, mode) {
+                (Some(m), _) => {
+                    Source::Pairs(PairedReader::from_two_files(reader, FastxReader::open(&m)?, min_length))
+                }
+                (None, Some(mode)) => Source::Pairs(PairedReader::new(reader, mode, min_length)),
+                (None, None) => Source::Records(reader, min_length),
+            })
+        });
+        Ok(ReadReader { source: source.py()? })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next batch as a list (never empty), `StopIteration` at the end.
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        loop {
+            let Some(batch) = self.read_batch(py)? else { return Ok(None) };
+            if !batch.is_empty() {
+                return Ok(Some(batch));
+            }
+        }
+    }
+}
+
+impl ReadReader {
+    /// Reads the next batch with the GIL released and converts it; `None` at the end.
+    fn read_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        match &mut self.source {
+            Source::Records(reader, min_length) => {
+                let Some(batch) = py.detach(|| reader.next_batch()).py()? else { return Ok(None) };
+                let min = min_length.unwrap_or(0);
+                let items = batch
+                    .iter()
+                    .filter(|r| r.seq.len() >= min)
+                    .map(|r| to_py_record(py, &r))
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok(Some(PyList::new(py, items)?))
+            }
+            Source::Pairs(reader) => {
+                let Some(bundles) = py.detach(|| reader.next_batch()).py()? else { return Ok(None) };
+                let records: &RecordBatch = &bundles.batch;
+                let items = bundles
+                    .bundles
+                    .iter()
+                    .map(|b| {
+                        let first = to_py_record(py, &records.get(b.first))?.into_any();
+                        let second = match b.second {
+                            Some(i) => to_py_record(py, &records.get(i))?.into_any(),
+                            None => py.None(),
+                        };
+                        Ok(PyTuple::new(py, [first, second])?)
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok(Some(PyList::new(py, items)?))
+            }
+        }
+    }
+}

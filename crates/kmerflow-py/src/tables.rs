@@ -1,0 +1,354 @@
+//! khmer's table classes: `Countgraph`, `SmallCountgraph`, `Nodegraph` (2-bit hash) and
+//! `Counttable`, `SmallCounttable`, `Nodetable` (Murmur hash), all subclasses of `Table`,
+//! which holds one core [`KTable`] and every method.
+//!
+//! Sequence arguments are not cleaned (as in khmer's API); files read by `consume_seqfile` and
+//! `abundance_distribution` are cleaned with khmer's C++ rule. Heavy methods release the GIL, and
+//! the core table is updated atomically, so several Python threads may count into one table.
+
+use crate::errors::IntoPyResult;
+use crate::seqfile::for_each_clean_read;
+use kmerflow_core::kmer::twobit;
+use kmerflow_core::table::{HashKind, KTable, StorageKind};
+use numpy::ndarray::ArrayView1;
+use numpy::PyArray1;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+use std::path::PathBuf;
+
+/// A k-mer given as a string or as a precomputed hash.
+#[derive(FromPyObject)]
+pub enum KmerOrHash {
+    /// A hash value.
+    Hash(u64),
+    /// A k-mer of length k.
+    Kmer(String),
+}
+
+/// Length of the histogram returned by `abundance_distribution` (khmer drops the last slot).
+const DIST_LEN: usize = 65535;
+
+/// Base class of all tables; not constructed directly.
+#[pyclass(subclass, module = "kmerflow._core")]
+pub struct Table {
+    inner: KTable,
+}
+
+/// Builds a table of the given family, from explicit primes or from khmer's sizing rule.
+fn build(
+    k: usize,
+    hash: HashKind,
+    storage: StorageKind,
+    starting_size: f64,
+    n_tables: usize,
+    primes: Option<Vec<u64>>,
+) -> PyResult<Table> {
+    if hash == HashKind::TwoBit && k > twobit::MAX_K {
+        return Err(PyValueError::new_err(format!(
+            "k = {k} is above {} for 2-bit tables (use Counttable/Nodetable for larger k)",
+            twobit::MAX_K
+        )));
+    }
+    let inner = match primes {
+        Some(sizes) => KTable::with_sizes(k, hash, storage, sizes),
+        None => {
+            if !(starting_size >= 1.0) {
+                return Err(PyValueError::new_err(format!("starting_size must be at least 1, not {starting_size}")));
+            }
+            KTable::new(k, hash, storage, starting_size as u64, n_tables)
+        }
+    };
+    Ok(Table { inner: inner.py()? })
+}
+
+/// Loads a saved table and checks that its storage matches the class.
+fn load_checked(
+    py: Python<'_>,
+    path: PathBuf,
+    hash: HashKind,
+    storage: StorageKind,
+    class: &str,
+) -> PyResult<Table> {
+    let path = path.to_string_lossy().into_owned();
+    let inner = py.detach(|| KTable::load(&path, hash)).py()?;
+    if inner.storage_kind() != storage {
+        return Err(PyValueError::new_err(format!(
+            "{path}: the file holds a {:?}-storage table, not a {class}",
+            inner.storage_kind()
+        )));
+    }
+    Ok(Table { inner })
+}
+
+/// The first `len` bytes of `seq` as a string (lossy for non-ASCII input, never a panic).
+fn prefix(seq: &str, len: usize) -> String {
+    String::from_utf8_lossy(&seq.as_bytes()[..len]).into_owned()
+}
+
+impl Table {
+    /// Checks that `seq` has at least one k-mer (khmer raises `ValueError` otherwise).
+    fn check_seq(&self, seq: &str) -> PyResult<()> {
+        let k = self.inner.ksize();
+        if seq.len() < k {
+            return Err(PyValueError::new_err(format!(
+                "sequence length ({}) must be >= the hashtable k-mer size ({k})",
+                seq.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The hash of a k-mer or hash argument.
+    fn hash_of(&self, kmer: &KmerOrHash) -> PyResult<u64> {
+        match kmer {
+            KmerOrHash::Hash(h) => Ok(*h),
+            KmerOrHash::Kmer(s) => self.hash(s),
+        }
+    }
+}
+
+#[pymethods]
+impl Table {
+    #[new]
+    fn new() -> PyResult<Self> {
+        Err(PyTypeError::new_err("Table is abstract: use Countgraph, Nodegraph, Counttable, ..."))
+    }
+
+    /// k.
+    fn ksize(&self) -> usize {
+        self.inner.ksize()
+    }
+
+    /// The size (bins) of each table.
+    fn hashsizes(&self) -> Vec<u64> {
+        self.inner.hashsizes().to_vec()
+    }
+
+    /// Number of tables.
+    fn n_tables(&self) -> usize {
+        self.inner.n_tables()
+    }
+
+    /// Non-zero bins of the first table.
+    fn n_occupied(&self) -> u64 {
+        self.inner.n_occupied()
+    }
+
+    /// Number of k-mer additions that found an empty bin (0 after `load`).
+    fn n_unique_kmers(&self) -> u64 {
+        self.inner.n_unique_kmers()
+    }
+
+    /// Turns counting above 255 (up to 65535) on or off; byte-counter tables only.
+    fn set_use_bigcount(&mut self, on: bool) -> PyResult<()> {
+        self.inner.set_use_bigcount(on).py()
+    }
+
+    /// Whether counts above 255 are kept.
+    fn get_use_bigcount(&self) -> bool {
+        self.inner.use_bigcount()
+    }
+
+    /// The hash of `kmer` (`len(kmer) == k`).
+    fn hash(&self, kmer: &str) -> PyResult<u64> {
+        if kmer.len() != self.inner.ksize() {
+            return Err(PyValueError::new_err(format!(
+                "k-mer length {} does not match the table's k = {}",
+                kmer.len(),
+                self.inner.ksize()
+            )));
+        }
+        self.inner.hash_kmer(kmer.as_bytes()).py()
+    }
+
+    /// The k-mer of a 2-bit hash (Murmur hashes cannot be reversed).
+    fn reverse_hash(&self, hash: u64) -> PyResult<String> {
+        match self.inner.hash_kind() {
+            HashKind::TwoBit => Ok(twobit::reverse_hash(hash, self.inner.ksize())),
+            HashKind::Murmur => Err(PyValueError::new_err("reverse_hash is not possible for Murmur-hashed tables")),
+        }
+    }
+
+    /// Counts one k-mer (string of length k, or hash); returns True when it was new.
+    fn add(&self, kmer: KmerOrHash) -> PyResult<bool> {
+        Ok(self.inner.add_hash(self.hash_of(&kmer)?))
+    }
+
+    /// Same as `add`.
+    fn count(&self, kmer: KmerOrHash) -> PyResult<bool> {
+        self.add(kmer)
+    }
+
+    /// The count of one k-mer (string of length k, or hash).
+    fn get(&self, kmer: KmerOrHash) -> PyResult<u32> {
+        Ok(self.inner.get_hash(self.hash_of(&kmer)?))
+    }
+
+    /// Counts every k-mer of `seq` (not cleaned); returns the number of k-mers.
+    fn consume(&self, py: Python<'_>, seq: &str) -> PyResult<u64> {
+        self.check_seq(seq)?;
+        let inner = &self.inner;
+        Ok(py.detach(|| inner.consume(seq.as_bytes())))
+    }
+
+    /// Counts every k-mer of every read of `path` (non-ACGT → `A`), GIL released; returns
+    /// `(n_reads, n_kmers)`. Several threads may call it on one table at once.
+    fn consume_seqfile(&self, py: Python<'_>, path: PathBuf) -> PyResult<(u64, u64)> {
+        let inner = &self.inner;
+        let path = path.to_string_lossy().into_owned();
+        py.detach(|| {
+            let mut n_kmers = 0;
+            let n_reads = for_each_clean_read(&path, |seq| n_kmers += inner.consume(seq))?;
+            Ok((n_reads, n_kmers))
+        })
+        .py()
+    }
+
+    /// The k-mers of `seq`, in order.
+    fn get_kmers(&self, seq: &str) -> Vec<String> {
+        let k = self.inner.ksize();
+        let bytes = seq.as_bytes();
+        (0..(bytes.len() + 1).saturating_sub(k)).map(|i| String::from_utf8_lossy(&bytes[i..i + k]).into_owned()).collect()
+    }
+
+    /// The hash of every k-mer of `seq`, in order.
+    fn get_kmer_hashes(&self, seq: &str) -> PyResult<Vec<u64>> {
+        self.check_seq(seq)?;
+        let mut out = Vec::new();
+        self.inner.kmer_hashes(seq.as_bytes(), &mut out);
+        Ok(out)
+    }
+
+    /// The count of every k-mer of `seq`, in order.
+    fn get_kmer_counts(&self, seq: &str) -> PyResult<Vec<u32>> {
+        self.check_seq(seq)?;
+        let mut out = Vec::new();
+        self.inner.kmer_counts(seq.as_bytes(), &mut out);
+        Ok(out)
+    }
+
+    /// `(median, average, stddev)` of the k-mer counts of `seq` (upper median; float32 stats).
+    fn get_median_count(&self, seq: &str) -> PyResult<(u32, f32, f32)> {
+        self.check_seq(seq)?;
+        self.inner
+            .median_count(seq.as_bytes())
+            .ok_or_else(|| PyValueError::new_err("sequence has no k-mer"))
+    }
+
+    /// True when the median k-mer count of `seq` is at least `cutoff` (the diginorm test).
+    fn median_at_least(&self, seq: &str, cutoff: u32) -> PyResult<bool> {
+        self.check_seq(seq)?;
+        Ok(self.inner.median_at_least(seq.as_bytes(), cutoff))
+    }
+
+    /// `(prefix, length)`: the longest prefix of `seq` whose k-mers all have count >= `cutoff`.
+    fn trim_on_abundance(&self, seq: &str, cutoff: u32) -> (String, usize) {
+        let p = self.inner.trim_on_abundance(seq.as_bytes(), cutoff);
+        (prefix(seq, p), p)
+    }
+
+    /// `(prefix, length)`: the longest prefix of `seq` whose k-mers all have count > `cutoff`.
+    fn trim_below_abundance(&self, seq: &str, cutoff: u32) -> (String, usize) {
+        let p = self.inner.trim_below_abundance(seq.as_bytes(), cutoff);
+        (prefix(seq, p), p)
+    }
+
+    /// khmer's k-mer abundance histogram of the reads of `path`: entry i is the number of distinct
+    /// k-mers (tracked in the presence table `tracking`) whose count is i. GIL released.
+    fn abundance_distribution(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        tracking: PyRef<'_, Table>,
+    ) -> PyResult<Vec<u64>> {
+        let (inner, track) = (&self.inner, &tracking.inner);
+        let path = path.to_string_lossy().into_owned();
+        let mut dist = py
+            .detach(|| {
+                let mut dist = vec![0u64; DIST_LEN + 1];
+                for_each_clean_read(&path, |seq| inner.abundance_distribution_seq(seq, track, &mut dist))?;
+                Ok(dist)
+            })
+            .py()?;
+        dist.truncate(DIST_LEN);
+        Ok(dist)
+    }
+
+    /// Saves the table in khmer's format (gzip-compressed when the name ends in `.gz`).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let inner = &self.inner;
+        let path = path.to_string_lossy().into_owned();
+        py.detach(|| inner.save(&path)).py()
+    }
+
+    /// The counters of each table as read-only numpy `uint8` arrays that share the table's
+    /// memory (no copy) and keep the table alive. Nibble tables pack two bins per byte (even bin
+    /// in the high nibble), bit tables eight (LSB first).
+    fn get_raw_tables<'py>(slf: &Bound<'py, Self>) -> PyResult<Vec<Bound<'py, PyArray1<u8>>>> {
+        let this = slf.borrow();
+        this.inner
+            .raw_tables()
+            .into_iter()
+            .map(|bytes| {
+                let view = ArrayView1::from(bytes);
+                // SAFETY: the counters live as long as the table object, which the array keeps
+                // alive as its base, and the table never reallocates them.
+                let array = unsafe { PyArray1::borrow_from_array(&view, slf.clone().into_any()) };
+                array.getattr("flags")?.setattr("writeable", false)?;
+                Ok(array)
+            })
+            .collect()
+    }
+}
+
+/// Defines one concrete table class: its constructor (khmer's `Cls(k, starting_size, n_tables,
+/// primes=None)`) and `load` classmethod.
+macro_rules! table_class {
+    ($name:ident, $hash:expr, $storage:expr, $doc:literal) => {
+        #[doc = $doc]
+        #[pyclass(extends = Table, module = "kmerflow._core")]
+        pub struct $name;
+
+        #[pymethods]
+        impl $name {
+            #[new]
+            #[pyo3(signature = (ksize, starting_size, n_tables, primes = None))]
+            fn new(
+                ksize: usize,
+                starting_size: f64,
+                n_tables: usize,
+                primes: Option<Vec<u64>>,
+            ) -> PyResult<PyClassInitializer<Self>> {
+                let table = build(ksize, $hash, $storage, starting_size, n_tables, primes)?;
+                Ok(PyClassInitializer::from(table).add_subclass($name))
+            }
+
+            /// Loads a table saved by kmerflow or khmer.
+            #[classmethod]
+            fn load(cls: &Bound<'_, PyType>, path: PathBuf) -> PyResult<Py<$name>> {
+                let table = load_checked(cls.py(), path, $hash, $storage, stringify!($name))?;
+                Py::new(cls.py(), PyClassInitializer::from(table).add_subclass($name))
+            }
+        }
+    };
+}
+
+table_class!(Countgraph, HashKind::TwoBit, StorageKind::Byte, "Count-Min sketch of 8-bit counters, 2-bit hash (k <= 32).");
+table_class!(SmallCountgraph, HashKind::TwoBit, StorageKind::Nibble, "Count-Min sketch of 4-bit counters, 2-bit hash (k <= 32).");
+table_class!(Nodegraph, HashKind::TwoBit, StorageKind::Bit, "Bloom filter, 2-bit hash (k <= 32).");
+table_class!(Counttable, HashKind::Murmur, StorageKind::Byte, "Count-Min sketch of 8-bit counters, Murmur hash (any k).");
+table_class!(SmallCounttable, HashKind::Murmur, StorageKind::Nibble, "Count-Min sketch of 4-bit counters, Murmur hash (any k).");
+table_class!(Nodetable, HashKind::Murmur, StorageKind::Bit, "Bloom filter, Murmur hash (any k).");
+
+/// Registers the table classes on the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Table>()?;
+    m.add_class::<Countgraph>()?;
+    m.add_class::<SmallCountgraph>()?;
+    m.add_class::<Nodegraph>()?;
+    m.add_class::<Counttable>()?;
+    m.add_class::<SmallCounttable>()?;
+    m.add_class::<Nodetable>()?;
+    Ok(())
+}

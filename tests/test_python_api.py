@@ -1,0 +1,348 @@
+"""The Python API: record iterator, error mapping, tables, HLL, command functions.
+
+Pinned values come from KHMER.md (§1, §2, §6.2 rows 23-25) or from khmer 3.0 run live as the
+oracle.
+"""
+
+from __future__ import annotations
+
+import errno
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import kmerflow
+from conftest import _in_ci
+from kmerflow.commands import command_argv
+
+
+# --- records -----------------------------------------------------------------------------------
+
+def test_fastq_gz_records(data):
+    recs = list(kmerflow.open_reads(data / "test-reads.fq.gz"))
+    assert len(recs) == 25000
+    assert recs[0].name == "850:2:1:1126:16664/1"
+    assert recs[0].sequence.startswith("CCATGTAGCGCCGCACACCT")
+    assert recs[0].quality.startswith("##########")
+    assert recs[-1].name == "850:2:1:3781:15748 1::FOO"
+    assert sum(len(r.sequence) for r in recs) == 1900000
+    assert all(len(r.quality) == len(r.sequence) for r in recs)
+    assert all(isinstance(r.sequence, str) for r in recs[:10])
+
+
+def test_fasta_records_have_no_quality(data):
+    recs = list(kmerflow.open_reads(data / "random-20-a.fa"))
+    assert len(recs) == 99
+    assert recs[0].name == "35"
+    assert all(r.quality is None for r in recs)
+
+
+def test_batches_are_lists(data):
+    batches = list(kmerflow.open_reads(data / "test-reads.fq.gz").batches())
+    assert all(isinstance(b, list) and b for b in batches)
+    assert sum(map(len, batches)) == 25000
+
+
+def _names(bundles):
+    return [(a.name, b.name if b is not None else None) for a, b in bundles]
+
+
+def test_broken_pairs(data):
+    bundles = list(kmerflow.open_reads(data / "paired-mixed.fq", pairs=True))
+    assert _names(bundles) == [
+        ("895:1:37:17593:9954/1", "895:1:37:17593:9954/2"),
+        ("850:2:1:1118:7944/1", None),
+        ("850:2:1:1123:19958/1", None),
+        ("895:1:37:17593:9954 1::foo", "895:1:37:17593:9954 2::foo"),
+        ("895:1:37:17593:9954/1", "895:1:37:17593:9954/2"),
+        ("850:2:1:1126:16664/1", None),
+        ("850:2:1:1128:16434/1", None),
+        ("850:2:1:1131:10632/1", None),
+    ]
+
+
+def test_single_mode_and_required_pairs(data):
+    singles = list(kmerflow.open_reads(data / "paired-mixed.fq", pairs="single"))
+    assert len(singles) == 11 and all(b is None for _, b in singles)
+    with pytest.raises(kmerflow.KmerflowError):
+        list(kmerflow.open_reads(data / "paired-mixed.fq", pairs="require"))
+    with pytest.raises(ValueError):
+        kmerflow.open_reads(data / "paired-mixed.fq", pairs="sometimes")
+
+
+def test_two_file_pairs(data):
+    bundles = list(kmerflow.open_reads(data / "paired.fq.1", mate=data / "paired.fq.2"))
+    interleaved = list(kmerflow.open_reads(data / "paired.fq", pairs="require"))
+    assert _names(bundles) == _names(interleaved)
+    assert len(bundles) == 2
+
+
+def test_min_length_drops_short_reads(data):
+    recs = list(kmerflow.open_reads(data / "test-abund-read-2.fa", min_length=19))
+    assert [len(r.sequence) for r in recs] == [114]
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+def test_missing_file_is_oserror(tmp_path):
+    missing = tmp_path / "nope.fq"
+    with pytest.raises(kmerflow.KmerflowIOError) as info:
+        list(kmerflow.open_reads(missing))
+    assert isinstance(info.value, OSError) and isinstance(info.value, kmerflow.KmerflowError)
+    assert info.value.errno == errno.ENOENT
+    assert str(missing) in str(info.value)
+
+
+def test_truncated_gzip_is_format_error(data):
+    with pytest.raises(kmerflow.FormatError) as info:
+        list(kmerflow.open_reads(data / "100-reads.fq.truncated.gz"))
+    assert isinstance(info.value, ValueError)
+    assert "100-reads.fq.truncated.gz" in str(info.value)
+
+
+def test_truncated_fastq_is_format_error(data):
+    with pytest.raises(kmerflow.FormatError):
+        list(kmerflow.open_reads(data / "truncated.fq"))
+
+
+# --- hashing (KHMER.md §1, §2.2, §6.2 row 23) ----------------------------------------------------
+
+def test_forward_hash_values():
+    assert kmerflow.forward_hash("AAAA", 4) == 0
+    assert kmerflow.forward_hash("CCCC", 4) == 170
+    assert kmerflow.forward_hash("G" * 12, 12) == 11184810
+    assert kmerflow.forward_hash("AAACGTATGACT", 12) == 184777
+    assert kmerflow.forward_hash("GGTTGACGGGGCTCAGGGGGCGGCTGACTCCG", 32) == 13607885392109549066
+    assert kmerflow.forward_hash_no_rc("TTTT", 4) == 85
+    assert kmerflow.reverse_hash(184777, 12) in ("AAACGTATGACT", "AGTCATACGTTT")
+    with pytest.raises(ValueError):
+        kmerflow.forward_hash("ACGT", 5)
+
+
+def test_murmur_values():
+    assert kmerflow.hash_no_rc_murmur3("AAAA") == 5231866503566620412
+    assert kmerflow.hash_murmur3("AAAA") == 526240128537019279
+    assert kmerflow.hash_murmur3("CCCC") == 14391997331386449225
+    assert kmerflow.hash_murmur3("ACGT") == 11375041580139570462
+    assert kmerflow.reverse_complement("ACGTc") == "GACGT"
+
+
+def test_primes():
+    assert kmerflow.get_n_primes_near_x(7, 20) == [19, 17, 13, 11, 7, 5, 3]
+    assert kmerflow.get_n_primes_near_x(4, 1e6) == [999983, 999979, 999961, 999959]
+    assert kmerflow.is_prime(999983) and not kmerflow.is_prime(999981)
+    with pytest.raises(ValueError):
+        kmerflow.get_n_primes_near_x(1, 3)
+
+
+# --- tables (KHMER.md §2, §6.2 rows 24-25) --------------------------------------------------------
+
+def test_countgraph_occupancy(data):
+    cg = kmerflow.Countgraph(12, 1e5, 4)
+    assert cg.hashsizes() == kmerflow.get_n_primes_near_x(4, 1e5)
+    n_reads, _ = cg.consume_seqfile(data / "random-20-a.fa")
+    assert n_reads == 99
+    assert cg.n_occupied() == 3886
+
+
+def test_nodegraph_occupancy(data):
+    ng = kmerflow.Nodegraph(20, 100000, 1)
+    ng.consume_seqfile(data / "random-20-a.fa")
+    assert ng.n_occupied() == 3884
+    ng3 = kmerflow.Nodegraph(20, 100000, 3)
+    ng3.consume_seqfile(data / "random-20-a.fa")
+    assert (ng3.n_occupied(), ng3.n_unique_kmers()) == (3884, 3960)
+
+
+def test_counttable_kmer_hashes():
+    s = "ATGGATATGGAGGACAAGTATATGGAGGACAAGTATATGGAGGACAAGTAT"
+    ct = kmerflow.Counttable(33, 1e6, 4)
+    assert ct.get_kmer_hashes(s[:33]) == [4743239192574154715]
+    assert ct.get_kmer_hashes(s[:34])[1] == 2122462908541313313
+
+
+def test_bigcount():
+    cg = kmerflow.Countgraph(4, 1000, 2)
+    for _ in range(1000):
+        cg.add("ACGA")
+    assert cg.get("ACGA") == 255
+    cg.set_use_bigcount(True)
+    assert cg.get_use_bigcount()
+    big = kmerflow.Countgraph(4, 1000, 2)
+    big.set_use_bigcount(True)
+    for _ in range(70000):
+        big.count("ACGA")
+    assert big.get("ACGA") == 65535
+    with pytest.raises(ValueError):
+        kmerflow.SmallCountgraph(4, 1000, 2).set_use_bigcount(True)
+
+
+def test_per_sequence_statistics():
+    cg = kmerflow.Countgraph(4, 1000, 2)
+    cg.consume("ACGAT")        # k-mers ACGA, CGAT
+    cg.add("CGAT")
+    cg.add("CGAT")
+    assert cg.get_kmer_counts("ACGAT") == [1, 3]
+    assert cg.get_median_count("ACGAT") == (3, 2.0, 1.0)
+    assert cg.median_at_least("ACGAT", 3)
+    assert not cg.median_at_least("ACGAT", 4)
+    assert cg.trim_on_abundance("ACGAT", 2) == ("", 0)
+    assert cg.trim_on_abundance("ACGA", 1) == ("", 0)  # a single k-mer always trims to 0
+    cg.add("GATT")                     # ACGATT: counts [1, 3, 1]
+    assert [cg.trim_below_abundance("ACGATT", c) for c in (0, 1, 3)] == [
+        ("", 0), ("ACGA", 4), ("ACGATT", 6)]
+    assert cg.trim_on_abundance("ACGATT", 1) == ("ACGATT", 6)
+    assert cg.get_kmers("ACGAT") == ["ACGA", "CGAT"]
+    assert cg.hash("ACGA") == kmerflow.forward_hash("ACGA", 4)
+    assert cg.get(cg.hash("CGAT")) == 3
+    with pytest.raises(ValueError):
+        cg.consume("ACG")
+    with pytest.raises(TypeError):
+        cg.get(1.5)
+
+
+def test_two_bit_tables_refuse_large_k():
+    with pytest.raises(ValueError):
+        kmerflow.Countgraph(33, 1e5, 4)
+    with pytest.raises(ValueError):
+        kmerflow.Nodegraph(40, 1e5, 4)
+    assert kmerflow.Counttable(40, 1e5, 4).ksize() == 40
+
+
+def test_save_load_round_trip(data, tmp_path):
+    for cls in (kmerflow.Countgraph, kmerflow.SmallCountgraph, kmerflow.Nodegraph):
+        table = cls(20, 1e5, 3)
+        table.consume_seqfile(data / "random-20-a.fa")
+        path = tmp_path / f"{cls.__name__}.kf"
+        table.save(path)
+        loaded = cls.load(path)
+        assert type(loaded) is cls
+        assert loaded.ksize() == 20 and loaded.hashsizes() == table.hashsizes()
+        assert loaded.n_occupied() == table.n_occupied()
+        for a, b in zip(loaded.get_raw_tables(), table.get_raw_tables()):
+            assert np.array_equal(a, b)
+    with pytest.raises(ValueError):
+        kmerflow.Countgraph.load(tmp_path / "Nodegraph.kf")
+
+
+def _khmer_python(code: str) -> None:
+    try:
+        subprocess.run(["/usr/bin/python3", "-c", "import khmer"], check=True,
+                       capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        if _in_ci():
+            raise AssertionError("khmer is not installed; .ci/run must install it")
+        pytest.skip("khmer (Debian package) is not installed")
+    subprocess.run(["/usr/bin/python3", "-c", code], check=True, capture_output=True)
+
+
+def test_load_khmer_saved_countgraph(data, tmp_path):
+    saved = tmp_path / "khmer.ct"
+    reads = data / "random-20-a.fa"
+    _khmer_python(f"import khmer; cg = khmer.Countgraph(12, 1e4, 3); cg.set_use_bigcount(True); "
+                  f"cg.consume_seqfile({str(reads)!r}); cg.save({str(saved)!r})")
+    ours = kmerflow.Countgraph(12, 1e4, 3)
+    ours.consume_seqfile(reads)
+    loaded = kmerflow.Countgraph.load(saved)
+    assert loaded.get_use_bigcount()
+    assert loaded.hashsizes() == ours.hashsizes()
+    for a, b in zip(loaded.get_raw_tables(), ours.get_raw_tables()):
+        assert np.array_equal(a, b)
+    seq = next(iter(kmerflow.open_reads(reads))).sequence
+    assert loaded.get_kmer_counts(seq) == ours.get_kmer_counts(seq)
+
+
+def test_abundance_distribution_matches_khmer(data, tmp_path):
+    reads = data / "test-abund-read-2.fa"
+    out = tmp_path / "dist.txt"
+    _khmer_python(
+        f"import khmer; cg = khmer.Countgraph(17, 1e5, 2); cg.set_use_bigcount(True); "
+        f"cg.consume_seqfile({str(reads)!r}); ng = khmer.Nodegraph(17, 1, 1, "
+        f"primes=cg.hashsizes()); d = cg.abundance_distribution({str(reads)!r}, ng); "
+        f"open({str(out)!r}, 'w').write(' '.join(map(str, d)))")
+    cg = kmerflow.Countgraph(17, 1e5, 2)
+    cg.set_use_bigcount(True)
+    cg.consume_seqfile(reads)
+    tracking = kmerflow.Nodegraph(17, 1, 1, primes=cg.hashsizes())
+    dist = cg.abundance_distribution(reads, tracking)
+    assert len(dist) == 65535
+    assert dist == [int(x) for x in out.read_text().split()]
+    assert dist[1] == 96 and dist[1001] == 2
+
+
+def test_raw_tables_are_zero_copy_views():
+    cg = kmerflow.Countgraph(4, 1, 1, primes=[11, 13])
+    raw = cg.get_raw_tables()
+    assert [a.shape for a in raw] == [(11,), (13,)] and raw[0].dtype == np.uint8
+    cg.add("AAAA")                      # hash 0 → bin 0 of both tables
+    assert raw[0][0] == 1 and raw[1][0] == 1
+    assert not raw[0].flags.writeable
+    del cg                              # the arrays keep the table alive
+    assert raw[1][0] == 1
+
+
+def test_threads_share_one_table(data):
+    path = data / "test-reads.fq.gz"
+    serial = kmerflow.Countgraph(20, 1e6, 4)
+    for _ in range(2):
+        serial.consume_seqfile(path)
+    shared = kmerflow.Countgraph(20, 1e6, 4)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(shared.consume_seqfile(path)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [(25000, 1425000)] * 2
+    for a, b in zip(shared.get_raw_tables(), serial.get_raw_tables()):
+        assert np.array_equal(a, b)
+
+
+def test_hll(data):
+    hll = kmerflow.HLLCounter(0.01, 20)
+    hll.consume_seqfile(data / "random-20-a.fa")
+    assert hll.estimate_cardinality() == 3950 == len(hll)
+    other = kmerflow.HLLCounter(0.01, 20)
+    other.consume_seqfile(data / "paired-mixed.fa")
+    assert other.estimate_cardinality() == 232
+    hll.merge(other)
+    assert hll.estimate_cardinality() == 4170
+    with pytest.raises(ValueError):
+        hll.add("ACGT")
+
+
+# --- command functions -------------------------------------------------------------------------
+
+def test_command_argv():
+    argv = command_argv("normalize-by-median", ["a.fq", "b.fq"], ksize=20, cutoff=None,
+                        paired=True, force_single=False, unpaired_reads="u.fq",
+                        max_tablesize=1e6)
+    assert argv == ["normalize-by-median", "--ksize", "20", "--paired", "--unpaired-reads",
+                    "u.fq", "--max-tablesize", "1000000.0", "a.fq", "b.fq"]
+    assert command_argv("x", [], report=["r1", "r2"]) == ["x", "--report", "r1", "--report", "r2"]
+
+
+def test_every_command_has_a_function():
+    import inspect
+    for name in ("fastq_to_fasta", "interleave_reads", "split_paired_reads",
+                 "extract_paired_reads", "extract_long_sequences", "sample_reads_randomly",
+                 "readstats", "load_into_counting", "abundance_dist", "abundance_dist_single",
+                 "normalize_by_median", "filter_abund", "filter_abund_single", "trim_low_abund",
+                 "count_median", "unique_kmers", "load_graph"):
+        fn = getattr(kmerflow, name)
+        assert fn.__doc__ and len(inspect.signature(fn).parameters) >= 2
+
+
+def test_readstats_function(data, tmp_path):
+    out = tmp_path / "stats.csv"
+    kmerflow.readstats([data / "test-sweep-reads.fq"], output=out, csv=True)
+    assert out.read_text().splitlines()[1].startswith("358,5,71.6,")
+
+
+def test_failing_command_raises(tmp_path):
+    with pytest.raises(kmerflow.CommandError) as info:
+        kmerflow.readstats([tmp_path / "missing.fq"])
+    assert info.value.code == 1
