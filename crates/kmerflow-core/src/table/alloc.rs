@@ -17,7 +17,7 @@ enum Backing {
 
 /// A zero-initialised byte buffer that threads update through atomic views.
 pub struct ZeroedBytes {
-    backing: Backing,
+    _backing: Backing,
     /// Start of the usable bytes (inside `backing`).
     ptr: *mut u8,
     len: usize,
@@ -39,17 +39,17 @@ impl ZeroedBytes {
             // SAFETY: offset < HUGE_PAGE, so [offset, offset + len) lies inside the mapping.
             let ptr = unsafe { base.add(offset) };
             advise_huge_pages(ptr, len);
-            Ok(Self { backing: Backing::Mmap(map), ptr, len })
+            Ok(Self { _backing: Backing::Mmap(map), ptr, len })
         } else {
             let mut heap = vec![0u8; len].into_boxed_slice();
             let ptr = heap.as_mut_ptr();
-            Ok(Self { backing: Backing::Heap(heap), ptr, len })
+            Ok(Self { _backing: Backing::Heap(heap), ptr, len })
         }
     }
 
     #[cfg(test)]
     fn is_mmap(&self) -> bool {
-        matches!(self.backing, Backing::Mmap(_))
+        matches!(self._backing, Backing::Mmap(_))
     }
 
     /// The bytes as atomics, for shared updates.

@@ -393,9 +393,10 @@ impl KTable {
         self.trim_at(seq, |count| count >= cutoff)
     }
 
-    /// khmer's `trim_below_abundance` (the same with count > `cutoff`).
+    /// khmer's `trim_below_abundance`: the same rule keeping k-mers with count <= `cutoff`
+    /// (it cuts at the first k-mer *above* the cutoff; observed with khmer 3.0).
     pub fn trim_below_abundance(&self, seq: &[u8], cutoff: u32) -> usize {
-        self.trim_at(seq, |count| count > cutoff)
+        self.trim_at(seq, |count| count <= cutoff)
     }
 
     fn trim_at(&self, seq: &[u8], keep: impl Fn(u32) -> bool) -> usize {

@@ -68,7 +68,9 @@ fn median_mean_stddev_of_two_counts() {
     table.kmer_counts(b"AAAA", &mut counts);
     table.kmer_counts(b"CCCC", &mut counts);
     assert_eq!(counts, [1, 2]);
-    assert_eq!(table.median_count(b"AAAACCCC"), Some((1, 0.6, 0.8)));
+    let (median, mean, stddev) = table.median_count(b"AAAACCCC").unwrap(); // counts 1 0 0 0 2
+    assert_eq!(median, 0);
+    assert!((mean - 0.6).abs() < 1e-6 && (stddev - 0.8).abs() < 1e-6, "{mean} {stddev}");
 }
 
 #[test]
@@ -101,7 +103,8 @@ fn trimming_rules() {
     assert_eq!(table.trim_on_abundance(b"ACGTTGCAT", 3), 6);
     assert_eq!(table.trim_on_abundance(b"ACGTTGCAT", 2), 8);
     assert_eq!(table.trim_on_abundance(b"ACGTTGCA", 2), 8);
-    assert_eq!(table.trim_below_abundance(b"ACGTTGCAT", 2), 6);
+    assert_eq!(table.trim_below_abundance(b"ACGTTGCAT", 2), 0);
+    assert_eq!(table.trim_below_abundance(b"ACGTTGCAT", 3), 9);
     assert_eq!(table.trim_on_abundance(b"GCATT", 1), 0);
     // A sequence of exactly k bases always trims to 0 (khmer quirk).
     assert_eq!(table.trim_on_abundance(b"ACGT", 1), 0);
@@ -131,4 +134,21 @@ fn murmur_table_counts_canonical_kmers() {
     let mut counts = Vec::new();
     table.kmer_counts(&rc, &mut counts);
     assert!(counts.iter().all(|&c| c >= 1), "{counts:?}");
+}
+
+#[test]
+fn trimming_matches_khmer_probe() {
+    // khmer: Countgraph(4, 1e5, 2); consume AAAACCCC x3 and AAAACCCCGT x1; then for
+    // AAAACCCCGTTT (counts 4 4 4 4 4 1 1 0 4) trim_on / trim_below for cutoffs 0..=4.
+    let table = KTable::new(4, HashKind::TwoBit, StorageKind::Byte, 100_000, 2).unwrap();
+    for (read, times) in [(&b"AAAACCCC"[..], 3), (b"AAAACCCCGT", 1)] {
+        for _ in 0..times {
+            table.consume(read);
+        }
+    }
+    let read = b"AAAACCCCGTTT";
+    let on: Vec<usize> = (0..5).map(|c| table.trim_on_abundance(read, c)).collect();
+    let below: Vec<usize> = (0..5).map(|c| table.trim_below_abundance(read, c)).collect();
+    assert_eq!(on, [12, 10, 8, 8, 8]);
+    assert_eq!(below, [0, 0, 0, 0, 12]);
 }
