@@ -77,7 +77,7 @@ fn median_of_the_error_read() {
     let mut table = KTable::new(8, HashKind::TwoBit, StorageKind::Byte, 10_000_000, 2).unwrap();
     table.set_use_bigcount(true).unwrap();
     consume_all(&table, &reads);
-    assert_eq!(table.median_count(&reads[0]), Some((1, 103.803_741_455_078_12, 303.702_941_894_531_25)));
+    assert_eq!(table.median_count(&reads[0]), Some((1, 103.803_74, 303.702_94)));
     assert_eq!(table.trim_on_abundance(&reads[0], 2), 18);
     assert_eq!(table.trim_below_abundance(&reads[0], 1), 0);
     assert_eq!(table.trim_below_abundance(&reads[0], 2000), 114);
@@ -271,9 +271,18 @@ fn consume_throughput() {
     let reads: Vec<Vec<u8>> =
         (0..500_000).map(|_| (0..120).map(|_| b"ACGT"[rng.random_range(0..4)]).collect()).collect();
     let table = KTable::new(20, HashKind::TwoBit, StorageKind::Byte, 100_000_000, 4).unwrap();
-    let start = std::time::Instant::now();
+    let (start, cpu_start) = (std::time::Instant::now(), thread_cpu_seconds());
     let kmers: u64 = reads.iter().map(|r| table.consume(r)).sum();
-    let secs = start.elapsed().as_secs_f64();
-    eprintln!("{kmers} k-mers in {secs:.2} s: {:.1} M k-mers/s", kmers as f64 / secs / 1e6);
+    let (secs, cpu) = (start.elapsed().as_secs_f64(), thread_cpu_seconds() - cpu_start);
+    let rate = |s: f64| kmers as f64 / s / 1e6;
+    eprintln!("{kmers} k-mers: wall {secs:.2} s ({:.1} M/s), CPU {cpu:.2} s ({:.1} M/s)", rate(secs), rate(cpu));
     assert_eq!(kmers, 500_000 * 101);
+}
+
+/// CPU time of the calling thread (the machine may be shared, so wall time is noisy).
+fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the valid timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }

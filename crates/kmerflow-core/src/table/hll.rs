@@ -35,7 +35,7 @@ impl HllCounter {
     /// of length `k`.
     pub fn new(error_rate: f64, k: usize) -> Result<Self> {
         let p = ((1.04 / error_rate).powi(2)).log2().ceil();
-        if !(error_rate > 0.0) || !(f64::from(MIN_P)..=f64::from(MAX_P)).contains(&p) {
+        if error_rate.is_nan() || error_rate <= 0.0 || !(f64::from(MIN_P)..=f64::from(MAX_P)).contains(&p) {
             return Err(Error::invalid(format!(
                 "HyperLogLog error rate {error_rate} is out of range (between 0.0041 and 0.367)"
             )));

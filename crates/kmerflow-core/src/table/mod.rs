@@ -28,7 +28,7 @@ use storage::{BitCells, ByteCells, Cells, NibbleCells};
 
 /// Largest k of a Murmur table (khmer stores k in one byte).
 pub const MAX_MURMUR_K: usize = 255;
-/// Largest bigcount value (khmer's `MAX_BIGCOUNT`).
+/// Largest bigcount value (khmer's `MAX_BIGCOUNT`, the u16 maximum the map saturates at).
 pub const MAX_BIGCOUNT: u16 = 65535;
 /// k-mers whose bins are prefetched ahead of the one being updated.
 const PREFETCH_AHEAD: usize = 8;
@@ -461,7 +461,7 @@ impl KTable {
         if C::BIGCOUNT && all_full && self.use_bigcount {
             let mut map = self.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
             let entry = map.entry(hash).or_insert(0);
-            *entry = if *entry == 0 { 256 } else { entry.saturating_add(1).min(MAX_BIGCOUNT) };
+            *entry = if *entry == 0 { 256 } else { entry.saturating_add(1) };
         }
         Tally { occupied, unique: u64::from(any_zero) }
     }

@@ -7,10 +7,11 @@ pub fn is_prime(n: u64) -> bool {
     match n {
         0 | 1 => false,
         2 => true,
-        _ if n % 2 == 0 => false,
+        _ if n & 1 == 0 => false,
         _ => {
             // Odd divisors d with d * d <= n (khmer loops while d < sqrt(n) + 1: the same set).
             let mut d = 3u64;
+            #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87 (MSRV 1.80)
             while d.saturating_mul(d) <= n {
                 if n % d == 0 {
                     return false;
@@ -30,7 +31,7 @@ pub fn get_n_primes_near_x(n: usize, x: u64) -> Result<Vec<u64>> {
     }
     let mut primes = Vec::with_capacity(n);
     let mut i = x.saturating_sub(1);
-    if i % 2 == 0 {
+    if i & 1 == 0 {
         i = i.saturating_sub(1);
     }
     while primes.len() < n && i > 1 {

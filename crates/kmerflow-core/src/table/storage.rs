@@ -69,7 +69,7 @@ pub(super) struct NibbleCells;
 impl NibbleCells {
     #[inline(always)]
     fn shift(bin: u64) -> u32 {
-        if bin % 2 == 0 {
+        if bin & 1 == 0 {
             4
         } else {
             0
