@@ -1,35 +1,140 @@
 //! khmer's HyperLogLog cardinality estimator (KHMER.md §4.8), Murmur-hashed k-mers.
+//!
+//! Register index = the low p bits of khmer's canonical Murmur hash; the register keeps the
+//! largest rank (leading zeros of the remaining bits, plus one). The estimate is linear
+//! counting below khmer's per-p threshold, otherwise the raw HyperLogLog estimate with the
+//! HyperLogLog++ empirical bias correction up to 5m.
 
-use crate::Result;
+use super::hll_bias::{BIASES, RAW_ESTIMATES};
+use crate::kmer::murmur;
+use crate::{Error, Result};
+
+/// Smallest and largest precision khmer accepts.
+const MIN_P: u32 = 4;
+const MAX_P: u32 = 16;
+/// Linear-counting thresholds for p = 4..=18 (khmer's `THRESHOLD_DATA`).
+const THRESHOLDS: [f64; 15] = [
+    10.0, 20.0, 40.0, 80.0, 220.0, 400.0, 900.0, 1800.0, 3100.0, 6500.0, 11500.0, 20000.0, 50000.0,
+    120000.0, 350000.0,
+];
+/// Bias points averaged around a raw estimate.
+const NEIGHBOURS: usize = 6;
 
 /// A HyperLogLog counter over k-mers.
 #[derive(Debug, Clone)]
 pub struct HllCounter {
-    _private: (),
+    p: u32,
+    k: usize,
+    registers: Vec<u8>,
+    revcomp: Vec<u8>,
+    hashes: Vec<u64>,
 }
 
 impl HllCounter {
     /// A counter with relative `error_rate` (p = ceil(log2((1.04/e)^2)), 4 <= p <= 16) for k-mers
     /// of length `k`.
     pub fn new(error_rate: f64, k: usize) -> Result<Self> {
-        let _ = (error_rate, k);
-        todo!()
+        let p = ((1.04 / error_rate).powi(2)).log2().ceil();
+        if error_rate.is_nan() || error_rate <= 0.0 || !(f64::from(MIN_P)..=f64::from(MAX_P)).contains(&p) {
+            return Err(Error::invalid(format!(
+                "HyperLogLog error rate {error_rate} is out of range (between 0.0041 and 0.367)"
+            )));
+        }
+        if k == 0 {
+            return Err(Error::invalid("k-mer size must be at least 1"));
+        }
+        let p = p as u32;
+        Ok(Self { p, k, registers: vec![0; 1 << p], revcomp: Vec::new(), hashes: Vec::new() })
+    }
+
+    /// The precision p (2^p registers).
+    pub fn precision(&self) -> u32 {
+        self.p
+    }
+
+    /// k.
+    pub fn ksize(&self) -> usize {
+        self.k
+    }
+
+    /// The registers (khmer's `counters`).
+    pub fn counters(&self) -> &[u8] {
+        &self.registers
+    }
+
+    /// Adds one k-mer hash.
+    #[inline]
+    pub fn add_hash(&mut self, hash: u64) {
+        let index = (hash & ((1 << self.p) - 1)) as usize;
+        let rest = hash >> self.p;
+        // rest has at most 64 - p significant bits: its leading zeros are at least p.
+        let rank = (rest.leading_zeros() - self.p + 1) as u8;
+        let register = &mut self.registers[index];
+        *register = (*register).max(rank);
     }
 
     /// Adds every k-mer of `seq` (cleaned by the caller); returns the number of k-mers.
     pub fn consume_seq(&mut self, seq: &[u8]) -> u64 {
-        let _ = seq;
-        todo!()
+        let mut hashes = std::mem::take(&mut self.hashes);
+        hashes.clear();
+        murmur::canonical_hashes(seq, self.k, &mut self.revcomp, &mut hashes);
+        for &hash in &hashes {
+            self.add_hash(hash);
+        }
+        let n = hashes.len() as u64;
+        self.hashes = hashes;
+        n
     }
 
     /// Merges `other` (same p and k) register-wise by max.
     pub fn merge(&mut self, other: &HllCounter) -> Result<()> {
-        let _ = other;
-        todo!()
+        if other.p != self.p || other.k != self.k {
+            return Err(Error::invalid(format!(
+                "cannot merge HyperLogLog counters with different parameters (p {} k {} vs p {} k {})",
+                self.p, self.k, other.p, other.k
+            )));
+        }
+        for (mine, theirs) in self.registers.iter_mut().zip(&other.registers) {
+            *mine = (*mine).max(*theirs);
+        }
+        Ok(())
     }
 
     /// khmer's cardinality estimate.
     pub fn estimate(&self) -> u64 {
-        todo!()
+        let m = self.registers.len() as f64;
+        let zeros = self.registers.iter().filter(|&&r| r == 0).count();
+        if zeros > 0 {
+            let linear = m * (m / zeros as f64).ln();
+            if linear <= THRESHOLDS[(self.p - MIN_P) as usize] {
+                return linear as u64;
+            }
+        }
+        let sum = self.registers.iter().fold(0.0f64, |acc, &r| acc + 2f64.powi(-i32::from(r)));
+        let raw = self.alpha() * m * m / sum;
+        if raw <= 5.0 * m {
+            (raw - self.bias(raw)) as u64
+        } else {
+            raw as u64
+        }
+    }
+
+    fn alpha(&self) -> f64 {
+        match self.p {
+            4 => 0.673,
+            5 => 0.697,
+            6 => 0.709,
+            _ => 0.7213 / (1.0 + 1.079 / self.registers.len() as f64),
+        }
+    }
+
+    /// Mean measured bias at the raw-estimate points nearest to `raw` (ties by position).
+    fn bias(&self, raw: f64) -> f64 {
+        let row = (self.p - MIN_P) as usize;
+        let mut by_distance: Vec<(f64, usize)> =
+            RAW_ESTIMATES[row].iter().enumerate().map(|(i, &point)| ((raw - point).powi(2), i)).collect();
+        by_distance.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let nearest = &by_distance[..NEIGHBOURS.min(by_distance.len())];
+        nearest.iter().map(|&(_, i)| BIASES[row][i]).sum::<f64>() / nearest.len() as f64
     }
 }

@@ -1,16 +1,174 @@
 //! khmer's saved table format, version 4 (KHMER.md §3): types 1 (byte), 2 (bit), 7 (nibble).
+//!
+//! Layout (little-endian): `OXLI`, version 4, type; type 1 then has the bigcount flag byte;
+//! k (u32), number of tables (u8), occupied bins of table 0 (u64); per table its size (u64) and
+//! its counter bytes; type 1 ends with the bigcount entries (u64 count, then hash u64 + count
+//! u16 each, written here in ascending hash order).
 
-use super::{HashKind, KTable};
-use crate::Result;
+use super::atomic_write::write_atomically;
+use super::{HashKind, KTable, StorageKind, Table};
+use crate::{Error, Result};
+use std::io::{BufReader, Read, Write};
+use std::sync::atomic::Ordering::Relaxed;
+
+const MAGIC: &[u8; 4] = b"OXLI";
+const VERSION: u8 = 4;
+const TYPE_COUNTING: u8 = 1;
+const TYPE_BITS: u8 = 2;
+const TYPE_SMALLCOUNT: u8 = 7;
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+fn type_byte(storage: StorageKind) -> u8 {
+    match storage {
+        StorageKind::Byte => TYPE_COUNTING,
+        StorageKind::Bit => TYPE_BITS,
+        StorageKind::Nibble => TYPE_SMALLCOUNT,
+    }
+}
 
 /// Saves `table` to `path` (type 1 gzip-compressed when the name ends in `.gz`).
 pub fn save(table: &KTable, path: &str) -> Result<()> {
-    let _ = (table, path);
-    todo!()
+    let gzip = table.storage == StorageKind::Byte && path.rsplit_once('.').is_some_and(|(_, ext)| ext == "gz");
+    write_atomically(path, |out| {
+        if gzip {
+            let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+            write_table(table, &mut encoder)?;
+            encoder.finish().map(drop)
+        } else {
+            write_table(table, out)
+        }
+    })
+}
+
+fn write_table(table: &KTable, out: &mut dyn Write) -> std::io::Result<()> {
+    out.write_all(MAGIC)?;
+    out.write_all(&[VERSION, type_byte(table.storage)])?;
+    if table.storage == StorageKind::Byte {
+        out.write_all(&[u8::from(table.use_bigcount)])?;
+    }
+    out.write_all(&(table.k as u32).to_le_bytes())?;
+    out.write_all(&[table.tables.len() as u8])?;
+    out.write_all(&table.occupied.load(Relaxed).to_le_bytes())?;
+    for (size, bytes) in table.sizes.iter().zip(table.raw_tables()) {
+        out.write_all(&size.to_le_bytes())?;
+        out.write_all(bytes)?;
+    }
+    if table.storage == StorageKind::Byte {
+        let map = table.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries: Vec<(u64, u16)> = map.iter().map(|(&h, &c)| (h, c)).collect();
+        entries.sort_unstable();
+        out.write_all(&(entries.len() as u64).to_le_bytes())?;
+        for (hash, count) in entries {
+            out.write_all(&hash.to_le_bytes())?;
+            out.write_all(&count.to_le_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+/// A reader of the file's fields that turns every failure into an error naming the file.
+struct FieldReader<'a> {
+    input: Box<dyn Read + 'a>,
+    path: &'a str,
+}
+
+impl FieldReader<'_> {
+    fn fill(&mut self, buf: &mut [u8], what: &str) -> Result<()> {
+        self.input.read_exact(buf).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                Error::format(self.path, None, None, format!("truncated khmer table file (while reading {what})"))
+            }
+            _ => Error::io(self.path, e),
+        })
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
+        let mut buf = [0u8; N];
+        self.fill(&mut buf, what)?;
+        Ok(buf)
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8> {
+        Ok(self.array::<1>(what)?[0])
+    }
+
+    fn u16(&mut self, what: &str) -> Result<u16> {
+        Ok(u16::from_le_bytes(self.array(what)?))
+    }
+
+    fn u32(&mut self, what: &str) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.array(what)?))
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.array(what)?))
+    }
+
+    fn invalid(&self, message: impl Into<String>) -> Error {
+        Error::format(self.path, None, None, message)
+    }
 }
 
 /// Loads a table from `path` (gzip detected), with hash family `hash`.
 pub fn load(path: &str, hash: HashKind) -> Result<KTable> {
-    let _ = (path, hash);
-    todo!()
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let mut buffered = BufReader::with_capacity(1 << 20, file);
+    let head = std::io::BufRead::fill_buf(&mut buffered).map_err(|e| Error::io(path, e))?;
+    let gzip = head.starts_with(&GZIP_MAGIC);
+    let input: Box<dyn Read> =
+        if gzip { Box::new(flate2::read::MultiGzDecoder::new(buffered)) } else { Box::new(buffered) };
+    let mut reader = FieldReader { input, path };
+
+    if &reader.array::<4>("the signature")? != MAGIC {
+        return Err(reader.invalid("not a khmer table file (no OXLI signature)"));
+    }
+    let version = reader.u8("the version")?;
+    if version != VERSION {
+        return Err(reader.invalid(format!("khmer table file version {version} is not supported (expected {VERSION})")));
+    }
+    let storage = match reader.u8("the file type")? {
+        TYPE_COUNTING => StorageKind::Byte,
+        TYPE_BITS => StorageKind::Bit,
+        TYPE_SMALLCOUNT => StorageKind::Nibble,
+        other => {
+            return Err(reader.invalid(format!(
+                "khmer file type {other} is not a k-mer table (expected 1, 2 or 7)"
+            )))
+        }
+    };
+    let use_bigcount = storage == StorageKind::Byte && reader.u8("the bigcount flag")? != 0;
+    let k = reader.u32("k")? as usize;
+    let n_tables = reader.u8("the number of tables")?;
+    let occupied = reader.u64("the occupied count")?;
+
+    super::check_parameters(k, hash, usize::from(n_tables)).map_err(|e| reader.invalid(e.to_string()))?;
+
+    // Each table's size comes just before its bytes; a size is checked against the file length
+    // before allocating (compressed files are checked by reading).
+    let mut tables = Vec::with_capacity(usize::from(n_tables));
+    let mut consumed = if storage == StorageKind::Byte { 20 } else { 19 };
+    for t in 0..n_tables {
+        let size = reader.u64("a table size")?;
+        consumed += 8 + super::bytes_for(storage, size) as u64;
+        if !gzip && consumed > file_len {
+            return Err(reader.invalid(format!("truncated khmer table file (table {t} of size {size})")));
+        }
+        let mut table = Table::new(storage, size).map_err(|e| reader.invalid(e.to_string()))?;
+        reader.fill(table.mem.bytes_mut(), "table contents")?;
+        tables.push(table);
+    }
+    let mut table = KTable::assemble(k, hash, storage, tables);
+    table.occupied.store(occupied, Relaxed);
+    if storage == StorageKind::Byte {
+        table.use_bigcount = use_bigcount;
+        let n = reader.u64("the bigcount entry count")?;
+        let map = table.bigcounts.get_mut().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..n {
+            let hash = reader.u64("a bigcount entry")?;
+            let count = reader.u16("a bigcount entry")?;
+            map.insert(hash, count);
+        }
+    }
+    Ok(table)
 }

@@ -6,11 +6,34 @@
 //! Nodetable (Murmur). All updates take `&self` and use atomic instructions, so one table is
 //! shared by all threads and threaded counting gives the same counts as one thread.
 
+mod alloc;
+pub(crate) mod atomic_write;
+mod fastmod;
 pub mod hll;
+mod hll_bias;
 pub mod khmer_format;
 pub mod primes;
+mod storage;
 
-use crate::Result;
+pub use fastmod::FastMod;
+
+use crate::kmer::{murmur, twobit};
+use crate::{Error, Result};
+use alloc::ZeroedBytes;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Mutex;
+use storage::{BitCells, ByteCells, Cells, NibbleCells};
+
+/// Largest k of a Murmur table (khmer stores k in one byte).
+pub const MAX_MURMUR_K: usize = 255;
+/// Largest bigcount value (khmer's `MAX_BIGCOUNT`, the u16 maximum the map saturates at).
+pub const MAX_BIGCOUNT: u16 = 65535;
+/// k-mers whose bins are prefetched ahead of the one being updated.
+const PREFETCH_AHEAD: usize = 8;
+/// k-mers per chunk of the early-exit scan of `median_at_least`.
+const SCAN_CHUNK: usize = 32;
 
 /// The k-mer hash family of a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,17 +55,133 @@ pub enum StorageKind {
     Bit,
 }
 
+/// Calls `$body` with `$C` bound to the cell type of `$storage`: one dispatch per call,
+/// monomorphised loops inside.
+macro_rules! with_cells {
+    ($storage:expr, $C:ident => $body:expr) => {
+        match $storage {
+            StorageKind::Byte => {
+                type $C = ByteCells;
+                $body
+            }
+            StorageKind::Nibble => {
+                type $C = NibbleCells;
+                $body
+            }
+            StorageKind::Bit => {
+                type $C = BitCells;
+                $body
+            }
+        }
+    };
+}
+
+/// One prime-sized table of counters.
+struct Table {
+    mem: ZeroedBytes,
+    modulus: FastMod,
+}
+
+impl Table {
+    /// A zeroed table of `size` bins.
+    fn new(storage: StorageKind, size: u64) -> Result<Self> {
+        if size == 0 || size > 1 << 63 {
+            return Err(Error::invalid(format!("table size {size} is out of range (1..=2^63)")));
+        }
+        let len = bytes_for(storage, size);
+        let mem = ZeroedBytes::new(len)
+            .map_err(|e| Error::invalid(format!("cannot allocate a table of {len} bytes: {e}")))?;
+        Ok(Self { mem, modulus: FastMod::new(size) })
+    }
+}
+
+/// Bytes of one table of `size` bins.
+fn bytes_for(storage: StorageKind, size: u64) -> usize {
+    with_cells!(storage, C => C::bytes_for(size))
+}
+
+/// Checks k against the hash family and the number of tables.
+fn check_parameters(k: usize, hash: HashKind, n_tables: usize) -> Result<()> {
+    match hash {
+        HashKind::TwoBit if k > twobit::MAX_K => return Err(twobit::k_too_large(k)),
+        HashKind::Murmur if k > MAX_MURMUR_K => {
+            return Err(Error::invalid(format!("k-mer size {k} is not supported (max {MAX_MURMUR_K})")))
+        }
+        _ if k == 0 => return Err(Error::invalid("k-mer size must be at least 1")),
+        _ => {}
+    }
+    if n_tables == 0 || n_tables > usize::from(u8::MAX) {
+        return Err(Error::invalid(format!("number of tables must be 1..=255, got {n_tables}")));
+    }
+    Ok(())
+}
+
+/// Per-thread scratch buffers of the hot paths (no allocation per read).
+#[derive(Default)]
+struct Scratch {
+    hashes: Vec<u64>,
+    bins: Vec<u64>,
+    counts: Vec<u32>,
+    revcomp: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Hints the CPU to fetch the cache line of `cell` (no-op off x86-64).
+#[inline(always)]
+fn prefetch(cell: &AtomicU8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint and never faults; the address is a valid reference.
+    unsafe {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((cell as *const AtomicU8).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = cell;
+}
+
 /// A khmer-compatible Count-Min sketch / Bloom filter with prime-sized tables.
+///
+/// Concurrency: every counter update is atomic and saturating, so the final tables (and
+/// `n_occupied`) are the same for any thread interleaving. Two values can depend on the
+/// interleaving, as in khmer: `n_unique_kmers` (two threads adding the same new k-mer may both
+/// see an empty bin) and bigcount values when k-mers collide in every table.
 pub struct KTable {
-    _private: (),
+    k: usize,
+    hash: HashKind,
+    storage: StorageKind,
+    sizes: Vec<u64>,
+    tables: Vec<Table>,
+    occupied: AtomicU64,
+    unique: AtomicU64,
+    use_bigcount: bool,
+    bigcounts: Mutex<HashMap<u64, u16>>,
 }
 
 impl KTable {
     /// A table with explicit per-table sizes (khmer's `primes=[...]`). A 2-bit table with k > 32
     /// is refused with a clear error.
     pub fn with_sizes(k: usize, hash: HashKind, storage: StorageKind, sizes: Vec<u64>) -> Result<Self> {
-        let _ = (k, hash, storage, sizes);
-        todo!()
+        check_parameters(k, hash, sizes.len())?;
+        let tables = sizes.iter().map(|&size| Table::new(storage, size)).collect::<Result<Vec<_>>>()?;
+        Ok(Self::assemble(k, hash, storage, tables))
+    }
+
+    /// A table from already filled tables (parameters checked by the caller).
+    fn assemble(k: usize, hash: HashKind, storage: StorageKind, tables: Vec<Table>) -> Self {
+        Self {
+            k,
+            hash,
+            storage,
+            sizes: tables.iter().map(|t| t.modulus.divisor()).collect(),
+            tables,
+            occupied: AtomicU64::new(0),
+            unique: AtomicU64::new(0),
+            use_bigcount: false,
+            bigcounts: Mutex::new(HashMap::new()),
+        }
     }
 
     /// khmer's `Cls(k, starting_size, n_tables)`: sizes = the `n_tables` largest odd primes
@@ -53,22 +192,22 @@ impl KTable {
 
     /// k.
     pub fn ksize(&self) -> usize {
-        todo!()
+        self.k
     }
 
     /// Hash family.
     pub fn hash_kind(&self) -> HashKind {
-        todo!()
+        self.hash
     }
 
     /// Storage kind.
     pub fn storage_kind(&self) -> StorageKind {
-        todo!()
+        self.storage
     }
 
     /// Per-table sizes (bins).
     pub fn hashsizes(&self) -> &[u64] {
-        todo!()
+        &self.sizes
     }
 
     /// Number of tables.
@@ -78,98 +217,219 @@ impl KTable {
 
     /// Bins of table 0 that are non-zero (khmer's `n_occupied`).
     pub fn n_occupied(&self) -> u64 {
-        todo!()
+        self.occupied.load(Relaxed)
     }
 
     /// Number of adds that found at least one zero bin (khmer's `n_unique_kmers`; not saved).
     pub fn n_unique_kmers(&self) -> u64 {
-        todo!()
+        self.unique.load(Relaxed)
     }
 
     /// Turns bigcount (counts above 255 up to 65535) on or off; byte storage only.
     pub fn set_use_bigcount(&mut self, on: bool) -> Result<()> {
-        let _ = on;
-        todo!()
+        if self.storage != StorageKind::Byte {
+            return Err(Error::invalid("bigcount is not supported for this storage"));
+        }
+        self.use_bigcount = on;
+        Ok(())
     }
 
     /// Whether bigcount is on.
     pub fn use_bigcount(&self) -> bool {
-        todo!()
+        self.use_bigcount
     }
 
     /// Hash of one k-mer (`kmer.len() == k`), with this table's hash family, no cleaning.
     pub fn hash_kmer(&self, kmer: &[u8]) -> Result<u64> {
-        let _ = kmer;
-        todo!()
+        twobit::check_length(kmer, self.k)?;
+        Ok(match self.hash {
+            HashKind::TwoBit => twobit::forward_hash(kmer)?,
+            HashKind::Murmur => murmur::hash_murmur3(kmer),
+        })
     }
 
     /// Adds one hashed k-mer; returns true when it was new (some bin was zero). Thread-safe.
     pub fn add_hash(&self, hash: u64) -> bool {
-        let _ = hash;
-        todo!()
+        with_cells!(self.storage, C => {
+            let tally = self.update::<C>(hash, |t| self.tables[t].modulus.rem(hash));
+            self.record(tally);
+            tally.unique == 1
+        })
     }
 
     /// Count of one hashed k-mer (min over tables, bigcount aware; 0/1 for bit storage).
     pub fn get_hash(&self, hash: u64) -> u32 {
-        let _ = hash;
-        todo!()
+        with_cells!(self.storage, C => self.count::<C>(hash, |t| self.tables[t].modulus.rem(hash)))
     }
 
     /// Appends the hash of every k-mer of `seq` (in order) to `out`. `seq` is used as given (the
     /// caller cleans it); a sequence shorter than k yields nothing.
     pub fn kmer_hashes(&self, seq: &[u8], out: &mut Vec<u64>) {
-        let _ = (seq, out);
-        todo!()
+        let mut revcomp = Vec::new();
+        self.hashes_into(seq, &mut revcomp, out);
+    }
+
+    fn hashes_into(&self, seq: &[u8], revcomp: &mut Vec<u8>, out: &mut Vec<u64>) {
+        match self.hash {
+            HashKind::TwoBit => twobit::canonical_hashes(seq, self.k, out),
+            HashKind::Murmur => murmur::canonical_hashes(seq, self.k, revcomp, out),
+        }
+    }
+
+    /// Runs `f` with the thread's scratch buffers, `hashes` holding the k-mer hashes of `seq`.
+    fn with_hashes<R>(&self, seq: &[u8], f: impl FnOnce(&mut Scratch) -> R) -> R {
+        SCRATCH.with(|cell| {
+            let scratch = &mut *cell.borrow_mut();
+            scratch.hashes.clear();
+            self.hashes_into(seq, &mut scratch.revcomp, &mut scratch.hashes);
+            f(scratch)
+        })
+    }
+
+    /// Fills `bins` with the bin of every (hash, table), hash-major.
+    fn compute_bins(&self, hashes: &[u64], bins: &mut Vec<u64>) {
+        bins.clear();
+        bins.extend(hashes.iter().flat_map(|&h| self.tables.iter().map(move |t| t.modulus.rem(h))));
+    }
+
+    /// Prefetches the cells of one k-mer given its bins.
+    #[inline(always)]
+    fn prefetch_kmer<C: Cells>(&self, bins: &[u64]) {
+        for (table, &bin) in self.tables.iter().zip(bins) {
+            prefetch(&table.mem.atomics()[C::byte_of(bin)]);
+        }
+    }
+
+    /// Visits k-mers 0..n in order with their bins prefetched `PREFETCH_AHEAD` k-mers ahead.
+    #[inline(always)]
+    fn visit_prefetched<C: Cells>(&self, bins: &[u64], mut visit: impl FnMut(&[u64]) -> bool) {
+        let n_tables = self.tables.len();
+        let mut chunks = bins.chunks_exact(n_tables);
+        let mut ahead = bins.chunks_exact(n_tables);
+        for kmer_bins in ahead.by_ref().take(PREFETCH_AHEAD) {
+            self.prefetch_kmer::<C>(kmer_bins);
+        }
+        for kmer_bins in chunks.by_ref() {
+            if let Some(next) = ahead.next() {
+                self.prefetch_kmer::<C>(next);
+            }
+            if !visit(kmer_bins) {
+                return;
+            }
+        }
     }
 
     /// Counts every k-mer of `seq`; returns the number of k-mers. Thread-safe.
     pub fn consume(&self, seq: &[u8]) -> u64 {
-        let _ = seq;
-        todo!()
+        self.with_hashes(seq, |s| {
+            self.compute_bins(&s.hashes, &mut s.bins);
+            let mut total = Tally::default();
+            with_cells!(self.storage, C => {
+                let mut hashes = s.hashes.iter();
+                self.visit_prefetched::<C>(&s.bins, |kmer_bins| {
+                    let hash = *hashes.next().expect("one bin row per hash");
+                    total.add(self.update::<C>(hash, |t| kmer_bins[t]));
+                    true
+                });
+            });
+            self.record(total);
+            s.hashes.len() as u64
+        })
     }
 
     /// Appends the count of every k-mer of `seq` to `out`.
     pub fn kmer_counts(&self, seq: &[u8], out: &mut Vec<u32>) {
-        let _ = (seq, out);
-        todo!()
+        self.with_hashes(seq, |s| self.counts_of(&s.hashes, &mut s.bins, out));
+    }
+
+    /// Appends the counts of `hashes` to `out` (bins batched and prefetched).
+    fn counts_of(&self, hashes: &[u64], bins: &mut Vec<u64>, out: &mut Vec<u32>) {
+        self.compute_bins(hashes, bins);
+        out.reserve(hashes.len());
+        with_cells!(self.storage, C => {
+            let mut hashes = hashes.iter();
+            self.visit_prefetched::<C>(bins, |kmer_bins| {
+                let hash = *hashes.next().expect("one bin row per hash");
+                out.push(self.count::<C>(hash, |t| kmer_bins[t]));
+                true
+            });
+        });
     }
 
     /// khmer's `get_median_count`: (upper median, float32 mean, float32 population stddev) of the
     /// k-mer counts; `None` when `seq` has no k-mer.
     pub fn median_count(&self, seq: &[u8]) -> Option<(u32, f32, f32)> {
-        let _ = seq;
-        todo!()
+        let mut counts = Vec::new();
+        self.kmer_counts(seq, &mut counts);
+        median_mean_stddev(&mut counts)
     }
 
-    /// khmer's `median_at_least(seq, cutoff)` (the diginorm test).
+    /// khmer's `median_at_least(seq, cutoff)` (the diginorm test): true as soon as
+    /// `(unsigned)(0.5 + n/2.0)` of the n k-mers have count >= `cutoff`, i.e. iff the upper
+    /// median is >= `cutoff`. False when `seq` has no k-mer.
     pub fn median_at_least(&self, seq: &[u8], cutoff: u32) -> bool {
-        let _ = (seq, cutoff);
-        todo!()
+        self.with_hashes(seq, |s| {
+            let n = s.hashes.len();
+            if n == 0 {
+                return false;
+            }
+            let min_req = (0.5 + n as f64 / 2.0) as usize;
+            let mut seen = 0;
+            for chunk in s.hashes.chunks(SCAN_CHUNK) {
+                s.counts.clear();
+                self.counts_of(chunk, &mut s.bins, &mut s.counts);
+                seen += s.counts.iter().filter(|&&c| c >= cutoff).count();
+                if seen >= min_req {
+                    return true;
+                }
+            }
+            false
+        })
     }
 
     /// khmer's `trim_on_abundance`: length of the longest prefix whose k-mers all have count
     /// >= `cutoff` (0 when `seq` has exactly one k-mer or none).
     pub fn trim_on_abundance(&self, seq: &[u8], cutoff: u32) -> usize {
-        let _ = (seq, cutoff);
-        todo!()
+        self.trim_at(seq, |count| count >= cutoff)
     }
 
-    /// khmer's `trim_below_abundance` (the same with count > `cutoff`).
+    /// khmer's `trim_below_abundance`: the same rule keeping k-mers with count <= `cutoff`
+    /// (it cuts at the first k-mer *above* the cutoff; observed with khmer 3.0).
     pub fn trim_below_abundance(&self, seq: &[u8], cutoff: u32) -> usize {
-        let _ = (seq, cutoff);
-        todo!()
+        self.trim_at(seq, |count| count <= cutoff)
+    }
+
+    fn trim_at(&self, seq: &[u8], keep: impl Fn(u32) -> bool) -> usize {
+        let mut counts = Vec::new();
+        self.kmer_counts(seq, &mut counts);
+        match counts.iter().position(|&c| !keep(c)) {
+            _ if counts.len() <= 1 => 0,
+            Some(0) => 0,
+            // The k-mer starting at i ends at i + k - 1: keep seq[..i + k - 1].
+            Some(i) => i + self.k - 1,
+            None => seq.len(),
+        }
     }
 
     /// One read's share of khmer's `abundance_distribution`: for each k-mer not yet in
     /// `tracking`, mark it there and add one to `dist[count]` (`dist.len() == 65536`).
     pub fn abundance_distribution_seq(&self, seq: &[u8], tracking: &KTable, dist: &mut [u64]) {
-        let _ = (seq, tracking, dist);
-        todo!()
+        self.with_hashes(seq, |s| {
+            s.counts.clear();
+            self.counts_of(&s.hashes, &mut s.bins, &mut s.counts);
+            for (&hash, &count) in s.hashes.iter().zip(&s.counts) {
+                if tracking.get_hash(hash) == 0 {
+                    tracking.add_hash(hash);
+                    dist[count as usize] += 1;
+                }
+            }
+        });
     }
 
-    /// The raw counter bytes of each table (khmer's `get_raw_tables`).
+    /// The raw counter bytes of each table (khmer's `get_raw_tables`). Not to be called while
+    /// other threads update the table.
     pub fn raw_tables(&self) -> Vec<&[u8]> {
-        todo!()
+        self.tables.iter().map(|t| t.mem.bytes()).collect()
     }
 
     /// Saves in khmer's format v4 (gzip for a byte-storage table whose name ends in `.gz`).
@@ -182,4 +442,82 @@ impl KTable {
     pub fn load(path: &str, hash: HashKind) -> Result<Self> {
         khmer_format::load(path, hash)
     }
+
+    /// Increments the bins of one k-mer (bin of table t given by `bin_of(t)`), updating the
+    /// bigcount map when every table was saturated.
+    #[inline(always)]
+    fn update<C: Cells>(&self, hash: u64, mut bin_of: impl FnMut(usize) -> u64) -> Tally {
+        let mut any_zero = false;
+        let mut all_full = true;
+        let mut occupied = 0;
+        for (t, table) in self.tables.iter().enumerate() {
+            let previous = C::increment(table.mem.atomics(), bin_of(t));
+            if previous == 0 {
+                any_zero = true;
+                occupied += u64::from(t == 0);
+            }
+            all_full &= previous == C::MAX;
+        }
+        if C::BIGCOUNT && all_full && self.use_bigcount {
+            let mut map = self.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
+            let entry = map.entry(hash).or_insert(0);
+            *entry = if *entry == 0 { 256 } else { entry.saturating_add(1) };
+        }
+        Tally { occupied, unique: u64::from(any_zero) }
+    }
+
+    /// Count of one k-mer (min over tables, then the bigcount map when saturated).
+    #[inline(always)]
+    fn count<C: Cells>(&self, hash: u64, mut bin_of: impl FnMut(usize) -> u64) -> u32 {
+        let mut min = C::MAX;
+        for (t, table) in self.tables.iter().enumerate() {
+            min = min.min(C::count(table.mem.atomics(), bin_of(t)));
+        }
+        if C::BIGCOUNT && min == C::MAX && self.use_bigcount {
+            let map = self.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(&big) = map.get(&hash) {
+                return u32::from(big);
+            }
+        }
+        u32::from(min)
+    }
+
+    fn record(&self, tally: Tally) {
+        if tally.occupied > 0 {
+            self.occupied.fetch_add(tally.occupied, Relaxed);
+        }
+        if tally.unique > 0 {
+            self.unique.fetch_add(tally.unique, Relaxed);
+        }
+    }
 }
+
+/// Occupancy and uniqueness increments of some adds, summed before touching the shared counters.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    occupied: u64,
+    unique: u64,
+}
+
+impl Tally {
+    #[inline(always)]
+    fn add(&mut self, other: Tally) {
+        self.occupied += other.occupied;
+        self.unique += other.unique;
+    }
+}
+
+/// khmer's (counts[n/2] after sorting, float32 mean, float32 population stddev).
+pub fn median_mean_stddev(counts: &mut [u32]) -> Option<(u32, f32, f32)> {
+    if counts.is_empty() {
+        return None;
+    }
+    let n = counts.len() as f32;
+    let mean = counts.iter().fold(0f32, |sum, &c| sum + c as f32) / n;
+    let variance = counts.iter().fold(0f32, |sum, &c| sum + (c as f32 - mean) * (c as f32 - mean)) / n;
+    counts.sort_unstable();
+    Some((counts[counts.len() / 2], mean, variance.sqrt()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+//! Counter layouts of khmer's storages (KHMER.md §2.4–2.6) as atomic operations on bytes.
+//!
+//! Every update is a single atomic read-modify-write of one byte, so concurrent adds never lose
+//! an increment and never wrap: the byte counter uses a compare-and-swap loop that stops at 255
+//! (a plain `fetch_add` could push 255 to 0), the nibble counter a compare-and-swap loop on the
+//! byte holding both nibbles, and the bit storage an atomic OR. The final value of every bin is
+//! therefore min(max, number of adds that hit it), whatever the thread interleaving.
+
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+
+/// One storage layout: how bins map to bytes and how a bin is counted.
+pub(super) trait Cells {
+    /// Largest count a bin holds.
+    const MAX: u8;
+    /// Whether the bigcount overflow map applies (byte storage only).
+    const BIGCOUNT: bool;
+    /// Bytes of a table with `size` bins.
+    fn bytes_for(size: u64) -> usize;
+    /// Byte holding `bin`.
+    fn byte_of(bin: u64) -> usize;
+    /// Saturating increment of `bin`; returns the previous count.
+    fn increment(mem: &[AtomicU8], bin: u64) -> u8;
+    /// Current count of `bin`.
+    fn count(mem: &[AtomicU8], bin: u64) -> u8;
+}
+
+/// Saturating compare-and-swap increment of the field `(byte >> shift) & mask` (max `mask`).
+#[inline(always)]
+fn increment_field(cell: &AtomicU8, shift: u32, mask: u8) -> u8 {
+    let mut current = cell.load(Relaxed);
+    loop {
+        let field = (current >> shift) & mask;
+        if field == mask {
+            return field;
+        }
+        match cell.compare_exchange_weak(current, current + (1 << shift), Relaxed, Relaxed) {
+            Ok(_) => return field,
+            Err(actual) => current = actual,
+        }
+    }
+}
+
+/// 8-bit saturating counters (khmer type 1).
+pub(super) struct ByteCells;
+
+impl Cells for ByteCells {
+    const MAX: u8 = 255;
+    const BIGCOUNT: bool = true;
+    fn bytes_for(size: u64) -> usize {
+        size as usize
+    }
+    #[inline(always)]
+    fn byte_of(bin: u64) -> usize {
+        bin as usize
+    }
+    #[inline(always)]
+    fn increment(mem: &[AtomicU8], bin: u64) -> u8 {
+        increment_field(&mem[bin as usize], 0, 0xFF)
+    }
+    #[inline(always)]
+    fn count(mem: &[AtomicU8], bin: u64) -> u8 {
+        mem[bin as usize].load(Relaxed)
+    }
+}
+
+/// 4-bit saturating counters, even bin in the high nibble (khmer type 7).
+pub(super) struct NibbleCells;
+
+impl NibbleCells {
+    #[inline(always)]
+    fn shift(bin: u64) -> u32 {
+        if bin & 1 == 0 {
+            4
+        } else {
+            0
+        }
+    }
+}
+
+impl Cells for NibbleCells {
+    const MAX: u8 = 15;
+    const BIGCOUNT: bool = false;
+    fn bytes_for(size: u64) -> usize {
+        (size / 2 + 1) as usize
+    }
+    #[inline(always)]
+    fn byte_of(bin: u64) -> usize {
+        (bin / 2) as usize
+    }
+    #[inline(always)]
+    fn increment(mem: &[AtomicU8], bin: u64) -> u8 {
+        increment_field(&mem[Self::byte_of(bin)], Self::shift(bin), 0x0F)
+    }
+    #[inline(always)]
+    fn count(mem: &[AtomicU8], bin: u64) -> u8 {
+        (mem[Self::byte_of(bin)].load(Relaxed) >> Self::shift(bin)) & 0x0F
+    }
+}
+
+/// One bit per bin, least significant bit first (khmer type 2).
+pub(super) struct BitCells;
+
+impl Cells for BitCells {
+    const MAX: u8 = 1;
+    const BIGCOUNT: bool = false;
+    fn bytes_for(size: u64) -> usize {
+        (size / 8 + 1) as usize
+    }
+    #[inline(always)]
+    fn byte_of(bin: u64) -> usize {
+        (bin / 8) as usize
+    }
+    #[inline(always)]
+    fn increment(mem: &[AtomicU8], bin: u64) -> u8 {
+        let bit = 1u8 << (bin % 8);
+        u8::from(mem[Self::byte_of(bin)].fetch_or(bit, Relaxed) & bit != 0)
+    }
+    #[inline(always)]
+    fn count(mem: &[AtomicU8], bin: u64) -> u8 {
+        (mem[Self::byte_of(bin)].load(Relaxed) >> (bin % 8)) & 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(n: usize) -> Vec<AtomicU8> {
+        (0..n).map(|_| AtomicU8::new(0)).collect()
+    }
+
+    #[test]
+    fn byte_saturates_at_255() {
+        let mem = cells(ByteCells::bytes_for(3));
+        for i in 0..300u32 {
+            assert_eq!(u32::from(ByteCells::increment(&mem, 2)), i.min(255));
+        }
+        assert_eq!(ByteCells::count(&mem, 2), 255);
+        assert_eq!(ByteCells::count(&mem, 1), 0);
+    }
+
+    #[test]
+    fn nibble_layout_and_saturation() {
+        let mem = cells(NibbleCells::bytes_for(11));
+        assert_eq!(mem.len(), 6);
+        NibbleCells::increment(&mem, 0);
+        for _ in 0..20 {
+            NibbleCells::increment(&mem, 1);
+        }
+        assert_eq!(mem[0].load(Relaxed), 0x1F);
+        assert_eq!((NibbleCells::count(&mem, 0), NibbleCells::count(&mem, 1)), (1, 15));
+    }
+
+    #[test]
+    fn bits_are_lsb_first() {
+        let mem = cells(BitCells::bytes_for(16));
+        assert_eq!(mem.len(), 3);
+        assert_eq!(BitCells::increment(&mem, 9), 0);
+        assert_eq!(BitCells::increment(&mem, 9), 1);
+        assert_eq!(mem[1].load(Relaxed), 0b10);
+        assert_eq!((BitCells::count(&mem, 9), BitCells::count(&mem, 8)), (1, 0));
+    }
+}

@@ -1,0 +1,154 @@
+//! Unit tests of `KTable` semantics against values observed with khmer 3.0.
+
+use super::*;
+
+fn countgraph(k: usize, sizes: &[u64]) -> KTable {
+    KTable::with_sizes(k, HashKind::TwoBit, StorageKind::Byte, sizes.to_vec()).unwrap()
+}
+
+#[test]
+fn bigcount_counts_up_to_65535() {
+    let table = countgraph(4, &[11, 7]);
+    let h = table.hash_kmer(b"ACGT").unwrap();
+    for _ in 0..1000 {
+        table.add_hash(h);
+    }
+    assert_eq!(table.get_hash(h), 255);
+    let mut big = countgraph(4, &[11, 7]);
+    big.set_use_bigcount(true).unwrap();
+    for i in 1..=70_000u32 {
+        big.add_hash(h);
+        if i == 1000 {
+            assert_eq!(big.get_hash(h), 1000);
+        }
+    }
+    assert_eq!(big.get_hash(h), 65535);
+    assert_eq!(big.n_unique_kmers(), 1);
+    assert_eq!(big.n_occupied(), 1);
+}
+
+#[test]
+fn bigcount_only_for_byte_storage() {
+    let mut small = KTable::with_sizes(4, HashKind::TwoBit, StorageKind::Nibble, vec![11]).unwrap();
+    let err = small.set_use_bigcount(true).unwrap_err().to_string();
+    assert_eq!(err, "bigcount is not supported for this storage");
+    for _ in 0..20 {
+        small.add_hash(5);
+    }
+    assert_eq!(small.get_hash(5), 15);
+}
+
+#[test]
+fn bit_storage_is_presence() {
+    let bits = KTable::with_sizes(4, HashKind::TwoBit, StorageKind::Bit, vec![11, 7]).unwrap();
+    assert!(bits.add_hash(45));
+    assert!(!bits.add_hash(45));
+    assert_eq!((bits.get_hash(45), bits.get_hash(0)), (1, 0));
+    // 45 % 11 = 1 and 45 % 7 = 3, 1 % 11 = 1 but 1 % 7 = 1: only one table matches.
+    assert_eq!(bits.get_hash(1), 0);
+}
+
+#[test]
+fn two_bit_k_above_32_is_refused() {
+    let err = KTable::new(33, HashKind::TwoBit, StorageKind::Byte, 1000, 2).err().unwrap().to_string();
+    assert!(err.contains("k-mer size 33 is not supported by 2-bit tables (max 32)"), "{err}");
+    assert!(KTable::new(33, HashKind::Murmur, StorageKind::Byte, 1000, 2).is_ok());
+}
+
+#[test]
+fn median_mean_stddev_of_two_counts() {
+    let table = countgraph(4, &[11, 7]);
+    table.consume(b"AAAA");
+    table.consume(b"CCCC");
+    table.consume(b"GGGG");
+    assert_eq!(median_mean_stddev(&mut [1, 3]), Some((3, 2.0, 1.0)));
+    assert_eq!(median_mean_stddev(&mut []), None);
+    assert_eq!(table.median_count(b"AAA"), None);
+    let mut counts = Vec::new();
+    table.kmer_counts(b"AAAA", &mut counts);
+    table.kmer_counts(b"CCCC", &mut counts);
+    assert_eq!(counts, [1, 2]);
+    let (median, mean, stddev) = table.median_count(b"AAAACCCC").unwrap(); // counts 1 0 0 0 2
+    assert_eq!(median, 0);
+    assert!((mean - 0.6).abs() < 1e-6 && (stddev - 0.8).abs() < 1e-6, "{mean} {stddev}");
+}
+
+#[test]
+fn median_at_least_agrees_with_median() {
+    let table = countgraph(5, &[1_000_003, 999_983]);
+    let reads: [&[u8]; 4] = [b"ACGTTGCAAGGCTTAACG", b"ACGTTGCAAG", b"TTGCAAGGCTTAAC", b"GGGGGGGGGGG"];
+    for (i, read) in reads.iter().enumerate() {
+        for _ in 0..=i {
+            table.consume(read);
+        }
+    }
+    for read in reads.iter().chain([&b"ACGTTGCAAGGCTTAACGTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTT"[..]].iter()) {
+        let (median, _, _) = table.median_count(read).unwrap();
+        for cutoff in 0..8 {
+            assert_eq!(table.median_at_least(read, cutoff), median >= cutoff, "{cutoff}");
+        }
+    }
+    assert!(!table.median_at_least(b"ACG", 0));
+}
+
+#[test]
+fn trimming_rules() {
+    let table = countgraph(4, &[1_000_003]);
+    table.consume(b"ACGTTGCA");
+    table.consume(b"ACGTTGCA");
+    table.consume(b"ACGTTG");
+    let mut counts = Vec::new();
+    table.kmer_counts(b"ACGTTGCAT", &mut counts);
+    assert_eq!(counts, [3, 3, 3, 2, 2, 0]);
+    assert_eq!(table.trim_on_abundance(b"ACGTTGCAT", 3), 6);
+    assert_eq!(table.trim_on_abundance(b"ACGTTGCAT", 2), 8);
+    assert_eq!(table.trim_on_abundance(b"ACGTTGCA", 2), 8);
+    assert_eq!(table.trim_below_abundance(b"ACGTTGCAT", 2), 0);
+    assert_eq!(table.trim_below_abundance(b"ACGTTGCAT", 3), 9);
+    assert_eq!(table.trim_on_abundance(b"GCATT", 1), 0);
+    // A sequence of exactly k bases always trims to 0 (khmer quirk).
+    assert_eq!(table.trim_on_abundance(b"ACGT", 1), 0);
+    assert_eq!(table.trim_on_abundance(b"ACG", 0), 0);
+}
+
+#[test]
+fn abundance_distribution_counts_each_kmer_once() {
+    let table = countgraph(4, &[1_000_003]);
+    table.consume(b"AAAAAAAC");
+    let tracking = KTable::with_sizes(4, HashKind::TwoBit, StorageKind::Bit, vec![1_000_003]).unwrap();
+    let mut dist = vec![0u64; 65536];
+    table.abundance_distribution_seq(b"AAAAAAAC", &tracking, &mut dist);
+    table.abundance_distribution_seq(b"AAAAAAAC", &tracking, &mut dist);
+    assert_eq!(&dist[..5], &[0, 1, 0, 0, 1]);
+}
+
+#[test]
+fn murmur_table_counts_canonical_kmers() {
+    let table = KTable::new(33, HashKind::Murmur, StorageKind::Byte, 1_000_000, 2).unwrap();
+    let s = b"ATGGATATGGAGGACAAGTATATGGAGGACAAGTATATGGAGGACAAGTAT";
+    let mut hashes = Vec::new();
+    table.kmer_hashes(&s[..34], &mut hashes);
+    assert_eq!(hashes, [4_743_239_192_574_154_715, 2_122_462_908_541_313_313]);
+    assert_eq!(table.consume(s), 19);
+    let rc = murmur::reverse_complement(s);
+    let mut counts = Vec::new();
+    table.kmer_counts(&rc, &mut counts);
+    assert!(counts.iter().all(|&c| c >= 1), "{counts:?}");
+}
+
+#[test]
+fn trimming_matches_khmer_probe() {
+    // khmer: Countgraph(4, 1e5, 2); consume AAAACCCC x3 and AAAACCCCGT x1; then for
+    // AAAACCCCGTTT (counts 4 4 4 4 4 1 1 0 4) trim_on / trim_below for cutoffs 0..=4.
+    let table = KTable::new(4, HashKind::TwoBit, StorageKind::Byte, 100_000, 2).unwrap();
+    for (read, times) in [(&b"AAAACCCC"[..], 3), (b"AAAACCCCGT", 1)] {
+        for _ in 0..times {
+            table.consume(read);
+        }
+    }
+    let read = b"AAAACCCCGTTT";
+    let on: Vec<usize> = (0..5).map(|c| table.trim_on_abundance(read, c)).collect();
+    let below: Vec<usize> = (0..5).map(|c| table.trim_below_abundance(read, c)).collect();
+    assert_eq!(on, [12, 10, 8, 8, 8]);
+    assert_eq!(below, [0, 0, 0, 0, 12]);
+}
