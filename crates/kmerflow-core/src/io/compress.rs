@@ -96,7 +96,10 @@ pub fn open_input(path: &str) -> Result<Box<dyn Read + Send>> {
             zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| Error::io(path, e))?,
         ),
     };
-    Ok(Box::new(Corruption { inner: decoded, compression }))
+    Ok(Box::new(Corruption {
+        inner: decoded,
+        compression,
+    }))
 }
 
 /// Reads until `buf` is full or the stream ends; returns the number of bytes read.
@@ -125,7 +128,10 @@ impl<R: Read> Read for Corruption<R> {
             io::ErrorKind::Interrupted => e,
             kind => io::Error::new(
                 kind,
-                format!("truncated or corrupt {} data ({e})", self.compression.name()),
+                format!(
+                    "truncated or corrupt {} data ({e})",
+                    self.compression.name()
+                ),
             ),
         })
     }
@@ -145,12 +151,14 @@ impl<W: Write> Encoder<W> {
     pub(crate) fn new(inner: W, compression: Compression) -> io::Result<Self> {
         Ok(match compression {
             Compression::None => Encoder::Plain(inner),
-            Compression::Gzip => {
-                Encoder::Gzip(flate2::write::GzEncoder::new(inner, flate2::Compression::new(3)))
-            }
-            Compression::Bzip2 => {
-                Encoder::Bzip2(bzip2::write::BzEncoder::new(inner, bzip2::Compression::best()))
-            }
+            Compression::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
+                inner,
+                flate2::Compression::new(3),
+            )),
+            Compression::Bzip2 => Encoder::Bzip2(bzip2::write::BzEncoder::new(
+                inner,
+                bzip2::Compression::best(),
+            )),
             Compression::Xz => Encoder::Xz(liblzma::write::XzEncoder::new(inner, 3)),
             Compression::Zstd => Encoder::Zstd(zstd::stream::write::Encoder::new(inner, 3)?),
         })
@@ -222,7 +230,10 @@ pub fn encoder(
     inner: Box<dyn Write + Send>,
     compression: Compression,
 ) -> io::Result<Box<dyn Write + Send>> {
-    Ok(Box::new(FinishOnDrop(Some(Encoder::new(inner, compression)?))))
+    Ok(Box::new(FinishOnDrop(Some(Encoder::new(
+        inner,
+        compression,
+    )?))))
 }
 
 #[cfg(test)]
@@ -231,10 +242,19 @@ mod tests {
 
     #[test]
     fn sniffs_magic_bytes() {
-        assert_eq!(Compression::sniff(&[0x1f, 0x8b, 8, 0, 0, 0]), Compression::Gzip);
+        assert_eq!(
+            Compression::sniff(&[0x1f, 0x8b, 8, 0, 0, 0]),
+            Compression::Gzip
+        );
         assert_eq!(Compression::sniff(b"BZh91AY"), Compression::Bzip2);
-        assert_eq!(Compression::sniff(&[0xfd, b'7', b'z', b'X', b'Z', 0]), Compression::Xz);
-        assert_eq!(Compression::sniff(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0]), Compression::Zstd);
+        assert_eq!(
+            Compression::sniff(&[0xfd, b'7', b'z', b'X', b'Z', 0]),
+            Compression::Xz
+        );
+        assert_eq!(
+            Compression::sniff(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0]),
+            Compression::Zstd
+        );
         assert_eq!(Compression::sniff(b">read\nACGT"), Compression::None);
         assert_eq!(Compression::sniff(b""), Compression::None);
     }
@@ -251,7 +271,12 @@ mod tests {
 
     #[test]
     fn boxed_encoder_round_trips_every_format() {
-        for c in [Compression::Gzip, Compression::Bzip2, Compression::Xz, Compression::Zstd] {
+        for c in [
+            Compression::Gzip,
+            Compression::Bzip2,
+            Compression::Xz,
+            Compression::Zstd,
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("x");
             let file = File::create(&path).unwrap();
@@ -259,7 +284,10 @@ mod tests {
             w.write_all(b">a\nACGT\n").unwrap();
             drop(w);
             let mut text = String::new();
-            open_input(path.to_str().unwrap()).unwrap().read_to_string(&mut text).unwrap();
+            open_input(path.to_str().unwrap())
+                .unwrap()
+                .read_to_string(&mut text)
+                .unwrap();
             assert_eq!(text, ">a\nACGT\n", "{c:?}");
         }
     }

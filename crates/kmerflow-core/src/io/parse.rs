@@ -125,7 +125,10 @@ impl Scanner<'_> {
             return Err(self.error(
                 pos.record,
                 pos.line,
-                format!("expected '@' at the start of a FASTQ record, found {}", show(buf[start])),
+                format!(
+                    "expected '@' at the start of a FASTQ record, found {}",
+                    show(buf[start])
+                ),
             ));
         }
         const WHAT: [&str; 3] = ["sequence line", "'+' line", "quality line"];
@@ -169,7 +172,12 @@ impl Scanner<'_> {
                 ),
             ));
         }
-        let span = Span { name, seq, qual_start: qual.0, line: pos.line };
+        let span = Span {
+            name,
+            seq,
+            qual_start: qual.0,
+            line: pos.line,
+        };
         Ok(Some((span, at, 4)))
     }
 
@@ -187,7 +195,10 @@ impl Scanner<'_> {
             return Err(self.error(
                 pos.record,
                 pos.line,
-                format!("expected '>' at the start of a FASTA record, found {}", show(buf[start])),
+                format!(
+                    "expected '>' at the start of a FASTA record, found {}",
+                    show(buf[start])
+                ),
             ));
         }
         let (header_end, body) = match line_at(buf, start, eof) {
@@ -215,11 +226,20 @@ impl Scanner<'_> {
         if at == buf.len() && !eof {
             return Ok(None);
         }
-        let seq = if body_lines == 1 { trim(buf, single.0, single.1) } else { join_lines(buf, body, at) };
+        let seq = if body_lines == 1 {
+            trim(buf, single.0, single.1)
+        } else {
+            join_lines(buf, body, at)
+        };
         if seq.0 == seq.1 {
             return Err(self.error(pos.record, pos.line, "Sequence is empty"));
         }
-        let span = Span { name: trim(buf, start + 1, header_end), seq, qual_start: 0, line: pos.line };
+        let span = Span {
+            name: trim(buf, start + 1, header_end),
+            seq,
+            qual_start: 0,
+            line: pos.line,
+        };
         Ok(Some((span, at, lines)))
     }
 }

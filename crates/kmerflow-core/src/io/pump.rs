@@ -68,7 +68,9 @@ fn read_chunks(
     recycled: &Receiver<Vec<u8>>,
 ) {
     loop {
-        let mut buf = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK_SIZE));
+        let mut buf = recycled
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK_SIZE));
         // Keeping the old length (usually >= CHUNK_SIZE) avoids re-zeroing recycled buffers.
         buf.resize(CHUNK_SIZE, 0);
         let mut filled = 0;
