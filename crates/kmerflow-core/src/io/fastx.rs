@@ -1,6 +1,10 @@
 //! FASTA/FASTQ parsing over chunks: records are borrowed slices, not per-record allocations.
 
-use crate::Result;
+use super::compress::open_input;
+use super::parse::{is_space, show, Position, Scanner, Span};
+use super::pump::Pump;
+use crate::{Error, Result};
+use crossbeam_channel::Sender;
 
 /// The sequence file format, detected from the first non-blank byte (`>` or `@`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,20 +51,52 @@ pub struct OwnedRecord {
 impl OwnedRecord {
     /// Borrows the record.
     pub fn as_record(&self) -> Record<'_> {
-        Record { name: &self.name, seq: &self.seq, qual: self.qual.as_deref() }
+        Record {
+            name: &self.name,
+            seq: &self.seq,
+            qual: self.qual.as_deref(),
+        }
     }
 }
 
-/// A batch of consecutive records sharing one buffer; records are offsets into it.
-#[derive(Debug, Default)]
+/// A batch of consecutive records sharing one buffer; records are offsets into it. Dropping a
+/// batch hands its buffer back to the reader thread for reuse.
 pub struct RecordBatch {
-    _private: (),
+    buf: Vec<u8>,
+    spans: Vec<Span>,
+    first_record: u64,
+    format: Format,
+    recycle: Option<Sender<Vec<u8>>>,
+}
+
+impl Default for RecordBatch {
+    fn default() -> Self {
+        RecordBatch::empty(Format::Fasta, 1)
+    }
+}
+
+impl std::fmt::Debug for RecordBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordBatch")
+            .field("format", &self.format)
+            .field("first_record", &self.first_record)
+            .field("len", &self.spans.len())
+            .finish()
+    }
+}
+
+impl Drop for RecordBatch {
+    fn drop(&mut self) {
+        if let Some(tx) = &self.recycle {
+            let _ = tx.try_send(std::mem::take(&mut self.buf));
+        }
+    }
 }
 
 impl RecordBatch {
     /// Number of records in the batch.
     pub fn len(&self) -> usize {
-        todo!()
+        self.spans.len()
     }
 
     /// True when the batch has no records.
@@ -70,8 +106,16 @@ impl RecordBatch {
 
     /// The `i`-th record of the batch.
     pub fn get(&self, i: usize) -> Record<'_> {
-        let _ = i;
-        todo!()
+        let s = &self.spans[i];
+        let seq = &self.buf[s.seq.0..s.seq.1];
+        Record {
+            name: &self.buf[s.name.0..s.name.1],
+            seq,
+            qual: match self.format {
+                Format::Fastq => Some(&self.buf[s.qual_start..s.qual_start + seq.len()]),
+                Format::Fasta => None,
+            },
+        }
     }
 
     /// The records in file order.
@@ -81,38 +125,246 @@ impl RecordBatch {
 
     /// 1-based number (within its file) of the batch's first record.
     pub fn first_record_number(&self) -> u64 {
-        todo!()
+        self.first_record
+    }
+
+    /// 1-based line (within its file) of the `i`-th record's header.
+    pub fn line_of(&self, i: usize) -> u64 {
+        self.spans[i].line
     }
 
     /// The format of the records.
     pub fn format(&self) -> Format {
-        todo!()
+        self.format
+    }
+
+    /// A batch without records whose first record will be number `first_record`.
+    pub(crate) fn empty(format: Format, first_record: u64) -> Self {
+        RecordBatch {
+            buf: Vec::new(),
+            spans: Vec::new(),
+            first_record,
+            format,
+            recycle: None,
+        }
+    }
+
+    /// Appends a copy of `rec` (which came from line `line` of its file).
+    pub(crate) fn push(&mut self, rec: &Record<'_>, line: u64) {
+        let span = self.append_bytes(rec, line);
+        self.spans.push(span);
+    }
+
+    /// Inserts a copy of `rec`, the record just before this batch's first one, at the front.
+    pub(crate) fn prepend(&mut self, rec: &Record<'_>, line: u64) {
+        let span = self.append_bytes(rec, line);
+        self.spans.insert(0, span);
+        self.first_record -= 1;
+    }
+
+    /// Removes the last record and returns a copy of it with its line.
+    pub(crate) fn pop_last(&mut self) -> Option<(OwnedRecord, u64)> {
+        let last = self.len().checked_sub(1)?;
+        let owned = (self.get(last).to_owned_record(), self.spans[last].line);
+        self.spans.pop();
+        Some(owned)
+    }
+
+    /// Copies the bytes of `rec` to the end of the buffer and returns their span.
+    fn append_bytes(&mut self, rec: &Record<'_>, line: u64) -> Span {
+        let name_start = self.buf.len();
+        self.buf.extend_from_slice(rec.name);
+        let seq_start = self.buf.len();
+        self.buf.extend_from_slice(rec.seq);
+        let qual_start = self.buf.len();
+        if let Some(q) = rec.qual {
+            self.buf.extend_from_slice(q);
+        }
+        Span {
+            name: (name_start, seq_start),
+            seq: (seq_start, qual_start),
+            qual_start,
+            line,
+        }
     }
 }
 
 /// A streaming FASTA/FASTQ reader yielding [`RecordBatch`]es of about 1 MiB of input.
+///
+/// Each batch owns one chunk from the [`Pump`]; a record cut by the chunk's end is completed by
+/// appending the few bytes it needs from the next chunk, whose batch then starts after them.
 pub struct FastxReader {
-    _private: (),
+    path: String,
+    pump: Pump,
+    format: Format,
+    /// The chunk being cut into batches and the offset of its unparsed part.
+    pending: Option<(Vec<u8>, usize)>,
+    pos: Position,
+    recycle: Sender<Vec<u8>>,
 }
 
 impl FastxReader {
     /// Opens `path` (`-` = stdin). Compression is sniffed from magic bytes and the format from
     /// the content. An empty (after decompression) input is an error naming the file.
     pub fn open(path: &str) -> Result<Self> {
-        let _ = path;
-        todo!()
+        let mut pump = Pump::spawn(open_input(path)?);
+        let mut line = 1;
+        loop {
+            let Some(chunk) = pump.next_chunk().map_err(|e| Error::io(path, e))? else {
+                return Err(Error::format(
+                    path,
+                    None,
+                    None,
+                    "input is empty (no records)",
+                ));
+            };
+            let first = chunk.iter().position(|&b| !is_space(b));
+            let skipped = first.unwrap_or(chunk.len());
+            line += memchr::memchr_iter(b'\n', &chunk[..skipped]).count() as u64;
+            let Some(first) = first else { continue };
+            let format = match chunk[first] {
+                b'>' => Format::Fasta,
+                b'@' => Format::Fastq,
+                other => {
+                    return Err(Error::format(
+                        path,
+                        None,
+                        Some(line),
+                        format!(
+                            "not a FASTA or FASTQ file: starts with {} instead of '>' or '@'",
+                            show(other)
+                        ),
+                    ))
+                }
+            };
+            let recycle = pump.recycler();
+            return Ok(FastxReader {
+                path: path.to_string(),
+                pump,
+                format,
+                pending: Some((chunk, first)),
+                pos: Position { record: 1, line },
+                recycle,
+            });
+        }
     }
 
     /// The path as given to [`FastxReader::open`].
     pub fn path(&self) -> &str {
-        todo!()
+        &self.path
+    }
+
+    /// The format detected from the content.
+    pub fn format(&self) -> Format {
+        self.format
     }
 
     /// The next batch, `None` at the end of the input. Malformed records are errors naming the
     /// file, the record number and the line.
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        todo!()
+        loop {
+            let (mut buf, start) = match self.pending.take() {
+                Some(pending) => pending,
+                None => match self.fetch()? {
+                    Some(chunk) => (chunk, 0),
+                    None => return Ok(None),
+                },
+            };
+            let first_record = self.pos.record;
+            let mut spans = Vec::with_capacity(buf.len() / 256);
+            let end = self.scan(&mut buf, start, false, &mut spans)?;
+            if end < buf.len() {
+                self.complete_tail(&mut buf, end, &mut spans)?;
+            }
+            if spans.is_empty() {
+                let _ = self.recycle.try_send(buf);
+                continue;
+            }
+            return Ok(Some(RecordBatch {
+                buf,
+                spans,
+                first_record,
+                format: self.format,
+                recycle: Some(self.recycle.clone()),
+            }));
+        }
     }
+
+    /// Scans `buf[start..]` from the reader's current position (see [`Scanner::scan`]).
+    fn scan(
+        &mut self,
+        buf: &mut [u8],
+        start: usize,
+        eof: bool,
+        spans: &mut Vec<Span>,
+    ) -> Result<usize> {
+        let scanner = Scanner {
+            path: &self.path,
+            format: self.format,
+        };
+        scanner.scan(buf, start, eof, &mut self.pos, spans)
+    }
+
+    fn fetch(&mut self) -> Result<Option<Vec<u8>>> {
+        self.pump.next_chunk().map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Completes the record cut at `buf[end..]` with the start of the following chunk(s),
+    /// scanning it into `spans`; the rest of the last chunk used becomes `pending`.
+    fn complete_tail(
+        &mut self,
+        buf: &mut Vec<u8>,
+        mut end: usize,
+        spans: &mut Vec<Span>,
+    ) -> Result<()> {
+        loop {
+            let Some(next) = self.fetch()? else {
+                self.scan(buf, end, true, spans)?;
+                return Ok(());
+            };
+            let base = buf.len();
+            match self.format {
+                Format::Fasta => {
+                    let Some(cut) = next_fasta_header(buf, &next) else {
+                        buf.extend_from_slice(&next);
+                        let _ = self.recycle.try_send(next);
+                        continue;
+                    };
+                    buf.extend_from_slice(&next[..cut]);
+                    // The chunk continues with a header: the tail ends exactly here.
+                    self.scan(buf, end, true, spans)?;
+                    self.pending = Some((next, cut));
+                    return Ok(());
+                }
+                Format::Fastq => {
+                    // FASTQ records cannot be recognised from the middle, so lines are added
+                    // one at a time until the cut record is complete.
+                    let mut taken = 0;
+                    while taken < next.len() {
+                        let line_end = memchr::memchr(b'\n', &next[taken..])
+                            .map_or(next.len(), |i| taken + i + 1);
+                        buf.extend_from_slice(&next[taken..line_end]);
+                        taken = line_end;
+                        end = self.scan(buf, end, false, spans)?;
+                        if end >= base {
+                            buf.truncate(end);
+                            self.pending = Some((next, end - base));
+                            return Ok(());
+                        }
+                    }
+                    let _ = self.recycle.try_send(next);
+                }
+            }
+        }
+    }
+}
+
+/// Where `next` (the chunk after `prev`) has its first line starting with `>`.
+fn next_fasta_header(prev: &[u8], next: &[u8]) -> Option<usize> {
+    if prev.last() == Some(&b'\n') && next.first() == Some(&b'>') {
+        return Some(0);
+    }
+    memchr::memmem::find(next, b"\n>").map(|i| i + 1)
 }
 
 /// Reads every record of `path` in order and calls `f` on each; returns the number of records.
@@ -126,4 +378,182 @@ pub fn for_each_record(path: &str, mut f: impl FnMut(Record<'_>) -> Result<()>) 
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn write_temp(content: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(content).unwrap();
+        f
+    }
+
+    fn read_all(path: &str) -> Result<Vec<OwnedRecord>> {
+        let mut out = Vec::new();
+        for_each_record(path, |r| {
+            out.push(r.to_owned_record());
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    fn parse(content: &[u8]) -> Result<Vec<OwnedRecord>> {
+        let f = write_temp(content);
+        read_all(f.path().to_str().unwrap())
+    }
+
+    fn error_text(content: &[u8]) -> String {
+        let f = write_temp(content);
+        let path = f.path().to_str().unwrap().to_string();
+        let msg = read_all(&path).unwrap_err().to_string();
+        assert!(msg.starts_with(&path), "{msg}");
+        msg[path.len()..].to_string()
+    }
+
+    #[test]
+    fn multi_line_fasta_is_joined_and_stripped() {
+        let recs = parse(b"> r1 comment here \r\nACG \r\n\r\ntt\r\n>r2\nGG\n\n>r3\nC").unwrap();
+        let got: Vec<_> = recs
+            .iter()
+            .map(|r| (r.name.clone(), r.seq.clone(), r.qual.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (b"r1 comment here".to_vec(), b"ACGtt".to_vec(), None),
+                (b"r2".to_vec(), b"GG".to_vec(), None),
+                (b"r3".to_vec(), b"C".to_vec(), None),
+            ]
+        );
+    }
+
+    #[test]
+    fn fastq_with_crlf_and_blank_lines() {
+        let recs = parse(b"\n@a 1:N\r\nACGT\r\n+a\r\nIIII\r\n\n@b\nA\n+\n#").unwrap();
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[0].name, b"a 1:N");
+        assert_eq!(recs[0].seq, b"ACGT");
+        assert_eq!(recs[0].qual.as_deref(), Some(&b"IIII"[..]));
+        assert_eq!(recs[1].qual.as_deref(), Some(&b"#"[..]));
+    }
+
+    #[test]
+    fn fastq_errors_name_record_and_line() {
+        let ok = b"@a\nAC\n+\nII\n";
+        let with = |tail: &[u8]| [&ok[..], tail].concat();
+        assert_eq!(
+            error_text(&with(b"@b\nACG\n+\nII\n")),
+            ": record 2 (line 8): sequence and quality lengths differ (3 vs 2)"
+        );
+        assert_eq!(
+            error_text(&with(b"@b\nAC\nII\nII\n")),
+            ": record 2 (line 7): missing '+' line"
+        );
+        assert_eq!(
+            error_text(&with(b"b\nAC\n+\nII\n")),
+            ": record 2 (line 5): expected '@' at the start of a FASTQ record, found 'b'"
+        );
+        assert_eq!(
+            error_text(&with(b"@b\nAC\n")),
+            ": record 2 (line 7): truncated record at end of input: missing '+' line"
+        );
+        assert_eq!(
+            error_text(&with(b"@b\n\n+\n\n")),
+            ": record 2 (line 6): Sequence is empty"
+        );
+        assert_eq!(
+            error_text(b">a\nAC\n>b\n>c\nA\n"),
+            ": record 2 (line 3): Sequence is empty"
+        );
+    }
+
+    #[test]
+    fn garbage_and_empty_inputs_are_errors() {
+        assert_eq!(
+            error_text(b"\x00\x01binary"),
+            ": line 1: not a FASTA or FASTQ file: starts with '\\x00' instead of '>' or '@'"
+        );
+        assert_eq!(error_text(b""), ": input is empty (no records)");
+        assert_eq!(error_text(b"\n \n"), ": input is empty (no records)");
+        let missing = read_all("/nonexistent/x.fa").unwrap_err().to_string();
+        assert!(missing.starts_with("/nonexistent/x.fa: "), "{missing}");
+    }
+
+    /// Records of every size straddle chunk boundaries somewhere in a few MiB of input.
+    #[test]
+    fn records_cut_by_chunk_ends_are_reassembled() {
+        for fastq in [false, true] {
+            let mut text = Vec::new();
+            let mut expected = Vec::new();
+            let mut i = 0usize;
+            while text.len() < 3 * crate::io::pump::CHUNK_SIZE + 1000 {
+                let len = 1 + (i * 7919) % 997;
+                let seq: Vec<u8> = (0..len).map(|j| b"ACGT"[(i + j) % 4]).collect();
+                if fastq {
+                    text.extend_from_slice(format!("@r{i}\n").as_bytes());
+                    text.extend_from_slice(&seq);
+                    text.extend_from_slice(b"\n+\n");
+                    text.extend(std::iter::repeat_n(b'I', len));
+                    text.push(b'\n');
+                } else {
+                    text.extend_from_slice(format!(">r{i}\n").as_bytes());
+                    for line in seq.chunks(60) {
+                        text.extend_from_slice(line);
+                        text.push(b'\n');
+                    }
+                }
+                expected.push((format!("r{i}").into_bytes(), seq));
+                i += 1;
+            }
+            let f = write_temp(&text);
+            let mut reader = FastxReader::open(f.path().to_str().unwrap()).unwrap();
+            let mut got = Vec::new();
+            let mut batches = 0;
+            while let Some(batch) = reader.next_batch().unwrap() {
+                assert_eq!(batch.first_record_number(), got.len() as u64 + 1);
+                got.extend(batch.iter().map(|r| (r.name.to_vec(), r.seq.to_vec())));
+                batches += 1;
+            }
+            assert!(batches >= 3);
+            assert_eq!(got, expected, "fastq={fastq}");
+        }
+    }
+
+    /// A record longer than a chunk is one record.
+    #[test]
+    fn record_larger_than_a_chunk() {
+        let seq = vec![b'A'; 3 * crate::io::pump::CHUNK_SIZE];
+        let text = [&b">big\n"[..], &seq, b"\n>small\nC\n"].concat();
+        let recs = parse(&text).unwrap();
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[0].seq.len(), seq.len());
+        assert_eq!(recs[1].seq, b"C");
+    }
+
+    /// Random bytes (also after a valid start) give records or an error, never a panic.
+    #[test]
+    fn random_input_never_panics() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        let alphabet = b"@>+ACGT\n\r I#";
+        for round in 0..500 {
+            let len = rng.random_range(0..200);
+            let mut text: Vec<u8> = (0..len)
+                .map(|_| {
+                    if round % 2 == 0 {
+                        alphabet[rng.random_range(0..alphabet.len())]
+                    } else {
+                        rng.random()
+                    }
+                })
+                .collect();
+            if round % 3 == 0 {
+                text.splice(0..0, b"@a\nAC\n+\nII\n".iter().copied());
+            }
+            let _ = parse(&text);
+        }
+    }
 }

@@ -15,6 +15,7 @@ pub mod compress;
 pub mod fastx;
 pub mod output;
 pub mod pairs;
+mod parse;
 pub mod pump;
 
 pub use compress::Compression;

@@ -1,0 +1,264 @@
+//! The record scanner behind [`super::FastxReader`]: finds complete FASTA/FASTQ records in a
+//! buffer and records them as byte offsets.
+//!
+//! Whitespace follows screed (what khmer's Python scripts read with): header, sequence and
+//! quality lines are stripped of surrounding ASCII whitespace (so CRLF files work), FASTA names
+//! are stripped on both sides and FASTQ names at the end only, blank lines inside a FASTA
+//! sequence are ignored. Unlike screed, blank lines between records are skipped in FASTQ too
+//! (screed silently stops reading there), and FASTQ records must have exactly four lines.
+
+use super::fastx::Format;
+use crate::{Error, Result};
+use memchr::memchr;
+
+/// Offsets of one record inside its batch buffer; the qualities (FASTQ only) have the
+/// sequence's length.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Span {
+    pub name: (usize, usize),
+    pub seq: (usize, usize),
+    pub qual_start: usize,
+    /// 1-based line of the record's header in its file.
+    pub line: u64,
+}
+
+/// The scanner's place in the file: the number of the next record and the line at the scan
+/// position. It only advances over complete records.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Position {
+    pub record: u64,
+    pub line: u64,
+}
+
+/// Whitespace as Python's `str.strip()` sees it in ASCII.
+pub(crate) fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+fn trim_end(buf: &[u8], start: usize, mut end: usize) -> usize {
+    while end > start && is_space(buf[end - 1]) {
+        end -= 1;
+    }
+    end
+}
+
+fn trim(buf: &[u8], mut start: usize, end: usize) -> (usize, usize) {
+    let end = trim_end(buf, start, end);
+    while start < end && is_space(buf[start]) {
+        start += 1;
+    }
+    (start, end)
+}
+
+/// A line looked up at some offset.
+enum Line {
+    /// Content end (excluding `\n`) and the next line's start.
+    Full(usize, usize),
+    /// The buffer ends before the line does (more input may follow).
+    Incomplete,
+    /// The input ended before this line started.
+    Missing,
+}
+
+fn line_at(buf: &[u8], start: usize, eof: bool) -> Line {
+    match memchr(b'\n', &buf[start.min(buf.len())..]) {
+        Some(i) => Line::Full(start + i, start + i + 1),
+        None if !eof => Line::Incomplete,
+        None if start < buf.len() => Line::Full(buf.len(), buf.len()),
+        None => Line::Missing,
+    }
+}
+
+/// Scans records of one file.
+pub(crate) struct Scanner<'a> {
+    pub path: &'a str,
+    pub format: Format,
+}
+
+impl Scanner<'_> {
+    fn error(&self, record: u64, line: u64, message: impl Into<String>) -> Error {
+        Error::format(self.path, Some(record), Some(line), message)
+    }
+
+    /// Appends every complete record of `buf[start..]` to `spans` and returns the offset where
+    /// the unparsed rest begins. With `eof`, the buffer ends the input and all of it must
+    /// parse. Multi-line FASTA sequences are joined in place inside `buf`.
+    pub fn scan(
+        &self,
+        buf: &mut [u8],
+        mut start: usize,
+        eof: bool,
+        pos: &mut Position,
+        spans: &mut Vec<Span>,
+    ) -> Result<usize> {
+        loop {
+            while start < buf.len() && is_space(buf[start]) {
+                pos.line += u64::from(buf[start] == b'\n');
+                start += 1;
+            }
+            if start == buf.len() {
+                return Ok(start);
+            }
+            let found = match self.format {
+                Format::Fastq => self.fastq_record(buf, start, eof, pos)?,
+                Format::Fasta => self.fasta_record(buf, start, eof, pos)?,
+            };
+            let Some((span, end, lines)) = found else {
+                return Ok(start);
+            };
+            spans.push(span);
+            pos.record += 1;
+            pos.line += lines;
+            start = end;
+        }
+    }
+
+    /// One FASTQ record at `start` (a non-blank byte): its span, end and line count.
+    fn fastq_record(
+        &self,
+        buf: &[u8],
+        start: usize,
+        eof: bool,
+        pos: &Position,
+    ) -> Result<Option<(Span, usize, u64)>> {
+        if buf[start] != b'@' {
+            return Err(self.error(
+                pos.record,
+                pos.line,
+                format!(
+                    "expected '@' at the start of a FASTQ record, found {}",
+                    show(buf[start])
+                ),
+            ));
+        }
+        const WHAT: [&str; 3] = ["sequence line", "'+' line", "quality line"];
+        let mut ends = [(0, 0); 4];
+        let mut at = start;
+        for (i, slot) in ends.iter_mut().enumerate() {
+            match line_at(buf, at, eof) {
+                Line::Full(end, next) => {
+                    *slot = (at, end);
+                    at = next;
+                }
+                Line::Incomplete => return Ok(None),
+                Line::Missing => {
+                    return Err(self.error(
+                        pos.record,
+                        pos.line + i as u64,
+                        format!("truncated record at end of input: missing {}", WHAT[i - 1]),
+                    ))
+                }
+            }
+        }
+        let [header, seq, plus, qual] = ends;
+        let name = (start + 1, trim_end(buf, start + 1, header.1));
+        let seq = trim(buf, seq.0, seq.1);
+        if seq.0 == seq.1 {
+            return Err(self.error(pos.record, pos.line + 1, "Sequence is empty"));
+        }
+        let plus = trim(buf, plus.0, plus.1);
+        if buf.get(plus.0) != Some(&b'+') || plus.0 == plus.1 {
+            return Err(self.error(pos.record, pos.line + 2, "missing '+' line"));
+        }
+        let qual = trim(buf, qual.0, qual.1);
+        if qual.1 - qual.0 != seq.1 - seq.0 {
+            return Err(self.error(
+                pos.record,
+                pos.line + 3,
+                format!(
+                    "sequence and quality lengths differ ({} vs {})",
+                    seq.1 - seq.0,
+                    qual.1 - qual.0
+                ),
+            ));
+        }
+        let span = Span {
+            name,
+            seq,
+            qual_start: qual.0,
+            line: pos.line,
+        };
+        Ok(Some((span, at, 4)))
+    }
+
+    /// One FASTA record at `start` (a non-blank byte): its span, end and line count. The
+    /// record ends before the next line starting with `>`, so without `eof` the buffer's last
+    /// record is incomplete.
+    fn fasta_record(
+        &self,
+        buf: &mut [u8],
+        start: usize,
+        eof: bool,
+        pos: &Position,
+    ) -> Result<Option<(Span, usize, u64)>> {
+        if buf[start] != b'>' {
+            return Err(self.error(
+                pos.record,
+                pos.line,
+                format!(
+                    "expected '>' at the start of a FASTA record, found {}",
+                    show(buf[start])
+                ),
+            ));
+        }
+        let (header_end, body) = match line_at(buf, start, eof) {
+            Line::Full(end, next) => (end, next),
+            Line::Incomplete => return Ok(None),
+            Line::Missing => unreachable!("a line starting at an existing byte is never missing"),
+        };
+        // Find the record's end first: nothing is rewritten until the record is complete.
+        let mut lines = 1;
+        let mut body_lines = 0;
+        let mut single = (body, body);
+        let mut at = body;
+        while at < buf.len() && buf[at] != b'>' {
+            match line_at(buf, at, eof) {
+                Line::Full(end, next) => {
+                    single = (at, end);
+                    body_lines += 1;
+                    lines += u64::from(end < buf.len());
+                    at = next;
+                }
+                Line::Incomplete => return Ok(None),
+                Line::Missing => break,
+            }
+        }
+        if at == buf.len() && !eof {
+            return Ok(None);
+        }
+        let seq = if body_lines == 1 {
+            trim(buf, single.0, single.1)
+        } else {
+            join_lines(buf, body, at)
+        };
+        if seq.0 == seq.1 {
+            return Err(self.error(pos.record, pos.line, "Sequence is empty"));
+        }
+        let span = Span {
+            name: trim(buf, start + 1, header_end),
+            seq,
+            qual_start: 0,
+            line: pos.line,
+        };
+        Ok(Some((span, at, lines)))
+    }
+}
+
+/// Joins the stripped lines of `buf[start..end]` in place at `start`; returns the joined range.
+fn join_lines(buf: &mut [u8], start: usize, end: usize) -> (usize, usize) {
+    let mut write = start;
+    let mut at = start;
+    while at < end {
+        let line_end = memchr(b'\n', &buf[at..end]).map_or(end, |i| at + i);
+        let (a, b) = trim(buf, at, line_end);
+        buf.copy_within(a..b, write);
+        write += b - a;
+        at = line_end + 1;
+    }
+    (start, write)
+}
+
+/// A byte as it should appear in a message.
+pub(crate) fn show(b: u8) -> String {
+    format!("'{}'", b.escape_ascii())
+}
