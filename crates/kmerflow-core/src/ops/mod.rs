@@ -1,1 +1,3 @@
 //! The algorithms behind each command.
+
+pub mod sizing;
