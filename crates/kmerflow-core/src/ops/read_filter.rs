@@ -361,6 +361,47 @@ mod tests {
         assert_eq!(default_output_name("reads.fq.gz", ".abundtrim"), "reads.fq.gz.abundtrim");
     }
 
+    fn table_with(reads: &[&[u8]]) -> KTable {
+        use crate::table::{HashKind, StorageKind};
+        let t = KTable::new(4, HashKind::TwoBit, StorageKind::Byte, 1_000_003, 2).unwrap();
+        reads.iter().for_each(|r| {
+            t.consume(r);
+        });
+        t
+    }
+
+    fn hashes(t: &KTable, seq: &[u8]) -> Vec<u64> {
+        let mut h = Vec::new();
+        t.kmer_hashes(seq, &mut h);
+        h
+    }
+
+    #[test]
+    fn hash_based_statistics_match_the_table() {
+        let t = table_with(&[b"ACGTTGCA", b"ACGTTG"]);
+        for seq in [&b"ACGTTGCA"[..], b"ACGTTGCAAA", b"TTTTACGT", b"ACGT"] {
+            let h = hashes(&t, seq);
+            let mut scratch = Vec::new();
+            assert_eq!(Some(median_count(&t, &h, &mut scratch)), t.median_count(seq).map(|m| m.0));
+            for c in 0..4 {
+                assert_eq!(median_at_least(&t, &h, c), t.median_at_least(seq, c), "{seq:?} {c}");
+                assert_eq!(trim_position(&t, &h, 4, c), t.trim_on_abundance(seq, c), "{seq:?} {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn trim_record_follows_khmer() {
+        let t = table_with(&[b"ACGTTGCA", b"ACGTTGCA"]);
+        let seq = b"ACGTTGCAAA";
+        let h = hashes(&t, seq);
+        assert_eq!(trim_record(&t, &h, seq.len(), 2, None), Trim::Truncate(8));
+        assert_eq!(trim_record(&t, &h, seq.len(), 3, None), Trim::Drop);
+        assert_eq!(trim_record(&t, &h, seq.len(), 3, Some(3)), Trim::Keep);
+        let exact_k = hashes(&t, b"ACGT");
+        assert_eq!(trim_record(&t, &exact_k, 4, 1, None), Trim::Drop);
+    }
+
     #[test]
     fn large_k_is_refused() {
         assert!(check_ksize(33).is_err());
