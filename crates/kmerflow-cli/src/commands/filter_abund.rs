@@ -1,0 +1,73 @@
+//! `kmerflow filter-abund`: trim reads at low-abundance k-mers of a saved countgraph
+//! (khmer's filter-abund.py).
+
+use super::normalize_by_median::CompressionArgs;
+use clap::Args as ClapArgs;
+use kmerflow_core::ops::filter_abund::{self, FilterParams};
+use kmerflow_core::ops::read_filter::output_compression;
+use kmerflow_core::Result;
+
+/// The trimming flags shared by filter-abund and filter-abund-single.
+#[derive(ClapArgs, Debug, Clone)]
+pub struct FilterArgs {
+    /// Cut each read before its first k-mer with a count below C.
+    #[arg(short = 'C', long = "cutoff", default_value_t = 2)]
+    pub cutoff: u32,
+    /// Only trim reads whose median k-mer count is at least -Z.
+    #[arg(short = 'V', long = "variable-coverage")]
+    pub variable_coverage: bool,
+    /// Median coverage from which reads are trimmed with -V.
+    #[arg(short = 'Z', long = "normalize-to", default_value_t = 20)]
+    pub normalize_to: u32,
+    /// Single output file (`-` = stdout) instead of `<input>.abundfilt`.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
+    #[command(flatten)]
+    pub compression: CompressionArgs,
+    /// Worker threads (output is identical for any number).
+    #[arg(short = 'T', long = "threads", default_value_t = 1)]
+    pub threads: usize,
+    /// Write the summary (including reads dropped for being shorter than k) as JSON.
+    #[arg(long = "report-json")]
+    pub report_json: Option<String>,
+    /// Overwrite/continue where khmer would refuse.
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
+    /// No informational messages.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+impl FilterArgs {
+    /// The core's trimming parameters.
+    pub fn params(&self) -> FilterParams {
+        FilterParams {
+            cutoff: self.cutoff,
+            variable_coverage: self.variable_coverage,
+            normalize_to: self.normalize_to,
+            output: self.output.clone(),
+            compression: output_compression(self.compression.gzip, self.compression.bzip),
+            threads: self.threads,
+            quiet: self.quiet,
+            report_json: self.report_json.clone(),
+        }
+    }
+}
+
+/// Trim reads at k-mers whose count in a saved countgraph is below the cutoff.
+#[derive(ClapArgs, Debug, Clone)]
+pub struct Args {
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// The countgraph (from load-into-counting).
+    pub graph: String,
+    /// Input sequence files.
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+}
+
+/// Runs the command.
+pub fn execute(args: &Args) -> Result<()> {
+    let opts = filter_abund::Options { graph: args.graph.clone(), inputs: args.inputs.clone(), filter: args.filter.params() };
+    filter_abund::run(&opts).map(|_| ())
+}

@@ -1,0 +1,103 @@
+//! `kmerflow trim-low-abund`: streaming two-pass k-mer trimming (khmer's trim-low-abund.py).
+
+use super::normalize_by_median::{CompressionArgs, CountingArgs};
+use clap::Args as ClapArgs;
+use kmerflow_core::ops::read_filter::output_compression;
+use kmerflow_core::ops::trim_low_abund::{self, SummaryFormat};
+use kmerflow_core::Result;
+
+/// `--summary-info` values.
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum SummaryInfo {
+    /// JSON.
+    Json,
+    /// Tab-separated.
+    Tsv,
+}
+
+/// Trim low-abundance k-mers from reads in two streaming passes.
+#[derive(ClapArgs, Debug, Clone)]
+pub struct Args {
+    #[command(flatten)]
+    pub counting: CountingArgs,
+    /// Cut reads before the first k-mer with a count below C.
+    #[arg(short = 'C', long = "cutoff", default_value_t = 2)]
+    pub cutoff: u32,
+    /// Coverage from which reads are trimmed (requires -V when changed).
+    #[arg(short = 'Z', long = "trim-at-coverage", visible_alias = "normalize-to", default_value_t = 20)]
+    pub trim_at_coverage: u32,
+    /// Keep low-coverage reads untrimmed.
+    #[arg(short = 'V', long = "variable-coverage")]
+    pub variable_coverage: bool,
+    /// Single output file (`-` = stdout) instead of `<input>.abundtrim`.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
+    /// Start from this saved countgraph.
+    #[arg(short = 'l', long = "loadgraph")]
+    pub loadgraph: Option<String>,
+    /// Save the final countgraph.
+    #[arg(short = 's', long = "savegraph")]
+    pub savegraph: Option<String>,
+    /// Write `<output>.info.json|tsv` with the read and base counts.
+    #[arg(long = "summary-info", value_enum)]
+    pub summary_info: Option<SummaryInfo>,
+    /// Accept a high false-positive rate.
+    #[arg(long = "force")]
+    pub force: bool,
+    /// Treat every read alone.
+    #[arg(long = "ignore-pairs")]
+    pub ignore_pairs: bool,
+    /// Directory for the second-pass temporary files (khmer's -T).
+    #[arg(short = 'T', long = "tempdir", default_value = "./")]
+    pub tempdir: String,
+    #[command(flatten)]
+    pub compression: CompressionArgs,
+    /// Drop bundles already at the diginorm coverage during pass 1.
+    #[arg(long = "diginorm")]
+    pub diginorm: bool,
+    /// Coverage for --diginorm.
+    #[arg(long = "diginorm-coverage", default_value_t = 20, requires = "diginorm")]
+    pub diginorm_coverage: u32,
+    /// Skip the second pass (reads set aside are lost).
+    #[arg(long = "single-pass", conflicts_with = "diginorm")]
+    pub single_pass: bool,
+    /// Worker threads (output is identical for any number; -T is the temp directory).
+    #[arg(long = "threads", default_value_t = 1)]
+    pub threads: usize,
+    /// Write the summary (including reads dropped for being shorter than k) as JSON.
+    #[arg(long = "report-json")]
+    pub report_json: Option<String>,
+    /// No informational messages.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Input sequence files.
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+}
+
+/// Runs the command.
+pub fn execute(args: &Args) -> Result<()> {
+    let opts = trim_low_abund::Options {
+        inputs: args.inputs.clone(),
+        table: args.counting.table_params(args.force),
+        cutoff: args.cutoff,
+        trim_at_coverage: args.trim_at_coverage,
+        variable_coverage: args.variable_coverage,
+        diginorm: args.diginorm.then_some(args.diginorm_coverage),
+        single_pass: args.single_pass,
+        ignore_pairs: args.ignore_pairs,
+        tempdir: args.tempdir.clone(),
+        loadgraph: args.loadgraph.clone(),
+        savegraph: args.savegraph.clone(),
+        output: args.output.clone(),
+        compression: output_compression(args.compression.gzip, args.compression.bzip),
+        summary_info: args.summary_info.map(|s| match s {
+            SummaryInfo::Json => SummaryFormat::Json,
+            SummaryInfo::Tsv => SummaryFormat::Tsv,
+        }),
+        threads: args.threads,
+        quiet: args.quiet,
+        report_json: args.report_json.clone(),
+    };
+    trim_low_abund::run(&opts).map(|_| ())
+}

@@ -1,0 +1,297 @@
+//! normalize-by-median: khmer's streaming digital normalization (KHMER.md §4.1).
+//!
+//! A bundle (a read or a recognised pair) is discarded when every one of its reads already
+//! has an upper-median k-mer count >= C, tested before anything is counted; otherwise all its
+//! reads are counted (read 1 then read 2) and written unchanged. Workers clean and hash the
+//! reads; the decision and the table update happen in input order, so the output does not
+//! depend on the number of threads.
+
+use super::read_filter::{
+    self, bundle_source, check_fp_rate, check_ksize, hash_batch, info, percent1, python_g4,
+    Cleaning, HashedBatch,
+};
+use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
+use crate::io::{Compression, OutputFile, PairMode};
+use crate::table::{HashKind, KTable};
+use crate::{Error, Result};
+use std::io::Write;
+
+/// Largest false-positive rate normalize-by-median accepts.
+pub const MAX_FP_RATE: f64 = 0.8;
+
+/// Options of normalize-by-median.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Input files, in order.
+    pub inputs: Vec<String>,
+    /// Table sizing (`-k`, `-N`, `-x`, `-M`, `--small-count`, ...). `ksize` is also the
+    /// minimum read length, as in khmer (even with `--loadgraph`).
+    pub table: TableParams,
+    /// `-C/--cutoff` (0..=255).
+    pub cutoff: u32,
+    /// `-p/--paired`: every record of the main inputs must be in a pair.
+    pub paired: bool,
+    /// `--force_single`: ignore pairing.
+    pub force_single: bool,
+    /// `-u/--unpaired-reads`: a file processed last, without the pairing requirement.
+    pub unpaired: Option<String>,
+    /// `-s/--savegraph`.
+    pub savegraph: Option<String>,
+    /// `-l/--loadgraph`.
+    pub loadgraph: Option<String>,
+    /// `-R/--report` CSV file.
+    pub report: Option<String>,
+    /// `--report-frequency`.
+    pub report_frequency: u64,
+    /// `-o/--output` (`-` = stdout); per-input `<basename>.keep` otherwise.
+    pub output: Option<String>,
+    /// `--gzip`/`--bzip`.
+    pub compression: Compression,
+    /// `-f/--force`: skip unreadable inputs, accept a high FP rate.
+    pub force: bool,
+    /// Worker threads.
+    pub threads: usize,
+    /// `-q`.
+    pub quiet: bool,
+    /// `--report-json FILE`: the summary as JSON.
+    pub report_json: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            inputs: Vec::new(),
+            table: TableParams::default(),
+            cutoff: 20,
+            paired: false,
+            force_single: false,
+            unpaired: None,
+            savegraph: None,
+            loadgraph: None,
+            report: None,
+            report_frequency: 100_000,
+            output: None,
+            compression: Compression::None,
+            force: false,
+            threads: 1,
+            quiet: false,
+            report_json: None,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Summary {
+    /// Reads examined (pairs count 2; short reads excluded, as in khmer).
+    pub total: u64,
+    /// Reads kept.
+    pub kept: u64,
+    /// Reads dropped because they are shorter than k (with `-p`, their mates too are gone).
+    pub short_dropped: u64,
+    /// k-mers new to the table in this run (khmer's `n_unique_kmers`).
+    pub unique_kmers: u64,
+    /// Estimated false-positive rate of the final table.
+    pub fp_rate: f64,
+    /// Inputs skipped because of errors (only with `--force`).
+    pub skipped_files: Vec<String>,
+}
+
+/// The running state of a normalization: table, counters and the optional report.
+struct Normalizer<'a> {
+    opts: &'a Options,
+    summary: Summary,
+    report: Option<std::io::BufWriter<std::fs::File>>,
+    next_report_at: u64,
+    last_report_at: u64,
+}
+
+impl Normalizer<'_> {
+    /// Decides, counts and writes the bundles of one hashed batch, in order.
+    fn process(&mut self, path: &str, table: &KTable, hb: &HashedBatch, out: &mut Vec<u8>) -> Result<()> {
+        let cutoff = self.opts.cutoff;
+        for b in hb.bundle_reads() {
+            self.summary.total += b.len() as u64;
+            let discard = b.iter().all(|i| read_filter::median_at_least(table, hb.hashes(i), cutoff));
+            if !discard {
+                for i in b.iter() {
+                    read_filter::consume(table, hb.hashes(i));
+                    crate::io::write_record(out, &hb.record(i));
+                    self.summary.kept += 1;
+                }
+            }
+            if self.summary.total >= self.next_report_at {
+                self.next_report_at += self.opts.report_frequency;
+                self.last_report_at = self.summary.total;
+                let (kept, total) = (self.summary.kept, self.summary.total);
+                let frac = kept as f64 / total as f64;
+                info(self.opts.quiet, format!("... kept {kept} of {total} or {} sofar", percent1(frac)));
+                info(self.opts.quiet, format!("... in file {path}"));
+                self.report_line()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends `total,kept,f_kept` to the report.
+    fn report_line(&mut self) -> Result<()> {
+        let (kept, total) = (self.summary.kept, self.summary.total);
+        if let (Some(fp), Some(path)) = (self.report.as_mut(), self.opts.report.as_deref()) {
+            let frac = if total == 0 { 0.0 } else { kept as f64 / total as f64 };
+            writeln!(fp, "{total},{kept},{}", python_g4(frac))
+                .and_then(|_| fp.flush())
+                .map_err(|e| Error::io(path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Normalizes one input file into `out`.
+    fn run_file(&mut self, table: &KTable, path: &str, mode: PairMode, out: &mut OutputFile) -> Result<()> {
+        let start = self.summary.total;
+        let source = bundle_source(path, mode, self.opts.table.ksize)?;
+        let mut short = 0;
+        let mut buf = Vec::new();
+        read_filter::run_ordered(
+            source,
+            self.opts.threads,
+            || move |bb| Ok(hash_batch(bb, table, Cleaning::Screed)),
+            |hb: HashedBatch| {
+                short += hb.bundles.n_short_dropped;
+                buf.clear();
+                self.process(path, table, &hb, &mut buf)?;
+                out.write_all(&buf).map_err(|e| Error::io(out.path(), e))
+            },
+        )?;
+        self.summary.short_dropped += short;
+        let (kept, total) = (self.summary.kept, self.summary.total);
+        if total == start {
+            info(self.opts.quiet, format!("SKIPPED empty file {path}"));
+        } else {
+            let pct = percent1(kept as f64 / total as f64);
+            info(self.opts.quiet, format!("DONE with {path}; kept {kept} of {total} or {pct}"));
+        }
+        if short > 0 {
+            info(self.opts.quiet, format!("{path}: dropped {short} reads shorter than k"));
+        }
+        if total != self.last_report_at && total > 0 {
+            self.report_line()?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs normalize-by-median.
+pub fn run(opts: &Options) -> Result<Summary> {
+    check_ksize(opts.table.ksize)?;
+    if opts.cutoff > 255 {
+        return Err(Error::invalid(format!("cutoff {} must be in 0..256", opts.cutoff)));
+    }
+    if opts.paired && opts.force_single {
+        return Err(Error::invalid("-p/--paired and --force_single cannot both be set"));
+    }
+    if opts.output.is_none() {
+        let mut seen = std::collections::HashSet::new();
+        for f in &opts.inputs {
+            if f == "-" || f == "/dev/stdin" {
+                return Err(Error::invalid("reading from stdin requires -o/--output"));
+            }
+            if !seen.insert(read_filter::default_output_name(f, "")) {
+                return Err(Error::invalid(format!("duplicate input file name {f}; use -o")));
+            }
+        }
+    }
+    let table = match &opts.loadgraph {
+        Some(path) => {
+            info(opts.quiet, format!("loading k-mer countgraph from {path}"));
+            KTable::load(path, HashKind::TwoBit)?
+        }
+        None => {
+            info(opts.quiet, "making countgraph");
+            let mut messages = Vec::new();
+            let t = create_countgraph(&opts.table, 1.0, &mut messages)?;
+            messages.iter().for_each(|m| info(opts.quiet, m));
+            t
+        }
+    };
+    let report = match &opts.report {
+        Some(path) => {
+            let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+            let mut w = std::io::BufWriter::new(f);
+            w.write_all(b"total,kept,f_kept\n").map_err(|e| Error::io(path, e))?;
+            Some(w)
+        }
+        None => None,
+    };
+    let mut norm = Normalizer {
+        opts,
+        summary: Summary::default(),
+        report,
+        next_report_at: opts.report_frequency,
+        last_report_at: opts.report_frequency,
+    };
+
+    let main_mode = if opts.force_single {
+        PairMode::ForceSingle
+    } else if opts.paired {
+        PairMode::RequirePaired
+    } else {
+        PairMode::BrokenPaired
+    };
+    let extra_mode = if opts.force_single { PairMode::ForceSingle } else { PairMode::BrokenPaired };
+    let mut files: Vec<(&str, PairMode)> = opts.inputs.iter().map(|f| (f.as_str(), main_mode)).collect();
+    if let Some(u) = &opts.unpaired {
+        files.push((u.as_str(), extra_mode));
+    }
+
+    let mut single = match &opts.output {
+        Some(path) => Some(OutputFile::create_with(path, opts.compression)?),
+        None => None,
+    };
+    for (path, mode) in files {
+        let result = match single.as_mut() {
+            Some(out) => norm.run_file(&table, path, mode, out),
+            None => {
+                let name = read_filter::default_output_name(path, ".keep");
+                OutputFile::create_with(&name, opts.compression).and_then(|mut out| {
+                    norm.run_file(&table, path, mode, &mut out)?;
+                    info(opts.quiet, format!("output in {name}"));
+                    out.finish()
+                })
+            }
+        };
+        if let Err(e) = result {
+            if !opts.force || e.is_broken_pipe() {
+                return Err(e);
+            }
+            info(false, format!("** ERROR: {e}"));
+            info(false, format!("** Failed on {path}: "));
+            info(false, "*** Skipping error file, moving on...");
+            norm.summary.skipped_files.push(path.to_string());
+        }
+    }
+    if let Some(out) = single {
+        out.finish()?;
+    }
+    let mut summary = norm.summary;
+    summary.unique_kmers = table.n_unique_kmers();
+    info(opts.quiet, format!("Total number of unique k-mers: {}", summary.unique_kmers));
+    if let Some(path) = &opts.savegraph {
+        info(opts.quiet, format!("...saving to {path}"));
+        table.save(path)?;
+    }
+    summary.fp_rate = expected_fp_rate(&table);
+    info(opts.quiet, format!("fp rate estimated to be {:1.3}", summary.fp_rate));
+    if summary.short_dropped > 0 {
+        info(opts.quiet, format!("dropped {} reads shorter than k={}", summary.short_dropped, opts.table.ksize));
+    }
+    if !summary.skipped_files.is_empty() {
+        info(false, "** WARNING: Finished with errors!");
+        info(false, "** I/O Errors occurred in the following files:");
+        info(false, format!("\t{}", summary.skipped_files.join(" ")));
+    }
+    if let Some(path) = &opts.report_json {
+        read_filter::write_json_report(path, &summary)?;
+    }
+    check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.force)?;
+    Ok(summary)
+}

@@ -1,0 +1,232 @@
+//! filter-abund and filter-abund-single: cut reads at their first low-abundance k-mer
+//! (khmer's `trim_record`, KHMER.md §4.5).
+//!
+//! Reads are cleaned with the C++ parser rule, paired-ness is ignored and reads shorter than k
+//! are dropped. Filtering only reads the table, so workers trim whole batches in parallel and
+//! the ordered stage just writes. filter-abund-single first counts its input (in input order,
+//! so the table and its statistics are the same for any number of threads).
+
+use super::read_filter::{
+    self, bundle_source, check_fp_rate, check_ksize, hash_batch, info, trim_record, Cleaning,
+};
+use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
+use crate::io::{Compression, OutputFile, PairMode};
+use crate::table::{HashKind, KTable};
+use crate::{Error, Result};
+use std::io::Write;
+
+/// Largest false-positive rate filter-abund-single accepts (checked before filtering).
+pub const MAX_FP_RATE: f64 = 0.2;
+
+/// Trimming parameters shared by both commands.
+#[derive(Debug, Clone)]
+pub struct FilterParams {
+    /// `-C/--cutoff` (default 2).
+    pub cutoff: u32,
+    /// `-V/--variable-coverage`: only trim reads whose median is >= `normalize_to`.
+    pub variable_coverage: bool,
+    /// `-Z/--normalize-to` (default 20).
+    pub normalize_to: u32,
+    /// `-o/--output` (`-` = stdout); per-input `<basename>.abundfilt` otherwise.
+    pub output: Option<String>,
+    /// `--gzip`/`--bzip`.
+    pub compression: Compression,
+    /// Worker threads.
+    pub threads: usize,
+    /// `-q`.
+    pub quiet: bool,
+    /// `--report-json FILE`.
+    pub report_json: Option<String>,
+}
+
+impl Default for FilterParams {
+    fn default() -> Self {
+        FilterParams {
+            cutoff: 2,
+            variable_coverage: false,
+            normalize_to: 20,
+            output: None,
+            compression: Compression::None,
+            threads: 1,
+            quiet: false,
+            report_json: None,
+        }
+    }
+}
+
+/// Options of filter-abund (a saved countgraph).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The saved countgraph.
+    pub graph: String,
+    /// Inputs.
+    pub inputs: Vec<String>,
+    /// Trimming parameters.
+    pub filter: FilterParams,
+}
+
+/// Options of filter-abund-single (count, then filter, one input).
+#[derive(Debug, Clone, Default)]
+pub struct SingleOptions {
+    /// The input.
+    pub input: String,
+    /// Table sizing; `force` also accepts a high FP rate.
+    pub table: TableParams,
+    /// `--savegraph`.
+    pub savegraph: Option<String>,
+    /// Trimming parameters.
+    pub filter: FilterParams,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Summary {
+    /// Reads examined (reads of at least k bases).
+    pub reads: u64,
+    /// Reads written (whole or truncated).
+    pub written: u64,
+    /// Reads truncated.
+    pub truncated: u64,
+    /// Reads dropped by trimming (fewer than k bases left).
+    pub removed: u64,
+    /// Reads dropped because they are shorter than k.
+    pub short_dropped: u64,
+    /// k-mers counted (filter-abund-single only).
+    pub unique_kmers: u64,
+    /// Estimated false-positive rate of the table.
+    pub fp_rate: f64,
+}
+
+/// The output of one worker batch: formatted records and counters.
+struct Filtered {
+    bytes: Vec<u8>,
+    reads: u64,
+    truncated: u64,
+    removed: u64,
+    short: u64,
+}
+
+/// Filters `input` through `table` into `out`, adding to `summary`.
+fn filter_file(table: &KTable, input: &str, p: &FilterParams, out: &mut OutputFile, summary: &mut Summary) -> Result<()> {
+    let z = p.variable_coverage.then_some(p.normalize_to);
+    let source = bundle_source(input, PairMode::ForceSingle, table.ksize())?;
+    read_filter::run_ordered(
+        source,
+        p.threads,
+        || {
+            move |bb| {
+                let hb = hash_batch(bb, table, Cleaning::Parser);
+                let mut f = Filtered { bytes: Vec::new(), reads: 0, truncated: 0, removed: 0, short: hb.bundles.n_short_dropped };
+                for b in hb.bundle_reads() {
+                    for i in b.iter() {
+                        let rec = hb.record(i);
+                        let t = trim_record(table, hb.hashes(i), rec.seq.len(), p.cutoff, z);
+                        f.reads += 1;
+                        match t.write(&rec, &mut f.bytes) {
+                            None => f.removed += 1,
+                            Some(n) if n < rec.seq.len() => f.truncated += 1,
+                            Some(_) => {}
+                        }
+                    }
+                }
+                Ok(f)
+            }
+        },
+        |f: Filtered| {
+            summary.reads += f.reads;
+            summary.removed += f.removed;
+            summary.truncated += f.truncated;
+            summary.written += f.reads - f.removed;
+            summary.short_dropped += f.short;
+            out.write_all(&f.bytes).map_err(|e| Error::io(out.path(), e))
+        },
+    )
+}
+
+/// Filters every input (into `-o` or `<basename>.abundfilt`).
+fn filter_all(table: &KTable, inputs: &[String], p: &FilterParams, summary: &mut Summary) -> Result<()> {
+    if p.output.is_none() && inputs.iter().any(|f| f == "-" || f == "/dev/stdin") {
+        return Err(Error::invalid("reading from stdin requires -o/--output"));
+    }
+    let mut single = match &p.output {
+        Some(path) => Some(OutputFile::create_with(path, p.compression)?),
+        None => None,
+    };
+    for input in inputs {
+        info(p.quiet, format!("filtering {input}"));
+        match single.as_mut() {
+            Some(out) => filter_file(table, input, p, out, summary)?,
+            None => {
+                let name = read_filter::default_output_name(input, ".abundfilt");
+                let mut out = OutputFile::create_with(&name, p.compression)?;
+                filter_file(table, input, p, &mut out, summary)?;
+                out.finish()?;
+                info(p.quiet, format!("output in {name}"));
+            }
+        }
+    }
+    if let Some(out) = single {
+        let name = out.path().to_string();
+        out.finish()?;
+        info(p.quiet, format!("output in {name}"));
+    }
+    if summary.short_dropped > 0 {
+        info(p.quiet, format!("dropped {} reads shorter than k={}", summary.short_dropped, table.ksize()));
+    }
+    Ok(())
+}
+
+/// Runs filter-abund.
+pub fn run(opts: &Options) -> Result<Summary> {
+    info(opts.filter.quiet, format!("loading countgraph: {}", opts.graph));
+    let table = KTable::load(&opts.graph, HashKind::TwoBit)?;
+    info(opts.filter.quiet, format!("K: {}", table.ksize()));
+    let mut summary = Summary::default();
+    filter_all(&table, &opts.inputs, &opts.filter, &mut summary)?;
+    summary.fp_rate = expected_fp_rate(&table);
+    if let Some(path) = &opts.filter.report_json {
+        read_filter::write_json_report(path, &summary)?;
+    }
+    Ok(summary)
+}
+
+/// Counts every k-mer of every read of `input` (C++ parser cleaning; short reads add nothing).
+fn count_file(table: &KTable, input: &str, threads: usize) -> Result<()> {
+    let source = bundle_source(input, PairMode::ForceSingle, 0)?;
+    read_filter::run_ordered(
+        source,
+        threads,
+        || move |bb| Ok(hash_batch(bb, table, Cleaning::Parser)),
+        |hb| {
+            for b in hb.bundle_reads() {
+                b.iter().for_each(|i| read_filter::consume(table, hb.hashes(i)));
+            }
+            Ok(())
+        },
+    )
+}
+
+/// Runs filter-abund-single.
+pub fn run_single(opts: &SingleOptions) -> Result<Summary> {
+    check_ksize(opts.table.ksize)?;
+    let quiet = opts.filter.quiet;
+    info(quiet, "making countgraph");
+    let mut messages = Vec::new();
+    let table = create_countgraph(&opts.table, 1.0, &mut messages)?;
+    messages.iter().for_each(|m| info(quiet, m));
+    info(quiet, format!("consuming input, round 1 -- {}", opts.input));
+    count_file(&table, &opts.input, opts.filter.threads)?;
+    let mut summary = Summary { unique_kmers: table.n_unique_kmers(), fp_rate: expected_fp_rate(&table), ..Summary::default() };
+    info(quiet, format!("Total number of unique k-mers: {}", summary.unique_kmers));
+    info(quiet, format!("fp rate estimated to be {:1.3}", summary.fp_rate));
+    check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.table.force)?;
+    filter_all(&table, std::slice::from_ref(&opts.input), &opts.filter, &mut summary)?;
+    if let Some(path) = &opts.savegraph {
+        info(quiet, format!("Saving k-mer countgraph filename {path}"));
+        table.save(path)?;
+    }
+    if let Some(path) = &opts.filter.report_json {
+        read_filter::write_json_report(path, &summary)?;
+    }
+    Ok(summary)
+}

@@ -1,0 +1,470 @@
+//! trim-low-abund: khmer's streaming two-pass k-mer trimming (KHMER.md §4.6).
+//!
+//! Pass 1, in input order: a bundle whose smallest read median is >= Z is trimmed against the
+//! current table and not counted; otherwise its reads are counted and set aside in a temporary
+//! file (optionally, with `--diginorm`, bundles already at the diginorm coverage are dropped).
+//! Pass 2 re-reads the set-aside reads singly and trims them against the final table; it only
+//! reads the table, so workers trim batches in parallel.
+
+use super::read_filter::{
+    self, bundle_source, check_fp_rate, check_ksize, hash_batch, info, median_count, trim_record,
+    Cleaning, HashedBatch, Trim,
+};
+use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
+use crate::io::{write_record, Compression, OutputFile, PairMode};
+use crate::table::{HashKind, KTable};
+use crate::{Error, Result};
+use std::io::Write;
+
+/// Largest false-positive rate trim-low-abund accepts.
+pub const MAX_FP_RATE: f64 = 0.8;
+/// Progress is printed every this many reads.
+const REPORT_EVERY_N_READS: u64 = 10_000;
+
+/// Format of the `--summary-info` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryFormat {
+    /// `<base>.info.json`.
+    Json,
+    /// `<base>.info.tsv`.
+    Tsv,
+}
+
+/// Options of trim-low-abund.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Inputs (distinct names).
+    pub inputs: Vec<String>,
+    /// Table sizing; `force` also accepts a high FP rate.
+    pub table: TableParams,
+    /// `-C/--cutoff` (default 2).
+    pub cutoff: u32,
+    /// `-Z/--trim-at-coverage` (default 20).
+    pub trim_at_coverage: u32,
+    /// `-V/--variable-coverage`.
+    pub variable_coverage: bool,
+    /// `--diginorm-coverage` when `--diginorm` is on.
+    pub diginorm: Option<u32>,
+    /// `--single-pass`: skip pass 2 (set-aside reads are lost).
+    pub single_pass: bool,
+    /// `--ignore-pairs`.
+    pub ignore_pairs: bool,
+    /// `-T/--tempdir`.
+    pub tempdir: String,
+    /// `-l/--loadgraph`.
+    pub loadgraph: Option<String>,
+    /// `-s/--savegraph`.
+    pub savegraph: Option<String>,
+    /// `-o/--output` (`-` = stdout); per-input `<basename>.abundtrim` otherwise.
+    pub output: Option<String>,
+    /// `--gzip`/`--bzip`.
+    pub compression: Compression,
+    /// `--summary-info`.
+    pub summary_info: Option<SummaryFormat>,
+    /// Worker threads.
+    pub threads: usize,
+    /// `-q`.
+    pub quiet: bool,
+    /// `--report-json FILE`.
+    pub report_json: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            inputs: Vec::new(),
+            table: TableParams::default(),
+            cutoff: 2,
+            trim_at_coverage: 20,
+            variable_coverage: false,
+            diginorm: None,
+            single_pass: false,
+            ignore_pairs: false,
+            tempdir: "./".to_string(),
+            loadgraph: None,
+            savegraph: None,
+            output: None,
+            compression: Compression::None,
+            summary_info: None,
+            threads: 1,
+            quiet: false,
+            report_json: None,
+        }
+    }
+}
+
+/// khmer's counters (note: reads of pass 2 are counted again in `reads` and `basepairs`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Summary {
+    /// Reads looked at, pass 2 included.
+    pub reads: u64,
+    /// Bases looked at, pass 2 included.
+    pub basepairs: u64,
+    /// Reads written.
+    pub reads_written: u64,
+    /// Bases written.
+    pub basepairs_written: u64,
+    /// Reads set aside for pass 2.
+    pub reads_set_aside: u64,
+    /// Low-coverage reads written untrimmed in pass 2 (`-V`).
+    pub reads_skipped: u64,
+    /// Reads trimmed or removed by trimming.
+    pub reads_trimmed: u64,
+    /// Reads dropped because they are shorter than k.
+    pub short_dropped: u64,
+    /// Estimated false-positive rate.
+    pub fp_rate: f64,
+}
+
+/// Running counters plus khmer's progress line.
+struct Tally<'a> {
+    s: Summary,
+    quiet: bool,
+    file: &'a str,
+    n_start: u64,
+    watermark: u64,
+}
+
+impl Tally<'_> {
+    /// Called before each read is written in pass 1 (khmer's progress check).
+    fn progress_pass1(&mut self) {
+        if self.s.reads - self.n_start > self.watermark {
+            let s = &self.s;
+            info(self.quiet, format!("... {} {} {} {} {} {}", self.file, s.reads_set_aside, s.reads, s.basepairs, s.reads_written, s.basepairs_written));
+            self.watermark += REPORT_EVERY_N_READS;
+        }
+    }
+
+    /// Called before each read is written in pass 2.
+    fn progress_pass2(&mut self, pass2: &str) {
+        if self.s.reads - self.n_start > self.watermark {
+            let s = &self.s;
+            info(self.quiet, format!("... x 2 {} {pass2} {} {} {} {} {}", s.reads - self.n_start, s.reads_set_aside, s.reads, s.basepairs, s.reads_written, s.basepairs_written));
+            self.watermark += REPORT_EVERY_N_READS;
+        }
+    }
+
+    fn wrote(&mut self, bases: usize) {
+        self.s.reads_written += 1;
+        self.s.basepairs_written += bases as u64;
+    }
+}
+
+/// Pass 1 over one hashed batch: writes trimmed reads to `out` and set-aside reads to `aside`.
+fn pass1_batch(o: &Options, table: &KTable, hb: &HashedBatch, t: &mut Tally<'_>, out: &mut Vec<u8>, aside: &mut Vec<u8>, scratch: &mut Vec<u32>) {
+    t.s.short_dropped += hb.bundles.n_short_dropped;
+    for b in hb.bundle_reads() {
+        t.s.reads += b.len() as u64;
+        t.s.basepairs += b.iter().map(|i| hb.record(i).seq.len() as u64).sum::<u64>();
+        let cov = b.iter().map(|i| median_count(table, hb.hashes(i), scratch)).min().unwrap_or(0);
+        if o.diginorm.is_some_and(|d| cov >= d) {
+            continue;
+        }
+        if cov >= o.trim_at_coverage {
+            for i in b.iter() {
+                let rec = hb.record(i);
+                let trim = trim_record(table, hb.hashes(i), rec.seq.len(), o.cutoff, None);
+                if trim.did_trim() {
+                    t.s.reads_trimmed += 1;
+                }
+                if trim != Trim::Drop {
+                    t.progress_pass1();
+                    if let Some(n) = trim.write(&rec, out) {
+                        t.wrote(n);
+                    }
+                }
+            }
+        } else {
+            for i in b.iter() {
+                read_filter::consume(table, hb.hashes(i));
+                write_record(aside, &hb.record(i));
+                t.s.reads_set_aside += 1;
+            }
+        }
+    }
+}
+
+/// Pass-2 result of one read: its length and what trimming did.
+struct Pass2Read {
+    len: usize,
+    trim: Trim,
+    /// Kept untrimmed because of low coverage (`-V`).
+    skipped: bool,
+}
+
+/// Where one input's reads go.
+struct FileJob {
+    input: String,
+    pass2: String,
+    out: usize,
+}
+
+/// Pass 2 over one set-aside file.
+fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
+    info(o.quiet, format!("second pass: looking at sequences kept aside in {}", job.pass2));
+    t.watermark = REPORT_EVERY_N_READS;
+    let source = bundle_source(&job.pass2, PairMode::ForceSingle, table.ksize())?;
+    read_filter::run_ordered(
+        source,
+        o.threads,
+        || {
+            move |bb| {
+                let hb = hash_batch(bb, table, Cleaning::Parser);
+                let mut bytes = Vec::new();
+                let mut reads = Vec::new();
+                for i in hb.bundle_reads().flat_map(|b| b.iter()) {
+                    let rec = hb.record(i);
+                    let hashes = hb.hashes(i);
+                    let low = o.variable_coverage && !read_filter::median_at_least(table, hashes, o.trim_at_coverage);
+                    let trim = if low { Trim::Keep } else { trim_record(table, hashes, rec.seq.len(), o.cutoff, None) };
+                    trim.write(&rec, &mut bytes);
+                    reads.push(Pass2Read { len: rec.seq.len(), trim, skipped: low });
+                }
+                Ok((bytes, reads))
+            }
+        },
+        |(bytes, reads): (Vec<u8>, Vec<Pass2Read>)| {
+            for r in reads {
+                t.s.reads += 1;
+                t.s.basepairs += r.len as u64;
+                if r.skipped {
+                    t.s.reads_skipped += 1;
+                } else if r.trim.did_trim() {
+                    t.s.reads_trimmed += 1;
+                }
+                let written = match r.trim {
+                    Trim::Keep => r.len,
+                    Trim::Truncate(n) => n,
+                    Trim::Drop => continue,
+                };
+                t.progress_pass2(&job.pass2);
+                t.wrote(written);
+            }
+            out.write_all(&bytes).map_err(|e| Error::io(out.path(), e))
+        },
+    )?;
+    std::fs::remove_file(&job.pass2).map_err(|e| Error::io(&job.pass2, e))
+}
+
+/// Validates the option combinations khmer refuses.
+fn check_options(o: &Options) -> Result<()> {
+    check_ksize(o.table.ksize)?;
+    let mut seen = std::collections::HashSet::new();
+    if !o.inputs.iter().all(|f| seen.insert(f)) {
+        return Err(Error::invalid("Cannot input the same filename multiple times."));
+    }
+    if o.trim_at_coverage != 20 && !o.variable_coverage {
+        return Err(Error::invalid("--trim-at-coverage/-Z given, but --variable-coverage/-V not specified."));
+    }
+    if o.diginorm.is_some() && o.single_pass {
+        return Err(Error::invalid("--diginorm and --single-pass are incompatible!"));
+    }
+    if o.output.is_none() && o.inputs.iter().any(|f| f == "-" || f == "/dev/stdin") {
+        return Err(Error::invalid("Accepting input from stdin; output filename must be provided with -o."));
+    }
+    Ok(())
+}
+
+/// A fresh temporary directory under `parent` (khmer's `mkdtemp('khmer', 'tmp', parent)`).
+fn make_tempdir(parent: &str) -> Result<std::path::PathBuf> {
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    for attempt in 0..100u32 {
+        let dir = std::path::Path::new(parent).join(format!("tmp{}-{stamp}-{attempt}kmerflow", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::io(parent, e)),
+        }
+    }
+    Err(Error::invalid(format!("{parent}: cannot create a temporary directory")))
+}
+
+/// Runs trim-low-abund.
+pub fn run(o: &Options) -> Result<Summary> {
+    check_options(o)?;
+    let table = match &o.loadgraph {
+        Some(path) => {
+            info(o.quiet, format!("loading countgraph from {path}"));
+            KTable::load(path, HashKind::TwoBit)?
+        }
+        None => {
+            info(o.quiet, "making countgraph");
+            let mut messages = Vec::new();
+            let t = create_countgraph(&o.table, 1.0, &mut messages)?;
+            messages.iter().for_each(|m| info(o.quiet, m));
+            t
+        }
+    };
+    let k = table.ksize();
+    let tempdir = make_tempdir(&o.tempdir)?;
+    info(o.quiet, format!("created temporary directory {};\nuse -T to change location", tempdir.display()));
+    let result = run_passes(o, &table, &tempdir);
+    let _ = std::fs::remove_dir_all(&tempdir);
+    let mut t = result?;
+    let s = &mut t.s;
+    s.fp_rate = expected_fp_rate(&table);
+    print_summary(o, s);
+    if let Some(path) = &o.savegraph {
+        info(o.quiet, format!("Saving k-mer countgraph to {path}"));
+        table.save(path)?;
+    }
+    if let Some(format) = o.summary_info {
+        write_summary_info(o, s, format)?;
+    }
+    if s.short_dropped > 0 {
+        info(o.quiet, format!("dropped {} reads shorter than k={k}", s.short_dropped));
+    }
+    if let Some(path) = &o.report_json {
+        read_filter::write_json_report(path, &*s)?;
+    }
+    check_fp_rate(s.fp_rate, MAX_FP_RATE, o.table.force)?;
+    Ok(t.s)
+}
+
+/// Both passes over all inputs; outputs are finished on success.
+fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> Result<Tally<'a>> {
+    let mut outs: Vec<OutputFile> = Vec::new();
+    let mut jobs = Vec::new();
+    let mut t = Tally { s: Summary::default(), quiet: o.quiet, file: "", n_start: 0, watermark: 0 };
+    if let Some(path) = &o.output {
+        outs.push(OutputFile::create_with(path, o.compression)?);
+    }
+    let mode = if o.ignore_pairs { PairMode::ForceSingle } else { PairMode::BrokenPaired };
+    let mut scratch = Vec::new();
+    for input in &o.inputs {
+        let pass2 = tempdir.join(format!("{}.pass2", input.replace('/', "-"))).to_string_lossy().into_owned();
+        if o.output.is_none() {
+            outs.push(OutputFile::create_with(&read_filter::default_output_name(input, ".abundtrim"), o.compression)?);
+        }
+        let job = FileJob { input: input.clone(), pass2, out: outs.len() - 1 };
+        let mut aside_file = std::io::BufWriter::new(std::fs::File::create(&job.pass2).map_err(|e| Error::io(&job.pass2, e))?);
+        t.file = input;
+        t.n_start = t.s.reads;
+        t.watermark = REPORT_EVERY_N_READS;
+        let save_start = t.s.reads_set_aside;
+        let out = &mut outs[job.out];
+        let (mut buf, mut aside) = (Vec::new(), Vec::new());
+        read_filter::run_ordered(
+            bundle_source(input, mode, table.ksize())?,
+            o.threads,
+            || move |bb| Ok(hash_batch(bb, table, Cleaning::Parser)),
+            |hb: HashedBatch| {
+                buf.clear();
+                aside.clear();
+                pass1_batch(o, table, &hb, &mut t, &mut buf, &mut aside, &mut scratch);
+                out.write_all(&buf).map_err(|e| Error::io(out.path(), e))?;
+                aside_file.write_all(&aside).map_err(|e| Error::io(&job.pass2, e))
+            },
+        )?;
+        aside_file.flush().map_err(|e| Error::io(&job.pass2, e))?;
+        info(o.quiet, format!("{}: kept aside {} of {} from first pass", job.input, t.s.reads_set_aside - save_start, t.s.reads - t.n_start));
+        jobs.push(job);
+    }
+    if !o.single_pass {
+        for job in &jobs {
+            pass2_file(o, table, job, &mut outs[job.out], &mut t)?;
+        }
+    }
+    for out in outs {
+        out.finish()?;
+    }
+    Ok(t)
+}
+
+/// khmer's closing report lines.
+fn print_summary(o: &Options, s: &Summary) {
+    let q = o.quiet;
+    let ratio = |a: f64, b: f64| if b == 0.0 { 0.0 } else { a / b };
+    let (reads, wr) = (s.reads as f64, s.reads_written as f64);
+    info(q, format!("read {} reads, {} bp", s.reads, s.basepairs));
+    info(q, format!("wrote {} reads, {} bp", s.reads_written, s.basepairs_written));
+    info(q, format!("looked at {} reads twice ({:.2} passes)", s.reads_set_aside, 1.0 + ratio(s.reads_set_aside as f64, reads)));
+    let pct = ratio(s.reads_trimmed as f64 + reads - wr, reads) * 100.0;
+    info(q, format!("removed {} reads and trimmed {} reads ({pct:.2}%)", s.reads - s.reads_written, s.reads_trimmed));
+    let bases = (1.0 - ratio(s.basepairs_written as f64, s.basepairs as f64)) * 100.0;
+    info(q, format!("trimmed or removed {bases:.2}%% of bases ({} total)", s.basepairs - s.basepairs_written));
+    if o.variable_coverage {
+        info(q, format!("{} reads were high coverage ({:.2}%);", s.reads, 100.0 * ratio(reads, reads)));
+        info(q, "skipped 0 reads/0 bases because of low coverage");
+    }
+    info(q, format!("fp rate estimated to be {:1.3}", s.fp_rate));
+    match o.output.as_deref() {
+        None => info(q, "output in *.abundtrim"),
+        Some("-") => info(q, "output streamed to stdout"),
+        Some(name) => info(q, format!("output in {name}")),
+    }
+}
+
+/// Python's `repr(float)`: shortest round-trip digits, scientific below 1e-4 and from 1e16.
+fn python_float(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e16).contains(&x.abs()) {
+        let s = format!("{x:e}");
+        let (m, e) = s.split_once('e').expect("exponent");
+        let e: i32 = e.parse().expect("integer exponent");
+        let sign = if e < 0 { '-' } else { '+' };
+        return format!("{m}e{sign}{:02}", e.abs());
+    }
+    let s = format!("{x}");
+    if s.contains('.') { s } else { format!("{s}.0") }
+}
+
+/// Local time as `%Y-%m-%dT%H:%M:%S`.
+fn timestamp() -> String {
+    let now = unsafe { libc::time(std::ptr::null_mut()) };
+    // SAFETY: `tm` is plain data filled by localtime_r from a valid time_t.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe { libc::localtime_r(&now, &mut tm) };
+    format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
+}
+
+/// Writes khmer's `--summary-info` file (`<-o name or trim-low-abund-<time>>.info.<fmt>`).
+/// As in khmer, `reads_skipped`/`basepairs_skipped` are reported as 0.
+fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat) -> Result<()> {
+    let base = match o.output.as_deref() {
+        Some(name) if name != "-" => name.to_string(),
+        _ => format!("trim-low-abund-{}", timestamp()),
+    };
+    let fields: [(&str, String); 10] = [
+        ("fpr", python_float(s.fp_rate)),
+        ("reads", s.reads.to_string()),
+        ("basepairs", s.basepairs.to_string()),
+        ("reads_written", s.reads_written.to_string()),
+        ("basepairs_written", s.basepairs_written.to_string()),
+        ("reads_skipped", "0".to_string()),
+        ("basepairs_skipped", "0".to_string()),
+        ("reads_removed", (s.reads - s.reads_written).to_string()),
+        ("reads_trimmed", s.reads_trimmed.to_string()),
+        ("basepairs_removed_or_trimmed", (s.basepairs - s.basepairs_written).to_string()),
+    ];
+    let (path, text) = match format {
+        SummaryFormat::Json => {
+            let body: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+            (format!("{base}.info.json"), format!("{{{}}}\n", body.join(", ")))
+        }
+        SummaryFormat::Tsv => {
+            let keys: Vec<&str> = fields.iter().map(|(k, _)| *k).collect();
+            let vals: Vec<&str> = fields.iter().map(|(_, v)| v.as_str()).collect();
+            (format!("{base}.info.tsv"), format!("{}\r\n{}\r\n", keys.join("\t"), vals.join("\t")))
+        }
+    };
+    std::fs::write(&path, text).map_err(|e| Error::io(&path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_like_python() {
+        assert_eq!(python_float(9.025048735197377e-11), "9.025048735197377e-11");
+        assert_eq!(python_float(0.0), "0.0");
+        assert_eq!(python_float(0.25), "0.25");
+        assert_eq!(python_float(1e-5), "1e-05");
+    }
+
+    #[test]
+    fn z_without_v_is_refused() {
+        let o = Options { trim_at_coverage: 25, inputs: vec!["a".into()], ..Options::default() };
+        assert!(check_options(&o).is_err());
+    }
+}
