@@ -1,3 +1,4 @@
 //! The algorithms behind each command.
 
+pub mod pyfmt;
 pub mod sizing;

@@ -1,0 +1,104 @@
+//! khmer's table-sizing flags (`build_graph_args` / `build_counting_args`), shared by every
+//! command that builds a countgraph or nodegraph.
+
+use clap::Args;
+use kmerflow_core::ops::sizing::{self, TableParams};
+
+/// Parses `-M` the way khmer's `memory_setting` does.
+fn memory_value(text: &str) -> Result<f64, String> {
+    sizing::parse_memory(text).map_err(|e| e.to_string())
+}
+
+/// Sizing flags of presence tables (nodegraphs): `-k -N -U --fp-rate -x|-M`.
+#[derive(Args, Debug, Clone)]
+pub struct GraphArgs {
+    /// k-mer size to use.
+    #[arg(short = 'k', long = "ksize", default_value_t = sizing::DEFAULT_K)]
+    pub ksize: usize,
+    /// Number of tables to use.
+    #[arg(short = 'N', long = "n_tables", alias = "n-tables", default_value_t = sizing::DEFAULT_N_TABLES)]
+    pub n_tables: usize,
+    /// Approximate number of unique k-mers in the input set (sizes the tables, see --fp-rate).
+    #[arg(short = 'U', long = "unique-kmers", default_value_t = 0.0)]
+    pub unique_kmers: f64,
+    /// Override the command's default false-positive-rate ceiling used with -U.
+    #[arg(long = "fp-rate")]
+    pub fp_rate: Option<f64>,
+    /// Upper bound on the size of each table (overridden by -M).
+    #[arg(short = 'x', long = "max-tablesize", default_value_t = sizing::DEFAULT_MAX_TABLESIZE,
+          conflicts_with = "max_memory")]
+    pub max_tablesize: f64,
+    /// Maximum memory for the tables, in bytes; K/M/G/T suffixes are decimal (e.g. 4G).
+    #[arg(short = 'M', long = "max-memory-usage", value_parser = memory_value)]
+    pub max_memory: Option<f64>,
+}
+
+impl GraphArgs {
+    /// The sizing parameters (`force` is the command's `-f/--force`).
+    pub fn params(&self, force: bool) -> TableParams {
+        TableParams {
+            ksize: self.ksize,
+            n_tables: self.n_tables,
+            max_tablesize: self.max_tablesize,
+            max_memory: self.max_memory,
+            unique_kmers: self.unique_kmers,
+            fp_rate: self.fp_rate,
+            small_count: false,
+            force,
+        }
+    }
+}
+
+/// Sizing flags of counting tables: [`GraphArgs`] plus `--small-count`.
+#[derive(Args, Debug, Clone)]
+pub struct CountingArgs {
+    #[command(flatten)]
+    /// The flags shared with nodegraph commands.
+    pub graph: GraphArgs,
+    /// Use 4-bit counters (maximum count 15) to halve memory.
+    #[arg(long = "small-count")]
+    pub small_count: bool,
+}
+
+impl CountingArgs {
+    /// The sizing parameters (`force` is the command's `-f/--force`).
+    pub fn params(&self, force: bool) -> TableParams {
+        TableParams { small_count: self.small_count, ..self.graph.params(force) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        counting: CountingArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<TableParams, clap::Error> {
+        let argv = std::iter::once("prog").chain(args.iter().copied());
+        Cli::try_parse_from(argv).map(|c| c.counting.params(false))
+    }
+
+    #[test]
+    fn defaults_are_khmers() {
+        assert_eq!(parse(&[]).unwrap(), TableParams::default());
+    }
+
+    #[test]
+    fn flags_map_to_params() {
+        let p = parse(&["-k", "20", "-N", "2", "-M", "2G", "-U", "1e6", "--fp-rate", "0.05", "--small-count"]).unwrap();
+        assert_eq!((p.ksize, p.n_tables, p.max_memory), (20, 2, Some(2e9)));
+        assert_eq!((p.unique_kmers, p.fp_rate, p.small_count), (1e6, Some(0.05), true));
+        assert_eq!(parse(&["-x", "1e4"]).unwrap().max_tablesize, 1e4);
+    }
+
+    #[test]
+    fn x_conflicts_with_m_and_bad_memory_is_refused() {
+        assert!(parse(&["-x", "1e4", "-M", "1e6"]).is_err());
+        assert!(parse(&["-M", "1GB"]).is_err());
+    }
+}
