@@ -2,3 +2,5 @@
 
 pub mod pyfmt;
 pub mod sizing;
+pub mod count;
+pub mod abundance_dist;

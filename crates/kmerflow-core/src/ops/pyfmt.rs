@@ -78,6 +78,18 @@ pub fn general(x: f64, width: usize, precision: usize) -> String {
     format!("{body:>width$}")
 }
 
+/// Python's `format(x, "{width}.{precision}e")`.
+pub fn scientific(x: f64, width: usize, precision: usize) -> String {
+    let body = if x.is_finite() {
+        let sci = format!("{x:.precision$e}");
+        let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+        format!("{mantissa}{}", python_exponent(exp.parse().unwrap_or(0)))
+    } else {
+        repr(x)
+    };
+    format!("{body:>width$}")
+}
+
 /// Removes trailing zeros of a fractional part, and the point if nothing remains after it.
 fn strip_fraction_zeros(s: &str) -> String {
     if s.contains('.') {
@@ -128,5 +140,11 @@ mod tests {
         assert_eq!(general(2.5e5, 5, 2), "2.5e+05");
         assert_eq!(general(0.0001234, 1, 6), "0.0001234");
         assert_eq!(general(0.0, 3, 6), "  0");
+    }
+
+    #[test]
+    fn scientific_matches_python() {
+        assert_eq!(scientific(123456789.0, 17, 6), "     1.234568e+08");
+        assert_eq!(scientific(5e-7, 1, 6), "5.000000e-07");
     }
 }

@@ -216,7 +216,7 @@ fn checked_size(
         )));
     }
     let size = graph_size(params, memory, kind, multiplier);
-    if !(size >= 1.0) {
+    if size.is_nan() || size < 1.0 {
         return Err(Error::invalid(format!("table size {} is too small (check -x / -M)", repr(size))));
     }
     Ok(size as u64)
