@@ -3,9 +3,15 @@
 //! Each command is a library function taking an options struct and returning a summary, so
 //! that the CLI only maps flags to options and the Python bindings can call the same code.
 
+pub mod abundance_dist;
+pub mod count;
+pub mod count_median;
 pub mod diginorm;
 pub mod filter_abund;
+pub mod load_graph;
+pub mod pyfmt;
 pub mod read_filter;
 pub mod reads;
 pub mod sizing;
 pub mod trim_low_abund;
+pub mod unique_kmers;

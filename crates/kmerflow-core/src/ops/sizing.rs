@@ -1,8 +1,9 @@
 //! khmer's table-sizing arguments (`-k -N -x -M -U --fp-rate --small-count`) and checks
 //! (KHMER.md §2.1, `calc_expected_collisions` §2.8).
 
+use super::pyfmt::{general, repr};
 use crate::table::{HashKind, KTable, StorageKind};
-use crate::Result;
+use crate::{Error, Result};
 
 /// khmer's defaults.
 pub const DEFAULT_K: usize = 32;
@@ -49,26 +50,328 @@ impl Default for TableParams {
 
 /// khmer's `memory_setting`: a float, scientific notation, or a K/M/G/T (decimal) suffix.
 pub fn parse_memory(text: &str) -> Result<f64> {
-    let _ = text;
-    todo!()
+    let bad = || Error::invalid(format!("cannot parse memory setting \"{text}\""));
+    if let Some(value) = parse_python_float(text) {
+        return Ok(value);
+    }
+    let mut chars = text.chars();
+    let suffix = chars.next_back().ok_or_else(bad)?;
+    let scale = match suffix.to_ascii_uppercase() {
+        'K' => 1e3,
+        'M' => 1e6,
+        'G' => 1e9,
+        'T' => 1e12,
+        _ => return Err(bad()),
+    };
+    parse_python_float(chars.as_str()).map(|v| v * scale).ok_or_else(bad)
+}
+
+/// Python's `float(text)` for the spellings a user types (surrounding whitespace allowed).
+fn parse_python_float(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let plain = t.trim_start_matches(['+', '-']);
+    let ok = !plain.is_empty()
+        && (plain.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+            || ["inf", "infinity", "nan"].contains(&plain.to_ascii_lowercase().as_str()));
+    if ok { t.parse().ok() } else { None }
+}
+
+/// The table families khmer sizes, with their buckets per byte (`khmer._buckets_per_byte`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphKind {
+    /// Byte counters (1 bucket per byte).
+    Countgraph,
+    /// Nibble counters (2 buckets per byte).
+    SmallCountgraph,
+    /// Bits (8 buckets per byte).
+    Nodegraph,
+}
+
+impl GraphKind {
+    fn buckets_per_byte(self) -> f64 {
+        match self {
+            GraphKind::Countgraph => 1.0,
+            GraphKind::SmallCountgraph => 2.0,
+            GraphKind::Nodegraph => 8.0,
+        }
+    }
+}
+
+/// khmer's default FP-rate ceiling for `-U` sizing of countgraphs.
+pub const COUNTGRAPH_FP_TARGET: f64 = 0.1;
+/// khmer's default FP-rate ceiling for `-U` sizing of nodegraphs.
+pub const NODEGRAPH_FP_TARGET: f64 = 0.01;
+
+/// One of khmer's sizing estimates (`estimate_optimal_with_K_and_*`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SizeEstimate {
+    /// Number of tables (Z).
+    pub n_tables: u64,
+    /// Size of each table (H).
+    pub table_size: u64,
+    /// Z * H.
+    pub memory: u64,
+    /// Expected false-positive rate.
+    pub fp_rate: f64,
+}
+
+fn estimate(n_kmers: f64, n_tables: f64, table_size: impl Fn(f64) -> f64) -> SizeEstimate {
+    let z = (n_tables as u64).max(1);
+    let h = table_size(z as f64) as u64;
+    let fp = (1.0 - (-n_kmers / h as f64).exp()).powi(z as i32);
+    SizeEstimate { n_tables: z, table_size: h, memory: h * z, fp_rate: fp }
+}
+
+/// khmer's `estimate_optimal_with_K_and_M(n, M)`.
+pub fn estimate_with_memory(n_kmers: f64, memory: f64) -> SizeEstimate {
+    estimate(n_kmers, std::f64::consts::LN_2 * (memory / n_kmers), |z| memory / z)
+}
+
+/// khmer's `estimate_optimal_with_K_and_f(n, f)`.
+pub fn estimate_with_fp_rate(n_kmers: f64, fp_rate: f64) -> SizeEstimate {
+    estimate(n_kmers, fp_rate.ln() / 0.5f64.ln(), |z| -n_kmers / (1.0 - fp_rate.powf(1.0 / z)).ln())
+}
+
+/// khmer's `_check_fp_rate`: with `-U`, either verifies `-M` against the FP ceiling or derives
+/// `-M` from the recommended size (when that fits under `-x`). Returns the effective `-M`.
+fn check_fp_rate(params: &TableParams, default_fp: f64, messages: &mut Vec<String>) -> Result<Option<f64>> {
+    let memory = params.max_memory.filter(|&m| m != 0.0);
+    if params.unique_kmers == 0.0 {
+        return Ok(memory);
+    }
+    let mut target = default_fp;
+    if let Some(fp) = params.fp_rate.filter(|&f| f != 0.0) {
+        messages.push(format!("*** INFO: Overriding default fp {} with new fp: {}", repr(default_fp), repr(fp)));
+        target = fp;
+    }
+    if let Some(memory) = memory {
+        let res = estimate_with_memory(params.unique_kmers, memory);
+        if res.fp_rate > target {
+            let problem = format!(
+                "the given restrictions (-U {}, -M {}) yield an estimated false positive rate of {}, \
+                 above the ceiling of {}",
+                repr(params.unique_kmers),
+                repr(memory),
+                repr(res.fp_rate),
+                repr(target)
+            );
+            if !params.force {
+                return Err(Error::invalid(format!("{problem}; use --force to override")));
+            }
+            messages.push(format!("*** ERROR: {problem}"));
+        }
+        return Ok(Some(memory));
+    }
+    let res = estimate_with_fp_rate(params.unique_kmers, target);
+    if params.max_tablesize != 0.0 && params.max_tablesize < res.table_size as f64 {
+        let current = estimate_with_memory(params.unique_kmers, params.max_tablesize);
+        messages.push("\n*** Warning: The given tablesize is too small!".into());
+        messages.push(format!("*** Recommended tablesize is: {} bytes", general(res.table_size as f64, 5, 6)));
+        messages.push(format!("*** Current is: {} bytes", general(params.max_tablesize, 5, 6)));
+        messages.push(format!("*** Estimated FP rate with current config is: {}\n", repr(current.fp_rate)));
+        Ok(None)
+    } else {
+        let ceiling = (res.memory as f64).max(1e6);
+        messages.push("*** INFO: set memory ceiling automatically.".into());
+        messages.push(format!("*** Ceiling is: {} bytes\n", general(ceiling, 3, 6)));
+        Ok(Some(ceiling))
+    }
+}
+
+/// khmer's `calculate_graphsize`: the requested size of each table, in buckets
+/// (`multiplier * buckets_per_byte * M / N` with `-M`, else `-x`).
+pub fn graph_size(params: &TableParams, memory: Option<f64>, kind: GraphKind, multiplier: f64) -> f64 {
+    match memory {
+        Some(m) => multiplier * (kind.buckets_per_byte() * m / params.n_tables as f64),
+        None => params.max_tablesize,
+    }
+}
+
+/// The checks shared by all table constructors: `-U` sizing, `N <= 20` unless forced, 1 <= k <= 32.
+/// Returns the per-table starting size as khmer passes it to the table (truncated to an integer).
+fn checked_size(
+    params: &TableParams,
+    kind: GraphKind,
+    multiplier: f64,
+    default_fp: f64,
+    messages: &mut Vec<String>,
+) -> Result<u64> {
+    let memory = check_fp_rate(params, default_fp, messages)?;
+    if params.n_tables == 0 {
+        return Err(Error::invalid("the number of tables (-N) must be at least 1"));
+    }
+    if params.n_tables > 20 {
+        if !params.force {
+            return Err(Error::invalid(format!(
+                "khmer only supports number of tables <= 20 (got -N {}); use --force to override",
+                params.n_tables
+            )));
+        }
+        messages.push("\n*** Warning: Maximum recommended number of tables is 20, discarded by force nonetheless!\n".into());
+    }
+    if params.ksize == 0 || params.ksize > 32 {
+        return Err(Error::invalid(format!(
+            "k-mer size {} is not supported: khmer only supports k-mer sizes <= 32 (and >= 1)",
+            params.ksize
+        )));
+    }
+    let size = graph_size(params, memory, kind, multiplier);
+    if size.is_nan() || size < 1.0 {
+        return Err(Error::invalid(format!("table size {} is too small (check -x / -M)", repr(size))));
+    }
+    Ok(size as u64)
 }
 
 /// A countgraph (or small countgraph with `--small-count`) sized as khmer's
 /// `create_countgraph(args, multiplier)` does, including the `-U` / FP-rate logic; `messages`
 /// receives the warnings/info lines khmer prints (the caller prints them unless quiet).
+/// Bigcount is left off (the caller turns it on).
 pub fn create_countgraph(params: &TableParams, multiplier: f64, messages: &mut Vec<String>) -> Result<KTable> {
-    let _ = (params, multiplier, messages, HashKind::TwoBit, StorageKind::Byte);
-    todo!()
+    let (kind, storage) = if params.small_count {
+        (GraphKind::SmallCountgraph, StorageKind::Nibble)
+    } else {
+        (GraphKind::Countgraph, StorageKind::Byte)
+    };
+    let size = checked_size(params, kind, multiplier, COUNTGRAPH_FP_TARGET, messages)?;
+    KTable::new(params.ksize, HashKind::TwoBit, storage, size, params.n_tables)
 }
 
 /// A nodegraph sized as khmer's `create_nodegraph`.
 pub fn create_nodegraph(params: &TableParams, messages: &mut Vec<String>) -> Result<KTable> {
-    let _ = (params, messages);
-    todo!()
+    let size = checked_size(params, GraphKind::Nodegraph, 1.0, NODEGRAPH_FP_TARGET, messages)?;
+    KTable::new(params.ksize, HashKind::TwoBit, StorageKind::Bit, size, params.n_tables)
 }
 
 /// khmer's `calc_expected_collisions`: (n_occupied / min(hashsizes)) ^ n_tables.
 pub fn expected_fp_rate(table: &KTable) -> f64 {
     let min = table.hashsizes().iter().copied().min().unwrap_or(1) as f64;
     (table.n_occupied() as f64 / min).powi(table.n_tables() as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(edit: impl FnOnce(&mut TableParams)) -> TableParams {
+        let mut p = TableParams::default();
+        edit(&mut p);
+        p
+    }
+
+    fn size_of(p: &TableParams, kind: GraphKind, multiplier: f64) -> Result<u64> {
+        let default_fp = if kind == GraphKind::Nodegraph { NODEGRAPH_FP_TARGET } else { COUNTGRAPH_FP_TARGET };
+        checked_size(p, kind, multiplier, default_fp, &mut Vec::new())
+    }
+
+    #[test]
+    fn memory_settings_parse_like_khmer() {
+        assert_eq!(parse_memory("1e9").unwrap(), 1e9);
+        assert_eq!(parse_memory("1000").unwrap(), 1000.0);
+        assert_eq!(parse_memory("2G").unwrap(), 2e9);
+        assert_eq!(parse_memory("1.5m").unwrap(), 1.5e6);
+        assert_eq!(parse_memory("3k").unwrap(), 3000.0);
+        assert_eq!(parse_memory("1T").unwrap(), 1e12);
+        for bad in ["", "1GB", "G", "abc", "1X"] {
+            assert!(parse_memory(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sizes_from_x_and_m() {
+        assert_eq!(size_of(&params(|p| p.max_tablesize = 1e7), GraphKind::Countgraph, 1.0).unwrap(), 10_000_000);
+        // -x ignores the multiplier; -M divides by N and scales by buckets per byte.
+        assert_eq!(size_of(&params(|_| ()), GraphKind::Countgraph, 8.0 / 9.3).unwrap(), 1_000_000);
+        let m = params(|p| p.max_memory = Some(1e7));
+        assert_eq!(size_of(&m, GraphKind::Countgraph, 1.0).unwrap(), 2_500_000);
+        assert_eq!(size_of(&m, GraphKind::SmallCountgraph, 1.0).unwrap(), 5_000_000);
+        assert_eq!(size_of(&m, GraphKind::Nodegraph, 1.0).unwrap(), 20_000_000);
+        assert_eq!(size_of(&m, GraphKind::Countgraph, 8.0 / 9.3).unwrap(), 2_150_537);
+    }
+
+    #[test]
+    fn unique_kmers_too_many_for_x_only_warns() {
+        let p = params(|p| {
+            p.unique_kmers = 1e8;
+            p.ksize = 20;
+        });
+        let mut messages = Vec::new();
+        let size = checked_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &mut messages).unwrap();
+        assert_eq!(size, 1_000_000);
+        assert_eq!(
+            messages,
+            [
+                "\n*** Warning: The given tablesize is too small!",
+                "*** Recommended tablesize is: 1.60278e+08 bytes",
+                "*** Current is: 1e+06 bytes",
+                "*** Estimated FP rate with current config is: 1.0\n",
+            ]
+        );
+    }
+
+    #[test]
+    fn unique_kmers_small_sets_memory_ceiling() {
+        let p = params(|p| {
+            p.unique_kmers = 1000.0;
+            p.fp_rate = Some(0.05);
+        });
+        let mut messages = Vec::new();
+        let size = checked_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &mut messages).unwrap();
+        assert_eq!(size, 250_000);
+        assert_eq!(
+            messages,
+            [
+                "*** INFO: Overriding default fp 0.1 with new fp: 0.05",
+                "*** INFO: set memory ceiling automatically.",
+                "*** Ceiling is: 1e+06 bytes\n",
+            ]
+        );
+    }
+
+    #[test]
+    fn unique_kmers_with_small_memory_is_refused_unless_forced() {
+        let p = params(|p| {
+            p.unique_kmers = 1e8;
+            p.max_memory = Some(1e6);
+        });
+        assert!(size_of(&p, GraphKind::Countgraph, 1.0).is_err());
+        let forced = TableParams { force: true, ..p };
+        assert_eq!(size_of(&forced, GraphKind::Countgraph, 1.0).unwrap(), 250_000);
+    }
+
+    #[test]
+    fn refuses_large_k_and_many_tables() {
+        let err = size_of(&params(|p| p.ksize = 33), GraphKind::Countgraph, 1.0).unwrap_err();
+        assert!(err.to_string().contains("k-mer sizes <= 32"), "{err}");
+        assert!(size_of(&params(|p| p.n_tables = 21), GraphKind::Countgraph, 1.0).is_err());
+        assert!(size_of(&params(|p| p.n_tables = 0), GraphKind::Countgraph, 1.0).is_err());
+        assert!(size_of(&params(|p| p.max_tablesize = 0.5), GraphKind::Countgraph, 1.0).is_err());
+        let forced = params(|p| {
+            p.n_tables = 21;
+            p.force = true;
+        });
+        assert_eq!(size_of(&forced, GraphKind::Countgraph, 1.0).unwrap(), 1_000_000);
+    }
+
+    #[test]
+    fn estimates_match_khmer() {
+        let f = estimate_with_fp_rate(1e8, 0.1);
+        assert_eq!((f.n_tables, f.table_size), (3, 160_277_578));
+        let m = estimate_with_memory(1e8, 1e6);
+        assert_eq!((m.n_tables, m.table_size, m.fp_rate), (1, 1_000_000, 1.0));
+    }
+
+    #[test]
+    fn countgraph_primes_follow_the_size() {
+        let t = create_countgraph(&params(|p| p.ksize = 20), 1.0, &mut Vec::new()).unwrap();
+        assert_eq!(t.hashsizes(), [999_983, 999_979, 999_961, 999_959]);
+        let small = create_countgraph(&params(|p| p.small_count = true), 1.0, &mut Vec::new()).unwrap();
+        assert_eq!(small.storage_kind(), StorageKind::Nibble);
+        let m = params(|p| {
+            p.max_memory = Some(4e6);
+            p.n_tables = 2;
+        });
+        let nodes = create_nodegraph(&m, &mut Vec::new()).unwrap();
+        assert_eq!(nodes.hashsizes()[0], 15_999_989);
+        assert_eq!(nodes.storage_kind(), StorageKind::Bit);
+    }
 }

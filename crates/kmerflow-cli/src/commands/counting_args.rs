@@ -1,0 +1,160 @@
+//! khmer's table-sizing flags (`build_graph_args` / `build_counting_args`), shared by every
+//! command that builds a countgraph or nodegraph.
+
+use clap::Args;
+use kmerflow_core::ops::count::ReadTally;
+use kmerflow_core::ops::sizing::{self, TableParams};
+
+/// Parses `-M` the way khmer's `memory_setting` does.
+fn memory_value(text: &str) -> Result<f64, String> {
+    sizing::parse_memory(text).map_err(|e| e.to_string())
+}
+
+/// Sizing flags of presence tables (nodegraphs): `-k -N -U --fp-rate -x|-M`.
+#[derive(Args, Debug, Clone)]
+pub struct GraphArgs {
+    /// k-mer size to use.
+    #[arg(short = 'k', long = "ksize", default_value_t = sizing::DEFAULT_K)]
+    pub ksize: usize,
+    /// Number of tables to use.
+    #[arg(short = 'N', long = "n_tables", alias = "n-tables", default_value_t = sizing::DEFAULT_N_TABLES)]
+    pub n_tables: usize,
+    /// Approximate number of unique k-mers in the input set (sizes the tables, see --fp-rate).
+    #[arg(short = 'U', long = "unique-kmers", default_value_t = 0.0)]
+    pub unique_kmers: f64,
+    /// Override the command's default false-positive-rate ceiling used with -U.
+    #[arg(long = "fp-rate")]
+    pub fp_rate: Option<f64>,
+    /// Upper bound on the size of each table (overridden by -M).
+    #[arg(short = 'x', long = "max-tablesize", default_value_t = sizing::DEFAULT_MAX_TABLESIZE,
+          conflicts_with = "max_memory")]
+    pub max_tablesize: f64,
+    /// Maximum memory for the tables, in bytes; K/M/G/T suffixes are decimal (e.g. 4G).
+    #[arg(short = 'M', long = "max-memory-usage", value_parser = memory_value)]
+    pub max_memory: Option<f64>,
+}
+
+impl GraphArgs {
+    /// The sizing parameters (`force` is the command's `-f/--force`).
+    pub fn params(&self, force: bool) -> TableParams {
+        TableParams {
+            ksize: self.ksize,
+            n_tables: self.n_tables,
+            max_tablesize: self.max_tablesize,
+            max_memory: self.max_memory,
+            unique_kmers: self.unique_kmers,
+            fp_rate: self.fp_rate,
+            small_count: false,
+            force,
+        }
+    }
+}
+
+/// Sizing flags of counting tables: [`GraphArgs`] plus `--small-count`.
+#[derive(Args, Debug, Clone)]
+pub struct CountingArgs {
+    #[command(flatten)]
+    /// The flags shared with nodegraph commands.
+    pub graph: GraphArgs,
+    /// Use 4-bit counters (maximum count 15) to halve memory.
+    #[arg(long = "small-count")]
+    pub small_count: bool,
+}
+
+impl CountingArgs {
+    /// The sizing parameters (`force` is the command's `-f/--force`).
+    pub fn params(&self, force: bool) -> TableParams {
+        TableParams { small_count: self.small_count, ..self.graph.params(force) }
+    }
+}
+
+/// Flags every counting command shares: threads, force, quiet, and the run report.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Number of worker threads.
+    #[arg(short = 'T', long = "threads", default_value_t = 1)]
+    pub threads: usize,
+    /// Continue past sizing and false-positive-rate limits.
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
+    /// Print only warnings and errors.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Also write the run's read and k-mer counts as JSON to this file.
+    #[arg(long = "report-json", value_name = "FILE")]
+    pub report_json: Option<String>,
+}
+
+impl RunArgs {
+    /// Prints khmer-style notes unless quiet.
+    pub fn info(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Prints the sizing messages (warnings always, like khmer; notes unless quiet).
+    pub fn sizing_messages(&self, messages: &[String]) {
+        for m in messages {
+            if !self.quiet || m.contains("Warning") || m.contains("ERROR") {
+                eprintln!("{m}");
+            }
+        }
+    }
+
+    /// Reports the reads seen and those shorter than k on stderr, and writes `--report-json`.
+    pub fn report(&self, tally: ReadTally, extra: &[(&str, serde_json::Value)]) -> kmerflow_core::Result<()> {
+        self.info(&format!(
+            "{} reads, {} k-mers; {} reads shorter than k contributed no k-mers",
+            tally.reads, tally.kmers, tally.short_reads
+        ));
+        if let Some(path) = &self.report_json {
+            let mut map = serde_json::Map::new();
+            map.insert("reads".into(), tally.reads.into());
+            map.insert("kmers".into(), tally.kmers.into());
+            map.insert("short_reads".into(), tally.short_reads.into());
+            for (key, value) in extra {
+                map.insert((*key).into(), value.clone());
+            }
+            let text = serde_json::Value::Object(map).to_string() + "\n";
+            std::fs::write(path, text).map_err(|e| kmerflow_core::Error::io(path.as_str(), e))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        counting: CountingArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<TableParams, clap::Error> {
+        let argv = std::iter::once("prog").chain(args.iter().copied());
+        Cli::try_parse_from(argv).map(|c| c.counting.params(false))
+    }
+
+    #[test]
+    fn defaults_are_khmers() {
+        assert_eq!(parse(&[]).unwrap(), TableParams::default());
+    }
+
+    #[test]
+    fn flags_map_to_params() {
+        let p = parse(&["-k", "20", "-N", "2", "-M", "2G", "-U", "1e6", "--fp-rate", "0.05", "--small-count"]).unwrap();
+        assert_eq!((p.ksize, p.n_tables, p.max_memory), (20, 2, Some(2e9)));
+        assert_eq!((p.unique_kmers, p.fp_rate, p.small_count), (1e6, Some(0.05), true));
+        assert_eq!(parse(&["-x", "1e4"]).unwrap().max_tablesize, 1e4);
+    }
+
+    #[test]
+    fn x_conflicts_with_m_and_bad_memory_is_refused() {
+        assert!(parse(&["-x", "1e4", "-M", "1e6"]).is_err());
+        assert!(parse(&["-M", "1GB"]).is_err());
+    }
+}

@@ -1,0 +1,234 @@
+//! `abundance-dist` and `abundance-dist-single`: the k-mer abundance histogram of a read set
+//! against a countgraph (KHMER.md §2.8, §4.3, §4.4).
+
+use super::count::{consume_file, map_batches_ordered, ReadTally};
+use super::pyfmt;
+use super::sizing::{self, TableParams};
+use crate::table::{HashKind, KTable, StorageKind};
+use crate::{Error, Result};
+use std::io::Write;
+
+/// Histogram slots khmer reports (`abundance_distribution` returns the first 65535 of 65536).
+pub const HISTOGRAM_LEN: usize = 65535;
+
+/// khmer's `abundance_distribution(file, tracking)`: every distinct k-mer of `path` (as far
+/// as the tracking Bloom filter with the countgraph's primes can tell) counted once, at its
+/// count in `table`. k-mers are hashed on `threads` workers; the tracking test-and-set runs in
+/// file order, so the result does not depend on `threads`.
+pub fn histogram(table: &KTable, path: &str, threads: usize) -> Result<(Vec<u64>, ReadTally)> {
+    let tracking = KTable::with_sizes(table.ksize(), HashKind::TwoBit, StorageKind::Bit, table.hashsizes().to_vec())?;
+    let mut dist = vec![0u64; HISTOGRAM_LEN + 1];
+    let mut tally = ReadTally::default();
+    map_batches_ordered(
+        path,
+        threads,
+        |batch| {
+            let mut hashes = Vec::new();
+            let part = ReadTally::of_batch(batch, table.ksize(), |seq| table.kmer_hashes(seq, &mut hashes));
+            Ok((hashes, part))
+        },
+        |(hashes, part)| {
+            tally.add(part);
+            for hash in hashes {
+                if tracking.add_hash(hash) {
+                    dist[table.get_hash(hash) as usize] += 1;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    dist.truncate(HISTOGRAM_LEN);
+    Ok((dist, tally))
+}
+
+/// One CSV field as Python's `csv.writer` (minimal quoting) writes it.
+pub fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// Writes khmer's histogram CSV (CRLF line ends, like Python's `csv` module): header, then
+/// `abundance,count,cumulative,round(cumulative/total, 3)` per abundance (zero rows only with
+/// `output_zero`), stopping at the row where the running sum reaches the total. An all-zero
+/// histogram is an error (nothing is written).
+pub fn write_histogram(dist: &[u64], output_zero: bool, out: &mut dyn Write) -> Result<()> {
+    let total: u64 = dist.iter().sum();
+    if total == 0 {
+        return Err(Error::invalid(
+            "abundance distribution is uniformly zero; nothing to report (are the inputs valid?)",
+        ));
+    }
+    let mut text = String::from("abundance,count,cumulative,cumulative_fraction\r\n");
+    let mut sofar = 0;
+    for (abundance, &n) in dist.iter().enumerate() {
+        if n == 0 && !output_zero {
+            continue;
+        }
+        sofar += n;
+        let frac = pyfmt::round_repr(sofar as f64 / total as f64, 3);
+        text.push_str(&format!("{abundance},{n},{sofar},{frac}\r\n"));
+        if sofar == total {
+            break;
+        }
+    }
+    out.write_all(text.as_bytes()).map_err(|e| Error::io("histogram output", e))
+}
+
+/// Where a histogram goes: a file (replaced only when `squash`), or stdout for `-`/`/dev/stdout`.
+#[derive(Debug, Clone)]
+pub struct HistogramOutput {
+    /// The path.
+    pub path: String,
+    /// Overwrite an existing file (`-s/--squash`).
+    pub squash: bool,
+    /// Include zero rows (off with `-z/--no-zero`).
+    pub output_zero: bool,
+}
+
+impl HistogramOutput {
+    fn is_stdout(&self) -> bool {
+        self.path == "-" || self.path == "/dev/stdout"
+    }
+
+    /// Refuses to overwrite an existing file unless squashing.
+    pub fn check(&self) -> Result<()> {
+        if !self.is_stdout() && !self.squash && std::path::Path::new(&self.path).exists() {
+            return Err(Error::invalid(format!("{}: exists; not squashing (use -s/--squash)", self.path)));
+        }
+        Ok(())
+    }
+
+    /// Writes the histogram.
+    pub fn write(&self, dist: &[u64]) -> Result<()> {
+        if self.is_stdout() {
+            return write_histogram(dist, self.output_zero, &mut std::io::stdout().lock());
+        }
+        let mut buf = Vec::new();
+        write_histogram(dist, self.output_zero, &mut buf)?;
+        super::count::write_text(&self.path, &String::from_utf8_lossy(&buf))
+    }
+}
+
+/// What an abundance-histogram run did.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Warnings and notes, in khmer's words.
+    pub messages: Vec<String>,
+    /// Reads and k-mers of the histogram pass.
+    pub tally: ReadTally,
+    /// The histogram (abundance 0..65534).
+    pub histogram: Vec<u64>,
+    /// khmer's `n_unique_kmers` of the counting pass (`abundance-dist-single` only).
+    pub unique_kmers: u64,
+}
+
+/// Options of `abundance-dist`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Saved countgraph.
+    pub graph: String,
+    /// Reads.
+    pub seqs: String,
+    /// Output.
+    pub output: HistogramOutput,
+    /// Report counts above 255 (`-b` turns it off).
+    pub bigcount: bool,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// Runs `abundance-dist`.
+pub fn run(opts: &Options) -> Result<Summary> {
+    let mut summary = Summary::default();
+    let mut table = KTable::load(&opts.graph, HashKind::TwoBit)?;
+    if table.storage_kind() == StorageKind::Byte {
+        if !table.use_bigcount() && opts.bigcount {
+            summary.messages.push(
+                "WARNING: The loaded graph has bigcount DISABLED while bigcount reporting is ENABLED--counts \
+                 higher than 255 will not be reported."
+                    .into(),
+            );
+        }
+        table.set_use_bigcount(opts.bigcount)?;
+    }
+    opts.output.check()?;
+    let (histogram, tally) = histogram(&table, &opts.seqs, opts.threads)?;
+    opts.output.write(&histogram)?;
+    summary.tally = tally;
+    summary.histogram = histogram;
+    Ok(summary)
+}
+
+/// Options of `abundance-dist-single`.
+#[derive(Debug, Clone)]
+pub struct SingleOptions {
+    /// Table sizing (`-M` is scaled by 8/9.3 to leave room for the tracking filter).
+    pub params: TableParams,
+    /// Reads (read twice).
+    pub seqs: String,
+    /// Output.
+    pub output: HistogramOutput,
+    /// Count above 255 (`-b` turns it off).
+    pub bigcount: bool,
+    /// Save the countgraph here after the histogram.
+    pub savegraph: Option<String>,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// khmer's memory multiplier for `abundance-dist-single` (countgraph + tracking nodegraph).
+pub const SINGLE_MULTIPLIER: f64 = 8.0 / 9.3;
+
+/// Runs `abundance-dist-single`: count, then histogram, then optionally save.
+pub fn run_single(opts: &SingleOptions) -> Result<Summary> {
+    opts.output.check()?;
+    let mut summary = Summary::default();
+    let mut table = sizing::create_countgraph(&opts.params, SINGLE_MULTIPLIER, &mut summary.messages)?;
+    if opts.bigcount && table.storage_kind() == StorageKind::Byte {
+        table.set_use_bigcount(true)?;
+    }
+    consume_file(&table, &opts.seqs, opts.threads)?;
+    summary.unique_kmers = table.n_unique_kmers();
+    let (histogram, tally) = histogram(&table, &opts.seqs, opts.threads)?;
+    opts.output.write(&histogram)?;
+    if let Some(path) = &opts.savegraph {
+        table.save(path)?;
+    }
+    summary.tally = tally;
+    summary.histogram = histogram;
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn csv(dist: &[u64], zero: bool) -> String {
+        let mut out = Vec::new();
+        write_histogram(dist, zero, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn histogram_csv_matches_khmer() {
+        let mut dist = vec![0u64; 1002];
+        dist[1] = 96;
+        dist[1001] = 2;
+        assert_eq!(
+            csv(&dist, false),
+            "abundance,count,cumulative,cumulative_fraction\r\n1,96,96,0.98\r\n1001,2,98,1.0\r\n"
+        );
+        assert!(csv(&dist, true).starts_with("abundance,count,cumulative,cumulative_fraction\r\n0,0,0,0.0\r\n1,96"));
+        assert!(write_histogram(&[0, 0], true, &mut Vec::new()).is_err());
+    }
+
+    #[test]
+    fn csv_fields_quote_like_python() {
+        assert_eq!(csv_field("read 1"), "read 1");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("a\"b"), "\"a\"\"b\"");
+    }
+}

@@ -1,0 +1,256 @@
+//! `load-into-counting`: count the k-mers of reads into a countgraph and save it (KHMER.md §4.2,
+//! §3.9), plus the batch-parallel file walker shared by the counting commands.
+
+use super::pyfmt;
+use super::sizing::{self, TableParams};
+use crate::io::{FastxReader, RecordBatch};
+use crate::kmer::clean::clean_parser;
+use crate::table::KTable;
+use crate::{Error, Result};
+use std::collections::BTreeMap;
+
+/// Reads `path` and runs `map` on each batch on `threads` worker threads, then hands the results
+/// to `consume` in file order on the calling thread. With one thread everything runs inline.
+/// The first error (reading, mapping or consuming) stops the walk and is returned.
+pub fn map_batches_ordered<T, M, C>(path: &str, threads: usize, map: M, mut consume: C) -> Result<()>
+where
+    T: Send,
+    M: Fn(&RecordBatch) -> Result<T> + Sync,
+    C: FnMut(T) -> Result<()>,
+{
+    let mut reader = FastxReader::open(path)?;
+    if threads <= 1 {
+        while let Some(batch) = reader.next_batch()? {
+            consume(map(&batch)?)?;
+        }
+        return Ok(());
+    }
+    std::thread::scope(|scope| {
+        let (batch_tx, batch_rx) = crossbeam_channel::bounded::<(u64, RecordBatch)>(threads * 2);
+        let (result_tx, result_rx) = crossbeam_channel::bounded::<(u64, Result<T>)>(threads * 2);
+        let reading = scope.spawn(move || -> Result<()> {
+            let mut index = 0;
+            while let Some(batch) = reader.next_batch()? {
+                if batch_tx.send((index, batch)).is_err() {
+                    break;
+                }
+                index += 1;
+            }
+            Ok(())
+        });
+        for _ in 0..threads {
+            let (rx, tx, map) = (batch_rx.clone(), result_tx.clone(), &map);
+            scope.spawn(move || {
+                for (index, batch) in rx {
+                    if tx.send((index, map(&batch))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop((batch_rx, result_tx));
+        let mut pending = BTreeMap::new();
+        let mut next = 0;
+        let consumed = (|| -> Result<()> {
+            for (index, result) in &result_rx {
+                pending.insert(index, result);
+                while let Some(result) = pending.remove(&next) {
+                    consume(result?)?;
+                    next += 1;
+                }
+            }
+            Ok(())
+        })();
+        drop(result_rx);
+        let read = reading.join().unwrap_or_else(|_| Err(Error::invalid(format!("{path}: reader thread failed"))));
+        read.and(consumed)
+    })
+}
+
+/// Read and k-mer tallies of one or more inputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadTally {
+    /// Records read.
+    pub reads: u64,
+    /// Records shorter than k (they contribute no k-mers).
+    pub short_reads: u64,
+    /// k-mers seen.
+    pub kmers: u64,
+}
+
+impl ReadTally {
+    /// Adds `other` to this tally.
+    pub fn add(&mut self, other: ReadTally) {
+        self.reads += other.reads;
+        self.short_reads += other.short_reads;
+        self.kmers += other.kmers;
+    }
+
+    /// Tallies one batch, calling `each` on every read cleaned by the C++-parser rule.
+    pub fn of_batch(batch: &RecordBatch, k: usize, mut each: impl FnMut(&[u8])) -> ReadTally {
+        let mut tally = ReadTally::default();
+        let mut clean = Vec::new();
+        for record in batch.iter() {
+            tally.reads += 1;
+            if record.seq.len() < k {
+                tally.short_reads += 1;
+                continue;
+            }
+            tally.kmers += (record.seq.len() - k + 1) as u64;
+            clean_parser(record.seq, &mut clean);
+            each(&clean);
+        }
+        tally
+    }
+}
+
+/// Counts every k-mer of every read of `path` into `table` (reads cleaned by the C++-parser
+/// rule, khmer's `consume_seqfile`). The table is atomic, so the counts do not depend on
+/// `threads`.
+pub fn consume_file(table: &KTable, path: &str, threads: usize) -> Result<ReadTally> {
+    let k = table.ksize();
+    let mut total = ReadTally::default();
+    map_batches_ordered(
+        path,
+        threads,
+        |batch| {
+            Ok(ReadTally::of_batch(batch, k, |seq| {
+                table.consume(seq);
+            }))
+        },
+        |tally| {
+            total.add(tally);
+            Ok(())
+        },
+    )?;
+    Ok(total)
+}
+
+/// khmer's `calc_expected_collisions` check: an error when the estimated false-positive rate
+/// exceeds `max_fp` (unless `force`); returns the rate.
+pub fn check_fp_rate(table: &KTable, max_fp: f64, force: bool) -> Result<f64> {
+    let fp = sizing::expected_fp_rate(table);
+    if fp > max_fp && !force {
+        return Err(Error::invalid(format!(
+            "the graph structure is too small: estimated false positive rate {fp:.3} exceeds {max_fp}; \
+             increase the table size with -M (or use --force)"
+        )));
+    }
+    Ok(fp)
+}
+
+/// The machine-readable summary formats of `load-into-counting -s`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryFormat {
+    /// `OUT.info.json`.
+    Json,
+    /// `OUT.info.tsv`.
+    Tsv,
+}
+
+/// Options of `load-into-counting`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Table sizing.
+    pub params: TableParams,
+    /// The countgraph file to write (gzip when it ends in `.gz`).
+    pub output: String,
+    /// Input read files, counted in order.
+    pub inputs: Vec<String>,
+    /// Worker threads.
+    pub threads: usize,
+    /// Count above 255 (khmer's default; `-b` turns it off).
+    pub bigcount: bool,
+    /// `-s json|tsv`.
+    pub summary: Option<SummaryFormat>,
+}
+
+/// What `load-into-counting` did.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Sizing warnings and notes, in khmer's words.
+    pub messages: Vec<String>,
+    /// Reads and k-mers seen, all files.
+    pub tally: ReadTally,
+    /// khmer's `n_unique_kmers`.
+    pub unique_kmers: u64,
+    /// Estimated false-positive rate.
+    pub fp_rate: f64,
+}
+
+/// The first line of khmer's `.info` side files (kept so that tools parsing them still work).
+pub const INFO_VERSION_LINE: &str = "khmer version: 3.0.0a3\n";
+
+/// Writes `text` to `path`, naming the file in errors.
+pub fn write_text(path: &str, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+}
+
+/// Runs `load-into-counting`: builds the table, counts every input (saving mid-run after every
+/// 10th file as khmer does), saves it, writes `OUT.info` (and `OUT.info.json|tsv`), and
+/// finally enforces the 0.2 false-positive ceiling (after the outputs exist, like khmer).
+pub fn run(opts: &Options) -> Result<Summary> {
+    let mut summary = Summary::default();
+    let mut table = sizing::create_countgraph(&opts.params, 1.0, &mut summary.messages)?;
+    if opts.bigcount && !opts.params.small_count {
+        table.set_use_bigcount(true)?;
+    }
+    let mut info = String::from(INFO_VERSION_LINE);
+    for (index, input) in opts.inputs.iter().enumerate() {
+        summary.tally.add(consume_file(&table, input, opts.threads)?);
+        if index > 0 && index % 10 == 0 {
+            table.save(&opts.output)?;
+        }
+        info.push_str(&format!("through {input}\n"));
+    }
+    summary.unique_kmers = table.n_unique_kmers();
+    info.push_str(&format!("Total number of unique k-mers: {}\n", summary.unique_kmers));
+    table.save(&opts.output)?;
+    let info_path = format!("{}.info", opts.output);
+    let checked = check_fp_rate(&table, 0.2, opts.params.force);
+    if checked.is_err() {
+        write_text(&info_path, &info)?;
+    }
+    summary.fp_rate = checked?;
+    info.push_str(&format!("fp rate estimated to be {:.3}\n\n", summary.fp_rate));
+    write_text(&info_path, &info)?;
+    if let Some(format) = opts.summary {
+        write_summary(opts, &summary, format)?;
+    }
+    Ok(summary)
+}
+
+/// Writes `OUT.info.json` or `OUT.info.tsv` exactly as khmer does.
+fn write_summary(opts: &Options, summary: &Summary, format: SummaryFormat) -> Result<()> {
+    let base = std::path::Path::new(&opts.output)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (path, text) = match format {
+        SummaryFormat::Json => {
+            let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+            let files: Vec<String> = opts.inputs.iter().map(|f| quote(f)).collect();
+            let text = format!(
+                "{{\"ht_name\": {}, \"fpr\": {}, \"num_kmers\": {}, \"files\": [{}], \
+                 \"mrinfo_version\": \"0.2.0\", \"num_reads\": {}}}\n",
+                quote(&base),
+                pyfmt::repr(summary.fp_rate),
+                summary.unique_kmers,
+                files.join(", "),
+                summary.tally.reads
+            );
+            (format!("{}.info.json", opts.output), text)
+        }
+        SummaryFormat::Tsv => {
+            let text = format!(
+                "ht_name\tfpr\tnum_kmers\tnum_reads\tfiles\n{base}\t{:.3}\t{}\t{}\t{}\n",
+                summary.fp_rate,
+                summary.unique_kmers,
+                summary.tally.reads,
+                opts.inputs.join(";")
+            );
+            (format!("{}.info.tsv", opts.output), text)
+        }
+    };
+    write_text(&path, &text)
+}

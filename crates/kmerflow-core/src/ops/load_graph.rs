@@ -1,0 +1,163 @@
+//! `load-graph`: build a nodegraph (Bloom filter) of the reads and khmer's tagset for
+//! partitioning (KHMER.md §3.3, §3.4, §4.10).
+
+use super::count::{check_fp_rate, map_batches_ordered, write_text, ReadTally};
+use super::sizing::{self, TableParams};
+use crate::table::KTable;
+use crate::{Error, Result};
+use std::collections::BTreeSet;
+
+/// khmer's default tag density (one tag about every 40 k-mers).
+pub const TAG_DENSITY: u32 = 40;
+
+/// khmer's tag set: hashes of k-mers chosen as partitioning anchors.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tagset {
+    /// The tags, ascending.
+    pub tags: BTreeSet<u64>,
+}
+
+impl Tagset {
+    /// khmer's `consume_sequence_and_tag` for one read given as its k-mer hashes: adds each
+    /// k-mer to `graph` and tags one k-mer in about every [`TAG_DENSITY`], plus the last k-mer
+    /// of a read when enough k-mers passed since the previous tag.
+    pub fn consume_and_tag(&mut self, graph: &KTable, hashes: &[u64]) {
+        let mut since = TAG_DENSITY / 2 + 1;
+        for &hash in hashes {
+            let is_new = graph.add_hash(hash);
+            if !is_new && self.tags.contains(&hash) {
+                since = 1;
+            } else {
+                since += 1;
+            }
+            if since >= TAG_DENSITY {
+                self.tags.insert(hash);
+                since = 1;
+            }
+        }
+        if let Some(&last) = hashes.last() {
+            if since >= TAG_DENSITY / 2 - 1 {
+                self.tags.insert(last);
+            }
+        }
+    }
+
+    /// The tagset file (type 3): `OXLI`, version 4, type 3, k (u32), n (u64), density (u32),
+    /// then the tags ascending (u64, little-endian).
+    pub fn to_bytes(&self, ksize: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(22 + 8 * self.tags.len());
+        out.extend_from_slice(b"OXLI");
+        out.extend_from_slice(&[4, 3]);
+        out.extend_from_slice(&(ksize as u32).to_le_bytes());
+        out.extend_from_slice(&(self.tags.len() as u64).to_le_bytes());
+        out.extend_from_slice(&TAG_DENSITY.to_le_bytes());
+        for tag in &self.tags {
+            out.extend_from_slice(&tag.to_le_bytes());
+        }
+        out
+    }
+
+    /// Saves the tagset file.
+    pub fn save(&self, ksize: usize, path: &str) -> Result<()> {
+        std::fs::write(path, self.to_bytes(ksize)).map_err(|e| Error::io(path, e))
+    }
+}
+
+/// Options of `load-graph`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Table sizing (nodegraph: `-M` gives 8 bits per byte).
+    pub params: TableParams,
+    /// The nodegraph file; the tagset goes to `OUT.tagset`, the summary to `OUT.info`.
+    pub output: String,
+    /// Inputs, in order.
+    pub inputs: Vec<String>,
+    /// Build the tagset (off with `-n/--no-build-tagset`).
+    pub build_tagset: bool,
+    /// Worker threads (hashing only; the graph and tags are updated in file order).
+    pub threads: usize,
+}
+
+/// What `load-graph` did.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Sizing warnings and notes, in khmer's words.
+    pub messages: Vec<String>,
+    /// Reads and k-mers seen.
+    pub tally: ReadTally,
+    /// khmer's `n_unique_kmers`.
+    pub unique_kmers: u64,
+    /// Number of tags.
+    pub tags: usize,
+    /// Estimated false-positive rate.
+    pub fp_rate: f64,
+}
+
+/// Runs `load-graph`; the 0.15 false-positive ceiling is enforced after the outputs are written.
+pub fn run(opts: &Options) -> Result<Summary> {
+    let mut summary = Summary::default();
+    let graph = sizing::create_nodegraph(&opts.params, &mut summary.messages)?;
+    let k = graph.ksize();
+    let mut tagset = Tagset::default();
+    for input in &opts.inputs {
+        map_batches_ordered(
+            input,
+            opts.threads,
+            |batch| {
+                let mut reads = Vec::new();
+                let tally = ReadTally::of_batch(batch, k, |seq| {
+                    let mut hashes = Vec::new();
+                    graph.kmer_hashes(seq, &mut hashes);
+                    reads.push(hashes);
+                });
+                Ok((reads, tally))
+            },
+            |(reads, tally)| {
+                summary.tally.add(tally);
+                for hashes in &reads {
+                    if opts.build_tagset {
+                        tagset.consume_and_tag(&graph, hashes);
+                    } else {
+                        hashes.iter().for_each(|&h| {
+                            graph.add_hash(h);
+                        });
+                    }
+                }
+                Ok(())
+            },
+        )?;
+    }
+    summary.unique_kmers = graph.n_unique_kmers();
+    summary.tags = tagset.tags.len();
+    graph.save(&opts.output)?;
+    if opts.build_tagset {
+        tagset.save(k, &format!("{}.tagset", opts.output))?;
+    }
+    let info_path = format!("{}.info", opts.output);
+    let mut info = format!("{} unique k-mers", summary.unique_kmers);
+    let checked = check_fp_rate(&graph, 0.15, opts.params.force);
+    if checked.is_err() {
+        write_text(&info_path, &info)?;
+    }
+    summary.fp_rate = checked?;
+    info.push_str(&format!("\nfalse positive rate estimated to be {:.3}\n", summary.fp_rate));
+    write_text(&info_path, &info)?;
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tagset_file_layout() {
+        let tags = Tagset { tags: [7u64, 3].into_iter().collect() };
+        let bytes = tags.to_bytes(20);
+        assert_eq!(&bytes[..6], b"OXLI\x04\x03");
+        assert_eq!(u32::from_le_bytes(bytes[6..10].try_into().unwrap()), 20);
+        assert_eq!(u64::from_le_bytes(bytes[10..18].try_into().unwrap()), 2);
+        assert_eq!(u32::from_le_bytes(bytes[18..22].try_into().unwrap()), 40);
+        assert_eq!(u64::from_le_bytes(bytes[22..30].try_into().unwrap()), 3);
+        assert_eq!(u64::from_le_bytes(bytes[30..38].try_into().unwrap()), 7);
+    }
+}
