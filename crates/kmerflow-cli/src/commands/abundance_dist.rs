@@ -1,12 +1,12 @@
 //! `kmerflow abundance-dist`: k-mer abundance histogram of reads against a saved countgraph
 //! (khmer's abundance-dist.py).
 
-use super::counting_args::RunArgs;
-use clap::Args;
+use super::counting_args::{print_messages, RunArgs};
+use crate::common::{CommonArgs, Ctx};
 use kmerflow_core::ops::abundance_dist::{self, HistogramOutput};
 
 /// Histogram output flags shared with `abundance-dist-single`.
-#[derive(Args, Debug, Clone)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct HistogramArgs {
     /// Do not output rows for abundances with no k-mers.
     #[arg(short = 'z', long = "no-zero")]
@@ -27,13 +27,20 @@ impl HistogramArgs {
 }
 
 /// Arguments of `abundance-dist`.
-#[derive(Args, Debug, Clone)]
-pub struct AbundanceDistArgs {
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+The output CSV has the columns abundance,count,cumulative,cumulative_fraction (each distinct
+k-mer of the reads counted once, at its count in the countgraph).
+
+Examples:
+  kmerflow abundance-dist -z reads.ct reads.fq reads.hist.csv
+  kmerflow abundance-dist reads.ct reads.fq - | head")]
+pub struct Args {
     #[command(flatten)]
     /// Output flags.
     pub histogram: HistogramArgs,
     #[command(flatten)]
-    /// Threads, force, quiet, report.
+    /// Force and report.
     pub run: RunArgs,
     /// Saved countgraph.
     pub graph: String,
@@ -41,18 +48,20 @@ pub struct AbundanceDistArgs {
     pub seqs: String,
     /// Output CSV (`-` for stdout).
     pub output: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
-/// Runs the command.
-pub fn execute(args: &AbundanceDistArgs) -> kmerflow_core::Result<()> {
+/// Runs `abundance-dist`.
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
     let opts = abundance_dist::Options {
-        graph: args.graph.clone(),
-        seqs: args.seqs.clone(),
+        graph: args.graph,
+        seqs: args.seqs,
         output: args.histogram.output(&args.output),
         bigcount: !args.histogram.no_bigcount,
-        threads: args.run.threads,
+        threads: ctx.threads,
     };
     let summary = abundance_dist::run(&opts)?;
-    args.run.sizing_messages(&summary.messages);
-    args.run.report(summary.tally, &[])
+    print_messages(ctx, &summary.messages);
+    args.run.report(ctx, summary.tally, &[])
 }

@@ -2,13 +2,20 @@
 //! abundance-dist-single.py).
 
 use super::abundance_dist::HistogramArgs;
-use super::counting_args::{CountingArgs, RunArgs};
-use clap::Args;
+use super::counting_args::{print_messages, CountingArgs, RunArgs};
+use crate::common::{CommonArgs, Ctx};
 use kmerflow_core::ops::abundance_dist;
 
 /// Arguments of `abundance-dist-single`.
-#[derive(Args, Debug, Clone)]
-pub struct AbundanceDistSingleArgs {
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+Counts the reads into a countgraph, then writes their k-mer abundance histogram (the reads are
+read twice, so the input cannot be stdin).
+
+Examples:
+  kmerflow abundance-dist-single -k 20 -M 2G reads.fq reads.hist.csv
+  kmerflow abundance-dist-single -z --savegraph reads.ct reads.fq reads.hist.csv")]
+pub struct Args {
     #[command(flatten)]
     /// Table sizing (-M is shared with the tracking filter).
     pub counting: CountingArgs,
@@ -16,7 +23,7 @@ pub struct AbundanceDistSingleArgs {
     /// Output flags.
     pub histogram: HistogramArgs,
     #[command(flatten)]
-    /// Threads, force, quiet, report.
+    /// Force and report.
     pub run: RunArgs,
     /// Also save the countgraph to this file.
     #[arg(long = "savegraph", value_name = "FILE")]
@@ -25,20 +32,22 @@ pub struct AbundanceDistSingleArgs {
     pub seqs: String,
     /// Output CSV (`-` for stdout).
     pub output: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
-/// Runs the command.
-pub fn execute(args: &AbundanceDistSingleArgs) -> kmerflow_core::Result<()> {
+/// Runs `abundance-dist-single`.
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
     let opts = abundance_dist::SingleOptions {
         params: args.counting.params(args.run.force),
-        seqs: args.seqs.clone(),
+        seqs: args.seqs,
         output: args.histogram.output(&args.output),
         bigcount: !args.histogram.no_bigcount,
-        savegraph: args.savegraph.clone(),
-        threads: args.run.threads,
+        savegraph: args.savegraph,
+        threads: ctx.threads,
     };
     let summary = abundance_dist::run_single(&opts)?;
-    args.run.sizing_messages(&summary.messages);
-    args.run.info(&format!("Total number of unique k-mers: {}", summary.unique_kmers));
-    args.run.report(summary.tally, &[("unique_kmers", summary.unique_kmers.into())])
+    print_messages(ctx, &summary.messages);
+    ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
+    args.run.report(ctx, summary.tally, &[("unique_kmers", summary.unique_kmers.into())])
 }

@@ -1,12 +1,19 @@
 //! `kmerflow count-median`: per-read k-mer count median, mean and standard deviation (khmer's
 //! count-median.py).
 
-use clap::Args;
+use crate::common::{CommonArgs, Ctx};
 use kmerflow_core::ops::count_median;
 
 /// Arguments of `count-median`.
-#[derive(Args, Debug, Clone)]
-pub struct CountMedianArgs {
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+The output CSV has the columns name,median,average,stddev,seqlen; reads shorter than k get no
+row.
+
+Examples:
+  kmerflow count-median reads.ct reads.fq reads.median.csv
+  kmerflow count-median reads.ct reads.fq - | sort -t, -k2 -n")]
+pub struct Args {
     /// Accepted for khmer compatibility (inputs are always checked).
     #[arg(short = 'f', long = "force")]
     pub force: bool,
@@ -16,16 +23,14 @@ pub struct CountMedianArgs {
     pub input: String,
     /// Output CSV (`-` for stdout).
     pub output: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
-/// Runs the command.
-pub fn execute(args: &CountMedianArgs) -> kmerflow_core::Result<()> {
-    let opts = count_median::Options {
-        graph: args.graph.clone(),
-        input: args.input.clone(),
-        output: args.output.clone(),
-    };
+/// Runs `count-median`.
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+    let opts = count_median::Options { graph: args.graph, input: args.input, output: args.output };
     let summary = count_median::run(&opts)?;
-    eprintln!("{} reads; {} shorter than k skipped", summary.reads, summary.short_reads);
+    ctx.info(format_args!("{} reads; {} shorter than k skipped", summary.reads, summary.short_reads));
     Ok(())
 }

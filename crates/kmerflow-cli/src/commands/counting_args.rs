@@ -1,9 +1,11 @@
 //! khmer's table-sizing flags (`build_graph_args` / `build_counting_args`), shared by every
 //! command that builds a countgraph or nodegraph.
 
+use crate::common::Ctx;
 use clap::Args;
-use kmerflow_core::ops::count::ReadTally;
+use kmerflow_core::ops::count::{write_text, ReadTally};
 use kmerflow_core::ops::sizing::{self, TableParams};
+use kmerflow_core::Result;
 
 /// Parses `-M` the way khmer's `memory_setting` does.
 fn memory_value(text: &str) -> Result<f64, String> {
@@ -68,58 +70,47 @@ impl CountingArgs {
     }
 }
 
-/// Flags every counting command shares: threads, force, quiet, and the run report.
+/// `-f/--force` and `--report-json`, shared by the counting commands (`-q` and `-T` come from
+/// [`crate::common::CommonArgs`]).
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Number of worker threads.
-    #[arg(short = 'T', long = "threads", default_value_t = 1)]
-    pub threads: usize,
     /// Continue past sizing and false-positive-rate limits.
     #[arg(short = 'f', long = "force")]
     pub force: bool,
-    /// Print only warnings and errors.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
     /// Also write the run's read and k-mer counts as JSON to this file.
     #[arg(long = "report-json", value_name = "FILE")]
     pub report_json: Option<String>,
 }
 
 impl RunArgs {
-    /// Prints khmer-style notes unless quiet.
-    pub fn info(&self, line: &str) {
-        if !self.quiet {
-            eprintln!("{line}");
-        }
-    }
-
-    /// Prints the sizing messages (warnings always, like khmer; notes unless quiet).
-    pub fn sizing_messages(&self, messages: &[String]) {
-        for m in messages {
-            if !self.quiet || m.contains("Warning") || m.contains("ERROR") {
-                eprintln!("{m}");
-            }
-        }
-    }
-
-    /// Reports the reads seen and those shorter than k on stderr, and writes `--report-json`.
-    pub fn report(&self, tally: ReadTally, extra: &[(&str, serde_json::Value)]) -> kmerflow_core::Result<()> {
-        self.info(&format!(
+    /// Reports the reads seen and those shorter than k on stderr (unless `-q`), and writes
+    /// `--report-json` with those counts plus `extra`.
+    pub fn report(&self, ctx: &mut Ctx, tally: ReadTally, extra: &[(&str, serde_json::Value)]) -> Result<()> {
+        ctx.info(format_args!(
             "{} reads, {} k-mers; {} reads shorter than k contributed no k-mers",
             tally.reads, tally.kmers, tally.short_reads
         ));
-        if let Some(path) = &self.report_json {
-            let mut map = serde_json::Map::new();
-            map.insert("reads".into(), tally.reads.into());
-            map.insert("kmers".into(), tally.kmers.into());
-            map.insert("short_reads".into(), tally.short_reads.into());
-            for (key, value) in extra {
-                map.insert((*key).into(), value.clone());
-            }
-            let text = serde_json::Value::Object(map).to_string() + "\n";
-            std::fs::write(path, text).map_err(|e| kmerflow_core::Error::io(path.as_str(), e))?;
+        let Some(path) = &self.report_json else { return Ok(()) };
+        let mut map = serde_json::Map::new();
+        map.insert("reads".into(), tally.reads.into());
+        map.insert("kmers".into(), tally.kmers.into());
+        map.insert("short_reads".into(), tally.short_reads.into());
+        for (key, value) in extra {
+            map.insert((*key).into(), value.clone());
         }
-        Ok(())
+        write_text(path, serde_json::Value::Object(map).to_string() + "\n")
+    }
+}
+
+/// Prints the sizing messages of a run: warnings and errors always (like khmer), notes unless
+/// `-q`.
+pub fn print_messages(ctx: &mut Ctx, messages: &[String]) {
+    for m in messages {
+        if m.contains("Warning") || m.contains("WARNING") || m.contains("ERROR") {
+            eprintln!("{m}");
+        } else {
+            ctx.info(m);
+        }
     }
 }
 

@@ -1,17 +1,24 @@
 //! `kmerflow load-graph`: build a nodegraph and tagset (khmer's load-graph.py).
 
-use super::counting_args::{GraphArgs, RunArgs};
-use clap::Args;
+use super::counting_args::{print_messages, GraphArgs, RunArgs};
+use crate::common::{CommonArgs, Ctx};
 use kmerflow_core::ops::load_graph;
 
 /// Arguments of `load-graph`.
-#[derive(Args, Debug, Clone)]
-pub struct LoadGraphArgs {
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+Writes the nodegraph OUT, its tagset OUT.tagset (unless -n) and OUT.info. Fails (after
+writing) when the estimated false-positive rate exceeds 0.15, unless -f.
+
+Examples:
+  kmerflow load-graph -k 20 -M 1G reads reads.fa
+  kmerflow load-graph -n -k 31 -x 1e8 genome genome.fa.gz")]
+pub struct Args {
     #[command(flatten)]
     /// Table sizing.
     pub graph: GraphArgs,
     #[command(flatten)]
-    /// Threads, force, quiet, report.
+    /// Force and report.
     pub run: RunArgs,
     /// Do not build the tagset.
     #[arg(short = 'n', long = "no-build-tagset")]
@@ -21,22 +28,25 @@ pub struct LoadGraphArgs {
     /// Read files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
-/// Runs the command.
-pub fn execute(args: &LoadGraphArgs) -> kmerflow_core::Result<()> {
+/// Runs `load-graph`.
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
     let opts = load_graph::Options {
         params: args.graph.params(args.run.force),
-        output: args.output.clone(),
-        inputs: args.inputs.clone(),
+        output: args.output,
+        inputs: args.inputs,
         build_tagset: !args.no_build_tagset,
-        threads: args.run.threads,
+        threads: ctx.threads,
     };
     let summary = load_graph::run(&opts)?;
-    args.run.sizing_messages(&summary.messages);
-    args.run.info(&format!("Total number of unique k-mers: {}", summary.unique_kmers));
-    args.run.info(&format!("false positive rate estimated to be {:.3}", summary.fp_rate));
+    print_messages(ctx, &summary.messages);
+    ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
+    ctx.info(format_args!("false positive rate estimated to be {:.3}", summary.fp_rate));
     args.run.report(
+        ctx,
         summary.tally,
         &[("unique_kmers", summary.unique_kmers.into()), ("tags", summary.tags.into())],
     )

@@ -1,8 +1,9 @@
 //! `kmerflow load-into-counting`: count k-mers into a saved countgraph (khmer's
 //! load-into-counting.py).
 
-use super::counting_args::{CountingArgs, RunArgs};
-use clap::{Args, ValueEnum};
+use super::counting_args::{print_messages, CountingArgs, RunArgs};
+use crate::common::{CommonArgs, Ctx};
+use clap::ValueEnum;
 use kmerflow_core::ops::count::{self, SummaryFormat};
 
 /// `-s` formats.
@@ -15,13 +16,21 @@ pub enum InfoFormat {
 }
 
 /// Arguments of `load-into-counting`.
-#[derive(Args, Debug, Clone)]
-pub struct LoadIntoCountingArgs {
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+Writes the countgraph, OUT.info (files counted, unique k-mers, false-positive rate) and, with
+-s, OUT.info.json or OUT.info.tsv. Fails (after writing) when the estimated false-positive rate
+exceeds 0.2, unless -f.
+
+Examples:
+  kmerflow load-into-counting -k 20 -M 4G reads.ct reads.fq.gz
+  kmerflow load-into-counting -k 21 -N 4 -x 1e8 -T 4 -s json all.ct a.fq b.fq")]
+pub struct Args {
     #[command(flatten)]
     /// Table sizing.
     pub counting: CountingArgs,
     #[command(flatten)]
-    /// Threads, force, quiet, report.
+    /// Force and report.
     pub run: RunArgs,
     /// Do not count k-mers past 255.
     #[arg(short = 'b', long = "no-bigcount")]
@@ -34,15 +43,17 @@ pub struct LoadIntoCountingArgs {
     /// Read files (FASTA/FASTQ, optionally compressed).
     #[arg(required = true)]
     pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
-/// Runs the command.
-pub fn execute(args: &LoadIntoCountingArgs) -> kmerflow_core::Result<()> {
+/// Runs `load-into-counting`.
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
     let opts = count::Options {
         params: args.counting.params(args.run.force),
         output: args.output.clone(),
-        inputs: args.inputs.clone(),
-        threads: args.run.threads,
+        inputs: args.inputs,
+        threads: ctx.threads,
         bigcount: !args.no_bigcount,
         summary: args.summary_info.map(|f| match f {
             InfoFormat::Json => SummaryFormat::Json,
@@ -50,11 +61,12 @@ pub fn execute(args: &LoadIntoCountingArgs) -> kmerflow_core::Result<()> {
         }),
     };
     let summary = count::run(&opts)?;
-    args.run.sizing_messages(&summary.messages);
-    args.run.info(&format!("Total number of unique k-mers: {}", summary.unique_kmers));
-    args.run.info(&format!("fp rate estimated to be {:.3}", summary.fp_rate));
-    args.run.info(&format!("wrote to: {}.info", args.output));
+    print_messages(ctx, &summary.messages);
+    ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
+    ctx.info(format_args!("fp rate estimated to be {:.3}", summary.fp_rate));
+    ctx.info(format_args!("wrote to: {}.info", args.output));
     args.run.report(
+        ctx,
         summary.tally,
         &[("unique_kmers", summary.unique_kmers.into()), ("fp_rate", summary.fp_rate.into())],
     )

@@ -7,13 +7,20 @@
 //! `commands!` list below: its name (khmer's script name without `.py`), the variant and the
 //! module; the line's doc comment is the command's one-line description.
 
+pub mod abundance_dist;
+pub mod abundance_dist_single;
+pub mod count_median;
+pub mod counting_args;
 pub mod extract_long_sequences;
 pub mod extract_paired_reads;
 pub mod fastq_to_fasta;
 pub mod interleave_reads;
+pub mod load_graph;
+pub mod load_into_counting;
 pub mod readstats;
 pub mod sample_reads_randomly;
 pub mod split_paired_reads;
+pub mod unique_kmers;
 
 use crate::common::{Ctx, Settings};
 use clap::Subcommand;
@@ -53,6 +60,12 @@ macro_rules! commands {
 }
 
 commands! {
+    /// Calculate the abundance distribution of k-mers in reads, using a saved countgraph
+    "abundance-dist" => AbundanceDist(abundance_dist),
+    /// Count the k-mers of reads and calculate their abundance distribution in one run
+    "abundance-dist-single" => AbundanceDistSingle(abundance_dist_single),
+    /// Per-read median, mean and standard deviation of k-mer counts in a countgraph
+    "count-median" => CountMedian(count_median),
     /// Extract sequences at least a given length (default 200 bp)
     "extract-long-sequences" => ExtractLongSequences(extract_long_sequences),
     /// Take a mixture of reads and split them into pairs and orphans
@@ -61,10 +74,16 @@ commands! {
     "fastq-to-fasta" => FastqToFasta(fastq_to_fasta),
     /// Produce an interleaved file from R1/R2 paired files
     "interleave-reads" => InterleaveReads(interleave_reads),
+    /// Load sequences into a nodegraph (presence table) and build its tagset
+    "load-graph" => LoadGraph(load_graph),
+    /// Build a countgraph of k-mer counts from reads and save it
+    "load-into-counting" => LoadIntoCounting(load_into_counting),
     /// Display summary statistics for one or more FASTA/FASTQ files
     "readstats" => Readstats(readstats),
     /// Uniformly subsample reads (or pairs) with reservoir sampling
     "sample-reads-randomly" => SampleReadsRandomly(sample_reads_randomly),
     /// Split interleaved reads into two files, left and right
     "split-paired-reads" => SplitPairedReads(split_paired_reads),
+    /// Estimate the number of distinct k-mers with HyperLogLog
+    "unique-kmers" => UniqueKmers(unique_kmers),
 }

@@ -1,6 +1,8 @@
 //! `kmerflow unique-kmers`: HyperLogLog estimate of distinct k-mers (khmer's unique-kmers.py).
 
-use clap::Args;
+use crate::common::{CommonArgs, Ctx};
+use kmerflow_core::io::{Compression, OutputFile};
+use kmerflow_core::ops::count::write_text;
 use kmerflow_core::ops::unique_kmers;
 use kmerflow_core::Error;
 use std::io::Write;
@@ -11,8 +13,15 @@ fn default_ksize() -> usize {
 }
 
 /// Arguments of `unique-kmers`.
-#[derive(Args, Debug, Clone)]
-pub struct UniqueKmersArgs {
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+The estimates (per file and in total) are printed on stderr; -R also writes them, with the
+table-sizing report of --diagnostics, to a file.
+
+Examples:
+  kmerflow unique-kmers -k 20 reads_1.fq.gz reads_2.fq.gz
+  kmerflow unique-kmers -k 31 -e 0.005 -R estimate.txt genome.fa")]
+pub struct Args {
     /// k-mer size (default: $KHMER_KSIZE or 32).
     #[arg(short = 'k', long = "ksize", default_value_t = default_ksize())]
     pub ksize: usize,
@@ -28,31 +37,31 @@ pub struct UniqueKmersArgs {
     /// Print recommended table sizes on stderr.
     #[arg(long = "diagnostics")]
     pub diagnostics: bool,
-    /// Number of worker threads.
-    #[arg(short = 'T', long = "threads", default_value_t = 1)]
-    pub threads: usize,
-    /// Accepted for khmer compatibility.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
     /// Read files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
-/// Runs the command.
-pub fn execute(args: &UniqueKmersArgs) -> kmerflow_core::Result<()> {
+/// Runs `unique-kmers`. The estimates are the command's result, so they are printed even with
+/// `-q`, as khmer does.
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
     let opts = unique_kmers::Options {
         ksize: args.ksize,
         error_rate: args.error_rate,
-        inputs: args.inputs.clone(),
-        threads: args.threads,
+        inputs: args.inputs,
+        threads: ctx.threads,
         stream_records: args.stream_records,
     };
-    let mut stdout = std::io::stdout().lock();
-    let summary = unique_kmers::run(&opts, |records| {
-        stdout.write_all(records).map_err(|e| Error::io("stdout", e))
+    let mut stdout = args.stream_records.then(|| OutputFile::create_with("-", Compression::None)).transpose()?;
+    let summary = unique_kmers::run(&opts, |records| match &mut stdout {
+        Some(out) => out.write_all(records).map_err(|e| Error::io("stdout", e)),
+        None => Ok(()),
     })?;
-    stdout.flush().map_err(|e| Error::io("stdout", e))?;
+    if let Some(out) = stdout {
+        out.finish()?;
+    }
     let k = args.ksize;
     let mut report = String::new();
     for file in &summary.files {
@@ -66,7 +75,7 @@ pub fn execute(args: &UniqueKmersArgs) -> kmerflow_core::Result<()> {
     }
     if let Some(path) = &args.report {
         report.push_str(&format!("{} {k} total\n{sizing}\n", summary.total));
-        std::fs::write(path, report).map_err(|e| Error::io(path.as_str(), e))?;
+        write_text(path, report)?;
     }
     Ok(())
 }

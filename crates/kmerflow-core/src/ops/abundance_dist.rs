@@ -1,9 +1,10 @@
 //! `abundance-dist` and `abundance-dist-single`: the k-mer abundance histogram of a read set
 //! against a countgraph (KHMER.md §2.8, §4.3, §4.4).
 
-use super::count::{consume_file, map_batches_ordered, ReadTally};
+use super::count::{consume_file, for_each_batch, write_text, ReadTally};
 use super::pyfmt;
 use super::sizing::{self, TableParams};
+use crate::io::RecordBatch;
 use crate::table::{HashKind, KTable, StorageKind};
 use crate::{Error, Result};
 use std::io::Write;
@@ -19,13 +20,15 @@ pub fn histogram(table: &KTable, path: &str, threads: usize) -> Result<(Vec<u64>
     let tracking = KTable::with_sizes(table.ksize(), HashKind::TwoBit, StorageKind::Bit, table.hashsizes().to_vec())?;
     let mut dist = vec![0u64; HISTOGRAM_LEN + 1];
     let mut tally = ReadTally::default();
-    map_batches_ordered(
+    for_each_batch(
         path,
         threads,
-        |batch| {
-            let mut hashes = Vec::new();
-            let part = ReadTally::of_batch(batch, table.ksize(), |seq| table.kmer_hashes(seq, &mut hashes));
-            Ok((hashes, part))
+        || {
+            |batch: RecordBatch| {
+                let mut hashes = Vec::new();
+                let part = ReadTally::of_batch(&batch, table.ksize(), |seq| table.kmer_hashes(seq, &mut hashes));
+                Ok((hashes, part))
+            }
         },
         |(hashes, part)| {
             tally.add(part);
@@ -103,12 +106,9 @@ impl HistogramOutput {
 
     /// Writes the histogram.
     pub fn write(&self, dist: &[u64]) -> Result<()> {
-        if self.is_stdout() {
-            return write_histogram(dist, self.output_zero, &mut std::io::stdout().lock());
-        }
         let mut buf = Vec::new();
         write_histogram(dist, self.output_zero, &mut buf)?;
-        super::count::write_text(&self.path, &String::from_utf8_lossy(&buf))
+        write_text(if self.is_stdout() { "-" } else { &self.path }, buf)
     }
 }
 

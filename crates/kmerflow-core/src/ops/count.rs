@@ -2,69 +2,26 @@
 //! §3.9), plus the batch-parallel file walker shared by the counting commands.
 
 use super::pyfmt;
+use super::reads::record_batches;
 use super::sizing::{self, TableParams};
-use crate::io::{FastxReader, RecordBatch};
+use crate::io::{Compression, FastxReader, OutputFile, RecordBatch};
 use crate::kmer::clean::clean_parser;
+use crate::pipeline::run_ordered;
 use crate::table::KTable;
 use crate::{Error, Result};
-use std::collections::BTreeMap;
+use std::io::Write;
 
-/// Reads `path` and runs `map` on each batch on `threads` worker threads, then hands the results
-/// to `consume` in file order on the calling thread. With one thread everything runs inline.
-/// The first error (reading, mapping or consuming) stops the walk and is returned.
-pub fn map_batches_ordered<T, M, C>(path: &str, threads: usize, map: M, mut consume: C) -> Result<()>
+/// Runs the ordered batch pipeline ([`run_ordered`]) over the records of `path`: `make_worker`
+/// builds each worker's batch function, `sink` gets the outputs in file order on the calling
+/// thread. The first error (reading, working or sinking) stops the walk and is returned.
+pub fn for_each_batch<O, M, W, S>(path: &str, threads: usize, make_worker: M, sink: S) -> Result<()>
 where
-    T: Send,
-    M: Fn(&RecordBatch) -> Result<T> + Sync,
-    C: FnMut(T) -> Result<()>,
+    O: Send,
+    M: Fn() -> W + Sync,
+    W: FnMut(RecordBatch) -> Result<O>,
+    S: FnMut(O) -> Result<()>,
 {
-    let mut reader = FastxReader::open(path)?;
-    if threads <= 1 {
-        while let Some(batch) = reader.next_batch()? {
-            consume(map(&batch)?)?;
-        }
-        return Ok(());
-    }
-    std::thread::scope(|scope| {
-        let (batch_tx, batch_rx) = crossbeam_channel::bounded::<(u64, RecordBatch)>(threads * 2);
-        let (result_tx, result_rx) = crossbeam_channel::bounded::<(u64, Result<T>)>(threads * 2);
-        let reading = scope.spawn(move || -> Result<()> {
-            let mut index = 0;
-            while let Some(batch) = reader.next_batch()? {
-                if batch_tx.send((index, batch)).is_err() {
-                    break;
-                }
-                index += 1;
-            }
-            Ok(())
-        });
-        for _ in 0..threads {
-            let (rx, tx, map) = (batch_rx.clone(), result_tx.clone(), &map);
-            scope.spawn(move || {
-                for (index, batch) in rx {
-                    if tx.send((index, map(&batch))).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop((batch_rx, result_tx));
-        let mut pending = BTreeMap::new();
-        let mut next = 0;
-        let consumed = (|| -> Result<()> {
-            for (index, result) in &result_rx {
-                pending.insert(index, result);
-                while let Some(result) = pending.remove(&next) {
-                    consume(result?)?;
-                    next += 1;
-                }
-            }
-            Ok(())
-        })();
-        drop(result_rx);
-        let read = reading.join().unwrap_or_else(|_| Err(Error::invalid(format!("{path}: reader thread failed"))));
-        read.and(consumed)
-    })
+    run_ordered(record_batches(FastxReader::open(path)?), threads, make_worker, sink).map(drop)
 }
 
 /// Read and k-mer tallies of one or more inputs.
@@ -110,13 +67,15 @@ impl ReadTally {
 pub fn consume_file(table: &KTable, path: &str, threads: usize) -> Result<ReadTally> {
     let k = table.ksize();
     let mut total = ReadTally::default();
-    map_batches_ordered(
+    for_each_batch(
         path,
         threads,
-        |batch| {
-            Ok(ReadTally::of_batch(batch, k, |seq| {
-                table.consume(seq);
-            }))
+        || {
+            |batch: RecordBatch| {
+                Ok(ReadTally::of_batch(&batch, k, |seq| {
+                    table.consume(seq);
+                }))
+            }
         },
         |tally| {
             total.add(tally);
@@ -181,9 +140,12 @@ pub struct Summary {
 /// The first line of khmer's `.info` side files (kept so that tools parsing them still work).
 pub const INFO_VERSION_LINE: &str = "khmer version: 3.0.0a3\n";
 
-/// Writes `text` to `path`, naming the file in errors.
-pub fn write_text(path: &str, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+/// Writes `bytes` to `path` (`-` = stdout) uncompressed whatever its name, through an
+/// [`OutputFile`] (temporary name, renamed when complete); errors name the file.
+pub fn write_text(path: &str, bytes: impl AsRef<[u8]>) -> Result<()> {
+    let mut out = OutputFile::create_with(path, Compression::None)?;
+    out.write_all(bytes.as_ref()).map_err(|e| Error::io(path, e))?;
+    out.finish()
 }
 
 /// Runs `load-into-counting`: builds the table, counts every input (saving mid-run after every

@@ -1,12 +1,12 @@
 //! `count-median`: per-read median, mean and standard deviation of k-mer counts (KHMER.md §4.7).
 
 use super::abundance_dist::csv_field;
+use super::count::write_text;
 use super::pyfmt;
 use crate::io::fastx::for_each_record;
 use crate::kmer::clean::clean_screed;
 use crate::table::{HashKind, KTable};
-use crate::{Error, Result};
-use std::io::Write;
+use crate::Result;
 
 /// Options of `count-median`.
 #[derive(Debug, Clone)]
@@ -56,10 +56,6 @@ pub fn run(opts: &Options) -> Result<Summary> {
         }
         Ok(())
     })?;
-    if opts.output == "-" {
-        std::io::stdout().lock().write_all(text.as_bytes()).map_err(|e| Error::io("stdout", e))?;
-    } else {
-        super::count::write_text(&opts.output, &text)?;
-    }
+    write_text(&opts.output, text)?;
     Ok(summary)
 }

@@ -1,10 +1,11 @@
 //! `load-graph`: build a nodegraph (Bloom filter) of the reads and khmer's tagset for
 //! partitioning (KHMER.md §3.3, §3.4, §4.10).
 
-use super::count::{check_fp_rate, map_batches_ordered, write_text, ReadTally};
+use super::count::{check_fp_rate, for_each_batch, write_text, ReadTally};
 use super::sizing::{self, TableParams};
+use crate::io::RecordBatch;
 use crate::table::KTable;
-use crate::{Error, Result};
+use crate::Result;
 use std::collections::BTreeSet;
 
 /// khmer's default tag density (one tag about every 40 k-mers).
@@ -59,7 +60,7 @@ impl Tagset {
 
     /// Saves the tagset file.
     pub fn save(&self, ksize: usize, path: &str) -> Result<()> {
-        std::fs::write(path, self.to_bytes(ksize)).map_err(|e| Error::io(path, e))
+        write_text(path, self.to_bytes(ksize))
     }
 }
 
@@ -100,17 +101,19 @@ pub fn run(opts: &Options) -> Result<Summary> {
     let k = graph.ksize();
     let mut tagset = Tagset::default();
     for input in &opts.inputs {
-        map_batches_ordered(
+        for_each_batch(
             input,
             opts.threads,
-            |batch| {
-                let mut reads = Vec::new();
-                let tally = ReadTally::of_batch(batch, k, |seq| {
-                    let mut hashes = Vec::new();
-                    graph.kmer_hashes(seq, &mut hashes);
-                    reads.push(hashes);
-                });
-                Ok((reads, tally))
+            || {
+                |batch: RecordBatch| {
+                    let mut reads = Vec::new();
+                    let tally = ReadTally::of_batch(&batch, k, |seq| {
+                        let mut hashes = Vec::new();
+                        graph.kmer_hashes(seq, &mut hashes);
+                        reads.push(hashes);
+                    });
+                    Ok((reads, tally))
+                }
             },
             |(reads, tally)| {
                 summary.tally.add(tally);

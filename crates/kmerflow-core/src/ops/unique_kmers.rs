@@ -1,7 +1,7 @@
 //! `unique-kmers`: HyperLogLog estimate of the distinct k-mers per file and in total
 //! (KHMER.md §4.8).
 
-use super::count::{map_batches_ordered, ReadTally};
+use super::count::{for_each_batch, ReadTally};
 use super::pyfmt::scientific;
 use super::sizing::{estimate_with_fp_rate, estimate_with_memory};
 use crate::io::{write_record, RecordBatch};
@@ -52,16 +52,18 @@ pub fn run(opts: &Options, mut on_records: impl FnMut(&[u8]) -> Result<()>) -> R
     for path in &opts.inputs {
         let mut hll = HllCounter::new(opts.error_rate, opts.ksize)?;
         let template = hll.clone();
-        map_batches_ordered(
+        for_each_batch(
             path,
             threads,
-            |batch| {
-                let mut part = template.clone();
-                let tally = ReadTally::of_batch(batch, opts.ksize, |seq| {
-                    part.consume_seq(seq);
-                });
-                let echo = if opts.stream_records { format_records(batch) } else { Vec::new() };
-                Ok((part, tally, echo))
+            || {
+                |batch: RecordBatch| {
+                    let mut part = template.clone();
+                    let tally = ReadTally::of_batch(&batch, opts.ksize, |seq| {
+                        part.consume_seq(seq);
+                    });
+                    let echo = if opts.stream_records { format_records(&batch) } else { Vec::new() };
+                    Ok((part, tally, echo))
+                }
             },
             |(part, tally, echo)| {
                 hll.merge(&part)?;

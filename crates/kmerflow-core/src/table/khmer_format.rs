@@ -5,8 +5,8 @@
 //! its counter bytes; type 1 ends with the bigcount entries (u64 count, then hash u64 + count
 //! u16 each, written here in ascending hash order).
 
-use super::atomic_write::write_atomically;
 use super::{HashKind, KTable, StorageKind, Table};
+use crate::io::{Compression, OutputFile};
 use crate::{Error, Result};
 use std::io::{BufReader, Read, Write};
 use std::sync::atomic::Ordering::Relaxed;
@@ -29,15 +29,9 @@ fn type_byte(storage: StorageKind) -> u8 {
 /// Saves `table` to `path` (type 1 gzip-compressed when the name ends in `.gz`).
 pub fn save(table: &KTable, path: &str) -> Result<()> {
     let gzip = table.storage == StorageKind::Byte && path.rsplit_once('.').is_some_and(|(_, ext)| ext == "gz");
-    write_atomically(path, |out| {
-        if gzip {
-            let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::default());
-            write_table(table, &mut encoder)?;
-            encoder.finish().map(drop)
-        } else {
-            write_table(table, out)
-        }
-    })
+    let mut out = OutputFile::create_with(path, if gzip { Compression::Gzip } else { Compression::None })?;
+    write_table(table, &mut out).map_err(|e| Error::io(path, e))?;
+    out.finish()
 }
 
 fn write_table(table: &KTable, out: &mut dyn Write) -> std::io::Result<()> {

@@ -7,7 +7,6 @@
 //! shared by all threads and threaded counting gives the same counts as one thread.
 
 mod alloc;
-pub(crate) mod atomic_write;
 mod fastmod;
 pub mod hll;
 mod hll_bias;
