@@ -118,7 +118,7 @@ pub struct SizeEstimate {
 fn estimate(n_kmers: f64, n_tables: f64, table_size: impl Fn(f64) -> f64) -> SizeEstimate {
     let z = (n_tables as u64).max(1);
     let h = table_size(z as f64) as u64;
-    let fp = (1.0 - (-n_kmers / h as f64).exp()).powi(z as i32);
+    let fp = (1.0 - (-n_kmers / h as f64).exp()).powf(z as f64);
     SizeEstimate { n_tables: z, table_size: h, memory: h * z, fp_rate: fp }
 }
 
@@ -245,7 +245,7 @@ pub fn create_nodegraph(params: &TableParams, messages: &mut Vec<String>) -> Res
 /// khmer's `calc_expected_collisions`: (n_occupied / min(hashsizes)) ^ n_tables.
 pub fn expected_fp_rate(table: &KTable) -> f64 {
     let min = table.hashsizes().iter().copied().min().unwrap_or(1) as f64;
-    (table.n_occupied() as f64 / min).powi(table.n_tables() as i32)
+    (table.n_occupied() as f64 / min).powf(table.n_tables() as f64)
 }
 
 #[cfg(test)]
@@ -358,6 +358,9 @@ mod tests {
         assert_eq!((f.n_tables, f.table_size), (3, 160_277_578));
         let m = estimate_with_memory(1e8, 1e6);
         assert_eq!((m.n_tables, m.table_size, m.fp_rate), (1, 1_000_000, 1.0));
+        // Billions of tables: the rate underflows to 0 as in Python (no integer-exponent overflow).
+        let huge = estimate_with_memory(97.0, 5000e9);
+        assert_eq!((huge.n_tables, huge.table_size, huge.fp_rate), (35_729_236_111, 139, 0.0));
     }
 
     #[test]
