@@ -22,6 +22,11 @@ Writes the countgraph, OUT.info (files counted, unique k-mers, false-positive ra
 -s, OUT.info.json or OUT.info.tsv. Fails (after writing) when the estimated false-positive rate
 exceeds 0.2, unless -f.
 
+The saved countgraph is identical for any -T. The unique k-mer count (in OUT.info, the -s
+summary and on stderr) counts the adds that found an empty bin, so when k-mers collide it
+depends on the order of adds: with -T > 1 it may differ slightly between runs, as khmer's does;
+with -T 1 it is khmer's single-threaded value.
+
 Examples:
   kmerflow load-into-counting -k 20 -M 4G reads.ct reads.fq.gz
   kmerflow load-into-counting -k 21 -N 4 -x 1e8 -T 4 -s json all.ct a.fq b.fq")]

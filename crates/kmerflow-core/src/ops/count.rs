@@ -131,7 +131,8 @@ pub struct Summary {
     pub messages: Vec<String>,
     /// Reads and k-mers seen, all files.
     pub tally: ReadTally,
-    /// khmer's `n_unique_kmers`.
+    /// khmer's `n_unique_kmers`: adds that found an empty bin. Order-dependent when k-mers
+    /// collide, so with several threads it may vary slightly between runs (the table does not).
     pub unique_kmers: u64,
     /// Estimated false-positive rate.
     pub fp_rate: f64,
