@@ -74,6 +74,12 @@ fn consume_variants() {
         let mut exclusive = table(options(huge, populate));
         let n = measure("consume_exclusive", || reads.iter().map(|r| exclusive.consume_exclusive(r)).sum());
         assert_eq!(n, expected);
+        drop(exclusive);
+        let many = table(options(huge, populate));
+        let n = measure("consume_many, 64 reads a call", || {
+            reads.chunks(64).map(|chunk| many.consume_many(chunk.iter().map(Vec::as_slice))).sum()
+        });
+        assert_eq!(n, expected);
     }
 }
 

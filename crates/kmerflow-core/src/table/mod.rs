@@ -388,6 +388,30 @@ impl KTable {
         })
     }
 
+    /// Counts every k-mer of every sequence (the same as [`KTable::consume`] on each, in order)
+    /// with one prefetch pipeline across all of them; returns the number of k-mers. Thread-safe.
+    pub fn consume_many<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+        self.with_many_hashes(seqs, |s| self.add_all::<false>(&s.hashes, &mut s.bins))
+    }
+
+    /// [`KTable::consume_many`] for a single writer (see [`KTable::consume_exclusive`]).
+    pub fn consume_many_exclusive<'a>(&mut self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+        self.with_many_hashes(seqs, |s| self.add_all::<true>(&s.hashes, &mut s.bins))
+    }
+
+    /// Runs `f` with the thread's scratch holding the hashes of all `seqs`; returns their number.
+    fn with_many_hashes<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>, f: impl FnOnce(&mut Scratch)) -> u64 {
+        SCRATCH.with(|cell| {
+            let scratch = &mut *cell.borrow_mut();
+            scratch.hashes.clear();
+            for seq in seqs {
+                self.hashes_into(seq, &mut scratch.revcomp, &mut scratch.hashes);
+            }
+            f(scratch);
+            scratch.hashes.len() as u64
+        })
+    }
+
     /// Adds each hash once, in order: the same as [`KTable::add_hash`] on each. Thread-safe.
     /// Passing the hashes of many reads at once keeps the prefetch pipeline full across reads.
     pub fn add_hashes(&self, hashes: &[u64]) {
