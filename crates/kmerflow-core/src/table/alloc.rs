@@ -1,5 +1,6 @@
 //! Zeroed counter memory: a plain zeroed heap allocation for small tables, an anonymous
-//! mmap aligned to 2 MiB and advised for transparent huge pages for big ones.
+//! mmap aligned to 2 MiB for big ones, advised for transparent huge pages and optionally
+//! pre-faulted ([`AllocOptions`]).
 
 use std::sync::atomic::AtomicU8;
 
@@ -7,6 +8,30 @@ use std::sync::atomic::AtomicU8;
 const MMAP_THRESHOLD: usize = 64 << 20;
 /// Huge-page size and alignment of mmap-ed tables.
 const HUGE_PAGE: usize = 2 << 20;
+/// Base page size used to pre-fault when `MADV_POPULATE_WRITE` is unavailable.
+const PAGE: usize = 4096;
+
+/// Transparent-huge-page policy of table memory (`--huge-pages auto|on|off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HugePages {
+    /// Advise huge pages for tables of 64 MiB and more (the default).
+    #[default]
+    Auto,
+    /// Advise huge pages for every table of at least one huge page.
+    On,
+    /// Never use huge pages (advised off even where the system default is "always").
+    Off,
+}
+
+/// How table memory is allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AllocOptions {
+    /// Huge-page policy.
+    pub huge_pages: HugePages,
+    /// Fault every page in at construction, so that page faults (and the kernel zeroing pages)
+    /// do not land in the counting loop.
+    pub populate: bool,
+}
 
 /// The owner of the memory (held so that dropping the buffer frees it).
 #[allow(dead_code)]
@@ -30,16 +55,26 @@ unsafe impl Send for ZeroedBytes {}
 unsafe impl Sync for ZeroedBytes {}
 
 impl ZeroedBytes {
-    /// `len` zero bytes (anonymous mmap with huge pages from 64 MiB on).
-    pub fn new(len: usize) -> std::io::Result<Self> {
-        if len >= MMAP_THRESHOLD {
+    /// `len` zero bytes allocated as `options` say (by default: an anonymous mmap with huge
+    /// pages from 64 MiB on, a heap allocation below).
+    pub fn with_options(len: usize, options: AllocOptions) -> std::io::Result<Self> {
+        let huge = match options.huge_pages {
+            HugePages::Auto => len >= MMAP_THRESHOLD,
+            HugePages::On => len >= HUGE_PAGE,
+            HugePages::Off => false,
+        };
+        if huge || len >= MMAP_THRESHOLD {
             let mut map = memmap2::MmapMut::map_anon(len + HUGE_PAGE)?;
             let base = map.as_mut_ptr();
             let offset = base.align_offset(HUGE_PAGE);
             // SAFETY: offset < HUGE_PAGE, so [offset, offset + len) lies inside the mapping.
             let ptr = unsafe { base.add(offset) };
-            advise_huge_pages(ptr, len);
-            Ok(Self { _backing: Backing::Mmap(map), ptr, len })
+            advise_huge_pages(ptr, len, huge);
+            let mut bytes = Self { _backing: Backing::Mmap(map), ptr, len };
+            if options.populate {
+                bytes.populate();
+            }
+            Ok(bytes)
         } else {
             let mut heap = vec![0u8; len].into_boxed_slice();
             let ptr = heap.as_mut_ptr();
@@ -72,18 +107,44 @@ impl ZeroedBytes {
         // SAFETY: valid for `len` bytes and `&mut self` excludes every other access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
+
+    /// Faults every page in now (`MADV_POPULATE_WRITE`, or one write per page where the
+    /// kernel lacks it); the bytes stay zero.
+    fn populate(&mut self) {
+        if !populate_write(self.ptr, self.len) {
+            for page in self.bytes_mut().iter_mut().step_by(PAGE) {
+                // SAFETY: a volatile write of the zero the page already holds, so that the
+                // compiler keeps the store that faults the page in.
+                unsafe { std::ptr::write_volatile(page, 0) };
+            }
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]
-fn advise_huge_pages(ptr: *mut u8, len: usize) {
+fn advise_huge_pages(ptr: *mut u8, len: usize, on: bool) {
+    let advice = if on { libc::MADV_HUGEPAGE } else { libc::MADV_NOHUGEPAGE };
     // SAFETY: [ptr, ptr + len) is a mapping we own; the advice is only a hint (errors ignored).
     unsafe {
-        libc::madvise(ptr.cast(), len, libc::MADV_HUGEPAGE);
+        libc::madvise(ptr.cast(), len, advice);
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_ptr: *mut u8, _len: usize) {}
+fn advise_huge_pages(_ptr: *mut u8, _len: usize, _on: bool) {}
+
+/// Asks the kernel to fault the range in writable; false when it cannot (kernel < 5.14).
+#[cfg(target_os = "linux")]
+fn populate_write(ptr: *mut u8, len: usize) -> bool {
+    // SAFETY: [ptr, ptr + len) is a private anonymous mapping we own; populating it only
+    // allocates its (zero) pages.
+    unsafe { libc::madvise(ptr.cast(), len, libc::MADV_POPULATE_WRITE) == 0 }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn populate_write(_ptr: *mut u8, _len: usize) -> bool {
+    false
+}
 
 #[cfg(test)]
 mod tests {
@@ -93,7 +154,7 @@ mod tests {
     #[test]
     fn small_and_large_buffers_are_zeroed_and_writable() {
         for len in [0, 13, MMAP_THRESHOLD] {
-            let mut buf = ZeroedBytes::new(len).unwrap();
+            let mut buf = ZeroedBytes::with_options(len, AllocOptions::default()).unwrap();
             assert_eq!(buf.is_mmap(), len >= MMAP_THRESHOLD);
             assert!(buf.bytes().iter().step_by(4096).all(|&b| b == 0));
             if len > 0 {
@@ -106,5 +167,16 @@ mod tests {
                 assert_eq!(buf.ptr as usize % HUGE_PAGE, 0);
             }
         }
+    }
+
+    #[test]
+    fn options_choose_the_backing_and_populated_memory_is_zero() {
+        let on = AllocOptions { huge_pages: HugePages::On, populate: true };
+        let buf = ZeroedBytes::with_options(HUGE_PAGE + 5, on).unwrap();
+        assert!(buf.is_mmap());
+        assert!(buf.bytes().iter().all(|&b| b == 0));
+        let off = AllocOptions { huge_pages: HugePages::Off, populate: false };
+        assert!(!ZeroedBytes::with_options(HUGE_PAGE + 5, off).unwrap().is_mmap());
+        assert!(ZeroedBytes::with_options(MMAP_THRESHOLD, off).unwrap().is_mmap());
     }
 }

@@ -14,6 +14,7 @@ pub mod khmer_format;
 pub mod primes;
 mod storage;
 
+pub use alloc::{AllocOptions, HugePages};
 pub use fastmod::FastMod;
 
 use crate::kmer::{murmur, twobit};
@@ -29,10 +30,8 @@ use storage::{BitCells, ByteCells, Cells, NibbleCells};
 pub const MAX_MURMUR_K: usize = 255;
 /// Largest bigcount value (khmer's `MAX_BIGCOUNT`, the u16 maximum the map saturates at).
 pub const MAX_BIGCOUNT: u16 = 65535;
-/// k-mers whose bins are prefetched ahead of the one being updated.
-const PREFETCH_AHEAD: usize = 8;
-/// k-mers per chunk of the early-exit scan of `median_at_least`.
-const SCAN_CHUNK: usize = 32;
+/// k-mers whose bins are prefetched ahead of the one being visited.
+const PREFETCH_AHEAD: usize = 16;
 
 /// The k-mer hash family of a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,11 +83,16 @@ struct Table {
 impl Table {
     /// A zeroed table of `size` bins.
     fn new(storage: StorageKind, size: u64) -> Result<Self> {
+        Self::with_options(storage, size, AllocOptions::default())
+    }
+
+    /// A zeroed table of `size` bins allocated as `options` say.
+    fn with_options(storage: StorageKind, size: u64, options: AllocOptions) -> Result<Self> {
         if size == 0 || size > 1 << 63 {
             return Err(Error::invalid(format!("table size {size} is out of range (1..=2^63)")));
         }
         let len = bytes_for(storage, size);
-        let mem = ZeroedBytes::new(len)
+        let mem = ZeroedBytes::with_options(len, options)
             .map_err(|e| Error::invalid(format!("cannot allocate a table of {len} bytes: {e}")))?;
         Ok(Self { mem, modulus: FastMod::new(size) })
     }
@@ -120,7 +124,6 @@ fn check_parameters(k: usize, hash: HashKind, n_tables: usize) -> Result<()> {
 struct Scratch {
     hashes: Vec<u64>,
     bins: Vec<u64>,
-    counts: Vec<u32>,
     revcomp: Vec<u8>,
 }
 
@@ -163,8 +166,20 @@ impl KTable {
     /// A table with explicit per-table sizes (khmer's `primes=[...]`). A 2-bit table with k > 32
     /// is refused with a clear error.
     pub fn with_sizes(k: usize, hash: HashKind, storage: StorageKind, sizes: Vec<u64>) -> Result<Self> {
+        Self::with_sizes_and_options(k, hash, storage, sizes, AllocOptions::default())
+    }
+
+    /// [`KTable::with_sizes`] with explicit memory options (huge pages, pre-faulting).
+    pub fn with_sizes_and_options(
+        k: usize,
+        hash: HashKind,
+        storage: StorageKind,
+        sizes: Vec<u64>,
+        options: AllocOptions,
+    ) -> Result<Self> {
         check_parameters(k, hash, sizes.len())?;
-        let tables = sizes.iter().map(|&size| Table::new(storage, size)).collect::<Result<Vec<_>>>()?;
+        let tables =
+            sizes.iter().map(|&size| Table::with_options(storage, size, options)).collect::<Result<Vec<_>>>()?;
         Ok(Self::assemble(k, hash, storage, tables))
     }
 
@@ -187,6 +202,19 @@ impl KTable {
     /// below `starting_size` (KHMER.md §2.2).
     pub fn new(k: usize, hash: HashKind, storage: StorageKind, starting_size: u64, n_tables: usize) -> Result<Self> {
         Self::with_sizes(k, hash, storage, primes::get_n_primes_near_x(n_tables, starting_size)?)
+    }
+
+    /// [`KTable::new`] with explicit memory options (huge pages, pre-faulting).
+    pub fn new_with_options(
+        k: usize,
+        hash: HashKind,
+        storage: StorageKind,
+        starting_size: u64,
+        n_tables: usize,
+        options: AllocOptions,
+    ) -> Result<Self> {
+        let sizes = primes::get_n_primes_near_x(n_tables, starting_size)?;
+        Self::with_sizes_and_options(k, hash, storage, sizes, options)
     }
 
     /// k.
@@ -250,7 +278,7 @@ impl KTable {
     /// Adds one hashed k-mer; returns true when it was new (some bin was zero). Thread-safe.
     pub fn add_hash(&self, hash: u64) -> bool {
         with_cells!(self.storage, C => {
-            let tally = self.update::<C>(hash, |t| self.tables[t].modulus.rem(hash));
+            let tally = self.update::<C, false>(hash, |t| self.tables[t].modulus.rem(hash));
             self.record(tally);
             tally.unique == 1
         })
@@ -287,8 +315,14 @@ impl KTable {
 
     /// Fills `bins` with the bin of every (hash, table), hash-major.
     fn compute_bins(&self, hashes: &[u64], bins: &mut Vec<u64>) {
+        let n_tables = self.tables.len();
         bins.clear();
-        bins.extend(hashes.iter().flat_map(|&h| self.tables.iter().map(move |t| t.modulus.rem(h))));
+        bins.resize(hashes.len() * n_tables, 0);
+        for (row, &hash) in bins.chunks_exact_mut(n_tables).zip(hashes) {
+            for (bin, table) in row.iter_mut().zip(&self.tables) {
+                *bin = table.modulus.rem(hash);
+            }
+        }
     }
 
     /// Prefetches the cells of one k-mer given its bins.
@@ -299,41 +333,94 @@ impl KTable {
         }
     }
 
-    /// Visits k-mers 0..n in order with their bins prefetched `PREFETCH_AHEAD` k-mers ahead.
+    /// Visits k-mers 0..n in order (with their hash and bins) while the bins of the k-mer
+    /// `PREFETCH_AHEAD` places later are prefetched; stops early when `visit` returns false.
     #[inline(always)]
-    fn visit_prefetched<C: Cells>(&self, bins: &[u64], mut visit: impl FnMut(&[u64]) -> bool) {
+    fn visit_prefetched<C: Cells>(&self, hashes: &[u64], bins: &[u64], mut visit: impl FnMut(u64, &[u64]) -> bool) {
         let n_tables = self.tables.len();
-        let mut chunks = bins.chunks_exact(n_tables);
         let mut ahead = bins.chunks_exact(n_tables);
         for kmer_bins in ahead.by_ref().take(PREFETCH_AHEAD) {
             self.prefetch_kmer::<C>(kmer_bins);
         }
-        for kmer_bins in chunks.by_ref() {
+        for (&hash, kmer_bins) in hashes.iter().zip(bins.chunks_exact(n_tables)) {
             if let Some(next) = ahead.next() {
                 self.prefetch_kmer::<C>(next);
             }
-            if !visit(kmer_bins) {
+            if !visit(hash, kmer_bins) {
                 return;
             }
         }
     }
 
+    /// Adds every hash (bins computed first, then updated with prefetching).
+    fn add_all<const EXCLUSIVE: bool>(&self, hashes: &[u64], bins: &mut Vec<u64>) {
+        self.compute_bins(hashes, bins);
+        let mut total = Tally::default();
+        with_cells!(self.storage, C => {
+            self.visit_prefetched::<C>(hashes, bins, |hash, kmer_bins| {
+                total.add(self.update::<C, EXCLUSIVE>(hash, |t| kmer_bins[t]));
+                true
+            });
+        });
+        self.record(total);
+    }
+
+    /// Runs `f` with the thread's bin scratch buffer.
+    fn with_bins<R>(f: impl FnOnce(&mut Vec<u64>) -> R) -> R {
+        SCRATCH.with(|cell| f(&mut cell.borrow_mut().bins))
+    }
+
     /// Counts every k-mer of `seq`; returns the number of k-mers. Thread-safe.
     pub fn consume(&self, seq: &[u8]) -> u64 {
         self.with_hashes(seq, |s| {
-            self.compute_bins(&s.hashes, &mut s.bins);
-            let mut total = Tally::default();
-            with_cells!(self.storage, C => {
-                let mut hashes = s.hashes.iter();
-                self.visit_prefetched::<C>(&s.bins, |kmer_bins| {
-                    let hash = *hashes.next().expect("one bin row per hash");
-                    total.add(self.update::<C>(hash, |t| kmer_bins[t]));
-                    true
-                });
-            });
-            self.record(total);
+            self.add_all::<false>(&s.hashes, &mut s.bins);
             s.hashes.len() as u64
         })
+    }
+
+    /// [`KTable::consume`] for a single writer: the same counts, updated with plain loads and
+    /// stores instead of atomic read-modify-writes (faster; `&mut` proves no one else writes).
+    pub fn consume_exclusive(&mut self, seq: &[u8]) -> u64 {
+        self.with_hashes(seq, |s| {
+            self.add_all::<true>(&s.hashes, &mut s.bins);
+            s.hashes.len() as u64
+        })
+    }
+
+    /// Counts every k-mer of every sequence (the same as [`KTable::consume`] on each, in order)
+    /// with one prefetch pipeline across all of them; returns the number of k-mers. Thread-safe.
+    pub fn consume_many<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+        self.with_many_hashes(seqs, |s| self.add_all::<false>(&s.hashes, &mut s.bins))
+    }
+
+    /// [`KTable::consume_many`] for a single writer (see [`KTable::consume_exclusive`]).
+    pub fn consume_many_exclusive<'a>(&mut self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+        self.with_many_hashes(seqs, |s| self.add_all::<true>(&s.hashes, &mut s.bins))
+    }
+
+    /// Runs `f` with the thread's scratch holding the hashes of all `seqs`; returns their number.
+    fn with_many_hashes<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>, f: impl FnOnce(&mut Scratch)) -> u64 {
+        SCRATCH.with(|cell| {
+            let scratch = &mut *cell.borrow_mut();
+            scratch.hashes.clear();
+            for seq in seqs {
+                self.hashes_into(seq, &mut scratch.revcomp, &mut scratch.hashes);
+            }
+            f(scratch);
+            scratch.hashes.len() as u64
+        })
+    }
+
+    /// Adds each hash once, in order: the same as [`KTable::add_hash`] on each. Thread-safe.
+    /// Passing the hashes of many reads at once keeps the prefetch pipeline full across reads.
+    pub fn add_hashes(&self, hashes: &[u64]) {
+        Self::with_bins(|bins| self.add_all::<false>(hashes, bins));
+    }
+
+    /// [`KTable::add_hashes`] for a single writer (plain loads and stores, see
+    /// [`KTable::consume_exclusive`]).
+    pub fn add_hashes_exclusive(&mut self, hashes: &[u64]) {
+        Self::with_bins(|bins| self.add_all::<true>(hashes, bins));
     }
 
     /// Appends the count of every k-mer of `seq` to `out`.
@@ -341,14 +428,18 @@ impl KTable {
         self.with_hashes(seq, |s| self.counts_of(&s.hashes, &mut s.bins, out));
     }
 
+    /// Appends the count of each hash to `out` (the same as [`KTable::get_hash`] on each), with
+    /// the bins prefetched.
+    pub fn counts_for_hashes(&self, hashes: &[u64], out: &mut Vec<u32>) {
+        Self::with_bins(|bins| self.counts_of(hashes, bins, out));
+    }
+
     /// Appends the counts of `hashes` to `out` (bins batched and prefetched).
     fn counts_of(&self, hashes: &[u64], bins: &mut Vec<u64>, out: &mut Vec<u32>) {
         self.compute_bins(hashes, bins);
         out.reserve(hashes.len());
         with_cells!(self.storage, C => {
-            let mut hashes = hashes.iter();
-            self.visit_prefetched::<C>(bins, |kmer_bins| {
-                let hash = *hashes.next().expect("one bin row per hash");
+            self.visit_prefetched::<C>(hashes, bins, |hash, kmer_bins| {
                 out.push(self.count::<C>(hash, |t| kmer_bins[t]));
                 true
             });
@@ -367,23 +458,29 @@ impl KTable {
     /// `(unsigned)(0.5 + n/2.0)` of the n k-mers have count >= `cutoff`, i.e. iff the upper
     /// median is >= `cutoff`. False when `seq` has no k-mer.
     pub fn median_at_least(&self, seq: &[u8], cutoff: u32) -> bool {
-        self.with_hashes(seq, |s| {
-            let n = s.hashes.len();
-            if n == 0 {
-                return false;
-            }
-            let min_req = (0.5 + n as f64 / 2.0) as usize;
-            let mut seen = 0;
-            for chunk in s.hashes.chunks(SCAN_CHUNK) {
-                s.counts.clear();
-                self.counts_of(chunk, &mut s.bins, &mut s.counts);
-                seen += s.counts.iter().filter(|&&c| c >= cutoff).count();
-                if seen >= min_req {
-                    return true;
-                }
-            }
-            false
-        })
+        self.with_hashes(seq, |s| self.median_at_least_of(&s.hashes, &mut s.bins, cutoff))
+    }
+
+    /// [`KTable::median_at_least`] of the k-mers with these hashes (in read order).
+    pub fn median_at_least_hashes(&self, hashes: &[u64], cutoff: u32) -> bool {
+        Self::with_bins(|bins| self.median_at_least_of(hashes, bins, cutoff))
+    }
+
+    fn median_at_least_of(&self, hashes: &[u64], bins: &mut Vec<u64>, cutoff: u32) -> bool {
+        let n = hashes.len();
+        if n == 0 {
+            return false;
+        }
+        let min_req = (0.5 + n as f64 / 2.0) as usize;
+        self.compute_bins(hashes, bins);
+        let mut seen = 0;
+        with_cells!(self.storage, C => {
+            self.visit_prefetched::<C>(hashes, bins, |hash, kmer_bins| {
+                seen += usize::from(self.count::<C>(hash, |t| kmer_bins[t]) >= cutoff);
+                seen < min_req
+            });
+        });
+        seen >= min_req
     }
 
     /// khmer's `trim_on_abundance`: length of the longest prefix whose k-mers all have count
@@ -414,9 +511,9 @@ impl KTable {
     /// `tracking`, mark it there and add one to `dist[count]` (`dist.len() == 65536`).
     pub fn abundance_distribution_seq(&self, seq: &[u8], tracking: &KTable, dist: &mut [u64]) {
         self.with_hashes(seq, |s| {
-            s.counts.clear();
-            self.counts_of(&s.hashes, &mut s.bins, &mut s.counts);
-            for (&hash, &count) in s.hashes.iter().zip(&s.counts) {
+            let mut counts = Vec::with_capacity(s.hashes.len());
+            self.counts_of(&s.hashes, &mut s.bins, &mut counts);
+            for (&hash, &count) in s.hashes.iter().zip(&counts) {
                 if tracking.get_hash(hash) == 0 {
                     tracking.add_hash(hash);
                     dist[count as usize] += 1;
@@ -444,13 +541,15 @@ impl KTable {
 
     /// Increments the bins of one k-mer (bin of table t given by `bin_of(t)`), updating the
     /// bigcount map when every table was saturated.
+    /// `EXCLUSIVE`: the caller holds the table exclusively (plain loads and stores).
     #[inline(always)]
-    fn update<C: Cells>(&self, hash: u64, mut bin_of: impl FnMut(usize) -> u64) -> Tally {
+    fn update<C: Cells, const EXCLUSIVE: bool>(&self, hash: u64, mut bin_of: impl FnMut(usize) -> u64) -> Tally {
         let mut any_zero = false;
         let mut all_full = true;
         let mut occupied = 0;
         for (t, table) in self.tables.iter().enumerate() {
-            let previous = C::increment(table.mem.atomics(), bin_of(t));
+            let (mem, bin) = (table.mem.atomics(), bin_of(t));
+            let previous = if EXCLUSIVE { C::increment_exclusive(mem, bin) } else { C::increment(mem, bin) };
             if previous == 0 {
                 any_zero = true;
                 occupied += u64::from(t == 0);

@@ -5,6 +5,14 @@
 //! (a plain `fetch_add` could push 255 to 0), the nibble counter a compare-and-swap loop on the
 //! byte holding both nibbles, and the bit storage an atomic OR. The final value of every bin is
 //! therefore min(max, number of adds that hit it), whatever the thread interleaving.
+//!
+//! A plain `fetch_add` after a check that the counter is below 255 is not used: two threads can
+//! both see 254, and undoing the wrap of the second one races with a third thread that would see
+//! the wrapped 0 and count the bin as newly occupied. A locked `fetch_add` costs the same as a
+//! locked compare-and-swap that succeeds, so the loop (which retries only on a real race) stays.
+//!
+//! Callers that hold the table exclusively (`&mut`) use [`Cells::increment_exclusive`]: a plain
+//! load and store, with no locked instruction, which lets the CPU overlap many updates.
 
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -20,6 +28,9 @@ pub(super) trait Cells {
     fn byte_of(bin: u64) -> usize;
     /// Saturating increment of `bin`; returns the previous count.
     fn increment(mem: &[AtomicU8], bin: u64) -> u8;
+    /// The same increment for a caller that is the only one accessing `mem` (not atomic as a
+    /// whole: a concurrent writer could lose an update).
+    fn increment_exclusive(mem: &[AtomicU8], bin: u64) -> u8;
     /// Current count of `bin`.
     fn count(mem: &[AtomicU8], bin: u64) -> u8;
 }
@@ -40,6 +51,16 @@ fn increment_field(cell: &AtomicU8, shift: u32, mask: u8) -> u8 {
     }
 }
 
+/// Saturating increment of a field by a plain load and store (single writer only).
+#[inline(always)]
+fn increment_field_exclusive(cell: &AtomicU8, shift: u32, mask: u8) -> u8 {
+    let current = cell.load(Relaxed);
+    let field = (current >> shift) & mask;
+    // Branch-free: stores the unchanged byte when the field is saturated.
+    cell.store(current + (u8::from(field != mask) << shift), Relaxed);
+    field
+}
+
 /// 8-bit saturating counters (khmer type 1).
 pub(super) struct ByteCells;
 
@@ -56,6 +77,10 @@ impl Cells for ByteCells {
     #[inline(always)]
     fn increment(mem: &[AtomicU8], bin: u64) -> u8 {
         increment_field(&mem[bin as usize], 0, 0xFF)
+    }
+    #[inline(always)]
+    fn increment_exclusive(mem: &[AtomicU8], bin: u64) -> u8 {
+        increment_field_exclusive(&mem[bin as usize], 0, 0xFF)
     }
     #[inline(always)]
     fn count(mem: &[AtomicU8], bin: u64) -> u8 {
@@ -92,6 +117,10 @@ impl Cells for NibbleCells {
         increment_field(&mem[Self::byte_of(bin)], Self::shift(bin), 0x0F)
     }
     #[inline(always)]
+    fn increment_exclusive(mem: &[AtomicU8], bin: u64) -> u8 {
+        increment_field_exclusive(&mem[Self::byte_of(bin)], Self::shift(bin), 0x0F)
+    }
+    #[inline(always)]
     fn count(mem: &[AtomicU8], bin: u64) -> u8 {
         (mem[Self::byte_of(bin)].load(Relaxed) >> Self::shift(bin)) & 0x0F
     }
@@ -116,6 +145,13 @@ impl Cells for BitCells {
         u8::from(mem[Self::byte_of(bin)].fetch_or(bit, Relaxed) & bit != 0)
     }
     #[inline(always)]
+    fn increment_exclusive(mem: &[AtomicU8], bin: u64) -> u8 {
+        let cell = &mem[Self::byte_of(bin)];
+        let current = cell.load(Relaxed);
+        cell.store(current | (1u8 << (bin % 8)), Relaxed);
+        (current >> (bin % 8)) & 1
+    }
+    #[inline(always)]
     fn count(mem: &[AtomicU8], bin: u64) -> u8 {
         (mem[Self::byte_of(bin)].load(Relaxed) >> (bin % 8)) & 1
     }
@@ -137,6 +173,22 @@ mod tests {
         }
         assert_eq!(ByteCells::count(&mem, 2), 255);
         assert_eq!(ByteCells::count(&mem, 1), 0);
+    }
+
+    #[test]
+    fn exclusive_increments_match_atomic_ones() {
+        fn check<C: Cells>(size: u64) {
+            let (shared, exclusive) = (cells(C::bytes_for(size)), cells(C::bytes_for(size)));
+            for i in 0..300 * size {
+                let bin = (i * 7 + i / 3) % size;
+                assert_eq!(C::increment(&shared, bin), C::increment_exclusive(&exclusive, bin));
+            }
+            let bytes = |m: &[AtomicU8]| m.iter().map(|b| b.load(Relaxed)).collect::<Vec<_>>();
+            assert_eq!(bytes(&shared), bytes(&exclusive));
+        }
+        check::<ByteCells>(13);
+        check::<NibbleCells>(13);
+        check::<BitCells>(13);
     }
 
     #[test]

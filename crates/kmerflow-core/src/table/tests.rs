@@ -82,7 +82,8 @@ fn median_at_least_agrees_with_median() {
             table.consume(read);
         }
     }
-    for read in reads.iter().chain([&b"ACGTTGCAAGGCTTAACGTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTT"[..]].iter()) {
+    for read in reads.iter().chain([&b"ACGTTGCAAGGCTTAACGTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTTT"[..]].iter())
+    {
         let (median, _, _) = table.median_count(read).unwrap();
         for cutoff in 0..8 {
             assert_eq!(table.median_at_least(read, cutoff), median >= cutoff, "{cutoff}");
@@ -151,4 +152,83 @@ fn trimming_matches_khmer_probe() {
     let below: Vec<usize> = (0..5).map(|c| table.trim_below_abundance(read, c)).collect();
     assert_eq!(on, [12, 10, 8, 8, 8]);
     assert_eq!(below, [0, 0, 0, 0, 12]);
+}
+
+/// Reads with repeats, so that counts above 1 (and saturated nibbles) occur.
+fn repetitive_reads() -> Vec<Vec<u8>> {
+    let base = b"ACGTTGCAAGGCTTAACGGATCCATGGTTTAAACCCGGGTACGATCGATCGTAGCTAGCATGCA";
+    (0..60).map(|i| base[i % 7..base.len() - i % 5].to_vec()).collect()
+}
+
+fn all_kinds(k: usize) -> Vec<KTable> {
+    let kinds = [
+        (HashKind::TwoBit, StorageKind::Byte),
+        (HashKind::TwoBit, StorageKind::Nibble),
+        (HashKind::TwoBit, StorageKind::Bit),
+        (HashKind::Murmur, StorageKind::Byte),
+    ];
+    kinds.iter().map(|&(hash, storage)| KTable::with_sizes(k, hash, storage, vec![1009, 997, 983]).unwrap()).collect()
+}
+
+#[test]
+fn batched_and_exclusive_adds_equal_consume() {
+    let reads = repetitive_reads();
+    let seqs = || reads.iter().map(Vec::as_slice);
+    for kind in 0..all_kinds(7).len() {
+        let make = || all_kinds(7).remove(kind);
+        let (reference, mut exclusive) = (make(), make());
+        let mut all_hashes = Vec::new();
+        for read in seqs() {
+            assert_eq!(reference.consume(read), exclusive.consume_exclusive(read));
+            reference.kmer_hashes(read, &mut all_hashes);
+        }
+        let (batched, mut batched_exclusive, many, mut many_exclusive) = (make(), make(), make(), make());
+        batched.add_hashes(&all_hashes);
+        batched_exclusive.add_hashes_exclusive(&all_hashes);
+        assert_eq!(many.consume_many(seqs()), all_hashes.len() as u64);
+        assert_eq!(many_exclusive.consume_many_exclusive(seqs()), all_hashes.len() as u64);
+        for other in [&exclusive, &batched, &batched_exclusive, &many, &many_exclusive] {
+            assert_eq!(other.raw_tables(), reference.raw_tables());
+            assert_eq!(other.n_occupied(), reference.n_occupied());
+            assert_eq!(other.n_unique_kmers(), reference.n_unique_kmers());
+        }
+    }
+}
+
+#[test]
+fn exclusive_bigcount_matches_shared() {
+    let (mut shared, mut exclusive) = (countgraph(4, &[11, 7]), countgraph(4, &[11, 7]));
+    shared.set_use_bigcount(true).unwrap();
+    exclusive.set_use_bigcount(true).unwrap();
+    for _ in 0..400 {
+        shared.consume(b"ACGTA");
+        exclusive.consume_exclusive(b"ACGTA");
+    }
+    let h = shared.hash_kmer(b"ACGT").unwrap();
+    assert_eq!((shared.get_hash(h), exclusive.get_hash(h)), (400, 400));
+}
+
+#[test]
+fn hash_lookups_equal_sequence_lookups() {
+    let reads = repetitive_reads();
+    for table in all_kinds(9) {
+        reads.iter().step_by(3).for_each(|r| {
+            table.consume(r);
+        });
+        for read in &reads {
+            let mut hashes = Vec::new();
+            table.kmer_hashes(read, &mut hashes);
+            let (mut by_seq, mut by_hash) = (Vec::new(), vec![77]);
+            table.kmer_counts(read, &mut by_seq);
+            table.counts_for_hashes(&hashes, &mut by_hash);
+            assert_eq!(by_hash[1..], by_seq[..]);
+            assert_eq!(by_seq, hashes.iter().map(|&h| table.get_hash(h)).collect::<Vec<_>>());
+            for cutoff in 0..6 {
+                assert_eq!(table.median_at_least_hashes(&hashes, cutoff), table.median_at_least(read, cutoff));
+                let median = table.median_count(read).map_or(0, |m| m.0);
+                assert_eq!(table.median_at_least(read, cutoff), !hashes.is_empty() && median >= cutoff);
+            }
+        }
+    }
+    assert!(!all_kinds(4)[0].median_at_least_hashes(&[], 0));
 }
