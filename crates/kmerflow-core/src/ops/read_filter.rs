@@ -1,14 +1,14 @@
 //! Building blocks shared by the read-filtering commands (normalize-by-median, filter-abund,
 //! trim-low-abund): hashing a batch of bundles in a worker, khmer's per-read statistics
-//! computed from precomputed hashes, `trim_record`, output/report helpers and khmer's number
-//! formatting.
+//! computed from precomputed hashes, `trim_record` and report helpers.
 //!
 //! The split of work follows the ordered pipeline: workers clean reads and compute their
 //! k-mer hashes ([`hash_batch`]); the one ordered stage only looks counts up by hash
 //! ([`median_at_least`], [`median_count`], [`trim_position`]) and updates the table
-//! ([`consume`]), so its per-k-mer work is a few memory accesses.
+//! ([`consume`]), so its per-k-mer work is a few memory accesses. The stages run on
+//! [`crate::pipeline::run_ordered`].
 
-use crate::io::{BundleBatch, Compression, FastxReader, OutputFile, PairMode, PairedReader, Record};
+use crate::io::{BundleBatch, FastxReader, PairMode, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::table::KTable;
 use crate::{Error, Result};
@@ -97,14 +97,14 @@ pub fn hash_batch(bundles: BundleBatch, table: &KTable, cleaning: Cleaning) -> H
 }
 
 /// The batches of bundles of `path` (khmer's `broken_paired_reader` with `mode` and
-/// `min_length`), as an iterator for the ordered pipeline.
+/// `min_length`), as a source for the ordered pipeline.
 pub fn bundle_source(
     path: &str,
     mode: PairMode,
     min_length: usize,
 ) -> Result<impl Iterator<Item = Result<BundleBatch>> + Send> {
-    let mut reader = PairedReader::new(FastxReader::open(path)?, mode, Some(min_length));
-    Ok(std::iter::from_fn(move || reader.next_batch().transpose()))
+    let reader = PairedReader::new(FastxReader::open(path)?, mode, Some(min_length));
+    Ok(super::reads::bundle_batches(reader))
 }
 
 /// khmer's `median_at_least` over precomputed hashes: true when at least half (rounded up) of
@@ -216,31 +216,6 @@ pub fn trim_record(
     }
 }
 
-/// The output compression chosen by khmer's `--gzip`/`--bzip` (never by the file name).
-pub fn output_compression(gzip: bool, bzip: bool) -> Compression {
-    if gzip {
-        Compression::Gzip
-    } else if bzip {
-        Compression::Bzip2
-    } else {
-        Compression::None
-    }
-}
-
-/// Opens an output with `--gzip/--bzip` compression.
-pub fn create_output(path: &str, compression: Compression) -> Result<OutputFile> {
-    OutputFile::create_with(path, compression)
-}
-
-/// `<basename of input><suffix>` in the current directory (khmer's default output names).
-pub fn default_output_name(input: &str, suffix: &str) -> String {
-    let base = std::path::Path::new(input)
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| input.to_string());
-    format!("{base}{suffix}")
-}
-
 /// Refuses k above the 2-bit hash limit with a clear message.
 pub fn check_ksize(k: usize) -> Result<()> {
     if k > crate::kmer::twobit::MAX_K {
@@ -282,84 +257,9 @@ pub fn write_json_report(path: &str, value: &impl serde::Serialize) -> Result<()
     std::fs::write(path, text).map_err(|e| Error::io(path, e))
 }
 
-/// Python's `'{:.1%}'.format(x)`.
-pub fn percent1(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
-
-/// Python's `'{:.4}'.format(x)` for a finite non-negative float: 4 significant digits,
-/// scientific notation when the exponent is < -4 or >= 4, trailing zeros removed but at least
-/// one digit after the point in fixed notation.
-pub fn python_g4(x: f64) -> String {
-    if x == 0.0 {
-        return "0.0".to_string();
-    }
-    let sci = format!("{x:.3e}");
-    let (mantissa, exp) = sci.split_once('e').expect("scientific notation has an exponent");
-    let exp: i32 = exp.parse().expect("exponent is an integer");
-    if !(-4..4).contains(&exp) {
-        let m = mantissa.trim_end_matches('0').trim_end_matches('.');
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{m}e{sign}{:02}", exp.abs());
-    }
-    let decimals = (3 - exp).max(0) as usize;
-    let fixed = format!("{x:.decimals$}");
-    if fixed.contains('.') {
-        let t = fixed.trim_end_matches('0');
-        if t.ends_with('.') { format!("{t}0") } else { t.to_string() }
-    } else {
-        format!("{fixed}.0")
-    }
-}
-
-/// The ordered pipeline used by the filters: `make_worker()` builds a per-thread function
-/// that turns a batch into an output; `sink` receives outputs in input order.
-pub fn run_ordered<B, O, I, W, M, S>(source: I, threads: usize, make_worker: M, sink: S) -> Result<()>
-where
-    I: IntoIterator<Item = Result<B>>,
-    I::IntoIter: Send,
-    B: Send,
-    O: Send,
-    M: Fn() -> W + Sync,
-    W: FnMut(B) -> Result<O>,
-    S: FnMut(O) -> Result<()>,
-{
-    let _ = threads;
-    let mut sink = sink;
-    let mut work = make_worker();
-    for batch in source {
-        sink(work(batch?)?)?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn python_g4_matches_python() {
-        assert_eq!(python_g4(1.0 / 1001.0), "0.000999");
-        assert_eq!(python_g4(1.0 / 2002.0), "0.0004995");
-        assert_eq!(python_g4(0.25261), "0.2526");
-        assert_eq!(python_g4(1.0), "1.0");
-        assert_eq!(python_g4(0.5), "0.5");
-        assert_eq!(python_g4(0.00001234), "1.234e-05");
-        assert_eq!(python_g4(0.1), "0.1");
-    }
-
-    #[test]
-    fn percent_matches_python() {
-        assert_eq!(percent1(0.5), "50.0%");
-        assert_eq!(percent1(1.0), "100.0%");
-        assert_eq!(percent1(1.0 / 1001.0), "0.1%");
-    }
-
-    #[test]
-    fn default_names_use_the_basename() {
-        assert_eq!(default_output_name("/a/b/reads.fa", ".keep"), "reads.fa.keep");
-        assert_eq!(default_output_name("reads.fq.gz", ".abundtrim"), "reads.fq.gz.abundtrim");
-    }
 
     fn table_with(reads: &[&[u8]]) -> KTable {
         use crate::table::{HashKind, StorageKind};

@@ -10,8 +10,10 @@ use super::read_filter::{
     self, bundle_source, check_fp_rate, check_ksize, hash_batch, info, median_count, trim_record,
     Cleaning, HashedBatch, Trim,
 };
+use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use crate::io::{write_record, Compression, OutputFile, PairMode};
+use crate::pipeline::run_ordered;
 use crate::table::{HashKind, KTable};
 use crate::{Error, Result};
 use std::io::Write;
@@ -57,8 +59,8 @@ pub struct Options {
     pub savegraph: Option<String>,
     /// `-o/--output` (`-` = stdout); per-input `<basename>.abundtrim` otherwise.
     pub output: Option<String>,
-    /// `--gzip`/`--bzip`.
-    pub compression: Compression,
+    /// `--gzip`/`--bzip`; `None` chooses by the output name's extension.
+    pub compression: Option<Compression>,
     /// `--summary-info`.
     pub summary_info: Option<SummaryFormat>,
     /// Worker threads.
@@ -84,7 +86,7 @@ impl Default for Options {
             loadgraph: None,
             savegraph: None,
             output: None,
-            compression: Compression::None,
+            compression: None,
             summary_info: None,
             threads: 1,
             quiet: false,
@@ -204,7 +206,7 @@ fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, 
     info(o.quiet, format!("second pass: looking at sequences kept aside in {}", job.pass2));
     t.watermark = REPORT_EVERY_N_READS;
     let source = bundle_source(&job.pass2, PairMode::ForceSingle, table.ksize())?;
-    read_filter::run_ordered(
+    run_ordered(
         source,
         o.threads,
         || {
@@ -240,7 +242,7 @@ fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, 
                 t.progress_pass2(&job.pass2);
                 t.wrote(written);
             }
-            out.write_all(&bytes).map_err(|e| Error::io(out.path(), e))
+            write_to(out, &bytes)
         },
     )?;
     std::fs::remove_file(&job.pass2).map_err(|e| Error::io(&job.pass2, e))
@@ -259,7 +261,7 @@ fn check_options(o: &Options) -> Result<()> {
     if o.diginorm.is_some() && o.single_pass {
         return Err(Error::invalid("--diginorm and --single-pass are incompatible!"));
     }
-    if o.output.is_none() && o.inputs.iter().any(|f| f == "-" || f == "/dev/stdin") {
+    if o.output.is_none() && o.inputs.iter().any(|f| is_stdin(f)) {
         return Err(Error::invalid("Accepting input from stdin; output filename must be provided with -o."));
     }
     Ok(())
@@ -327,14 +329,14 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
     let mut jobs = Vec::new();
     let mut t = Tally { s: Summary::default(), quiet: o.quiet, file: "", n_start: 0, watermark: 0 };
     if let Some(path) = &o.output {
-        outs.push(OutputFile::create_with(path, o.compression)?);
+        outs.push(create_output(path, o.compression)?);
     }
     let mode = if o.ignore_pairs { PairMode::ForceSingle } else { PairMode::BrokenPaired };
     let mut scratch = Vec::new();
     for input in &o.inputs {
         let pass2 = tempdir.join(format!("{}.pass2", input.replace('/', "-"))).to_string_lossy().into_owned();
         if o.output.is_none() {
-            outs.push(OutputFile::create_with(&read_filter::default_output_name(input, ".abundtrim"), o.compression)?);
+            outs.push(create_output(&derived_name(input, ".abundtrim", None), o.compression)?);
         }
         let job = FileJob { input: input.clone(), pass2, out: outs.len() - 1 };
         let mut aside_file = std::io::BufWriter::new(std::fs::File::create(&job.pass2).map_err(|e| Error::io(&job.pass2, e))?);
@@ -344,7 +346,7 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
         let save_start = t.s.reads_set_aside;
         let out = &mut outs[job.out];
         let (mut buf, mut aside) = (Vec::new(), Vec::new());
-        read_filter::run_ordered(
+        run_ordered(
             bundle_source(input, mode, table.ksize())?,
             o.threads,
             || move |bb| Ok(hash_batch(bb, table, Cleaning::Parser)),
@@ -352,7 +354,7 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
                 buf.clear();
                 aside.clear();
                 pass1_batch(o, table, &hb, &mut t, &mut buf, &mut aside, &mut scratch);
-                out.write_all(&buf).map_err(|e| Error::io(out.path(), e))?;
+                write_to(out, &buf)?;
                 aside_file.write_all(&aside).map_err(|e| Error::io(&job.pass2, e))
             },
         )?;
@@ -395,19 +397,6 @@ fn print_summary(o: &Options, s: &Summary) {
     }
 }
 
-/// Python's `repr(float)`: shortest round-trip digits, scientific below 1e-4 and from 1e16.
-fn python_float(x: f64) -> String {
-    if x != 0.0 && !(1e-4..1e16).contains(&x.abs()) {
-        let s = format!("{x:e}");
-        let (m, e) = s.split_once('e').expect("exponent");
-        let e: i32 = e.parse().expect("integer exponent");
-        let sign = if e < 0 { '-' } else { '+' };
-        return format!("{m}e{sign}{:02}", e.abs());
-    }
-    let s = format!("{x}");
-    if s.contains('.') { s } else { format!("{s}.0") }
-}
-
 /// Local time as `%Y-%m-%dT%H:%M:%S`.
 fn timestamp() -> String {
     let now = unsafe { libc::time(std::ptr::null_mut()) };
@@ -425,7 +414,7 @@ fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat) -> Result
         _ => format!("trim-low-abund-{}", timestamp()),
     };
     let fields: [(&str, String); 10] = [
-        ("fpr", python_float(s.fp_rate)),
+        ("fpr", super::pyfmt::repr(s.fp_rate)),
         ("reads", s.reads.to_string()),
         ("basepairs", s.basepairs.to_string()),
         ("reads_written", s.reads_written.to_string()),
@@ -453,14 +442,6 @@ fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn floats_print_like_python() {
-        assert_eq!(python_float(9.025048735197377e-11), "9.025048735197377e-11");
-        assert_eq!(python_float(0.0), "0.0");
-        assert_eq!(python_float(0.25), "0.25");
-        assert_eq!(python_float(1e-5), "1e-05");
-    }
 
     #[test]
     fn z_without_v_is_refused() {
