@@ -49,6 +49,7 @@ impl FilterArgs {
 
 /// Trim reads at k-mers whose count in a saved countgraph is below the cutoff.
 #[derive(ClapArgs, Debug, Clone)]
+#[command(disable_version_flag = true)] // -V is --variable-coverage, as in khmer
 pub struct Args {
     #[command(flatten)]
     pub filter: FilterArgs,

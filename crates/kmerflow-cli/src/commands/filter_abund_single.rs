@@ -10,6 +10,7 @@ use kmerflow_core::Result;
 
 /// Count k-mers of a file and trim its reads at k-mers below the cutoff.
 #[derive(ClapArgs, Debug, Clone)]
+#[command(disable_version_flag = true)] // -V is --variable-coverage, as in khmer
 pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,

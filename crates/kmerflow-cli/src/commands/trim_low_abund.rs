@@ -17,6 +17,7 @@ pub enum SummaryInfo {
 
 /// Trim low-abundance k-mers from reads in two streaming passes.
 #[derive(ClapArgs, Debug, Clone)]
+#[command(disable_version_flag = true)] // -V is --variable-coverage, as in khmer
 pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,

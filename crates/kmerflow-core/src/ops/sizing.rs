@@ -245,7 +245,7 @@ pub fn create_nodegraph(params: &TableParams, messages: &mut Vec<String>) -> Res
 /// khmer's `calc_expected_collisions`: (n_occupied / min(hashsizes)) ^ n_tables.
 pub fn expected_fp_rate(table: &KTable) -> f64 {
     let min = table.hashsizes().iter().copied().min().unwrap_or(1) as f64;
-    (table.n_occupied() as f64 / min).powi(table.n_tables() as i32)
+    (table.n_occupied() as f64 / min).powf(table.n_tables() as f64)
 }
 
 #[cfg(test)]

@@ -95,12 +95,13 @@ impl Default for Options {
     }
 }
 
-/// khmer's counters (note: reads of pass 2 are counted again in `reads` and `basepairs`).
+/// khmer's counters. As in khmer, `reads` and `basepairs` are the first pass's totals (the
+/// second look at set-aside reads is not added), while `reads_trimmed` covers both passes.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Summary {
-    /// Reads looked at, pass 2 included.
+    /// Reads looked at in pass 1.
     pub reads: u64,
-    /// Bases looked at, pass 2 included.
+    /// Bases looked at in pass 1.
     pub basepairs: u64,
     /// Reads written.
     pub reads_written: u64,
@@ -121,6 +122,9 @@ pub struct Summary {
 /// Running counters plus khmer's progress line.
 struct Tally<'a> {
     s: Summary,
+    /// Reads and bases looked at again in pass 2 (only shown on the progress line).
+    pass2_reads: u64,
+    pass2_basepairs: u64,
     quiet: bool,
     file: &'a str,
     n_start: u64,
@@ -139,9 +143,11 @@ impl Tally<'_> {
 
     /// Called before each read is written in pass 2.
     fn progress_pass2(&mut self, pass2: &str) {
-        if self.s.reads - self.n_start > self.watermark {
+        let reads = self.s.reads + self.pass2_reads;
+        if reads - self.n_start > self.watermark {
             let s = &self.s;
-            info(self.quiet, format!("... x 2 {} {pass2} {} {} {} {} {}", s.reads - self.n_start, s.reads_set_aside, s.reads, s.basepairs, s.reads_written, s.basepairs_written));
+            let bases = s.basepairs + self.pass2_basepairs;
+            info(self.quiet, format!("... x 2 {} {pass2} {} {reads} {bases} {} {}", reads - self.n_start, s.reads_set_aside, s.reads_written, s.basepairs_written));
             self.watermark += REPORT_EVERY_N_READS;
         }
     }
@@ -199,12 +205,22 @@ struct FileJob {
     input: String,
     pass2: String,
     out: usize,
+    /// Reads set aside in pass 1 (an empty set-aside file is not read back).
+    set_aside: u64,
 }
 
 /// Pass 2 over one set-aside file.
 fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
     info(o.quiet, format!("second pass: looking at sequences kept aside in {}", job.pass2));
     t.watermark = REPORT_EVERY_N_READS;
+    if job.set_aside > 0 {
+        pass2_reads(o, table, job, out, t)?;
+    }
+    std::fs::remove_file(&job.pass2).map_err(|e| Error::io(&job.pass2, e))
+}
+
+/// Trims the reads of one non-empty set-aside file into `out`.
+fn pass2_reads(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
     let source = bundle_source(&job.pass2, PairMode::ForceSingle, table.ksize())?;
     run_ordered(
         source,
@@ -227,8 +243,8 @@ fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, 
         },
         |(bytes, reads): (Vec<u8>, Vec<Pass2Read>)| {
             for r in reads {
-                t.s.reads += 1;
-                t.s.basepairs += r.len as u64;
+                t.pass2_reads += 1;
+                t.pass2_basepairs += r.len as u64;
                 if r.skipped {
                     t.s.reads_skipped += 1;
                 } else if r.trim.did_trim() {
@@ -245,7 +261,7 @@ fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, 
             write_to(out, &bytes)
         },
     )?;
-    std::fs::remove_file(&job.pass2).map_err(|e| Error::io(&job.pass2, e))
+    Ok(())
 }
 
 /// Validates the option combinations khmer refuses.
@@ -306,6 +322,19 @@ pub fn run(o: &Options) -> Result<Summary> {
     let s = &mut t.s;
     s.fp_rate = expected_fp_rate(&table);
     print_summary(o, s);
+    if s.short_dropped > 0 {
+        info(o.quiet, format!("dropped {} reads shorter than k={k}", s.short_dropped));
+    }
+    if let Some(path) = &o.report_json {
+        read_filter::write_json_report(path, &*s)?;
+    }
+    // As in khmer, a too-full table ends the run before the graph and summary are saved.
+    check_fp_rate(s.fp_rate, MAX_FP_RATE, o.table.force)?;
+    match o.output.as_deref() {
+        None => info(o.quiet, "output in *.abundtrim"),
+        Some("-") => info(o.quiet, "output streamed to stdout"),
+        Some(name) => info(o.quiet, format!("output in {name}")),
+    }
     if let Some(path) = &o.savegraph {
         info(o.quiet, format!("Saving k-mer countgraph to {path}"));
         table.save(path)?;
@@ -313,13 +342,6 @@ pub fn run(o: &Options) -> Result<Summary> {
     if let Some(format) = o.summary_info {
         write_summary_info(o, s, format)?;
     }
-    if s.short_dropped > 0 {
-        info(o.quiet, format!("dropped {} reads shorter than k={k}", s.short_dropped));
-    }
-    if let Some(path) = &o.report_json {
-        read_filter::write_json_report(path, &*s)?;
-    }
-    check_fp_rate(s.fp_rate, MAX_FP_RATE, o.table.force)?;
     Ok(t.s)
 }
 
@@ -327,7 +349,7 @@ pub fn run(o: &Options) -> Result<Summary> {
 fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> Result<Tally<'a>> {
     let mut outs: Vec<OutputFile> = Vec::new();
     let mut jobs = Vec::new();
-    let mut t = Tally { s: Summary::default(), quiet: o.quiet, file: "", n_start: 0, watermark: 0 };
+    let mut t = Tally { s: Summary::default(), pass2_reads: 0, pass2_basepairs: 0, quiet: o.quiet, file: "", n_start: 0, watermark: 0 };
     if let Some(path) = &o.output {
         outs.push(create_output(path, o.compression)?);
     }
@@ -338,7 +360,7 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
         if o.output.is_none() {
             outs.push(create_output(&derived_name(input, ".abundtrim", None), o.compression)?);
         }
-        let job = FileJob { input: input.clone(), pass2, out: outs.len() - 1 };
+        let mut job = FileJob { input: input.clone(), pass2, out: outs.len() - 1, set_aside: 0 };
         let mut aside_file = std::io::BufWriter::new(std::fs::File::create(&job.pass2).map_err(|e| Error::io(&job.pass2, e))?);
         t.file = input;
         t.n_start = t.s.reads;
@@ -359,7 +381,8 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
             },
         )?;
         aside_file.flush().map_err(|e| Error::io(&job.pass2, e))?;
-        info(o.quiet, format!("{}: kept aside {} of {} from first pass", job.input, t.s.reads_set_aside - save_start, t.s.reads - t.n_start));
+        job.set_aside = t.s.reads_set_aside - save_start;
+        info(o.quiet, format!("{}: kept aside {} of {} from first pass", job.input, job.set_aside, t.s.reads - t.n_start));
         jobs.push(job);
     }
     if !o.single_pass {
@@ -373,7 +396,7 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
     Ok(t)
 }
 
-/// khmer's closing report lines.
+/// khmer's closing report lines, up to the false-positive rate.
 fn print_summary(o: &Options, s: &Summary) {
     let q = o.quiet;
     let ratio = |a: f64, b: f64| if b == 0.0 { 0.0 } else { a / b };
@@ -390,11 +413,6 @@ fn print_summary(o: &Options, s: &Summary) {
         info(q, "skipped 0 reads/0 bases because of low coverage");
     }
     info(q, format!("fp rate estimated to be {:1.3}", s.fp_rate));
-    match o.output.as_deref() {
-        None => info(q, "output in *.abundtrim"),
-        Some("-") => info(q, "output streamed to stdout"),
-        Some(name) => info(q, format!("output in {name}")),
-    }
 }
 
 /// Local time as `%Y-%m-%dT%H:%M:%S`.
