@@ -2,13 +2,13 @@
 //!
 //! A bundle (a read or a recognised pair) is discarded when every one of its reads already
 //! has an upper-median k-mer count >= C, tested before anything is counted; otherwise all its
-//! reads are counted (read 1 then read 2) and written unchanged. Workers clean and hash the
-//! reads; the decision and the table update happen in input order, so the output does not
-//! depend on the number of threads.
+//! reads are counted (read 1 then read 2) and written unchanged. Workers clean the reads; the
+//! decision and the table update happen in input order, so the output does not depend on the
+//! number of threads.
 
 use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, hash_batch, info, Cleaning, HashedBatch,
+    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, CleanBatch, Cleaning,
 };
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
@@ -109,16 +109,16 @@ struct Normalizer<'a> {
 }
 
 impl Normalizer<'_> {
-    /// Decides, counts and writes the bundles of one hashed batch, in order.
-    fn process(&mut self, path: &str, table: &KTable, hb: &HashedBatch, out: &mut Vec<u8>) -> Result<()> {
+    /// Decides, counts and writes the bundles of one cleaned batch, in order.
+    fn process(&mut self, path: &str, table: &KTable, cb: &CleanBatch, out: &mut Vec<u8>) -> Result<()> {
         let cutoff = self.opts.cutoff;
-        for b in hb.bundle_reads() {
+        for b in cb.bundle_reads() {
             self.summary.total += b.len() as u64;
-            let discard = b.iter().all(|i| read_filter::median_at_least(table, hb.hashes(i), cutoff));
+            let discard = b.iter().all(|i| table.median_at_least(cb.clean_seq(i), cutoff));
             if !discard {
                 for i in b.iter() {
-                    read_filter::consume(table, hb.hashes(i));
-                    crate::io::write_record(out, &hb.record(i));
+                    table.consume(cb.clean_seq(i));
+                    crate::io::write_record(out, &cb.record(i));
                     self.summary.kept += 1;
                 }
             }
@@ -156,11 +156,11 @@ impl Normalizer<'_> {
         run_ordered(
             source,
             self.opts.threads,
-            || move |bb| Ok(hash_batch(bb, table, Cleaning::Screed)),
-            |hb: HashedBatch| {
-                short += hb.bundles.n_short_dropped;
+            || |bb| Ok(clean_batch(bb, Cleaning::Screed)),
+            |cb: CleanBatch| {
+                short += cb.bundles.n_short_dropped;
                 buf.clear();
-                self.process(path, table, &hb, &mut buf)?;
+                self.process(path, table, &cb, &mut buf)?;
                 write_to(out, &buf)
             },
         )?;

@@ -7,7 +7,7 @@
 //! so the table and its statistics are the same for any number of threads).
 
 use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, hash_batch, info, trim_record, Cleaning,
+    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, trim_record, Cleaning,
 };
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
@@ -116,12 +116,12 @@ fn filter_file(table: &KTable, input: &str, p: &FilterParams, out: &mut OutputFi
         p.threads,
         || {
             move |bb| {
-                let hb = hash_batch(bb, table, Cleaning::Parser);
-                let mut f = Filtered { bytes: Vec::new(), reads: 0, truncated: 0, removed: 0, short: hb.bundles.n_short_dropped };
-                for b in hb.bundle_reads() {
+                let cb = clean_batch(bb, Cleaning::Parser);
+                let mut f = Filtered { bytes: Vec::new(), reads: 0, truncated: 0, removed: 0, short: cb.bundles.n_short_dropped };
+                for b in cb.bundle_reads() {
                     for i in b.iter() {
-                        let rec = hb.record(i);
-                        let t = trim_record(table, hb.hashes(i), rec.seq.len(), p.cutoff, z);
+                        let rec = cb.record(i);
+                        let t = trim_record(table, cb.clean_seq(i), p.cutoff, z);
                         f.reads += 1;
                         match t.write(&rec, &mut f.bytes) {
                             None => f.removed += 1,
@@ -198,10 +198,12 @@ fn count_file(table: &KTable, input: &str, threads: usize) -> Result<()> {
     run_ordered(
         source,
         threads,
-        || move |bb| Ok(hash_batch(bb, table, Cleaning::Parser)),
-        |hb| {
-            for b in hb.bundle_reads() {
-                b.iter().for_each(|i| read_filter::consume(table, hb.hashes(i)));
+        || |bb| Ok(clean_batch(bb, Cleaning::Parser)),
+        |cb| {
+            for b in cb.bundle_reads() {
+                b.iter().for_each(|i| {
+                    table.consume(cb.clean_seq(i));
+                });
             }
             Ok(())
         },

@@ -7,8 +7,8 @@
 //! reads the table, so workers trim batches in parallel.
 
 use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, hash_batch, info, median_count, trim_record,
-    Cleaning, HashedBatch, Trim,
+    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, median_count, trim_record,
+    CleanBatch, Cleaning, Trim,
 };
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
@@ -158,20 +158,20 @@ impl Tally<'_> {
     }
 }
 
-/// Pass 1 over one hashed batch: writes trimmed reads to `out` and set-aside reads to `aside`.
-fn pass1_batch(o: &Options, table: &KTable, hb: &HashedBatch, t: &mut Tally<'_>, out: &mut Vec<u8>, aside: &mut Vec<u8>, scratch: &mut Vec<u32>) {
-    t.s.short_dropped += hb.bundles.n_short_dropped;
-    for b in hb.bundle_reads() {
+/// Pass 1 over one cleaned batch: writes trimmed reads to `out` and set-aside reads to `aside`.
+fn pass1_batch(o: &Options, table: &KTable, cb: &CleanBatch, t: &mut Tally<'_>, out: &mut Vec<u8>, aside: &mut Vec<u8>) {
+    t.s.short_dropped += cb.bundles.n_short_dropped;
+    for b in cb.bundle_reads() {
         t.s.reads += b.len() as u64;
-        t.s.basepairs += b.iter().map(|i| hb.record(i).seq.len() as u64).sum::<u64>();
-        let cov = b.iter().map(|i| median_count(table, hb.hashes(i), scratch)).min().unwrap_or(0);
+        t.s.basepairs += b.iter().map(|i| cb.record(i).seq.len() as u64).sum::<u64>();
+        let cov = b.iter().map(|i| median_count(table, cb.clean_seq(i))).min().unwrap_or(0);
         if o.diginorm.is_some_and(|d| cov >= d) {
             continue;
         }
         if cov >= o.trim_at_coverage {
             for i in b.iter() {
-                let rec = hb.record(i);
-                let trim = trim_record(table, hb.hashes(i), rec.seq.len(), o.cutoff, None);
+                let rec = cb.record(i);
+                let trim = trim_record(table, cb.clean_seq(i), o.cutoff, None);
                 if trim.did_trim() {
                     t.s.reads_trimmed += 1;
                 }
@@ -184,8 +184,8 @@ fn pass1_batch(o: &Options, table: &KTable, hb: &HashedBatch, t: &mut Tally<'_>,
             }
         } else {
             for i in b.iter() {
-                read_filter::consume(table, hb.hashes(i));
-                write_record(aside, &hb.record(i));
+                table.consume(cb.clean_seq(i));
+                write_record(aside, &cb.record(i));
                 t.s.reads_set_aside += 1;
             }
         }
@@ -227,14 +227,14 @@ fn pass2_reads(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile,
         o.threads,
         || {
             move |bb| {
-                let hb = hash_batch(bb, table, Cleaning::Parser);
+                let cb = clean_batch(bb, Cleaning::Parser);
                 let mut bytes = Vec::new();
                 let mut reads = Vec::new();
-                for i in hb.bundle_reads().flat_map(|b| b.iter()) {
-                    let rec = hb.record(i);
-                    let hashes = hb.hashes(i);
-                    let low = o.variable_coverage && !read_filter::median_at_least(table, hashes, o.trim_at_coverage);
-                    let trim = if low { Trim::Keep } else { trim_record(table, hashes, rec.seq.len(), o.cutoff, None) };
+                for i in cb.bundle_reads().flat_map(|b| b.iter()) {
+                    let rec = cb.record(i);
+                    let seq = cb.clean_seq(i);
+                    let low = o.variable_coverage && !table.median_at_least(seq, o.trim_at_coverage);
+                    let trim = if low { Trim::Keep } else { trim_record(table, seq, o.cutoff, None) };
                     trim.write(&rec, &mut bytes);
                     reads.push(Pass2Read { len: rec.seq.len(), trim, skipped: low });
                 }
@@ -354,7 +354,6 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
         outs.push(create_output(path, o.compression)?);
     }
     let mode = if o.ignore_pairs { PairMode::ForceSingle } else { PairMode::BrokenPaired };
-    let mut scratch = Vec::new();
     for input in &o.inputs {
         let pass2 = tempdir.join(format!("{}.pass2", input.replace('/', "-"))).to_string_lossy().into_owned();
         if o.output.is_none() {
@@ -371,11 +370,11 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
         run_ordered(
             bundle_source(input, mode, table.ksize())?,
             o.threads,
-            || move |bb| Ok(hash_batch(bb, table, Cleaning::Parser)),
-            |hb: HashedBatch| {
+            || |bb| Ok(clean_batch(bb, Cleaning::Parser)),
+            |cb: CleanBatch| {
                 buf.clear();
                 aside.clear();
-                pass1_batch(o, table, &hb, &mut t, &mut buf, &mut aside, &mut scratch);
+                pass1_batch(o, table, &cb, &mut t, &mut buf, &mut aside);
                 write_to(out, &buf)?;
                 aside_file.write_all(&aside).map_err(|e| Error::io(&job.pass2, e))
             },
