@@ -1,10 +1,9 @@
 //! `kmerflow filter-abund`: trim reads at low-abundance k-mers of a saved countgraph
 //! (khmer's filter-abund.py).
 
-use super::normalize_by_median::CompressionArgs;
+use crate::common::{CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
-use kmerflow_core::ops::read_filter::output_compression;
 use kmerflow_core::Result;
 
 /// The trimming flags shared by filter-abund and filter-abund-single.
@@ -24,31 +23,25 @@ pub struct FilterArgs {
     pub output: Option<String>,
     #[command(flatten)]
     pub compression: CompressionArgs,
-    /// Worker threads (output is identical for any number).
-    #[arg(short = 'T', long = "threads", default_value_t = 1)]
-    pub threads: usize,
     /// Write the summary (including reads dropped for being shorter than k) as JSON.
     #[arg(long = "report-json")]
     pub report_json: Option<String>,
     /// Overwrite/continue where khmer would refuse.
     #[arg(short = 'f', long = "force")]
     pub force: bool,
-    /// No informational messages.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
 }
 
 impl FilterArgs {
-    /// The core's trimming parameters.
-    pub fn params(&self) -> FilterParams {
+    /// The core's trimming parameters, with the threads and quietness of `ctx`.
+    pub fn params(&self, ctx: &Ctx) -> FilterParams {
         FilterParams {
             cutoff: self.cutoff,
             variable_coverage: self.variable_coverage,
             normalize_to: self.normalize_to,
             output: self.output.clone(),
-            compression: output_compression(self.compression.gzip, self.compression.bzip),
-            threads: self.threads,
-            quiet: self.quiet,
+            compression: self.compression.compression(),
+            threads: ctx.threads,
+            quiet: ctx.quiet,
             report_json: self.report_json.clone(),
         }
     }
@@ -56,6 +49,7 @@ impl FilterArgs {
 
 /// Trim reads at k-mers whose count in a saved countgraph is below the cutoff.
 #[derive(ClapArgs, Debug, Clone)]
+#[command(disable_version_flag = true)] // -V is --variable-coverage, as in khmer
 pub struct Args {
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -64,10 +58,13 @@ pub struct Args {
     /// Input sequence files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
-/// Runs the command.
-pub fn execute(args: &Args) -> Result<()> {
-    let opts = filter_abund::Options { graph: args.graph.clone(), inputs: args.inputs.clone(), filter: args.filter.params() };
+/// Runs `filter-abund` (output is identical for any number of threads).
+pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
+    let filter = args.filter.params(ctx);
+    let opts = filter_abund::Options { graph: args.graph, inputs: args.inputs, filter };
     filter_abund::run(&opts).map(|_| ())
 }

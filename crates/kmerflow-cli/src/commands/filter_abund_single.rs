@@ -1,14 +1,16 @@
 //! `kmerflow filter-abund-single`: count one file, then trim its reads at low-abundance
 //! k-mers (khmer's filter-abund-single.py).
 
+use super::counting_args::CountingArgs;
 use super::filter_abund::FilterArgs;
-use super::normalize_by_median::CountingArgs;
+use crate::common::{CommonArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::filter_abund;
 use kmerflow_core::Result;
 
 /// Count k-mers of a file and trim its reads at k-mers below the cutoff.
 #[derive(ClapArgs, Debug, Clone)]
+#[command(disable_version_flag = true)] // -V is --variable-coverage, as in khmer
 pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,
@@ -19,15 +21,17 @@ pub struct Args {
     pub savegraph: Option<String>,
     /// Input sequence file.
     pub input: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
-/// Runs the command.
-pub fn execute(args: &Args) -> Result<()> {
+/// Runs `filter-abund-single` (output is identical for any number of threads).
+pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
     let opts = filter_abund::SingleOptions {
-        input: args.input.clone(),
-        table: args.counting.table_params(args.filter.force),
-        savegraph: args.savegraph.clone(),
-        filter: args.filter.params(),
+        table: args.counting.params(args.filter.force),
+        filter: args.filter.params(ctx),
+        input: args.input,
+        savegraph: args.savegraph,
     };
     filter_abund::run_single(&opts).map(|_| ())
 }

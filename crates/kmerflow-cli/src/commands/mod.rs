@@ -14,12 +14,16 @@ pub mod counting_args;
 pub mod extract_long_sequences;
 pub mod extract_paired_reads;
 pub mod fastq_to_fasta;
+pub mod filter_abund;
+pub mod filter_abund_single;
 pub mod interleave_reads;
 pub mod load_graph;
 pub mod load_into_counting;
+pub mod normalize_by_median;
 pub mod readstats;
 pub mod sample_reads_randomly;
 pub mod split_paired_reads;
+pub mod trim_low_abund;
 pub mod unique_kmers;
 
 use crate::common::{Ctx, Settings};
@@ -72,18 +76,26 @@ commands! {
     "extract-paired-reads" => ExtractPairedReads(extract_paired_reads),
     /// Convert FASTQ to FASTA, dropping reads that contain N
     "fastq-to-fasta" => FastqToFasta(fastq_to_fasta),
+    /// Trim reads at low-abundance k-mers of a saved countgraph
+    "filter-abund" => FilterAbund(filter_abund),
+    /// Count k-mers of one file, then trim its reads at low-abundance k-mers
+    "filter-abund-single" => FilterAbundSingle(filter_abund_single),
     /// Produce an interleaved file from R1/R2 paired files
     "interleave-reads" => InterleaveReads(interleave_reads),
     /// Load sequences into a nodegraph (presence table) and build its tagset
     "load-graph" => LoadGraph(load_graph),
     /// Build a countgraph of k-mer counts from reads and save it
     "load-into-counting" => LoadIntoCounting(load_into_counting),
+    /// Digital normalization: drop reads whose median k-mer count already reaches the cutoff
+    "normalize-by-median" => NormalizeByMedian(normalize_by_median),
     /// Display summary statistics for one or more FASTA/FASTQ files
     "readstats" => Readstats(readstats),
     /// Uniformly subsample reads (or pairs) with reservoir sampling
     "sample-reads-randomly" => SampleReadsRandomly(sample_reads_randomly),
     /// Split interleaved reads into two files, left and right
     "split-paired-reads" => SplitPairedReads(split_paired_reads),
+    /// Trim low-abundance k-mers from reads in two streaming passes
+    "trim-low-abund" => TrimLowAbund(trim_low_abund),
     /// Estimate the number of distinct k-mers with HyperLogLog
     "unique-kmers" => UniqueKmers(unique_kmers),
 }

@@ -1,8 +1,8 @@
 //! `kmerflow trim-low-abund`: streaming two-pass k-mer trimming (khmer's trim-low-abund.py).
 
-use super::normalize_by_median::{CompressionArgs, CountingArgs};
+use super::counting_args::CountingArgs;
+use crate::common::{CommonArgsLongThreads, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
-use kmerflow_core::ops::read_filter::output_compression;
 use kmerflow_core::ops::trim_low_abund::{self, SummaryFormat};
 use kmerflow_core::Result;
 
@@ -17,6 +17,7 @@ pub enum SummaryInfo {
 
 /// Trim low-abundance k-mers from reads in two streaming passes.
 #[derive(ClapArgs, Debug, Clone)]
+#[command(disable_version_flag = true)] // -V is --variable-coverage, as in khmer
 pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,
@@ -61,43 +62,40 @@ pub struct Args {
     /// Skip the second pass (reads set aside are lost).
     #[arg(long = "single-pass", conflicts_with = "diginorm")]
     pub single_pass: bool,
-    /// Worker threads (output is identical for any number; -T is the temp directory).
-    #[arg(long = "threads", default_value_t = 1)]
-    pub threads: usize,
     /// Write the summary (including reads dropped for being shorter than k) as JSON.
     #[arg(long = "report-json")]
     pub report_json: Option<String>,
-    /// No informational messages.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
     /// Input sequence files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
+    /// `-q` and `--threads` (khmer's `-T` is the temporary directory here).
+    #[command(flatten)]
+    pub common: CommonArgsLongThreads,
 }
 
-/// Runs the command.
-pub fn execute(args: &Args) -> Result<()> {
+/// Runs `trim-low-abund` (output is identical for any number of threads).
+pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
     let opts = trim_low_abund::Options {
-        inputs: args.inputs.clone(),
-        table: args.counting.table_params(args.force),
+        table: args.counting.params(args.force),
         cutoff: args.cutoff,
         trim_at_coverage: args.trim_at_coverage,
         variable_coverage: args.variable_coverage,
         diginorm: args.diginorm.then_some(args.diginorm_coverage),
         single_pass: args.single_pass,
         ignore_pairs: args.ignore_pairs,
-        tempdir: args.tempdir.clone(),
-        loadgraph: args.loadgraph.clone(),
-        savegraph: args.savegraph.clone(),
-        output: args.output.clone(),
-        compression: output_compression(args.compression.gzip, args.compression.bzip),
+        tempdir: args.tempdir,
+        loadgraph: args.loadgraph,
+        savegraph: args.savegraph,
+        output: args.output,
+        compression: args.compression.compression(),
         summary_info: args.summary_info.map(|s| match s {
             SummaryInfo::Json => SummaryFormat::Json,
             SummaryInfo::Tsv => SummaryFormat::Tsv,
         }),
-        threads: args.threads,
-        quiet: args.quiet,
-        report_json: args.report_json.clone(),
+        threads: ctx.threads,
+        quiet: ctx.quiet,
+        report_json: args.report_json,
+        inputs: args.inputs,
     };
     trim_low_abund::run(&opts).map(|_| ())
 }

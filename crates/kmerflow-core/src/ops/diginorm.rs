@@ -2,16 +2,18 @@
 //!
 //! A bundle (a read or a recognised pair) is discarded when every one of its reads already
 //! has an upper-median k-mer count >= C, tested before anything is counted; otherwise all its
-//! reads are counted (read 1 then read 2) and written unchanged. Workers clean and hash the
-//! reads; the decision and the table update happen in input order, so the output does not
-//! depend on the number of threads.
+//! reads are counted (read 1 then read 2) and written unchanged. Workers clean the reads; the
+//! decision and the table update happen in input order, so the output does not depend on the
+//! number of threads.
 
+use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, hash_batch, info, percent1, python_g4,
-    Cleaning, HashedBatch,
+    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, CleanBatch, Cleaning,
 };
+use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
+use crate::pipeline::run_ordered;
 use crate::table::{HashKind, KTable};
 use crate::{Error, Result};
 use std::io::Write;
@@ -45,8 +47,8 @@ pub struct Options {
     pub report_frequency: u64,
     /// `-o/--output` (`-` = stdout); per-input `<basename>.keep` otherwise.
     pub output: Option<String>,
-    /// `--gzip`/`--bzip`.
-    pub compression: Compression,
+    /// `--gzip`/`--bzip`; `None` chooses by the output name's extension.
+    pub compression: Option<Compression>,
     /// `-f/--force`: skip unreadable inputs, accept a high FP rate.
     pub force: bool,
     /// Worker threads.
@@ -71,7 +73,7 @@ impl Default for Options {
             report: None,
             report_frequency: 100_000,
             output: None,
-            compression: Compression::None,
+            compression: None,
             force: false,
             threads: 1,
             quiet: false,
@@ -107,16 +109,16 @@ struct Normalizer<'a> {
 }
 
 impl Normalizer<'_> {
-    /// Decides, counts and writes the bundles of one hashed batch, in order.
-    fn process(&mut self, path: &str, table: &KTable, hb: &HashedBatch, out: &mut Vec<u8>) -> Result<()> {
+    /// Decides, counts and writes the bundles of one cleaned batch, in order.
+    fn process(&mut self, path: &str, table: &KTable, cb: &CleanBatch, out: &mut Vec<u8>) -> Result<()> {
         let cutoff = self.opts.cutoff;
-        for b in hb.bundle_reads() {
+        for b in cb.bundle_reads() {
             self.summary.total += b.len() as u64;
-            let discard = b.iter().all(|i| read_filter::median_at_least(table, hb.hashes(i), cutoff));
+            let discard = b.iter().all(|i| table.median_at_least(cb.clean_seq(i), cutoff));
             if !discard {
                 for i in b.iter() {
-                    read_filter::consume(table, hb.hashes(i));
-                    crate::io::write_record(out, &hb.record(i));
+                    table.consume(cb.clean_seq(i));
+                    crate::io::write_record(out, &cb.record(i));
                     self.summary.kept += 1;
                 }
             }
@@ -125,7 +127,7 @@ impl Normalizer<'_> {
                 self.last_report_at = self.summary.total;
                 let (kept, total) = (self.summary.kept, self.summary.total);
                 let frac = kept as f64 / total as f64;
-                info(self.opts.quiet, format!("... kept {kept} of {total} or {} sofar", percent1(frac)));
+                info(self.opts.quiet, format!("... kept {kept} of {total} or {} sofar", percent(frac, 1)));
                 info(self.opts.quiet, format!("... in file {path}"));
                 self.report_line()?;
             }
@@ -138,7 +140,7 @@ impl Normalizer<'_> {
         let (kept, total) = (self.summary.kept, self.summary.total);
         if let (Some(fp), Some(path)) = (self.report.as_mut(), self.opts.report.as_deref()) {
             let frac = if total == 0 { 0.0 } else { kept as f64 / total as f64 };
-            writeln!(fp, "{total},{kept},{}", python_g4(frac))
+            writeln!(fp, "{total},{kept},{}", general_with_point(frac, 4))
                 .and_then(|_| fp.flush())
                 .map_err(|e| Error::io(path, e))?;
         }
@@ -151,15 +153,15 @@ impl Normalizer<'_> {
         let source = bundle_source(path, mode, self.opts.table.ksize)?;
         let mut short = 0;
         let mut buf = Vec::new();
-        read_filter::run_ordered(
+        run_ordered(
             source,
             self.opts.threads,
-            || move |bb| Ok(hash_batch(bb, table, Cleaning::Screed)),
-            |hb: HashedBatch| {
-                short += hb.bundles.n_short_dropped;
+            || |bb| Ok(clean_batch(bb, Cleaning::Screed)),
+            |cb: CleanBatch| {
+                short += cb.bundles.n_short_dropped;
                 buf.clear();
-                self.process(path, table, &hb, &mut buf)?;
-                out.write_all(&buf).map_err(|e| Error::io(out.path(), e))
+                self.process(path, table, &cb, &mut buf)?;
+                write_to(out, &buf)
             },
         )?;
         self.summary.short_dropped += short;
@@ -167,7 +169,7 @@ impl Normalizer<'_> {
         if total == start {
             info(self.opts.quiet, format!("SKIPPED empty file {path}"));
         } else {
-            let pct = percent1(kept as f64 / total as f64);
+            let pct = percent(kept as f64 / total as f64, 1);
             info(self.opts.quiet, format!("DONE with {path}; kept {kept} of {total} or {pct}"));
         }
         if short > 0 {
@@ -192,10 +194,10 @@ pub fn run(opts: &Options) -> Result<Summary> {
     if opts.output.is_none() {
         let mut seen = std::collections::HashSet::new();
         for f in &opts.inputs {
-            if f == "-" || f == "/dev/stdin" {
+            if is_stdin(f) {
                 return Err(Error::invalid("reading from stdin requires -o/--output"));
             }
-            if !seen.insert(read_filter::default_output_name(f, "")) {
+            if !seen.insert(derived_name(f, "", None)) {
                 return Err(Error::invalid(format!("duplicate input file name {f}; use -o")));
             }
         }
@@ -244,15 +246,15 @@ pub fn run(opts: &Options) -> Result<Summary> {
     }
 
     let mut single = match &opts.output {
-        Some(path) => Some(OutputFile::create_with(path, opts.compression)?),
+        Some(path) => Some(create_output(path, opts.compression)?),
         None => None,
     };
     for (path, mode) in files {
         let result = match single.as_mut() {
             Some(out) => norm.run_file(&table, path, mode, out),
             None => {
-                let name = read_filter::default_output_name(path, ".keep");
-                OutputFile::create_with(&name, opts.compression).and_then(|mut out| {
+                let name = derived_name(path, ".keep", None);
+                create_output(&name, opts.compression).and_then(|mut out| {
                     norm.run_file(&table, path, mode, &mut out)?;
                     info(opts.quiet, format!("output in {name}"));
                     out.finish()

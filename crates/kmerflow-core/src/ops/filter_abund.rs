@@ -7,13 +7,14 @@
 //! so the table and its statistics are the same for any number of threads).
 
 use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, hash_batch, info, trim_record, Cleaning,
+    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, trim_record, Cleaning,
 };
+use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
+use crate::pipeline::run_ordered;
 use crate::table::{HashKind, KTable};
 use crate::{Error, Result};
-use std::io::Write;
 
 /// Largest false-positive rate filter-abund-single accepts (checked before filtering).
 pub const MAX_FP_RATE: f64 = 0.2;
@@ -29,8 +30,8 @@ pub struct FilterParams {
     pub normalize_to: u32,
     /// `-o/--output` (`-` = stdout); per-input `<basename>.abundfilt` otherwise.
     pub output: Option<String>,
-    /// `--gzip`/`--bzip`.
-    pub compression: Compression,
+    /// `--gzip`/`--bzip`; `None` chooses by the output name's extension.
+    pub compression: Option<Compression>,
     /// Worker threads.
     pub threads: usize,
     /// `-q`.
@@ -46,7 +47,7 @@ impl Default for FilterParams {
             variable_coverage: false,
             normalize_to: 20,
             output: None,
-            compression: Compression::None,
+            compression: None,
             threads: 1,
             quiet: false,
             report_json: None,
@@ -110,17 +111,17 @@ struct Filtered {
 fn filter_file(table: &KTable, input: &str, p: &FilterParams, out: &mut OutputFile, summary: &mut Summary) -> Result<()> {
     let z = p.variable_coverage.then_some(p.normalize_to);
     let source = bundle_source(input, PairMode::ForceSingle, table.ksize())?;
-    read_filter::run_ordered(
+    run_ordered(
         source,
         p.threads,
         || {
             move |bb| {
-                let hb = hash_batch(bb, table, Cleaning::Parser);
-                let mut f = Filtered { bytes: Vec::new(), reads: 0, truncated: 0, removed: 0, short: hb.bundles.n_short_dropped };
-                for b in hb.bundle_reads() {
+                let cb = clean_batch(bb, Cleaning::Parser);
+                let mut f = Filtered { bytes: Vec::new(), reads: 0, truncated: 0, removed: 0, short: cb.bundles.n_short_dropped };
+                for b in cb.bundle_reads() {
                     for i in b.iter() {
-                        let rec = hb.record(i);
-                        let t = trim_record(table, hb.hashes(i), rec.seq.len(), p.cutoff, z);
+                        let rec = cb.record(i);
+                        let t = trim_record(table, cb.clean_seq(i), p.cutoff, z);
                         f.reads += 1;
                         match t.write(&rec, &mut f.bytes) {
                             None => f.removed += 1,
@@ -138,18 +139,19 @@ fn filter_file(table: &KTable, input: &str, p: &FilterParams, out: &mut OutputFi
             summary.truncated += f.truncated;
             summary.written += f.reads - f.removed;
             summary.short_dropped += f.short;
-            out.write_all(&f.bytes).map_err(|e| Error::io(out.path(), e))
+            write_to(out, &f.bytes)
         },
-    )
+    )?;
+    Ok(())
 }
 
 /// Filters every input (into `-o` or `<basename>.abundfilt`).
 fn filter_all(table: &KTable, inputs: &[String], p: &FilterParams, summary: &mut Summary) -> Result<()> {
-    if p.output.is_none() && inputs.iter().any(|f| f == "-" || f == "/dev/stdin") {
+    if p.output.is_none() && inputs.iter().any(|f| is_stdin(f)) {
         return Err(Error::invalid("reading from stdin requires -o/--output"));
     }
     let mut single = match &p.output {
-        Some(path) => Some(OutputFile::create_with(path, p.compression)?),
+        Some(path) => Some(create_output(path, p.compression)?),
         None => None,
     };
     for input in inputs {
@@ -157,8 +159,8 @@ fn filter_all(table: &KTable, inputs: &[String], p: &FilterParams, summary: &mut
         match single.as_mut() {
             Some(out) => filter_file(table, input, p, out, summary)?,
             None => {
-                let name = read_filter::default_output_name(input, ".abundfilt");
-                let mut out = OutputFile::create_with(&name, p.compression)?;
+                let name = derived_name(input, ".abundfilt", None);
+                let mut out = create_output(&name, p.compression)?;
                 filter_file(table, input, p, &mut out, summary)?;
                 out.finish()?;
                 info(p.quiet, format!("output in {name}"));
@@ -193,17 +195,20 @@ pub fn run(opts: &Options) -> Result<Summary> {
 /// Counts every k-mer of every read of `input` (C++ parser cleaning; short reads add nothing).
 fn count_file(table: &KTable, input: &str, threads: usize) -> Result<()> {
     let source = bundle_source(input, PairMode::ForceSingle, 0)?;
-    read_filter::run_ordered(
+    run_ordered(
         source,
         threads,
-        || move |bb| Ok(hash_batch(bb, table, Cleaning::Parser)),
-        |hb| {
-            for b in hb.bundle_reads() {
-                b.iter().for_each(|i| read_filter::consume(table, hb.hashes(i)));
+        || |bb| Ok(clean_batch(bb, Cleaning::Parser)),
+        |cb| {
+            for b in cb.bundle_reads() {
+                b.iter().for_each(|i| {
+                    table.consume(cb.clean_seq(i));
+                });
             }
             Ok(())
         },
-    )
+    )?;
+    Ok(())
 }
 
 /// Runs filter-abund-single.

@@ -148,3 +148,42 @@ mod tests {
         assert_eq!(scientific(5e-7, 1, 6), "5.000000e-07");
     }
 }
+
+/// Python's `format(x, ".{precision}")` (no presentation type): like [`general`], but a
+/// number printed in fixed notation keeps at least one digit after the point (`1.0`, `0.5`).
+pub fn general_with_point(x: f64, precision: usize) -> String {
+    let g = general(x, 0, precision);
+    if x.is_finite() && !g.contains(['.', 'e']) {
+        format!("{g}.0")
+    } else {
+        g
+    }
+}
+
+/// Python's `format(x, ".{decimals}%")`: `x` × 100 in fixed notation, then `%`.
+pub fn percent(x: f64, decimals: usize) -> String {
+    format!("{:.decimals$}%", x * 100.0)
+}
+
+#[cfg(test)]
+mod point_and_percent_tests {
+    use super::*;
+
+    #[test]
+    fn general_with_point_matches_python() {
+        assert_eq!(general_with_point(1.0 / 1001.0, 4), "0.000999");
+        assert_eq!(general_with_point(1.0 / 2002.0, 4), "0.0004995");
+        assert_eq!(general_with_point(0.25261, 4), "0.2526");
+        assert_eq!(general_with_point(1.0, 4), "1.0");
+        assert_eq!(general_with_point(0.0, 4), "0.0");
+        assert_eq!(general_with_point(0.00001234, 4), "1.234e-05");
+        assert_eq!(general_with_point(12345.0, 4), "1.234e+04");
+    }
+
+    #[test]
+    fn percent_matches_python() {
+        assert_eq!(percent(0.5, 1), "50.0%");
+        assert_eq!(percent(1.0, 1), "100.0%");
+        assert_eq!(percent(1.0 / 1001.0, 1), "0.1%");
+    }
+}

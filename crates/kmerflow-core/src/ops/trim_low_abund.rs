@@ -7,11 +7,13 @@
 //! reads the table, so workers trim batches in parallel.
 
 use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, hash_batch, info, median_count, trim_record,
-    Cleaning, HashedBatch, Trim,
+    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, median_count, trim_record,
+    CleanBatch, Cleaning, Trim,
 };
+use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use crate::io::{write_record, Compression, OutputFile, PairMode};
+use crate::pipeline::run_ordered;
 use crate::table::{HashKind, KTable};
 use crate::{Error, Result};
 use std::io::Write;
@@ -57,8 +59,8 @@ pub struct Options {
     pub savegraph: Option<String>,
     /// `-o/--output` (`-` = stdout); per-input `<basename>.abundtrim` otherwise.
     pub output: Option<String>,
-    /// `--gzip`/`--bzip`.
-    pub compression: Compression,
+    /// `--gzip`/`--bzip`; `None` chooses by the output name's extension.
+    pub compression: Option<Compression>,
     /// `--summary-info`.
     pub summary_info: Option<SummaryFormat>,
     /// Worker threads.
@@ -84,7 +86,7 @@ impl Default for Options {
             loadgraph: None,
             savegraph: None,
             output: None,
-            compression: Compression::None,
+            compression: None,
             summary_info: None,
             threads: 1,
             quiet: false,
@@ -93,12 +95,13 @@ impl Default for Options {
     }
 }
 
-/// khmer's counters (note: reads of pass 2 are counted again in `reads` and `basepairs`).
+/// khmer's counters. As in khmer, `reads` and `basepairs` are the first pass's totals (the
+/// second look at set-aside reads is not added), while `reads_trimmed` covers both passes.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Summary {
-    /// Reads looked at, pass 2 included.
+    /// Reads looked at in pass 1.
     pub reads: u64,
-    /// Bases looked at, pass 2 included.
+    /// Bases looked at in pass 1.
     pub basepairs: u64,
     /// Reads written.
     pub reads_written: u64,
@@ -119,6 +122,9 @@ pub struct Summary {
 /// Running counters plus khmer's progress line.
 struct Tally<'a> {
     s: Summary,
+    /// Reads and bases looked at again in pass 2 (only shown on the progress line).
+    pass2_reads: u64,
+    pass2_basepairs: u64,
     quiet: bool,
     file: &'a str,
     n_start: u64,
@@ -137,9 +143,11 @@ impl Tally<'_> {
 
     /// Called before each read is written in pass 2.
     fn progress_pass2(&mut self, pass2: &str) {
-        if self.s.reads - self.n_start > self.watermark {
+        let reads = self.s.reads + self.pass2_reads;
+        if reads - self.n_start > self.watermark {
             let s = &self.s;
-            info(self.quiet, format!("... x 2 {} {pass2} {} {} {} {} {}", s.reads - self.n_start, s.reads_set_aside, s.reads, s.basepairs, s.reads_written, s.basepairs_written));
+            let bases = s.basepairs + self.pass2_basepairs;
+            info(self.quiet, format!("... x 2 {} {pass2} {} {reads} {bases} {} {}", reads - self.n_start, s.reads_set_aside, s.reads_written, s.basepairs_written));
             self.watermark += REPORT_EVERY_N_READS;
         }
     }
@@ -150,20 +158,20 @@ impl Tally<'_> {
     }
 }
 
-/// Pass 1 over one hashed batch: writes trimmed reads to `out` and set-aside reads to `aside`.
-fn pass1_batch(o: &Options, table: &KTable, hb: &HashedBatch, t: &mut Tally<'_>, out: &mut Vec<u8>, aside: &mut Vec<u8>, scratch: &mut Vec<u32>) {
-    t.s.short_dropped += hb.bundles.n_short_dropped;
-    for b in hb.bundle_reads() {
+/// Pass 1 over one cleaned batch: writes trimmed reads to `out` and set-aside reads to `aside`.
+fn pass1_batch(o: &Options, table: &KTable, cb: &CleanBatch, t: &mut Tally<'_>, out: &mut Vec<u8>, aside: &mut Vec<u8>) {
+    t.s.short_dropped += cb.bundles.n_short_dropped;
+    for b in cb.bundle_reads() {
         t.s.reads += b.len() as u64;
-        t.s.basepairs += b.iter().map(|i| hb.record(i).seq.len() as u64).sum::<u64>();
-        let cov = b.iter().map(|i| median_count(table, hb.hashes(i), scratch)).min().unwrap_or(0);
+        t.s.basepairs += b.iter().map(|i| cb.record(i).seq.len() as u64).sum::<u64>();
+        let cov = b.iter().map(|i| median_count(table, cb.clean_seq(i))).min().unwrap_or(0);
         if o.diginorm.is_some_and(|d| cov >= d) {
             continue;
         }
         if cov >= o.trim_at_coverage {
             for i in b.iter() {
-                let rec = hb.record(i);
-                let trim = trim_record(table, hb.hashes(i), rec.seq.len(), o.cutoff, None);
+                let rec = cb.record(i);
+                let trim = trim_record(table, cb.clean_seq(i), o.cutoff, None);
                 if trim.did_trim() {
                     t.s.reads_trimmed += 1;
                 }
@@ -176,8 +184,8 @@ fn pass1_batch(o: &Options, table: &KTable, hb: &HashedBatch, t: &mut Tally<'_>,
             }
         } else {
             for i in b.iter() {
-                read_filter::consume(table, hb.hashes(i));
-                write_record(aside, &hb.record(i));
+                table.consume(cb.clean_seq(i));
+                write_record(aside, &cb.record(i));
                 t.s.reads_set_aside += 1;
             }
         }
@@ -197,26 +205,36 @@ struct FileJob {
     input: String,
     pass2: String,
     out: usize,
+    /// Reads set aside in pass 1 (an empty set-aside file is not read back).
+    set_aside: u64,
 }
 
 /// Pass 2 over one set-aside file.
 fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
     info(o.quiet, format!("second pass: looking at sequences kept aside in {}", job.pass2));
     t.watermark = REPORT_EVERY_N_READS;
+    if job.set_aside > 0 {
+        pass2_reads(o, table, job, out, t)?;
+    }
+    std::fs::remove_file(&job.pass2).map_err(|e| Error::io(&job.pass2, e))
+}
+
+/// Trims the reads of one non-empty set-aside file into `out`.
+fn pass2_reads(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
     let source = bundle_source(&job.pass2, PairMode::ForceSingle, table.ksize())?;
-    read_filter::run_ordered(
+    run_ordered(
         source,
         o.threads,
         || {
             move |bb| {
-                let hb = hash_batch(bb, table, Cleaning::Parser);
+                let cb = clean_batch(bb, Cleaning::Parser);
                 let mut bytes = Vec::new();
                 let mut reads = Vec::new();
-                for i in hb.bundle_reads().flat_map(|b| b.iter()) {
-                    let rec = hb.record(i);
-                    let hashes = hb.hashes(i);
-                    let low = o.variable_coverage && !read_filter::median_at_least(table, hashes, o.trim_at_coverage);
-                    let trim = if low { Trim::Keep } else { trim_record(table, hashes, rec.seq.len(), o.cutoff, None) };
+                for i in cb.bundle_reads().flat_map(|b| b.iter()) {
+                    let rec = cb.record(i);
+                    let seq = cb.clean_seq(i);
+                    let low = o.variable_coverage && !table.median_at_least(seq, o.trim_at_coverage);
+                    let trim = if low { Trim::Keep } else { trim_record(table, seq, o.cutoff, None) };
                     trim.write(&rec, &mut bytes);
                     reads.push(Pass2Read { len: rec.seq.len(), trim, skipped: low });
                 }
@@ -225,8 +243,8 @@ fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, 
         },
         |(bytes, reads): (Vec<u8>, Vec<Pass2Read>)| {
             for r in reads {
-                t.s.reads += 1;
-                t.s.basepairs += r.len as u64;
+                t.pass2_reads += 1;
+                t.pass2_basepairs += r.len as u64;
                 if r.skipped {
                     t.s.reads_skipped += 1;
                 } else if r.trim.did_trim() {
@@ -240,10 +258,10 @@ fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, 
                 t.progress_pass2(&job.pass2);
                 t.wrote(written);
             }
-            out.write_all(&bytes).map_err(|e| Error::io(out.path(), e))
+            write_to(out, &bytes)
         },
     )?;
-    std::fs::remove_file(&job.pass2).map_err(|e| Error::io(&job.pass2, e))
+    Ok(())
 }
 
 /// Validates the option combinations khmer refuses.
@@ -259,7 +277,7 @@ fn check_options(o: &Options) -> Result<()> {
     if o.diginorm.is_some() && o.single_pass {
         return Err(Error::invalid("--diginorm and --single-pass are incompatible!"));
     }
-    if o.output.is_none() && o.inputs.iter().any(|f| f == "-" || f == "/dev/stdin") {
+    if o.output.is_none() && o.inputs.iter().any(|f| is_stdin(f)) {
         return Err(Error::invalid("Accepting input from stdin; output filename must be provided with -o."));
     }
     Ok(())
@@ -304,6 +322,19 @@ pub fn run(o: &Options) -> Result<Summary> {
     let s = &mut t.s;
     s.fp_rate = expected_fp_rate(&table);
     print_summary(o, s);
+    if s.short_dropped > 0 {
+        info(o.quiet, format!("dropped {} reads shorter than k={k}", s.short_dropped));
+    }
+    if let Some(path) = &o.report_json {
+        read_filter::write_json_report(path, &*s)?;
+    }
+    // As in khmer, a too-full table ends the run before the graph and summary are saved.
+    check_fp_rate(s.fp_rate, MAX_FP_RATE, o.table.force)?;
+    match o.output.as_deref() {
+        None => info(o.quiet, "output in *.abundtrim"),
+        Some("-") => info(o.quiet, "output streamed to stdout"),
+        Some(name) => info(o.quiet, format!("output in {name}")),
+    }
     if let Some(path) = &o.savegraph {
         info(o.quiet, format!("Saving k-mer countgraph to {path}"));
         table.save(path)?;
@@ -311,13 +342,6 @@ pub fn run(o: &Options) -> Result<Summary> {
     if let Some(format) = o.summary_info {
         write_summary_info(o, s, format)?;
     }
-    if s.short_dropped > 0 {
-        info(o.quiet, format!("dropped {} reads shorter than k={k}", s.short_dropped));
-    }
-    if let Some(path) = &o.report_json {
-        read_filter::write_json_report(path, &*s)?;
-    }
-    check_fp_rate(s.fp_rate, MAX_FP_RATE, o.table.force)?;
     Ok(t.s)
 }
 
@@ -325,18 +349,17 @@ pub fn run(o: &Options) -> Result<Summary> {
 fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> Result<Tally<'a>> {
     let mut outs: Vec<OutputFile> = Vec::new();
     let mut jobs = Vec::new();
-    let mut t = Tally { s: Summary::default(), quiet: o.quiet, file: "", n_start: 0, watermark: 0 };
+    let mut t = Tally { s: Summary::default(), pass2_reads: 0, pass2_basepairs: 0, quiet: o.quiet, file: "", n_start: 0, watermark: 0 };
     if let Some(path) = &o.output {
-        outs.push(OutputFile::create_with(path, o.compression)?);
+        outs.push(create_output(path, o.compression)?);
     }
     let mode = if o.ignore_pairs { PairMode::ForceSingle } else { PairMode::BrokenPaired };
-    let mut scratch = Vec::new();
     for input in &o.inputs {
         let pass2 = tempdir.join(format!("{}.pass2", input.replace('/', "-"))).to_string_lossy().into_owned();
         if o.output.is_none() {
-            outs.push(OutputFile::create_with(&read_filter::default_output_name(input, ".abundtrim"), o.compression)?);
+            outs.push(create_output(&derived_name(input, ".abundtrim", None), o.compression)?);
         }
-        let job = FileJob { input: input.clone(), pass2, out: outs.len() - 1 };
+        let mut job = FileJob { input: input.clone(), pass2, out: outs.len() - 1, set_aside: 0 };
         let mut aside_file = std::io::BufWriter::new(std::fs::File::create(&job.pass2).map_err(|e| Error::io(&job.pass2, e))?);
         t.file = input;
         t.n_start = t.s.reads;
@@ -344,20 +367,21 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
         let save_start = t.s.reads_set_aside;
         let out = &mut outs[job.out];
         let (mut buf, mut aside) = (Vec::new(), Vec::new());
-        read_filter::run_ordered(
+        run_ordered(
             bundle_source(input, mode, table.ksize())?,
             o.threads,
-            || move |bb| Ok(hash_batch(bb, table, Cleaning::Parser)),
-            |hb: HashedBatch| {
+            || |bb| Ok(clean_batch(bb, Cleaning::Parser)),
+            |cb: CleanBatch| {
                 buf.clear();
                 aside.clear();
-                pass1_batch(o, table, &hb, &mut t, &mut buf, &mut aside, &mut scratch);
-                out.write_all(&buf).map_err(|e| Error::io(out.path(), e))?;
+                pass1_batch(o, table, &cb, &mut t, &mut buf, &mut aside);
+                write_to(out, &buf)?;
                 aside_file.write_all(&aside).map_err(|e| Error::io(&job.pass2, e))
             },
         )?;
         aside_file.flush().map_err(|e| Error::io(&job.pass2, e))?;
-        info(o.quiet, format!("{}: kept aside {} of {} from first pass", job.input, t.s.reads_set_aside - save_start, t.s.reads - t.n_start));
+        job.set_aside = t.s.reads_set_aside - save_start;
+        info(o.quiet, format!("{}: kept aside {} of {} from first pass", job.input, job.set_aside, t.s.reads - t.n_start));
         jobs.push(job);
     }
     if !o.single_pass {
@@ -371,7 +395,7 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
     Ok(t)
 }
 
-/// khmer's closing report lines.
+/// khmer's closing report lines, up to the false-positive rate.
 fn print_summary(o: &Options, s: &Summary) {
     let q = o.quiet;
     let ratio = |a: f64, b: f64| if b == 0.0 { 0.0 } else { a / b };
@@ -388,24 +412,6 @@ fn print_summary(o: &Options, s: &Summary) {
         info(q, "skipped 0 reads/0 bases because of low coverage");
     }
     info(q, format!("fp rate estimated to be {:1.3}", s.fp_rate));
-    match o.output.as_deref() {
-        None => info(q, "output in *.abundtrim"),
-        Some("-") => info(q, "output streamed to stdout"),
-        Some(name) => info(q, format!("output in {name}")),
-    }
-}
-
-/// Python's `repr(float)`: shortest round-trip digits, scientific below 1e-4 and from 1e16.
-fn python_float(x: f64) -> String {
-    if x != 0.0 && !(1e-4..1e16).contains(&x.abs()) {
-        let s = format!("{x:e}");
-        let (m, e) = s.split_once('e').expect("exponent");
-        let e: i32 = e.parse().expect("integer exponent");
-        let sign = if e < 0 { '-' } else { '+' };
-        return format!("{m}e{sign}{:02}", e.abs());
-    }
-    let s = format!("{x}");
-    if s.contains('.') { s } else { format!("{s}.0") }
 }
 
 /// Local time as `%Y-%m-%dT%H:%M:%S`.
@@ -425,7 +431,7 @@ fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat) -> Result
         _ => format!("trim-low-abund-{}", timestamp()),
     };
     let fields: [(&str, String); 10] = [
-        ("fpr", python_float(s.fp_rate)),
+        ("fpr", super::pyfmt::repr(s.fp_rate)),
         ("reads", s.reads.to_string()),
         ("basepairs", s.basepairs.to_string()),
         ("reads_written", s.reads_written.to_string()),
@@ -453,14 +459,6 @@ fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn floats_print_like_python() {
-        assert_eq!(python_float(9.025048735197377e-11), "9.025048735197377e-11");
-        assert_eq!(python_float(0.0), "0.0");
-        assert_eq!(python_float(0.25), "0.25");
-        assert_eq!(python_float(1e-5), "1e-05");
-    }
 
     #[test]
     fn z_without_v_is_refused() {
