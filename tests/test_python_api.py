@@ -346,3 +346,40 @@ def test_failing_command_raises(tmp_path):
     with pytest.raises(kmerflow.CommandError) as info:
         kmerflow.readstats([tmp_path / "missing.fq"])
     assert info.value.code == 1
+    assert "missing.fq" in str(info.value) and str(info.value).startswith("kmerflow readstats: error:")
+
+
+def test_usage_error_raises_with_clap_message():
+    with pytest.raises(kmerflow.CommandError) as info:
+        kmerflow.run("readstats", ["x.fq"], threads=0)
+    assert info.value.code == 2
+    assert "--threads" in str(info.value)
+
+
+def test_unknown_keyword_is_a_type_error(data):
+    with pytest.raises(TypeError, match="nkeep"):
+        kmerflow.fastq_to_fasta(data / "paired-mixed.fq", nkeep=True)
+
+
+COMMAND_FUNCTIONS = [name for name in kmerflow.commands.__all__ if name not in ("command_argv", "run")]
+
+
+@pytest.mark.parametrize("name", COMMAND_FUNCTIONS)
+def test_function_keywords_are_real_flags(name):
+    """Every keyword of a command function maps to a flag the command's --help lists."""
+    import inspect
+    import re
+
+    from conftest import kmerflow as run_kmerflow
+
+    command = name.replace("_", "-")
+    proc = run_kmerflow(command, "--help", check=False)
+    assert proc.returncode == 0, f"`kmerflow {command} --help` failed: {proc.stderr.decode()}"
+    help_text = proc.stdout.decode()
+    params = inspect.signature(getattr(kmerflow, name)).parameters.values()
+    keywords = [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    assert keywords, name
+    missing = [f"{k} -> {kmerflow.commands.FLAGS[k]}" for k in keywords
+               if not re.search(rf"(?<![\w-]){re.escape(kmerflow.commands.FLAGS[k])}(?![\w-])",
+                                help_text)]
+    assert not missing, f"{command}: flags not in --help: {missing}"

@@ -141,5 +141,5 @@ fn each_worker_gets_its_own_state() {
     )
     .unwrap();
     assert_eq!(made.load(Ordering::Relaxed), 3);
-    assert_eq!(total, (0..100u64).sum());
+    assert_eq!(total, (0..100u64).sum::<u64>());
 }
