@@ -7,6 +7,8 @@ oracle.
 from __future__ import annotations
 
 import errno
+import inspect
+import re
 import subprocess
 import threading
 
@@ -15,6 +17,7 @@ import pytest
 
 import kmerflow
 from conftest import _in_ci
+from conftest import kmerflow as run_kmerflow
 from kmerflow.commands import command_argv
 
 
@@ -76,7 +79,7 @@ def test_two_file_pairs(data):
     bundles = list(kmerflow.open_reads(data / "paired.fq.1", mate=data / "paired.fq.2"))
     interleaved = list(kmerflow.open_reads(data / "paired.fq", pairs="require"))
     assert _names(bundles) == _names(interleaved)
-    assert len(bundles) == 2
+    assert len(bundles) == 3  # paired.fq holds three pairs
 
 
 def test_min_length_drops_short_reads(data):
@@ -326,7 +329,6 @@ def test_command_argv():
 
 
 def test_every_command_has_a_function():
-    import inspect
     for name in ("fastq_to_fasta", "interleave_reads", "split_paired_reads",
                  "extract_paired_reads", "extract_long_sequences", "sample_reads_randomly",
                  "readstats", "load_into_counting", "abundance_dist", "abundance_dist_single",
@@ -346,3 +348,34 @@ def test_failing_command_raises(tmp_path):
     with pytest.raises(kmerflow.CommandError) as info:
         kmerflow.readstats([tmp_path / "missing.fq"])
     assert info.value.code == 1
+    assert "missing.fq" in str(info.value) and str(info.value).startswith("kmerflow readstats: error:")
+
+
+def test_usage_error_raises_with_clap_message():
+    with pytest.raises(kmerflow.CommandError) as info:
+        kmerflow.run("readstats", ["x.fq"], threads=0)
+    assert info.value.code == 2
+    assert "--threads" in str(info.value)
+
+
+def test_unknown_keyword_is_a_type_error(data):
+    with pytest.raises(TypeError, match="nkeep"):
+        kmerflow.fastq_to_fasta(data / "paired-mixed.fq", nkeep=True)
+
+
+COMMAND_FUNCTIONS = [name for name in kmerflow.commands.__all__ if name not in ("command_argv", "run")]
+
+
+@pytest.mark.parametrize("name", COMMAND_FUNCTIONS)
+def test_function_keywords_are_real_flags(name):
+    """Every keyword of a command function maps to a flag the command's --help lists."""
+    command = name.replace("_", "-")
+    proc = run_kmerflow(command, "--help", check=False)
+    assert proc.returncode == 0, f"`kmerflow {command} --help` failed: {proc.stderr.decode()}"
+    help_text = proc.stdout.decode()
+    params = inspect.signature(getattr(kmerflow, name)).parameters.values()
+    keywords = [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    missing = [f"{k} -> {kmerflow.commands.FLAGS[k]}" for k in keywords
+               if not re.search(rf"(?<![\w-]){re.escape(kmerflow.commands.FLAGS[k])}(?![\w-])",
+                                help_text)]
+    assert not missing, f"{command}: flags not in --help: {missing}"

@@ -1,10 +1,13 @@
 """One Python function per ``kmerflow`` command (khmer only had scripts, issue #1901).
 
-Each function turns its arguments into the command's argv (``ksize=20`` → ``--ksize 20``,
-``True`` → a bare flag, ``False``/``None`` → omitted, a list → the flag repeated) and runs the
-command in-process with the GIL released. Parameters left at ``None`` take the command's default
-(see ``kmerflow COMMAND --help``); less common options can be given as extra keyword arguments
-with the same naming rule. A failing command raises :class:`kmerflow.CommandError`.
+Each function turns its arguments into the command's argv and runs the command in-process with
+the GIL released. Keywords map to the command's flags through :data:`FLAGS` (khmer's own
+spellings, e.g. ``n_tables`` → ``--n_tables``, ``max_tablesize`` → ``--max-tablesize``,
+``num_samples`` → ``--samples``); ``True`` gives a bare flag, ``False``/``None`` omit it, a list
+repeats it. Parameters left at ``None`` take the command's default (see ``kmerflow COMMAND
+--help``); less common options can be given as extra keyword arguments named as in
+:data:`FLAGS`. An unknown keyword raises :class:`TypeError`; a failing command raises
+:class:`kmerflow.CommandError` carrying the command's error message and exit status.
 
 Counting options shared by the k-mer commands: ``ksize`` (k), ``n_tables`` (number of tables),
 ``max_tablesize`` (bins per table), ``max_memory_usage`` (total table memory, e.g. ``"1G"``),
@@ -21,12 +24,45 @@ from kmerflow import _core
 PathLike = Union[str, "os.PathLike[str]"]
 Paths = Union[PathLike, Sequence[PathLike]]
 
+#: Python keyword → the command-line flag it sets, spelled as the command line (and khmer) do.
+FLAGS: dict[str, str] = {
+    # shared by most commands
+    "output": "--output", "force": "--force", "quiet": "--quiet", "threads": "--threads",
+    "gzip": "--gzip", "bzip": "--bzip", "report_json": "--report-json",
+    # read handling
+    "n_keep": "--n_keep", "no_reformat": "--no-reformat", "mate": "--mate",
+    "output_dir": "--output-dir", "output_first": "--output-first",
+    "output_second": "--output-second", "output_orphaned": "--output-orphaned",
+    "output_paired": "--output-paired", "output_single": "--output-single", "length": "--length",
+    "num_reads": "--num_reads", "max_reads": "--max_reads", "num_samples": "--samples",
+    "random_seed": "--random-seed", "force_single": "--force_single", "csv": "--csv",
+    # table sizing
+    "ksize": "--ksize", "n_tables": "--n_tables", "max_tablesize": "--max-tablesize",
+    "max_memory_usage": "--max-memory-usage", "unique_kmers": "--unique-kmers",
+    "fp_rate": "--fp-rate", "small_count": "--small-count", "no_bigcount": "--no-bigcount",
+    "summary_info": "--summary-info",
+    # k-mer counting and filtering
+    "no_zero": "--no-zero", "squash": "--squash", "savegraph": "--savegraph",
+    "loadgraph": "--loadgraph", "cutoff": "--cutoff", "paired": "--paired",
+    "unpaired_reads": "--unpaired-reads", "report": "--report",
+    "report_frequency": "--report-frequency", "variable_coverage": "--variable-coverage",
+    "normalize_to": "--normalize-to", "trim_at_coverage": "--trim-at-coverage",
+    "ignore_pairs": "--ignore-pairs", "tempdir": "--tempdir", "diginorm": "--diginorm",
+    "diginorm_coverage": "--diginorm-coverage", "single_pass": "--single-pass",
+    "error_rate": "--error-rate", "stream_records": "--stream-records",
+    "diagnostics": "--diagnostics", "no_build_tagset": "--no-build-tagset",
+}
+
 
 def command_argv(command: str, positional: Iterable[Any] = (), **options: Any) -> list[str]:
     """The argv (without program name) of ``kmerflow COMMAND`` for the given arguments."""
+    unknown = sorted(set(options) - set(FLAGS))
+    if unknown:
+        raise TypeError(f"{command}: unknown option(s) {', '.join(map(repr, unknown))} "
+                        f"(see kmerflow.commands.FLAGS)")
     argv = [command]
     for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
+        flag = FLAGS[name]
         if value is None or value is False:
             continue
         if value is True:

@@ -12,15 +12,13 @@ pub fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> i32 {
 }
 
 /// Runs one command given as its argv (without the program name), GIL released; raises
-/// `kmerflow.CommandError` (a `KmerflowError`) carrying the exit code when it fails.
+/// `kmerflow.CommandError` (a `KmerflowError`) with the command's error message and exit code
+/// when it fails. Informational messages still go to stderr, as on the command line.
 #[pyfunction]
 pub fn run_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<()> {
     let full: Vec<OsString> = std::iter::once(OsString::from("kmerflow")).chain(argv).collect();
-    let shown = full.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
-    match py.detach(|| kmerflow_cli::run(full)) {
-        0 => Ok(()),
-        code => Err(command_error(code, format!("`{shown}` failed with exit status {code} (see stderr)"))),
-    }
+    py.detach(|| kmerflow_cli::execute(full))
+        .map_err(|e| command_error(e.code, e.message.trim_end().to_owned()))
 }
 
 /// Registers the functions on the module.

@@ -93,7 +93,7 @@ pub fn open_input(path: &str) -> Result<Box<dyn Read + Send>> {
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered)),
         Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(buffered)),
         Compression::Zstd => Box::new(
-            zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| Error::io(path, e))?,
+            zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| read_error(path, e))?,
         ),
     };
     Ok(Box::new(Corruption {
@@ -116,7 +116,9 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// Rewords decoder errors so that a truncated or corrupt stream says so.
+/// Rewords decoder errors so that a truncated or corrupt stream says so. Errors of the
+/// decoder itself (no OS error number) become [`io::ErrorKind::InvalidData`], which
+/// [`read_error`] reports as a format error; OS errors of the underlying file pass unchanged.
 struct Corruption<R> {
     inner: R,
     compression: Compression,
@@ -124,16 +126,25 @@ struct Corruption<R> {
 
 impl<R: Read> Read for Corruption<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf).map_err(|e| match e.kind() {
-            io::ErrorKind::Interrupted => e,
-            kind => io::Error::new(
-                kind,
-                format!(
-                    "truncated or corrupt {} data ({e})",
-                    self.compression.name()
-                ),
-            ),
+        self.inner.read(buf).map_err(|e| {
+            if e.kind() == io::ErrorKind::Interrupted || e.raw_os_error().is_some() {
+                return e;
+            }
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("truncated or corrupt {} data ({e})", self.compression.name()),
+            )
         })
+    }
+}
+
+/// The error for a failed read of input `path`: corrupt data (`InvalidData`) is a format
+/// error, anything else an I/O error.
+pub(crate) fn read_error(path: &str, e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::InvalidData {
+        Error::format(path, None, None, e.to_string())
+    } else {
+        Error::io(path, e)
     }
 }
 
@@ -257,6 +268,26 @@ mod tests {
         );
         assert_eq!(Compression::sniff(b">read\nACGT"), Compression::None);
         assert_eq!(Compression::sniff(b""), Compression::None);
+    }
+
+    #[test]
+    fn corrupt_stream_is_a_format_error_and_os_errors_stay_io() {
+        let mut gz = Vec::new();
+        let mut enc = flate2::write::GzEncoder::new(&mut gz, flate2::Compression::fast());
+        enc.write_all(b"@r\nACGT\n+\nIIII\n").unwrap();
+        enc.finish().unwrap();
+        let path = std::env::temp_dir().join(format!("kmerflow-trunc-{}.gz", std::process::id()));
+        std::fs::write(&path, &gz[..gz.len() - 6]).unwrap();
+        let name = path.to_str().unwrap();
+        let mut out = Vec::new();
+        let err = open_input(name).unwrap().read_to_end(&mut out).unwrap_err();
+        std::fs::remove_file(&path).unwrap();
+        let err = read_error(name, err);
+        assert!(matches!(err, Error::Format { .. }), "{err:?}");
+        assert!(err.to_string().starts_with(&format!("{name}: truncated or corrupt gzip")), "{err}");
+
+        let os = io::Error::from_raw_os_error(libc::EIO);
+        assert!(matches!(read_error(name, os), Error::Io { .. }));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! FASTA/FASTQ parsing over chunks: records are borrowed slices, not per-record allocations.
 
-use super::compress::open_input;
+use super::compress::{open_input, read_error};
 use super::parse::{is_space, show, Position, Scanner, Span};
 use super::pump::Pump;
 use crate::{Error, Result};
@@ -210,7 +210,7 @@ impl FastxReader {
         let mut pump = Pump::spawn(open_input(path)?);
         let mut line = 1;
         loop {
-            let Some(chunk) = pump.next_chunk().map_err(|e| Error::io(path, e))? else {
+            let Some(chunk) = pump.next_chunk().map_err(|e| read_error(path, e))? else {
                 return Err(Error::format(
                     path,
                     None,
@@ -306,7 +306,7 @@ impl FastxReader {
     }
 
     fn fetch(&mut self) -> Result<Option<Vec<u8>>> {
-        self.pump.next_chunk().map_err(|e| Error::io(&self.path, e))
+        self.pump.next_chunk().map_err(|e| read_error(&self.path, e))
     }
 
     /// Completes the record cut at `buf[end..]` with the start of the following chunk(s),
