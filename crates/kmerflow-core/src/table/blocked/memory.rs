@@ -37,7 +37,7 @@ impl LineMemory {
 
     /// The `len` bytes at `offset` (a multiple of the page size) of a writable map.
     pub(super) fn mapped(mut map: memmap2::MmapMut, offset: usize, len: usize) -> Self {
-        assert!(offset + len <= map.len() && offset % LINE_BYTES == 0, "table data outside its map");
+        assert!(offset + len <= map.len() && offset & (LINE_BYTES - 1) == 0, "table data outside its map");
         // SAFETY: checked above that the range lies inside the map.
         let ptr = unsafe { map.as_mut_ptr().add(offset) };
         Self { backing: Backing::Map(map), ptr, len }
