@@ -7,14 +7,17 @@
 //! shared by all threads and threaded counting gives the same counts as one thread.
 
 mod alloc;
+pub mod blocked;
 mod fastmod;
 pub mod hll;
 mod hll_bias;
 pub mod khmer_format;
+pub mod native_format;
 pub mod primes;
 mod storage;
 
 pub use alloc::{AllocOptions, HugePages};
+pub use blocked::{AnyTable, BlockedHash, BlockedParams, BlockedTable, CounterWidth, CountingTable, Layout};
 pub use fastmod::FastMod;
 
 use crate::kmer::{murmur, twobit};

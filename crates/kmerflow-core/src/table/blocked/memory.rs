@@ -1,0 +1,67 @@
+//! The counter memory of a blocked table: 64-byte aligned, either anonymous (from
+//! [`ZeroedBytes`], so huge pages and pre-faulting apply) or a map of a table file (a shared
+//! map that counts directly into the file, or a private copy-on-write map of a loaded file).
+
+use super::super::alloc::{AllocOptions, ZeroedBytes};
+use super::LINE_BYTES;
+use std::sync::atomic::AtomicU8;
+
+/// The owner of the memory (held so that dropping it frees or unmaps it).
+enum Backing {
+    Anonymous(#[allow(dead_code)] ZeroedBytes),
+    Map(memmap2::MmapMut),
+}
+
+/// `len` bytes of counters starting on a cache-line boundary.
+pub(super) struct LineMemory {
+    backing: Backing,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the memory is owned by `backing`; shared access only goes through `atomics()`, and
+// `bytes()` is documented as not to be used while another thread updates the table.
+unsafe impl Send for LineMemory {}
+// SAFETY: see above.
+unsafe impl Sync for LineMemory {}
+
+impl LineMemory {
+    /// `len` zero bytes allocated as `options` say, aligned to a cache line.
+    pub(super) fn anonymous(len: usize, options: AllocOptions) -> std::io::Result<Self> {
+        let zeroed = ZeroedBytes::with_options(len + LINE_BYTES, options)?;
+        let base = zeroed.atomics().as_ptr() as *mut u8;
+        // SAFETY: the offset is below LINE_BYTES, so [offset, offset + len) is inside the buffer.
+        let ptr = unsafe { base.add(base.align_offset(LINE_BYTES)) };
+        Ok(Self { backing: Backing::Anonymous(zeroed), ptr, len })
+    }
+
+    /// The `len` bytes at `offset` (a multiple of the page size) of a writable map.
+    pub(super) fn mapped(mut map: memmap2::MmapMut, offset: usize, len: usize) -> Self {
+        assert!(offset + len <= map.len() && offset & (LINE_BYTES - 1) == 0, "table data outside its map");
+        // SAFETY: checked above that the range lies inside the map.
+        let ptr = unsafe { map.as_mut_ptr().add(offset) };
+        Self { backing: Backing::Map(map), ptr, len }
+    }
+
+    /// The bytes as atomics, for (shared) updates.
+    #[inline(always)]
+    pub(super) fn atomics(&self) -> &[AtomicU8] {
+        // SAFETY: AtomicU8 has the layout of u8; the memory is valid and writable for `len`
+        // bytes while self lives, and shared mutation only goes through atomics.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU8, self.len) }
+    }
+
+    /// The bytes, read plainly (not while another thread updates them).
+    pub(super) fn bytes(&self) -> &[u8] {
+        // SAFETY: valid for `len` bytes; see the contract above.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The whole writable map (header included) of a mapped memory.
+    pub(super) fn map_mut(&mut self) -> Option<&mut memmap2::MmapMut> {
+        match &mut self.backing {
+            Backing::Map(map) => Some(map),
+            Backing::Anonymous(_) => None,
+        }
+    }
+}
