@@ -190,7 +190,7 @@ pub fn run_single(opts: &SingleOptions) -> Result<Summary> {
     if opts.bigcount && table.storage_kind() == StorageKind::Byte {
         table.set_use_bigcount(true)?;
     }
-    consume_file(&table, &opts.seqs, opts.threads)?;
+    consume_file(&mut table, &opts.seqs, opts.threads)?;
     summary.unique_kmers = table.n_unique_kmers();
     let (histogram, tally) = histogram(&table, &opts.seqs, opts.threads)?;
     opts.output.write(&histogram)?;

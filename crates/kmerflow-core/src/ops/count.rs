@@ -61,27 +61,64 @@ impl ReadTally {
     }
 }
 
+/// Cleaned reads laid end to end (one batch), reused from batch to batch.
+#[derive(Default)]
+struct CleanReads {
+    bases: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl CleanReads {
+    /// Cleans (C++-parser rule) and tallies the reads of `batch`, replacing the contents.
+    fn fill(&mut self, batch: &RecordBatch, k: usize) -> ReadTally {
+        self.bases.clear();
+        self.ends.clear();
+        ReadTally::of_batch(batch, k, |seq| {
+            self.bases.extend_from_slice(seq);
+            self.ends.push(self.bases.len());
+        })
+    }
+
+    /// The reads, in order.
+    fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(start, &end)| &self.bases[start..end])
+    }
+}
+
 /// Counts every k-mer of every read of `path` into `table` (reads cleaned by the C++-parser
-/// rule, khmer's `consume_seqfile`). The table is atomic, so the counts do not depend on
-/// `threads`.
-pub fn consume_file(table: &KTable, path: &str, threads: usize) -> Result<ReadTally> {
+/// rule, khmer's `consume_seqfile`). With one thread the table is updated with plain stores
+/// ([`KTable::consume_many_exclusive`]); with more, every worker counts its batches into the
+/// shared atomic table. The counts do not depend on `threads`.
+pub fn consume_file(table: &mut KTable, path: &str, threads: usize) -> Result<ReadTally> {
     let k = table.ksize();
     let mut total = ReadTally::default();
-    for_each_batch(
-        path,
-        threads,
-        || {
-            |batch: RecordBatch| {
-                Ok(ReadTally::of_batch(&batch, k, |seq| {
-                    table.consume(seq);
-                }))
-            }
-        },
-        |tally| {
-            total.add(tally);
+    if threads <= 1 {
+        let mut reads = CleanReads::default();
+        for_each_batch(path, 1, || |batch: RecordBatch| Ok(batch), |batch| {
+            total.add(reads.fill(&batch, k));
+            table.consume_many_exclusive(reads.iter());
             Ok(())
-        },
-    )?;
+        })?;
+    } else {
+        let shared: &KTable = table;
+        for_each_batch(
+            path,
+            threads,
+            || {
+                let mut reads = CleanReads::default();
+                move |batch: RecordBatch| {
+                    let tally = reads.fill(&batch, k);
+                    shared.consume_many(reads.iter());
+                    Ok(tally)
+                }
+            },
+            |tally| {
+                total.add(tally);
+                Ok(())
+            },
+        )?;
+    }
     Ok(total)
 }
 
@@ -160,7 +197,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     }
     let mut info = String::from(INFO_VERSION_LINE);
     for (index, input) in opts.inputs.iter().enumerate() {
-        summary.tally.add(consume_file(&table, input, opts.threads)?);
+        summary.tally.add(consume_file(&mut table, input, opts.threads)?);
         if index > 0 && index % 10 == 0 {
             table.save(&opts.output)?;
         }

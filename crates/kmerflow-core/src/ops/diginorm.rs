@@ -14,7 +14,9 @@ use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
 use crate::pipeline::run_ordered;
-use crate::table::{HashKind, KTable};
+use crate::kmer::twobit;
+use crate::table::{HashKind, KTable, KmerPass};
+use std::ops::Range;
 use crate::{Error, Result};
 use std::io::Write;
 
@@ -99,9 +101,36 @@ pub struct Summary {
     pub skipped_files: Vec<String>,
 }
 
+/// A cleaned batch with the k-mer hashes of every bundled read (made by a worker).
+struct HashedBatch {
+    reads: CleanBatch,
+    /// The hashes of all reads, concatenated.
+    hashes: Vec<u64>,
+    /// For record `i` of the batch, its k-mers' range in `hashes`.
+    kmers: Vec<Range<usize>>,
+}
+
+impl HashedBatch {
+    /// Cleans the reads of `bundles` (screed rule) and hashes their k-mers.
+    fn new(bundles: crate::io::BundleBatch, k: usize) -> Self {
+        let reads = clean_batch(bundles, Cleaning::Screed);
+        let n = reads.bundles.batch.len();
+        let mut hashes = Vec::new();
+        let mut kmers = Vec::with_capacity(n);
+        for i in 0..n {
+            let start = hashes.len();
+            twobit::canonical_hashes(reads.clean_seq(i), k, &mut hashes);
+            kmers.push(start..hashes.len());
+        }
+        HashedBatch { reads, hashes, kmers }
+    }
+}
+
 /// The running state of a normalization: table, counters and the optional report.
 struct Normalizer<'a> {
     opts: &'a Options,
+    /// Bin scratch of the table passes.
+    bins: Vec<u64>,
     summary: Summary,
     report: Option<std::io::BufWriter<std::fs::File>>,
     next_report_at: u64,
@@ -110,15 +139,17 @@ struct Normalizer<'a> {
 
 impl Normalizer<'_> {
     /// Decides, counts and writes the bundles of one cleaned batch, in order.
-    fn process(&mut self, path: &str, table: &KTable, cb: &CleanBatch, out: &mut Vec<u8>) -> Result<()> {
+    fn process(&mut self, path: &str, table: &mut KTable, hb: &HashedBatch, out: &mut Vec<u8>) -> Result<()> {
         let cutoff = self.opts.cutoff;
-        for b in cb.bundle_reads() {
+        let mut bins = std::mem::take(&mut self.bins);
+        let mut pass = KmerPass::new(table, &hb.hashes, &mut bins);
+        for b in hb.reads.bundle_reads() {
             self.summary.total += b.len() as u64;
-            let discard = b.iter().all(|i| table.median_at_least(cb.clean_seq(i), cutoff));
+            let discard = b.iter().all(|i| pass.median_at_least(hb.kmers[i].clone(), cutoff));
             if !discard {
                 for i in b.iter() {
-                    table.consume(cb.clean_seq(i));
-                    crate::io::write_record(out, &cb.record(i));
+                    pass.add(hb.kmers[i].clone());
+                    crate::io::write_record(out, &hb.reads.record(i));
                     self.summary.kept += 1;
                 }
             }
@@ -132,6 +163,7 @@ impl Normalizer<'_> {
                 self.report_line()?;
             }
         }
+        self.bins = bins;
         Ok(())
     }
 
@@ -148,19 +180,20 @@ impl Normalizer<'_> {
     }
 
     /// Normalizes one input file into `out`.
-    fn run_file(&mut self, table: &KTable, path: &str, mode: PairMode, out: &mut OutputFile) -> Result<()> {
+    fn run_file(&mut self, table: &mut KTable, path: &str, mode: PairMode, out: &mut OutputFile) -> Result<()> {
         let start = self.summary.total;
         let source = bundle_source(path, mode, self.opts.table.ksize)?;
         let mut short = 0;
         let mut buf = Vec::new();
+        let k = table.ksize();
         run_ordered(
             source,
             self.opts.threads,
-            || |bb| Ok(clean_batch(bb, Cleaning::Screed)),
-            |cb: CleanBatch| {
-                short += cb.bundles.n_short_dropped;
+            || |bb| Ok(HashedBatch::new(bb, k)),
+            |hb: HashedBatch| {
+                short += hb.reads.bundles.n_short_dropped;
                 buf.clear();
-                self.process(path, table, &cb, &mut buf)?;
+                self.process(path, table, &hb, &mut buf)?;
                 write_to(out, &buf)
             },
         )?;
@@ -202,7 +235,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
             }
         }
     }
-    let table = match &opts.loadgraph {
+    let mut table = match &opts.loadgraph {
         Some(path) => {
             info(opts.quiet, format!("loading k-mer countgraph from {path}"));
             KTable::load(path, HashKind::TwoBit)?
@@ -226,6 +259,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     };
     let mut norm = Normalizer {
         opts,
+        bins: Vec::new(),
         summary: Summary::default(),
         report,
         next_report_at: opts.report_frequency,
@@ -251,11 +285,11 @@ pub fn run(opts: &Options) -> Result<Summary> {
     };
     for (path, mode) in files {
         let result = match single.as_mut() {
-            Some(out) => norm.run_file(&table, path, mode, out),
+            Some(out) => norm.run_file(&mut table, path, mode, out),
             None => {
                 let name = derived_name(path, ".keep", None);
                 create_output(&name, opts.compression).and_then(|mut out| {
-                    norm.run_file(&table, path, mode, &mut out)?;
+                    norm.run_file(&mut table, path, mode, &mut out)?;
                     info(opts.quiet, format!("output in {name}"));
                     out.finish()
                 })

@@ -77,6 +77,9 @@ macro_rules! with_cells {
     };
 }
 
+mod pass;
+pub use pass::KmerPass;
+
 /// One prime-sized table of counters.
 struct Table {
     mem: ZeroedBytes,

@@ -232,3 +232,35 @@ fn hash_lookups_equal_sequence_lookups() {
     }
     assert!(!all_kinds(4)[0].median_at_least_hashes(&[], 0));
 }
+
+#[test]
+fn kmer_pass_decides_and_counts_like_the_sequence_methods() {
+    let reads = repetitive_reads();
+    for kind in 0..all_kinds(6).len() {
+        let (reference, mut passed) = (all_kinds(6).remove(kind), all_kinds(6).remove(kind));
+        let (mut hashes, mut spans) = (Vec::new(), Vec::new());
+        for read in reads.iter().chain([&b"ACG".to_vec()]) {
+            let start = hashes.len();
+            reference.kmer_hashes(read, &mut hashes);
+            spans.push(start..hashes.len());
+        }
+        let mut bins = vec![5; 3];
+        let mut pass = KmerPass::new(&mut passed, &hashes, &mut bins);
+        // Bit storage counts 0 or 1: drop reads already seen.
+        let keep_below = if reference.storage_kind() == StorageKind::Bit { 1 } else { 2 };
+        let mut kept = 0;
+        for (read, span) in reads.iter().chain([&b"ACG".to_vec()]).zip(&spans) {
+            for cutoff in [1, 2, 3] {
+                assert_eq!(pass.median_at_least(span.clone(), cutoff), reference.median_at_least(read, cutoff));
+            }
+            if !reference.median_at_least(read, keep_below) {
+                reference.consume(read);
+                pass.add(span.clone());
+                kept += 1;
+            }
+        }
+        assert!(kept > 1 && kept < reads.len(), "{kept}");
+        assert_eq!(passed.raw_tables(), reference.raw_tables());
+        assert_eq!((passed.n_occupied(), passed.n_unique_kmers()), (reference.n_occupied(), reference.n_unique_kmers()));
+    }
+}
