@@ -1,6 +1,6 @@
 //! The `kmerflow` command line: one subcommand per khmer script, shared conventions
-//! (help with examples, `-q`, `-T/--threads`, progress on a terminal, a resource summary line
-//! on stderr, exit codes 0 success / 1 data or I/O error / 2 usage error).
+//! (help with examples, `-q`, `-T/--threads`, `--metrics FILE.json`, progress on a terminal, a
+//! resource summary line on stderr, exit codes 0 success / 1 data or I/O error / 2 usage error).
 //!
 //! [`execute`] parses and runs a command line and returns a [`CliError`] (the Python
 //! bindings turn it into an exception); [`run`] is the executable's entry point, printing the
@@ -8,6 +8,7 @@
 
 pub mod commands;
 pub mod common;
+pub mod metrics;
 pub mod progress;
 pub mod report;
 
@@ -63,11 +64,22 @@ pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
     let cli = Cli::from_arg_matches(&matches)
         .map_err(|e| CliError { code: EXIT_USAGE, message: e.render().to_string() })?;
     let name = cli.command.name();
+    let data_error = |e: kmerflow_core::Error| CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}") };
     let mut ctx = Ctx::new(cli.command.settings(), name);
+    if ctx.metrics.is_some() && !kmerflow_core::pipeline::metrics::ENABLED {
+        ctx.finish_progress();
+        return Err(data_error(kmerflow_core::Error::invalid(
+            "--metrics: metrics are not compiled in (build with the `metrics` feature)",
+        )));
+    }
     let report = report::Report::start(&argv);
+    let started = std::time::Instant::now();
     match cli.command.run(&mut ctx) {
         Ok(()) => {
             ctx.finish_progress();
+            if let Some(path) = &ctx.metrics {
+                metrics::write(path, name, &argv, ctx.threads, started).map_err(data_error)?;
+            }
             if !ctx.quiet {
                 eprintln!("{}", report.line());
             }
@@ -79,7 +91,7 @@ pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
         }
         Err(e) => {
             ctx.finish_progress();
-            Err(CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}") })
+            Err(data_error(e))
         }
     }
 }
