@@ -72,6 +72,10 @@ pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
             "--metrics: metrics are not compiled in (build with the `metrics` feature)",
         )));
     }
+    if ctx.metrics.is_some() {
+        // Only this run is reported (an embedding process may run several commands).
+        kmerflow_core::pipeline::metrics::clear();
+    }
     let report = report::Report::start(&argv);
     let started = std::time::Instant::now();
     match cli.command.run(&mut ctx) {
@@ -134,5 +138,40 @@ mod tests {
         }
         let err = execute(argv(&["fastq-to-fasta", "x.fq", "--gzip", "--bzip"])).unwrap_err();
         assert_eq!(err.code, EXIT_USAGE);
+    }
+
+    /// A small FASTQ file in a temporary directory.
+    fn fastq(dir: &std::path::Path) -> String {
+        let path = dir.join("in.fq");
+        std::fs::write(&path, "@a\nACGT\n+\nIIII\n@b\nGGN\n+\nIII\n").unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
+    #[cfg(feature = "metrics")]
+    #[test]
+    fn metrics_json_is_written_on_success() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = fastq(dir.path());
+        let json = dir.path().join("m.json");
+        let out = dir.path().join("out.fa");
+        let args = ["fastq-to-fasta", "-q", "-T", "2", &input, "-o", out.to_str().unwrap(), "--metrics", json.to_str().unwrap()];
+        execute(argv(&args)).unwrap();
+        let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(m["command"], "fastq-to-fasta");
+        assert_eq!(m["threads"], 2);
+        let input_entry = m["inputs"].as_array().unwrap().iter().find(|i| i["path"] == input.as_str()).unwrap();
+        assert_eq!(input_entry["bytes_decompressed"], 28);
+        assert!(m["pipelines"].as_array().unwrap().iter().any(|p| p["records"] == 2));
+        assert!(m["throughput"]["decompressed_mb_per_s"].as_f64().unwrap() > 0.0);
+    }
+
+    #[cfg(not(feature = "metrics"))]
+    #[test]
+    fn metrics_flag_says_they_are_not_compiled_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = fastq(dir.path());
+        let err = execute(argv(&["readstats", "-q", &input, "--metrics", "m.json"])).unwrap_err();
+        assert_eq!(err.code, EXIT_DATA);
+        assert!(err.message.contains("metrics are not compiled in"), "{}", err.message);
     }
 }
