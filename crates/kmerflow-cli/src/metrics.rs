@@ -20,7 +20,11 @@ pub fn document(name: &str, argv: &[OsString], threads: usize, started: Instant)
     let totals = &doc["totals"];
     let rate = |key: &str| {
         let amount = totals[key].as_u64().unwrap_or(0) as f64;
-        if wall > 0.0 { amount / wall } else { 0.0 }
+        if wall > 0.0 {
+            amount / wall
+        } else {
+            0.0
+        }
     };
     let throughput = json!({
         "decompressed_mb_per_s": rate("bytes_in_decompressed") / 1e6,
@@ -44,7 +48,13 @@ pub fn document(name: &str, argv: &[OsString], threads: usize, started: Instant)
 }
 
 /// Writes the metrics JSON to `path` (`-` = stdout).
-pub fn write(path: &str, name: &str, argv: &[OsString], threads: usize, started: Instant) -> Result<()> {
+pub fn write(
+    path: &str,
+    name: &str,
+    argv: &[OsString],
+    threads: usize,
+    started: Instant,
+) -> Result<()> {
     let doc = document(name, argv, threads, started);
     let mut text = serde_json::to_vec_pretty(&doc).map_err(|e| Error::invalid(e.to_string()))?;
     text.push(b'\n');
