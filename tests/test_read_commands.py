@@ -229,6 +229,41 @@ def test_sampling_everything_when_n_exceeds_input(data: Path) -> None:
     assert out == (data / "paired.fq").read_bytes()
 
 
+def test_metrics_json_reports_stages_bytes_and_records(tmp_path: Path, data: Path) -> None:
+    import json
+
+    src = data / "100-reads.fq.gz"
+    kmerflow("fastq-to-fasta", "-T", "2", src, "-o", tmp_path / "out.fa",
+             "--metrics", tmp_path / "m.json")
+    m = json.loads((tmp_path / "m.json").read_text())
+    for key in ("command", "argv", "threads", "wall_s", "cpu_s", "peak_rss_bytes", "inputs",
+                "pipelines", "counters", "totals", "throughput"):
+        assert key in m, key
+    assert m["command"] == "fastq-to-fasta" and m["threads"] == 2
+    (inp,) = m["inputs"]
+    assert inp["compression"] == "gzip"
+    assert inp["bytes_compressed"] == src.stat().st_size
+    assert inp["bytes_decompressed"] == len(gzip.decompress(src.read_bytes()))
+    for key in ("busy_s", "wait_s", "cpu_s"):
+        assert key in inp["reader_thread"]
+    (run,) = [p for p in m["pipelines"] if p["label"] == "records"]
+    assert run["records"] == m["totals"]["records"] == 100
+    assert len(run["workers"]) == 2
+    assert {"reader", "sink", "wall_s", "records_per_s"} <= run.keys()
+
+
+def test_parallel_gz_output_decompresses_to_the_same_bytes(tmp_path: Path, data: Path) -> None:
+    src = data / "100-reads.fq.gz"
+    kmerflow("fastq-to-fasta", "-T", "1", src, "-o", tmp_path / "one.fa")
+    kmerflow("fastq-to-fasta", "-T", "3", src, "-o", tmp_path / "par.fa.gz")
+    par = (tmp_path / "par.fa.gz").read_bytes()
+    assert par[12:14] == b"BC", "multi-threaded .gz output is BGZF"
+    assert gzip.decompress(par) == (tmp_path / "one.fa").read_bytes()
+    # and BGZF input is read back (in parallel) to the same records
+    kmerflow("fastq-to-fasta", "-T", "2", tmp_path / "par.fa.gz", "-o", tmp_path / "again.fa")
+    assert (tmp_path / "again.fa").read_bytes() == (tmp_path / "one.fa").read_bytes()
+
+
 def _regenerate() -> None:
     """Rewrite the golden files by running khmer 3.0 on every golden case."""
     import tempfile

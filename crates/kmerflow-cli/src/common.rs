@@ -1,17 +1,19 @@
-//! Options and services shared by every command: `-q`, `-T/--threads`, `--gzip/--bzip`, the
-//! per-run context with the progress indicator.
+//! Options and services shared by every command: `-q`, `-T/--threads`, `--metrics`,
+//! `--gzip/--bzip`, the per-run context with the progress indicator.
 
 use crate::progress::Progress;
 use clap::Args;
 use kmerflow_core::io::Compression;
 
 /// The settings every command has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// Suppress informational messages and the resource summary.
     pub quiet: bool,
     /// Worker threads; `None` = all available cores.
     pub threads: Option<usize>,
+    /// Where to write the run's metrics as JSON.
+    pub metrics: Option<String>,
 }
 
 /// `-q/--quiet` and `-T/--threads`, flattened into every command's arguments.
@@ -23,12 +25,19 @@ pub struct CommonArgs {
     /// Number of worker threads [default: all available cores]
     #[arg(short = 'T', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Option<u32>,
+    /// Write per-stage timings, byte and record counts and throughput as JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    pub metrics: Option<String>,
 }
 
 impl CommonArgs {
     /// The settings these flags give.
     pub fn settings(&self) -> Settings {
-        Settings { quiet: self.quiet, threads: self.threads.map(|t| t as usize) }
+        Settings {
+            quiet: self.quiet,
+            threads: self.threads.map(|t| t as usize),
+            metrics: self.metrics.clone(),
+        }
     }
 }
 
@@ -42,12 +51,19 @@ pub struct CommonArgsLongThreads {
     /// Number of worker threads [default: all available cores]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Option<u32>,
+    /// Write per-stage timings, byte and record counts and throughput as JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    pub metrics: Option<String>,
 }
 
 impl CommonArgsLongThreads {
     /// The settings these flags give.
     pub fn settings(&self) -> Settings {
-        Settings { quiet: self.quiet, threads: self.threads.map(|t| t as usize) }
+        Settings {
+            quiet: self.quiet,
+            threads: self.threads.map(|t| t as usize),
+            metrics: self.metrics.clone(),
+        }
     }
 }
 
@@ -83,15 +99,21 @@ pub struct Ctx {
     pub quiet: bool,
     /// Worker threads to use.
     pub threads: usize,
+    /// Where to write the metrics JSON (`--metrics`).
+    pub metrics: Option<String>,
     progress: Progress,
 }
 
 impl Ctx {
-    /// The context of command `name` with `settings`.
+    /// The context of command `name` with `settings`; also sets the threads used for
+    /// parallel (de)compression ([`kmerflow_core::io::set_threads`]).
     pub fn new(settings: Settings, name: &'static str) -> Self {
+        let threads = settings.threads.unwrap_or_else(kmerflow_core::pipeline::available_threads);
+        kmerflow_core::io::set_threads(threads);
         Ctx {
             quiet: settings.quiet,
-            threads: settings.threads.unwrap_or_else(kmerflow_core::pipeline::available_threads),
+            threads,
+            metrics: settings.metrics,
             progress: Progress::new(name, !settings.quiet),
         }
     }
@@ -109,8 +131,8 @@ impl Ctx {
         |n| self.progress.update(n)
     }
 
-    /// Removes the progress line, if one was drawn.
+    /// Stops the progress line and removes it, if one was drawn.
     pub fn finish_progress(&mut self) {
-        self.progress.clear();
+        self.progress.finish();
     }
 }

@@ -1,6 +1,6 @@
 //! The `kmerflow` command line: one subcommand per khmer script, shared conventions
-//! (help with examples, `-q`, `-T/--threads`, progress on a terminal, a resource summary line
-//! on stderr, exit codes 0 success / 1 data or I/O error / 2 usage error).
+//! (help with examples, `-q`, `-T/--threads`, `--metrics FILE.json`, progress on a terminal, a
+//! resource summary line on stderr, exit codes 0 success / 1 data or I/O error / 2 usage error).
 //!
 //! [`execute`] parses and runs a command line and returns a [`CliError`] (the Python
 //! bindings turn it into an exception); [`run`] is the executable's entry point, printing the
@@ -8,6 +8,7 @@
 
 pub mod commands;
 pub mod common;
+pub mod metrics;
 pub mod progress;
 pub mod report;
 
@@ -63,11 +64,26 @@ pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
     let cli = Cli::from_arg_matches(&matches)
         .map_err(|e| CliError { code: EXIT_USAGE, message: e.render().to_string() })?;
     let name = cli.command.name();
+    let data_error = |e: kmerflow_core::Error| CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}") };
     let mut ctx = Ctx::new(cli.command.settings(), name);
+    if ctx.metrics.is_some() && !kmerflow_core::pipeline::metrics::ENABLED {
+        ctx.finish_progress();
+        return Err(data_error(kmerflow_core::Error::invalid(
+            "--metrics: metrics are not compiled in (build with the `metrics` feature)",
+        )));
+    }
+    if ctx.metrics.is_some() {
+        // Only this run is reported (an embedding process may run several commands).
+        kmerflow_core::pipeline::metrics::clear();
+    }
     let report = report::Report::start(&argv);
+    let started = std::time::Instant::now();
     match cli.command.run(&mut ctx) {
         Ok(()) => {
             ctx.finish_progress();
+            if let Some(path) = &ctx.metrics {
+                metrics::write(path, name, &argv, ctx.threads, started).map_err(data_error)?;
+            }
             if !ctx.quiet {
                 eprintln!("{}", report.line());
             }
@@ -79,7 +95,7 @@ pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
         }
         Err(e) => {
             ctx.finish_progress();
-            Err(CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}") })
+            Err(data_error(e))
         }
     }
 }
@@ -122,5 +138,40 @@ mod tests {
         }
         let err = execute(argv(&["fastq-to-fasta", "x.fq", "--gzip", "--bzip"])).unwrap_err();
         assert_eq!(err.code, EXIT_USAGE);
+    }
+
+    /// A small FASTQ file in a temporary directory.
+    fn fastq(dir: &std::path::Path) -> String {
+        let path = dir.join("in.fq");
+        std::fs::write(&path, "@a\nACGT\n+\nIIII\n@b\nGGN\n+\nIII\n").unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
+    #[cfg(feature = "metrics")]
+    #[test]
+    fn metrics_json_is_written_on_success() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = fastq(dir.path());
+        let json = dir.path().join("m.json");
+        let out = dir.path().join("out.fa");
+        let args = ["fastq-to-fasta", "-q", "-T", "2", &input, "-o", out.to_str().unwrap(), "--metrics", json.to_str().unwrap()];
+        execute(argv(&args)).unwrap();
+        let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(m["command"], "fastq-to-fasta");
+        assert_eq!(m["threads"], 2);
+        let input_entry = m["inputs"].as_array().unwrap().iter().find(|i| i["path"] == input.as_str()).unwrap();
+        assert_eq!(input_entry["bytes_decompressed"], 28);
+        assert!(m["pipelines"].as_array().unwrap().iter().any(|p| p["records"] == 2));
+        assert!(m["throughput"]["decompressed_mb_per_s"].as_f64().unwrap() > 0.0);
+    }
+
+    #[cfg(not(feature = "metrics"))]
+    #[test]
+    fn metrics_flag_says_they_are_not_compiled_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = fastq(dir.path());
+        let err = execute(argv(&["readstats", "-q", &input, "--metrics", "m.json"])).unwrap_err();
+        assert_eq!(err.code, EXIT_DATA);
+        assert!(err.message.contains("metrics are not compiled in"), "{}", err.message);
     }
 }

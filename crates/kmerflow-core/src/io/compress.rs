@@ -5,10 +5,15 @@
 //! zstd level 3. The same levels apply whether the compression comes from the name's extension
 //! or from an explicit `--gzip`/`--bzip`.
 
+use super::bgzf::{self, BgzfWriter};
 use super::pump::advise_sequential;
+use crate::pipeline::metrics::{register_input, InputCounters};
+use crate::pipeline::progress;
 use crate::{Error, Result};
 use std::fs::File;
 use std::io::{self, Cursor, Read, Write};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// A compression format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +30,8 @@ pub enum Compression {
     Zstd,
 }
 
-/// Bytes needed by [`Compression::sniff`] to recognise every format.
-const MAGIC_LEN: usize = 6;
+/// Bytes read to recognise every format and a BGZF header.
+const MAGIC_LEN: usize = bgzf::HEADER_LEN;
 
 impl Compression {
     /// Detects the compression from the first bytes of a stream (at least 6 bytes when the
@@ -71,24 +76,40 @@ impl Compression {
 }
 
 /// Opens `path` (`-` = stdin) and returns the decompressed byte stream, the compression being
-/// detected from magic bytes. Errors name the path.
+/// detected from magic bytes. Errors name the path. BGZF files are decompressed in parallel on
+/// [`super::threads`] threads.
 pub fn open_input(path: &str) -> Result<Box<dyn Read + Send>> {
-    let mut raw: Box<dyn Read + Send> = if path == "-" {
-        Box::new(io::stdin())
+    open_counted(path).map(|(r, _)| r)
+}
+
+/// [`open_input`], also returning the input's counters in the metrics registry (the bytes
+/// read from the file are counted there and in [`progress`]).
+pub(crate) fn open_counted(path: &str) -> Result<(Box<dyn Read + Send>, Arc<InputCounters>)> {
+    let counters = register_input();
+    let (file, size): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
+        (Box::new(io::stdin()), None)
     } else {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         advise_sequential(&file);
-        Box::new(file)
+        let size = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+        (Box::new(file), size)
     };
+    if let Some(size) = size {
+        progress::add_input_size(size);
+    }
+    let mut raw: Box<dyn Read + Send> = Box::new(Counted { inner: file, counters: counters.clone() });
     let mut magic = [0u8; MAGIC_LEN];
     let n = read_up_to(&mut raw, &mut magic).map_err(|e| Error::io(path, e))?;
     let compression = Compression::sniff(&magic[..n]);
+    let parallel = compression == Compression::Gzip && bgzf::is_bgzf(&magic[..n]);
+    counters.describe(path, if parallel { "bgzf" } else { compression.name() }, size);
     let stream = Cursor::new(magic[..n].to_vec()).chain(raw);
     // The decoders read through their own buffer; wrapping the raw file in a large BufReader
     // keeps system calls few.
     let buffered = io::BufReader::with_capacity(1 << 20, stream);
     let decoded: Box<dyn Read + Send> = match compression {
-        Compression::None => return Ok(Box::new(buffered)),
+        Compression::None => return Ok((Box::new(buffered), counters)),
+        Compression::Gzip if parallel => bgzf::decoder(Box::new(buffered), path, super::threads()),
         Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered)),
         Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(buffered)),
@@ -96,14 +117,26 @@ pub fn open_input(path: &str) -> Result<Box<dyn Read + Send>> {
             zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| read_error(path, e))?,
         ),
     };
-    Ok(Box::new(Corruption {
-        inner: decoded,
-        compression,
-    }))
+    Ok((Box::new(Corruption { inner: decoded, compression }), counters))
+}
+
+/// The raw file under the decoders, counting the bytes read from it.
+struct Counted {
+    inner: Box<dyn Read + Send>,
+    counters: Arc<InputCounters>,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counters.compressed.fetch_add(n as u64, Ordering::Relaxed);
+        progress::add_read(n as u64);
+        Ok(n)
+    }
 }
 
 /// Reads until `buf` is full or the stream ends; returns the number of bytes read.
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {
@@ -155,6 +188,8 @@ pub(crate) enum Encoder<W: Write> {
     Bzip2(bzip2::write::BzEncoder<W>),
     Xz(liblzma::write::XzEncoder<W>),
     Zstd(zstd::stream::write::Encoder<'static, W>),
+    /// gzip compressed in parallel (BGZF), when more than one io thread is set.
+    Bgzf(BgzfWriter<W>),
 }
 
 impl<W: Write> Encoder<W> {
@@ -162,6 +197,9 @@ impl<W: Write> Encoder<W> {
     pub(crate) fn new(inner: W, compression: Compression) -> io::Result<Self> {
         Ok(match compression {
             Compression::None => Encoder::Plain(inner),
+            Compression::Gzip if super::threads() > 1 => {
+                Encoder::Bgzf(BgzfWriter::new(inner, super::threads())?)
+            }
             Compression::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
                 inner,
                 flate2::Compression::new(3),
@@ -183,6 +221,7 @@ impl<W: Write> Encoder<W> {
             Encoder::Bzip2(e) => e.finish(),
             Encoder::Xz(e) => e.finish(),
             Encoder::Zstd(e) => e.finish(),
+            Encoder::Bgzf(e) => e.finish(),
         }
     }
 
@@ -193,6 +232,7 @@ impl<W: Write> Encoder<W> {
             Encoder::Bzip2(e) => e,
             Encoder::Xz(e) => e,
             Encoder::Zstd(e) => e,
+            Encoder::Bgzf(e) => e,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! FASTA/FASTQ parsing over chunks: records are borrowed slices, not per-record allocations.
 
-use super::compress::{open_input, read_error};
+use super::compress::{open_counted, read_error};
 use super::parse::{is_space, show, Position, Scanner, Span};
 use super::pump::Pump;
 use crate::{Error, Result};
@@ -207,7 +207,8 @@ impl FastxReader {
     /// Opens `path` (`-` = stdin). Compression is sniffed from magic bytes and the format from
     /// the content. An empty (after decompression) input is an error naming the file.
     pub fn open(path: &str) -> Result<Self> {
-        let mut pump = Pump::spawn(open_input(path)?);
+        let (input, counters) = open_counted(path)?;
+        let mut pump = Pump::spawn_counted(input, counters);
         let mut line = 1;
         loop {
             let Some(chunk) = pump.next_chunk().map_err(|e| read_error(path, e))? else {

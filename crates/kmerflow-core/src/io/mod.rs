@@ -7,10 +7,14 @@
 //! records are borrowed slices of the chunk; [`pairs::PairedReader`] groups records into
 //! khmer's "bundles" (pairs or single reads).
 //!
+//! gzip inputs in BGZF form are decompressed in parallel ([`bgzf`]); `.gz` outputs are
+//! compressed in parallel (BGZF) when more than one io thread is set ([`set_threads`]).
+//!
 //! Writing path: [`output::OutputFile`] writes to a temporary name and renames on success,
 //! compressing by the output name's extension; [`output::write_record`] formats records
 //! exactly as khmer does.
 
+pub mod bgzf;
 pub mod compress;
 pub mod fastx;
 pub mod output;
@@ -22,3 +26,20 @@ pub use compress::Compression;
 pub use fastx::{FastxReader, Format, OwnedRecord, Record, RecordBatch};
 pub use output::{write_record, OutputFile};
 pub use pairs::{Bundle, BundleBatch, PairMode, PairedReader};
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Threads for parallel (de)compression; see [`set_threads`].
+static THREADS: AtomicUsize = AtomicUsize::new(1);
+
+/// Sets the number of threads used to decompress BGZF inputs and to compress `.gz` outputs
+/// (process-wide; the command line sets it from `-T`). With 1, `.gz` outputs are a single
+/// streaming gzip member.
+pub fn set_threads(threads: usize) {
+    THREADS.store(threads.max(1), Ordering::Relaxed);
+}
+
+/// The number set by [`set_threads`] (1 by default).
+pub fn threads() -> usize {
+    THREADS.load(Ordering::Relaxed)
+}

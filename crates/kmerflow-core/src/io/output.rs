@@ -174,6 +174,7 @@ pub fn write_record(out: &mut Vec<u8>, rec: &Record<'_>) {
 mod tests {
     use super::*;
     use crate::io::fastx::for_each_record;
+    use std::io::Read;
 
     fn records() -> Vec<u8> {
         let mut out = Vec::new();
@@ -225,6 +226,25 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(left.len(), 5, "no temporary files remain: {left:?}");
+    }
+
+    #[test]
+    fn gz_output_is_compressed_in_parallel_with_several_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.fq.gz");
+        let text = records().repeat(50_000);
+        crate::io::set_threads(3);
+        let mut out = OutputFile::create(path.to_str().unwrap()).unwrap();
+        for piece in text.chunks(100_003) {
+            out.write_all(piece).unwrap();
+        }
+        out.finish().unwrap();
+        crate::io::set_threads(1);
+        let gz = std::fs::read(&path).unwrap();
+        assert!(crate::io::bgzf::is_bgzf(&gz), "BGZF members");
+        let mut back = Vec::new();
+        flate2::read::MultiGzDecoder::new(&gz[..]).read_to_end(&mut back).unwrap();
+        assert!(back == text, "decompresses to the bytes written");
     }
 
     #[test]

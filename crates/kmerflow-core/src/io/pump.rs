@@ -4,10 +4,16 @@
 //! `posix_fadvise(SEQUENTIAL)` on regular files, and hands them over a bounded channel so that
 //! decompression and I/O overlap with parsing and processing. Consumers give finished buffers
 //! back through [`Pump::recycler`], so that steady-state reading allocates nothing.
+//!
+//! The reader thread reports its busy (reading and decompressing), waiting and CPU time and
+//! the bytes it delivered to the input's [`InputCounters`] (cargo feature `metrics`).
 
+use super::compress::read_up_to;
+use crate::pipeline::metrics::{thread_cpu_time, InputCounters, StageMetrics};
 use crossbeam_channel::{bounded, Receiver, Sender};
 use std::fs::File;
 use std::io::{self, Read};
+use std::sync::Arc;
 
 /// Size of the chunks read by the pump.
 pub const CHUNK_SIZE: usize = 1 << 20;
@@ -31,28 +37,44 @@ pub(crate) fn advise_sequential(file: &File) {
 pub struct Pump {
     chunks: Receiver<io::Result<Vec<u8>>>,
     recycle: Sender<Vec<u8>>,
+    counters: Arc<InputCounters>,
+    /// The consumer's time spent waiting for chunks.
+    starved: StageMetrics,
 }
 
 impl Pump {
     /// Starts the reader thread on `reader`. The thread ends at the end of the stream, on an
     /// error, or when the pump is dropped.
     pub fn spawn(reader: Box<dyn Read + Send>) -> Self {
+        Self::spawn_counted(reader, Arc::default())
+    }
+
+    /// [`Pump::spawn`], reporting the reader thread's metrics to `counters`.
+    pub fn spawn_counted(reader: Box<dyn Read + Send>, counters: Arc<InputCounters>) -> Self {
         let (chunk_tx, chunks) = bounded(READ_AHEAD);
         let (recycle, recycled) = bounded(READ_AHEAD * 2);
         let failure_tx = chunk_tx.clone();
+        let thread_counters = counters.clone();
         let spawned = std::thread::Builder::new()
             .name("kmerflow-pump".into())
-            .spawn(move || read_chunks(reader, &chunk_tx, &recycled));
+            .spawn(move || {
+                let cpu = thread_cpu_time();
+                let mut m = StageMetrics::default();
+                let delivered = read_chunks(reader, &chunk_tx, &recycled, &mut m);
+                m.set_cpu_since(cpu);
+                thread_counters.add_reader(&m, delivered);
+            });
         if let Err(e) = spawned {
             // No thread: the failure is the stream's only item.
             let _ = failure_tx.send(Err(e));
         }
-        Pump { chunks, recycle }
+        Pump { chunks, recycle, counters, starved: StageMetrics::default() }
     }
 
     /// The next chunk, `None` at the end of the stream.
     pub fn next_chunk(&mut self) -> io::Result<Option<Vec<u8>>> {
-        self.chunks.recv().map_or(Ok(None), |chunk| chunk.map(Some))
+        let chunks = &self.chunks;
+        self.starved.time_wait(|| chunks.recv()).map_or(Ok(None), |chunk| chunk.map(Some))
     }
 
     /// A channel on which consumed chunk buffers can be handed back for reuse.
@@ -61,37 +83,42 @@ impl Pump {
     }
 }
 
-/// The reader thread's loop.
+impl Drop for Pump {
+    fn drop(&mut self) {
+        self.counters.add_parse_wait(self.starved.wait_time());
+    }
+}
+
+/// The reader thread's loop; returns the number of bytes delivered.
 fn read_chunks(
     mut reader: Box<dyn Read + Send>,
     chunks: &Sender<io::Result<Vec<u8>>>,
     recycled: &Receiver<Vec<u8>>,
-) {
+    m: &mut StageMetrics,
+) -> u64 {
+    let mut delivered = 0u64;
     loop {
         let mut buf = recycled
             .try_recv()
             .unwrap_or_else(|_| Vec::with_capacity(CHUNK_SIZE));
         // Keeping the old length (usually >= CHUNK_SIZE) avoids re-zeroing recycled buffers.
         buf.resize(CHUNK_SIZE, 0);
-        let mut filled = 0;
-        while filled < CHUNK_SIZE {
-            match reader.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let _ = chunks.send(Err(e));
-                    return;
-                }
+        let filled = match m.time_busy(|| read_up_to(&mut reader, &mut buf)) {
+            Ok(filled) => filled,
+            Err(e) => {
+                let _ = chunks.send(Err(e));
+                return delivered;
             }
-        }
+        };
         buf.truncate(filled);
+        m.count_bytes(filled);
+        delivered += filled as u64;
         let at_end = filled < CHUNK_SIZE;
-        if filled > 0 && chunks.send(Ok(buf)).is_err() {
-            return;
+        if filled > 0 && m.time_wait(|| chunks.send(Ok(buf))).is_err() {
+            return delivered;
         }
         if at_end {
-            return;
+            return delivered;
         }
     }
 }

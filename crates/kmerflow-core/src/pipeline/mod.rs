@@ -27,10 +27,12 @@
 //! * **One thread**: with `threads <= 1` everything runs inline on the calling thread, with no
 //!   channel and no extra thread.
 //!
-//! Per-thread [`metrics`] (batches, records, bytes, busy and waiting time) are returned by
-//! [`run_ordered`]; without the `metrics` cargo feature they compile to nothing.
+//! Per-thread [`metrics`] (batches, records, bytes, busy, waiting and CPU time) are returned by
+//! [`run_ordered`] and recorded in the process-wide registry ([`metrics::report`]); without the
+//! `metrics` cargo feature they compile to nothing. [`progress`] counts input bytes read.
 
 pub mod metrics;
+pub mod progress;
 
 use crate::{Error, Result};
 use crossbeam_channel::{bounded, Receiver, Sender};
@@ -63,6 +65,27 @@ pub fn run_ordered<B, O, I, W, M, S>(
     source: I,
     threads: usize,
     make_worker: M,
+    sink: S,
+) -> Result<PipelineMetrics>
+where
+    I: IntoIterator<Item = Result<B>>,
+    I::IntoIter: Send,
+    B: Workload + Send,
+    O: Send,
+    M: Fn() -> W + Sync,
+    W: FnMut(B) -> Result<O>,
+    S: FnMut(O) -> Result<()>,
+{
+    run_ordered_as(metrics::RECORDS_LABEL, source, threads, make_worker, sink)
+}
+
+/// [`run_ordered`], recording the run's metrics under `label` (for pipelines that are not the
+/// command's record processing, such as parallel decompression).
+pub fn run_ordered_as<B, O, I, W, M, S>(
+    label: &'static str,
+    source: I,
+    threads: usize,
+    make_worker: M,
     mut sink: S,
 ) -> Result<PipelineMetrics>
 where
@@ -74,12 +97,22 @@ where
     W: FnMut(B) -> Result<O>,
     S: FnMut(O) -> Result<()>,
 {
+    #[cfg(feature = "metrics")]
+    let started = std::time::Instant::now();
+    let cpu = metrics::thread_cpu_time();
     let source = source.into_iter();
-    if threads <= 1 {
+    let mut m = if threads <= 1 {
         run_inline(source, make_worker(), &mut sink)
     } else {
         run_threaded(source, threads, &make_worker, &mut sink)
+    }?;
+    m.sink.set_cpu_since(cpu);
+    #[cfg(feature = "metrics")]
+    {
+        m.wall = started.elapsed();
     }
+    metrics::record_pipeline(label, &m);
+    Ok(m)
 }
 
 /// The single-threaded form: read, process and sink one batch at a time.
@@ -169,6 +202,7 @@ fn read_stage<B: Workload, O>(
     slot_rx: Receiver<()>,
     stop: &AtomicBool,
 ) -> StageMetrics {
+    let cpu = metrics::thread_cpu_time();
     let mut m = StageMetrics::default();
     for seq in 0u64.. {
         if m.time_wait(|| slot_rx.recv()).is_err() || stop.load(Ordering::Relaxed) {
@@ -189,6 +223,7 @@ fn read_stage<B: Workload, O>(
             break;
         }
     }
+    m.set_cpu_since(cpu);
     m
 }
 
@@ -198,6 +233,7 @@ fn work_stage<B: Workload, O>(
     batch_rx: Receiver<(u64, B)>,
     out_tx: Sender<Numbered<O>>,
 ) -> StageMetrics {
+    let cpu = metrics::thread_cpu_time();
     let mut m = StageMetrics::default();
     while let Ok((seq, batch)) = m.time_wait(|| batch_rx.recv()) {
         m.count(&batch);
@@ -207,6 +243,7 @@ fn work_stage<B: Workload, O>(
             break;
         }
     }
+    m.set_cpu_since(cpu);
     m
 }
 

@@ -143,3 +143,51 @@ fn each_worker_gets_its_own_state() {
     assert_eq!(made.load(Ordering::Relaxed), 3);
     assert_eq!(total, (0..100u64).sum::<u64>());
 }
+
+#[test]
+fn runs_are_recorded_in_the_registry_with_cpu_time() {
+    for threads in [1, 3] {
+        run_ordered_as("test-registry", numbered(300), threads, || jittery_double, |_| Ok(())).unwrap();
+    }
+    assert_eq!(metrics::report().is_some(), metrics::ENABLED);
+    let Some(report) = metrics::report() else { return };
+    let runs: Vec<_> = report["pipelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["label"] == "test-registry")
+        .collect();
+    assert_eq!(runs.len(), 2);
+    for (run, threads) in runs.iter().zip([1, 3]) {
+        assert_eq!(run["records"], 300);
+        assert_eq!(run["threads"], threads);
+        assert_eq!(run["workers"].as_array().unwrap().len(), threads);
+        assert!(run["wall_s"].as_f64().unwrap() > 0.0);
+        assert!(run["sink"]["cpu_s"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn reader_thread_reports_bytes_of_a_compressed_input() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.fq.gz");
+    let text = b"@r1\nACGT\n+\nIIII\n@r2\nGG\n+\nII\n".repeat(1000);
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(&text).unwrap();
+    let gz = enc.finish().unwrap();
+    std::fs::write(&path, &gz).unwrap();
+    let name = path.to_str().unwrap();
+    let before = progress::snapshot();
+    let mut reader = crate::io::FastxReader::open(name).unwrap();
+    while reader.next_batch().unwrap().is_some() {}
+    drop(reader);
+    let after = progress::snapshot();
+    assert!(after.0 - before.0 >= gz.len() as u64 && after.1 - before.1 >= gz.len() as u64);
+    let Some(report) = metrics::report() else { return };
+    let input = report["inputs"].as_array().unwrap().iter().find(|i| i["path"] == name).cloned().unwrap();
+    assert_eq!(input["compression"], "gzip");
+    assert_eq!(input["bytes_compressed"], gz.len() as u64);
+    assert_eq!(input["bytes_decompressed"], text.len() as u64);
+    assert!(input["reader_thread"]["busy_s"].as_f64().unwrap() > 0.0);
+}
