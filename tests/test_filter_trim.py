@@ -26,12 +26,15 @@ def fastq_records(path: Path) -> list[tuple[str, str]]:
     return [(lines[i][1:], lines[i + 1]) for i in range(0, len(lines), 4)]
 
 
+def khmer_countgraph(tmp_path: Path, reads: Path, name: str) -> Path:
+    """A k=17 countgraph of `reads` saved by khmer itself as `tmp_path/name`."""
+    khmer("load-into-counting", "-k", "17", "-x", "1e7", "-N", "2", name, reads, cwd=tmp_path)
+    return tmp_path / name
+
+
 @pytest.fixture
 def graph17(tmp_path, data):
-    """A k=17 countgraph of test-abund-read-2.fa saved by khmer itself."""
-    khmer("load-into-counting", "-k", "17", "-x", "1e7", "-N", "2", "g17.ct",
-          data / "test-abund-read-2.fa", cwd=tmp_path)
-    return tmp_path / "g17.ct"
+    return khmer_countgraph(tmp_path, data / "test-abund-read-2.fa", "g17.ct")
 
 
 def test_filter_abund_default(tmp_path, data, graph17):
@@ -46,9 +49,7 @@ def test_filter_abund_c1(tmp_path, data, graph17):
 
 @pytest.fixture
 def graph3(tmp_path, data):
-    khmer("load-into-counting", "-k", "17", "-x", "1e7", "-N", "2", "g3.ct",
-          data / "test-abund-read-3.fa", cwd=tmp_path)
-    return tmp_path / "g3.ct"
+    return khmer_countgraph(tmp_path, data / "test-abund-read-3.fa", "g3.ct")
 
 
 def test_filter_abund_trim_high_abund(tmp_path, data, graph3):

@@ -16,7 +16,9 @@ pub struct Settings {
     pub metrics: Option<String>,
 }
 
-/// `-q/--quiet` and `-T/--threads`, flattened into every command's arguments.
+/// `-q/--quiet`, `-T/--threads` and `--metrics`, flattened into every command's arguments. A
+/// command where khmer uses `-T` for something else drops the short flag with
+/// `#[command(mut_arg("threads", |a| a.short(None)))]`.
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
     /// Do not print informational messages or the resource summary
@@ -31,32 +33,6 @@ pub struct CommonArgs {
 }
 
 impl CommonArgs {
-    /// The settings these flags give.
-    pub fn settings(&self) -> Settings {
-        Settings {
-            quiet: self.quiet,
-            threads: self.threads.map(|t| t as usize),
-            metrics: self.metrics.clone(),
-        }
-    }
-}
-
-/// Like [`CommonArgs`] but with `--threads` only, for commands where khmer uses `-T` for
-/// something else (trim-low-abund's `-T/--tempdir`).
-#[derive(Debug, Clone, Args)]
-pub struct CommonArgsLongThreads {
-    /// Do not print informational messages or the resource summary
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Number of worker threads [default: all available cores]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub threads: Option<u32>,
-    /// Write per-stage timings, byte and record counts and throughput as JSON to FILE
-    #[arg(long, value_name = "FILE")]
-    pub metrics: Option<String>,
-}
-
-impl CommonArgsLongThreads {
     /// The settings these flags give.
     pub fn settings(&self) -> Settings {
         Settings {
@@ -91,6 +67,17 @@ impl CompressionArgs {
             None
         }
     }
+}
+
+/// The output flags of the read-file commands: khmer's `-f/--force` (accepted; outputs are
+/// always replaced) and `--gzip`/`--bzip`.
+#[derive(Debug, Clone, Args)]
+pub struct ReadOutputArgs {
+    /// Accepted for khmer compatibility (outputs are always replaced)
+    #[arg(short, long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub compression: CompressionArgs,
 }
 
 /// What a running command gets: its settings, a place for messages and the progress line.

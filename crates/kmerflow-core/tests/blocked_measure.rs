@@ -9,35 +9,12 @@
 
 use kmerflow_core::io::FastxReader;
 use kmerflow_core::table::{AllocOptions, BlockedParams, BlockedTable, CounterWidth, HashKind, HugePages, KTable, StorageKind};
-use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::time::Instant;
 
-/// CPU time of the calling thread.
-fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the valid timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-/// Runs `work` (returns the number of k-mers) and prints its wall and thread-CPU rates.
-fn measure(label: &str, work: impl FnOnce() -> u64) -> u64 {
-    let (start, cpu_start) = (Instant::now(), thread_cpu_seconds());
-    let kmers = work();
-    let (secs, cpu) = (start.elapsed().as_secs_f64(), thread_cpu_seconds() - cpu_start);
-    eprintln!(
-        "  {label}: {kmers} k-mers, wall {secs:.2} s ({:.1} M/s), CPU {cpu:.2} s ({:.1} M/s)",
-        kmers as f64 / secs / 1e6,
-        kmers as f64 / cpu / 1e6
-    );
-    kmers
-}
-
-fn random_reads(n: usize, len: usize, seed: u64) -> Vec<Vec<u8>> {
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
-    (0..n).map(|_| (0..len).map(|_| b"ACGT"[rng.random_range(0..4)]).collect()).collect()
-}
+mod common;
+use common::{measure, random_reads};
+use rand::{Rng, SeedableRng};
 
 /// The k-mer-consuming calls both layouts share, for the throughput runs.
 trait Consume: Sync {

@@ -6,14 +6,15 @@
 //! and of the measuring thread's CPU time (the box may be shared).
 
 use kmerflow_core::table::{AllocOptions, HashKind, HugePages, KTable, StorageKind};
-use rand::{Rng, SeedableRng};
 use std::time::Instant;
+
+mod common;
+use common::{measure, random_reads};
 
 const READS: usize = 500_000;
 
 fn reads() -> Vec<Vec<u8>> {
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
-    (0..READS).map(|_| (0..120).map(|_| b"ACGT"[rng.random_range(0..4)]).collect()).collect()
+    random_reads(READS, 120, 7)
 }
 
 fn table(options: AllocOptions) -> KTable {
@@ -21,28 +22,6 @@ fn table(options: AllocOptions) -> KTable {
     let table = KTable::new_with_options(20, HashKind::TwoBit, StorageKind::Byte, 100_000_000, 4, options).unwrap();
     eprintln!("  allocate {options:?}: {:.2} s", start.elapsed().as_secs_f64());
     table
-}
-
-/// CPU time of the calling thread.
-fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the valid timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-/// Runs `work` (returns the number of k-mers) and prints its rates.
-fn measure(label: &str, work: impl FnOnce() -> u64) -> u64 {
-    let (start, cpu_start) = (Instant::now(), thread_cpu_seconds());
-    let kmers = work();
-    let (secs, cpu) = (start.elapsed().as_secs_f64(), thread_cpu_seconds() - cpu_start);
-    let rate = |s: f64| kmers as f64 / s / 1e6;
-    eprintln!(
-        "  {label}: {kmers} k-mers, wall {secs:.2} s ({:.1} M/s), CPU {cpu:.2} s ({:.1} M/s)",
-        rate(secs),
-        rate(cpu)
-    );
-    kmers
 }
 
 /// Hashes of all reads, concatenated in batches of `batch` reads.

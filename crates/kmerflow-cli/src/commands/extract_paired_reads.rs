@@ -1,6 +1,6 @@
 //! `kmerflow extract-paired-reads`.
 
-use crate::common::{CommonArgs, CompressionArgs, Ctx};
+use crate::common::{CommonArgs, Ctx, ReadOutputArgs};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::reads::extract_paired::{extract_paired_reads, ExtractPairedOptions};
 use kmerflow_core::ops::reads::PairedInput;
@@ -35,11 +35,8 @@ pub struct Args {
     /// Output orphaned reads to this file
     #[arg(short = 's', long = "output-single", value_name = "filename")]
     pub output_single: Option<String>,
-    /// Accepted for khmer compatibility (outputs are always replaced)
-    #[arg(short, long)]
-    pub force: bool,
     #[command(flatten)]
-    pub compression: CompressionArgs,
+    pub output_flags: ReadOutputArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -51,7 +48,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
         output_dir: args.output_dir,
         output_paired: args.output_paired,
         output_single: args.output_single,
-        compression: args.compression.compression(),
+        compression: args.output_flags.compression.compression(),
         threads: ctx.threads,
     };
     let s = extract_paired_reads(&opts, &mut ctx.progress())?;

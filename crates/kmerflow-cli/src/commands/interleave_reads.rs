@@ -1,6 +1,6 @@
 //! `kmerflow interleave-reads`.
 
-use crate::common::{CommonArgs, CompressionArgs, Ctx};
+use crate::common::{CommonArgs, Ctx, ReadOutputArgs};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::reads::interleave::{interleave_reads, InterleaveOptions};
 
@@ -26,11 +26,8 @@ pub struct Args {
     /// Do not reformat read names or enforce consistency
     #[arg(long)]
     pub no_reformat: bool,
-    /// Accepted for khmer compatibility (outputs are always replaced)
-    #[arg(short, long)]
-    pub force: bool,
     #[command(flatten)]
-    pub compression: CompressionArgs,
+    pub output_flags: ReadOutputArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -42,7 +39,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
         right: args.right,
         output: args.output,
         no_reformat: args.no_reformat,
-        compression: args.compression.compression(),
+        compression: args.output_flags.compression.compression(),
         threads: ctx.threads,
     };
     let pairs = interleave_reads(&opts, &mut ctx.progress())?;

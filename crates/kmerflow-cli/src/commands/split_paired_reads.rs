@@ -1,6 +1,6 @@
 //! `kmerflow split-paired-reads`.
 
-use crate::common::{CommonArgs, CompressionArgs, Ctx};
+use crate::common::{CommonArgs, Ctx, ReadOutputArgs};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::reads::split_paired::{split_paired_reads, SplitPairedOptions};
 
@@ -31,11 +31,8 @@ pub struct Args {
     /// Output right reads to this file
     #[arg(short = '2', long = "output-second", value_name = "output_second")]
     pub output_second: Option<String>,
-    /// Accepted for khmer compatibility (outputs are always replaced)
-    #[arg(short, long)]
-    pub force: bool,
     #[command(flatten)]
-    pub compression: CompressionArgs,
+    pub output_flags: ReadOutputArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -48,7 +45,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
         output_first: args.output_first,
         output_second: args.output_second,
         output_orphans: args.output_orphaned,
-        compression: args.compression.compression(),
+        compression: args.output_flags.compression.compression(),
         threads: ctx.threads,
     };
     let s = split_paired_reads(&opts, &mut ctx.progress())?;

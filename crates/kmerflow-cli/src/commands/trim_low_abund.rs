@@ -1,7 +1,7 @@
 //! `kmerflow trim-low-abund`: streaming two-pass k-mer trimming (khmer's trim-low-abund.py).
 
 use super::counting_args::CountingArgs;
-use crate::common::{CommonArgsLongThreads, CompressionArgs, Ctx};
+use crate::common::{CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::trim_low_abund::{self, SummaryFormat};
 use kmerflow_core::Result;
@@ -17,7 +17,8 @@ pub enum SummaryInfo {
 
 /// Trim low-abundance k-mers from reads in two streaming passes.
 #[derive(ClapArgs, Debug, Clone)]
-#[command(disable_version_flag = true)] // -V is --variable-coverage, as in khmer
+// -V is --variable-coverage and -T the temporary directory, as in khmer
+#[command(disable_version_flag = true, mut_arg("threads", |a| a.short(None)))]
 pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,
@@ -70,7 +71,7 @@ pub struct Args {
     pub inputs: Vec<String>,
     /// `-q` and `--threads` (khmer's `-T` is the temporary directory here).
     #[command(flatten)]
-    pub common: CommonArgsLongThreads,
+    pub common: CommonArgs,
 }
 
 /// Runs `trim-low-abund` (output is identical for any number of threads).

@@ -1,7 +1,7 @@
 //! `extract-paired-reads`: separates the pairs of a broken-paired file from its orphans
 //! (khmer's extract-paired-reads.py).
 
-use super::{bundle_batches, route_bundles, Routed, create_output, derived_name, ensure_dir, is_stdin, write_to, PairedInput, Progress};
+use super::{bundle_batches, create_output, route_bundles, two_outputs, write_to, PairedInput, Progress, Routed};
 use crate::io::{Compression, PairMode};
 use crate::pipeline::run_ordered;
 use crate::{Error, Result};
@@ -40,17 +40,9 @@ pub struct ExtractPairedSummary {
 /// An input without any pair is an error (and leaves no output).
 pub fn extract_paired_reads(opts: &ExtractPairedOptions, progress: Progress) -> Result<ExtractPairedSummary> {
     let input = &opts.input.path;
-    if is_stdin(input) && (opts.output_paired.is_none() || opts.output_single.is_none()) {
-        return Err(Error::invalid(
-            "accepting input from stdin; output filenames must be provided (-p and -s)",
-        ));
-    }
     let dir = opts.output_dir.as_deref();
-    let paired_path = opts.output_paired.clone().unwrap_or_else(|| derived_name(input, ".pe", dir));
-    let single_path = opts.output_single.clone().unwrap_or_else(|| derived_name(input, ".se", dir));
-    if opts.output_paired.is_none() || opts.output_single.is_none() {
-        ensure_dir(dir)?;
-    }
+    let explicit = [&opts.output_paired, &opts.output_single];
+    let [paired_path, single_path] = two_outputs(input, explicit, [".pe", ".se"], dir, "-p and -s")?;
     let reader = opts.input.open(PairMode::BrokenPaired)?;
     let mut paired = create_output(&paired_path, opts.compression)?;
     let mut single = create_output(&single_path, opts.compression)?;

@@ -51,6 +51,28 @@ pub fn ensure_dir(dir: Option<&str>) -> Result<()> {
     }
 }
 
+/// The two main output paths of a command that splits `input` (extract-paired-reads' `-p`/`-s`,
+/// split-paired-reads' `-1`/`-2`): each explicit name, else the input's base name plus its
+/// `suffixes` entry in `dir` (created when needed). Reading stdin without both explicit names
+/// is an error that names the two `flags`.
+pub fn two_outputs(
+    input: &str,
+    explicit: [&Option<String>; 2],
+    suffixes: [&str; 2],
+    dir: Option<&str>,
+    flags: &str,
+) -> Result<[String; 2]> {
+    if explicit.iter().any(|e| e.is_none()) {
+        if is_stdin(input) {
+            return Err(Error::invalid(format!(
+                "accepting input from stdin; output filenames must be provided ({flags})"
+            )));
+        }
+        ensure_dir(dir)?;
+    }
+    Ok([0, 1].map(|i| explicit[i].clone().unwrap_or_else(|| derived_name(input, suffixes[i], dir))))
+}
+
 /// Creates an output: an explicit compression (khmer's `--gzip`/`--bzip`) or, when `None`,
 /// compression by the name's extension.
 pub fn create_output(path: &str, compression: Option<Compression>) -> Result<OutputFile> {

@@ -1,10 +1,10 @@
 //! `split-paired-reads`: splits an interleaved file into left and right files, orphans
 //! optionally to a third (khmer's split-paired-reads.py).
 
-use super::{bundle_batches, route_bundles, Routed, create_output, derived_name, ensure_dir, is_stdin, write_to, Progress};
+use super::{bundle_batches, create_output, route_bundles, two_outputs, write_to, Progress, Routed};
 use crate::io::{Compression, FastxReader, PairMode, PairedReader};
 use crate::pipeline::run_ordered;
-use crate::{Error, Result};
+use crate::Result;
 
 /// Options of [`split_paired_reads`].
 #[derive(Debug, Clone)]
@@ -40,17 +40,9 @@ pub struct SplitPairedSummary {
 
 /// Splits `opts.input` into left/right (and orphan) files.
 pub fn split_paired_reads(opts: &SplitPairedOptions, progress: Progress) -> Result<SplitPairedSummary> {
-    if is_stdin(&opts.input) && (opts.output_first.is_none() || opts.output_second.is_none()) {
-        return Err(Error::invalid(
-            "accepting input from stdin; output filenames must be provided (-1 and -2)",
-        ));
-    }
     let dir = opts.output_dir.as_deref();
-    let out1 = opts.output_first.clone().unwrap_or_else(|| derived_name(&opts.input, ".1", dir));
-    let out2 = opts.output_second.clone().unwrap_or_else(|| derived_name(&opts.input, ".2", dir));
-    if opts.output_first.is_none() || opts.output_second.is_none() {
-        ensure_dir(dir)?;
-    }
+    let explicit = [&opts.output_first, &opts.output_second];
+    let [out1, out2] = two_outputs(&opts.input, explicit, [".1", ".2"], dir, "-1 and -2")?;
     let mode = if opts.output_orphans.is_some() { PairMode::BrokenPaired } else { PairMode::RequirePaired };
     let reader = PairedReader::new(FastxReader::open(&opts.input)?, mode, None);
     let mut outs = [Some(create_output(&out1, opts.compression)?), Some(create_output(&out2, opts.compression)?), None];
