@@ -27,10 +27,11 @@ summary and on stderr) counts the adds that found an empty bin, so when k-mers c
 depends on the order of adds: with -T > 1 it may differ slightly between runs, as khmer's does;
 with -T 1 it is khmer's single-threaded value.
 
-With --layout blocked the k-mers are counted straight into the memory-mapped OUT, written in
-kmerflow's own format (readable by normalize-by-median -l, not by khmer; never compressed):
-there is no separate save pass, any k is accepted, and counts stop at 255 (or 15 with
---small-count) as there is no bigcount. The counters, and so the file's data, are identical
+With --layout blocked, OUT is written in kmerflow's own format (readable by
+normalize-by-median -l, not by khmer; never compressed), any k is accepted, and counts stop at
+255 (or 15 with --small-count) as there is no bigcount. A table larger than half the physical
+memory is counted straight into the memory-mapped OUT (no separate save pass; it may page to
+disk); smaller ones are counted in memory, which is faster, and written at the end. The counters, and so the file's data, are identical
 for any -T; the unique k-mer count in its header may vary as described above.
 
 Examples:
