@@ -5,7 +5,13 @@ use crate::common::Ctx;
 use clap::Args;
 use kmerflow_core::ops::count::{write_text, ReadTally};
 use kmerflow_core::ops::sizing::{self, TableParams};
+use kmerflow_core::table::{AllocOptions, HugePages, Layout};
 use kmerflow_core::Result;
+
+/// Parses a `FromStr` flag value, keeping its one-line error.
+fn parse_flag<T: std::str::FromStr<Err = kmerflow_core::Error>>(text: &str) -> Result<T, String> {
+    text.parse().map_err(|e: kmerflow_core::Error| e.to_string())
+}
 
 /// Parses `-M` the way khmer's `memory_setting` does.
 fn memory_value(text: &str) -> Result<f64, String> {
@@ -48,6 +54,7 @@ impl GraphArgs {
             fp_rate: self.fp_rate,
             small_count: false,
             force,
+            alloc: AllocOptions::default(),
         }
     }
 }
@@ -61,13 +68,30 @@ pub struct CountingArgs {
     /// Use 4-bit counters (maximum count 15) to halve memory.
     #[arg(long = "small-count")]
     pub small_count: bool,
+    /// Transparent huge pages for the table memory: auto (tables of 64 MiB and more), on or off.
+    #[arg(long = "huge-pages", value_name = "auto|on|off", default_value = "auto", value_parser = parse_flag::<HugePages>)]
+    pub huge_pages: HugePages,
 }
 
 impl CountingArgs {
     /// The sizing parameters (`force` is the command's `-f/--force`).
     pub fn params(&self, force: bool) -> TableParams {
-        TableParams { small_count: self.small_count, ..self.graph.params(force) }
+        TableParams {
+            small_count: self.small_count,
+            alloc: AllocOptions { huge_pages: self.huge_pages, ..AllocOptions::default() },
+            ..self.graph.params(force)
+        }
     }
+}
+
+/// `--layout khmer|blocked`, for the commands that can count into either layout.
+#[derive(Args, Debug, Clone)]
+pub struct LayoutArgs {
+    /// Table layout: khmer (khmer's file format, k <= 32) or blocked (a k-mer's counters in one
+    /// cache line, any k, kmerflow's own file format; -x × -N bytes or -M bytes as for khmer,
+    /// -N counters per k-mer, 8 or 4 (--small-count) bits each, no counts past 255).
+    #[arg(long = "layout", value_name = "khmer|blocked", default_value = "khmer", value_parser = parse_flag::<Layout>)]
+    pub layout: Layout,
 }
 
 /// `-f/--force` and `--report-json`, shared by the counting commands (`-q` and `-T` come from
@@ -123,6 +147,8 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         counting: CountingArgs,
+        #[command(flatten)]
+        layout: LayoutArgs,
     }
 
     fn parse(args: &[&str]) -> Result<TableParams, clap::Error> {
@@ -141,6 +167,17 @@ mod tests {
         assert_eq!((p.ksize, p.n_tables, p.max_memory), (20, 2, Some(2e9)));
         assert_eq!((p.unique_kmers, p.fp_rate, p.small_count), (1e6, Some(0.05), true));
         assert_eq!(parse(&["-x", "1e4"]).unwrap().max_tablesize, 1e4);
+    }
+
+    #[test]
+    fn layout_and_huge_pages_parse() {
+        let argv = ["prog", "--layout", "blocked", "--huge-pages", "off"];
+        let cli = Cli::try_parse_from(argv).unwrap();
+        assert_eq!(cli.layout.layout, Layout::Blocked);
+        assert_eq!(cli.counting.params(false).alloc.huge_pages, HugePages::Off);
+        assert_eq!(Cli::try_parse_from(["prog"]).unwrap().layout.layout, Layout::Khmer);
+        assert!(Cli::try_parse_from(["prog", "--layout", "dense"]).is_err());
+        assert!(Cli::try_parse_from(["prog", "--huge-pages", "always"]).is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `kmerflow load-into-counting`: count k-mers into a saved countgraph (khmer's
 //! load-into-counting.py).
 
-use super::counting_args::{print_messages, CountingArgs, RunArgs};
+use super::counting_args::{print_messages, CountingArgs, LayoutArgs, RunArgs};
 use crate::common::{CommonArgs, Ctx};
 use clap::ValueEnum;
 use kmerflow_core::ops::count::{self, SummaryFormat};
@@ -27,17 +27,28 @@ summary and on stderr) counts the adds that found an empty bin, so when k-mers c
 depends on the order of adds: with -T > 1 it may differ slightly between runs, as khmer's does;
 with -T 1 it is khmer's single-threaded value.
 
+With --layout blocked, OUT is written in kmerflow's own format (readable by
+normalize-by-median -l, not by khmer; never compressed), any k is accepted, and counts stop at
+255 (or 15 with --small-count) as there is no bigcount. A table larger than half the physical
+memory is counted straight into the memory-mapped OUT (no separate save pass; it may page to
+disk); smaller ones are counted in memory, which is faster, and written at the end. The counters, and so the file's data, are identical
+for any -T; the unique k-mer count in its header may vary as described above.
+
 Examples:
   kmerflow load-into-counting -k 20 -M 4G reads.ct reads.fq.gz
-  kmerflow load-into-counting -k 21 -N 4 -x 1e8 -T 4 -s json all.ct a.fq b.fq")]
+  kmerflow load-into-counting -k 21 -N 4 -x 1e8 -T 4 -s json all.ct a.fq b.fq
+  kmerflow load-into-counting -k 41 -N 4 -M 4G --layout blocked reads.kf reads.fq.gz")]
 pub struct Args {
     #[command(flatten)]
     /// Table sizing.
     pub counting: CountingArgs,
     #[command(flatten)]
+    /// Table layout.
+    pub layout: LayoutArgs,
+    #[command(flatten)]
     /// Force and report.
     pub run: RunArgs,
-    /// Do not count k-mers past 255.
+    /// Do not count k-mers past 255 (always so with --layout blocked).
     #[arg(short = 'b', long = "no-bigcount")]
     pub no_bigcount: bool,
     /// Also write a machine-readable summary, OUT.info.json or OUT.info.tsv.
@@ -64,6 +75,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
             InfoFormat::Json => SummaryFormat::Json,
             InfoFormat::Tsv => SummaryFormat::Tsv,
         }),
+        layout: args.layout.layout,
     };
     let summary = count::run(&opts)?;
     print_messages(ctx, &summary.messages);

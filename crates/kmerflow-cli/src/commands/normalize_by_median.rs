@@ -1,6 +1,6 @@
 //! `kmerflow normalize-by-median`: khmer's digital normalization (normalize-by-median.py).
 
-use super::counting_args::CountingArgs;
+use super::counting_args::{CountingArgs, LayoutArgs};
 use crate::common::{CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::diginorm;
@@ -21,6 +21,8 @@ fn parse_cutoff(text: &str) -> std::result::Result<u32, String> {
 pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
     /// Keep a bundle unless every read's median k-mer count is >= C.
     #[arg(short = 'C', long = "cutoff", default_value = "20", value_parser = parse_cutoff)]
     pub cutoff: u32,
@@ -33,10 +35,10 @@ pub struct Args {
     /// A file of unpaired reads processed after the others.
     #[arg(short = 'u', long = "unpaired-reads")]
     pub unpaired: Option<String>,
-    /// Save the final countgraph to this file.
+    /// Save the final countgraph to this file (kmerflow's format with --layout blocked).
     #[arg(short = 's', long = "savegraph")]
     pub savegraph: Option<String>,
-    /// Start from this saved countgraph.
+    /// Start from this saved countgraph (khmer's or kmerflow's format, told apart by content).
     #[arg(short = 'l', long = "loadgraph")]
     pub loadgraph: Option<String>,
     /// CSV report `total,kept,f_kept`.
@@ -81,6 +83,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
         threads: ctx.threads,
         quiet: ctx.quiet,
         report_json: args.report_json,
+        layout: args.layout.layout,
         inputs: args.inputs,
     };
     diginorm::run(&opts).map(|_| ())

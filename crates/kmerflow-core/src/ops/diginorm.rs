@@ -11,11 +11,12 @@ use super::read_filter::{
     self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, CleanBatch, Cleaning,
 };
 use super::reads::{create_output, derived_name, is_stdin, write_to};
-use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
+use super::sizing::{any_fp_rate, create_counting_table, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
 use crate::pipeline::run_ordered;
 use crate::kmer::twobit;
-use crate::table::{HashKind, KTable, KmerPass};
+use crate::table::blocked::KmerHasher;
+use crate::table::{AnyTable, BlockedTable, CountingTable, HashKind, KmerPass, Layout};
 use std::ops::Range;
 use crate::{Error, Result};
 use std::io::Write;
@@ -59,6 +60,8 @@ pub struct Options {
     pub quiet: bool,
     /// `--report-json FILE`: the summary as JSON.
     pub report_json: Option<String>,
+    /// Layout of a new table (`--layout`; a loaded table keeps its own).
+    pub layout: Layout,
 }
 
 impl Default for Options {
@@ -80,6 +83,7 @@ impl Default for Options {
             threads: 1,
             quiet: false,
             report_json: None,
+            layout: Layout::Khmer,
         }
     }
 }
@@ -101,6 +105,31 @@ pub struct Summary {
     pub skipped_files: Vec<String>,
 }
 
+/// The k-mer hash function of a table, usable by the workers while the table is updated.
+#[derive(Clone)]
+enum BatchHasher {
+    /// khmer's canonical 2-bit hash of k-mers of this size.
+    Khmer(usize),
+    /// The blocked table's hasher.
+    Blocked(KmerHasher),
+}
+
+impl BatchHasher {
+    fn of(table: &AnyTable) -> Self {
+        match table {
+            AnyTable::Khmer(t) => BatchHasher::Khmer(t.ksize()),
+            AnyTable::Blocked(t) => BatchHasher::Blocked(t.hasher().clone()),
+        }
+    }
+
+    fn hashes(&self, seq: &[u8], out: &mut Vec<u64>) {
+        match self {
+            BatchHasher::Khmer(k) => twobit::canonical_hashes(seq, *k, out),
+            BatchHasher::Blocked(h) => h.hashes(seq, out),
+        }
+    }
+}
+
 /// A cleaned batch with the k-mer hashes of every bundled read (made by a worker).
 struct HashedBatch {
     reads: CleanBatch,
@@ -112,17 +141,49 @@ struct HashedBatch {
 
 impl HashedBatch {
     /// Cleans the reads of `bundles` (screed rule) and hashes their k-mers.
-    fn new(bundles: crate::io::BundleBatch, k: usize) -> Self {
+    fn new(bundles: crate::io::BundleBatch, hasher: &BatchHasher) -> Self {
         let reads = clean_batch(bundles, Cleaning::Screed);
         let n = reads.bundles.batch.len();
         let mut hashes = Vec::new();
         let mut kmers = Vec::with_capacity(n);
         for i in 0..n {
             let start = hashes.len();
-            twobit::canonical_hashes(reads.clean_seq(i), k, &mut hashes);
+            hasher.hashes(reads.clean_seq(i), &mut hashes);
             kmers.push(start..hashes.len());
         }
         HashedBatch { reads, hashes, kmers }
+    }
+}
+
+/// The two table operations of the keep-or-discard decision, on ranges of a batch's hashes.
+trait DecisionPass {
+    /// Whether the upper median count of the k-mers `kmers` is >= `cutoff`.
+    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool;
+    /// Counts the k-mers `kmers`.
+    fn add(&mut self, kmers: Range<usize>);
+}
+
+impl DecisionPass for KmerPass<'_> {
+    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
+        KmerPass::median_at_least(self, kmers, cutoff)
+    }
+    fn add(&mut self, kmers: Range<usize>) {
+        KmerPass::add(self, kmers)
+    }
+}
+
+/// A blocked table with the hashes of one batch.
+struct BlockedPass<'a> {
+    table: &'a mut BlockedTable,
+    hashes: &'a [u64],
+}
+
+impl DecisionPass for BlockedPass<'_> {
+    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
+        self.table.median_at_least_hashes(&self.hashes[kmers], cutoff)
+    }
+    fn add(&mut self, kmers: Range<usize>) {
+        self.table.add_hashes_exclusive(&self.hashes[kmers])
     }
 }
 
@@ -139,10 +200,21 @@ struct Normalizer<'a> {
 
 impl Normalizer<'_> {
     /// Decides, counts and writes the bundles of one cleaned batch, in order.
-    fn process(&mut self, path: &str, table: &mut KTable, hb: &HashedBatch, out: &mut Vec<u8>) -> Result<()> {
+    fn process(&mut self, path: &str, table: &mut AnyTable, hb: &HashedBatch, out: &mut Vec<u8>) -> Result<()> {
+        match table {
+            AnyTable::Khmer(t) => {
+                let mut bins = std::mem::take(&mut self.bins);
+                let result = self.decide(path, &mut KmerPass::new(t, &hb.hashes, &mut bins), hb, out);
+                self.bins = bins;
+                result
+            }
+            AnyTable::Blocked(t) => self.decide(path, &mut BlockedPass { table: t, hashes: &hb.hashes }, hb, out),
+        }
+    }
+
+    /// Decides, counts (through `pass`) and writes the bundles of `hb`, in order.
+    fn decide(&mut self, path: &str, pass: &mut impl DecisionPass, hb: &HashedBatch, out: &mut Vec<u8>) -> Result<()> {
         let cutoff = self.opts.cutoff;
-        let mut bins = std::mem::take(&mut self.bins);
-        let mut pass = KmerPass::new(table, &hb.hashes, &mut bins);
         for b in hb.reads.bundle_reads() {
             self.summary.total += b.len() as u64;
             let discard = b.iter().all(|i| pass.median_at_least(hb.kmers[i].clone(), cutoff));
@@ -163,7 +235,6 @@ impl Normalizer<'_> {
                 self.report_line()?;
             }
         }
-        self.bins = bins;
         Ok(())
     }
 
@@ -180,16 +251,19 @@ impl Normalizer<'_> {
     }
 
     /// Normalizes one input file into `out`.
-    fn run_file(&mut self, table: &mut KTable, path: &str, mode: PairMode, out: &mut OutputFile) -> Result<()> {
+    fn run_file(&mut self, table: &mut AnyTable, path: &str, mode: PairMode, out: &mut OutputFile) -> Result<()> {
         let start = self.summary.total;
         let source = bundle_source(path, mode, self.opts.table.ksize)?;
         let mut short = 0;
         let mut buf = Vec::new();
-        let k = table.ksize();
+        let hasher = BatchHasher::of(table);
         run_ordered(
             source,
             self.opts.threads,
-            || |bb| Ok(HashedBatch::new(bb, k)),
+            || {
+                let hasher = hasher.clone();
+                move |bb| Ok(HashedBatch::new(bb, &hasher))
+            },
             |hb: HashedBatch| {
                 short += hb.reads.bundles.n_short_dropped;
                 buf.clear();
@@ -217,7 +291,11 @@ impl Normalizer<'_> {
 
 /// Runs normalize-by-median.
 pub fn run(opts: &Options) -> Result<Summary> {
-    check_ksize(opts.table.ksize)?;
+    // khmer's k <= 32 limit applies to its layout only (checked again once a loaded table's
+    // layout is known).
+    if opts.layout == Layout::Khmer && opts.loadgraph.is_none() || opts.table.ksize == 0 {
+        check_ksize(opts.table.ksize)?;
+    }
     if opts.cutoff > 255 {
         return Err(Error::invalid(format!("cutoff {} must be in 0..256", opts.cutoff)));
     }
@@ -238,12 +316,16 @@ pub fn run(opts: &Options) -> Result<Summary> {
     let mut table = match &opts.loadgraph {
         Some(path) => {
             info(opts.quiet, format!("loading k-mer countgraph from {path}"));
-            KTable::load(path, HashKind::TwoBit)?
+            let table = AnyTable::load(path, HashKind::TwoBit)?;
+            if table.layout() == Layout::Khmer {
+                check_ksize(opts.table.ksize)?;
+            }
+            table
         }
         None => {
             info(opts.quiet, "making countgraph");
             let mut messages = Vec::new();
-            let t = create_countgraph(&opts.table, 1.0, &mut messages)?;
+            let t = create_counting_table(&opts.table, opts.layout, 1.0, &mut messages)?;
             messages.iter().for_each(|m| info(opts.quiet, m));
             t
         }
@@ -315,7 +397,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         info(opts.quiet, format!("...saving to {path}"));
         table.save(path)?;
     }
-    summary.fp_rate = expected_fp_rate(&table);
+    summary.fp_rate = any_fp_rate(&table);
     info(opts.quiet, format!("fp rate estimated to be {:1.3}", summary.fp_rate));
     if summary.short_dropped > 0 {
         info(opts.quiet, format!("dropped {} reads shorter than k={}", summary.short_dropped, opts.table.ksize));

@@ -2,7 +2,7 @@
 //! (KHMER.md §2.1, `calc_expected_collisions` §2.8).
 
 use super::pyfmt::{general, repr};
-use crate::table::{HashKind, KTable, StorageKind};
+use crate::table::{AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, HashKind, KTable, Layout, StorageKind};
 use crate::{Error, Result};
 
 /// khmer's defaults.
@@ -31,6 +31,8 @@ pub struct TableParams {
     pub small_count: bool,
     /// `-f/--force` (allows N > 20 and FP-rate overruns).
     pub force: bool,
+    /// How the table memory is allocated (`--huge-pages`).
+    pub alloc: AllocOptions,
 }
 
 impl Default for TableParams {
@@ -44,6 +46,7 @@ impl Default for TableParams {
             fp_rate: None,
             small_count: false,
             force: false,
+            alloc: AllocOptions::default(),
         }
     }
 }
@@ -187,15 +190,15 @@ pub fn graph_size(params: &TableParams, memory: Option<f64>, kind: GraphKind, mu
     }
 }
 
-/// The checks shared by all table constructors: `-U` sizing, `N <= 20` unless forced, 1 <= k <= 32.
-/// Returns the per-table starting size as khmer passes it to the table (truncated to an integer).
+/// The checks shared by all table constructors: `-U` sizing, `N <= 20` unless forced, a
+/// usable size. Returns the per-table size in buckets as khmer computes it (not truncated).
 fn checked_size(
     params: &TableParams,
     kind: GraphKind,
     multiplier: f64,
     default_fp: f64,
     messages: &mut Vec<String>,
-) -> Result<u64> {
+) -> Result<f64> {
     let memory = check_fp_rate(params, default_fp, messages)?;
     if params.n_tables == 0 {
         return Err(Error::invalid("the number of tables (-N) must be at least 1"));
@@ -209,15 +212,28 @@ fn checked_size(
         }
         messages.push("\n*** Warning: Maximum recommended number of tables is 20, discarded by force nonetheless!\n".into());
     }
+    let size = graph_size(params, memory, kind, multiplier);
+    if size.is_nan() || size < 1.0 {
+        return Err(Error::invalid(format!("table size {} is too small (check -x / -M)", repr(size))));
+    }
+    Ok(size)
+}
+
+/// [`checked_size`] for khmer's layout, which also needs 1 <= k <= 32; returns the per-table
+/// starting size as khmer passes it to the table (truncated to an integer).
+fn checked_khmer_size(
+    params: &TableParams,
+    kind: GraphKind,
+    multiplier: f64,
+    default_fp: f64,
+    messages: &mut Vec<String>,
+) -> Result<u64> {
+    let size = checked_size(params, kind, multiplier, default_fp, messages)?;
     if params.ksize == 0 || params.ksize > 32 {
         return Err(Error::invalid(format!(
             "k-mer size {} is not supported: khmer only supports k-mer sizes <= 32 (and >= 1)",
             params.ksize
         )));
-    }
-    let size = graph_size(params, memory, kind, multiplier);
-    if size.is_nan() || size < 1.0 {
-        return Err(Error::invalid(format!("table size {} is too small (check -x / -M)", repr(size))));
     }
     Ok(size as u64)
 }
@@ -232,20 +248,62 @@ pub fn create_countgraph(params: &TableParams, multiplier: f64, messages: &mut V
     } else {
         (GraphKind::Countgraph, StorageKind::Byte)
     };
+    let size = checked_khmer_size(params, kind, multiplier, COUNTGRAPH_FP_TARGET, messages)?;
+    KTable::new_with_options(params.ksize, HashKind::TwoBit, storage, size, params.n_tables, params.alloc)
+}
+
+/// The shape of a blocked countgraph of the same total memory as khmer's countgraph for
+/// `params` (`-x` × `-N` bytes of 8-bit counters, or `-M` bytes; 4-bit with `--small-count`),
+/// with `-N` counters per k-mer. Any k >= 1 is accepted.
+pub fn blocked_countgraph_params(params: &TableParams, multiplier: f64, messages: &mut Vec<String>) -> Result<BlockedParams> {
+    let (kind, width) = if params.small_count {
+        (GraphKind::SmallCountgraph, CounterWidth::Bits4)
+    } else {
+        (GraphKind::Countgraph, CounterWidth::Bits8)
+    };
     let size = checked_size(params, kind, multiplier, COUNTGRAPH_FP_TARGET, messages)?;
-    KTable::new(params.ksize, HashKind::TwoBit, storage, size, params.n_tables)
+    let bytes = size * params.n_tables as f64 / kind.buckets_per_byte();
+    let shape = BlockedParams::new(params.ksize, bytes as u64, width, params.n_tables);
+    shape.check()?;
+    Ok(shape)
+}
+
+/// A countgraph of `layout`, sized from `params` ([`create_countgraph`] or
+/// [`blocked_countgraph_params`]), in anonymous memory.
+pub fn create_counting_table(
+    params: &TableParams,
+    layout: Layout,
+    multiplier: f64,
+    messages: &mut Vec<String>,
+) -> Result<AnyTable> {
+    match layout {
+        Layout::Khmer => create_countgraph(params, multiplier, messages).map(AnyTable::Khmer),
+        Layout::Blocked => {
+            let shape = blocked_countgraph_params(params, multiplier, messages)?;
+            BlockedTable::with_params(shape, params.alloc).map(AnyTable::Blocked)
+        }
+    }
 }
 
 /// A nodegraph sized as khmer's `create_nodegraph`.
 pub fn create_nodegraph(params: &TableParams, messages: &mut Vec<String>) -> Result<KTable> {
-    let size = checked_size(params, GraphKind::Nodegraph, 1.0, NODEGRAPH_FP_TARGET, messages)?;
-    KTable::new(params.ksize, HashKind::TwoBit, StorageKind::Bit, size, params.n_tables)
+    let size = checked_khmer_size(params, GraphKind::Nodegraph, 1.0, NODEGRAPH_FP_TARGET, messages)?;
+    KTable::new_with_options(params.ksize, HashKind::TwoBit, StorageKind::Bit, size, params.n_tables, params.alloc)
 }
 
 /// khmer's `calc_expected_collisions`: (n_occupied / min(hashsizes)) ^ n_tables.
 pub fn expected_fp_rate(table: &KTable) -> f64 {
     let min = table.hashsizes().iter().copied().min().unwrap_or(1) as f64;
     (table.n_occupied() as f64 / min).powf(table.n_tables() as f64)
+}
+
+/// The estimated false-positive rate of a table of either layout ([`expected_fp_rate`] for
+/// khmer's, the blocked table's own estimate otherwise).
+pub fn any_fp_rate(table: &AnyTable) -> f64 {
+    match table {
+        AnyTable::Khmer(t) => expected_fp_rate(t),
+        AnyTable::Blocked(t) => t.expected_fp_rate(),
+    }
 }
 
 #[cfg(test)]
@@ -260,7 +318,7 @@ mod tests {
 
     fn size_of(p: &TableParams, kind: GraphKind, multiplier: f64) -> Result<u64> {
         let default_fp = if kind == GraphKind::Nodegraph { NODEGRAPH_FP_TARGET } else { COUNTGRAPH_FP_TARGET };
-        checked_size(p, kind, multiplier, default_fp, &mut Vec::new())
+        checked_khmer_size(p, kind, multiplier, default_fp, &mut Vec::new())
     }
 
     #[test]
@@ -295,7 +353,7 @@ mod tests {
             p.ksize = 20;
         });
         let mut messages = Vec::new();
-        let size = checked_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &mut messages).unwrap();
+        let size = checked_khmer_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &mut messages).unwrap();
         assert_eq!(size, 1_000_000);
         assert_eq!(
             messages,
@@ -315,7 +373,7 @@ mod tests {
             p.fp_rate = Some(0.05);
         });
         let mut messages = Vec::new();
-        let size = checked_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &mut messages).unwrap();
+        let size = checked_khmer_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &mut messages).unwrap();
         assert_eq!(size, 250_000);
         assert_eq!(
             messages,
@@ -350,6 +408,26 @@ mod tests {
             p.force = true;
         });
         assert_eq!(size_of(&forced, GraphKind::Countgraph, 1.0).unwrap(), 1_000_000);
+    }
+
+    #[test]
+    fn blocked_tables_get_khmers_total_memory_and_any_k() {
+        let p = params(|p| {
+            p.ksize = 40;
+            p.max_tablesize = 1e5;
+        });
+        let shape = blocked_countgraph_params(&p, 1.0, &mut Vec::new()).unwrap();
+        assert_eq!((shape.k, shape.probes, shape.width), (40, 4, CounterWidth::Bits8));
+        assert_eq!(shape.data_bytes(), 4e5 as u64 / 64 * 64);
+        let small = params(|p| {
+            p.max_memory = Some(1e6);
+            p.small_count = true;
+        });
+        let shape = blocked_countgraph_params(&small, 1.0, &mut Vec::new()).unwrap();
+        assert_eq!((shape.data_bytes(), shape.width), (1e6 as u64 / 64 * 64, CounterWidth::Bits4));
+        assert!(blocked_countgraph_params(&params(|p| p.n_tables = 9), 1.0, &mut Vec::new()).is_err());
+        let table = create_counting_table(&p, Layout::Blocked, 1.0, &mut Vec::new()).unwrap();
+        assert_eq!((table.layout(), any_fp_rate(&table)), (Layout::Blocked, 0.0));
     }
 
     #[test]

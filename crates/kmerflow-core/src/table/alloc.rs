@@ -23,6 +23,18 @@ pub enum HugePages {
     Off,
 }
 
+impl std::str::FromStr for HugePages {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<Self> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "on" => Ok(Self::On),
+            "off" => Ok(Self::Off),
+            _ => Err(crate::Error::invalid(format!("unknown huge-page setting '{s}' (expected auto, on or off)"))),
+        }
+    }
+}
+
 /// How table memory is allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AllocOptions {
@@ -178,5 +190,13 @@ mod tests {
         let off = AllocOptions { huge_pages: HugePages::Off, populate: false };
         assert!(!ZeroedBytes::with_options(HUGE_PAGE + 5, off).unwrap().is_mmap());
         assert!(ZeroedBytes::with_options(MMAP_THRESHOLD, off).unwrap().is_mmap());
+    }
+
+    #[test]
+    fn huge_page_settings_parse() {
+        assert_eq!("on".parse::<HugePages>().unwrap(), HugePages::On);
+        assert_eq!("off".parse::<HugePages>().unwrap(), HugePages::Off);
+        assert_eq!("auto".parse::<HugePages>().unwrap(), HugePages::Auto);
+        assert!("yes".parse::<HugePages>().is_err());
     }
 }

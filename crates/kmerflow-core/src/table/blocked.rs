@@ -322,6 +322,11 @@ impl BlockedTable {
         Ok(self.hasher.hash(kmer))
     }
 
+    /// The table's k-mer hasher (clone it to hash on other threads).
+    pub fn hasher(&self) -> &KmerHasher {
+        &self.hasher
+    }
+
     /// Appends the hash of every k-mer of `seq` (in order) to `out`; `seq` is used as given
     /// (the caller cleans it).
     pub fn kmer_hashes(&self, seq: &[u8], out: &mut Vec<u64>) {
