@@ -500,7 +500,7 @@ impl BlockedTable {
         if hashes.is_empty() {
             return false;
         }
-        let min_req = (0.5 + hashes.len() as f64 / 2.0) as usize;
+        let min_req = super::median_min_required(hashes.len());
         let mut seen = 0;
         with_width!(self.params.width, C => self.visit_prefetched(hashes, lines, |mem, hash, line| {
             seen += usize::from(self.count::<C>(mem, hash, line) >= cutoff);
@@ -524,12 +524,7 @@ impl BlockedTable {
     fn trim_at(&self, seq: &[u8], keep: impl Fn(u32) -> bool) -> usize {
         let mut counts = Vec::new();
         self.kmer_counts(seq, &mut counts);
-        match counts.iter().position(|&c| !keep(c)) {
-            _ if counts.len() <= 1 => 0,
-            Some(0) => 0,
-            Some(i) => i + self.params.k - 1,
-            None => seq.len(),
-        }
+        super::trim_position(&counts, self.params.k, seq.len(), keep)
     }
 
     /// The counter bytes (not while other threads update the table).

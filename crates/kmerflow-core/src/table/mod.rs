@@ -477,7 +477,7 @@ impl KTable {
         if n == 0 {
             return false;
         }
-        let min_req = (0.5 + n as f64 / 2.0) as usize;
+        let min_req = median_min_required(n);
         self.compute_bins(hashes, bins);
         let mut seen = 0;
         with_cells!(self.storage, C => {
@@ -504,13 +504,7 @@ impl KTable {
     fn trim_at(&self, seq: &[u8], keep: impl Fn(u32) -> bool) -> usize {
         let mut counts = Vec::new();
         self.kmer_counts(seq, &mut counts);
-        match counts.iter().position(|&c| !keep(c)) {
-            _ if counts.len() <= 1 => 0,
-            Some(0) => 0,
-            // The k-mer starting at i ends at i + k - 1: keep seq[..i + k - 1].
-            Some(i) => i + self.k - 1,
-            None => seq.len(),
-        }
+        trim_position(&counts, self.k, seq.len(), keep)
     }
 
     /// One read's share of khmer's `abundance_distribution`: for each k-mer not yet in
@@ -622,6 +616,25 @@ pub fn median_mean_stddev(counts: &mut [u32]) -> Option<(u32, f32, f32)> {
     counts.sort_unstable();
     Some((counts[counts.len() / 2], mean, variance.sqrt()))
 }
+
+/// khmer's `median_at_least` threshold: how many of `n_kmers` k-mers must reach the cutoff,
+/// `(unsigned)(0.5 + n / 2.0)`.
+pub(crate) fn median_min_required(n_kmers: usize) -> usize {
+    (0.5 + n_kmers as f64 / 2.0) as usize
+}
+
+/// khmer's trim position from a read's k-mer `counts`: the longest prefix whose k-mers all
+/// satisfy `keep`; 0 when the read has one k-mer or none, or its first k-mer fails.
+pub(crate) fn trim_position(counts: &[u32], k: usize, seq_len: usize, keep: impl Fn(u32) -> bool) -> usize {
+    match counts.iter().position(|&c| !keep(c)) {
+        _ if counts.len() <= 1 => 0,
+        Some(0) => 0,
+        // The k-mer starting at i ends at i + k - 1: keep seq[..i + k - 1].
+        Some(i) => i + k - 1,
+        None => seq_len,
+    }
+}
+
 
 #[cfg(test)]
 mod tests;

@@ -50,7 +50,7 @@ impl<'a> KmerPass<'a> {
         if n == 0 {
             return false;
         }
-        let min_req = (0.5 + n as f64 / 2.0) as usize;
+        let min_req = super::median_min_required(n);
         let n_tables = self.table.tables.len();
         with_cells!(self.table.storage, C => {
             let mut seen = 0;
