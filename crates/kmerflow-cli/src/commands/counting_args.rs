@@ -8,6 +8,24 @@ use kmerflow_core::ops::sizing::{self, TableParams};
 use kmerflow_core::table::{AllocOptions, HugePages, Layout};
 use kmerflow_core::Result;
 
+/// The `json|tsv` value of `load-into-counting -s` and `trim-low-abund --summary-info`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum SummaryFormatArg {
+    /// `<name>.info.json`.
+    Json,
+    /// `<name>.info.tsv`.
+    Tsv,
+}
+
+impl From<SummaryFormatArg> for kmerflow_core::ops::SummaryFormat {
+    fn from(arg: SummaryFormatArg) -> Self {
+        match arg {
+            SummaryFormatArg::Json => Self::Json,
+            SummaryFormatArg::Tsv => Self::Tsv,
+        }
+    }
+}
+
 /// Parses a `FromStr` flag value, keeping its one-line error.
 fn parse_flag<T: std::str::FromStr<Err = kmerflow_core::Error>>(text: &str) -> Result<T, String> {
     text.parse().map_err(|e: kmerflow_core::Error| e.to_string())

@@ -1,20 +1,11 @@
 //! `kmerflow load-into-counting`: count k-mers into a saved countgraph (khmer's
 //! load-into-counting.py).
 
-use super::counting_args::{print_messages, CountingArgs, LayoutArgs, RunArgs};
+use super::counting_args::{print_messages, CountingArgs, LayoutArgs, RunArgs, SummaryFormatArg};
 use crate::common::{CommonArgs, Ctx};
-use clap::ValueEnum;
-use kmerflow_core::ops::count::{self, SummaryFormat};
+use kmerflow_core::ops::count;
 
 /// `-s` formats.
-#[derive(ValueEnum, Debug, Clone, Copy)]
-pub enum InfoFormat {
-    /// `OUT.info.json`.
-    Json,
-    /// `OUT.info.tsv`.
-    Tsv,
-}
-
 /// Arguments of `load-into-counting`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "\
@@ -53,7 +44,7 @@ pub struct Args {
     pub no_bigcount: bool,
     /// Also write a machine-readable summary, OUT.info.json or OUT.info.tsv.
     #[arg(short = 's', long = "summary-info", value_enum)]
-    pub summary_info: Option<InfoFormat>,
+    pub summary_info: Option<SummaryFormatArg>,
     /// The countgraph file to write (gzip-compressed when it ends in .gz).
     pub output: String,
     /// Read files (FASTA/FASTQ, optionally compressed).
@@ -71,10 +62,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
         inputs: args.inputs,
         threads: ctx.threads,
         bigcount: !args.no_bigcount,
-        summary: args.summary_info.map(|f| match f {
-            InfoFormat::Json => SummaryFormat::Json,
-            InfoFormat::Tsv => SummaryFormat::Tsv,
-        }),
+        summary: args.summary_info.map(Into::into),
         layout: args.layout.layout,
     };
     let summary = count::run(&opts)?;

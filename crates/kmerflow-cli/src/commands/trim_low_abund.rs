@@ -1,20 +1,12 @@
 //! `kmerflow trim-low-abund`: streaming two-pass k-mer trimming (khmer's trim-low-abund.py).
 
-use super::counting_args::CountingArgs;
+use super::counting_args::{CountingArgs, SummaryFormatArg};
 use crate::common::{CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
-use kmerflow_core::ops::trim_low_abund::{self, SummaryFormat};
+use kmerflow_core::ops::trim_low_abund;
 use kmerflow_core::Result;
 
 /// `--summary-info` values.
-#[derive(clap::ValueEnum, Debug, Clone, Copy)]
-pub enum SummaryInfo {
-    /// JSON.
-    Json,
-    /// Tab-separated.
-    Tsv,
-}
-
 /// Trim low-abundance k-mers from reads in two streaming passes.
 #[derive(ClapArgs, Debug, Clone)]
 // -V is --variable-coverage and -T the temporary directory, as in khmer
@@ -42,7 +34,7 @@ pub struct Args {
     pub savegraph: Option<String>,
     /// Write `<output>.info.json|tsv` with the read and base counts.
     #[arg(long = "summary-info", value_enum)]
-    pub summary_info: Option<SummaryInfo>,
+    pub summary_info: Option<SummaryFormatArg>,
     /// Accept a high false-positive rate.
     #[arg(long = "force")]
     pub force: bool,
@@ -89,10 +81,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
         savegraph: args.savegraph,
         output: args.output,
         compression: args.compression.compression(),
-        summary_info: args.summary_info.map(|s| match s {
-            SummaryInfo::Json => SummaryFormat::Json,
-            SummaryInfo::Tsv => SummaryFormat::Tsv,
-        }),
+        summary_info: args.summary_info.map(Into::into),
         threads: ctx.threads,
         quiet: ctx.quiet,
         report_json: args.report_json,

@@ -4,6 +4,7 @@
 use super::pyfmt;
 use super::reads::record_batches;
 use super::sizing::{self, TableParams};
+use super::SummaryFormat;
 use crate::io::{Compression, FastxReader, OutputFile, RecordBatch};
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::run_ordered;
@@ -137,15 +138,6 @@ fn fp_rate_check(fp: f64, max_fp: f64, force: bool) -> Result<f64> {
         )));
     }
     Ok(fp)
-}
-
-/// The machine-readable summary formats of `load-into-counting -s`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SummaryFormat {
-    /// `OUT.info.json`.
-    Json,
-    /// `OUT.info.tsv`.
-    Tsv,
 }
 
 /// Options of `load-into-counting`.

@@ -15,3 +15,13 @@ pub mod reads;
 pub mod sizing;
 pub mod trim_low_abund;
 pub mod unique_kmers;
+
+/// The format of a command's machine-readable summary side file (load-into-counting's
+/// `OUT.info.json|tsv`, trim-low-abund's `--summary-info`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryFormat {
+    /// `<name>.info.json`.
+    Json,
+    /// `<name>.info.tsv`.
+    Tsv,
+}

@@ -12,6 +12,7 @@ use super::read_filter::{
 };
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
+use super::SummaryFormat;
 use crate::io::{write_record, Compression, OutputFile, PairMode};
 use crate::pipeline::run_ordered;
 use crate::table::{HashKind, KTable};
@@ -22,15 +23,6 @@ use std::io::Write;
 pub const MAX_FP_RATE: f64 = 0.8;
 /// Progress is printed every this many reads.
 const REPORT_EVERY_N_READS: u64 = 10_000;
-
-/// Format of the `--summary-info` file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SummaryFormat {
-    /// `<base>.info.json`.
-    Json,
-    /// `<base>.info.tsv`.
-    Tsv,
-}
 
 /// Options of trim-low-abund.
 #[derive(Debug, Clone)]
