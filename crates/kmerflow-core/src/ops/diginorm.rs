@@ -16,7 +16,7 @@ use crate::io::{Compression, OutputFile, PairMode};
 use crate::pipeline::run_ordered;
 use crate::kmer::twobit;
 use crate::table::blocked::KmerHasher;
-use crate::table::{AnyTable, BlockedTable, CountingTable, HashKind, KmerPass, Layout};
+use crate::table::{AnyTable, CountingTable, HashKind, KmerPass, Layout, PassTable};
 use std::ops::Range;
 use crate::{Error, Result};
 use std::io::Write;
@@ -155,43 +155,11 @@ impl HashedBatch {
     }
 }
 
-/// The two table operations of the keep-or-discard decision, on ranges of a batch's hashes.
-trait DecisionPass {
-    /// Whether the upper median count of the k-mers `kmers` is >= `cutoff`.
-    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool;
-    /// Counts the k-mers `kmers`.
-    fn add(&mut self, kmers: Range<usize>);
-}
-
-impl DecisionPass for KmerPass<'_> {
-    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
-        KmerPass::median_at_least(self, kmers, cutoff)
-    }
-    fn add(&mut self, kmers: Range<usize>) {
-        KmerPass::add(self, kmers)
-    }
-}
-
-/// A blocked table with the hashes of one batch.
-struct BlockedPass<'a> {
-    table: &'a mut BlockedTable,
-    hashes: &'a [u64],
-}
-
-impl DecisionPass for BlockedPass<'_> {
-    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
-        self.table.median_at_least_hashes(&self.hashes[kmers], cutoff)
-    }
-    fn add(&mut self, kmers: Range<usize>) {
-        self.table.add_hashes_exclusive(&self.hashes[kmers])
-    }
-}
-
 /// The running state of a normalization: table, counters and the optional report.
 struct Normalizer<'a> {
     opts: &'a Options,
-    /// Bin scratch of the table passes.
-    bins: Vec<u64>,
+    /// Probe scratch of the table passes.
+    probes: Vec<u64>,
     summary: Summary,
     report: Option<std::io::BufWriter<std::fs::File>>,
     next_report_at: u64,
@@ -201,19 +169,23 @@ struct Normalizer<'a> {
 impl Normalizer<'_> {
     /// Decides, counts and writes the bundles of one cleaned batch, in order.
     fn process(&mut self, path: &str, table: &mut AnyTable, hb: &HashedBatch, out: &mut Vec<u8>) -> Result<()> {
-        match table {
-            AnyTable::Khmer(t) => {
-                let mut bins = std::mem::take(&mut self.bins);
-                let result = self.decide(path, &mut KmerPass::new(t, &hb.hashes, &mut bins), hb, out);
-                self.bins = bins;
-                result
-            }
-            AnyTable::Blocked(t) => self.decide(path, &mut BlockedPass { table: t, hashes: &hb.hashes }, hb, out),
-        }
+        let mut probes = std::mem::take(&mut self.probes);
+        let result = match table {
+            AnyTable::Khmer(t) => self.decide(path, &mut KmerPass::new(t, &hb.hashes, &mut probes), hb, out),
+            AnyTable::Blocked(t) => self.decide(path, &mut KmerPass::new(t, &hb.hashes, &mut probes), hb, out),
+        };
+        self.probes = probes;
+        result
     }
 
     /// Decides, counts (through `pass`) and writes the bundles of `hb`, in order.
-    fn decide(&mut self, path: &str, pass: &mut impl DecisionPass, hb: &HashedBatch, out: &mut Vec<u8>) -> Result<()> {
+    fn decide<T: PassTable>(
+        &mut self,
+        path: &str,
+        pass: &mut KmerPass<T>,
+        hb: &HashedBatch,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         let cutoff = self.opts.cutoff;
         for b in hb.reads.bundle_reads() {
             self.summary.total += b.len() as u64;
@@ -341,7 +313,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     };
     let mut norm = Normalizer {
         opts,
-        bins: Vec::new(),
+        probes: Vec::new(),
         summary: Summary::default(),
         report,
         next_report_at: opts.report_frequency,

@@ -42,7 +42,7 @@ pub use hash::{BlockedHash, KmerHasher};
 
 use super::alloc::AllocOptions;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
-use super::{median_mean_stddev, prefetch, Tally, PREFETCH_AHEAD};
+use super::{median_mean_stddev, prefetch, MedianVote, PassTable, Tally, PREFETCH_AHEAD};
 use crate::{Error, Result};
 use memory::LineMemory;
 use std::cell::RefCell;
@@ -211,9 +211,10 @@ thread_local! {
 
 /// The N distinct probe slots of `hash` inside its line.
 #[inline(always)]
-fn probe_slots<C: LineCells>(hash: u64, probes: usize) -> [u64; MAX_PROBES] {
-    let mask = (1u64 << C::SLOT_BITS) - 1;
-    let mut slots = [0u64; MAX_PROBES];
+fn probe_slots<C: LineCells>(hash: u64, probes: usize) -> [u16; MAX_PROBES] {
+    // u16 slots: the array travels in registers, not through the stack.
+    let mask = (1u16 << C::SLOT_BITS) - 1;
+    let mut slots = [0u16; MAX_PROBES];
     let mut bits = hash::mix64(hash ^ 0x6a09_e667_f3bc_c909);
     let mut left = 64;
     for i in 0..probes {
@@ -221,7 +222,7 @@ fn probe_slots<C: LineCells>(hash: u64, probes: usize) -> [u64; MAX_PROBES] {
             bits = hash::mix64(bits);
             left = 64;
         }
-        let mut slot = bits & mask;
+        let mut slot = bits as u16 & mask;
         bits >>= C::SLOT_BITS;
         left -= C::SLOT_BITS;
         while slots[..i].contains(&slot) {
@@ -345,7 +346,7 @@ impl BlockedTable {
         let base = line << C::SLOT_BITS;
         let mut occupied = 0;
         for &slot in &probe_slots::<C>(hash, self.params.probes)[..self.params.probes] {
-            let bin = base + slot;
+            let bin = base + u64::from(slot);
             let previous = if EXCLUSIVE { C::increment_exclusive(mem, bin) } else { C::increment(mem, bin) };
             occupied += u64::from(previous == 0);
         }
@@ -357,7 +358,7 @@ impl BlockedTable {
     fn count<C: LineCells>(&self, mem: &[AtomicU8], hash: u64, line: u64) -> u32 {
         let base = line << C::SLOT_BITS;
         let slots = probe_slots::<C>(hash, self.params.probes);
-        u32::from(slots[..self.params.probes].iter().map(|&slot| C::count(mem, base + slot)).min().unwrap_or(0))
+        u32::from(slots[..self.params.probes].iter().map(|&slot| C::count(mem, base + u64::from(slot))).min().unwrap_or(0))
     }
 
     /// Visits the hashes in order with their line while the line `PREFETCH_AHEAD` k-mers
@@ -497,16 +498,12 @@ impl BlockedTable {
     }
 
     fn median_at_least_of(&self, hashes: &[u64], lines: &mut Vec<u64>, cutoff: u32) -> bool {
-        if hashes.is_empty() {
-            return false;
-        }
-        let min_req = super::median_min_required(hashes.len());
-        let mut seen = 0;
+        let mut vote = MedianVote::new(hashes.len());
         with_width!(self.params.width, C => self.visit_prefetched(hashes, lines, |mem, hash, line| {
-            seen += usize::from(self.count::<C>(mem, hash, line) >= cutoff);
-            seen < min_req
+            vote.cast(self.count::<C>(mem, hash, line) >= cutoff);
+            vote.decided().is_none()
         }));
-        seen >= min_req
+        vote.result()
     }
 
     /// Length of the longest prefix of `seq` whose k-mers all have count >= `cutoff`, as
@@ -569,6 +566,33 @@ impl BlockedTable {
     }
 }
 
+impl PassTable for BlockedTable {
+    fn probes_per_kmer(&self) -> usize {
+        1
+    }
+
+    #[inline(always)]
+    fn locate(&self, hash: u64, out: &mut Vec<u64>) {
+        let line = self.line_of(hash);
+        prefetch(&self.mem.atomics()[line as usize * LINE_BYTES]);
+        out.push(line);
+    }
+
+    #[inline(always)]
+    fn count_at(&self, hash: u64, probes: &[u64]) -> u32 {
+        with_width!(self.params.width, C => self.count::<C>(self.mem.atomics(), hash, probes[0]))
+    }
+
+    #[inline(always)]
+    fn add_at(&mut self, hash: u64, probes: &[u64]) -> Tally {
+        with_width!(self.params.width, C => self.update::<C, true>(self.mem.atomics(), hash, probes[0]))
+    }
+
+    fn record_adds(&mut self, tally: Tally, kmers: u64) {
+        self.record(tally, kmers);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -579,7 +603,7 @@ mod tests {
             for probes in 1..=MAX_PROBES {
                 for h in 0..2000u64 {
                     let slots = probe_slots::<C>(hash::mix64(h), probes);
-                    let mut used: Vec<u64> = slots[..probes].to_vec();
+                    let mut used: Vec<u16> = slots[..probes].to_vec();
                     assert!(used.iter().all(|&s| s < 1 << C::SLOT_BITS));
                     used.sort_unstable();
                     used.dedup();

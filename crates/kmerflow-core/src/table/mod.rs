@@ -78,7 +78,7 @@ macro_rules! with_cells {
 }
 
 mod pass;
-pub use pass::KmerPass;
+pub(crate) use pass::{KmerPass, PassTable};
 
 /// One prime-sized table of counters.
 struct Table {
@@ -473,20 +473,15 @@ impl KTable {
     }
 
     fn median_at_least_of(&self, hashes: &[u64], bins: &mut Vec<u64>, cutoff: u32) -> bool {
-        let n = hashes.len();
-        if n == 0 {
-            return false;
-        }
-        let min_req = median_min_required(n);
+        let mut vote = MedianVote::new(hashes.len());
         self.compute_bins(hashes, bins);
-        let mut seen = 0;
         with_cells!(self.storage, C => {
             self.visit_prefetched::<C>(hashes, bins, |hash, kmer_bins| {
-                seen += usize::from(self.count::<C>(hash, |t| kmer_bins[t]) >= cutoff);
-                seen < min_req
+                vote.cast(self.count::<C>(hash, |t| kmer_bins[t]) >= cutoff);
+                vote.decided().is_none()
             });
         });
-        seen >= min_req
+        vote.result()
     }
 
     /// khmer's `trim_on_abundance`: length of the longest prefix whose k-mers all have count
@@ -590,9 +585,40 @@ impl KTable {
     }
 }
 
+impl PassTable for KTable {
+    fn probes_per_kmer(&self) -> usize {
+        self.tables.len()
+    }
+
+    #[inline(always)]
+    fn locate(&self, hash: u64, out: &mut Vec<u64>) {
+        with_cells!(self.storage, C => {
+            for table in &self.tables {
+                let bin = table.modulus.rem(hash);
+                prefetch(&table.mem.atomics()[C::byte_of(bin)]);
+                out.push(bin);
+            }
+        })
+    }
+
+    #[inline(always)]
+    fn count_at(&self, hash: u64, probes: &[u64]) -> u32 {
+        with_cells!(self.storage, C => self.count::<C>(hash, |t| probes[t]))
+    }
+
+    #[inline(always)]
+    fn add_at(&mut self, hash: u64, probes: &[u64]) -> Tally {
+        with_cells!(self.storage, C => self.update::<C, true>(hash, |t| probes[t]))
+    }
+
+    fn record_adds(&mut self, tally: Tally, _kmers: u64) {
+        self.record(tally);
+    }
+}
+
 /// Occupancy and uniqueness increments of some adds, summed before touching the shared counters.
 #[derive(Debug, Default, Clone, Copy)]
-struct Tally {
+pub(crate) struct Tally {
     occupied: u64,
     unique: u64,
 }
@@ -621,6 +647,46 @@ pub fn median_mean_stddev(counts: &mut [u32]) -> Option<(u32, f32, f32)> {
 /// `(unsigned)(0.5 + n / 2.0)`.
 pub(crate) fn median_min_required(n_kmers: usize) -> usize {
     (0.5 + n_kmers as f64 / 2.0) as usize
+}
+
+/// khmer's `median_at_least` decision taken one k-mer at a time: true iff at least
+/// [`median_min_required`] of the n k-mers pass the count test; false when n = 0. The answer
+/// is known as soon as enough k-mers passed, or too few are left to get there.
+pub(crate) struct MedianVote {
+    min_req: usize,
+    passed: usize,
+    left: usize,
+}
+
+impl MedianVote {
+    /// A vote over `n_kmers` k-mers.
+    pub(crate) fn new(n_kmers: usize) -> Self {
+        MedianVote { min_req: median_min_required(n_kmers), passed: 0, left: n_kmers }
+    }
+
+    /// Counts the test result of the next k-mer.
+    #[inline(always)]
+    pub(crate) fn cast(&mut self, passes: bool) {
+        self.passed += usize::from(passes);
+        self.left -= 1;
+    }
+
+    /// The answer, once the k-mers left cannot change it.
+    #[inline(always)]
+    pub(crate) fn decided(&self) -> Option<bool> {
+        if self.min_req == 0 || self.passed + self.left < self.min_req {
+            Some(false)
+        } else if self.passed >= self.min_req {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// The answer after every k-mer was counted (or once decided).
+    pub(crate) fn result(&self) -> bool {
+        self.decided() == Some(true)
+    }
 }
 
 /// khmer's trim position from a read's k-mer `counts`: the longest prefix whose k-mers all

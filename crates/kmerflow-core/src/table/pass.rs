@@ -1,86 +1,93 @@
 //! One prefetch pipeline over the k-mers of many reads, for a single writer that decides
-//! read by read whether to count it (digital normalization).
+//! read by read whether to count it (digital normalization), on either table layout.
 //!
-//! The hashes of a whole batch are laid end to end; [`KmerPass`] computes each k-mer's bins
-//! once, when it prefetches them, a fixed distance ahead of the k-mer being looked at, and runs
-//! on across read boundaries, so that the cells of the next read are on their way while the
-//! current read is decided. Counting a read increments the bins already computed (their cache
-//! lines were just read), with plain stores, since the pass holds the table exclusively.
+//! The hashes of a whole batch are laid end to end; [`KmerPass`] locates each k-mer's counters
+//! once (its "probes": one bin per table of the khmer layout, one line of the blocked layout),
+//! when it prefetches them, a fixed distance ahead of the k-mer being looked at, and runs on
+//! across read boundaries, so that the counters of the next read are on their way while the
+//! current read is decided. Counting a read increments the counters at the probes already
+//! located (their cache lines were just read), with plain stores, since the pass holds the
+//! table exclusively.
 
-use super::{BitCells, ByteCells, Cells, KTable, NibbleCells, StorageKind, Tally, PREFETCH_AHEAD};
+use super::{MedianVote, Tally, PREFETCH_AHEAD};
 use std::ops::Range;
+
+/// A table a [`KmerPass`] can drive: where a k-mer's counters are, and reading and counting a
+/// k-mer whose counters are known.
+pub trait PassTable {
+    /// Number of probe values of one k-mer.
+    fn probes_per_kmer(&self) -> usize;
+    /// Appends the probes of `hash` to `out` and prefetches their cache lines.
+    fn locate(&self, hash: u64, out: &mut Vec<u64>);
+    /// Count of the k-mer `hash` whose probes are `probes`.
+    fn count_at(&self, hash: u64, probes: &[u64]) -> u32;
+    /// Counts the k-mer `hash` whose probes are `probes` (single writer).
+    fn add_at(&mut self, hash: u64, probes: &[u64]) -> Tally;
+    /// Adds the tally of `kmers` k-mers counted by [`PassTable::add_at`] to the table's statistics.
+    fn record_adds(&mut self, tally: Tally, kmers: u64);
+}
 
 /// A pass over the concatenated k-mer hashes of many reads (see the module documentation).
 /// Reads are given as ranges of indices into the hashes; they are looked at in order.
-pub struct KmerPass<'a> {
-    table: &'a mut KTable,
+pub struct KmerPass<'a, T: PassTable> {
+    table: &'a mut T,
     hashes: &'a [u64],
-    /// Bins of k-mers `0..ready`, hash-major (`n_tables` per k-mer).
-    bins: &'a mut Vec<u64>,
+    /// Probes of k-mers `0..ready`, hash-major (`stride` per k-mer).
+    probes: &'a mut Vec<u64>,
+    stride: usize,
     ready: usize,
 }
 
-impl<'a> KmerPass<'a> {
-    /// Starts a pass of `table` over `hashes`; `bins` is scratch space reused between passes.
-    pub fn new(table: &'a mut KTable, hashes: &'a [u64], bins: &'a mut Vec<u64>) -> Self {
-        bins.clear();
-        bins.reserve(hashes.len() * table.n_tables());
-        KmerPass { table, hashes, bins, ready: 0 }
+impl<'a, T: PassTable> KmerPass<'a, T> {
+    /// Starts a pass of `table` over `hashes`; `probes` is scratch space reused between passes.
+    pub fn new(table: &'a mut T, hashes: &'a [u64], probes: &'a mut Vec<u64>) -> Self {
+        let stride = table.probes_per_kmer();
+        probes.clear();
+        probes.reserve(hashes.len() * stride);
+        KmerPass { table, hashes, probes, stride, ready: 0 }
     }
 
-    /// Computes and prefetches the bins of every k-mer up to `end + PREFETCH_AHEAD`.
+    /// Locates and prefetches every k-mer up to `end + PREFETCH_AHEAD`.
     #[inline(always)]
-    fn prepare<C: Cells>(&mut self, end: usize) {
+    fn prepare(&mut self, end: usize) {
         let target = (end + PREFETCH_AHEAD).min(self.hashes.len());
-        let n_tables = self.table.tables.len();
         while self.ready < target {
-            let start = self.bins.len();
-            let hash = self.hashes[self.ready];
-            self.bins.extend(self.table.tables.iter().map(|t| t.modulus.rem(hash)));
-            self.table.prefetch_kmer::<C>(&self.bins[start..start + n_tables]);
+            self.table.locate(self.hashes[self.ready], self.probes);
             self.ready += 1;
         }
+    }
+
+    /// The probes of k-mer `i` (located).
+    #[inline(always)]
+    fn probes_of(&self, i: usize) -> &[u64] {
+        &self.probes[i * self.stride..(i + 1) * self.stride]
     }
 
     /// khmer's `median_at_least` on the k-mers `kmers` (a read): true iff at least
     /// `(unsigned)(0.5 + n/2.0)` of its n k-mers have count >= `cutoff`. Stops as soon as the
     /// answer is known either way. False for a read without k-mers.
     pub fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
-        let n = kmers.len();
-        if n == 0 {
-            return false;
-        }
-        let min_req = super::median_min_required(n);
-        let n_tables = self.table.tables.len();
-        with_cells!(self.table.storage, C => {
-            let mut seen = 0;
-            for (done, i) in kmers.enumerate() {
-                // Not enough k-mers left to reach min_req: the answer is false.
-                if seen + (n - done) < min_req {
-                    return false;
-                }
-                self.prepare::<C>(i + 1);
-                let kmer_bins = &self.bins[i * n_tables..(i + 1) * n_tables];
-                seen += usize::from(self.table.count::<C>(self.hashes[i], |t| kmer_bins[t]) >= cutoff);
-                if seen >= min_req {
-                    return true;
-                }
+        let mut vote = MedianVote::new(kmers.len());
+        for i in kmers {
+            if let Some(answer) = vote.decided() {
+                return answer;
             }
-            false
-        })
+            self.prepare(i + 1);
+            vote.cast(self.table.count_at(self.hashes[i], self.probes_of(i)) >= cutoff);
+        }
+        vote.result()
     }
 
-    /// Counts the k-mers `kmers` (a read), the same as [`KTable::consume`] on the read.
+    /// Counts the k-mers `kmers` (a read), the same as consuming the read.
     pub fn add(&mut self, kmers: Range<usize>) {
-        let n_tables = self.table.tables.len();
         let mut total = Tally::default();
-        with_cells!(self.table.storage, C => {
-            for i in kmers {
-                self.prepare::<C>(i + 1);
-                let kmer_bins = &self.bins[i * n_tables..(i + 1) * n_tables];
-                total.add(self.table.update::<C, true>(self.hashes[i], |t| kmer_bins[t]));
-            }
-        });
-        self.table.record(total);
+        let n = kmers.len() as u64;
+        for i in kmers {
+            self.prepare(i + 1);
+            let (start, end) = (i * self.stride, (i + 1) * self.stride);
+            total.add(self.table.add_at(self.hashes[i], &self.probes[start..end]));
+        }
+        self.table.record_adds(total, n);
     }
 }
+
