@@ -35,11 +35,7 @@ pub struct CommonArgs {
 impl CommonArgs {
     /// The settings these flags give.
     pub fn settings(&self) -> Settings {
-        Settings {
-            quiet: self.quiet,
-            threads: self.threads.map(|t| t as usize),
-            metrics: self.metrics.clone(),
-        }
+        Settings { quiet: self.quiet, threads: self.threads.map(|t| t as usize), metrics: self.metrics.clone() }
     }
 }
 

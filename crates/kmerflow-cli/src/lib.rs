@@ -61,10 +61,11 @@ pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
         }
         Err(e) => return Err(CliError { code: EXIT_USAGE, message: e.render().to_string() }),
     };
-    let cli = Cli::from_arg_matches(&matches)
-        .map_err(|e| CliError { code: EXIT_USAGE, message: e.render().to_string() })?;
+    let cli =
+        Cli::from_arg_matches(&matches).map_err(|e| CliError { code: EXIT_USAGE, message: e.render().to_string() })?;
     let name = cli.command.name();
-    let data_error = |e: kmerflow_core::Error| CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}") };
+    let data_error =
+        |e: kmerflow_core::Error| CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}") };
     let mut ctx = Ctx::new(cli.command.settings(), name);
     if ctx.metrics.is_some() && !kmerflow_core::pipeline::metrics::ENABLED {
         ctx.finish_progress();
@@ -154,7 +155,17 @@ mod tests {
         let input = fastq(dir.path());
         let json = dir.path().join("m.json");
         let out = dir.path().join("out.fa");
-        let args = ["fastq-to-fasta", "-q", "-T", "2", &input, "-o", out.to_str().unwrap(), "--metrics", json.to_str().unwrap()];
+        let args = [
+            "fastq-to-fasta",
+            "-q",
+            "-T",
+            "2",
+            &input,
+            "-o",
+            out.to_str().unwrap(),
+            "--metrics",
+            json.to_str().unwrap(),
+        ];
         execute(argv(&args)).unwrap();
         let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
         assert_eq!(m["command"], "fastq-to-fasta");

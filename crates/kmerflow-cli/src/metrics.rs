@@ -48,13 +48,7 @@ pub fn document(name: &str, argv: &[OsString], threads: usize, started: Instant)
 }
 
 /// Writes the metrics JSON to `path` (`-` = stdout).
-pub fn write(
-    path: &str,
-    name: &str,
-    argv: &[OsString],
-    threads: usize,
-    started: Instant,
-) -> Result<()> {
+pub fn write(path: &str, name: &str, argv: &[OsString], threads: usize, started: Instant) -> Result<()> {
     let doc = document(name, argv, threads, started);
     let mut text = serde_json::to_vec_pretty(&doc).map_err(|e| Error::invalid(e.to_string()))?;
     text.push(b'\n');

@@ -73,10 +73,7 @@ impl Progress {
     /// A progress line labelled `label`, shown when `wanted` and stderr is a terminal.
     pub fn new(label: &'static str, wanted: bool) -> Self {
         if !(wanted && std::io::stderr().is_terminal()) {
-            return Progress {
-                shared: None,
-                ticker: None,
-            };
+            return Progress { shared: None, ticker: None };
         }
         let shared = Arc::new(Shared {
             label,
@@ -96,10 +93,7 @@ impl Progress {
                 ticking.draw();
             })
             .ok();
-        Progress {
-            shared: Some(shared),
-            ticker,
-        }
+        Progress { shared: Some(shared), ticker }
     }
 
     /// Reports that `records` records have been handled.
@@ -138,9 +132,6 @@ mod tests {
             line("readstats", (152_500_000, 305_000_000), 1200, 2.04),
             "[kmerflow readstats] 152.5/305.0 MB read (50%), 1200 records, 2.0 s"
         );
-        assert_eq!(
-            line("x", (2_000_000, 0), 0, 0.5),
-            "[kmerflow x] 2.0 MB read, 0.5 s"
-        );
+        assert_eq!(line("x", (2_000_000, 0), 0, 0.5), "[kmerflow x] 2.0 MB read, 0.5 s");
     }
 }

@@ -60,16 +60,8 @@ impl Error {
     }
 
     /// A format error in `path` at an optional record and line.
-    pub fn format(
-        path: impl Into<String>,
-        record: Option<u64>,
-        line: Option<u64>,
-        message: impl Into<String>,
-    ) -> Self {
-        Error::Format {
-            location: Location { path: path.into(), record, line },
-            message: message.into(),
-        }
+    pub fn format(path: impl Into<String>, record: Option<u64>, line: Option<u64>, message: impl Into<String>) -> Self {
+        Error::Format { location: Location { path: path.into(), record, line }, message: message.into() }
     }
 
     /// An invalid-parameter error.

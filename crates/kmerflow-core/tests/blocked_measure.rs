@@ -8,7 +8,9 @@
 //!   HashMap of canonical 2-bit k-mers; false positives from random absent k-mers.
 
 use kmerflow_core::io::FastxReader;
-use kmerflow_core::table::{AllocOptions, BlockedParams, BlockedTable, CounterWidth, HashKind, HugePages, KTable, StorageKind};
+use kmerflow_core::table::{
+    AllocOptions, BlockedParams, BlockedTable, CounterWidth, HashKind, HugePages, KTable, StorageKind,
+};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -183,9 +185,14 @@ fn accuracy() {
             let max = width.max_count();
             let (k_mean, k_frac) = overcount(&exact, max, |ha, _| khmer.get_hash(ha));
             let (b_mean, b_frac) = overcount(&exact, max, |_, hb| blocked.get_hash(hb));
-            let k_fp = false_positive_rate(&exact, FP_QUERIES, |s| khmer.get_hash(khmer.hash_kmer(s).unwrap()) > 0, &khmer);
-            let b_fp =
-                false_positive_rate(&exact, FP_QUERIES, |s| blocked.get_hash(blocked.hash_kmer(s).unwrap()) > 0, &khmer);
+            let k_fp =
+                false_positive_rate(&exact, FP_QUERIES, |s| khmer.get_hash(khmer.hash_kmer(s).unwrap()) > 0, &khmer);
+            let b_fp = false_positive_rate(
+                &exact,
+                FP_QUERIES,
+                |s| blocked.get_hash(blocked.hash_kmer(s).unwrap()) > 0,
+                &khmer,
+            );
             eprintln!(
                 "{mb} MB {label}: khmer 4 tables mean over-count {k_mean:.4}, over-counted {:.3}%, FP {:.3}% | \
                  blocked 4 probes mean over-count {b_mean:.4}, over-counted {:.3}%, FP {:.3}% (expected {:.3}%)",

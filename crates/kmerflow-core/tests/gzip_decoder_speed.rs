@@ -14,10 +14,7 @@ fn bench_file() -> Option<String> {
 
 fn report(what: &str, bytes: u64, started: Instant) {
     let secs = started.elapsed().as_secs_f64();
-    println!(
-        "{what}: {bytes} bytes in {secs:.3} s ({:.1} MB/s)",
-        bytes as f64 / 1e6 / secs
-    );
+    println!("{what}: {bytes} bytes in {secs:.3} s ({:.1} MB/s)", bytes as f64 / 1e6 / secs);
 }
 
 #[test]
@@ -26,11 +23,7 @@ fn decompressors_alone() {
     let Some(path) = bench_file() else { return };
     let t = Instant::now();
     let file = io::BufReader::with_capacity(1 << 20, std::fs::File::open(&path).unwrap());
-    let n = io::copy(
-        &mut flate2::bufread::MultiGzDecoder::new(file),
-        &mut io::sink(),
-    )
-    .unwrap();
+    let n = io::copy(&mut flate2::bufread::MultiGzDecoder::new(file), &mut io::sink()).unwrap();
     report("flate2 (zlib-rs) streaming", n, t);
 
     let t = Instant::now();
@@ -49,12 +42,6 @@ fn decompressors_alone() {
     let t = Instant::now();
     let raw = std::fs::read(&path).unwrap();
     let mut out = vec![0u8; n as usize];
-    let k = libdeflater::Decompressor::new()
-        .gzip_decompress(&raw, &mut out)
-        .unwrap_or(0);
-    report(
-        "libdeflate whole-member (first member only for multi-member)",
-        k as u64,
-        t,
-    );
+    let k = libdeflater::Decompressor::new().gzip_decompress(&raw, &mut out).unwrap_or(0);
+    report("libdeflate whole-member (first member only for multi-member)", k as u64, t);
 }

@@ -75,13 +75,7 @@ fn parse_speed() {
         total += k;
     }
     let secs = start.elapsed().as_secs_f64();
-    println!(
-        "gzip decode (zlib-rs): {:.0} MB/s of output",
-        total as f64 / secs / 1e6
-    );
+    println!("gzip decode (zlib-rs): {:.0} MB/s of output", total as f64 / secs / 1e6);
     let (_, _, secs) = parse_all(gz);
-    println!(
-        "gzip FASTQ parse: {:.0} MB/s of output",
-        total as f64 / secs / 1e6
-    );
+    println!("gzip FASTQ parse: {:.0} MB/s of output", total as f64 / secs / 1e6);
 }

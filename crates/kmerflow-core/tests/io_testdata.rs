@@ -15,11 +15,7 @@ fn data(name: &str) -> String {
         Some(repo.join("../shared/data/khmer-test-data")),
         Some(PathBuf::from("/work/shared/data/khmer-test-data")),
     ];
-    let dir = candidates
-        .into_iter()
-        .flatten()
-        .find(|d| d.is_dir())
-        .expect("khmer test data not found");
+    let dir = candidates.into_iter().flatten().find(|d| d.is_dir()).expect("khmer test data not found");
     dir.join(name).to_str().unwrap().to_string()
 }
 
@@ -38,9 +34,7 @@ fn error(path: &str) -> String {
 }
 
 fn names(recs: &[OwnedRecord]) -> Vec<String> {
-    recs.iter()
-        .map(|r| String::from_utf8(r.name.clone()).unwrap())
-        .collect()
+    recs.iter().map(|r| String::from_utf8(r.name.clone()).unwrap()).collect()
 }
 
 #[test]
@@ -62,11 +56,7 @@ fn record_counts_and_compressed_twins() {
     for base in ["test-abund-read-2.fa", "random-20-a.fa"] {
         let plain = records(&data(base));
         for ext in [".gz", ".bz2"] {
-            assert_eq!(
-                records(&data(&format!("{base}{ext}"))),
-                plain,
-                "{base}{ext}"
-            );
+            assert_eq!(records(&data(&format!("{base}{ext}"))), plain, "{base}{ext}");
         }
     }
     assert_eq!(records(&data("test-reads.fq.bz2")).len(), 12_500);
@@ -78,12 +68,9 @@ fn every_sequence_file_parses() {
     let dir = PathBuf::from(data("."));
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        let parseable = [
-            ".fa", ".fq", ".fastq", ".fa.gz", ".fq.gz", ".fa.bz2", ".fq.bz2", ".pe", ".se", ".1",
-            ".2",
-        ]
-        .iter()
-        .any(|ext| name.ends_with(ext));
+        let parseable = [".fa", ".fq", ".fastq", ".fa.gz", ".fq.gz", ".fa.bz2", ".fq.bz2", ".pe", ".se", ".1", ".2"]
+            .iter()
+            .any(|ext| name.ends_with(ext));
         let broken = name.contains("empty")
             || name.contains("truncated")
             || name.contains("malformat")
@@ -101,10 +88,7 @@ fn names_are_whole_header_lines() {
     let recs = records(&data("test-abund-read-2.fq"));
     assert_eq!(recs[0].name, b"895:1:37:17593:9954 1::FOO");
     let casava = names(&records(&data("casava_18-pe.fq")));
-    assert_eq!(
-        casava[0],
-        "HWI-ST412:261:d15khacxx:8:1101:3149:2157 1:N:0:ATCACG"
-    );
+    assert_eq!(casava[0], "HWI-ST412:261:d15khacxx:8:1101:3149:2157 1:N:0:ATCACG");
 }
 
 #[test]
@@ -112,10 +96,7 @@ fn truncated_compressed_input_is_an_error_naming_the_file() {
     for name in ["100-reads.fq.truncated.gz", "100-reads.fq.truncated.bz2"] {
         let path = data(name);
         let msg = error(&path);
-        assert!(
-            msg.starts_with(&path) && msg.contains("truncated or corrupt"),
-            "{msg}"
-        );
+        assert!(msg.starts_with(&path) && msg.contains("truncated or corrupt"), "{msg}");
     }
 }
 
@@ -155,27 +136,15 @@ fn one_file(
     mode: PairMode,
     min_length: Option<usize>,
 ) -> kmerflow_core::Result<(Vec<String>, Vec<String>, u64)> {
-    bundles(PairedReader::new(
-        FastxReader::open(&data(name))?,
-        mode,
-        min_length,
-    ))
+    bundles(PairedReader::new(FastxReader::open(&data(name))?, mode, min_length))
 }
 
 #[test]
 fn broken_paired_matches_khmer_extract_paired_reads() {
     for name in ["paired-mixed.fa", "paired-mixed.fq"] {
         let (pairs, singles, dropped) = one_file(name, PairMode::BrokenPaired, None).unwrap();
-        assert_eq!(
-            pairs,
-            names(&records(&data(&format!("{name}.pe")))),
-            "{name}"
-        );
-        assert_eq!(
-            singles,
-            names(&records(&data(&format!("{name}.se")))),
-            "{name}"
-        );
+        assert_eq!(pairs, names(&records(&data(&format!("{name}.pe")))), "{name}");
+        assert_eq!(singles, names(&records(&data(&format!("{name}.se")))), "{name}");
         assert_eq!(dropped, 0);
     }
     let (pairs, singles, _) = one_file("casava_18-pe.fq", PairMode::BrokenPaired, None).unwrap();
@@ -186,13 +155,10 @@ fn broken_paired_matches_khmer_extract_paired_reads() {
 fn force_single_and_require_paired() {
     let (pairs, singles, _) = one_file("paired-mixed.fa", PairMode::ForceSingle, None).unwrap();
     assert_eq!((pairs.len(), singles.len()), (0, 11));
-    let (pairs, _, _) =
-        one_file("paired-broken.fq.paired_bad", PairMode::RequirePaired, None).unwrap();
+    let (pairs, _, _) = one_file("paired-broken.fq.paired_bad", PairMode::RequirePaired, None).unwrap();
     assert_eq!(pairs.len(), 4);
     let path = data("paired-mixed.fa");
-    let msg = one_file("paired-mixed.fa", PairMode::RequirePaired, None)
-        .unwrap_err()
-        .to_string();
+    let msg = one_file("paired-mixed.fa", PairMode::RequirePaired, None).unwrap_err().to_string();
     assert!(msg.starts_with(&format!("{path}: record 3 (line 5): Unpaired reads when require_paired is set! (\"850:2:1:1118:7944/1\", \"850:2:1:1123:19958/1\")")), "{msg}");
 }
 
@@ -201,8 +167,7 @@ fn min_length_drops_like_khmer() {
     let all = records(&data("paired-mixed.fa"));
     let min = 40;
     let short = all.iter().filter(|r| r.seq.len() < min).count() as u64;
-    let (pairs, singles, dropped) =
-        one_file("paired-mixed.fa", PairMode::BrokenPaired, Some(min)).unwrap();
+    let (pairs, singles, dropped) = one_file("paired-mixed.fa", PairMode::BrokenPaired, Some(min)).unwrap();
     let kept: Vec<&String> = pairs.iter().chain(&singles).collect();
     for r in &all {
         let name = String::from_utf8(r.name.clone()).unwrap();
@@ -217,23 +182,12 @@ fn min_length_drops_like_khmer() {
 #[test]
 fn two_files_zip_and_check_counts() {
     let open = |n: &str| FastxReader::open(&data(n)).unwrap();
-    let (pairs, singles, _) = bundles(PairedReader::from_two_files(
-        open("paired.fq.1"),
-        open("paired.fq.2"),
-        None,
-    ))
-    .unwrap();
+    let (pairs, singles, _) =
+        bundles(PairedReader::from_two_files(open("paired.fq.1"), open("paired.fq.2"), None)).unwrap();
     assert_eq!(pairs, names(&records(&data("paired.fq"))));
     assert!(singles.is_empty());
-    let err = bundles(PairedReader::from_two_files(
-        open("paired-broken.fq.1"),
-        open("paired-broken.fq.2"),
-        None,
-    ))
-    .unwrap_err()
-    .to_string();
-    assert!(
-        err.contains("paired-broken.fq.1") && err.contains("paired-broken.fq.2"),
-        "{err}"
-    );
+    let err = bundles(PairedReader::from_two_files(open("paired-broken.fq.1"), open("paired-broken.fq.2"), None))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("paired-broken.fq.1") && err.contains("paired-broken.fq.2"), "{err}");
 }

@@ -17,8 +17,7 @@ pub fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> i32 {
 #[pyfunction]
 pub fn run_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<()> {
     let full: Vec<OsString> = std::iter::once(OsString::from("kmerflow")).chain(argv).collect();
-    py.detach(|| kmerflow_cli::execute(full))
-        .map_err(|e| command_error(e.code, e.message.trim_end().to_owned()))
+    py.detach(|| kmerflow_cli::execute(full)).map_err(|e| command_error(e.code, e.message.trim_end().to_owned()))
 }
 
 /// Registers the functions on the module.

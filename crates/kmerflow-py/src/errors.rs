@@ -21,11 +21,10 @@ pub fn to_pyerr(err: Error) -> PyErr {
                 let errno = source.raw_os_error().unwrap_or(0);
                 PyErr::from_type(cls, (errno, err.to_string(), path.clone()))
             }),
-            Error::Format { .. } => {
-                error_class(py, "FormatError").map(|cls| PyErr::from_type(cls, err.to_string()))
+            Error::Format { .. } => error_class(py, "FormatError").map(|cls| PyErr::from_type(cls, err.to_string())),
+            Error::Invalid(message) => {
+                error_class(py, "ParameterError").map(|cls| PyErr::from_type(cls, message.clone()))
             }
-            Error::Invalid(message) => error_class(py, "ParameterError")
-                .map(|cls| PyErr::from_type(cls, message.clone())),
         };
         built.unwrap_or_else(|_| PyValueError::new_err(err.to_string()))
     })

@@ -12,10 +12,7 @@ pub fn check_kmer(kmer: &str, k: usize) -> PyResult<()> {
         return Err(PyValueError::new_err(format!("k-mer size {k} is above {} for 2-bit hashing", twobit::MAX_K)));
     }
     if kmer.len() != k {
-        return Err(PyValueError::new_err(format!(
-            "k-mer length {} does not match k = {k}",
-            kmer.len()
-        )));
+        return Err(PyValueError::new_err(format!("k-mer length {} does not match k = {k}", kmer.len())));
     }
     Ok(())
 }

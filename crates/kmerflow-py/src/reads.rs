@@ -114,9 +114,7 @@ impl ReadReader {
         let source = py.detach(|| -> kmerflow_core::Result<Source> {
             let reader = FastxReader::open(&path)?;
             Ok(match (mate, mode) {
-                (Some(m), _) => {
-                    Source::Pairs(PairedReader::from_two_files(reader, FastxReader::open(&m)?, min_length))
-                }
+                (Some(m), _) => Source::Pairs(PairedReader::from_two_files(reader, FastxReader::open(&m)?, min_length)),
                 (None, Some(mode)) => Source::Pairs(PairedReader::new(reader, mode, min_length)),
                 (None, None) => Source::Records(reader, min_length),
             })

@@ -63,13 +63,7 @@ fn build(
 }
 
 /// Loads a saved table and checks that its storage matches the class.
-fn load_checked(
-    py: Python<'_>,
-    path: PathBuf,
-    hash: HashKind,
-    storage: StorageKind,
-    class: &str,
-) -> PyResult<Table> {
+fn load_checked(py: Python<'_>, path: PathBuf, hash: HashKind, storage: StorageKind, class: &str) -> PyResult<Table> {
     let path = path.to_string_lossy().into_owned();
     let inner = py.detach(|| KTable::load(&path, hash)).py()?;
     if inner.storage_kind() != storage {
@@ -209,7 +203,9 @@ impl Table {
     fn get_kmers(&self, seq: &str) -> Vec<String> {
         let k = self.inner.ksize();
         let bytes = seq.as_bytes();
-        (0..(bytes.len() + 1).saturating_sub(k)).map(|i| String::from_utf8_lossy(&bytes[i..i + k]).into_owned()).collect()
+        (0..(bytes.len() + 1).saturating_sub(k))
+            .map(|i| String::from_utf8_lossy(&bytes[i..i + k]).into_owned())
+            .collect()
     }
 
     /// The hash of every k-mer of `seq`, in order.
@@ -231,9 +227,7 @@ impl Table {
     /// `(median, average, stddev)` of the k-mer counts of `seq` (upper median; float32 stats).
     fn get_median_count(&self, seq: &str) -> PyResult<(u32, f32, f32)> {
         self.check_seq(seq)?;
-        self.inner
-            .median_count(seq.as_bytes())
-            .ok_or_else(|| PyValueError::new_err("sequence has no k-mer"))
+        self.inner.median_count(seq.as_bytes()).ok_or_else(|| PyValueError::new_err("sequence has no k-mer"))
     }
 
     /// True when the median k-mer count of `seq` is at least `cutoff` (the diginorm test).
@@ -256,12 +250,7 @@ impl Table {
 
     /// khmer's k-mer abundance histogram of the reads of `path`: entry i is the number of distinct
     /// k-mers (tracked in the presence table `tracking`) whose count is i. GIL released.
-    fn abundance_distribution(
-        &self,
-        py: Python<'_>,
-        path: PathBuf,
-        tracking: PyRef<'_, Table>,
-    ) -> PyResult<Vec<u64>> {
+    fn abundance_distribution(&self, py: Python<'_>, path: PathBuf, tracking: PyRef<'_, Table>) -> PyResult<Vec<u64>> {
         let (inner, track) = (&self.inner, &tracking.inner);
         let path = path.to_string_lossy().into_owned();
         let mut dist = py
@@ -334,11 +323,31 @@ macro_rules! table_class {
     };
 }
 
-table_class!(Countgraph, HashKind::TwoBit, StorageKind::Byte, "Count-Min sketch of 8-bit counters, 2-bit hash (k <= 32).");
-table_class!(SmallCountgraph, HashKind::TwoBit, StorageKind::Nibble, "Count-Min sketch of 4-bit counters, 2-bit hash (k <= 32).");
+table_class!(
+    Countgraph,
+    HashKind::TwoBit,
+    StorageKind::Byte,
+    "Count-Min sketch of 8-bit counters, 2-bit hash (k <= 32)."
+);
+table_class!(
+    SmallCountgraph,
+    HashKind::TwoBit,
+    StorageKind::Nibble,
+    "Count-Min sketch of 4-bit counters, 2-bit hash (k <= 32)."
+);
 table_class!(Nodegraph, HashKind::TwoBit, StorageKind::Bit, "Bloom filter, 2-bit hash (k <= 32).");
-table_class!(Counttable, HashKind::Murmur, StorageKind::Byte, "Count-Min sketch of 8-bit counters, Murmur hash (any k).");
-table_class!(SmallCounttable, HashKind::Murmur, StorageKind::Nibble, "Count-Min sketch of 4-bit counters, Murmur hash (any k).");
+table_class!(
+    Counttable,
+    HashKind::Murmur,
+    StorageKind::Byte,
+    "Count-Min sketch of 8-bit counters, Murmur hash (any k)."
+);
+table_class!(
+    SmallCounttable,
+    HashKind::Murmur,
+    StorageKind::Nibble,
+    "Count-Min sketch of 4-bit counters, Murmur hash (any k)."
+);
 table_class!(Nodetable, HashKind::Murmur, StorageKind::Bit, "Bloom filter, Murmur hash (any k).");
 
 /// Registers the table classes on the module.

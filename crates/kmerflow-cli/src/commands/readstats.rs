@@ -29,12 +29,7 @@ pub struct Args {
 
 /// Runs `readstats`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
-    let opts = ReadstatsOptions {
-        inputs: args.filenames,
-        output: args.output,
-        csv: args.csv,
-        threads: ctx.threads,
-    };
+    let opts = ReadstatsOptions { inputs: args.filenames, output: args.output, csv: args.csv, threads: ctx.threads };
     readstats(&opts, &mut ctx.progress())?;
     Ok(())
 }

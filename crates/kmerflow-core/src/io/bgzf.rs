@@ -25,19 +25,15 @@ pub const BLOCK_INPUT: usize = 0xff00;
 /// Blocks per parallel job (about 1 MiB of uncompressed data).
 const BLOCKS_PER_JOB: usize = 16;
 /// The empty member that ends a BGZF file.
-const EOF_MEMBER: [u8; 28] = [
-    0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0, 0x1b, 0, 3, 0, 0, 0, 0, 0, 0, 0,
-    0, 0,
-];
+const EOF_MEMBER: [u8; 28] =
+    [0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0, 0x1b, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0];
 /// gzip output level (a fast one, as for streaming gzip).
 const LEVEL: i32 = 3;
 
 /// True when `header` starts a BGZF member: gzip, deflate, an extra field of 6 bytes holding
 /// the `BC` subfield.
 pub fn is_bgzf(header: &[u8]) -> bool {
-    header.len() >= HEADER_LEN
-        && header[..4] == [0x1f, 0x8b, 8, 4]
-        && header[10..16] == [6, 0, b'B', b'C', 2, 0]
+    header.len() >= HEADER_LEN && header[..4] == [0x1f, 0x8b, 8, 4] && header[10..16] == [6, 0, b'B', b'C', 2, 0]
 }
 
 /// Reads one whole member (header included) from `r`; `None` at the end of the stream.
@@ -55,8 +51,7 @@ fn read_member(r: &mut impl Read, path: &str) -> Result<Option<Vec<u8>>> {
         return Err(corrupt("a BGZF block size too small"));
     }
     member.resize(size, 0);
-    let n = super::compress::read_up_to(r, &mut member[HEADER_LEN..])
-        .map_err(|e| Error::io(path, e))?;
+    let n = super::compress::read_up_to(r, &mut member[HEADER_LEN..]).map_err(|e| Error::io(path, e))?;
     if n < size - HEADER_LEN {
         return Err(corrupt("a truncated BGZF block"));
     }
@@ -70,10 +65,7 @@ fn corrupt(what: &str) -> Error {
 }
 
 /// Groups of whole members read from `r`.
-fn member_groups(
-    mut r: impl Read + Send,
-    path: String,
-) -> impl Iterator<Item = Result<Vec<Vec<u8>>>> + Send {
+fn member_groups(mut r: impl Read + Send, path: String) -> impl Iterator<Item = Result<Vec<Vec<u8>>>> + Send {
     let mut done = false;
     std::iter::from_fn(move || {
         if done {
@@ -108,11 +100,7 @@ fn decode_group(d: &mut libdeflater::Decompressor, group: &[Vec<u8>]) -> Result<
         let dest = &mut out[at..at + size];
         match d.deflate_decompress(data, dest) {
             Ok(n) if n == size && libdeflater::crc32(dest) == trailer_u32(m, 0) => {}
-            _ => {
-                return Err(corrupt(
-                    "a BGZF block fails to decompress or its CRC differs",
-                ))
-            }
+            _ => return Err(corrupt("a BGZF block fails to decompress or its CRC differs")),
         }
         at += size;
     }
@@ -130,34 +118,24 @@ fn trailer_u32(member: &[u8], offset: usize) -> u32 {
 pub fn decoder(raw: Box<dyn Read + Send>, path: &str, threads: usize) -> Box<dyn Read + Send> {
     let (tx, rx) = bounded::<io::Result<Vec<u8>>>(2);
     let path = path.to_string();
-    let spawned = std::thread::Builder::new()
-        .name("kmerflow-bgzf".into())
-        .spawn({
-            let tx = tx.clone();
-            move || {
-                let groups = member_groups(raw, path.clone());
-                let make = || {
-                    let mut d = libdeflater::Decompressor::new();
-                    move |group: Vec<Vec<u8>>| decode_group(&mut d, &group)
-                };
-                let sent =
-                    |out: Vec<u8>| tx.send(Ok(out)).map_err(|_| Error::invalid("reader gone"));
-                if let Err(e) = run_ordered_as("bgzf-decompress", groups, threads, make, sent) {
-                    let _ = tx.send(Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        e.to_string(),
-                    )));
-                }
+    let spawned = std::thread::Builder::new().name("kmerflow-bgzf".into()).spawn({
+        let tx = tx.clone();
+        move || {
+            let groups = member_groups(raw, path.clone());
+            let make = || {
+                let mut d = libdeflater::Decompressor::new();
+                move |group: Vec<Vec<u8>>| decode_group(&mut d, &group)
+            };
+            let sent = |out: Vec<u8>| tx.send(Ok(out)).map_err(|_| Error::invalid("reader gone"));
+            if let Err(e) = run_ordered_as("bgzf-decompress", groups, threads, make, sent) {
+                let _ = tx.send(Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())));
             }
-        });
+        }
+    });
     if let Err(e) = spawned {
         let _ = tx.send(Err(e));
     }
-    Box::new(ChunkReader {
-        chunks: rx,
-        current: Vec::new(),
-        at: 0,
-    })
+    Box::new(ChunkReader { chunks: rx, current: Vec::new(), at: 0 })
 }
 
 /// A `Read` over decompressed chunks arriving on a channel.
@@ -233,11 +211,9 @@ impl<W: Write> BgzfWriter<W> {
         let workers = (0..threads)
             .map(|index| {
                 let (job_rx, done_tx) = (job_rx.clone(), done_tx.clone());
-                std::thread::Builder::new()
-                    .name("kmerflow-gzip".into())
-                    .spawn(move || {
-                        compress_jobs(index, &job_rx, &done_tx);
-                    })
+                std::thread::Builder::new().name("kmerflow-gzip".into()).spawn(move || {
+                    compress_jobs(index, &job_rx, &done_tx);
+                })
             })
             .collect::<io::Result<Vec<_>>>()?;
         Ok(BgzfWriter {
@@ -262,34 +238,22 @@ impl<W: Write> BgzfWriter<W> {
         while self.sent - self.written >= limit {
             self.receive_one()?;
         }
-        let data = std::mem::replace(
-            &mut self.buf,
-            Vec::with_capacity(BLOCK_INPUT * BLOCKS_PER_JOB),
-        );
+        let data = std::mem::replace(&mut self.buf, Vec::with_capacity(BLOCK_INPUT * BLOCKS_PER_JOB));
         self.metrics.reader.count_bytes(data.len());
         let jobs = self.jobs.as_ref().ok_or_else(gone)?;
-        self.metrics
-            .reader
-            .time_wait(|| jobs.send((self.sent, data)))
-            .map_err(|_| gone())?;
+        self.metrics.reader.time_wait(|| jobs.send((self.sent, data))).map_err(|_| gone())?;
         self.sent += 1;
         Ok(())
     }
 
     /// Waits for one compressed job and writes every job that is next in order.
     fn receive_one(&mut self) -> io::Result<()> {
-        let (seq, data, worker, stage) = self
-            .metrics
-            .sink
-            .time_wait(|| self.done.recv())
-            .map_err(|_| gone())?;
+        let (seq, data, worker, stage) = self.metrics.sink.time_wait(|| self.done.recv()).map_err(|_| gone())?;
         self.metrics.workers[worker].add(&stage);
         self.waiting.insert(seq, data);
         while let Some(data) = self.waiting.remove(&self.written) {
             self.metrics.sink.count_bytes(data.len());
-            self.metrics
-                .sink
-                .time_busy(|| self.inner.write_all(&data))?;
+            self.metrics.sink.time_busy(|| self.inner.write_all(&data))?;
             self.written += 1;
         }
         Ok(())
@@ -324,9 +288,7 @@ fn gone() -> io::Error {
 
 /// Compression worker `index`: compresses jobs until the job channel closes.
 fn compress_jobs(index: usize, jobs: &Receiver<(u64, Vec<u8>)>, done: &Sender<Done>) {
-    let mut c = libdeflater::Compressor::new(
-        libdeflater::CompressionLvl::new(LEVEL).expect("level 3 is valid"),
-    );
+    let mut c = libdeflater::Compressor::new(libdeflater::CompressionLvl::new(LEVEL).expect("level 3 is valid"));
     while let Ok((seq, data)) = jobs.recv() {
         let mut m = StageMetrics::default();
         let cpu = metrics::thread_cpu_time();
@@ -364,9 +326,7 @@ mod tests {
         let mut x = 12345u64;
         (0..n)
             .map(|i| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 if i % 101 == 100 {
                     b'\n'
                 } else {
@@ -392,16 +352,10 @@ mod tests {
             assert!(is_bgzf(&gz));
             assert!(gz.ends_with(&EOF_MEMBER));
             let mut back = Vec::new();
-            flate2::read::MultiGzDecoder::new(&gz[..])
-                .read_to_end(&mut back)
-                .unwrap();
+            flate2::read::MultiGzDecoder::new(&gz[..]).read_to_end(&mut back).unwrap();
             assert_eq!(back, data, "threads = {threads}");
         }
-        assert_eq!(
-            bgzf(&data, 1),
-            bgzf(&data, 4),
-            "output independent of thread count"
-        );
+        assert_eq!(bgzf(&data, 1), bgzf(&data, 4), "output independent of thread count");
         assert_eq!(bgzf(b"", 2), EOF_MEMBER);
     }
 
@@ -411,22 +365,16 @@ mod tests {
         let gz = bgzf(&data, 2);
         for threads in [1, 2, 4] {
             let mut back = Vec::new();
-            decoder(Box::new(io::Cursor::new(gz.clone())), "x.gz", threads)
-                .read_to_end(&mut back)
-                .unwrap();
+            decoder(Box::new(io::Cursor::new(gz.clone())), "x.gz", threads).read_to_end(&mut back).unwrap();
             assert_eq!(back, data, "threads = {threads}");
         }
         let mut bad = gz.clone();
         bad[HEADER_LEN + 100] ^= 0x55;
-        let err = decoder(Box::new(io::Cursor::new(bad)), "x.gz", 2)
-            .read_to_end(&mut Vec::new())
-            .unwrap_err();
+        let err = decoder(Box::new(io::Cursor::new(bad)), "x.gz", 2).read_to_end(&mut Vec::new()).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert!(err.to_string().contains("CRC"), "{err}");
         let cut = gz[..gz.len() - 40].to_vec();
-        let err = decoder(Box::new(io::Cursor::new(cut)), "x.gz", 2)
-            .read_to_end(&mut Vec::new())
-            .unwrap_err();
+        let err = decoder(Box::new(io::Cursor::new(cut)), "x.gz", 2).read_to_end(&mut Vec::new()).unwrap_err();
         assert!(err.to_string().contains("truncated BGZF block"), "{err}");
     }
 }

@@ -113,9 +113,9 @@ pub(crate) fn open_counted(path: &str) -> Result<(Box<dyn Read + Send>, Arc<Inpu
         Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered)),
         Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(buffered)),
-        Compression::Zstd => Box::new(
-            zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| read_error(path, e))?,
-        ),
+        Compression::Zstd => {
+            Box::new(zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| read_error(path, e))?)
+        }
     };
     Ok((Box::new(Corruption { inner: decoded, compression }), counters))
 }
@@ -197,17 +197,9 @@ impl<W: Write> Encoder<W> {
     pub(crate) fn new(inner: W, compression: Compression) -> io::Result<Self> {
         Ok(match compression {
             Compression::None => Encoder::Plain(inner),
-            Compression::Gzip if super::threads() > 1 => {
-                Encoder::Bgzf(BgzfWriter::new(inner, super::threads())?)
-            }
-            Compression::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
-                inner,
-                flate2::Compression::new(3),
-            )),
-            Compression::Bzip2 => Encoder::Bzip2(bzip2::write::BzEncoder::new(
-                inner,
-                bzip2::Compression::best(),
-            )),
+            Compression::Gzip if super::threads() > 1 => Encoder::Bgzf(BgzfWriter::new(inner, super::threads())?),
+            Compression::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(inner, flate2::Compression::new(3))),
+            Compression::Bzip2 => Encoder::Bzip2(bzip2::write::BzEncoder::new(inner, bzip2::Compression::best())),
             Compression::Xz => Encoder::Xz(liblzma::write::XzEncoder::new(inner, 3)),
             Compression::Zstd => Encoder::Zstd(zstd::stream::write::Encoder::new(inner, 3)?),
         })
@@ -277,14 +269,8 @@ impl<W: Write> Drop for FinishOnDrop<W> {
 
 /// Wraps `inner` in an encoder for `compression` (fast levels suited to pipelines); the
 /// compressed stream is completed when the returned writer is dropped.
-pub fn encoder(
-    inner: Box<dyn Write + Send>,
-    compression: Compression,
-) -> io::Result<Box<dyn Write + Send>> {
-    Ok(Box::new(FinishOnDrop(Some(Encoder::new(
-        inner,
-        compression,
-    )?))))
+pub fn encoder(inner: Box<dyn Write + Send>, compression: Compression) -> io::Result<Box<dyn Write + Send>> {
+    Ok(Box::new(FinishOnDrop(Some(Encoder::new(inner, compression)?))))
 }
 
 #[cfg(test)]
@@ -293,19 +279,10 @@ mod tests {
 
     #[test]
     fn sniffs_magic_bytes() {
-        assert_eq!(
-            Compression::sniff(&[0x1f, 0x8b, 8, 0, 0, 0]),
-            Compression::Gzip
-        );
+        assert_eq!(Compression::sniff(&[0x1f, 0x8b, 8, 0, 0, 0]), Compression::Gzip);
         assert_eq!(Compression::sniff(b"BZh91AY"), Compression::Bzip2);
-        assert_eq!(
-            Compression::sniff(&[0xfd, b'7', b'z', b'X', b'Z', 0]),
-            Compression::Xz
-        );
-        assert_eq!(
-            Compression::sniff(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0]),
-            Compression::Zstd
-        );
+        assert_eq!(Compression::sniff(&[0xfd, b'7', b'z', b'X', b'Z', 0]), Compression::Xz);
+        assert_eq!(Compression::sniff(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0]), Compression::Zstd);
         assert_eq!(Compression::sniff(b">read\nACGT"), Compression::None);
         assert_eq!(Compression::sniff(b""), Compression::None);
     }
@@ -342,12 +319,7 @@ mod tests {
 
     #[test]
     fn boxed_encoder_round_trips_every_format() {
-        for c in [
-            Compression::Gzip,
-            Compression::Bzip2,
-            Compression::Xz,
-            Compression::Zstd,
-        ] {
+        for c in [Compression::Gzip, Compression::Bzip2, Compression::Xz, Compression::Zstd] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("x");
             let file = File::create(&path).unwrap();
@@ -355,10 +327,7 @@ mod tests {
             w.write_all(b">a\nACGT\n").unwrap();
             drop(w);
             let mut text = String::new();
-            open_input(path.to_str().unwrap())
-                .unwrap()
-                .read_to_string(&mut text)
-                .unwrap();
+            open_input(path.to_str().unwrap()).unwrap().read_to_string(&mut text).unwrap();
             assert_eq!(text, ">a\nACGT\n", "{c:?}");
         }
     }

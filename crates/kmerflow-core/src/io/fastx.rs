@@ -29,11 +29,7 @@ pub struct Record<'a> {
 impl Record<'_> {
     /// Copies the record into an owned one.
     pub fn to_owned_record(&self) -> OwnedRecord {
-        OwnedRecord {
-            name: self.name.to_vec(),
-            seq: self.seq.to_vec(),
-            qual: self.qual.map(<[u8]>::to_vec),
-        }
+        OwnedRecord { name: self.name.to_vec(), seq: self.seq.to_vec(), qual: self.qual.map(<[u8]>::to_vec) }
     }
 }
 
@@ -51,11 +47,7 @@ pub struct OwnedRecord {
 impl OwnedRecord {
     /// Borrows the record.
     pub fn as_record(&self) -> Record<'_> {
-        Record {
-            name: &self.name,
-            seq: &self.seq,
-            qual: self.qual.as_deref(),
-        }
+        Record { name: &self.name, seq: &self.seq, qual: self.qual.as_deref() }
     }
 }
 
@@ -140,13 +132,7 @@ impl RecordBatch {
 
     /// A batch without records whose first record will be number `first_record`.
     pub(crate) fn empty(format: Format, first_record: u64) -> Self {
-        RecordBatch {
-            buf: Vec::new(),
-            spans: Vec::new(),
-            first_record,
-            format,
-            recycle: None,
-        }
+        RecordBatch { buf: Vec::new(), spans: Vec::new(), first_record, format, recycle: None }
     }
 
     /// Appends a copy of `rec` (which came from line `line` of its file).
@@ -180,12 +166,7 @@ impl RecordBatch {
         if let Some(q) = rec.qual {
             self.buf.extend_from_slice(q);
         }
-        Span {
-            name: (name_start, seq_start),
-            seq: (seq_start, qual_start),
-            qual_start,
-            line,
-        }
+        Span { name: (name_start, seq_start), seq: (seq_start, qual_start), qual_start, line }
     }
 }
 
@@ -212,12 +193,7 @@ impl FastxReader {
         let mut line = 1;
         loop {
             let Some(chunk) = pump.next_chunk().map_err(|e| read_error(path, e))? else {
-                return Err(Error::format(
-                    path,
-                    None,
-                    None,
-                    "input is empty (no records)",
-                ));
+                return Err(Error::format(path, None, None, "input is empty (no records)"));
             };
             let first = chunk.iter().position(|&b| !is_space(b));
             let skipped = first.unwrap_or(chunk.len());
@@ -231,10 +207,7 @@ impl FastxReader {
                         path,
                         None,
                         Some(line),
-                        format!(
-                            "not a FASTA or FASTQ file: starts with {} instead of '>' or '@'",
-                            show(other)
-                        ),
+                        format!("not a FASTA or FASTQ file: starts with {} instead of '>' or '@'", show(other)),
                     ))
                 }
             };
@@ -292,17 +265,8 @@ impl FastxReader {
     }
 
     /// Scans `buf[start..]` from the reader's current position (see [`Scanner::scan`]).
-    fn scan(
-        &mut self,
-        buf: &mut [u8],
-        start: usize,
-        eof: bool,
-        spans: &mut Vec<Span>,
-    ) -> Result<usize> {
-        let scanner = Scanner {
-            path: &self.path,
-            format: self.format,
-        };
+    fn scan(&mut self, buf: &mut [u8], start: usize, eof: bool, spans: &mut Vec<Span>) -> Result<usize> {
+        let scanner = Scanner { path: &self.path, format: self.format };
         scanner.scan(buf, start, eof, &mut self.pos, spans)
     }
 
@@ -312,12 +276,7 @@ impl FastxReader {
 
     /// Completes the record cut at `buf[end..]` with the start of the following chunk(s),
     /// scanning it into `spans`; the rest of the last chunk used becomes `pending`.
-    fn complete_tail(
-        &mut self,
-        buf: &mut Vec<u8>,
-        mut end: usize,
-        spans: &mut Vec<Span>,
-    ) -> Result<()> {
+    fn complete_tail(&mut self, buf: &mut Vec<u8>, mut end: usize, spans: &mut Vec<Span>) -> Result<()> {
         loop {
             let Some(next) = self.fetch()? else {
                 self.scan(buf, end, true, spans)?;
@@ -342,8 +301,7 @@ impl FastxReader {
                     // one at a time until the cut record is complete.
                     let mut taken = 0;
                     while taken < next.len() {
-                        let line_end = memchr::memchr(b'\n', &next[taken..])
-                            .map_or(next.len(), |i| taken + i + 1);
+                        let line_end = memchr::memchr(b'\n', &next[taken..]).map_or(next.len(), |i| taken + i + 1);
                         buf.extend_from_slice(&next[taken..line_end]);
                         taken = line_end;
                         end = self.scan(buf, end, false, spans)?;
@@ -417,10 +375,7 @@ mod tests {
     #[test]
     fn multi_line_fasta_is_joined_and_stripped() {
         let recs = parse(b"> r1 comment here \r\nACG \r\n\r\ntt\r\n>r2\nGG\n\n>r3\nC").unwrap();
-        let got: Vec<_> = recs
-            .iter()
-            .map(|r| (r.name.clone(), r.seq.clone(), r.qual.clone()))
-            .collect();
+        let got: Vec<_> = recs.iter().map(|r| (r.name.clone(), r.seq.clone(), r.qual.clone())).collect();
         assert_eq!(
             got,
             vec![
@@ -449,10 +404,7 @@ mod tests {
             error_text(&with(b"@b\nACG\n+\nII\n")),
             ": record 2 (line 8): sequence and quality lengths differ (3 vs 2)"
         );
-        assert_eq!(
-            error_text(&with(b"@b\nAC\nII\nII\n")),
-            ": record 2 (line 7): missing '+' line"
-        );
+        assert_eq!(error_text(&with(b"@b\nAC\nII\nII\n")), ": record 2 (line 7): missing '+' line");
         assert_eq!(
             error_text(&with(b"b\nAC\n+\nII\n")),
             ": record 2 (line 5): expected '@' at the start of a FASTQ record, found 'b'"
@@ -461,14 +413,8 @@ mod tests {
             error_text(&with(b"@b\nAC\n")),
             ": record 2 (line 7): truncated record at end of input: missing '+' line"
         );
-        assert_eq!(
-            error_text(&with(b"@b\n\n+\n\n")),
-            ": record 2 (line 6): Sequence is empty"
-        );
-        assert_eq!(
-            error_text(b">a\nAC\n>b\n>c\nA\n"),
-            ": record 2 (line 3): Sequence is empty"
-        );
+        assert_eq!(error_text(&with(b"@b\n\n+\n\n")), ": record 2 (line 6): Sequence is empty");
+        assert_eq!(error_text(b">a\nAC\n>b\n>c\nA\n"), ": record 2 (line 3): Sequence is empty");
     }
 
     #[test]
@@ -543,13 +489,7 @@ mod tests {
         for round in 0..500 {
             let len = rng.random_range(0..200);
             let mut text: Vec<u8> = (0..len)
-                .map(|_| {
-                    if round % 2 == 0 {
-                        alphabet[rng.random_range(0..alphabet.len())]
-                    } else {
-                        rng.random()
-                    }
-                })
+                .map(|_| if round % 2 == 0 { alphabet[rng.random_range(0..alphabet.len())] } else { rng.random() })
                 .collect();
             if round % 3 == 0 {
                 text.splice(0..0, b"@a\nAC\n+\nII\n".iter().copied());

@@ -54,9 +54,7 @@ pub struct OutputFile {
 
 /// `dir/.name.tmp-PID` for `dir/name`.
 fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
+    let name = path.file_name().map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
     path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
@@ -69,23 +67,13 @@ impl OutputFile {
     /// Creates `path` with an explicit compression (khmer's `--gzip`/`--bzip`).
     pub fn create_with(path: &str, compression: Compression) -> Result<Self> {
         let (sink, temp) = if path == "-" {
-            (
-                Sink::Stdout(BufWriter::with_capacity(WRITE_BUFFER, io::stdout())),
-                None,
-            )
+            (Sink::Stdout(BufWriter::with_capacity(WRITE_BUFFER, io::stdout())), None)
         } else {
             let temp = temp_path(Path::new(path));
             let file = File::create(&temp).map_err(|e| Error::io(path, e))?;
-            (
-                Sink::File(BufWriter::with_capacity(WRITE_BUFFER, file)),
-                Some(temp),
-            )
+            (Sink::File(BufWriter::with_capacity(WRITE_BUFFER, file)), Some(temp))
         };
-        let mut out = OutputFile {
-            path: path.to_string(),
-            writer: None,
-            temp,
-        };
+        let mut out = OutputFile { path: path.to_string(), writer: None, temp };
         out.writer = Some(Encoder::new(sink, compression).map_err(|e| Error::io(path, e))?);
         Ok(out)
     }
@@ -178,35 +166,15 @@ mod tests {
 
     fn records() -> Vec<u8> {
         let mut out = Vec::new();
-        write_record(
-            &mut out,
-            &Record {
-                name: b"a 1:N",
-                seq: b"ACGT",
-                qual: Some(b"IIII"),
-            },
-        );
-        write_record(
-            &mut out,
-            &Record {
-                name: b"b",
-                seq: b"GG",
-                qual: Some(b"##"),
-            },
-        );
+        write_record(&mut out, &Record { name: b"a 1:N", seq: b"ACGT", qual: Some(b"IIII") });
+        write_record(&mut out, &Record { name: b"b", seq: b"GG", qual: Some(b"##") });
         out
     }
 
     #[test]
     fn writes_atomically_and_round_trips_every_compression() {
         let dir = tempfile::tempdir().unwrap();
-        for name in [
-            "out.fq",
-            "out.fq.gz",
-            "out.fq.bz2",
-            "out.fq.xz",
-            "out.fq.zst",
-        ] {
+        for name in ["out.fq", "out.fq.gz", "out.fq.bz2", "out.fq.xz", "out.fq.zst"] {
             let path = dir.path().join(name);
             let path = path.to_str().unwrap();
             let mut out = OutputFile::create(path).unwrap();
@@ -221,10 +189,7 @@ mod tests {
             .unwrap();
             assert_eq!((n, text), (2, records()), "{name}");
         }
-        let left: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left.len(), 5, "no temporary files remain: {left:?}");
     }
 
@@ -270,9 +235,6 @@ mod tests {
     #[test]
     fn missing_directory_is_an_error_naming_the_file() {
         let err = OutputFile::create("/nonexistent/dir/out.fa").err().unwrap();
-        assert!(
-            err.to_string().starts_with("/nonexistent/dir/out.fa: "),
-            "{err}"
-        );
+        assert!(err.to_string().starts_with("/nonexistent/dir/out.fa: "), "{err}");
     }
 }

@@ -38,9 +38,7 @@ pub fn check_is_right(name: &[u8]) -> bool {
 /// is an error.
 pub fn check_is_pair(r1: &Record<'_>, r2: &Record<'_>) -> Result<bool> {
     if r1.qual.is_some() != r2.qual.is_some() {
-        return Err(Error::invalid(
-            "both records must be same type (FASTA or FASTQ)",
-        ));
+        return Err(Error::invalid("both records must be same type (FASTA or FASTQ)"));
     }
     let (lhs1, rhs1) = split_left_right(r1.name);
     let (lhs2, rhs2) = split_left_right(r2.name);
@@ -97,11 +95,7 @@ pub struct BundleBatch {
 enum Source {
     /// One (possibly interleaved) file, with the record left unpaired at the end of the
     /// previous batch (its number and line) waiting for its possible mate.
-    One {
-        reader: FastxReader,
-        mode: PairMode,
-        carried: Option<(OwnedRecord, u64, u64)>,
-    },
+    One { reader: FastxReader, mode: PairMode, carried: Option<(OwnedRecord, u64, u64)> },
     /// Two files zipped record by record.
     Two(Zip),
 }
@@ -126,14 +120,7 @@ impl PairedReader {
     /// khmer's `broken_paired_reader` over one file, with reads shorter than `min_length`
     /// dropped exactly as khmer drops them.
     pub fn new(reader: FastxReader, mode: PairMode, min_length: Option<usize>) -> Self {
-        PairedReader {
-            source: Source::One {
-                reader,
-                mode,
-                carried: None,
-            },
-            min_length: min_length.unwrap_or(0),
-        }
+        PairedReader { source: Source::One { reader, mode, carried: None }, min_length: min_length.unwrap_or(0) }
     }
 
     /// Pairs record i of `r1` with record i of `r2`; unequal record counts are an error.
@@ -141,12 +128,7 @@ impl PairedReader {
     /// (both records count in `n_short_dropped`), as khmer's `require_paired` reading does.
     pub fn from_two_files(r1: FastxReader, r2: FastxReader, min_length: Option<usize>) -> Self {
         PairedReader {
-            source: Source::Two(Zip {
-                r1,
-                r2,
-                left: None,
-                right: None,
-            }),
+            source: Source::Two(Zip { r1, r2, left: None, right: None }),
             min_length: min_length.unwrap_or(0),
         }
     }
@@ -155,11 +137,7 @@ impl PairedReader {
     pub fn next_batch(&mut self) -> Result<Option<BundleBatch>> {
         let min_length = self.min_length;
         match &mut self.source {
-            Source::One {
-                reader,
-                mode,
-                carried,
-            } => loop {
+            Source::One { reader, mode, carried } => loop {
                 let Some(out) = next_one(reader, *mode, min_length, carried)? else {
                     return Ok(None);
                 };
@@ -168,12 +146,7 @@ impl PairedReader {
                 }
             },
             Source::Two(zip) => {
-                let Zip {
-                    r1,
-                    r2,
-                    left,
-                    right,
-                } = zip;
+                let Zip { r1, r2, left, right } = zip;
                 next_two(r1, r2, left, right, min_length)
             }
         }
@@ -186,19 +159,13 @@ fn is_short(rec: &Record<'_>, min_length: usize) -> bool {
 
 fn unpaired_error(path: &str, batch: &RecordBatch, i: usize, next: Option<usize>) -> Error {
     let name = |j: Option<usize>| {
-        j.map_or("<no read>".to_string(), |j| {
-            String::from_utf8_lossy(batch.get(j).name).into_owned()
-        })
+        j.map_or("<no read>".to_string(), |j| String::from_utf8_lossy(batch.get(j).name).into_owned())
     };
     Error::format(
         path,
         Some(batch.first_record_number() + i as u64),
         Some(batch.line_of(i)),
-        format!(
-            "Unpaired reads when require_paired is set! (\"{}\", \"{}\")",
-            name(Some(i)),
-            name(next)
-        ),
+        format!("Unpaired reads when require_paired is set! (\"{}\", \"{}\")", name(Some(i)), name(next)),
     )
 }
 
@@ -230,10 +197,7 @@ fn next_one(
     let path = reader.path();
     let mut bundles = Vec::with_capacity(batch.len());
     let mut n_short_dropped = 0;
-    let single = |i| Bundle {
-        first: i,
-        second: None,
-    };
+    let single = |i| Bundle { first: i, second: None };
     let mut prev: Option<usize> = None;
     for i in 0..batch.len() {
         let mut current = Some(i);
@@ -250,10 +214,7 @@ fn next_one(
                         n_short_dropped += 1;
                     }
                 } else {
-                    bundles.push(Bundle {
-                        first: p,
-                        second: Some(i),
-                    });
+                    bundles.push(Bundle { first: p, second: Some(i) });
                     current = None;
                 }
             } else if mode == PairMode::RequirePaired {
@@ -278,19 +239,12 @@ fn next_one(
             bundles.push(single(p));
         }
     }
-    Ok(Some(BundleBatch {
-        batch,
-        bundles,
-        n_short_dropped,
-    }))
+    Ok(Some(BundleBatch { batch, bundles, n_short_dropped }))
 }
 
 /// Makes `slot` hold a batch with unused records, or `None` at the end of `reader`.
 fn refill(reader: &mut FastxReader, slot: &mut Option<(RecordBatch, usize)>) -> Result<()> {
-    if slot
-        .as_ref()
-        .is_none_or(|(batch, used)| *used >= batch.len())
-    {
+    if slot.as_ref().is_none_or(|(batch, used)| *used >= batch.len()) {
         *slot = reader.next_batch()?.map(|batch| (batch, 0));
     }
     Ok(())
@@ -311,11 +265,7 @@ fn next_two(
         (None, None) => return Ok(None),
         (Some((b1, used1)), Some((b2, used2))) => (b1, used1, b2, used2),
         (longer, _) => {
-            let more = if longer.is_some() {
-                r1.path()
-            } else {
-                r2.path()
-            };
+            let more = if longer.is_some() { r1.path() } else { r2.path() };
             return Err(Error::invalid(format!(
                 "{} and {} have different numbers of records ({more} has more)",
                 r1.path(),
@@ -324,11 +274,7 @@ fn next_two(
         }
     };
     if b1.format() != b2.format() {
-        return Err(Error::invalid(format!(
-            "{} and {}: both files must be FASTA or both FASTQ",
-            r1.path(),
-            r2.path()
-        )));
+        return Err(Error::invalid(format!("{} and {}: both files must be FASTA or both FASTQ", r1.path(), r2.path())));
     }
     let n = (b1.len() - *used1).min(b2.len() - *used2);
     let pair_number = b1.first_record_number() + *used1 as u64;
@@ -343,19 +289,12 @@ fn next_two(
         if is_short(&a, min_length) || is_short(&b, min_length) {
             n_short_dropped += 2;
         } else {
-            bundles.push(Bundle {
-                first: 2 * j,
-                second: Some(2 * j + 1),
-            });
+            bundles.push(Bundle { first: 2 * j, second: Some(2 * j + 1) });
         }
     }
     *used1 += n;
     *used2 += n;
-    Ok(Some(BundleBatch {
-        batch,
-        bundles,
-        n_short_dropped,
-    }))
+    Ok(Some(BundleBatch { batch, bundles, n_short_dropped }))
 }
 
 #[cfg(test)]
@@ -363,11 +302,7 @@ mod tests {
     use super::*;
 
     fn fa<'a>(name: &'a [u8]) -> Record<'a> {
-        Record {
-            name,
-            seq: b"ACGT",
-            qual: None,
-        }
+        Record { name, seq: b"ACGT", qual: None }
     }
 
     #[test]
@@ -377,21 +312,14 @@ mod tests {
         assert!(pair(b"read/1 x", b"read/2 y"));
         assert!(!pair(b"read/1", b"other/2"));
         assert!(!pair(b"/1", b"/2"));
-        assert!(
-            pair(b"a/b/1", b"a/c/2"),
-            "khmer compares the text before the first '/'"
-        );
+        assert!(pair(b"a/b/1", b"a/c/2"), "khmer compares the text before the first '/'");
         assert!(pair(b"HWI:8:1101 1:N:0:ATC", b"HWI:8:1101 2:N:0:ATC"));
         assert!(!pair(b"HWI:8:1101 1:N", b"HWI:8:1102 2:N"));
         assert!(pair(b"SRR1.1 HWI:1/1", b"SRR1.1 HWI:1/2"));
         assert!(!pair(b"read/2", b"read/1"));
         // A '/1' left side that does not match decides: the Casava rule is not tried.
         assert!(!pair(b"x/1 1:N", b"y/2 2:N"));
-        let fq = Record {
-            name: b"r/2",
-            seq: b"A",
-            qual: Some(b"I"),
-        };
+        let fq = Record { name: b"r/2", seq: b"A", qual: Some(b"I") };
         assert!(check_is_pair(&fa(b"r/1"), &fq).is_err());
 
         assert!(check_is_left(b"r/1") && check_is_left(b"r 1:N:0") && check_is_left(b"SRR r/1"));
@@ -413,16 +341,11 @@ mod tests {
 
     fn run(records: &[(String, usize)], mode: PairMode, min: Option<usize>) -> Result<Outcome> {
         let f = temp_fasta(records);
-        let mut reader =
-            PairedReader::new(FastxReader::open(f.path().to_str().unwrap())?, mode, min);
+        let mut reader = PairedReader::new(FastxReader::open(f.path().to_str().unwrap())?, mode, min);
         let (mut out, mut dropped) = (Vec::new(), 0);
         while let Some(b) = reader.next_batch()? {
             let name = |i: usize| String::from_utf8(b.batch.get(i).name.to_vec()).unwrap();
-            out.extend(
-                b.bundles
-                    .iter()
-                    .map(|x| (name(x.first), x.second.map(name))),
-            );
+            out.extend(b.bundles.iter().map(|x| (name(x.first), x.second.map(name))));
             dropped += b.n_short_dropped;
         }
         Ok((out, dropped))
@@ -438,15 +361,7 @@ mod tests {
 
     #[test]
     fn min_length_follows_broken_paired_reader() {
-        let input = recs(&[
-            ("a/1", 10),
-            ("a/2", 3),
-            ("b/1", 10),
-            ("b/2", 10),
-            ("c", 3),
-            ("d/1", 3),
-            ("d/2", 10),
-        ]);
+        let input = recs(&[("a/1", 10), ("a/2", 3), ("b/1", 10), ("b/2", 10), ("c", 3), ("d/1", 3), ("d/2", 10)]);
         // Without -p: the short a/2 pairs with a/1, so a/1 is dropped and a/2 re-examined
         // (short: dropped); d/1 dropped, d/2 continues as an orphan.
         let (out, dropped) = run(&input, PairMode::BrokenPaired, Some(5)).unwrap();
@@ -474,9 +389,10 @@ mod tests {
         assert_eq!(dropped, 0);
         assert_eq!(out.iter().filter(|x| x.1.is_some()).count(), 6000);
         assert_eq!(out.len(), 6000 + 6000 / 7 + 1);
-        let last = run(&recs(&[("x/1", 5)]), PairMode::RequirePaired, None)
-            .unwrap_err()
-            .to_string();
-        assert!(last.ends_with(": record 1 (line 1): Unpaired reads when require_paired is set! (\"x/1\", \"<no read>\")"), "{last}");
+        let last = run(&recs(&[("x/1", 5)]), PairMode::RequirePaired, None).unwrap_err().to_string();
+        assert!(
+            last.ends_with(": record 1 (line 1): Unpaired reads when require_paired is set! (\"x/1\", \"<no read>\")"),
+            "{last}"
+        );
     }
 }

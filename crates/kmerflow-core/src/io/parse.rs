@@ -114,21 +114,12 @@ impl Scanner<'_> {
     }
 
     /// One FASTQ record at `start` (a non-blank byte): its span, end and line count.
-    fn fastq_record(
-        &self,
-        buf: &[u8],
-        start: usize,
-        eof: bool,
-        pos: &Position,
-    ) -> Result<Option<(Span, usize, u64)>> {
+    fn fastq_record(&self, buf: &[u8], start: usize, eof: bool, pos: &Position) -> Result<Option<(Span, usize, u64)>> {
         if buf[start] != b'@' {
             return Err(self.error(
                 pos.record,
                 pos.line,
-                format!(
-                    "expected '@' at the start of a FASTQ record, found {}",
-                    show(buf[start])
-                ),
+                format!("expected '@' at the start of a FASTQ record, found {}", show(buf[start])),
             ));
         }
         const WHAT: [&str; 3] = ["sequence line", "'+' line", "quality line"];
@@ -165,19 +156,10 @@ impl Scanner<'_> {
             return Err(self.error(
                 pos.record,
                 pos.line + 3,
-                format!(
-                    "sequence and quality lengths differ ({} vs {})",
-                    seq.1 - seq.0,
-                    qual.1 - qual.0
-                ),
+                format!("sequence and quality lengths differ ({} vs {})", seq.1 - seq.0, qual.1 - qual.0),
             ));
         }
-        let span = Span {
-            name,
-            seq,
-            qual_start: qual.0,
-            line: pos.line,
-        };
+        let span = Span { name, seq, qual_start: qual.0, line: pos.line };
         Ok(Some((span, at, 4)))
     }
 
@@ -195,10 +177,7 @@ impl Scanner<'_> {
             return Err(self.error(
                 pos.record,
                 pos.line,
-                format!(
-                    "expected '>' at the start of a FASTA record, found {}",
-                    show(buf[start])
-                ),
+                format!("expected '>' at the start of a FASTA record, found {}", show(buf[start])),
             ));
         }
         let (header_end, body) = match line_at(buf, start, eof) {
@@ -226,20 +205,11 @@ impl Scanner<'_> {
         if at == buf.len() && !eof {
             return Ok(None);
         }
-        let seq = if body_lines == 1 {
-            trim(buf, single.0, single.1)
-        } else {
-            join_lines(buf, body, at)
-        };
+        let seq = if body_lines == 1 { trim(buf, single.0, single.1) } else { join_lines(buf, body, at) };
         if seq.0 == seq.1 {
             return Err(self.error(pos.record, pos.line, "Sequence is empty"));
         }
-        let span = Span {
-            name: trim(buf, start + 1, header_end),
-            seq,
-            qual_start: 0,
-            line: pos.line,
-        };
+        let span = Span { name: trim(buf, start + 1, header_end), seq, qual_start: 0, line: pos.line };
         Ok(Some((span, at, lines)))
     }
 }

@@ -55,15 +55,13 @@ impl Pump {
         let (recycle, recycled) = bounded(READ_AHEAD * 2);
         let failure_tx = chunk_tx.clone();
         let thread_counters = counters.clone();
-        let spawned = std::thread::Builder::new()
-            .name("kmerflow-pump".into())
-            .spawn(move || {
-                let cpu = thread_cpu_time();
-                let mut m = StageMetrics::default();
-                let delivered = read_chunks(reader, &chunk_tx, &recycled, &mut m);
-                m.set_cpu_since(cpu);
-                thread_counters.add_reader(&m, delivered);
-            });
+        let spawned = std::thread::Builder::new().name("kmerflow-pump".into()).spawn(move || {
+            let cpu = thread_cpu_time();
+            let mut m = StageMetrics::default();
+            let delivered = read_chunks(reader, &chunk_tx, &recycled, &mut m);
+            m.set_cpu_since(cpu);
+            thread_counters.add_reader(&m, delivered);
+        });
         if let Err(e) = spawned {
             // No thread: the failure is the stream's only item.
             let _ = failure_tx.send(Err(e));
@@ -98,9 +96,7 @@ fn read_chunks(
 ) -> u64 {
     let mut delivered = 0u64;
     loop {
-        let mut buf = recycled
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(CHUNK_SIZE));
+        let mut buf = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK_SIZE));
         // Keeping the old length (usually >= CHUNK_SIZE) avoids re-zeroing recycled buffers.
         buf.resize(CHUNK_SIZE, 0);
         let filled = match m.time_busy(|| read_up_to(&mut reader, &mut buf)) {

@@ -49,10 +49,7 @@ fn check_kmer(kmer: &[u8]) -> Result<()> {
 pub fn forward_hash(kmer: &[u8]) -> Result<u64> {
     check_kmer(kmer)?;
     let forward = forward_value(kmer);
-    let reverse = kmer
-        .iter()
-        .rev()
-        .fold(0u64, |r, &b| (r << 2) | u64::from(COMPLEMENT_CODE[b as usize]));
+    let reverse = kmer.iter().rev().fold(0u64, |r, &b| (r << 2) | u64::from(COMPLEMENT_CODE[b as usize]));
     Ok(forward.min(reverse))
 }
 
@@ -75,10 +72,7 @@ pub fn forward_hash_k(kmer: &[u8], k: usize) -> Result<u64> {
 /// The error for a k-mer string whose length is not k.
 pub fn check_length(kmer: &[u8], k: usize) -> Result<()> {
     if kmer.len() != k {
-        return Err(Error::invalid(format!(
-            "k-mer length {} does not match k = {k}",
-            kmer.len()
-        )));
+        return Err(Error::invalid(format!("k-mer length {} does not match k = {k}", kmer.len())));
     }
     Ok(())
 }

@@ -96,11 +96,16 @@ pub fn consume_file<T: CountingTable>(table: &mut T, path: &str, threads: usize)
     let mut total = ReadTally::default();
     if threads <= 1 {
         let mut reads = CleanReads::default();
-        for_each_batch(path, 1, || |batch: RecordBatch| Ok(batch), |batch| {
-            total.add(reads.fill(&batch, k));
-            table.consume_many_exclusive(reads.iter());
-            Ok(())
-        })?;
+        for_each_batch(
+            path,
+            1,
+            || |batch: RecordBatch| Ok(batch),
+            |batch| {
+                total.add(reads.fill(&batch, k));
+                table.consume_many_exclusive(reads.iter());
+                Ok(())
+            },
+        )?;
     } else {
         let shared: &T = table;
         for_each_batch(
@@ -281,10 +286,8 @@ fn count_inputs<T: CountingTable>(
 
 /// Writes `OUT.info.json` or `OUT.info.tsv` exactly as khmer does.
 fn write_summary(opts: &Options, summary: &Summary, format: SummaryFormat) -> Result<()> {
-    let base = std::path::Path::new(&opts.output)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let base =
+        std::path::Path::new(&opts.output).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (path, text) = match format {
         SummaryFormat::Json => {
             let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();

@@ -7,19 +7,17 @@
 //! number of threads.
 
 use super::pyfmt::{general_with_point, percent};
-use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, CleanBatch, Cleaning,
-};
+use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, CleanBatch, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
-use crate::pipeline::run_ordered;
 use crate::kmer::twobit;
+use crate::pipeline::run_ordered;
 use crate::table::blocked::KmerHasher;
 use crate::table::{AnyTable, CountingTable, HashKind, KmerPass, Layout, PassTable};
-use std::ops::Range;
 use crate::{Error, Result};
 use std::io::Write;
+use std::ops::Range;
 
 /// Largest false-positive rate normalize-by-median accepts.
 pub const MAX_FP_RATE: f64 = 0.8;

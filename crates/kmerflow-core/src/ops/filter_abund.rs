@@ -6,9 +6,7 @@
 //! the ordered stage just writes. filter-abund-single first counts its input (in input order,
 //! so the table and its statistics are the same for any number of threads).
 
-use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, trim_record, Cleaning,
-};
+use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, trim_record, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
@@ -108,7 +106,13 @@ struct Filtered {
 }
 
 /// Filters `input` through `table` into `out`, adding to `summary`.
-fn filter_file(table: &KTable, input: &str, p: &FilterParams, out: &mut OutputFile, summary: &mut Summary) -> Result<()> {
+fn filter_file(
+    table: &KTable,
+    input: &str,
+    p: &FilterParams,
+    out: &mut OutputFile,
+    summary: &mut Summary,
+) -> Result<()> {
     let z = p.variable_coverage.then_some(p.normalize_to);
     let source = bundle_source(input, PairMode::ForceSingle, table.ksize())?;
     run_ordered(
@@ -117,7 +121,13 @@ fn filter_file(table: &KTable, input: &str, p: &FilterParams, out: &mut OutputFi
         || {
             move |bb| {
                 let cb = clean_batch(bb, Cleaning::Parser);
-                let mut f = Filtered { bytes: Vec::new(), reads: 0, truncated: 0, removed: 0, short: cb.bundles.n_short_dropped };
+                let mut f = Filtered {
+                    bytes: Vec::new(),
+                    reads: 0,
+                    truncated: 0,
+                    removed: 0,
+                    short: cb.bundles.n_short_dropped,
+                };
                 for b in cb.bundle_reads() {
                     for i in b.iter() {
                         let rec = cb.record(i);
@@ -221,7 +231,8 @@ pub fn run_single(opts: &SingleOptions) -> Result<Summary> {
     messages.iter().for_each(|m| info(quiet, m));
     info(quiet, format!("consuming input, round 1 -- {}", opts.input));
     count_file(&table, &opts.input, opts.filter.threads)?;
-    let mut summary = Summary { unique_kmers: table.n_unique_kmers(), fp_rate: expected_fp_rate(&table), ..Summary::default() };
+    let mut summary =
+        Summary { unique_kmers: table.n_unique_kmers(), fp_rate: expected_fp_rate(&table), ..Summary::default() };
     info(quiet, format!("Total number of unique k-mers: {}", summary.unique_kmers));
     info(quiet, format!("fp rate estimated to be {:1.3}", summary.fp_rate));
     check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.table.force)?;

@@ -63,7 +63,11 @@ pub fn general(x: f64, width: usize, precision: usize) -> String {
     let body = if !x.is_finite() {
         repr(x)
     } else if x == 0.0 {
-        if x.is_sign_negative() { "-0".into() } else { "0".into() }
+        if x.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        }
     } else {
         let sci = format!("{:.*e}", p - 1, x);
         let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));

@@ -2,7 +2,9 @@
 //! (KHMER.md §2.1, `calc_expected_collisions` §2.8).
 
 use super::pyfmt::{general, repr};
-use crate::table::{AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, HashKind, KTable, Layout, StorageKind};
+use crate::table::{
+    AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, HashKind, KTable, Layout, StorageKind,
+};
 use crate::{Error, Result};
 
 /// khmer's defaults.
@@ -76,7 +78,11 @@ fn parse_python_float(text: &str) -> Option<f64> {
     let ok = !plain.is_empty()
         && (plain.starts_with(|c: char| c.is_ascii_digit() || c == '.')
             || ["inf", "infinity", "nan"].contains(&plain.to_ascii_lowercase().as_str()));
-    if ok { t.parse().ok() } else { None }
+    if ok {
+        t.parse().ok()
+    } else {
+        None
+    }
 }
 
 /// The table families khmer sizes, with their buckets per byte (`khmer._buckets_per_byte`).
@@ -210,7 +216,9 @@ fn checked_size(
                 params.n_tables
             )));
         }
-        messages.push("\n*** Warning: Maximum recommended number of tables is 20, discarded by force nonetheless!\n".into());
+        messages.push(
+            "\n*** Warning: Maximum recommended number of tables is 20, discarded by force nonetheless!\n".into(),
+        );
     }
     let size = graph_size(params, memory, kind, multiplier);
     if size.is_nan() || size < 1.0 {
@@ -255,7 +263,11 @@ pub fn create_countgraph(params: &TableParams, multiplier: f64, messages: &mut V
 /// The shape of a blocked countgraph of the same total memory as khmer's countgraph for
 /// `params` (`-x` × `-N` bytes of 8-bit counters, or `-M` bytes; 4-bit with `--small-count`),
 /// with `-N` counters per k-mer. Any k >= 1 is accepted.
-pub fn blocked_countgraph_params(params: &TableParams, multiplier: f64, messages: &mut Vec<String>) -> Result<BlockedParams> {
+pub fn blocked_countgraph_params(
+    params: &TableParams,
+    multiplier: f64,
+    messages: &mut Vec<String>,
+) -> Result<BlockedParams> {
     let (kind, width) = if params.small_count {
         (GraphKind::SmallCountgraph, CounterWidth::Bits4)
     } else {

@@ -7,8 +7,8 @@
 //! reads the table, so workers trim batches in parallel.
 
 use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, median_count, trim_record,
-    CleanBatch, Cleaning, Trim,
+    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, median_count, trim_record, CleanBatch,
+    Cleaning, Trim,
 };
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
@@ -128,7 +128,13 @@ impl Tally<'_> {
     fn progress_pass1(&mut self) {
         if self.s.reads - self.n_start > self.watermark {
             let s = &self.s;
-            info(self.quiet, format!("... {} {} {} {} {} {}", self.file, s.reads_set_aside, s.reads, s.basepairs, s.reads_written, s.basepairs_written));
+            info(
+                self.quiet,
+                format!(
+                    "... {} {} {} {} {} {}",
+                    self.file, s.reads_set_aside, s.reads, s.basepairs, s.reads_written, s.basepairs_written
+                ),
+            );
             self.watermark += REPORT_EVERY_N_READS;
         }
     }
@@ -139,7 +145,16 @@ impl Tally<'_> {
         if reads - self.n_start > self.watermark {
             let s = &self.s;
             let bases = s.basepairs + self.pass2_basepairs;
-            info(self.quiet, format!("... x 2 {} {pass2} {} {reads} {bases} {} {}", reads - self.n_start, s.reads_set_aside, s.reads_written, s.basepairs_written));
+            info(
+                self.quiet,
+                format!(
+                    "... x 2 {} {pass2} {} {reads} {bases} {} {}",
+                    reads - self.n_start,
+                    s.reads_set_aside,
+                    s.reads_written,
+                    s.basepairs_written
+                ),
+            );
             self.watermark += REPORT_EVERY_N_READS;
         }
     }
@@ -151,7 +166,14 @@ impl Tally<'_> {
 }
 
 /// Pass 1 over one cleaned batch: writes trimmed reads to `out` and set-aside reads to `aside`.
-fn pass1_batch(o: &Options, table: &KTable, cb: &CleanBatch, t: &mut Tally<'_>, out: &mut Vec<u8>, aside: &mut Vec<u8>) {
+fn pass1_batch(
+    o: &Options,
+    table: &KTable,
+    cb: &CleanBatch,
+    t: &mut Tally<'_>,
+    out: &mut Vec<u8>,
+    aside: &mut Vec<u8>,
+) {
     t.s.short_dropped += cb.bundles.n_short_dropped;
     for b in cb.bundle_reads() {
         t.s.reads += b.len() as u64;
@@ -341,7 +363,15 @@ pub fn run(o: &Options) -> Result<Summary> {
 fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> Result<Tally<'a>> {
     let mut outs: Vec<OutputFile> = Vec::new();
     let mut jobs = Vec::new();
-    let mut t = Tally { s: Summary::default(), pass2_reads: 0, pass2_basepairs: 0, quiet: o.quiet, file: "", n_start: 0, watermark: 0 };
+    let mut t = Tally {
+        s: Summary::default(),
+        pass2_reads: 0,
+        pass2_basepairs: 0,
+        quiet: o.quiet,
+        file: "",
+        n_start: 0,
+        watermark: 0,
+    };
     if let Some(path) = &o.output {
         outs.push(create_output(path, o.compression)?);
     }
@@ -352,7 +382,8 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
             outs.push(create_output(&derived_name(input, ".abundtrim", None), o.compression)?);
         }
         let mut job = FileJob { input: input.clone(), pass2, out: outs.len() - 1, set_aside: 0 };
-        let mut aside_file = std::io::BufWriter::new(std::fs::File::create(&job.pass2).map_err(|e| Error::io(&job.pass2, e))?);
+        let mut aside_file =
+            std::io::BufWriter::new(std::fs::File::create(&job.pass2).map_err(|e| Error::io(&job.pass2, e))?);
         t.file = input;
         t.n_start = t.s.reads;
         t.watermark = REPORT_EVERY_N_READS;
@@ -373,7 +404,10 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
         )?;
         aside_file.flush().map_err(|e| Error::io(&job.pass2, e))?;
         job.set_aside = t.s.reads_set_aside - save_start;
-        info(o.quiet, format!("{}: kept aside {} of {} from first pass", job.input, job.set_aside, t.s.reads - t.n_start));
+        info(
+            o.quiet,
+            format!("{}: kept aside {} of {} from first pass", job.input, job.set_aside, t.s.reads - t.n_start),
+        );
         jobs.push(job);
     }
     if !o.single_pass {
@@ -394,7 +428,14 @@ fn print_summary(o: &Options, s: &Summary) {
     let (reads, wr) = (s.reads as f64, s.reads_written as f64);
     info(q, format!("read {} reads, {} bp", s.reads, s.basepairs));
     info(q, format!("wrote {} reads, {} bp", s.reads_written, s.basepairs_written));
-    info(q, format!("looked at {} reads twice ({:.2} passes)", s.reads_set_aside, 1.0 + ratio(s.reads_set_aside as f64, reads)));
+    info(
+        q,
+        format!(
+            "looked at {} reads twice ({:.2} passes)",
+            s.reads_set_aside,
+            1.0 + ratio(s.reads_set_aside as f64, reads)
+        ),
+    );
     let pct = ratio(s.reads_trimmed as f64 + reads - wr, reads) * 100.0;
     info(q, format!("removed {} reads and trimmed {} reads ({pct:.2}%)", s.reads - s.reads_written, s.reads_trimmed));
     let bases = (1.0 - ratio(s.basepairs_written as f64, s.basepairs as f64)) * 100.0;
@@ -412,7 +453,15 @@ fn timestamp() -> String {
     // SAFETY: `tm` is plain data filled by localtime_r from a valid time_t.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     unsafe { libc::localtime_r(&now, &mut tm) };
-    format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
 }
 
 /// Writes khmer's `--summary-info` file (`<-o name or trim-low-abund-<time>>.info.<fmt>`).

@@ -51,17 +51,11 @@ impl<T> Workload for Vec<T> {
 
 /// CPU time consumed so far by the calling thread.
 pub fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime only writes into the timespec we pass.
     let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
     if ok {
-        Duration::new(
-            ts.tv_sec.max(0) as u64,
-            ts.tv_nsec.clamp(0, 999_999_999) as u32,
-        )
+        Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32)
     } else {
         Duration::ZERO
     }
@@ -394,18 +388,9 @@ pub fn report() -> Option<serde_json::Value> {
     {
         use std::sync::atomic::Ordering;
         let r = lock(&REGISTRY);
-        let compressed: u64 = r
-            .inputs
-            .iter()
-            .map(|i| i.compressed.load(Ordering::Relaxed))
-            .sum();
+        let compressed: u64 = r.inputs.iter().map(|i| i.compressed.load(Ordering::Relaxed)).sum();
         let decompressed: u64 = r.inputs.iter().map(|i| lock(&i.inner).decompressed).sum();
-        let records: u64 = r
-            .pipelines
-            .iter()
-            .filter(|(l, _)| *l == RECORDS_LABEL)
-            .map(|(_, p)| p.records())
-            .sum();
+        let records: u64 = r.pipelines.iter().filter(|(l, _)| *l == RECORDS_LABEL).map(|(_, p)| p.records()).sum();
         Some(serde_json::json!({
             "inputs": r.inputs.iter().map(|i| i.to_json()).collect::<Vec<_>>(),
             "pipelines": r.pipelines.iter().map(|(l, p)| p.to_json(l)).collect::<Vec<_>>(),

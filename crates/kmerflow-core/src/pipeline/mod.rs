@@ -61,12 +61,7 @@ pub fn available_threads() -> usize {
 /// * `sink`: called on the calling thread with each output, in input order.
 ///
 /// Returns the metrics of the run, or the first error in input order.
-pub fn run_ordered<B, O, I, W, M, S>(
-    source: I,
-    threads: usize,
-    make_worker: M,
-    sink: S,
-) -> Result<PipelineMetrics>
+pub fn run_ordered<B, O, I, W, M, S>(source: I, threads: usize, make_worker: M, sink: S) -> Result<PipelineMetrics>
 where
     I: IntoIterator<Item = Result<B>>,
     I::IntoIter: Send,

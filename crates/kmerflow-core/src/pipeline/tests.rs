@@ -20,10 +20,15 @@ fn jittery_double(batch: Vec<u32>) -> Result<Vec<u32>> {
 fn outputs_arrive_in_input_order_for_any_thread_count() {
     for threads in 1..=4 {
         let mut seen = Vec::new();
-        let m = run_ordered(numbered(500), threads, || jittery_double, |out: Vec<u32>| {
-            seen.extend(out);
-            Ok(())
-        })
+        let m = run_ordered(
+            numbered(500),
+            threads,
+            || jittery_double,
+            |out: Vec<u32>| {
+                seen.extend(out);
+                Ok(())
+            },
+        )
         .unwrap();
         let expected: Vec<u32> = (0..500).map(|x| 2 * x).collect();
         assert_eq!(seen, expected, "threads = {threads}");
@@ -41,10 +46,15 @@ fn outputs_arrive_in_input_order_for_any_thread_count() {
 fn empty_source_gives_no_output() {
     for threads in 1..=4 {
         let mut calls = 0;
-        run_ordered(numbered(0), threads, || jittery_double, |_| {
-            calls += 1;
-            Ok(())
-        })
+        run_ordered(
+            numbered(0),
+            threads,
+            || jittery_double,
+            |_| {
+                calls += 1;
+                Ok(())
+            },
+        )
         .unwrap();
         assert_eq!(calls, 0);
     }
@@ -88,10 +98,15 @@ fn source_error_stops_the_run() {
             }
         });
         let mut n = 0;
-        let err = run_ordered(source, threads, || jittery_double, |_| {
-            n += 1;
-            Ok(())
-        })
+        let err = run_ordered(
+            source,
+            threads,
+            || jittery_double,
+            |_| {
+                n += 1;
+                Ok(())
+            },
+        )
         .unwrap_err();
         assert_eq!(err.to_string(), "in.fq: record 251 (line 1001): truncated");
         assert_eq!(n, 250, "threads = {threads}");
@@ -103,14 +118,19 @@ fn sink_error_stops_an_endless_source_without_deadlock() {
     for threads in 1..=4 {
         let endless = (0u32..).map(|i| Ok(vec![i]));
         let mut n = 0;
-        let err = run_ordered(endless, threads, || jittery_double, |_| {
-            n += 1;
-            if n == 40 {
-                Err(Error::io("out.fa", std::io::ErrorKind::BrokenPipe.into()))
-            } else {
-                Ok(())
-            }
-        })
+        let err = run_ordered(
+            endless,
+            threads,
+            || jittery_double,
+            |_| {
+                n += 1;
+                if n == 40 {
+                    Err(Error::io("out.fa", std::io::ErrorKind::BrokenPipe.into()))
+                } else {
+                    Ok(())
+                }
+            },
+        )
         .unwrap_err();
         assert!(err.is_broken_pipe(), "threads = {threads}");
         assert_eq!(n, 40);
@@ -151,12 +171,8 @@ fn runs_are_recorded_in_the_registry_with_cpu_time() {
     }
     assert_eq!(metrics::report().is_some(), metrics::ENABLED);
     let Some(report) = metrics::report() else { return };
-    let runs: Vec<_> = report["pipelines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["label"] == "test-registry")
-        .collect();
+    let runs: Vec<_> =
+        report["pipelines"].as_array().unwrap().iter().filter(|p| p["label"] == "test-registry").collect();
     assert_eq!(runs.len(), 2);
     for (run, threads) in runs.iter().zip([1, 3]) {
         assert_eq!(run["records"], 300);

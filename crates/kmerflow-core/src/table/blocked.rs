@@ -358,13 +358,20 @@ impl BlockedTable {
     fn count<C: LineCells>(&self, mem: &[AtomicU8], hash: u64, line: u64) -> u32 {
         let base = line << C::SLOT_BITS;
         let slots = probe_slots::<C>(hash, self.params.probes);
-        u32::from(slots[..self.params.probes].iter().map(|&slot| C::count(mem, base + u64::from(slot))).min().unwrap_or(0))
+        u32::from(
+            slots[..self.params.probes].iter().map(|&slot| C::count(mem, base + u64::from(slot))).min().unwrap_or(0),
+        )
     }
 
     /// Visits the hashes in order with their line while the line `PREFETCH_AHEAD` k-mers
     /// later is prefetched; stops early when `visit` returns false.
     #[inline(always)]
-    fn visit_prefetched(&self, hashes: &[u64], lines: &mut Vec<u64>, mut visit: impl FnMut(&[AtomicU8], u64, u64) -> bool) {
+    fn visit_prefetched(
+        &self,
+        hashes: &[u64],
+        lines: &mut Vec<u64>,
+        mut visit: impl FnMut(&[AtomicU8], u64, u64) -> bool,
+    ) {
         lines.clear();
         lines.extend(hashes.iter().map(|&h| self.line_of(h)));
         let mem = self.mem.atomics();

@@ -14,8 +14,7 @@ const MIN_P: u32 = 4;
 const MAX_P: u32 = 16;
 /// Linear-counting thresholds for p = 4..=18 (khmer's `THRESHOLD_DATA`).
 const THRESHOLDS: [f64; 15] = [
-    10.0, 20.0, 40.0, 80.0, 220.0, 400.0, 900.0, 1800.0, 3100.0, 6500.0, 11500.0, 20000.0, 50000.0,
-    120000.0, 350000.0,
+    10.0, 20.0, 40.0, 80.0, 220.0, 400.0, 900.0, 1800.0, 3100.0, 6500.0, 11500.0, 20000.0, 50000.0, 120000.0, 350000.0,
 ];
 /// Bias points averaged around a raw estimate.
 const NEIGHBOURS: usize = 6;

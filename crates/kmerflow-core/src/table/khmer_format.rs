@@ -126,9 +126,7 @@ pub fn load(path: &str, hash: HashKind) -> Result<KTable> {
         TYPE_BITS => StorageKind::Bit,
         TYPE_SMALLCOUNT => StorageKind::Nibble,
         other => {
-            return Err(reader.invalid(format!(
-                "khmer file type {other} is not a k-mer table (expected 1, 2 or 7)"
-            )))
+            return Err(reader.invalid(format!("khmer file type {other} is not a k-mer table (expected 1, 2 or 7)")))
         }
     };
     let use_bigcount = storage == StorageKind::Byte && reader.u8("the bigcount flag")? != 0;

@@ -701,6 +701,5 @@ pub(crate) fn trim_position(counts: &[u32], k: usize, seq_len: usize, keep: impl
     }
 }
 
-
 #[cfg(test)]
 mod tests;

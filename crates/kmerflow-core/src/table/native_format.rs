@@ -116,9 +116,10 @@ impl Header {
         if layout != LAYOUT_BLOCKED {
             return Err(bad(format!("unknown table layout {layout}")));
         }
-        let hash = BlockedHash::from_id(u32_at(16)).ok_or_else(|| bad(format!("unknown hash scheme {}", u32_at(16))))?;
-        let width =
-            CounterWidth::from_bits(bytes[32]).ok_or_else(|| bad(format!("unsupported counter width {}", bytes[32])))?;
+        let hash =
+            BlockedHash::from_id(u32_at(16)).ok_or_else(|| bad(format!("unknown hash scheme {}", u32_at(16))))?;
+        let width = CounterWidth::from_bits(bytes[32])
+            .ok_or_else(|| bad(format!("unsupported counter width {}", bytes[32])))?;
         let params =
             BlockedParams { k: u32_at(20) as usize, n_lines: u64_at(24), width, probes: usize::from(bytes[33]), hash };
         params.check().map_err(|e| bad(e.to_string()))?;
@@ -177,12 +178,8 @@ pub fn create_file_backed(path: &str, params: BlockedParams) -> Result<BlockedTa
     file.set_len(DATA_OFFSET as u64 + params.data_bytes()).map_err(io)?;
     // SAFETY: we created the file; other processes are not expected to modify it while mapped.
     let mut map = unsafe { MmapMut::map_mut(&file) }.map_err(io)?;
-    let header = Header {
-        params,
-        flags: FLAG_CANONICAL | FLAG_UNFINISHED,
-        stats: OccupancyStats::default(),
-        data_checksum: 0,
-    };
+    let header =
+        Header { params, flags: FLAG_CANONICAL | FLAG_UNFINISHED, stats: OccupancyStats::default(), data_checksum: 0 };
     map[..HEADER_LEN].copy_from_slice(&header.encode());
     Ok(BlockedTable::from_map(params, map, DATA_OFFSET, OccupancyStats::default()))
 }

@@ -90,4 +90,3 @@ impl<'a, T: PassTable> KmerPass<'a, T> {
         self.table.record_adds(total, n);
     }
 }
-

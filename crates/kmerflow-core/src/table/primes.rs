@@ -55,10 +55,7 @@ mod tests {
         assert_eq!(get_n_primes_near_x(4, 1_000_000).unwrap(), [999_983, 999_979, 999_961, 999_959]);
         assert_eq!(get_n_primes_near_x(2, 1_000).unwrap(), [997, 991]);
         assert_eq!(get_n_primes_near_x(4, 10_000_000).unwrap(), [9_999_991, 9_999_973, 9_999_971, 9_999_943]);
-        assert_eq!(
-            get_n_primes_near_x(4, 250_000_000).unwrap(),
-            [249_999_991, 249_999_941, 249_999_917, 249_999_889]
-        );
+        assert_eq!(get_n_primes_near_x(4, 250_000_000).unwrap(), [249_999_991, 249_999_941, 249_999_917, 249_999_889]);
         assert_eq!(get_n_primes_near_x(7, 20).unwrap(), [19, 17, 13, 11, 7, 5, 3]);
         assert_eq!(get_n_primes_near_x(1, 4).unwrap(), [3]);
         assert_eq!(get_n_primes_near_x(3, 1).unwrap(), [1]);

@@ -261,6 +261,9 @@ fn kmer_pass_decides_and_counts_like_the_sequence_methods() {
         }
         assert!(kept > 1 && kept < reads.len(), "{kept}");
         assert_eq!(passed.raw_tables(), reference.raw_tables());
-        assert_eq!((passed.n_occupied(), passed.n_unique_kmers()), (reference.n_occupied(), reference.n_unique_kmers()));
+        assert_eq!(
+            (passed.n_occupied(), passed.n_unique_kmers()),
+            (reference.n_occupied(), reference.n_unique_kmers())
+        );
     }
 }

@@ -14,10 +14,7 @@ pub mod readstats;
 pub mod sample;
 pub mod split_paired;
 
-use crate::io::{
-    write_record, BundleBatch, Compression, FastxReader, OutputFile, PairMode, PairedReader,
-    RecordBatch,
-};
+use crate::io::{write_record, BundleBatch, Compression, FastxReader, OutputFile, PairMode, PairedReader, RecordBatch};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;
@@ -33,10 +30,7 @@ pub fn is_stdin(path: &str) -> bool {
 /// khmer's derived output name: the input's base name plus `suffix`, in `dir` when given,
 /// else in the current directory.
 pub fn derived_name(input: &str, suffix: &str, dir: Option<&str>) -> String {
-    let base = Path::new(input).file_name().map_or_else(
-        || input.to_string(),
-        |b| b.to_string_lossy().into_owned(),
-    );
+    let base = Path::new(input).file_name().map_or_else(|| input.to_string(), |b| b.to_string_lossy().into_owned());
     match dir {
         Some(d) if !d.is_empty() => format!("{}/{base}{suffix}", d.trim_end_matches('/')),
         _ => format!("{base}{suffix}"),
@@ -170,11 +164,7 @@ pub fn paired_inputs(files: &[String], mates: &[String]) -> Result<Vec<PairedInp
             mates.len()
         )));
     }
-    Ok(files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| PairedInput { path: f.clone(), mate: mates.get(i).cloned() })
-        .collect())
+    Ok(files.iter().enumerate().map(|(i, f)| PairedInput { path: f.clone(), mate: mates.get(i).cloned() }).collect())
 }
 
 #[cfg(test)]

@@ -43,12 +43,17 @@ pub fn file_stats(path: &str, threads: usize, progress: Progress) -> Result<File
     let reader = FastxReader::open(path)?;
     let mut stats = FileStats { path: path.to_string(), bp: 0, seqs: 0 };
     let count = |batch: RecordBatch| Ok((batch.iter().map(|r| r.seq.len() as u64).sum::<u64>(), batch.len() as u64));
-    run_ordered(record_batches(reader), threads, || count, |(bp, n): (u64, u64)| {
-        stats.bp += bp;
-        stats.seqs += n;
-        progress(stats.seqs);
-        Ok(())
-    })?;
+    run_ordered(
+        record_batches(reader),
+        threads,
+        || count,
+        |(bp, n): (u64, u64)| {
+            stats.bp += bp;
+            stats.seqs += n;
+            progress(stats.seqs);
+            Ok(())
+        },
+    )?;
     Ok(stats)
 }
 
@@ -90,11 +95,7 @@ pub fn format_report(stats: &[FileStats], csv: bool, n_files: usize) -> String {
 
 /// Computes the statistics of every input and writes the report; returns the statistics.
 pub fn readstats(opts: &ReadstatsOptions, progress: Progress) -> Result<Vec<FileStats>> {
-    let stats = opts
-        .inputs
-        .iter()
-        .map(|p| file_stats(p, opts.threads, progress))
-        .collect::<Result<Vec<_>>>()?;
+    let stats = opts.inputs.iter().map(|p| file_stats(p, opts.threads, progress)).collect::<Result<Vec<_>>>()?;
     let mut out = create_output(&opts.output, None)?;
     write_to(&mut out, format_report(&stats, opts.csv, opts.inputs.len()).as_bytes())?;
     out.finish()?;

@@ -96,8 +96,7 @@ fn fold128(v: u128) -> u64 {
 }
 
 /// Random seeds of the rolling hash, one per base code.
-const SEEDS: [u64; 4] =
-    [0x3c8b_fbb3_95c6_0474, 0x2955_49f5_4be2_4456, 0x3193_c185_62a0_2b4c, 0x2032_3ed0_8257_2324];
+const SEEDS: [u64; 4] = [0x3c8b_fbb3_95c6_0474, 0x2955_49f5_4be2_4456, 0x3193_c185_62a0_2b4c, 0x2032_3ed0_8257_2324];
 
 const LOW31: u64 = (1 << 31) - 1;
 const LOW33: u64 = (1 << 33) - 1;
@@ -139,12 +138,7 @@ impl KmerHasher {
     /// A hasher for `k` (1..=`scheme.max_k()`, checked by the caller).
     pub fn new(k: usize, scheme: BlockedHash) -> Self {
         debug_assert!(k >= 1 && k <= scheme.max_k());
-        Self {
-            k,
-            scheme,
-            seeds_rot_k: SEEDS.map(|s| srol_n(s, k)),
-            seeds_rot_k1: SEEDS.map(|s| srol_n(s, k - 1)),
-        }
+        Self { k, scheme, seeds_rot_k: SEEDS.map(|s| srol_n(s, k)), seeds_rot_k1: SEEDS.map(|s| srol_n(s, k - 1)) }
     }
 
     /// The scheme.
