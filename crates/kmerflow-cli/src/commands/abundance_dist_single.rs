@@ -10,9 +10,8 @@ use kmerflow_core::ops::abundance_dist;
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "\
 Counts the reads into a countgraph, then writes their k-mer abundance histogram (the reads are
-read twice, so the input cannot be stdin). The histogram and the saved countgraph are identical
-for any -T; the unique k-mer count on stderr may vary slightly with -T > 1 (see
-load-into-counting --help).
+read twice, so the input cannot be stdin). The histogram, the saved countgraph and the unique k-mer
+count on stderr are identical for any -T.
 
 Examples:
   kmerflow abundance-dist-single -k 20 -M 2G reads.fq reads.hist.csv

@@ -13,17 +13,14 @@ Writes the countgraph, OUT.info (files counted, unique k-mers, false-positive ra
 -s, OUT.info.json or OUT.info.tsv. Fails (after writing) when the estimated false-positive rate
 exceeds 0.2, unless -f.
 
-The saved countgraph is identical for any -T. The unique k-mer count (in OUT.info, the -s
-summary and on stderr) counts the adds that found an empty bin, so when k-mers collide it
-depends on the order of adds: with -T > 1 it may differ slightly between runs, as khmer's does;
-with -T 1 it is khmer's single-threaded value.
+The saved countgraph, OUT.info and the -s summary are identical for any -T, and equal to
+khmer's single-threaded output (khmer's own threaded runs could vary).
 
 With --layout blocked, OUT is written in kmerflow's own format (readable by
 normalize-by-median -l, not by khmer; never compressed), any k is accepted, and counts stop at
 255 (or 15 with --small-count) as there is no bigcount. A table larger than half the physical
 memory is counted straight into the memory-mapped OUT (no separate save pass; it may page to
-disk); smaller ones are counted in memory, which is faster, and written at the end. The counters, and so the file's data, are identical
-for any -T; the unique k-mer count in its header may vary as described above.
+disk); smaller ones are counted in memory, which is faster, and written at the end. The file is identical for any -T.
 
 Examples:
   kmerflow load-into-counting -k 20 -M 4G reads.ct reads.fq.gz

@@ -8,9 +8,10 @@ use super::SummaryFormat;
 use crate::io::{Compression, FastxReader, OutputFile, RecordBatch};
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::run_ordered;
-use crate::table::{BlockedTable, CountingTable, KTable, Layout};
+use crate::table::{BlockedTable, CountingTable, KTable, Layout, OwnedBatch, OwnedCounting};
 use crate::{Error, Result};
 use std::io::Write;
+use std::sync::Arc;
 
 /// Runs the ordered batch pipeline ([`run_ordered`]) over the records of `path`: `make_worker`
 /// builds each worker's batch function, `sink` gets the outputs in file order on the calling
@@ -89,9 +90,10 @@ impl CleanReads {
 
 /// Counts every k-mer of every read of `path` into `table` (reads cleaned by the C++-parser
 /// rule, khmer's `consume_seqfile`), for either layout. With one thread the table is updated
-/// with plain stores ([`CountingTable::consume_many_exclusive`]); with more, every worker
-/// counts its batches into the shared atomic table. The counts do not depend on `threads`.
-pub fn consume_file<T: CountingTable>(table: &mut T, path: &str, threads: usize) -> Result<ReadTally> {
+/// with plain stores ([`CountingTable::consume_many_exclusive`]); with more, workers clean and
+/// hash batches while owner threads count them, each into the counters it owns
+/// ([`OwnedCounting`]). The table and its statistics do not depend on `threads`.
+pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str, threads: usize) -> Result<ReadTally> {
     let k = table.ksize();
     let mut total = ReadTally::default();
     if threads <= 1 {
@@ -106,25 +108,58 @@ pub fn consume_file<T: CountingTable>(table: &mut T, path: &str, threads: usize)
                 Ok(())
             },
         )?;
-    } else {
-        let shared: &T = table;
-        for_each_batch(
+        return Ok(total);
+    }
+    let table: &T = table;
+    let owners = table.owners(threads);
+    // Counted batches go back to the workers for reuse (their buffers are large).
+    let (recycle, reuse) = crossbeam_channel::bounded::<Arc<OwnedBatch>>(2 * owners + threads);
+    std::thread::scope(|scope| {
+        let mut queues = Vec::with_capacity(owners);
+        for owner in 0..owners {
+            let (queue, batches) = crossbeam_channel::bounded::<Arc<OwnedBatch>>(2);
+            queues.push(queue);
+            let recycle = recycle.clone();
+            std::thread::Builder::new()
+                .name(format!("kmerflow-owner{owner}"))
+                .spawn_scoped(scope, move || {
+                    for batch in batches {
+                        table.count_owned(&batch, owner, owners);
+                        if batch.finish_owner() {
+                            table.settle(&batch);
+                            let _ = recycle.try_send(batch);
+                        }
+                    }
+                })
+                .map_err(|e| Error::invalid(format!("cannot start a counting thread: {e}")))?;
+        }
+        let walked = for_each_batch(
             path,
             threads,
             || {
-                let mut reads = CleanReads::default();
+                let (mut reads, mut hashes) = (CleanReads::default(), Vec::new());
+                let reuse = reuse.clone();
                 move |batch: RecordBatch| {
                     let tally = reads.fill(&batch, k);
-                    shared.consume_many(reads.iter());
-                    Ok(tally)
+                    hashes.clear();
+                    reads.iter().for_each(|seq| table.kmer_hashes(seq, &mut hashes));
+                    let mut owned = reuse.try_recv().ok().and_then(|b| Arc::into_inner(b)).unwrap_or_default();
+                    table.split(&hashes, owners, &mut owned);
+                    Ok((tally, Arc::new(owned)))
                 }
             },
-            |tally| {
+            |(tally, owned): (ReadTally, Arc<OwnedBatch>)| {
                 total.add(tally);
+                for queue in &queues {
+                    // An owner only stops early by panicking, which the scope reports.
+                    let _ = queue.send(Arc::clone(&owned));
+                }
                 Ok(())
             },
-        )?;
-    }
+        );
+        drop(queues);
+        walked
+    })?;
     Ok(total)
 }
 
@@ -172,8 +207,7 @@ pub struct Summary {
     pub messages: Vec<String>,
     /// Reads and k-mers seen, all files.
     pub tally: ReadTally,
-    /// khmer's `n_unique_kmers`: adds that found an empty bin. Order-dependent when k-mers
-    /// collide, so with several threads it may vary slightly between runs (the table does not).
+    /// khmer's `n_unique_kmers`: adds that found an empty bin (the same for any thread count).
     pub unique_kmers: u64,
     /// Estimated false-positive rate.
     pub fp_rate: f64,
@@ -268,7 +302,7 @@ fn physical_memory() -> u64 {
 
 /// Counts every input into `table` in order, noting each in `info` and calling `after_file`
 /// with the file's index; records the tallies and the unique k-mer count in `summary`.
-fn count_inputs<T: CountingTable>(
+fn count_inputs<T: CountingTable + OwnedCounting>(
     opts: &Options,
     table: &mut T,
     summary: &mut Summary,
@@ -315,4 +349,75 @@ fn write_summary(opts: &Options, summary: &Summary, format: SummaryFormat) -> Re
         }
     };
     write_text(&path, &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::{CounterWidth, HashKind, StorageKind};
+    use rand::{Rng, SeedableRng};
+
+    /// Seeded random reads with Ns, short reads and one read repeated 300 times (bigcount).
+    fn reads_file() -> (tempfile::NamedTempFile, Vec<u8>) {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let repeated: Vec<u8> = (0..60).map(|_| b"ACGT"[rng.random_range(0..4)]).collect();
+        for i in 0..6000 {
+            let seq: Vec<u8> = if i % 20 == 0 {
+                repeated.clone()
+            } else {
+                let len = rng.random_range(5..150);
+                (0..len).map(|_| b"ACGTN"[rng.random_range(0..5)]).collect()
+            };
+            writeln!(file, ">r{i}\n{}", String::from_utf8(seq).unwrap()).unwrap();
+        }
+        file.flush().unwrap();
+        (file, repeated)
+    }
+
+    #[test]
+    fn khmer_layout_counts_do_not_depend_on_threads() {
+        let (file, repeated) = reads_file();
+        let path = file.path().to_str().unwrap();
+        for storage in [StorageKind::Byte, StorageKind::Nibble, StorageKind::Bit] {
+            // Small tables: k-mers collide, bins saturate, bigcount entries appear.
+            let count = |threads: usize| {
+                let mut table = KTable::new(12, HashKind::TwoBit, storage, 5000, 4).unwrap();
+                if storage == StorageKind::Byte {
+                    table.set_use_bigcount(true).unwrap();
+                }
+                let tally = consume_file(&mut table, path, threads).unwrap();
+                let mut probes: Vec<u32> = (0..20_000u64).map(|h| table.get_hash(h * 7919)).collect();
+                table.kmer_counts(&repeated, &mut probes);
+                let tables: Vec<Vec<u8>> = table.raw_tables().into_iter().map(<[u8]>::to_vec).collect();
+                (tally, tables, table.n_unique_kmers(), table.n_occupied(), probes)
+            };
+            let one = count(1);
+            assert!(one.2 > 0 && one.3 > 0 && one.0.short_reads > 0);
+            if storage == StorageKind::Byte {
+                assert!(one.4.iter().rev().take(49).all(|&c| c >= 300), "bigcount reached");
+            }
+            for threads in [2, 3, 4, 7] {
+                assert!(count(threads) == one, "{storage:?}, {threads} threads");
+            }
+        }
+    }
+
+    #[test]
+    fn blocked_layout_counts_do_not_depend_on_threads() {
+        let (file, _) = reads_file();
+        let path = file.path().to_str().unwrap();
+        for width in [CounterWidth::Bits8, CounterWidth::Bits4, CounterWidth::Bits1] {
+            let count = |threads: usize| {
+                let mut table = BlockedTable::new(12, 64 * 300, width, 4).unwrap();
+                let tally = consume_file(&mut table, path, threads).unwrap();
+                (tally, table.raw_bytes().to_vec(), table.n_unique_kmers(), table.n_occupied())
+            };
+            let one = count(1);
+            assert!(one.2 > 0 && one.3 > 0);
+            for threads in [2, 3, 5] {
+                assert!(count(threads) == one, "{width:?}, {threads} threads");
+            }
+        }
+    }
 }

@@ -6,6 +6,7 @@
 //! the ordered stage just writes. filter-abund-single first counts its input (in input order,
 //! so the table and its statistics are the same for any number of threads).
 
+use super::count::consume_file;
 use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, trim_record, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
@@ -202,35 +203,16 @@ pub fn run(opts: &Options) -> Result<Summary> {
     Ok(summary)
 }
 
-/// Counts every k-mer of every read of `input` (C++ parser cleaning; short reads add nothing).
-fn count_file(table: &KTable, input: &str, threads: usize) -> Result<()> {
-    let source = bundle_source(input, PairMode::ForceSingle, 0)?;
-    run_ordered(
-        source,
-        threads,
-        || |bb| Ok(clean_batch(bb, Cleaning::Parser)),
-        |cb| {
-            for b in cb.bundle_reads() {
-                b.iter().for_each(|i| {
-                    table.consume(cb.clean_seq(i));
-                });
-            }
-            Ok(())
-        },
-    )?;
-    Ok(())
-}
-
 /// Runs filter-abund-single.
 pub fn run_single(opts: &SingleOptions) -> Result<Summary> {
     check_ksize(opts.table.ksize)?;
     let quiet = opts.filter.quiet;
     info(quiet, "making countgraph");
     let mut messages = Vec::new();
-    let table = create_countgraph(&opts.table, 1.0, &mut messages)?;
+    let mut table = create_countgraph(&opts.table, 1.0, &mut messages)?;
     messages.iter().for_each(|m| info(quiet, m));
     info(quiet, format!("consuming input, round 1 -- {}", opts.input));
-    count_file(&table, &opts.input, opts.filter.threads)?;
+    consume_file(&mut table, &opts.input, opts.filter.threads)?;
     let mut summary =
         Summary { unique_kmers: table.n_unique_kmers(), fp_rate: expected_fp_rate(&table), ..Summary::default() };
     info(quiet, format!("Total number of unique k-mers: {}", summary.unique_kmers));

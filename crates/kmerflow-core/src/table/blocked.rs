@@ -336,7 +336,7 @@ impl BlockedTable {
 
     /// Line of a hash.
     #[inline(always)]
-    fn line_of(&self, hash: u64) -> u64 {
+    pub(super) fn line_of(&self, hash: u64) -> u64 {
         ((u128::from(hash) * u128::from(self.params.n_lines)) >> 64) as u64
     }
 
@@ -394,6 +394,12 @@ impl BlockedTable {
             true
         }));
         self.record(total, hashes.len() as u64);
+    }
+
+    /// Adds each hash in order with plain loads and stores: the caller is the only writer of
+    /// the lines of these hashes (see [`super::OwnedCounting`]).
+    pub(super) fn add_hashes_owned(&self, hashes: &[u64]) {
+        SCRATCH.with(|cell| self.add_all::<true>(hashes, &mut cell.borrow_mut().lines));
     }
 
     fn record(&self, tally: Tally, added: u64) {

@@ -34,7 +34,7 @@ pub const MAX_MURMUR_K: usize = 255;
 /// Largest bigcount value (khmer's `MAX_BIGCOUNT`, the u16 maximum the map saturates at).
 pub const MAX_BIGCOUNT: u16 = 65535;
 /// k-mers whose bins are prefetched ahead of the one being visited.
-const PREFETCH_AHEAD: usize = 16;
+const PREFETCH_AHEAD: usize = 32;
 
 /// The k-mer hash family of a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +77,9 @@ macro_rules! with_cells {
     };
 }
 
+mod owned;
 mod pass;
+pub use owned::{OwnedBatch, OwnedCounting};
 pub(crate) use pass::{KmerPass, PassTable};
 
 /// One prime-sized table of counters.
@@ -552,11 +554,17 @@ impl KTable {
             all_full &= previous == C::MAX;
         }
         if C::BIGCOUNT && all_full && self.use_bigcount {
-            let mut map = self.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
-            let entry = map.entry(hash).or_insert(0);
-            *entry = if *entry == 0 { 256 } else { entry.saturating_add(1) };
+            self.bump_bigcount(hash);
         }
         Tally { occupied, unique: u64::from(any_zero) }
+    }
+
+    /// One more add of a k-mer whose bins were all saturated: its bigcount becomes 256 on the
+    /// first, then grows by one up to 65535.
+    fn bump_bigcount(&self, hash: u64) {
+        let mut map = self.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = map.entry(hash).or_insert(0);
+        *entry = if *entry == 0 { 256 } else { entry.saturating_add(1) };
     }
 
     /// Count of one k-mer (min over tables, then the bigcount map when saturated).

@@ -1,0 +1,167 @@
+//! Owner-computes counting: several threads count one stream of k-mer hashes into one table,
+//! each thread ("owner") updating only the counters it owns, with plain loads and stores.
+//!
+//! Atomic read-modify-writes serialize a core's memory accesses (a locked instruction waits for
+//! its cache line), so threads that share every counter gain little over one thread; counters
+//! owned by one thread each need no atomic instruction, and every owner keeps its own misses in
+//! flight. The owners see the batches in input order and the k-mers of their part in input
+//! order, so every counter receives its increments in the order one thread would apply them:
+//! tables, occupancy, `n_unique_kmers` and bigcount values are exactly the one-thread ones.
+//!
+//! Ownership: in the blocked layout a k-mer lives in one line, and each owner holds a
+//! contiguous range of lines (the k-mers of a batch are split by owner when the batch is
+//! hashed). In khmer's layout each owner holds whole tables (table `t` belongs to owner
+//! `t % owners`, so at most `n_tables` owners work); the per-k-mer facts that span tables
+//! (some bin was empty: a new k-mer; every bin was saturated: a bigcount increment) are
+//! recorded per table and combined by [`OwnedCounting::settle`] once every owner is done.
+
+use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
+use super::StorageKind;
+use super::{prefetch, KTable, PREFETCH_AHEAD};
+use crate::table::blocked::BlockedTable;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+/// Flag of a table bin that was empty before the k-mer's increment.
+const WAS_EMPTY: u8 = 1;
+/// Flag of a table bin that was saturated before the k-mer's increment.
+const WAS_FULL: u8 = 2;
+
+/// One batch of k-mer hashes (in input order) prepared for the owners of a table's counters.
+#[derive(Default)]
+pub struct OwnedBatch {
+    /// The hashes of each owner's part, in input order (one shared list in khmer's layout).
+    parts: Vec<Vec<u64>>,
+    /// khmer's layout: `WAS_EMPTY | WAS_FULL` flags of k-mer `i` in table `t` at
+    /// `t * n + i`, each written by the owner of table `t` only.
+    flags: Vec<AtomicU8>,
+    /// Owners that have not finished this batch yet.
+    pending: AtomicUsize,
+}
+
+impl OwnedBatch {
+    /// Marks one owner done; true for the last one (which then settles the batch).
+    pub fn finish_owner(&self) -> bool {
+        self.pending.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// Empties the batch for reuse by `owners` owners, keeping its allocations.
+    fn reset(&mut self, parts: usize, owners: usize) {
+        self.parts.resize_with(parts, Vec::new);
+        self.parts.iter_mut().for_each(Vec::clear);
+        self.pending = AtomicUsize::new(owners);
+    }
+}
+
+/// A table that threads can count into by owner-computes (see the module documentation).
+pub trait OwnedCounting: Sync {
+    /// Number of owners that share the counters among `threads` threads (at least 1).
+    fn owners(&self, threads: usize) -> usize;
+    /// Fills `batch` with `hashes` (this table's k-mer hashes, in input order) split among
+    /// `owners` owners.
+    fn split(&self, hashes: &[u64], owners: usize, batch: &mut OwnedBatch);
+    /// Counts the part of `batch` that `owner` (of `owners`) owns. Owners may run concurrently,
+    /// each seeing the batches in the same order.
+    fn count_owned(&self, batch: &OwnedBatch, owner: usize, owners: usize);
+    /// Records what spans owners, once every owner has counted `batch` (any batch order).
+    fn settle(&self, batch: &OwnedBatch);
+}
+
+impl OwnedCounting for BlockedTable {
+    fn owners(&self, threads: usize) -> usize {
+        threads.clamp(1, self.n_lines().max(1) as usize)
+    }
+
+    fn split(&self, hashes: &[u64], owners: usize, batch: &mut OwnedBatch) {
+        batch.reset(owners, owners);
+        let n_lines = u128::from(self.n_lines());
+        for &hash in hashes {
+            let owner = u128::from(self.line_of(hash)) * owners as u128 / n_lines;
+            batch.parts[owner as usize].push(hash);
+        }
+    }
+
+    fn count_owned(&self, batch: &OwnedBatch, owner: usize, _owners: usize) {
+        self.add_hashes_owned(&batch.parts[owner]);
+    }
+
+    fn settle(&self, _batch: &OwnedBatch) {}
+}
+
+impl OwnedCounting for KTable {
+    fn owners(&self, threads: usize) -> usize {
+        threads.clamp(1, self.n_tables())
+    }
+
+    fn split(&self, hashes: &[u64], owners: usize, batch: &mut OwnedBatch) {
+        batch.reset(1, owners);
+        batch.parts[0].extend_from_slice(hashes);
+        let len = hashes.len() * self.n_tables();
+        batch.flags.truncate(len);
+        batch.flags.resize_with(len, AtomicU8::default);
+    }
+
+    fn count_owned(&self, batch: &OwnedBatch, owner: usize, owners: usize) {
+        let hashes = &batch.parts[0];
+        let n = hashes.len();
+        with_cells!(self.storage, C => {
+            for t in (owner..self.n_tables()).step_by(owners) {
+                let occupied = self.count_table::<C>(t, hashes, &batch.flags[t * n..(t + 1) * n]);
+                if t == 0 {
+                    self.occupied.fetch_add(occupied, Ordering::Relaxed);
+                }
+            }
+        })
+    }
+
+    fn settle(&self, batch: &OwnedBatch) {
+        let hashes = &batch.parts[0];
+        let n = hashes.len();
+        let flag = |t: usize, i: usize| batch.flags[t * n + i].load(Ordering::Relaxed);
+        let bigcount = self.use_bigcount();
+        let mut unique = 0;
+        for (i, &hash) in hashes.iter().enumerate() {
+            let (mut any_empty, mut all_full) = (false, true);
+            for t in 0..self.n_tables() {
+                let f = flag(t, i);
+                any_empty |= f & WAS_EMPTY != 0;
+                all_full &= f & WAS_FULL != 0;
+            }
+            unique += u64::from(any_empty);
+            if all_full && bigcount {
+                self.bump_bigcount(hash);
+            }
+        }
+        self.unique.fetch_add(unique, Ordering::Relaxed);
+    }
+}
+
+impl KTable {
+    /// Increments the bin of every hash in table `t` (plain stores: the caller owns the table),
+    /// recording each k-mer's [`WAS_EMPTY`]/[`WAS_FULL`] flags; returns the bins that became
+    /// non-zero.
+    fn count_table<C: Cells>(&self, t: usize, hashes: &[u64], flags: &[AtomicU8]) -> u64 {
+        let table = &self.tables[t];
+        let mem = table.mem.atomics();
+        // Bins of the next PREFETCH_AHEAD k-mers, computed once when prefetched.
+        let mut ring = [0u64; PREFETCH_AHEAD];
+        for (slot, &hash) in ring.iter_mut().zip(hashes) {
+            *slot = table.modulus.rem(hash);
+            prefetch(&mem[C::byte_of(*slot)]);
+        }
+        let mut occupied = 0;
+        for (i, flag) in flags.iter().enumerate() {
+            let bin = ring[i % PREFETCH_AHEAD];
+            if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
+                let next = table.modulus.rem(ahead);
+                prefetch(&mem[C::byte_of(next)]);
+                ring[i % PREFETCH_AHEAD] = next;
+            }
+            let previous = C::increment_exclusive(mem, bin);
+            occupied += u64::from(previous == 0);
+            let empty = if previous == 0 { WAS_EMPTY } else { 0 };
+            let full = if previous == C::MAX { WAS_FULL } else { 0 };
+            flag.store(empty | full, Ordering::Relaxed);
+        }
+        occupied
+    }
+}
