@@ -143,7 +143,7 @@ pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str,
                     let tally = reads.fill(&batch, k);
                     hashes.clear();
                     reads.iter().for_each(|seq| table.kmer_hashes(seq, &mut hashes));
-                    let mut owned = reuse.try_recv().ok().and_then(|b| Arc::into_inner(b)).unwrap_or_default();
+                    let mut owned = reuse.try_recv().ok().and_then(Arc::into_inner).unwrap_or_default();
                     table.split(&hashes, owners, &mut owned);
                     Ok((tally, Arc::new(owned)))
                 }
