@@ -49,8 +49,6 @@ pub trait CountingTable: Sync {
     fn consume(&self, seq: &[u8]) -> u64;
     /// Counts every k-mer of every sequence with one prefetch pipeline. Thread-safe.
     fn consume_many<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64;
-    /// [`CountingTable::consume_many`] for a single writer.
-    fn consume_many_exclusive<'a>(&mut self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64;
     /// Appends the count of every k-mer of `seq` to `out`.
     fn kmer_counts(&self, seq: &[u8], out: &mut Vec<u32>);
     /// (upper median, mean, stddev) of the k-mer counts of `seq`.
@@ -98,9 +96,6 @@ macro_rules! delegate_to_inherent {
             }
             fn consume_many<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
                 <$T>::consume_many(self, seqs)
-            }
-            fn consume_many_exclusive<'a>(&mut self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
-                <$T>::consume_many_exclusive(self, seqs)
             }
             fn kmer_counts(&self, seq: &[u8], out: &mut Vec<u32>) {
                 <$T>::kmer_counts(self, seq, out)
@@ -201,9 +196,6 @@ impl CountingTable for AnyTable {
     }
     fn consume_many<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
         dispatch!(self, t => t.consume_many(seqs))
-    }
-    fn consume_many_exclusive<'a>(&mut self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
-        dispatch!(self, t => t.consume_many_exclusive(seqs))
     }
     fn kmer_counts(&self, seq: &[u8], out: &mut Vec<u32>) {
         dispatch!(self, t => t.kmer_counts(seq, out))
