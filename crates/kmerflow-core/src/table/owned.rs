@@ -8,16 +8,15 @@
 //! order, so every counter receives its increments in the order one thread would apply them:
 //! tables, occupancy, `n_unique_kmers` and bigcount values are exactly the one-thread ones.
 //!
-//! Ownership: in the blocked layout a k-mer lives in one line, and each owner holds a
-//! contiguous range of lines (the k-mers of a batch are split by owner when the batch is
-//! hashed). In khmer's layout each owner holds whole tables (table `t` belongs to owner
+//! Ownership: in the blocked layout a k-mer lives in one line, and line `l` belongs to owner
+//! `l mod owners` (the k-mers of a batch are split by owner when the batch is hashed). In khmer's layout each owner holds whole tables (table `t` belongs to owner
 //! `t % owners`, so at most `n_tables` owners work); the per-k-mer facts that span tables
 //! (some bin was empty: a new k-mer; every bin was saturated: a bigcount increment) are
 //! recorded per table and combined by [`OwnedCounting::settle`] once every owner is done.
 
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
 use super::StorageKind;
-use super::{prefetch, KTable, PREFETCH_AHEAD};
+use super::{prefetch, FastMod, KTable, PREFETCH_AHEAD};
 use crate::table::blocked::BlockedTable;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
@@ -73,10 +72,15 @@ impl OwnedCounting for BlockedTable {
 
     fn split(&self, hashes: &[u64], owners: usize, batch: &mut OwnedBatch) {
         batch.reset(owners, owners);
-        let n_lines = u128::from(self.n_lines());
+        if owners == 1 {
+            batch.parts[0].extend_from_slice(hashes);
+            return;
+        }
+        // Line l belongs to owner l mod owners (any function of the line keeps a line's
+        // updates on one thread; this one balances the owners).
+        let owner_of = FastMod::new(owners as u64);
         for &hash in hashes {
-            let owner = u128::from(self.line_of(hash)) * owners as u128 / n_lines;
-            batch.parts[owner as usize].push(hash);
+            batch.parts[owner_of.rem(self.line_of(hash)) as usize].push(hash);
         }
     }
 
