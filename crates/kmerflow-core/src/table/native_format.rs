@@ -29,6 +29,7 @@
 //! counts straight into a shared map of the file; finishing writes the final header.
 
 use super::blocked::{BlockedHash, BlockedParams, BlockedTable, CounterWidth, OccupancyStats};
+use crate::io::{Compression, OutputFile};
 use crate::{Error, Result};
 use memmap2::{MmapMut, MmapOptions};
 use std::fs::File;
@@ -139,17 +140,18 @@ fn finished_header(params: &BlockedParams, stats: OccupancyStats, data: &[u8]) -
     Header { params: *params, flags: FLAG_CANONICAL, stats, data_checksum: xxh3_64(data) }.encode()
 }
 
-/// Writes `table` to `path`.
+/// Writes `table` to `path` (through a temporary name, renamed when complete).
 pub fn save(table: &BlockedTable, path: &str) -> Result<()> {
     let io = |e| Error::io(path, e);
     let data = table.raw_bytes();
     let header = finished_header(table.params(), table.occupancy(), data);
-    let mut file = File::create(path).map_err(io)?;
+    // A temporary name renamed when complete: no half-written table under `path`.
+    let mut out = OutputFile::create_with(path, Compression::None)?;
     let mut page = vec![0u8; DATA_OFFSET];
     page[..HEADER_LEN].copy_from_slice(&header);
-    file.write_all(&page).map_err(io)?;
-    file.write_all(data).map_err(io)?;
-    file.flush().map_err(io)
+    out.write_all(&page).map_err(io)?;
+    out.write_all(data).map_err(io)?;
+    out.finish()
 }
 
 /// Loads `path` by mapping it copy-on-write.
