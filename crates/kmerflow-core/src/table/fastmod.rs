@@ -1,24 +1,24 @@
-//! Exact remainder by a fixed divisor without a division instruction (Lemire, Kaser and
-//! Kurz, "Faster remainder by direct computation", 2019).
+//! Exact remainder by a fixed divisor without a division instruction (Barrett reduction with a
+//! 64-bit reciprocal).
 //!
-//! With c = ceil(2^128 / d), the fractional part of n / d is (c · n) mod 2^128 (to enough
-//! precision), and n mod d = floor(((c · n) mod 2^128) · d / 2^128). Because 128 >= 64 + log2(d)
-//! this is exact for every 64-bit n and every divisor d >= 1 (for d = 1, c wraps to 0 and the
-//! result is 0, which is right too).
+//! With m = floor((2^64 - 1) / d) >= 2^64 / d - 1, the estimate q = floor(n · m / 2^64) of
+//! floor(n / d) is never too large and at most one too small (n · m / 2^64 > n / d - 1 for
+//! every n < 2^64), so r = n - q · d lies in [0, 2d) and one conditional subtraction gives
+//! n mod d. Cost: one high multiply, one multiply, a compare (Lemire's direct remainder needs a
+//! 128-bit reciprocal and five multiplies for 64-bit numerators).
 
 /// A divisor with its precomputed reciprocal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FastMod {
     divisor: u64,
-    reciprocal: u128,
+    reciprocal: u64,
 }
 
 impl FastMod {
     /// Precomputes the reciprocal of `divisor` (must be >= 1).
     pub fn new(divisor: u64) -> Self {
         assert!(divisor >= 1, "FastMod divisor must be at least 1");
-        // ceil(2^128 / d) = floor((2^128 - 1) / d) + 1 for every d >= 1 (wraps to 0 for d = 1).
-        Self { divisor, reciprocal: (u128::MAX / u128::from(divisor)).wrapping_add(1) }
+        Self { divisor, reciprocal: u64::MAX / divisor }
     }
 
     /// The divisor.
@@ -29,12 +29,14 @@ impl FastMod {
     /// `n % divisor`.
     #[inline(always)]
     pub fn rem(&self, n: u64) -> u64 {
-        let low = self.reciprocal.wrapping_mul(u128::from(n));
-        // High 64 bits of the 192-bit product low · d.
-        let d = u128::from(self.divisor);
-        let lo_part = (low as u64 as u128) * d;
-        let hi_part = (low >> 64) * d;
-        ((hi_part + (lo_part >> 64)) >> 64) as u64
+        let q = ((u128::from(n) * u128::from(self.reciprocal)) >> 64) as u64;
+        // r <= n, so the subtraction cannot wrap.
+        let r = n - q * self.divisor;
+        if r >= self.divisor {
+            r - self.divisor
+        } else {
+            r
+        }
     }
 }
 
