@@ -108,7 +108,7 @@ pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str,
                 total.add(reads.fill(&batch, k));
                 hashes.clear();
                 reads.iter().for_each(|seq| table.kmer_hashes(seq, &mut hashes));
-                table.split(&hashes, 1, &mut owned);
+                table.split(&mut hashes, 1, &mut owned);
                 table.count_owned(&owned, 0, 1);
                 table.settle(&owned);
                 Ok(())
@@ -123,7 +123,7 @@ pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str,
     std::thread::scope(|scope| {
         let mut queues = Vec::with_capacity(owners);
         for owner in 0..owners {
-            let (queue, batches) = crossbeam_channel::bounded::<Arc<OwnedBatch>>(2);
+            let (queue, batches) = crossbeam_channel::bounded::<Arc<OwnedBatch>>(1);
             queues.push(queue);
             let recycle = recycle.clone();
             std::thread::Builder::new()
@@ -150,7 +150,7 @@ pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str,
                     hashes.clear();
                     reads.iter().for_each(|seq| table.kmer_hashes(seq, &mut hashes));
                     let mut owned = reuse.try_recv().ok().and_then(Arc::into_inner).unwrap_or_default();
-                    table.split(&hashes, owners, &mut owned);
+                    table.split(&mut hashes, owners, &mut owned);
                     Ok((tally, Arc::new(owned)))
                 }
             },

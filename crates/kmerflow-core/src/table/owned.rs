@@ -56,8 +56,8 @@ pub trait OwnedCounting: Sync {
     /// Number of owners that share the counters among `threads` threads (at least 1).
     fn owners(&self, threads: usize) -> usize;
     /// Fills `batch` with `hashes` (this table's k-mer hashes, in input order) split among
-    /// `owners` owners.
-    fn split(&self, hashes: &[u64], owners: usize, batch: &mut OwnedBatch);
+    /// `owners` owners; `hashes` is left empty (it may be given a spent buffer to reuse).
+    fn split(&self, hashes: &mut Vec<u64>, owners: usize, batch: &mut OwnedBatch);
     /// Counts the part of `batch` that `owner` (of `owners`) owns. Owners may run concurrently,
     /// each seeing the batches in the same order.
     fn count_owned(&self, batch: &OwnedBatch, owner: usize, owners: usize);
@@ -70,16 +70,16 @@ impl OwnedCounting for BlockedTable {
         threads.clamp(1, self.n_lines().max(1) as usize)
     }
 
-    fn split(&self, hashes: &[u64], owners: usize, batch: &mut OwnedBatch) {
+    fn split(&self, hashes: &mut Vec<u64>, owners: usize, batch: &mut OwnedBatch) {
         batch.reset(owners, owners);
         if owners == 1 {
-            batch.parts[0].extend_from_slice(hashes);
+            std::mem::swap(hashes, &mut batch.parts[0]);
             return;
         }
         // Line l belongs to owner l mod owners (any function of the line keeps a line's
         // updates on one thread; this one balances the owners).
         let owner_of = FastMod::new(owners as u64);
-        for &hash in hashes {
+        for hash in hashes.drain(..) {
             batch.parts[owner_of.rem(self.line_of(hash)) as usize].push(hash);
         }
     }
@@ -96,10 +96,10 @@ impl OwnedCounting for KTable {
         threads.clamp(1, self.n_tables())
     }
 
-    fn split(&self, hashes: &[u64], owners: usize, batch: &mut OwnedBatch) {
+    fn split(&self, hashes: &mut Vec<u64>, owners: usize, batch: &mut OwnedBatch) {
         batch.reset(1, owners);
-        batch.parts[0].extend_from_slice(hashes);
-        let len = hashes.len() * self.n_tables();
+        std::mem::swap(hashes, &mut batch.parts[0]);
+        let len = batch.parts[0].len() * self.n_tables();
         batch.flags.truncate(len);
         batch.flags.resize_with(len, AtomicU8::default);
     }
