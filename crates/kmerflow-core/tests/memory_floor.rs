@@ -98,7 +98,7 @@ fn report(label: &str, start: Instant, lines: usize) {
 fn random_line_updates() {
     let hashes = hashes();
     let maps: Vec<memmap2::MmapMut> = (0..4).map(|_| huge_page_map(TABLE_BYTES)).collect();
-    let tables: Vec<&[AtomicU8]> = maps.iter().map(|m| as_atomics(m)).collect();
+    let tables: Vec<&[AtomicU8]> = maps.iter().map(as_atomics).collect();
 
     let start = Instant::now();
     update_tables(&tables, &hashes, false);
