@@ -61,7 +61,7 @@ pub fn reverse_complement(seq: &str) -> String {
 /// The `n` largest odd primes below `x` (a float like `1e6` is truncated, as in khmer).
 #[pyfunction]
 pub fn get_n_primes_near_x(n: usize, x: f64) -> PyResult<Vec<u64>> {
-    if !(x >= 1.0) {
+    if x.is_nan() || x < 1.0 {
         return Err(PyValueError::new_err(format!("x must be at least 1, not {x}")));
     }
     primes::get_n_primes_near_x(n, x as u64).py()

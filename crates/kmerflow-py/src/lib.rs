@@ -2,7 +2,7 @@
 //!
 //! - [`reads`]: `ReadReader`/`Record`, batches of records crossing into Python at once.
 //! - [`tables`]: khmer's table classes over the core `KTable`.
-//! - [`hll`]: `HLLCounter`.
+//! - [`hll`]: the `HLLCounter` class.
 //! - [`hashing`]: module-level hash and prime functions.
 //! - [`commands`]: `cli_main` (console script) and `run_command` (Python command functions).
 //! - [`errors`]: core errors → `kmerflow.errors` exceptions.

@@ -63,7 +63,9 @@ fn to_py_record(py: Python<'_>, rec: &CoreRecord<'_>) -> PyResult<Py<Record>> {
     )
 }
 
-/// The source of batches: plain records or khmer's bundles.
+/// The source of batches: plain records or khmer's bundles (one per iterator, so the size
+/// difference of the variants costs nothing).
+#[allow(clippy::large_enum_variant)]
 enum Source {
     Records(FastxReader, Option<usize>),
     Pairs(PairedReader),
@@ -163,7 +165,7 @@ impl ReadReader {
                             Some(i) => to_py_record(py, &records.get(i))?.into_any(),
                             None => py.None(),
                         };
-                        Ok(PyTuple::new(py, [first, second])?)
+                        PyTuple::new(py, [first, second])
                     })
                     .collect::<PyResult<Vec<_>>>()?;
                 Ok(Some(PyList::new(py, items)?))

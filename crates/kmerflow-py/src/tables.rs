@@ -53,7 +53,7 @@ fn build(
     let inner = match primes {
         Some(sizes) => KTable::with_sizes(k, hash, storage, sizes),
         None => {
-            if !(starting_size >= 1.0) {
+            if starting_size.is_nan() || starting_size < 1.0 {
                 return Err(PyValueError::new_err(format!("starting_size must be at least 1, not {starting_size}")));
             }
             KTable::new(k, hash, storage, starting_size as u64, n_tables)
