@@ -81,6 +81,12 @@ impl CleanReads {
         })
     }
 
+    /// Replaces `out` with the k-mer hashes of all the reads, in order, by `table`'s hash.
+    fn hashes(&self, table: &impl CountingTable, out: &mut Vec<u64>) {
+        out.clear();
+        self.iter().for_each(|seq| table.kmer_hashes(seq, out));
+    }
+
     /// The reads, in order.
     fn iter(&self) -> impl Iterator<Item = &[u8]> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
@@ -92,8 +98,9 @@ impl CleanReads {
 /// rule, khmer's `consume_seqfile`), for either layout, by [`OwnedCounting`]: with one thread
 /// this thread owns every counter (khmer's layout is then updated one table at a time over a
 /// batch: 25% faster than all tables k-mer by k-mer on ecoli50_1.fq, probably because the huge
-/// pages of one 100 MB table fit the first-level TLB); with more, workers clean and hash batches while owner threads count them,
-/// each into the counters it owns. The table and its statistics do not depend on `threads`.
+/// pages of one 100 MB table fit the first-level TLB); with more, workers clean and hash batches
+/// while owner threads count them, each into the counters it owns. The table and its statistics
+/// do not depend on `threads`.
 pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str, threads: usize) -> Result<ReadTally> {
     let k = table.ksize();
     let mut total = ReadTally::default();
@@ -106,8 +113,7 @@ pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str,
             || |batch: RecordBatch| Ok(batch),
             |batch| {
                 total.add(reads.fill(&batch, k));
-                hashes.clear();
-                reads.iter().for_each(|seq| table.kmer_hashes(seq, &mut hashes));
+                reads.hashes(table, &mut hashes);
                 table.split(&mut hashes, 1, &mut owned);
                 table.count_owned(&owned, 0, 1);
                 table.settle(&owned);
@@ -147,8 +153,7 @@ pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str,
                 let reuse = reuse.clone();
                 move |batch: RecordBatch| {
                     let tally = reads.fill(&batch, k);
-                    hashes.clear();
-                    reads.iter().for_each(|seq| table.kmer_hashes(seq, &mut hashes));
+                    reads.hashes(table, &mut hashes);
                     let mut owned = reuse.try_recv().ok().and_then(Arc::into_inner).unwrap_or_default();
                     table.split(&mut hashes, owners, &mut owned);
                     Ok((tally, Arc::new(owned)))
