@@ -36,15 +36,27 @@ pub fn is_bgzf(header: &[u8]) -> bool {
     header.len() >= HEADER_LEN && header[..4] == [0x1f, 0x8b, 8, 4] && header[10..16] == [6, 0, b'B', b'C', 2, 0]
 }
 
-/// Reads one whole member (header included) from `r`; `None` at the end of the stream.
-fn read_member(r: &mut impl Read, path: &str) -> Result<Option<Vec<u8>>> {
+/// What [`read_member`] found next in the stream.
+enum Next {
+    /// One whole BGZF member, header included.
+    Member(Vec<u8>),
+    /// A gzip member without the BGZF size field (plain gzip appended to a BGZF file); its
+    /// first bytes, already read, are kept so that a sequential decoder can start there.
+    Plain(Vec<u8>),
+    /// The end of the stream.
+    End,
+}
+
+/// Reads the next member from `r`.
+fn read_member(r: &mut impl Read, path: &str) -> Result<Next> {
     let mut member = vec![0u8; HEADER_LEN];
     let n = super::compress::read_up_to(r, &mut member).map_err(|e| Error::io(path, e))?;
     if n == 0 {
-        return Ok(None);
+        return Ok(Next::End);
     }
     if !is_bgzf(&member[..n]) {
-        return Err(corrupt("a gzip member without a BGZF block size"));
+        member.truncate(n);
+        return Ok(Next::Plain(member));
     }
     let size = usize::from(u16::from_le_bytes([member[16], member[17]])) + 1;
     if size < HEADER_LEN + TRAILER_LEN {
@@ -55,7 +67,7 @@ fn read_member(r: &mut impl Read, path: &str) -> Result<Option<Vec<u8>>> {
     if n < size - HEADER_LEN {
         return Err(corrupt("a truncated BGZF block"));
     }
-    Ok(Some(member))
+    Ok(Next::Member(member))
 }
 
 /// A corrupt-data error; the caller's [`super::compress`] layer adds the file name and says
@@ -64,8 +76,13 @@ fn corrupt(what: &str) -> Error {
     Error::invalid(what)
 }
 
-/// Groups of whole members read from `r`.
-fn member_groups(mut r: impl Read + Send, path: String) -> impl Iterator<Item = Result<Vec<Vec<u8>>>> + Send {
+/// Groups of whole BGZF members read from `r`. They end at the end of the stream or at the
+/// first member that is not BGZF, whose bytes already read are then left in `plain`.
+fn member_groups<'a, R: Read + Send>(
+    r: &'a mut R,
+    path: &'a str,
+    plain: &'a mut Option<Vec<u8>>,
+) -> impl Iterator<Item = Result<Vec<Vec<u8>>>> + Send + 'a {
     let mut done = false;
     std::iter::from_fn(move || {
         if done {
@@ -73,9 +90,12 @@ fn member_groups(mut r: impl Read + Send, path: String) -> impl Iterator<Item = 
         }
         let mut group = Vec::with_capacity(BLOCKS_PER_JOB);
         while group.len() < BLOCKS_PER_JOB {
-            match read_member(&mut r, &path) {
-                Ok(Some(m)) => group.push(m),
-                Ok(None) => {
+            match read_member(r, path) {
+                Ok(Next::Member(m)) => group.push(m),
+                Ok(next) => {
+                    if let Next::Plain(start) = next {
+                        *plain = Some(start);
+                    }
                     done = true;
                     break;
                 }
@@ -114,20 +134,26 @@ fn trailer_u32(member: &[u8], offset: usize) -> u32 {
 }
 
 /// A decompressed BGZF stream over `raw` (positioned at a member start), decompressed on
-/// `threads` workers of a background pipeline.
-pub fn decoder(raw: Box<dyn Read + Send>, path: &str, threads: usize) -> Box<dyn Read + Send> {
+/// `threads` workers of a background pipeline. Should plain gzip members follow the BGZF ones
+/// (files concatenated with `cat`), the rest of the stream is decompressed sequentially.
+pub fn decoder(mut raw: Box<dyn Read + Send>, path: &str, threads: usize) -> Box<dyn Read + Send> {
     let (tx, rx) = bounded::<io::Result<Vec<u8>>>(2);
     let path = path.to_string();
     let spawned = std::thread::Builder::new().name("kmerflow-bgzf".into()).spawn({
         let tx = tx.clone();
         move || {
-            let groups = member_groups(raw, path.clone());
+            let mut plain = None;
+            let groups = member_groups(&mut raw, &path, &mut plain);
             let make = || {
                 let mut d = libdeflater::Decompressor::new();
                 move |group: Vec<Vec<u8>>| decode_group(&mut d, &group)
             };
             let sent = |out: Vec<u8>| tx.send(Ok(out)).map_err(|_| Error::invalid("reader gone"));
-            if let Err(e) = run_ordered_as("bgzf-decompress", groups, threads, make, sent) {
+            let result = run_ordered_as("bgzf-decompress", groups, threads, make, sent).and_then(|_| match plain {
+                Some(start) => decode_plain(io::Cursor::new(start).chain(raw), &tx),
+                None => Ok(()),
+            });
+            if let Err(e) = result {
                 let _ = tx.send(Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())));
             }
         }
@@ -136,6 +162,20 @@ pub fn decoder(raw: Box<dyn Read + Send>, path: &str, threads: usize) -> Box<dyn
         let _ = tx.send(Err(e));
     }
     Box::new(ChunkReader { chunks: rx, current: Vec::new(), at: 0 })
+}
+
+/// Decompresses the gzip members of `rest` one after another, sending the output in chunks.
+fn decode_plain(rest: impl Read, tx: &Sender<io::Result<Vec<u8>>>) -> Result<()> {
+    let mut gz = flate2::read::MultiGzDecoder::new(rest);
+    loop {
+        let mut chunk = vec![0u8; BLOCK_INPUT * BLOCKS_PER_JOB];
+        let n = super::compress::read_up_to(&mut gz, &mut chunk).map_err(|e| Error::invalid(e.to_string()))?;
+        if n == 0 {
+            return Ok(());
+        }
+        chunk.truncate(n);
+        tx.send(Ok(chunk)).map_err(|_| Error::invalid("reader gone"))?;
+    }
 }
 
 /// A `Read` over decompressed chunks arriving on a channel.
@@ -376,5 +416,25 @@ mod tests {
         let cut = gz[..gz.len() - 40].to_vec();
         let err = decoder(Box::new(io::Cursor::new(cut)), "x.gz", 2).read_to_end(&mut Vec::new()).unwrap_err();
         assert!(err.to_string().contains("truncated BGZF block"), "{err}");
+    }
+
+    #[test]
+    fn plain_gzip_members_after_bgzf_ones_are_decoded_in_order() {
+        let (first, second) = (sample(BLOCK_INPUT * BLOCKS_PER_JOB + 4321), sample(300_000));
+        let mut plain = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        plain.write_all(&second).unwrap();
+        let plain = plain.finish().unwrap();
+        let mut joined = bgzf(&first, 2);
+        joined.extend_from_slice(&plain);
+        joined.extend_from_slice(&plain);
+        for threads in [1, 2] {
+            let mut back = Vec::new();
+            decoder(Box::new(io::Cursor::new(joined.clone())), "x.gz", threads).read_to_end(&mut back).unwrap();
+            assert_eq!(back, [&first[..], &second, &second].concat(), "threads = {threads}");
+        }
+        let mut cut = bgzf(&first, 2);
+        cut.extend_from_slice(&plain[..plain.len() - 20]);
+        let err = decoder(Box::new(io::Cursor::new(cut)), "x.gz", 2).read_to_end(&mut Vec::new()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
     }
 }
