@@ -78,10 +78,15 @@ impl OwnedCounting for BlockedTable {
         }
         // Line l belongs to owner l mod owners (any function of the line keeps a line's
         // updates on one thread; this one balances the owners).
-        let owner_of = FastMod::new(owners as u64);
-        for hash in hashes.drain(..) {
-            batch.parts[owner_of.rem(self.line_of(hash)) as usize].push(hash);
+        let modulus = FastMod::new(owners as u64);
+        let owner_of = |hash: u64| modulus.rem(self.line_of(hash)) as usize;
+        match owners {
+            2 => split_branch_free::<2>(hashes, owner_of, &mut batch.parts),
+            3 => split_branch_free::<3>(hashes, owner_of, &mut batch.parts),
+            4 => split_branch_free::<4>(hashes, owner_of, &mut batch.parts),
+            _ => hashes.iter().for_each(|&hash| batch.parts[owner_of(hash)].push(hash)),
         }
+        hashes.clear();
     }
 
     fn count_owned(&self, batch: &OwnedBatch, owner: usize, _owners: usize) {
@@ -89,6 +94,36 @@ impl OwnedCounting for BlockedTable {
     }
 
     fn settle(&self, _batch: &OwnedBatch) {}
+}
+
+/// Splits `hashes` among `N` parts by `owner_of`, in input order, without a branch or a
+/// length update in memory per hash: each hash is written at the end of every part and only
+/// its owner's end moves on (pushing onto the owner's vector reloads its length from memory
+/// for every hash: 14 % of the samples of 2-thread blocked counting, against 8.6 % this way).
+fn split_branch_free<const N: usize>(hashes: &[u64], owner_of: impl Fn(u64) -> usize, parts: &mut [Vec<u64>]) {
+    for part in parts.iter_mut() {
+        part.clear();
+        part.reserve(hashes.len());
+    }
+    let mut outs: [&mut [std::mem::MaybeUninit<u64>]; N] = parts
+        .iter_mut()
+        .map(|part| &mut part.spare_capacity_mut()[..hashes.len()])
+        .collect::<Vec<_>>()
+        .try_into()
+        .unwrap_or_else(|_| panic!("a batch has one part per owner"));
+    let mut ends = [0usize; N];
+    for &hash in hashes {
+        let owner = owner_of(hash);
+        for (part, (out, end)) in outs.iter_mut().zip(ends.iter_mut()).enumerate() {
+            out[*end].write(hash);
+            *end += usize::from(part == owner);
+        }
+    }
+    for (part, end) in parts.iter_mut().zip(ends) {
+        // SAFETY: the first `end` elements of the spare capacity were written above (an end
+        // only moves past a written element), and `end <= hashes.len() <= capacity`.
+        unsafe { part.set_len(end) };
+    }
 }
 
 impl OwnedCounting for KTable {
