@@ -252,6 +252,22 @@ def test_metrics_json_reports_stages_bytes_and_records(tmp_path: Path, data: Pat
     assert {"reader", "sink", "wall_s", "records_per_s"} <= run.keys()
 
 
+def test_metrics_count_the_kmers_hashed(tmp_path: Path, data: Path) -> None:
+    import json
+
+    src = data / "100-reads.fq.gz"
+    lines = gzip.decompress(src.read_bytes()).decode().splitlines()
+    seqs = lines[1::4]
+    for command, k, extra in (("load-into-counting", 21, [tmp_path / "t.ct"]),
+                              ("normalize-by-median", 20, ["-o", tmp_path / "kept.fq"])):
+        kmerflow(command, "-k", str(k), "-N", "2", "-x", "1e5", "-T", "2", *extra, src,
+                 "--metrics", tmp_path / "m.json")
+        m = json.loads((tmp_path / "m.json").read_text())
+        expected = sum(len(s) - k + 1 for s in seqs if len(s) >= k)
+        assert m["counters"]["kmers"] == expected, command
+        assert m["throughput"]["kmers_per_s"] > 0
+
+
 def test_parallel_gz_output_decompresses_to_the_same_bytes(tmp_path: Path, data: Path) -> None:
     src = data / "100-reads.fq.gz"
     kmerflow("fastq-to-fasta", "-T", "1", src, "-o", tmp_path / "one.fa")
@@ -262,6 +278,11 @@ def test_parallel_gz_output_decompresses_to_the_same_bytes(tmp_path: Path, data:
     # and BGZF input is read back (in parallel) to the same records
     kmerflow("fastq-to-fasta", "-T", "2", tmp_path / "par.fa.gz", "-o", tmp_path / "again.fa")
     assert (tmp_path / "again.fa").read_bytes() == (tmp_path / "one.fa").read_bytes()
+    # BGZF followed by plain gzip members (files joined with cat) reads as the whole text
+    joined = tmp_path / "joined.fa.gz"
+    joined.write_bytes(par + gzip.compress((tmp_path / "one.fa").read_bytes()))
+    kmerflow("fastq-to-fasta", "-T", "2", joined, "-o", tmp_path / "both.fa")
+    assert (tmp_path / "both.fa").read_bytes() == 2 * (tmp_path / "one.fa").read_bytes()
 
 
 def _regenerate() -> None:

@@ -30,6 +30,7 @@ pub fn document(name: &str, argv: &[OsString], threads: usize, started: Instant)
         "decompressed_mb_per_s": rate("bytes_in_decompressed") / 1e6,
         "compressed_mb_per_s": rate("bytes_in_compressed") / 1e6,
         "records_per_s": rate("records"),
+        "kmers_per_s": doc["counters"][kmerflow_core::pipeline::metrics::KMERS].as_u64().unwrap_or(0) as f64 / wall.max(1e-9),
     });
     let run = json!({
         "command": name,

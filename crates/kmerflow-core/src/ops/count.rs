@@ -7,7 +7,7 @@ use super::sizing::{self, TableParams};
 use super::SummaryFormat;
 use crate::io::{Compression, FastxReader, OutputFile, RecordBatch};
 use crate::kmer::clean::clean_parser;
-use crate::pipeline::run_ordered;
+use crate::pipeline::{metrics, run_ordered};
 use crate::table::{BlockedTable, CountingTable, KTable, Layout, OwnedBatch, OwnedCounting};
 use crate::{Error, Result};
 use std::io::Write;
@@ -45,7 +45,8 @@ impl ReadTally {
         self.kmers += other.kmers;
     }
 
-    /// Tallies one batch, calling `each` on every read cleaned by the C++-parser rule.
+    /// Tallies one batch, calling `each` on every read cleaned by the C++-parser rule. The
+    /// k-mers are added to the `kmers` counter of `--metrics`.
     pub fn of_batch(batch: &RecordBatch, k: usize, mut each: impl FnMut(&[u8])) -> ReadTally {
         let mut tally = ReadTally::default();
         let mut clean = Vec::new();
@@ -59,6 +60,7 @@ impl ReadTally {
             clean_parser(record.seq, &mut clean);
             each(&clean);
         }
+        metrics::add_count(metrics::KMERS, tally.kmers);
         tally
     }
 }
@@ -128,22 +130,26 @@ pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str,
     let (recycle, reuse) = crossbeam_channel::bounded::<Arc<OwnedBatch>>(2 * owners + threads);
     std::thread::scope(|scope| {
         let mut queues = Vec::with_capacity(owners);
+        let mut owner_threads = Vec::with_capacity(owners);
         for owner in 0..owners {
             let (queue, batches) = crossbeam_channel::bounded::<Arc<OwnedBatch>>(1);
             queues.push(queue);
             let recycle = recycle.clone();
-            std::thread::Builder::new()
-                .name(format!("kmerflow-owner{owner}"))
-                .spawn_scoped(scope, move || {
-                    for batch in batches {
-                        table.count_owned(&batch, owner, owners);
+            let spawned =
+                std::thread::Builder::new().name(format!("kmerflow-owner{owner}")).spawn_scoped(scope, move || {
+                    let (cpu, mut m) = (metrics::thread_cpu_time(), metrics::StageMetrics::default());
+                    while let Ok(batch) = m.time_wait(|| batches.recv()) {
+                        m.count_batch();
+                        m.time_busy(|| table.count_owned(&batch, owner, owners));
                         if batch.finish_owner() {
                             table.settle(&batch);
                             let _ = recycle.try_send(batch);
                         }
                     }
-                })
-                .map_err(|e| Error::invalid(format!("cannot start a counting thread: {e}")))?;
+                    m.set_cpu_since(cpu);
+                    m
+                });
+            owner_threads.push(spawned.map_err(|e| Error::invalid(format!("cannot start a counting thread: {e}")))?);
         }
         let walked = for_each_batch(
             path,
@@ -169,6 +175,10 @@ pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str,
             },
         );
         drop(queues);
+        // An owner only fails by panicking: the panic goes on to the caller.
+        let owner_metrics =
+            owner_threads.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
+        metrics::record_threads("count-owners", owner_metrics);
         walked
     })?;
     Ok(total)

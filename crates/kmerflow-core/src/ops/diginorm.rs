@@ -12,7 +12,7 @@ use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
 use crate::kmer::twobit;
-use crate::pipeline::run_ordered;
+use crate::pipeline::{metrics, run_ordered};
 use crate::table::blocked::KmerHasher;
 use crate::table::{AnyTable, CountingTable, HashKind, KmerPass, Layout, PassTable};
 use crate::{Error, Result};
@@ -149,6 +149,7 @@ impl HashedBatch {
             hasher.hashes(reads.clean_seq(i), &mut hashes);
             kmers.push(start..hashes.len());
         }
+        metrics::add_count(metrics::KMERS, hashes.len() as u64);
         HashedBatch { reads, hashes, kmers }
     }
 }

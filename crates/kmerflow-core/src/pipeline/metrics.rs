@@ -345,6 +345,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 struct Registry {
     inputs: Vec<std::sync::Arc<InputCounters>>,
     pipelines: Vec<(&'static str, PipelineMetrics)>,
+    groups: Vec<(&'static str, Vec<StageMetrics>)>,
     counters: std::collections::BTreeMap<&'static str, u64>,
 }
 
@@ -352,6 +353,7 @@ struct Registry {
 static REGISTRY: std::sync::Mutex<Registry> = std::sync::Mutex::new(Registry {
     inputs: Vec::new(),
     pipelines: Vec::new(),
+    groups: Vec::new(),
     counters: std::collections::BTreeMap::new(),
 });
 
@@ -371,7 +373,19 @@ pub fn record_pipeline(label: &'static str, m: &PipelineMetrics) {
     let _ = (label, m);
 }
 
-/// Adds `n` to the named counter (for example `"kmers"`).
+/// Records the threads of a stage outside the pipelines (for example the counting owners)
+/// under `label`.
+pub fn record_threads(label: &'static str, threads: Vec<StageMetrics>) {
+    #[cfg(feature = "metrics")]
+    lock(&REGISTRY).groups.push((label, threads));
+    #[cfg(not(feature = "metrics"))]
+    let _ = (label, threads);
+}
+
+/// The counter of k-mers hashed from reads (by the counting commands and normalization).
+pub const KMERS: &str = "kmers";
+
+/// Adds `n` to the named counter (for example [`KMERS`]).
 pub fn add_count(name: &'static str, n: u64) {
     #[cfg(feature = "metrics")]
     {
@@ -382,7 +396,8 @@ pub fn add_count(name: &'static str, n: u64) {
 }
 
 /// Everything recorded since the start of the process (or the last [`clear`]) as JSON:
-/// `inputs`, `pipelines`, `counters` and `totals`; `None` without the `metrics` feature.
+/// `inputs`, `pipelines`, `thread_groups`, `counters` and `totals`; `None` without the
+/// `metrics` feature.
 pub fn report() -> Option<serde_json::Value> {
     #[cfg(feature = "metrics")]
     {
@@ -394,6 +409,10 @@ pub fn report() -> Option<serde_json::Value> {
         Some(serde_json::json!({
             "inputs": r.inputs.iter().map(|i| i.to_json()).collect::<Vec<_>>(),
             "pipelines": r.pipelines.iter().map(|(l, p)| p.to_json(l)).collect::<Vec<_>>(),
+            "thread_groups": r.groups.iter().map(|(label, threads)| serde_json::json!({
+                "label": label,
+                "threads": threads.iter().map(StageMetrics::to_json).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
             "counters": r.counters,
             "totals": {
                 "bytes_in_compressed": compressed,
@@ -413,6 +432,7 @@ pub fn clear() {
         let mut r = lock(&REGISTRY);
         r.inputs.clear();
         r.pipelines.clear();
+        r.groups.clear();
         r.counters.clear();
     }
 }
