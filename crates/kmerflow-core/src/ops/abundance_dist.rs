@@ -1,47 +1,62 @@
 //! `abundance-dist` and `abundance-dist-single`: the k-mer abundance histogram of a read set
 //! against a countgraph (KHMER.md §2.8, §4.3, §4.4).
 
-use super::count::{consume_file, for_each_batch, write_text, ReadTally};
+use super::count::{consume_file, count_owned_file, write_text, ReadTally};
 use super::pyfmt;
 use super::sizing::{self, TableParams};
-use crate::io::RecordBatch;
-use crate::table::{HashKind, KTable, StorageKind};
+use crate::table::{HashKind, KTable, OwnedBatch, OwnedCounting, StorageKind};
 use crate::{Error, Result};
 use std::io::Write;
+use std::sync::{Mutex, PoisonError};
 
 /// Histogram slots khmer reports (`abundance_distribution` returns the first 65535 of 65536).
 pub const HISTOGRAM_LEN: usize = 65535;
 
 /// khmer's `abundance_distribution(file, tracking)`: every distinct k-mer of `path` (as far
 /// as the tracking Bloom filter with the countgraph's primes can tell) counted once, at its
-/// count in `table`. k-mers are hashed on `threads` workers; the tracking test-and-set runs in
-/// file order, so the result does not depend on `threads`.
+/// count in `table`. The tracking filter is filled like a countgraph ([`count_owned_file`]):
+/// in file order for each of its tables, so which k-mers are new does not depend on `threads`.
 pub fn histogram(table: &KTable, path: &str, threads: usize) -> Result<(Vec<u64>, ReadTally)> {
-    let tracking = KTable::with_sizes(table.ksize(), HashKind::TwoBit, StorageKind::Bit, table.hashsizes().to_vec())?;
-    let mut dist = vec![0u64; HISTOGRAM_LEN + 1];
-    let mut tally = ReadTally::default();
-    for_each_batch(
-        path,
-        threads,
-        || {
-            |batch: RecordBatch| {
-                let mut hashes = Vec::new();
-                let part = ReadTally::of_batch(&batch, table.ksize(), |seq| table.kmer_hashes(seq, &mut hashes));
-                Ok((hashes, part))
-            }
-        },
-        |(hashes, part)| {
-            tally.add(part);
-            for hash in hashes {
-                if tracking.add_hash(hash) {
-                    dist[table.get_hash(hash) as usize] += 1;
-                }
-            }
-            Ok(())
-        },
-    )?;
+    let tracker = Tracker {
+        tracking: KTable::with_sizes(table.ksize(), HashKind::TwoBit, StorageKind::Bit, table.hashsizes().to_vec())?,
+        table,
+        dist: Mutex::new(vec![0u64; HISTOGRAM_LEN + 1]),
+    };
+    let hash = |seq: &[u8], out: &mut Vec<u64>| table.kmer_hashes(seq, out);
+    let tally = count_owned_file(&tracker, table.ksize(), &hash, path, threads)?;
+    let mut dist = tracker.dist.into_inner().unwrap_or_else(PoisonError::into_inner);
     dist.truncate(HISTOGRAM_LEN);
     Ok((dist, tally))
+}
+
+/// The histogram pass: a tracking filter counted by owners; settling a batch adds its new
+/// k-mers to the histogram at their count in `table` (sums, so in any batch order).
+struct Tracker<'a> {
+    tracking: KTable,
+    table: &'a KTable,
+    dist: Mutex<Vec<u64>>,
+}
+
+impl OwnedCounting for Tracker<'_> {
+    fn owners(&self, threads: usize) -> usize {
+        self.tracking.owners(threads)
+    }
+
+    fn split(&self, hashes: &mut Vec<u64>, owners: usize, batch: &mut OwnedBatch) {
+        self.tracking.split(hashes, owners, batch);
+    }
+
+    fn count_owned(&self, batch: &OwnedBatch, owner: usize, owners: usize) {
+        self.tracking.count_owned(batch, owner, owners);
+    }
+
+    fn settle(&self, batch: &OwnedBatch) {
+        let new: Vec<u64> = self.tracking.new_kmers(batch).collect();
+        let mut counts = Vec::with_capacity(new.len());
+        self.table.counts_for_hashes(&new, &mut counts);
+        let mut dist = self.dist.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.iter().for_each(|&count| dist[count as usize] += 1);
+    }
 }
 
 /// One CSV field as Python's `csv.writer` (minimal quoting) writes it.
@@ -230,5 +245,31 @@ mod tests {
         assert_eq!(csv_field("read 1"), "read 1");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("a\"b"), "\"a\"\"b\"");
+    }
+
+    #[test]
+    fn histogram_equals_the_kmer_by_kmer_definition_for_any_thread_count() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+        let reads: Vec<Vec<u8>> = (0..3000)
+            .map(|_| (0..rng.random_range(8..120)).map(|_| b"ACGT"[rng.random_range(0..4)]).collect())
+            .collect();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        for (i, read) in reads.iter().enumerate() {
+            writeln!(file, ">r{i}\n{}", String::from_utf8_lossy(read)).unwrap();
+        }
+        file.flush().unwrap();
+        // Small tables: the tracking filter has false positives, so the order of its updates matters.
+        let table = KTable::new(12, HashKind::TwoBit, StorageKind::Byte, 20_000, 4).unwrap();
+        reads.iter().for_each(|read| _ = table.consume(read));
+        let tracking = KTable::with_sizes(12, HashKind::TwoBit, StorageKind::Bit, table.hashsizes().to_vec()).unwrap();
+        let mut expected = vec![0u64; HISTOGRAM_LEN + 1];
+        reads.iter().for_each(|read| table.abundance_distribution_seq(read, &tracking, &mut expected));
+        expected.truncate(HISTOGRAM_LEN);
+        assert!(tracking.n_occupied() > 0 && expected.iter().sum::<u64>() > 1000);
+        for threads in [1, 2, 3] {
+            let (dist, _) = histogram(&table, file.path().to_str().unwrap(), threads).unwrap();
+            assert!(dist == expected, "{threads} threads");
+        }
     }
 }

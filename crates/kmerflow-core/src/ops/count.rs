@@ -83,10 +83,10 @@ impl CleanReads {
         })
     }
 
-    /// Replaces `out` with the k-mer hashes of all the reads, in order, by `table`'s hash.
-    fn hashes(&self, table: &impl CountingTable, out: &mut Vec<u64>) {
+    /// Replaces `out` with the k-mer hashes of all the reads, in order, by `hash`.
+    fn hashes(&self, hash: &impl KmerHashes, out: &mut Vec<u64>) {
         out.clear();
-        self.iter().for_each(|seq| table.kmer_hashes(seq, out));
+        self.iter().for_each(|seq| hash(seq, out));
     }
 
     /// The reads, in order.
@@ -104,18 +104,32 @@ impl CleanReads {
 /// while owner threads count them, each into the counters it owns. The table and its statistics
 /// do not depend on `threads`.
 pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str, threads: usize) -> Result<ReadTally> {
-    let k = table.ksize();
+    let table: &T = table;
+    count_owned_file(table, table.ksize(), &|seq: &[u8], out: &mut Vec<u64>| table.kmer_hashes(seq, out), path, threads)
+}
+
+/// Appends the k-mer hashes of a cleaned read to a vector.
+pub(crate) trait KmerHashes: Fn(&[u8], &mut Vec<u64>) + Sync {}
+impl<F: Fn(&[u8], &mut Vec<u64>) + Sync> KmerHashes for F {}
+
+/// [`consume_file`] of any [`OwnedCounting`] table, the reads' k-mers (k = `k`) hashed by `hash`.
+pub(crate) fn count_owned_file<T: OwnedCounting>(
+    table: &T,
+    k: usize,
+    hash: &impl KmerHashes,
+    path: &str,
+    threads: usize,
+) -> Result<ReadTally> {
     let mut total = ReadTally::default();
     if threads <= 1 {
         let (mut reads, mut hashes, mut owned) = (CleanReads::default(), Vec::new(), OwnedBatch::default());
-        let table: &T = table;
         for_each_batch(
             path,
             1,
             || |batch: RecordBatch| Ok(batch),
             |batch| {
                 total.add(reads.fill(&batch, k));
-                reads.hashes(table, &mut hashes);
+                reads.hashes(hash, &mut hashes);
                 table.split(&mut hashes, 1, &mut owned);
                 table.count_owned(&owned, 0, 1);
                 table.settle(&owned);
@@ -124,7 +138,6 @@ pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str,
         )?;
         return Ok(total);
     }
-    let table: &T = table;
     let owners = table.owners(threads);
     // Counted batches go back to the workers for reuse (their buffers are large).
     let (recycle, reuse) = crossbeam_channel::bounded::<Arc<OwnedBatch>>(2 * owners + threads);
@@ -159,7 +172,7 @@ pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str,
                 let reuse = reuse.clone();
                 move |batch: RecordBatch| {
                     let tally = reads.fill(&batch, k);
-                    reads.hashes(table, &mut hashes);
+                    reads.hashes(hash, &mut hashes);
                     let mut owned = reuse.try_recv().ok().and_then(Arc::into_inner).unwrap_or_default();
                     table.split(&mut hashes, owners, &mut owned);
                     Ok((tally, Arc::new(owned)))

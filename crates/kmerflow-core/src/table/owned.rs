@@ -153,18 +153,9 @@ impl OwnedCounting for KTable {
     }
 
     fn settle(&self, batch: &OwnedBatch) {
-        let hashes = &batch.parts[0];
-        let n = hashes.len();
-        let flag = |t: usize, i: usize| batch.flags[t * n + i].load(Ordering::Relaxed);
         let bigcount = self.use_bigcount();
         let mut unique = 0;
-        for (i, &hash) in hashes.iter().enumerate() {
-            let (mut any_empty, mut all_full) = (false, true);
-            for t in 0..self.n_tables() {
-                let f = flag(t, i);
-                any_empty |= f & WAS_EMPTY != 0;
-                all_full &= f & WAS_FULL != 0;
-            }
+        for (hash, any_empty, all_full) in self.outcomes(batch) {
             unique += u64::from(any_empty);
             if all_full && bigcount {
                 self.bump_bigcount(hash);
@@ -175,6 +166,28 @@ impl OwnedCounting for KTable {
 }
 
 impl KTable {
+    /// Each k-mer of a counted `batch` (in order) with whether some bin was empty before its
+    /// increment (the k-mer was new) and whether every bin was saturated.
+    fn outcomes<'a>(&self, batch: &'a OwnedBatch) -> impl Iterator<Item = (u64, bool, bool)> + 'a {
+        let (hashes, n_tables) = (&batch.parts[0], self.n_tables());
+        let n = hashes.len();
+        hashes.iter().enumerate().map(move |(i, &hash)| {
+            let (mut any_empty, mut all_full) = (false, true);
+            for t in 0..n_tables {
+                let f = batch.flags[t * n + i].load(Ordering::Relaxed);
+                any_empty |= f & WAS_EMPTY != 0;
+                all_full &= f & WAS_FULL != 0;
+            }
+            (hash, any_empty, all_full)
+        })
+    }
+
+    /// The k-mers of a counted `batch` (in order) that were new: some bin was empty before
+    /// their increment (what [`KTable::add_hash`] returns true for).
+    pub fn new_kmers<'a>(&self, batch: &'a OwnedBatch) -> impl Iterator<Item = u64> + 'a {
+        self.outcomes(batch).filter(|&(_, new, _)| new).map(|(hash, _, _)| hash)
+    }
+
     /// Increments the bin of every hash in table `t` (plain stores: the caller owns the table),
     /// recording each k-mer's [`WAS_EMPTY`]/[`WAS_FULL`] flags; returns the bins that became
     /// non-zero.
