@@ -99,6 +99,13 @@ def cases(data: Path, kf: str, tmp: Path) -> list[Case]:
                                               str(tmp)]),
         Case("count k=21, 2 threads", "Jellyfish", ["jellyfish", "count", "-m", "21", "-t", "2", "-C",
                                                     "-s", "200M", "-o", str(tmp / "jf"), str(fq)]),
+        # k-mer abundance histogram k = 20 (count, then histogram of the reads' distinct k-mers).
+        Case("abundance histogram k=20, 2 threads", "kmerflow",
+             [kf, "abundance-dist-single", "-q", "-s", "-T", "2", "-k", "20", "-N", "4", "-x", "1e8",
+              str(fq), str(tmp / "kf.hist")]),
+        Case("abundance histogram k=20, 2 threads", "khmer",
+             [*khmer("abundance-dist-single"), "-q", "-s", "-T", "2", "-k", "20", "-N", "4", "-x", "1e8",
+              str(fq), str(tmp / "kh.hist")]),
         # Digital normalization k = 20, C = 20.
         Case("normalize-by-median, 1 thread", "kmerflow",
              [kf, "normalize-by-median", "-q", "-T", "1", "-k", "20", "-C", "20", "-N", "4", "-x", "1e8",
