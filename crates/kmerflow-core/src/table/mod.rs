@@ -89,6 +89,27 @@ struct Table {
 }
 
 impl Table {
+    /// Calls `visit(i, mem, bin)` for the bin of every hash in order, the bin `PREFETCH_AHEAD`
+    /// hashes later computed once and prefetched meanwhile.
+    #[inline(always)]
+    fn visit_bins<C: Cells>(&self, hashes: &[u64], mut visit: impl FnMut(usize, &[AtomicU8], u64)) {
+        let mem = self.mem.atomics();
+        let mut ring = [0u64; PREFETCH_AHEAD];
+        for (slot, &hash) in ring.iter_mut().zip(hashes) {
+            *slot = self.modulus.rem(hash);
+            prefetch(&mem[C::byte_of(*slot)]);
+        }
+        for i in 0..hashes.len() {
+            let bin = ring[i % PREFETCH_AHEAD];
+            if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
+                let next = self.modulus.rem(ahead);
+                prefetch(&mem[C::byte_of(next)]);
+                ring[i % PREFETCH_AHEAD] = next;
+            }
+            visit(i, mem, bin);
+        }
+    }
+
     /// A zeroed table of `size` bins.
     fn new(storage: StorageKind, size: u64) -> Result<Self> {
         Self::with_options(storage, size, AllocOptions::default())
@@ -433,24 +454,35 @@ impl KTable {
 
     /// Appends the count of every k-mer of `seq` to `out`.
     pub fn kmer_counts(&self, seq: &[u8], out: &mut Vec<u32>) {
-        self.with_hashes(seq, |s| self.counts_of(&s.hashes, &mut s.bins, out));
+        self.with_hashes(seq, |s| self.counts_of(&s.hashes, out));
     }
 
     /// Appends the count of each hash to `out` (the same as [`KTable::get_hash`] on each), with
     /// the bins prefetched.
     pub fn counts_for_hashes(&self, hashes: &[u64], out: &mut Vec<u32>) {
-        Self::with_bins(|bins| self.counts_of(hashes, bins, out));
+        self.counts_of(hashes, out);
     }
 
-    /// Appends the counts of `hashes` to `out` (bins batched and prefetched).
-    fn counts_of(&self, hashes: &[u64], bins: &mut Vec<u64>, out: &mut Vec<u32>) {
-        self.compute_bins(hashes, bins);
-        out.reserve(hashes.len());
+    /// Appends the counts of `hashes` to `out`: the minimum over the tables taken one table at
+    /// a time (a table's huge pages stay in the TLB), then bigcount values where saturated.
+    fn counts_of(&self, hashes: &[u64], out: &mut Vec<u32>) {
+        let start = out.len();
         with_cells!(self.storage, C => {
-            self.visit_prefetched::<C>(hashes, bins, |hash, kmer_bins| {
-                out.push(self.count::<C>(hash, |t| kmer_bins[t]));
-                true
-            });
+            out.resize(start + hashes.len(), u32::from(C::MAX));
+            let mins = &mut out[start..];
+            for table in &self.tables {
+                table.visit_bins::<C>(hashes, |i, mem, bin| mins[i] = mins[i].min(u32::from(C::count(mem, bin))));
+            }
+            if C::BIGCOUNT && self.use_bigcount {
+                let map = self.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
+                for (count, hash) in mins.iter_mut().zip(hashes) {
+                    if *count == u32::from(C::MAX) {
+                        if let Some(&big) = map.get(hash) {
+                            *count = u32::from(big);
+                        }
+                    }
+                }
+            }
         });
     }
 
@@ -509,7 +541,7 @@ impl KTable {
     pub fn abundance_distribution_seq(&self, seq: &[u8], tracking: &KTable, dist: &mut [u64]) {
         self.with_hashes(seq, |s| {
             let mut counts = Vec::with_capacity(s.hashes.len());
-            self.counts_of(&s.hashes, &mut s.bins, &mut counts);
+            self.counts_of(&s.hashes, &mut counts);
             for (&hash, &count) in s.hashes.iter().zip(&counts) {
                 if tracking.get_hash(hash) == 0 {
                     tracking.add_hash(hash);

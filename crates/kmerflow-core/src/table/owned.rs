@@ -16,7 +16,7 @@
 
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
 use super::StorageKind;
-use super::{prefetch, FastMod, KTable, PREFETCH_AHEAD};
+use super::{FastMod, KTable};
 use crate::table::blocked::BlockedTable;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
@@ -192,28 +192,14 @@ impl KTable {
     /// recording each k-mer's [`WAS_EMPTY`]/[`WAS_FULL`] flags; returns the bins that became
     /// non-zero.
     fn count_table<C: Cells>(&self, t: usize, hashes: &[u64], flags: &[AtomicU8]) -> u64 {
-        let table = &self.tables[t];
-        let mem = table.mem.atomics();
-        // Bins of the next PREFETCH_AHEAD k-mers, computed once when prefetched.
-        let mut ring = [0u64; PREFETCH_AHEAD];
-        for (slot, &hash) in ring.iter_mut().zip(hashes) {
-            *slot = table.modulus.rem(hash);
-            prefetch(&mem[C::byte_of(*slot)]);
-        }
         let mut occupied = 0;
-        for (i, flag) in flags.iter().enumerate() {
-            let bin = ring[i % PREFETCH_AHEAD];
-            if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
-                let next = table.modulus.rem(ahead);
-                prefetch(&mem[C::byte_of(next)]);
-                ring[i % PREFETCH_AHEAD] = next;
-            }
+        self.tables[t].visit_bins::<C>(hashes, |i, mem, bin| {
             let previous = C::increment_exclusive(mem, bin);
             occupied += u64::from(previous == 0);
             let empty = if previous == 0 { WAS_EMPTY } else { 0 };
             let full = if previous == C::MAX { WAS_FULL } else { 0 };
-            flag.store(empty | full, Ordering::Relaxed);
-        }
+            flags[i].store(empty | full, Ordering::Relaxed);
+        });
         occupied
     }
 }
