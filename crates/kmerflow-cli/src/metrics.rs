@@ -17,9 +17,10 @@ pub fn document(name: &str, argv: &[OsString], threads: usize, started: Instant)
     let wall = started.elapsed().as_secs_f64();
     let (cpu, rss) = usage();
     let mut doc = kmerflow_core::pipeline::metrics::report().unwrap_or_else(|| json!({}));
-    let totals = &doc["totals"];
-    let rate = |key: &str| {
-        let amount = totals[key].as_u64().unwrap_or(0) as f64;
+    let (totals, counters) = (&doc["totals"], &doc["counters"]);
+    // A recorded amount per second of wall time (0 when absent).
+    let rate = |amount: &Value| {
+        let amount = amount.as_u64().unwrap_or(0) as f64;
         if wall > 0.0 {
             amount / wall
         } else {
@@ -27,10 +28,10 @@ pub fn document(name: &str, argv: &[OsString], threads: usize, started: Instant)
         }
     };
     let throughput = json!({
-        "decompressed_mb_per_s": rate("bytes_in_decompressed") / 1e6,
-        "compressed_mb_per_s": rate("bytes_in_compressed") / 1e6,
-        "records_per_s": rate("records"),
-        "kmers_per_s": doc["counters"][kmerflow_core::pipeline::metrics::KMERS].as_u64().unwrap_or(0) as f64 / wall.max(1e-9),
+        "decompressed_mb_per_s": rate(&totals["bytes_in_decompressed"]) / 1e6,
+        "compressed_mb_per_s": rate(&totals["bytes_in_compressed"]) / 1e6,
+        "records_per_s": rate(&totals["records"]),
+        "kmers_per_s": rate(&counters[kmerflow_core::pipeline::metrics::KMERS]),
     });
     let run = json!({
         "command": name,

@@ -181,7 +181,7 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
             |(tally, owned): (ReadTally, Arc<OwnedBatch>)| {
                 total.add(tally);
                 for queue in &queues {
-                    // An owner only stops early by panicking, which the scope reports.
+                    // An owner only stops early by panicking; joining it below passes the panic on.
                     let _ = queue.send(Arc::clone(&owned));
                 }
                 Ok(())

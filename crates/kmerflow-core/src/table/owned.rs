@@ -9,8 +9,9 @@
 //! tables, occupancy, `n_unique_kmers` and bigcount values are exactly the one-thread ones.
 //!
 //! Ownership: in the blocked layout a k-mer lives in one line, and line `l` belongs to owner
-//! `l mod owners` (the k-mers of a batch are split by owner when the batch is hashed). In khmer's layout each owner holds whole tables (table `t` belongs to owner
-//! `t % owners`, so at most `n_tables` owners work); the per-k-mer facts that span tables
+//! `l mod owners` (the k-mers of a batch are split by owner when the batch is hashed). In
+//! khmer's layout each owner holds whole tables (table `t` belongs to owner `t % owners`, so
+//! at most `n_tables` owners work); the per-k-mer facts that span tables
 //! (some bin was empty: a new k-mer; every bin was saturated: a bigcount increment) are
 //! recorded per table and combined by [`OwnedCounting::settle`] once every owner is done.
 
