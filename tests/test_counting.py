@@ -192,3 +192,61 @@ def test_unique_kmers_matches_khmer_on_stream_and_report(tmp_path, data):
     ours = kmerflow("unique-kmers", "-k", "17", "-S", "--diagnostics", "-R", tmp_path / "o", reads)
     assert ours.stdout == theirs.stdout
     assert (tmp_path / "o").read_text() == (tmp_path / "k").read_text()
+
+
+
+def genome_reads_fastq(path: Path, reads: int, length: int = 100) -> None:
+    """Writes `reads` reads of `length` bases sampled from a random 100 kb genome to `path`,
+    named like the reads of a read simulator (the bench data's shape: 258-byte records)."""
+    import random
+
+    rng = random.Random(7)
+    genome = bytes(rng.choices(b"ACGT", k=100_000))
+    qual = b"I" * length
+    with path.open("wb") as out:
+        for i in range(reads):
+            start = rng.randrange(len(genome) - length)
+            name = b"sim-genome_%07d_%07d_0_1_0_0_1:0:0_2:0:0_%06x/1" % (start, start + 400, i)
+            out.write(b"@%s\n%s\n+\n%s\n" % (name, genome[start:start + length], qual))
+
+
+def peak_rss_beyond(command: list[str], reads: Path, tmp_path: Path) -> float:
+    """Runs a counting `command` on `reads` at two threads with 4 tables of ~1e6 counters and
+    returns its peak memory beyond those tables (4 MB; the histogram's tracking filter adds
+    0.5 MB), in MiB."""
+    args = [a.format(reads=reads, out=tmp_path / "out") for a in command]
+    kmerflow(*args, "-N", "4", "-x", "1e6", "--force", "-T", "2", "--metrics", tmp_path / "m.json")
+    m = json.loads((tmp_path / "m.json").read_text())
+    assert m["counters"]["kmers"] > 0
+    return (m["peak_rss_bytes"] - 4.5e6) / 2**20
+
+
+COUNTING_COMMANDS = [
+    ["abundance-dist-single", "-k", "20", "{reads}", "{out}"],
+    ["load-into-counting", "-k", "21", "{out}", "{reads}"],
+    ["load-into-counting", "-k", "21", "--layout", "blocked", "{out}", "{reads}"],
+]
+
+
+@pytest.mark.parametrize("command", [
+    *COUNTING_COMMANDS,
+    ["normalize-by-median", "-k", "20", "{reads}", "-o", "{out}"],
+])
+def test_peak_memory_stays_within_64_mib_of_the_tables(tmp_path: Path, command: list[str]) -> None:
+    # 52 MB of reads: batches in flight, parser chunks and k-mer hashes stay under 64 MiB.
+    reads = tmp_path / "reads.fq"
+    genome_reads_fastq(reads, 200_000)
+    assert peak_rss_beyond(command, reads, tmp_path) <= 64
+
+
+@pytest.mark.parametrize("command", COUNTING_COMMANDS)
+def test_a_chromosome_long_record_is_hashed_in_bounded_slices(tmp_path: Path, command: list[str]) -> None:
+    # One 20 Mbp record: it is held (and joined from its chunks), but its k-mer hashes are not
+    # (8-12 bytes per base, 160-240 MB, when the record was hashed at once).
+    import os
+
+    length = 20_000_000
+    bases = os.urandom(length).translate(bytes(b"ACGT"[i % 4] for i in range(256)))
+    reads = tmp_path / "chr.fa"
+    reads.write_bytes(b">chr\n" + b"\n".join(bases[i:i + 60] for i in range(0, length, 60)) + b"\n")
+    assert peak_rss_beyond(command, reads, tmp_path) <= 2 * length / 2**20 + 64

@@ -20,7 +20,18 @@ pub fn usage() -> (f64, u64) {
     };
     let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
     // ru_maxrss is in KiB on Linux.
-    (secs(ru.ru_utime) + secs(ru.ru_stime), (ru.ru_maxrss.max(0) as u64) * 1024)
+    let maxrss = (ru.ru_maxrss.max(0) as u64) * 1024;
+    (secs(ru.ru_utime) + secs(ru.ru_stime), memory_high_water().unwrap_or(maxrss))
+}
+
+/// The peak resident set size of this program's memory (`VmHWM`), in bytes. `ru_maxrss` is
+/// not used when this is known: Linux carries it over `exec`, so a run started by a large
+/// process (a Python test runner, a workflow engine) would report its parent's size.
+fn memory_high_water() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kib * 1024)
 }
 
 impl Report {

@@ -1,6 +1,7 @@
 //! `load-into-counting`: count the k-mers of reads into a countgraph and save it (KHMER.md §4.2,
 //! §3.9), plus the batch-parallel file walker shared by the counting commands.
 
+use super::kmer_slices::{kmer_slices, CleanReads, KmerSlice, MAX_SLICE_KMERS};
 use super::pyfmt;
 use super::reads::record_batches;
 use super::sizing::{self, TableParams};
@@ -65,37 +66,6 @@ impl ReadTally {
     }
 }
 
-/// Cleaned reads laid end to end (one batch), reused from batch to batch.
-#[derive(Default)]
-struct CleanReads {
-    bases: Vec<u8>,
-    ends: Vec<usize>,
-}
-
-impl CleanReads {
-    /// Cleans (C++-parser rule) and tallies the reads of `batch`, replacing the contents.
-    fn fill(&mut self, batch: &RecordBatch, k: usize) -> ReadTally {
-        self.bases.clear();
-        self.ends.clear();
-        ReadTally::of_batch(batch, k, |seq| {
-            self.bases.extend_from_slice(seq);
-            self.ends.push(self.bases.len());
-        })
-    }
-
-    /// Replaces `out` with the k-mer hashes of all the reads, in order, by `hash`.
-    fn hashes(&self, hash: &impl KmerHashes, out: &mut Vec<u64>) {
-        out.clear();
-        self.iter().for_each(|seq| hash(seq, out));
-    }
-
-    /// The reads, in order.
-    fn iter(&self) -> impl Iterator<Item = &[u8]> {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts.zip(&self.ends).map(|(start, &end)| &self.bases[start..end])
-    }
-}
-
 /// Counts every k-mer of every read of `path` into `table` (reads cleaned by the C++-parser
 /// rule, khmer's `consume_seqfile`), for either layout, by [`OwnedCounting`]: with one thread
 /// this thread owns every counter (khmer's layout is then updated one table at a time over a
@@ -121,14 +91,16 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
     threads: usize,
 ) -> Result<ReadTally> {
     let mut total = ReadTally::default();
+    // Bounded work items whatever the record lengths (see `kmer_slices`).
+    let slices = || Ok::<_, Error>(kmer_slices(record_batches(FastxReader::open(path)?), k, MAX_SLICE_KMERS));
     if threads <= 1 {
         let (mut reads, mut hashes, mut owned) = (CleanReads::default(), Vec::new(), OwnedBatch::default());
-        for_each_batch(
-            path,
+        run_ordered(
+            slices()?,
             1,
-            || |batch: RecordBatch| Ok(batch),
-            |batch| {
-                total.add(reads.fill(&batch, k));
+            || |slice: KmerSlice| Ok(slice),
+            |slice| {
+                total.add(reads.fill(&slice));
                 reads.hashes(hash, &mut hashes);
                 table.split(&mut hashes, 1, &mut owned);
                 table.count_owned(&owned, 0, 1);
@@ -164,14 +136,14 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
                 });
             owner_threads.push(spawned.map_err(|e| Error::invalid(format!("cannot start a counting thread: {e}")))?);
         }
-        let walked = for_each_batch(
-            path,
+        let walked = run_ordered(
+            slices()?,
             threads,
             || {
                 let (mut reads, mut hashes) = (CleanReads::default(), Vec::new());
                 let reuse = reuse.clone();
-                move |batch: RecordBatch| {
-                    let tally = reads.fill(&batch, k);
+                move |slice: KmerSlice| {
+                    let tally = reads.fill(&slice);
                     reads.hashes(hash, &mut hashes);
                     let mut owned = reuse.try_recv().ok().and_then(Arc::into_inner).unwrap_or_default();
                     table.split(&mut hashes, owners, &mut owned);

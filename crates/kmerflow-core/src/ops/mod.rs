@@ -8,6 +8,7 @@ pub mod count;
 pub mod count_median;
 pub mod diginorm;
 pub mod filter_abund;
+pub mod kmer_slices;
 pub mod load_graph;
 pub mod pyfmt;
 pub mod read_filter;

@@ -19,6 +19,9 @@ const THRESHOLDS: [f64; 15] = [
 /// Bias points averaged around a raw estimate.
 const NEIGHBOURS: usize = 6;
 
+/// The most k-mers [`HllCounter::consume_seq`] hashes at once (512 KiB of hashes).
+const PIECE_KMERS: usize = 1 << 16;
+
 /// A HyperLogLog counter over k-mers.
 #[derive(Debug, Clone)]
 pub struct HllCounter {
@@ -72,17 +75,22 @@ impl HllCounter {
         *register = (*register).max(rank);
     }
 
-    /// Adds every k-mer of `seq` (cleaned by the caller); returns the number of k-mers.
+    /// Adds every k-mer of `seq` (cleaned by the caller); returns the number of k-mers. A long
+    /// sequence (a chromosome) is hashed [`PIECE_KMERS`] k-mers at a time, in pieces that
+    /// overlap by k - 1 bases, so that no hash per base is held.
     pub fn consume_seq(&mut self, seq: &[u8]) -> u64 {
         let mut hashes = std::mem::take(&mut self.hashes);
-        hashes.clear();
-        murmur::canonical_hashes(seq, self.k, &mut self.revcomp, &mut hashes);
-        for &hash in &hashes {
-            self.add_hash(hash);
+        let kmers = (seq.len() + 1).saturating_sub(self.k);
+        for first in (0..kmers).step_by(PIECE_KMERS) {
+            let end = (first + PIECE_KMERS).min(kmers);
+            hashes.clear();
+            murmur::canonical_hashes(&seq[first..end + self.k - 1], self.k, &mut self.revcomp, &mut hashes);
+            for &hash in &hashes {
+                self.add_hash(hash);
+            }
         }
-        let n = hashes.len() as u64;
         self.hashes = hashes;
-        n
+        kmers as u64
     }
 
     /// Merges `other` (same p and k) register-wise by max.
@@ -135,5 +143,28 @@ impl HllCounter {
         by_distance.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let nearest = &by_distance[..NEIGHBOURS.min(by_distance.len())];
         nearest.iter().map(|&(_, i)| BIASES[row][i]).sum::<f64>() / nearest.len() as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sequence_longer_than_a_piece_adds_each_kmer_once() {
+        let mut x: u64 = 99;
+        let seq: Vec<u8> = (0..2 * PIECE_KMERS + 50)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                b"ACGT"[(x >> 62) as usize]
+            })
+            .collect();
+        let mut pieces = HllCounter::new(0.01, 25).unwrap();
+        assert_eq!(pieces.consume_seq(&seq), (seq.len() - 24) as u64);
+        let (mut whole, mut revcomp, mut hashes) = (HllCounter::new(0.01, 25).unwrap(), Vec::new(), Vec::new());
+        murmur::canonical_hashes(&seq, 25, &mut revcomp, &mut hashes);
+        hashes.iter().for_each(|&h| whole.add_hash(h));
+        assert_eq!(pieces.registers, whole.registers);
+        assert_eq!(pieces.consume_seq(&seq[..24]), 0);
     }
 }
