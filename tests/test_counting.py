@@ -114,6 +114,25 @@ def test_load_graph_matches_khmer_files(tmp_path, data, threads):  # row 21
     assert hashlib.md5((tmp_path / "out").read_bytes()).hexdigest() == "4e4e5437d654b86d348e91f6298e18d9"
 
 
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_load_graph_tags_long_records_like_khmer(tmp_path, threads):
+    # Records longer than a hashing slice (2^19 k-mers) are consumed in pieces: the tags of a
+    # read must still be khmer's (a repeat brings back tagged k-mers).
+    import random
+
+    rng = random.Random(11)
+    genome = bytes(rng.choices(b"ACGT", k=700_000))
+    records = [genome + genome[:500_000], genome[100_000:]]
+    fasta = tmp_path / "long.fa"
+    fasta.write_bytes(b"".join(b">r%d\n%s\n" % (i, seq) for i, seq in enumerate(records)))
+    args = ["-x", "1e7", "-N", "2", "-k", "25"]
+    kmerflow("load-graph", *args, "-T", threads, tmp_path / "ours", fasta)
+    khmer("load-graph", *args, tmp_path / "theirs", fasta)
+    for suffix in ("", ".tagset", ".info"):
+        ours, theirs = tmp_path / f"ours{suffix}", tmp_path / f"theirs{suffix}"
+        assert ours.read_bytes() == theirs.read_bytes(), suffix
+
+
 def test_refuses_k_above_32(tmp_path, data):
     proc = kmerflow("load-into-counting", "-k", "33", tmp_path / "g.ct", data / "random-20-a.fa", check=False)
     assert proc.returncode != 0 and "<= 32" in stderr(proc)

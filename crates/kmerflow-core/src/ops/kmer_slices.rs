@@ -108,6 +108,8 @@ fn slice_batch(batch: Arc<RecordBatch>, k: usize, max_kmers: usize) -> impl Iter
 pub struct CleanReads {
     bases: Vec<u8>,
     ends: Vec<usize>,
+    /// Of each piece: whether it is the first and whether it is the last piece of its read.
+    edges: Vec<(bool, bool)>,
     clean: Vec<u8>,
 }
 
@@ -118,6 +120,7 @@ impl CleanReads {
     pub fn fill(&mut self, slice: &KmerSlice) -> ReadTally {
         self.bases.clear();
         self.ends.clear();
+        self.edges.clear();
         let mut tally = ReadTally::default();
         for (r, from, to) in slice.pieces() {
             let seq = slice.batch.get(r).seq;
@@ -130,6 +133,7 @@ impl CleanReads {
                 clean_parser(&seq[from..to + slice.k - 1], &mut self.clean);
                 self.bases.extend_from_slice(&self.clean);
                 self.ends.push(self.bases.len());
+                self.edges.push((from == 0, to == kmers_of(seq.len(), slice.k)));
             }
         }
         metrics::add_count(metrics::KMERS, tally.kmers);
@@ -139,9 +143,28 @@ impl CleanReads {
     /// Replaces `out` with the k-mer hashes of all the pieces, in order, by `hash`.
     pub fn hashes(&self, hash: &impl Fn(&[u8], &mut Vec<u64>), out: &mut Vec<u64>) {
         out.clear();
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts.zip(&self.ends).for_each(|(start, &end)| hash(&self.bases[start..end], out));
+        self.pieces().for_each(|piece| hash(piece.bases, out));
     }
+
+    /// The cleaned pieces, in order.
+    pub fn pieces(&self) -> impl Iterator<Item = Piece<'_>> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).zip(&self.edges).map(|((start, &end), &(first, last))| Piece {
+            bases: &self.bases[start..end],
+            first,
+            last,
+        })
+    }
+}
+
+/// A cleaned piece of a read (at least k bases).
+pub struct Piece<'a> {
+    /// The bases.
+    pub bases: &'a [u8],
+    /// The piece starts its read.
+    pub first: bool,
+    /// The piece ends its read.
+    pub last: bool,
 }
 
 #[cfg(test)]
@@ -169,10 +192,8 @@ mod tests {
             let hash = |seq: &[u8], out: &mut Vec<u64>| out.extend((0..=seq.len() - k).map(|i| i as u64));
             let mut offsets = Vec::new();
             reads.hashes(&hash, &mut offsets);
-            let starts = std::iter::once(0).chain(reads.ends.iter().copied());
-            for (start, &end) in starts.zip(&reads.ends) {
-                let piece = &reads.bases[start..end];
-                kmers.extend(piece.windows(k).map(|w| String::from_utf8(w.to_vec()).unwrap()));
+            for piece in reads.pieces() {
+                kmers.extend(piece.bases.windows(k).map(|w| String::from_utf8(w.to_vec()).unwrap()));
             }
             assert_eq!(offsets.len() as u64, tally.kmers);
             total.add(tally);
@@ -205,6 +226,15 @@ mod tests {
         let (kmers, tally, n) = sliced_kmers(&["ACGTTGCAAC"], 4, 2);
         assert_eq!(kmers, ["ACGT", "CGTT", "GTTG", "TTGC", "TGCA", "GCAA", "CAAC"]);
         assert_eq!((tally.reads, n), (1, 4));
+        let mut reads = CleanReads::default();
+        let edges: Vec<_> = slice_batch(Arc::new(batch(&["ACGTTGCAAC", "AC", "ACGT"])), 4, 3)
+            .flat_map(|slice| {
+                reads.fill(&slice);
+                reads.pieces().map(|p| (p.bases.to_vec(), p.first, p.last)).collect::<Vec<_>>()
+            })
+            .collect();
+        let piece = |b: &str, first, last| (b.as_bytes().to_vec(), first, last);
+        assert_eq!(edges, [piece("ACGTTG", true, false), piece("TTGCAA", false, false), piece("CAAC", false, true), piece("ACGT", true, true)]);
         let batches = vec![Ok(batch(&["ACGT", "AC"])), Err(crate::Error::invalid("bad"))];
         let items: Vec<_> = kmer_slices(batches.into_iter(), 3, 1).collect();
         assert_eq!(items.len(), 3);

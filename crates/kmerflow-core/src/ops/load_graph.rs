@@ -1,9 +1,12 @@
 //! `load-graph`: build a nodegraph (Bloom filter) of the reads and khmer's tagset for
 //! partitioning (KHMER.md §3.3, §3.4, §4.10).
 
-use super::count::{check_fp_rate, for_each_batch, write_text, ReadTally};
+use super::count::{check_fp_rate, write_text, ReadTally};
+use super::kmer_slices::{kmer_slices, CleanReads, KmerSlice, MAX_SLICE_KMERS};
+use super::reads::record_batches;
 use super::sizing::{self, TableParams};
-use crate::io::RecordBatch;
+use crate::io::FastxReader;
+use crate::pipeline::run_ordered;
 use crate::table::KTable;
 use crate::Result;
 use std::collections::BTreeSet;
@@ -19,26 +22,28 @@ pub struct Tagset {
 }
 
 impl Tagset {
-    /// khmer's `consume_sequence_and_tag` for one read given as its k-mer hashes: adds each
-    /// k-mer to `graph` and tags one k-mer in about every [`TAG_DENSITY`], plus the last k-mer
-    /// of a read when enough k-mers passed since the previous tag.
-    pub fn consume_and_tag(&mut self, graph: &KTable, hashes: &[u64]) {
-        let mut since = TAG_DENSITY / 2 + 1;
+    /// khmer's `consume_sequence_and_tag`, for one piece of a read given as its k-mer hashes
+    /// (the pieces of a read in order; see [`ReadTagging`]): adds each k-mer to `graph` and tags
+    /// one k-mer in about every [`TAG_DENSITY`], plus the last k-mer of the read when enough
+    /// k-mers passed since the previous tag.
+    pub fn consume_and_tag(&mut self, graph: &KTable, hashes: &[u64], read: &mut ReadTagging) {
         for &hash in hashes {
             let is_new = graph.add_hash(hash);
             if !is_new && self.tags.contains(&hash) {
-                since = 1;
+                read.since = 1;
             } else {
-                since += 1;
+                read.since += 1;
             }
-            if since >= TAG_DENSITY {
+            if read.since >= TAG_DENSITY {
                 self.tags.insert(hash);
-                since = 1;
+                read.since = 1;
             }
         }
-        if let Some(&last) = hashes.last() {
-            if since >= TAG_DENSITY / 2 - 1 {
-                self.tags.insert(last);
+        if read.last_piece {
+            if let Some(&last) = hashes.last() {
+                if read.since >= TAG_DENSITY / 2 - 1 {
+                    self.tags.insert(last);
+                }
             }
         }
     }
@@ -61,6 +66,27 @@ impl Tagset {
     /// Saves the tagset file.
     pub fn save(&self, ksize: usize, path: &str) -> Result<()> {
         write_text(path, self.to_bytes(ksize))
+    }
+}
+
+/// Where tagging stands in the read being consumed, so that a long read can be consumed in
+/// pieces with the tags of the whole read.
+pub struct ReadTagging {
+    /// k-mers since the last tag (khmer starts a read at half the density plus one).
+    since: u32,
+    /// The piece being consumed ends the read.
+    last_piece: bool,
+}
+
+impl ReadTagging {
+    /// Starts a read; `last_piece` says whether its first piece is also its last.
+    pub fn start(last_piece: bool) -> Self {
+        ReadTagging { since: TAG_DENSITY / 2 + 1, last_piece }
+    }
+
+    /// Goes on to the next piece of the read.
+    pub fn next_piece(&mut self, last_piece: bool) {
+        self.last_piece = last_piece;
     }
 }
 
@@ -101,25 +127,38 @@ pub fn run(opts: &Options) -> Result<Summary> {
     let k = graph.ksize();
     let mut tagset = Tagset::default();
     for input in &opts.inputs {
-        for_each_batch(
-            input,
+        // Pieces of at most MAX_SLICE_KMERS k-mers (a chromosome is not hashed at once); the
+        // tagging of a read goes on from piece to piece.
+        let slices = kmer_slices(record_batches(FastxReader::open(input)?), k, MAX_SLICE_KMERS);
+        let mut read = ReadTagging::start(true);
+        run_ordered(
+            slices,
             opts.threads,
             || {
-                |batch: RecordBatch| {
-                    let mut reads = Vec::new();
-                    let tally = ReadTally::of_batch(&batch, k, |seq| {
-                        let mut hashes = Vec::new();
-                        graph.kmer_hashes(seq, &mut hashes);
-                        reads.push(hashes);
-                    });
-                    Ok((reads, tally))
+                let (mut reads, graph) = (CleanReads::default(), &graph);
+                move |slice: KmerSlice| {
+                    let tally = reads.fill(&slice);
+                    let pieces: Vec<_> = reads
+                        .pieces()
+                        .map(|piece| {
+                            let mut hashes = Vec::new();
+                            graph.kmer_hashes(piece.bases, &mut hashes);
+                            (hashes, piece.first, piece.last)
+                        })
+                        .collect();
+                    Ok((pieces, tally))
                 }
             },
-            |(reads, tally)| {
+            |(pieces, tally)| {
                 summary.tally.add(tally);
-                for hashes in &reads {
+                for (hashes, first, last) in &pieces {
                     if opts.build_tagset {
-                        tagset.consume_and_tag(&graph, hashes);
+                        if *first {
+                            read = ReadTagging::start(*last);
+                        } else {
+                            read.next_piece(*last);
+                        }
+                        tagset.consume_and_tag(&graph, hashes, &mut read);
                     } else {
                         hashes.iter().for_each(|&h| {
                             graph.add_hash(h);
