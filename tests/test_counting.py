@@ -131,6 +131,11 @@ def test_load_graph_tags_long_records_like_khmer(tmp_path, threads):
     for suffix in ("", ".tagset", ".info"):
         ours, theirs = tmp_path / f"ours{suffix}", tmp_path / f"theirs{suffix}"
         assert ours.read_bytes() == theirs.read_bytes(), suffix
+    # without a tagset the graph is filled by the counting owner threads: the same graph
+    kmerflow("load-graph", "-n", *args, "-T", threads, tmp_path / "untagged", fasta)
+    assert (tmp_path / "untagged").read_bytes() == (tmp_path / "theirs").read_bytes()
+    assert (tmp_path / "untagged.info").read_bytes() == (tmp_path / "theirs.info").read_bytes()
+    assert not (tmp_path / "untagged.tagset").exists()
 
 
 def test_refuses_k_above_32(tmp_path, data):

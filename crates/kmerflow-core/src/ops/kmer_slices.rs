@@ -234,7 +234,15 @@ mod tests {
             })
             .collect();
         let piece = |b: &str, first, last| (b.as_bytes().to_vec(), first, last);
-        assert_eq!(edges, [piece("ACGTTG", true, false), piece("TTGCAA", false, false), piece("CAAC", false, true), piece("ACGT", true, true)]);
+        assert_eq!(
+            edges,
+            [
+                piece("ACGTTG", true, false),
+                piece("TTGCAA", false, false),
+                piece("CAAC", false, true),
+                piece("ACGT", true, true)
+            ]
+        );
         let batches = vec![Ok(batch(&["ACGT", "AC"])), Err(crate::Error::invalid("bad"))];
         let items: Vec<_> = kmer_slices(batches.into_iter(), 3, 1).collect();
         assert_eq!(items.len(), 3);

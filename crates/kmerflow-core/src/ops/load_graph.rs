@@ -1,7 +1,7 @@
 //! `load-graph`: build a nodegraph (Bloom filter) of the reads and khmer's tagset for
 //! partitioning (KHMER.md §3.3, §3.4, §4.10).
 
-use super::count::{check_fp_rate, write_text, ReadTally};
+use super::count::{check_fp_rate, consume_file, write_text, ReadTally};
 use super::kmer_slices::{kmer_slices, CleanReads, KmerSlice, MAX_SLICE_KMERS};
 use super::reads::record_batches;
 use super::sizing::{self, TableParams};
@@ -28,9 +28,8 @@ impl Tagset {
     /// (the pieces of a read in order; see [`ReadTagging`]): adds each k-mer to `graph` and tags
     /// one k-mer in about every [`TAG_DENSITY`], plus the last k-mer of the read when enough
     /// k-mers passed since the previous tag.
-    pub fn consume_and_tag(&mut self, graph: &KTable, hashes: &[u64], read: &mut ReadTagging) {
-        for &hash in hashes {
-            let is_new = graph.add_hash(hash);
+    pub fn consume_and_tag(&mut self, graph: &mut KTable, hashes: &[u64], read: &mut ReadTagging) {
+        graph.add_hashes_each_exclusive(hashes, |hash, is_new| {
             if !is_new && self.tags.contains(&hash) {
                 read.since = 1;
             } else {
@@ -40,7 +39,7 @@ impl Tagset {
                 self.tags.insert(hash);
                 read.since = 1;
             }
-        }
+        });
         if read.last_piece {
             if let Some(&last) = hashes.last() {
                 if read.since >= TAG_DENSITY / 2 - 1 {
@@ -127,26 +126,33 @@ pub struct Summary {
 /// Runs `load-graph`; the 0.15 false-positive ceiling is enforced after the outputs are written.
 pub fn run(opts: &Options) -> Result<Summary> {
     let mut summary = Summary::default();
-    let graph = sizing::create_nodegraph(&opts.params, &mut summary.messages)?;
+    let mut graph = sizing::create_nodegraph(&opts.params, &mut summary.messages)?;
     let k = graph.ksize();
     let mut tagset = Tagset::default();
     for input in &opts.inputs {
+        if !opts.build_tagset {
+            // Without tags, the graph is filled like a countgraph (owner threads, in file order).
+            summary.tally.add(consume_file(&mut graph, input, opts.threads)?);
+            continue;
+        }
         // Pieces of at most MAX_SLICE_KMERS k-mers (a chromosome is not hashed at once); the
         // tagging of a read goes on from piece to piece.
         let slices = kmer_slices(record_batches(FastxReader::open(input)?), k, MAX_SLICE_KMERS);
         let mut read = ReadTagging::start(true);
+        // The workers hash without borrowing the graph, which the sink updates alone.
+        let hasher = graph.kmer_hasher();
         run_ordered(
             slices,
             opts.threads,
             || {
-                let (mut reads, graph) = (CleanReads::default(), &graph);
+                let (mut reads, hasher) = (CleanReads::default(), &hasher);
                 move |slice: KmerSlice| {
                     let tally = reads.fill(&slice);
                     let pieces: Vec<_> = reads
                         .pieces()
                         .map(|piece| {
                             let mut hashes = Vec::new();
-                            graph.kmer_hashes(piece.bases, &mut hashes);
+                            hasher(piece.bases, &mut hashes);
                             (hashes, piece.first, piece.last)
                         })
                         .collect();
@@ -156,18 +162,12 @@ pub fn run(opts: &Options) -> Result<Summary> {
             |(pieces, tally)| {
                 summary.tally.add(tally);
                 for (hashes, first, last) in &pieces {
-                    if opts.build_tagset {
-                        if *first {
-                            read = ReadTagging::start(*last);
-                        } else {
-                            read.next_piece(*last);
-                        }
-                        tagset.consume_and_tag(&graph, hashes, &mut read);
+                    if *first {
+                        read = ReadTagging::start(*last);
                     } else {
-                        hashes.iter().for_each(|&h| {
-                            graph.add_hash(h);
-                        });
+                        read.next_piece(*last);
                     }
+                    tagset.consume_and_tag(&mut graph, hashes, &mut read);
                 }
                 Ok(())
             },

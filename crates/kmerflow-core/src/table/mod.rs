@@ -160,6 +160,14 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
+/// Appends the canonical hash (by `hash`) of every k-mer (k = `k`) of `seq` to `out`.
+fn hash_kmers(hash: HashKind, k: usize, seq: &[u8], revcomp: &mut Vec<u8>, out: &mut Vec<u64>) {
+    match hash {
+        HashKind::TwoBit => twobit::canonical_hashes(seq, k, out),
+        HashKind::Murmur => murmur::canonical_hashes(seq, k, revcomp, out),
+    }
+}
+
 /// Hints the CPU to fetch the cache line of `cell` (no-op off x86-64).
 #[inline(always)]
 fn prefetch(cell: &AtomicU8) {
@@ -325,11 +333,15 @@ impl KTable {
         self.hashes_into(seq, &mut revcomp, out);
     }
 
+    /// [`KTable::kmer_hashes`] as a function that does not borrow the table (for threads that
+    /// hash while another one updates the table).
+    pub fn kmer_hasher(&self) -> impl Fn(&[u8], &mut Vec<u64>) + Send + Sync + 'static {
+        let (hash, k) = (self.hash, self.k);
+        move |seq, out| hash_kmers(hash, k, seq, &mut Vec::new(), out)
+    }
+
     fn hashes_into(&self, seq: &[u8], revcomp: &mut Vec<u8>, out: &mut Vec<u64>) {
-        match self.hash {
-            HashKind::TwoBit => twobit::canonical_hashes(seq, self.k, out),
-            HashKind::Murmur => murmur::canonical_hashes(seq, self.k, revcomp, out),
-        }
+        hash_kmers(self.hash, self.k, seq, revcomp, out);
     }
 
     /// Runs `f` with the thread's scratch buffers, `hashes` holding the k-mer hashes of `seq`.
@@ -383,11 +395,18 @@ impl KTable {
 
     /// Adds every hash (bins computed first, then updated with prefetching).
     fn add_all<const EXCLUSIVE: bool>(&self, hashes: &[u64], bins: &mut Vec<u64>) {
+        self.add_each::<EXCLUSIVE>(hashes, bins, |_, _| ());
+    }
+
+    /// [`KTable::add_all`], telling `each` for every hash, in order, whether it was new.
+    fn add_each<const EXCLUSIVE: bool>(&self, hashes: &[u64], bins: &mut Vec<u64>, mut each: impl FnMut(u64, bool)) {
         self.compute_bins(hashes, bins);
         let mut total = Tally::default();
         with_cells!(self.storage, C => {
             self.visit_prefetched::<C>(hashes, bins, |hash, kmer_bins| {
-                total.add(self.update::<C, EXCLUSIVE>(hash, |t| kmer_bins[t]));
+                let tally = self.update::<C, EXCLUSIVE>(hash, |t| kmer_bins[t]);
+                each(hash, tally.unique == 1);
+                total.add(tally);
                 true
             });
         });
@@ -444,6 +463,17 @@ impl KTable {
     /// Passing the hashes of many reads at once keeps the prefetch pipeline full across reads.
     pub fn add_hashes(&self, hashes: &[u64]) {
         Self::with_bins(|bins| self.add_all::<false>(hashes, bins));
+    }
+
+    /// [`KTable::add_hashes`], calling `each` with every hash, in order, and whether it was new
+    /// (what [`KTable::add_hash`] returns). Thread-safe.
+    pub fn add_hashes_each(&self, hashes: &[u64], each: impl FnMut(u64, bool)) {
+        Self::with_bins(|bins| self.add_each::<false>(hashes, bins, each));
+    }
+
+    /// [`KTable::add_hashes_each`] for a single writer (see [`KTable::consume_exclusive`]).
+    pub fn add_hashes_each_exclusive(&mut self, hashes: &[u64], each: impl FnMut(u64, bool)) {
+        Self::with_bins(|bins| self.add_each::<true>(hashes, bins, each));
     }
 
     /// [`KTable::add_hashes`] for a single writer (plain loads and stores, see
