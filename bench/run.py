@@ -106,6 +106,12 @@ def cases(data: Path, kf: str, tmp: Path) -> list[Case]:
         Case("abundance histogram k=20, 2 threads", "khmer",
              [*khmer("abundance-dist-single"), "-q", "-s", "-T", "2", "-k", "20", "-N", "4", "-x", "1e8",
               str(fq), str(tmp / "kh.hist")]),
+        # Nodegraph and tagset k = 21 (partitioning's first step).
+        Case("load-graph k=21 with tagset, 2 threads", "kmerflow",
+             [kf, "load-graph", "-q", "-T", "2", "-k", "21", "-N", "4", "-x", "1e8", str(tmp / "kf.pt"), str(fq)]),
+        Case("load-graph k=21 with tagset, 2 threads", "khmer",
+             [*khmer("load-graph"), "-T", "2", "-k", "21", "-N", "4", "-x", "1e8", str(tmp / "kh.pt"),
+              str(fq)]),
         # Digital normalization k = 20, C = 20.
         Case("normalize-by-median, 1 thread", "kmerflow",
              [kf, "normalize-by-median", "-q", "-T", "1", "-k", "20", "-C", "20", "-N", "4", "-x", "1e8",
