@@ -465,13 +465,8 @@ impl KTable {
         Self::with_bins(|bins| self.add_all::<false>(hashes, bins));
     }
 
-    /// [`KTable::add_hashes`], calling `each` with every hash, in order, and whether it was new
-    /// (what [`KTable::add_hash`] returns). Thread-safe.
-    pub fn add_hashes_each(&self, hashes: &[u64], each: impl FnMut(u64, bool)) {
-        Self::with_bins(|bins| self.add_each::<false>(hashes, bins, each));
-    }
-
-    /// [`KTable::add_hashes_each`] for a single writer (see [`KTable::consume_exclusive`]).
+    /// [`KTable::add_hashes_exclusive`], calling `each` with every hash, in order, and whether
+    /// it was new (what [`KTable::add_hash`] returns).
     pub fn add_hashes_each_exclusive(&mut self, hashes: &[u64], each: impl FnMut(u64, bool)) {
         Self::with_bins(|bins| self.add_each::<true>(hashes, bins, each));
     }
