@@ -11,7 +11,7 @@
 
 use crate::io::{BundleBatch, FastxReader, PairMode, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
-use crate::table::KTable;
+use crate::table::{trim_position, KTable};
 use crate::{Error, Result};
 use std::ops::Range;
 
@@ -107,12 +107,6 @@ pub fn bundle_source(
     Ok(super::reads::bundle_batches(reader))
 }
 
-/// khmer's `get_median_count(seq)[0]`: the upper median of the k-mer counts of a cleaned
-/// sequence (0 when it has no k-mer).
-pub fn median_count(table: &KTable, clean_seq: &[u8]) -> u32 {
-    table.median_count(clean_seq).map_or(0, |m| m.0)
-}
-
 /// What khmer's `trim_record` does with one read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trim {
@@ -125,6 +119,23 @@ pub enum Trim {
 }
 
 impl Trim {
+    /// What happens to a read of `len` bases cut at position `cut`: dropped when fewer than k
+    /// bases remain.
+    fn at(cut: usize, k: usize, len: usize) -> Trim {
+        if cut < k {
+            Trim::Drop
+        } else if cut == len {
+            Trim::Keep
+        } else {
+            Trim::Truncate(cut)
+        }
+    }
+
+    /// [`trim_record`] without variable coverage, from the read's k-mer counts (in read order).
+    pub fn of_counts(counts: &[u32], k: usize, len: usize, cutoff: u32) -> Trim {
+        Trim::at(trim_position(counts, k, len, |count| count >= cutoff), k, len)
+    }
+
     /// True when khmer counts the read as trimmed (`did_trim`: truncated or dropped).
     pub fn did_trim(self) -> bool {
         self != Trim::Keep
@@ -154,14 +165,7 @@ pub fn trim_record(table: &KTable, clean_seq: &[u8], cutoff: u32, variable_cover
             return Trim::Keep;
         }
     }
-    let p = table.trim_on_abundance(clean_seq, cutoff);
-    if p < table.ksize() {
-        Trim::Drop
-    } else if p == clean_seq.len() {
-        Trim::Keep
-    } else {
-        Trim::Truncate(p)
-    }
+    Trim::at(table.trim_on_abundance(clean_seq, cutoff), table.ksize(), clean_seq.len())
 }
 
 /// Refuses k above the 2-bit hash limit with a clear message.

@@ -7,15 +7,14 @@
 //! reads the table, so workers trim batches in parallel.
 
 use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, median_count, trim_record, CleanBatch,
-    Cleaning, Trim,
+    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, trim_record, CleanBatch, Cleaning, Trim,
 };
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use super::SummaryFormat;
 use crate::io::{write_record, Compression, OutputFile, PairMode};
 use crate::pipeline::run_ordered;
-use crate::table::{HashKind, KTable};
+use crate::table::{median_mean_stddev, HashKind, KTable};
 use crate::{Error, Result};
 use std::io::Write;
 
@@ -175,17 +174,27 @@ fn pass1_batch(
     aside: &mut Vec<u8>,
 ) {
     t.s.short_dropped += cb.bundles.n_short_dropped;
+    // The k-mer counts of each read of a bundle, read once for its median and its trimming (the
+    // table does not change in between).
+    let (mut counts, mut sorted): (Vec<Vec<u32>>, Vec<u32>) = (Vec::new(), Vec::new());
     for b in cb.bundle_reads() {
         t.s.reads += b.len() as u64;
         t.s.basepairs += b.iter().map(|i| cb.record(i).seq.len() as u64).sum::<u64>();
-        let cov = b.iter().map(|i| median_count(table, cb.clean_seq(i))).min().unwrap_or(0);
+        counts.resize_with(b.len(), Vec::new);
+        let mut cov = u32::MAX;
+        for (read_counts, i) in counts.iter_mut().zip(b.iter()) {
+            read_counts.clear();
+            table.kmer_counts(cb.clean_seq(i), read_counts);
+            sorted.clone_from(read_counts);
+            cov = cov.min(median_mean_stddev(&mut sorted).map_or(0, |m| m.0));
+        }
         if o.diginorm.is_some_and(|d| cov >= d) {
             continue;
         }
         if cov >= o.trim_at_coverage {
-            for i in b.iter() {
+            for (read_counts, i) in counts.iter().zip(b.iter()) {
                 let rec = cb.record(i);
-                let trim = trim_record(table, cb.clean_seq(i), o.cutoff, None);
+                let trim = Trim::of_counts(read_counts, table.ksize(), cb.clean_seq(i).len(), o.cutoff);
                 if trim.did_trim() {
                     t.s.reads_trimmed += 1;
                 }
