@@ -479,18 +479,13 @@ impl KTable {
 
     /// Appends the count of every k-mer of `seq` to `out`.
     pub fn kmer_counts(&self, seq: &[u8], out: &mut Vec<u32>) {
-        self.with_hashes(seq, |s| self.counts_of(&s.hashes, out));
+        self.with_hashes(seq, |s| self.counts_for_hashes(&s.hashes, out));
     }
 
-    /// Appends the count of each hash to `out` (the same as [`KTable::get_hash`] on each), with
-    /// the bins prefetched.
+    /// Appends the count of each hash to `out` (the same as [`KTable::get_hash`] on each): the
+    /// minimum over the tables taken one table at a time with the bins prefetched (a table's
+    /// huge pages stay in the TLB), then bigcount values where saturated.
     pub fn counts_for_hashes(&self, hashes: &[u64], out: &mut Vec<u32>) {
-        self.counts_of(hashes, out);
-    }
-
-    /// Appends the counts of `hashes` to `out`: the minimum over the tables taken one table at
-    /// a time (a table's huge pages stay in the TLB), then bigcount values where saturated.
-    fn counts_of(&self, hashes: &[u64], out: &mut Vec<u32>) {
         let start = out.len();
         with_cells!(self.storage, C => {
             out.resize(start + hashes.len(), u32::from(C::MAX));
@@ -566,7 +561,7 @@ impl KTable {
     pub fn abundance_distribution_seq(&self, seq: &[u8], tracking: &KTable, dist: &mut [u64]) {
         self.with_hashes(seq, |s| {
             let mut counts = Vec::with_capacity(s.hashes.len());
-            self.counts_of(&s.hashes, &mut counts);
+            self.counts_for_hashes(&s.hashes, &mut counts);
             for (&hash, &count) in s.hashes.iter().zip(&counts) {
                 if tracking.get_hash(hash) == 0 {
                     tracking.add_hash(hash);
