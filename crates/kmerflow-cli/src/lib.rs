@@ -31,6 +31,20 @@ struct Cli {
     command: Command,
 }
 
+/// The command-line definition: clap's derive output with every subcommand printing its version
+/// as `kmerflow VERSION` (clap would say `kmerflow-SUBCOMMAND VERSION`), and a long-only
+/// `--version` where khmer's `-V` means something else.
+fn cli_command() -> clap::Command {
+    Cli::command().mut_subcommands(|sub| {
+        let sub = sub.display_name("kmerflow");
+        if sub.get_arguments().any(|a| a.get_short() == Some('V')) {
+            sub.arg(clap::Arg::new("version").long("version").action(clap::ArgAction::Version).help("Print version"))
+        } else {
+            sub
+        }
+    })
+}
+
 /// A failed command line: the exit code and the message to show (one line for data errors,
 /// clap's usage text for usage errors).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +66,7 @@ impl std::error::Error for CliError {}
 /// Parses and runs `argv` (program name first). Help and version requests print to stdout and
 /// succeed; a closed output pipe ends quietly and succeeds.
 pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
-    let matches = match Cli::command().try_get_matches_from(&argv) {
+    let matches = match cli_command().try_get_matches_from(&argv) {
         Ok(m) => m,
         Err(e) if !e.use_stderr() => {
             // --help / --version: print to stdout; a closed stdout is not an error.
@@ -122,7 +136,26 @@ mod tests {
 
     #[test]
     fn command_definitions_are_consistent() {
-        Cli::command().debug_assert();
+        cli_command().debug_assert();
+    }
+
+    #[test]
+    fn every_subcommand_prints_the_same_version() {
+        let mut cmd = cli_command();
+        let names: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
+        for name in names {
+            let err = cmd.try_get_matches_from_mut(["kmerflow", &name, "--version"]).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::DisplayVersion, "{name}");
+            assert_eq!(err.to_string(), format!("kmerflow {}\n", env!("CARGO_PKG_VERSION")), "{name}");
+        }
+    }
+
+    #[test]
+    fn every_subcommand_has_examples_in_its_help() {
+        for sub in cli_command().get_subcommands() {
+            let help = sub.get_after_help().map(|h| h.to_string()).unwrap_or_default();
+            assert!(help.contains("Examples:\n  kmerflow "), "{} --help has no examples", sub.get_name());
+        }
     }
 
     #[test]

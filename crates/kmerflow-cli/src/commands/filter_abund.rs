@@ -49,7 +49,18 @@ impl FilterArgs {
 
 /// Trim reads at k-mers whose count in a saved countgraph is below the cutoff.
 #[derive(ClapArgs, Debug, Clone)]
-#[command(disable_version_flag = true)] // -V is --variable-coverage, as in khmer
+// -V is --variable-coverage, as in khmer: the version is `--version` alone
+#[command(disable_version_flag = true)]
+#[command(after_help = "\
+Each read is cut before its first k-mer whose count is below -C; reads left shorter than k are
+dropped. With -V, only reads whose median count reaches -Z are trimmed (khmer's rule for
+variable-coverage data such as metagenomes and transcriptomes). Outputs are identical for any
+-T and equal to khmer's.
+
+Examples:
+  kmerflow load-into-counting -k 20 -M 4G reads.ct reads.fq.gz
+  kmerflow filter-abund -C 2 -o reads.filt.fq reads.ct reads.fq.gz
+  kmerflow filter-abund -V -Z 20 -C 2 reads.ct a.fq.gz b.fq.gz   # a.fq.gz.abundfilt, ...")]
 pub struct Args {
     #[command(flatten)]
     pub filter: FilterArgs,

@@ -10,7 +10,16 @@ use kmerflow_core::Result;
 
 /// Count k-mers of a file and trim its reads at k-mers below the cutoff.
 #[derive(ClapArgs, Debug, Clone)]
-#[command(disable_version_flag = true)] // -V is --variable-coverage, as in khmer
+// -V is --variable-coverage, as in khmer: the version is `--version` alone
+#[command(disable_version_flag = true)]
+#[command(after_help = "\
+The input is read twice: once to count its k-mers, once to trim its reads (so it must be a
+file, not a pipe). Reads are cut before their first k-mer whose count is below -C; with -V only
+reads whose median count reaches -Z are trimmed. Identical for any -T and equal to khmer's.
+
+Examples:
+  kmerflow filter-abund-single -k 20 -M 4G -C 2 -o reads.filt.fq reads.fq.gz
+  kmerflow filter-abund-single -k 20 -M 4G -V --savegraph reads.ct reads.fq.gz")]
 pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,

@@ -9,8 +9,20 @@ use kmerflow_core::Result;
 /// `--summary-info` values.
 /// Trim low-abundance k-mers from reads in two streaming passes.
 #[derive(ClapArgs, Debug, Clone)]
-// -V is --variable-coverage and -T the temporary directory, as in khmer
+// -V is --variable-coverage and -T the temporary directory, as in khmer: the version is
+// `--version` alone and the threads `--threads`
 #[command(disable_version_flag = true, mut_arg("threads", |a| a.short(None)))]
+#[command(after_help = "\
+Pass 1 counts the reads and trims those whose k-mers already reached -Z; reads of lower
+coverage are set aside in the temporary directory (-T) and trimmed in pass 2, when the table
+holds the whole input. -V keeps low-coverage reads untrimmed (variable-coverage data);
+--diginorm also normalizes to --diginorm-coverage while counting. Identical for any --threads
+and equal to khmer's.
+
+Examples:
+  kmerflow trim-low-abund -k 20 -M 4G -C 3 -Z 18 -o reads.trim.fq reads.fq.gz
+  kmerflow trim-low-abund -k 20 -M 4G -V --threads 4 -T /scratch -o out.fq a.fq b.fq
+  kmerflow trim-low-abund -k 20 -M 4G --diginorm --diginorm-coverage 20 -o out.fq reads.fq")]
 pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,
