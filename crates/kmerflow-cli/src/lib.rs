@@ -25,7 +25,9 @@ pub const EXIT_USAGE: i32 = 2;
 /// kmerflow: fast k-mer counting and read preprocessing, compatible with khmer.
 #[derive(Debug, Parser)]
 #[command(name = "kmerflow", version, propagate_version = true, max_term_width = 100)]
-#[command(after_help = "Run `kmerflow <command> --help` for a command's options and examples.")]
+#[command(after_help = "Run `kmerflow <command> --help` for a command's options and examples.\n\n\
+    Many samples: `kmerflow pipeline SAMPLESHEET -o OUTDIR` runs khmer's protocol per sample on Dask\n\
+    (installed Python package with the `dask` extra; `kmerflow pipeline --help`).")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
