@@ -47,7 +47,7 @@ def _reads(genome: str, n_pairs: int, seed: int) -> tuple[list[str], list[str]]:
         pos = rng.randrange(len(genome) - 300)
         frag = genome[pos:pos + rng.randrange(200, 300)]
         mates = [frag[:100], frag[-100:].translate(comp)[::-1]]
-        for mate, out in zip(mates, (r1, r2)):
+        for mate, out in zip(mates, (r1, r2), strict=True):
             seq = "".join(rng.choice("ACGT") if rng.random() < 0.01 else b for b in mate)
             out.append(f"@s{seed}_{i}/{1 + (out is r2)}\n{seq}\n+\n{'I' * len(seq)}\n")
     return r1, r2
@@ -166,7 +166,7 @@ def test_reports_and_multiqc(finished: Path, tmp_path: Path):
         assert ident in text, ident
     table = (mqc / "multiqc_data" / "multiqc_kmerflow_reads.txt").read_text().splitlines()
     header = table[0].split("\t")
-    row_a = dict(zip(header, next(r for r in table if r.startswith("a\t")).split("\t")))
+    row_a = dict(zip(header, next(r for r in table if r.startswith("a\t")).split("\t"), strict=True))
     assert float(row_a["input"]) == 6000 and float(row_a["renormalize"]) > 0
 
 
@@ -251,3 +251,31 @@ def test_help_lists_the_pipeline():
     assert "kmerflow pipeline SAMPLESHEET" in kmerflow("--help").stdout.decode()
     usage = subprocess.run(_pipeline_cmd("--help"), capture_output=True, text=True)
     assert usage.returncode == 0 and "--keep-going" in usage.stdout
+
+
+def test_chunk_cuts_fall_between_pairs_at_record_starts(tmp_path: Path):
+    from kmerflow.pipeline.chunks import cut_points, pair_key
+
+    rng = random.Random(5)
+    records = []
+    for i in range(300):
+        mates = (1, 2) if rng.random() < 0.8 else (rng.choice((1, 2)),)
+        for m in mates:
+            qual = "@" + "I" * 29  # a quality line starting with '@' must not resync
+            records.append(f"@r{i}/{m} comment\n{'ACGT' * 7}AC\n+\n{qual}\n")
+    path = tmp_path / "il.fq"
+    path.write_text("".join(records))
+    data = path.read_bytes()
+    starts = {sum(len(r) for r in records[:j]) for j in range(len(records) + 1)}
+    for n in (1, 2, 5, 17, 100):
+        cuts = cut_points(path, n)
+        assert cuts[0] == 0 and cuts[-1] == len(data) and cuts == sorted(cuts)
+        for c in cuts[1:-1]:
+            assert c in starts
+            before = data[:c].decode().splitlines()[-4]
+            after = data[c:].decode().splitlines()[0]
+            assert pair_key(before.encode()) != pair_key(after.encode()), (n, c)
+    fasta = tmp_path / "x.fa"
+    fasta.write_text("".join(f">s{i}\nACGT\nACGT\n" for i in range(50)))
+    cuts = cut_points(fasta, 4)
+    assert all(fasta.read_bytes()[c:c + 1] == b">" for c in cuts[1:-1])

@@ -81,6 +81,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (SampleSheetError, ConfigError) as e:
         print(f"kmerflow pipeline: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("kmerflow pipeline: interrupted (a rerun resumes from the manifest)", file=sys.stderr)
+        return 130
     for name, error in result.errors.items():
         print(f"kmerflow pipeline: error: sample {name}: {error}", file=sys.stderr)
     if not args.quiet:

@@ -20,10 +20,14 @@ pipeline and cannot be given.
 from __future__ import annotations
 
 import inspect
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
 
 from kmerflow import commands
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kmerflow.errors import KmerflowError
 from kmerflow.pipeline.config import STEP_COMMANDS
 from kmerflow.pipeline.samplesheet import Sample
-from kmerflow.errors import KmerflowError
 from kmerflow.reads import open_reads
 
 

@@ -230,7 +230,7 @@ def _num(v: float) -> str:
 def _legend(names: list[str], x: int, y: int, colours: list[str]) -> list[str]:
     return [f"<rect x='{x}' y='{y + 14 * i}' width='10' height='10' fill='{c}'/>"
             f"<text x='{x + 14}' y='{y + 14 * i + 9}'>{html.escape(n)}</text>"
-            for i, (n, c) in enumerate(zip(names, colours))]
+            for i, (n, c) in enumerate(zip(names, colours, strict=True))]
 
 
 def _lines(series: dict[str, list[tuple[float, float]]], xlabel: str, ylabel: str,
@@ -245,7 +245,7 @@ def _lines(series: dict[str, list[tuple[float, float]]], xlabel: str, ylabel: st
     ymax = max((fy(y) for pts in series.values() for _, y in pts), default=1) or 1
     body = _axes(x0, y0, w, h, xlabel, ylabel, xmax, ymax)
     colours = [_LINE_COLOURS[i % len(_LINE_COLOURS)] for i in range(len(series))]
-    for (name, pts), colour in zip(series.items(), colours):
+    for (name, pts), colour in zip(series.items(), colours, strict=True):
         coords = " ".join(f"{x0 + w * x / xmax:.1f},{y0 + h - h * fy(y) / ymax:.1f}"
                           for x, y in sorted(pts))
         body.append(f"<polyline fill='none' stroke='{colour}' stroke-width='1.5' "
@@ -287,7 +287,7 @@ def _gantt(timeline: list[dict[str, Any]], started: float) -> str:
     x0, y0, lane_h = 150, 10, 22
     w = 800
     body = []
-    for i, (worker, thread) in enumerate(lanes):
+    for i, (worker, _thread) in enumerate(lanes):
         y = y0 + i * lane_h
         body.append(f"<text x='{x0 - 6}' y='{y + 15}' text-anchor='end'>"
                     f"{html.escape(str(worker))}</text>")

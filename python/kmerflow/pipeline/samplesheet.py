@@ -76,11 +76,11 @@ def read_samplesheet(path: str | os.PathLike[str], config: PipelineConfig) -> li
     base = path.parent
     samples: list[Sample] = []
     seen: dict[str, int] = {}
-    for (lineno, _), row in zip(lines[1:], rows[1:]):
+    for (lineno, _), row in zip(lines[1:], rows[1:], strict=True):
         where = f"{path} line {lineno}"
         if len(row) != len(header):
             raise SampleSheetError(f"{where}: {len(row)} fields, the header has {len(header)}")
-        values = {h: v.strip() for h, v in zip(header, row)}
+        values = {h: v.strip() for h, v in zip(header, row, strict=True)}
         name = values.pop("sample")
         if not _NAME.match(name):
             raise SampleSheetError(f"{where}: sample name {name!r} must be letters, digits, "
