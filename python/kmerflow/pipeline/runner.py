@@ -122,9 +122,8 @@ class Driver:
             self._start_more(waiting, completed)
             for future in completed:
                 key = future.key
-                sample_run = self.owner.pop(key)
-                self.futures.pop(key, None)
-                if sample_run.status != "running":
+                sample_run = self.owner.get(key)
+                if sample_run is None or sample_run.status != "running":
                     continue
                 try:
                     result = future.result()
@@ -206,7 +205,15 @@ class Driver:
         sample_run.step_index += 1
         self._begin_step(sample_run, completed)
 
+    def _release(self, sample_run: SampleRun) -> None:
+        """Drop the sample's futures. They are held until then so that the scheduler's task
+        group stays large enough for its queue (it counts tasks not yet forgotten)."""
+        for key in [k for k, owner in self.owner.items() if owner is sample_run]:
+            del self.owner[key]
+            del self.futures[key]
+
     def _finish(self, sample_run: SampleRun) -> None:
+        self._release(sample_run)
         sample_run.manifest.set_complete(True)
         shutil.rmtree(sample_run.dirs.scratch, ignore_errors=True)
         sample_run.status = "done"
@@ -220,7 +227,8 @@ class Driver:
         sample_run.finished = time.time()
         self.log(f"{sample_run.sample.name}: FAILED: {sample_run.error}")
         mine = [k for k, owner in self.owner.items() if owner is sample_run]
-        self.client.cancel([self.futures[k] for k in mine if k in self.futures])
+        self.client.cancel([self.futures[k] for k in mine])
+        self._release(sample_run)
 
     def _cancel_all(self) -> None:
         for sample_run in self.runs:
@@ -228,6 +236,8 @@ class Driver:
                 sample_run.status = "failed"
                 sample_run.error = "not finished: stopped after another sample failed"
         self.client.cancel(list(self.futures.values()))
+        self.futures.clear()
+        self.owner.clear()
 
     # --- tasks --------------------------------------------------------------------------------
 
