@@ -183,8 +183,9 @@ def test_failing_sample_with_keep_going(inputs: Path, client, tmp_path: Path):
     sheet = tmp_path / "samples.csv"
     sheet.write_text(f"sample,r1\nc,{inputs / 'c_1.fq'}\nbad,bad.fq\n")
     out = tmp_path / "out"
-    result = run(sheet, out, config=inputs / "steps.toml", client=client, keep_going=True,
-                 log=lambda m: None)
+    # By scheduler address, as for any running cluster.
+    result = run(sheet, out, config=inputs / "steps.toml", scheduler=client.scheduler.address,
+                 keep_going=True, log=lambda m: None)
     assert result.status == {"c": "done", "bad": "failed"}
     assert "normalize" in result.errors["bad"] and "bad.fq" in result.errors["bad"]
     assert (out / "c" / "c.renormalize.fq").stat().st_size > 0

@@ -202,7 +202,9 @@ def _svg(width: int, height: int, body: Iterable[str]) -> str:
 
 
 def _axes(x0: int, y0: int, w: int, h: int, xlabel: str, ylabel: str,
-          xmax: float, ymax: float, ymin: float = 0.0) -> list[str]:
+          xmax: Optional[float], ymax: float) -> list[str]:
+    """Axes with five ticks on y, and on x unless ``xmax`` is None (a bar chart labels its
+    groups itself)."""
     out = [f"<line x1='{x0}' y1='{y0 + h}' x2='{x0 + w}' y2='{y0 + h}' stroke='black'/>",
            f"<line x1='{x0}' y1='{y0}' x2='{x0}' y2='{y0 + h}' stroke='black'/>",
            f"<text x='{x0 + w / 2}' y='{y0 + h + 32}' text-anchor='middle'>"
@@ -210,12 +212,11 @@ def _axes(x0: int, y0: int, w: int, h: int, xlabel: str, ylabel: str,
            f"<text transform='translate({x0 - 48},{y0 + h / 2}) rotate(-90)' "
            f"text-anchor='middle'>{html.escape(ylabel)}</text>"]
     for i in range(5):
-        fx = xmax * i / 4
-        fy = ymin + (ymax - ymin) * i / 4
-        out.append(f"<text x='{x0 + w * i / 4}' y='{y0 + h + 15}' text-anchor='middle'>"
-                   f"{_num(fx)}</text>")
+        if xmax is not None:
+            out.append(f"<text x='{x0 + w * i / 4}' y='{y0 + h + 15}' text-anchor='middle'>"
+                       f"{_num(xmax * i / 4)}</text>")
         out.append(f"<text x='{x0 - 4}' y='{y0 + h - h * i / 4 + 4}' text-anchor='end'>"
-                   f"{_num(fy)}</text>")
+                   f"{_num(ymax * i / 4)}</text>")
     return out
 
 
@@ -261,12 +262,7 @@ def _grouped_bars(groups: dict[str, dict[str, int]]) -> str:
     group_w = bar * len(steps) + 14
     w = max(group_w * len(groups), 200)
     ymax = max((v for counts in groups.values() for v in counts.values()), default=1) or 1
-    body = _axes(x0, y0, w, h, "sample", "reads", 0, ymax)[:2]
-    body.append(f"<text transform='translate({x0 - 48},{y0 + h / 2}) rotate(-90)' "
-                f"text-anchor='middle'>reads</text>")
-    for i in range(5):
-        body.append(f"<text x='{x0 - 4}' y='{y0 + h - h * i / 4 + 4}' text-anchor='end'>"
-                    f"{_num(ymax * i / 4)}</text>")
+    body = _axes(x0, y0, w, h, "", "reads", None, ymax)
     for g, (sample, counts) in enumerate(groups.items()):
         gx = x0 + 7 + g * group_w
         for j, step in enumerate(steps):
