@@ -118,7 +118,7 @@ def _write_reports(samples: list[Sample], outcome: Any, out: Path) -> PipelineRe
                 sample.name, status, sample_run.error,
                 [p for p in (sample.r1, sample.r2) if p is not None], sample.overrides,
                 sample_run.manifest.data, out)
-            report.write_atomic(summary_path, json.dumps(summary, indent=1))
+            report.write_atomic(summary_path, json.dumps(summary, indent=1, default=str))
             summaries.append(summary)
     n_done = sum(r.status == "done" for r in outcome.samples)
     stats = report.run_stats(outcome.timeline, outcome.workers, outcome.started,

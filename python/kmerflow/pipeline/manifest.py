@@ -96,7 +96,7 @@ class Manifest:
         """Write the manifest under a temporary name and rename it into place."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True))
+        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True, default=str))
         os.replace(tmp, self.path)
 
 

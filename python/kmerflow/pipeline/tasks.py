@@ -7,6 +7,7 @@ workers must see.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from pathlib import Path
@@ -29,7 +30,9 @@ def call_command(function: str, *args: Any, **options: Any) -> dict[str, Any]:
         result = getattr(commands, function)(*args, quiet=True, **options)
     except Exception as e:
         raise StepFailed(str(e)) from None
-    return {} if result is None else dict(vars(result))
+    if result is None:
+        return {}
+    return dataclasses.asdict(result) if dataclasses.is_dataclass(result) else dict(vars(result))
 
 
 def file_record(path: str | os.PathLike[str]) -> dict[str, Any]:
