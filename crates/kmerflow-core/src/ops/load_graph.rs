@@ -183,10 +183,8 @@ pub fn run(opts: &Options) -> Result<Summary> {
     if opts.build_tagset {
         tagset.save(k, &format!("{}.tagset", opts.output))?;
     }
-    let info = format!(
-        "{} unique k-mers\nfalse positive rate estimated to be {:.3}\n",
-        summary.unique_kmers, summary.fp_rate
-    );
+    let info =
+        format!("{} unique k-mers\nfalse positive rate estimated to be {:.3}\n", summary.unique_kmers, summary.fp_rate);
     write_text(&format!("{}.info", opts.output), &info)?;
     Ok(summary)
 }

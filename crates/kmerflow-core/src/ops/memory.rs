@@ -46,7 +46,7 @@ fn address_space_left() -> Option<u64> {
         let line = status.lines().find(|l| l.starts_with("VmSize:"))?;
         line.split_whitespace().nth(1)?.parse::<u64>().ok()
     });
-    Some((limit.rlim_cur as u64).saturating_sub(used_kb.unwrap_or(0) * 1024))
+    Some(limit.rlim_cur.saturating_sub(used_kb.unwrap_or(0) * 1024))
 }
 
 /// Refuses a table of `bytes` that cannot be had (see the module documentation).
@@ -79,7 +79,10 @@ mod tests {
         assert!(err.contains("physical memory") && err.contains("-M/--max-memory-usage"), "{err}");
         assert!(check_table_fits(1e6, Backing::Memory).is_ok());
         if address_space_left().is_none() {
-            assert!(check_table_fits(physical_memory() as f64 * 2.0, Backing::File).is_ok(), "a file map may exceed RAM");
+            assert!(
+                check_table_fits(physical_memory() as f64 * 2.0, Backing::File).is_ok(),
+                "a file map may exceed RAM"
+            );
         }
     }
 }
