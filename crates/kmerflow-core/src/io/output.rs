@@ -7,9 +7,9 @@
 //! followed); it gets the mode of the file it replaces. Temporaries of the same output left by
 //! a process that no longer runs (killed with SIGKILL, say) are removed by the next run writing
 //! that output. Where the target cannot be replaced without harm it is written in place: a
-//! FIFO, a character or block device or a socket, and anything reached through `/dev/` or
-//! `/proc/` (`/dev/stdout`, `/dev/fd/3`, or a symbolic link to them), which is opened for
-//! appending without truncating. An existing target whose owner-write bit is unset (or that
+//! FIFO, a character or block device or a socket, and a process's open file (`/dev/stdout`,
+//! `/dev/stderr`, `/dev/fd/3`, anything under `/proc/`, or a symbolic link to them), which is
+//! opened for appending without truncating. An existing target whose owner-write bit is unset (or that
 //! the process may not write) is refused with "Permission denied" before anything is read, even
 //! for root, as khmer refuses it for users. A symbolic link to a regular file is followed: the
 //! file it points to is replaced and the link stays.
@@ -66,12 +66,14 @@ enum Target {
     Replace { path: PathBuf, mode: Option<u32> },
 }
 
-/// True when `path`, or a symbolic link on the way to the file it names, lies under `/dev/`
-/// or `/proc/` (`/dev/stdout` -> `/proc/self/fd/1` -> the shell's file).
-fn reaches_system_files(path: &Path) -> bool {
+/// True when `path`, or a symbolic link on the way to the file it names, is an open file of a
+/// process: `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` or under `/proc/` (`/dev/stdout` ->
+/// `/proc/self/fd/1` -> the file the shell opened, which must not be replaced).
+fn reaches_open_file(path: &Path) -> bool {
     let mut current = path.to_path_buf();
     for _ in 0..40 {
-        if current.starts_with("/dev") || current.starts_with("/proc") {
+        let std = ["/dev/stdout", "/dev/stderr", "/dev/stdin"].iter().any(|s| current == Path::new(s));
+        if std || current.starts_with("/dev/fd") || current.starts_with("/proc") {
             return true;
         }
         match std::fs::read_link(&current) {
@@ -90,7 +92,7 @@ fn owner_may_write(mode: u32) -> bool {
 /// Decides how `path` (not `-`) is written; refuses a directory and a write-protected file.
 fn target_of(path: &str) -> Result<Target> {
     let p = Path::new(path);
-    if reaches_system_files(p) {
+    if reaches_open_file(p) {
         return Ok(Target::InPlace);
     }
     let meta = match std::fs::metadata(p) {
@@ -528,6 +530,15 @@ mod tests {
         out.write_all(b">a\nAC\n").unwrap();
         out.close().unwrap().commit().unwrap();
         assert_eq!(names(dir.path()), ["out.fa"]);
+    }
+
+    #[test]
+    fn a_regular_file_under_dev_is_replaced_not_appended() {
+        let Ok(dir) = tempfile::tempdir_in("/dev/shm") else { return };
+        let path = dir.path().join("out.fa");
+        write_whole(&path, b"first").unwrap();
+        write_whole(&path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
     }
 
     #[test]
