@@ -167,8 +167,12 @@ def test_load_into_counting_matches_khmer(tmp_path, data, name, flags):
     ours = kmerflow("load-into-counting", *flags, "-T", "2", "-s", "tsv", "out.ct", reads,
                     cwd=tmp_path / "b", check=False)
     assert (ours.returncode == 0) == (theirs.returncode == 0), stderr(ours)
+    if theirs.returncode != 0:
+        # A too-full table: khmer leaves the table and out.ct.info behind; kmerflow writes nothing.
+        assert list((tmp_path / "b").iterdir()) == []
+        return
     assert_same_table(tmp_path / "b/out.ct", tmp_path / "a/out.ct")
-    for side in ["out.ct.info"] + (["out.ct.info.tsv"] if theirs.returncode == 0 else []):
+    for side in ["out.ct.info", "out.ct.info.tsv"]:
         assert (tmp_path / "b" / side).read_bytes() == (tmp_path / "a" / side).read_bytes()
 
 

@@ -10,9 +10,10 @@
 //! gzip inputs in BGZF form are decompressed in parallel ([`bgzf`]); `.gz` outputs are
 //! compressed in parallel (BGZF) when more than one io thread is set ([`set_threads`]).
 //!
-//! Writing path: [`output::OutputFile`] writes to a temporary name and renames on success,
-//! compressing by the output name's extension; [`output::write_record`] formats records
-//! exactly as khmer does.
+//! Writing path: [`output::OutputFile`] writes a regular file under a temporary name and renames
+//! it on success (special files in place), compressing by the output name's extension;
+//! [`output::write_record`] formats records exactly as khmer does; [`same_file`] refuses an
+//! output that is one of the inputs.
 
 pub mod bgzf;
 pub mod compress;
@@ -21,11 +22,13 @@ pub mod output;
 pub mod pairs;
 mod parse;
 pub mod pump;
+pub mod same_file;
 
 pub use compress::Compression;
 pub use fastx::{FastxReader, Format, OwnedRecord, Record, RecordBatch};
-pub use output::{write_record, OutputFile};
+pub use output::{write_record, OutputFile, Staged};
 pub use pairs::{Bundle, BundleBatch, PairMode, PairedReader};
+pub use same_file::refuse_inputs_as_outputs;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

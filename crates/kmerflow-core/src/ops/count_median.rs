@@ -44,6 +44,7 @@ pub fn median_row(table: &KTable, name: &[u8], seq: &[u8], clean: &mut Vec<u8>) 
 
 /// Runs `count-median`.
 pub fn run(opts: &Options) -> Result<Summary> {
+    crate::io::refuse_inputs_as_outputs([&opts.graph, &opts.input], [&opts.output])?;
     let table = KTable::load(&opts.graph, HashKind::TwoBit)?;
     let mut text = String::from("name,median,average,stddev,seqlen\r\n");
     let mut summary = Summary::default();

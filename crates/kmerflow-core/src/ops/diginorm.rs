@@ -10,7 +10,7 @@ use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, CleanBatch, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, TableParams};
-use crate::io::{Compression, OutputFile, PairMode};
+use crate::io::{Compression, OutputFile, PairMode, Staged};
 use crate::kmer::twobit;
 use crate::pipeline::{metrics, run_ordered};
 use crate::table::blocked::KmerHasher;
@@ -160,7 +160,7 @@ struct Normalizer<'a> {
     /// Probe scratch of the table passes.
     probes: Vec<u64>,
     summary: Summary,
-    report: Option<std::io::BufWriter<std::fs::File>>,
+    report: Option<OutputFile>,
     next_report_at: u64,
     last_report_at: u64,
 }
@@ -270,6 +270,13 @@ pub fn run(opts: &Options) -> Result<Summary> {
     if opts.cutoff > 255 {
         return Err(Error::invalid(format!("cutoff {} must be in 0..256", opts.cutoff)));
     }
+    let reads: Vec<&String> = opts.inputs.iter().chain(&opts.unpaired).collect();
+    let keep: Vec<String> = match &opts.output {
+        Some(path) => vec![path.clone()],
+        None => reads.iter().map(|f| derived_name(f, ".keep", None)).collect(),
+    };
+    let side = [&opts.savegraph, &opts.report, &opts.report_json].into_iter().flatten();
+    crate::io::refuse_inputs_as_outputs(reads.iter().copied().chain(&opts.loadgraph), keep.iter().chain(side))?;
     if opts.paired && opts.force_single {
         return Err(Error::invalid("-p/--paired and --force_single cannot both be set"));
     }
@@ -303,10 +310,9 @@ pub fn run(opts: &Options) -> Result<Summary> {
     };
     let report = match &opts.report {
         Some(path) => {
-            let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-            let mut w = std::io::BufWriter::new(f);
-            w.write_all(b"total,kept,f_kept\n").map_err(|e| Error::io(path, e))?;
-            Some(w)
+            let mut out = create_output(path, Some(Compression::None))?;
+            write_to(&mut out, b"total,kept,f_kept\n")?;
+            Some(out)
         }
         None => None,
     };
@@ -336,6 +342,8 @@ pub fn run(opts: &Options) -> Result<Summary> {
         Some(path) => Some(create_output(path, opts.compression)?),
         None => None,
     };
+    // Every output appears only once the run has passed its final check.
+    let mut staged = Vec::new();
     for (path, mode) in files {
         let result = match single.as_mut() {
             Some(out) => norm.run_file(&mut table, path, mode, out),
@@ -344,7 +352,8 @@ pub fn run(opts: &Options) -> Result<Summary> {
                 create_output(&name, opts.compression).and_then(|mut out| {
                     norm.run_file(&mut table, path, mode, &mut out)?;
                     info(opts.quiet, format!("output in {name}"));
-                    out.finish()
+                    staged.push(out.close()?);
+                    Ok(())
                 })
             }
         };
@@ -358,17 +367,19 @@ pub fn run(opts: &Options) -> Result<Summary> {
             norm.summary.skipped_files.push(path.to_string());
         }
     }
-    if let Some(out) = single {
-        out.finish()?;
-    }
+    staged.extend(single.map(OutputFile::close).transpose()?);
+    staged.extend(norm.report.take().map(OutputFile::close).transpose()?);
     let mut summary = norm.summary;
     summary.unique_kmers = table.n_unique_kmers();
     info(opts.quiet, format!("Total number of unique k-mers: {}", summary.unique_kmers));
+    summary.fp_rate = any_fp_rate(&table);
+    let fp_checked = check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.force);
     if let Some(path) = &opts.savegraph {
         info(opts.quiet, format!("...saving to {path}"));
-        table.save(path)?;
+        if fp_checked.is_ok() {
+            table.save(path)?;
+        }
     }
-    summary.fp_rate = any_fp_rate(&table);
     info(opts.quiet, format!("fp rate estimated to be {:1.3}", summary.fp_rate));
     if summary.short_dropped > 0 {
         info(opts.quiet, format!("dropped {} reads shorter than k={}", summary.short_dropped, opts.table.ksize));
@@ -378,9 +389,10 @@ pub fn run(opts: &Options) -> Result<Summary> {
         info(false, "** I/O Errors occurred in the following files:");
         info(false, format!("\t{}", summary.skipped_files.join(" ")));
     }
+    fp_checked?;
     if let Some(path) = &opts.report_json {
         read_filter::write_json_report(path, &summary)?;
     }
-    check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.force)?;
+    staged.into_iter().try_for_each(Staged::commit)?;
     Ok(summary)
 }

@@ -39,6 +39,24 @@ pub struct FilterParams {
     pub report_json: Option<String>,
 }
 
+impl FilterParams {
+    /// Refuses an output (`-o` or `<input>.abundfilt`, `--report-json`, `savegraph`) that is one
+    /// of the `inputs` or the `table` read.
+    fn refuse_inputs_as_outputs<'a>(
+        &'a self,
+        table: impl IntoIterator<Item = &'a String>,
+        inputs: &'a [String],
+        savegraph: Option<&'a String>,
+    ) -> Result<()> {
+        let filtered: Vec<String> = match &self.output {
+            Some(path) => vec![path.clone()],
+            None => inputs.iter().map(|f| derived_name(f, ".abundfilt", None)).collect(),
+        };
+        let side = self.report_json.iter().chain(savegraph);
+        crate::io::refuse_inputs_as_outputs(inputs.iter().chain(table), filtered.iter().chain(side))
+    }
+}
+
 impl Default for FilterParams {
     fn default() -> Self {
         FilterParams {
@@ -191,6 +209,7 @@ fn filter_all(table: &KTable, inputs: &[String], p: &FilterParams, summary: &mut
 
 /// Runs filter-abund.
 pub fn run(opts: &Options) -> Result<Summary> {
+    opts.filter.refuse_inputs_as_outputs(std::iter::once(&opts.graph), &opts.inputs, None)?;
     info(opts.filter.quiet, format!("loading countgraph: {}", opts.graph));
     let table = KTable::load(&opts.graph, HashKind::TwoBit)?;
     info(opts.filter.quiet, format!("K: {}", table.ksize()));
@@ -205,6 +224,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
 
 /// Runs filter-abund-single.
 pub fn run_single(opts: &SingleOptions) -> Result<Summary> {
+    opts.filter.refuse_inputs_as_outputs(None, std::slice::from_ref(&opts.input), opts.savegraph.as_ref())?;
     check_ksize(opts.table.ksize)?;
     let quiet = opts.filter.quiet;
     info(quiet, "making countgraph");

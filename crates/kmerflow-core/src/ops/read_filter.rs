@@ -206,7 +206,7 @@ pub fn write_json_report(path: &str, value: &impl serde::Serialize) -> Result<()
     let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| Error::invalid(format!("{path}: cannot encode report: {e}")))?;
     text.push('\n');
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+    super::count::write_text(path, text)
 }
 
 #[cfg(test)]

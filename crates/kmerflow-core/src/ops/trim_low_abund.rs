@@ -12,7 +12,7 @@ use super::read_filter::{
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use super::SummaryFormat;
-use crate::io::{write_record, Compression, OutputFile, PairMode};
+use crate::io::{write_record, Compression, OutputFile, PairMode, Staged};
 use crate::pipeline::run_ordered;
 use crate::table::{median_mean_stddev, HashKind, KTable};
 use crate::{Error, Result};
@@ -323,6 +323,12 @@ fn make_tempdir(parent: &str) -> Result<std::path::PathBuf> {
 /// Runs trim-low-abund.
 pub fn run(o: &Options) -> Result<Summary> {
     check_options(o)?;
+    let trimmed: Vec<String> = match &o.output {
+        Some(path) => vec![path.clone()],
+        None => o.inputs.iter().map(|f| derived_name(f, ".abundtrim", None)).collect(),
+    };
+    let side = [&o.savegraph, &o.report_json].into_iter().flatten();
+    crate::io::refuse_inputs_as_outputs(o.inputs.iter().chain(&o.loadgraph), trimmed.iter().chain(side))?;
     let table = match &o.loadgraph {
         Some(path) => {
             info(o.quiet, format!("loading countgraph from {path}"));
@@ -341,18 +347,20 @@ pub fn run(o: &Options) -> Result<Summary> {
     info(o.quiet, format!("created temporary directory {};\nuse -T to change location", tempdir.display()));
     let result = run_passes(o, &table, &tempdir);
     let _ = std::fs::remove_dir_all(&tempdir);
-    let mut t = result?;
+    let (mut t, staged) = result?;
     let s = &mut t.s;
     s.fp_rate = expected_fp_rate(&table);
     print_summary(o, s);
     if s.short_dropped > 0 {
         info(o.quiet, format!("dropped {} reads shorter than k={k}", s.short_dropped));
     }
+    // As in khmer, a too-full table ends the run before the graph and summary are saved; the
+    // trimmed reads, complete under temporary names, are removed too.
+    check_fp_rate(s.fp_rate, MAX_FP_RATE, o.table.force)?;
     if let Some(path) = &o.report_json {
         read_filter::write_json_report(path, &*s)?;
     }
-    // As in khmer, a too-full table ends the run before the graph and summary are saved.
-    check_fp_rate(s.fp_rate, MAX_FP_RATE, o.table.force)?;
+    staged.into_iter().try_for_each(Staged::commit)?;
     match o.output.as_deref() {
         None => info(o.quiet, "output in *.abundtrim"),
         Some("-") => info(o.quiet, "output streamed to stdout"),
@@ -368,8 +376,8 @@ pub fn run(o: &Options) -> Result<Summary> {
     Ok(t.s)
 }
 
-/// Both passes over all inputs; outputs are finished on success.
-fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> Result<Tally<'a>> {
+/// Both passes over all inputs; the outputs are complete under their temporary names on success.
+fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> Result<(Tally<'a>, Vec<Staged>)> {
     let mut outs: Vec<OutputFile> = Vec::new();
     let mut jobs = Vec::new();
     let mut t = Tally {
@@ -424,10 +432,8 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path) -> 
             pass2_file(o, table, job, &mut outs[job.out], &mut t)?;
         }
     }
-    for out in outs {
-        out.finish()?;
-    }
-    Ok(t)
+    let staged = outs.into_iter().map(OutputFile::close).collect::<Result<_>>()?;
+    Ok((t, staged))
 }
 
 /// khmer's closing report lines, up to the false-positive rate.
@@ -503,7 +509,7 @@ fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat) -> Result
             (format!("{base}.info.tsv"), format!("{}\r\n{}\r\n", keys.join("\t"), vals.join("\t")))
         }
     };
-    std::fs::write(&path, text).map_err(|e| Error::io(&path, e))
+    super::count::write_text(&path, text)
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ pub fn extract_paired_reads(opts: &ExtractPairedOptions, progress: Progress) -> 
     let dir = opts.output_dir.as_deref();
     let explicit = [&opts.output_paired, &opts.output_single];
     let [paired_path, single_path] = two_outputs(input, explicit, [".pe", ".se"], dir, "-p and -s")?;
+    crate::io::refuse_inputs_as_outputs(opts.input.paths(), [&paired_path, &single_path])?;
     let reader = opts.input.open(PairMode::BrokenPaired)?;
     let mut paired = create_output(&paired_path, opts.compression)?;
     let mut single = create_output(&single_path, opts.compression)?;

@@ -144,6 +144,11 @@ impl PairedInput {
         PairedInput { path: path.into(), mate: None }
     }
 
+    /// The file and its mate file, if any.
+    pub fn paths(&self) -> impl Iterator<Item = &String> {
+        std::iter::once(&self.path).chain(&self.mate)
+    }
+
     /// Opens the input as bundles; two files always give pairs, whatever `mode` says.
     pub fn open(&self, mode: PairMode) -> Result<PairedReader> {
         let first = FastxReader::open(&self.path)?;
