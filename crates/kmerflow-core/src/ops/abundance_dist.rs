@@ -158,7 +158,7 @@ pub struct Options {
 /// Runs `abundance-dist`.
 pub fn run(opts: &Options) -> Result<Summary> {
     let mut summary = Summary::default();
-    let mut table = KTable::load(&opts.graph, HashKind::TwoBit)?;
+    let mut table = super::read_filter::load_countgraph(&opts.graph)?;
     if table.storage_kind() == StorageKind::Byte {
         if !table.use_bigcount() && opts.bigcount {
             summary.messages.push(
@@ -199,6 +199,7 @@ pub const SINGLE_MULTIPLIER: f64 = 8.0 / 9.3;
 
 /// Runs `abundance-dist-single`: count, then histogram, then optionally save.
 pub fn run_single(opts: &SingleOptions) -> Result<Summary> {
+    crate::io::check_rereadable(&opts.seqs)?;
     opts.output.check()?;
     let mut summary = Summary::default();
     let mut table = sizing::create_countgraph(&opts.params, SINGLE_MULTIPLIER, &mut summary.messages)?;

@@ -67,6 +67,10 @@ fn interleave_batch(bb: &BundleBatch, reformat: bool, files: &str) -> Result<(Ve
 
 /// Interleaves `opts.left` and `opts.right`; returns the number of pairs written.
 pub fn interleave_reads(opts: &InterleaveOptions, progress: Progress) -> Result<u64> {
+    if same_file(&opts.left, &opts.right) {
+        // One stream cannot be read by both readers.
+        crate::io::check_rereadable(&opts.left)?;
+    }
     let reader = PairedReader::from_two_files(FastxReader::open(&opts.left)?, FastxReader::open(&opts.right)?, None);
     let mut out = create_output(&opts.output, opts.compression)?;
     let mut pairs = 0;
@@ -85,4 +89,11 @@ pub fn interleave_reads(opts: &InterleaveOptions, progress: Progress) -> Result<
     )?;
     out.finish()?;
     Ok(pairs)
+}
+
+/// True when `a` and `b` name the same file (same path, or same device and inode).
+fn same_file(a: &str, b: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: &str| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    a == b || id(a).is_some_and(|a| Some(a) == id(b))
 }
