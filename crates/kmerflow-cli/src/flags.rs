@@ -1,21 +1,25 @@
 //! Range-checked value parsers of the numeric flags. A value out of range is a clap usage error
 //! (exit 2) naming the flag, given before anything is read or allocated.
 
-use clap::builder::{RangedU64ValueParser, ValueParser};
 use clap::error::ErrorKind;
 use clap::ArgMatches;
 use kmerflow_core::kmer::twobit::MAX_K;
-use kmerflow_core::table::Layout;
 use kmerflow_core::ops::sizing;
 use kmerflow_core::table::hll::HllCounter;
+use kmerflow_core::table::Layout;
 
 /// The largest table size, in bytes or buckets, that can be represented: 2^48 (256 TiB), the
 /// address space of a 64-bit machine. Larger `-x` / `-M` values are usage errors.
 pub const MAX_TABLE_SIZE: f64 = (1u64 << 48) as f64;
 
-/// A count of at least 1 (`-k`, `-N`, `-S`, ...).
-pub fn positive() -> ValueParser {
-    RangedU64ValueParser::<usize>::new().range(1..).into()
+/// A count of at least 1 (`-k`, `-N`, `-S`), surrounding blanks allowed as Python's `int()`
+/// allows them (`'-k 17'` given as one argument).
+pub fn positive(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{text}' is not a whole number")),
+    }
 }
 
 /// khmer's cutoff range 0 <= C < 256 (`-C` of normalize-by-median and filter-abund).
@@ -124,6 +128,14 @@ mod tests {
         for bad in ["nan", "inf", "1e20", "-1G", "1GB"] {
             assert!(memory(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn counts_are_positive_and_may_have_blanks() {
+        assert_eq!(positive(" 17"), Ok(17));
+        assert!(positive("0").is_err() && positive("-3").is_err() && positive("x").is_err());
+        assert_eq!(cutoff("255"), Ok(255));
+        assert!(cutoff("256").is_err() && cutoff("-1").is_err());
     }
 
     #[test]

@@ -36,11 +36,11 @@ fn parse_flag<T: std::str::FromStr<Err = kmerflow_core::Error>>(text: &str) -> R
 #[derive(Args, Debug, Clone)]
 pub struct GraphArgs {
     /// k-mer size to use.
-    #[arg(short = 'k', long = "ksize", default_value_t = sizing::DEFAULT_K, value_parser = flags::positive(), allow_negative_numbers = true)]
+    #[arg(short = 'k', long = "ksize", default_value_t = sizing::DEFAULT_K, value_parser = flags::positive, allow_negative_numbers = true)]
     pub ksize: usize,
     /// Number of tables to use.
     #[arg(short = 'N', long = "n_tables", alias = "n-tables", default_value_t = sizing::DEFAULT_N_TABLES,
-          value_parser = flags::positive(), allow_negative_numbers = true)]
+          value_parser = flags::positive, allow_negative_numbers = true)]
     pub n_tables: usize,
     /// Approximate number of unique k-mers in the input set (sizes the tables, see --fp-rate).
     #[arg(short = 'U', long = "unique-kmers", default_value_t = 0.0, value_parser = flags::unique_kmers, allow_negative_numbers = true)]

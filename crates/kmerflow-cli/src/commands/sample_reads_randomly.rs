@@ -35,7 +35,7 @@ pub struct Args {
     #[arg(short = 'M', long = "max_reads", default_value_t = 100_000_000)]
     pub max_reads: u64,
     /// Number of samples
-    #[arg(short = 'S', long = "samples", default_value_t = 1, value_parser = crate::flags::positive())]
+    #[arg(short = 'S', long = "samples", default_value_t = 1, value_parser = crate::flags::positive)]
     pub samples: usize,
     /// Random seed (0 = the default seed)
     #[arg(short = 'R', long = "random-seed", visible_alias = "seed", default_value_t = DEFAULT_SEED)]

@@ -1,8 +1,8 @@
 //! FASTA/FASTQ parsing over chunks: records are borrowed slices, not per-record allocations.
 
 use super::compress::{open_counted, read_error};
-use super::parse::{is_space, show, Position, Scanner, Span};
 use super::limits;
+use super::parse::{is_space, show, Position, Scanner, Span};
 use super::pump::Pump;
 use crate::{Error, Result};
 use crossbeam_channel::Sender;
@@ -198,7 +198,7 @@ impl FastxReader {
         let mut line = 1;
         loop {
             let Some(chunk) = pump.next_chunk().map_err(|e| read_error(path, e))? else {
-                eprintln!("warning: {path} is empty (no records)");
+                eprintln!("WARNING: {path} is empty (no records)");
                 let recycle = pump.recycler();
                 let pos = Position { record: 1, line };
                 return Ok(FastxReader {
@@ -441,9 +441,15 @@ mod tests {
         let got: Vec<_> = recs.iter().map(|r| (r.name.clone(), r.seq.clone(), r.qual.clone().unwrap())).collect();
         assert_eq!(
             got,
-            vec![(b"a".to_vec(), b"ACGTA".to_vec(), b"@IIII".to_vec()), (b"b".to_vec(), b"GG".to_vec(), b"@I".to_vec())]
+            vec![
+                (b"a".to_vec(), b"ACGTA".to_vec(), b"@IIII".to_vec()),
+                (b"b".to_vec(), b"GG".to_vec(), b"@I".to_vec())
+            ]
         );
-        assert_eq!(error_text(b"@a\nACG\nTA\n+\nIII\nIII\n"), ": record 1 (line 6): sequence and quality lengths differ (5 vs 6)");
+        assert_eq!(
+            error_text(b"@a\nACG\nTA\n+\nIII\nIII\n"),
+            ": record 1 (line 6): sequence and quality lengths differ (5 vs 6)"
+        );
     }
 
     #[test]

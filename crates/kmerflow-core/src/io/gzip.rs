@@ -68,7 +68,7 @@ impl<R: BufRead> Read for GzipMembers<R> {
                         None => return Ok(0),
                         Some(0) => {
                             skip_zero_padding(&mut input)?;
-                            eprintln!("warning: {}: decompression OK, trailing zero bytes ignored", self.path);
+                            eprintln!("WARNING: {}: decompression OK, trailing zero bytes ignored", self.path);
                             return Ok(0);
                         }
                         Some(_) => self.state = State::Member(GzDecoder::new(input)),

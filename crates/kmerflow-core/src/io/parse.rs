@@ -147,7 +147,9 @@ impl Scanner<'_> {
             let (end, next) = match line_at(buf, at, eof) {
                 Line::Full(end, next) => (end, next),
                 Line::Incomplete => return Ok(None),
-                Line::Missing => return Err(truncated(lines, if seq_lines == 0 { "sequence line" } else { "'+' line" })),
+                Line::Missing => {
+                    return Err(truncated(lines, if seq_lines == 0 { "sequence line" } else { "'+' line" }))
+                }
             };
             let line = trim(buf, at, end);
             match buf[line.0..line.1].first() {

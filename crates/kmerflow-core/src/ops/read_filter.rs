@@ -9,9 +9,9 @@
 //! through the sequence-level `KTable` methods, which hash a whole read and prefetch its
 //! table cells ahead, so that the memory latency of the large tables overlaps.
 
+use super::sizing::TableParams;
 use crate::io::{BundleBatch, FastxReader, PairMode, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
-use super::sizing::TableParams;
 use crate::table::{trim_position, HashKind, KTable};
 use crate::{Error, Result};
 use std::ops::Range;
