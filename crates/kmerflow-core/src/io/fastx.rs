@@ -503,12 +503,13 @@ mod tests {
         let fasta = [&b">a\nAC\n>b\n"[..], &long, b"\n"].concat();
         let wrapped: Vec<u8> = long.chunks(70).flat_map(|l| [l, b"\n"].concat()).collect();
         let fastq = [&b"@a\nAC\n+\nII\n@b\n"[..], &long, b"\n+\n", &long, b"\n"].concat();
-        for content in [fasta.clone(), [&b">a\nAC\n>b\n"[..], &wrapped].concat(), fastq] {
+        for (content, line) in [(fasta.clone(), 3), ([&b">a\nAC\n>b\n"[..], &wrapped].concat(), 3), (fastq, 5)] {
             let f = write_temp(&content);
             let mut reader = FastxReader::open(f.path().to_str().unwrap()).unwrap();
             reader.max_record = 2 * chunk as u64;
             let err = std::iter::from_fn(|| reader.next_batch().transpose()).find_map(Result::err).unwrap();
-            assert!(err.to_string().contains(": record 2 (line 3): record longer than 2097152 bytes"), "{err}");
+            let expected = format!(": record 2 (line {line}): record longer than 2097152 bytes");
+            assert!(err.to_string().contains(&expected), "{err}");
         }
         let f = write_temp(&fasta);
         let mut reader = FastxReader::open(f.path().to_str().unwrap()).unwrap();
