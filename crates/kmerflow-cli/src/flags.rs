@@ -93,12 +93,13 @@ pub fn hll_error_rate(text: &str) -> Result<f64, String> {
 
 /// The khmer layout's limit on k: a table-building command (one with `-x`) given `-k` above
 /// [`MAX_K`](kmerflow_core::kmer::twobit::MAX_K) without `--layout blocked` is a usage error of
-/// `-k`.
+/// `-k` (unless it loads a saved table with `--loadgraph`, whose k is used).
 pub fn check_khmer_ksize(command: &str, sub: &ArgMatches) -> Result<(), clap::Error> {
     let builds_table = matches!(sub.try_get_one::<f64>("max_tablesize"), Ok(Some(_)));
+    let loads_table = matches!(sub.try_get_one::<String>("loadgraph"), Ok(Some(_)));
     let k = sub.try_get_one::<usize>("ksize").ok().flatten().copied().unwrap_or(0);
     let layout = sub.try_get_one::<Layout>("layout").ok().flatten().copied();
-    if !builds_table || k <= MAX_K || layout == Some(Layout::Blocked) {
+    if !builds_table || loads_table || k <= MAX_K || layout == Some(Layout::Blocked) {
         return Ok(());
     }
     let hint = match layout {
@@ -106,7 +107,7 @@ pub fn check_khmer_ksize(command: &str, sub: &ArgMatches) -> Result<(), clap::Er
         None => "",
     };
     let message = format!(
-        "invalid value '{k}' for '--ksize <KSIZE>': the khmer table layout holds k-mers of at most {MAX_K} bases{hint}"
+        "invalid value '{k}' for '--ksize <KSIZE>': the khmer table layout supports k-mer sizes <= {MAX_K}{hint}"
     );
     let mut cmd = crate::cli_command();
     let cmd = cmd.find_subcommand_mut(command).expect("a parsed subcommand exists");
