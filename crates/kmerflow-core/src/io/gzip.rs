@@ -12,8 +12,8 @@ pub(crate) struct GzipMembers<R: BufRead> {
 }
 
 enum State<R: BufRead> {
-    /// Inside a member.
-    Member(GzDecoder<R>),
+    /// Inside a member (boxed: the decoder's state is large).
+    Member(Box<GzDecoder<R>>),
     /// After a member: another member, zero padding or the end follows.
     Between(R),
     /// The end of the stream.
@@ -23,7 +23,7 @@ enum State<R: BufRead> {
 impl<R: BufRead> GzipMembers<R> {
     /// Decompresses `input`, the content of `path` (named in the padding warning).
     pub(crate) fn new(input: R, path: &str) -> Self {
-        GzipMembers { state: State::Member(GzDecoder::new(input)), path: path.to_string() }
+        GzipMembers { state: State::Member(Box::new(GzDecoder::new(input))), path: path.to_string() }
     }
 }
 
@@ -50,7 +50,7 @@ impl<R: BufRead> Read for GzipMembers<R> {
         loop {
             match std::mem::replace(&mut self.state, State::Done) {
                 State::Member(mut member) => match member.read(buf) {
-                    Ok(0) => self.state = State::Between(member.into_inner()),
+                    Ok(0) => self.state = State::Between((*member).into_inner()),
                     result => {
                         self.state = State::Member(member);
                         return result;
@@ -71,7 +71,7 @@ impl<R: BufRead> Read for GzipMembers<R> {
                             eprintln!("WARNING: {}: decompression OK, trailing zero bytes ignored", self.path);
                             return Ok(0);
                         }
-                        Some(_) => self.state = State::Member(GzDecoder::new(input)),
+                        Some(_) => self.state = State::Member(Box::new(GzDecoder::new(input))),
                     }
                 }
                 State::Done => return Ok(0),
