@@ -139,11 +139,10 @@ def test_dropped_count_on_stderr(data: Path) -> None:
 BAD_FASTQ = b"@r1\nACGT\n+\nIIII\n@r2\nACGT\nIIII\n@r3\nACGT\n+\nIIII\n"
 
 
-@pytest.mark.parametrize("make_input", ["missing", "empty", "truncated-gz", "no-plus"])
+@pytest.mark.parametrize("make_input", ["missing", "truncated-gz", "no-plus"])
 def test_bad_input_fails_cleanly(make_input: str, tmp_path: Path, data: Path) -> None:
     src = {
         "missing": None,
-        "empty": data / "empty-file",
         "truncated-gz": data / "100-reads.fq.truncated.gz",
         "no-plus": None,
     }[make_input]

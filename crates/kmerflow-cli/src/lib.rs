@@ -8,6 +8,8 @@
 
 pub mod commands;
 pub mod common;
+pub mod flags;
+pub mod info;
 pub mod metrics;
 pub mod progress;
 pub mod report;
@@ -24,7 +26,7 @@ pub const EXIT_USAGE: i32 = 2;
 
 /// kmerflow: fast k-mer counting and read preprocessing, compatible with khmer.
 #[derive(Debug, Parser)]
-#[command(name = "kmerflow", version, propagate_version = true, max_term_width = 100)]
+#[command(name = "kmerflow", version, propagate_version = true, max_term_width = 100, infer_long_args = true)]
 #[command(after_help = "Run `kmerflow <command> --help` for a command's options and examples.\n\n\
     Many samples: `kmerflow pipeline SAMPLESHEET -o OUTDIR` runs khmer's protocol per sample on Dask\n\
     (installed Python package with the `dask` extra; `kmerflow pipeline --help`).")]
@@ -68,6 +70,11 @@ impl std::error::Error for CliError {}
 /// Parses and runs `argv` (program name first). Help and version requests print to stdout and
 /// succeed; a closed output pipe ends quietly and succeeds.
 pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
+    let usage = |e: clap::Error| CliError { code: EXIT_USAGE, message: e.render().to_string() };
+    if let Some(command) = info::requested(&argv, |c| cli_command().find_subcommand(c).is_some()) {
+        eprint!("{}", info::notice(&command));
+        return Ok(());
+    }
     let matches = match cli_command().try_get_matches_from(&argv) {
         Ok(m) => m,
         Err(e) if !e.use_stderr() => {
@@ -75,10 +82,16 @@ pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
             let _ = e.print();
             return Ok(());
         }
-        Err(e) => return Err(CliError { code: EXIT_USAGE, message: e.render().to_string() }),
+        Err(e) => return Err(usage(e)),
     };
-    let cli =
-        Cli::from_arg_matches(&matches).map_err(|e| CliError { code: EXIT_USAGE, message: e.render().to_string() })?;
+    if let Some((command, sub)) = matches.subcommand() {
+        if sub.get_flag("info") {
+            eprint!("{}", info::notice(command));
+            return Ok(());
+        }
+        flags::check_khmer_ksize(command, sub).map_err(usage)?;
+    }
+    let cli = Cli::from_arg_matches(&matches).map_err(usage)?;
     let name = cli.command.name();
     let data_error =
         |e: kmerflow_core::Error| CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}") };

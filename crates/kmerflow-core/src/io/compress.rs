@@ -6,6 +6,7 @@
 //! or from an explicit `--gzip`/`--bzip`.
 
 use super::bgzf::{self, BgzfWriter};
+use super::gzip::GzipMembers;
 use super::pump::advise_sequential;
 use crate::pipeline::metrics::{register_input, InputCounters};
 use crate::pipeline::progress;
@@ -110,7 +111,7 @@ pub(crate) fn open_counted(path: &str) -> Result<(Box<dyn Read + Send>, Arc<Inpu
     let decoded: Box<dyn Read + Send> = match compression {
         Compression::None => return Ok((Box::new(buffered), counters)),
         Compression::Gzip if parallel => bgzf::decoder(Box::new(buffered), path, super::threads()),
-        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
+        Compression::Gzip => Box::new(GzipMembers::new(buffered, path)),
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered)),
         Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(buffered)),
         Compression::Zstd => {

@@ -18,6 +18,8 @@
 pub mod bgzf;
 pub mod compress;
 pub mod fastx;
+mod gzip;
+pub mod limits;
 pub mod output;
 pub mod pairs;
 mod parse;
@@ -28,9 +30,27 @@ pub use compress::Compression;
 pub use fastx::{FastxReader, Format, OwnedRecord, Record, RecordBatch};
 pub use output::{write_record, OutputFile, Staged};
 pub use pairs::{Bundle, BundleBatch, PairMode, PairedReader};
-pub use same_file::refuse_inputs_as_outputs;
+pub use same_file::{refuse_inputs_as_outputs, same_file};
 
+use crate::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Refuses an input that cannot be read twice: stdin (`-`), a FIFO, a device. Commands that read
+/// their input twice (count, then process) call this before reading anything, instead of
+/// waiting forever on a second opening of a pipe that has been drained.
+pub fn check_rereadable(path: &str) -> Result<()> {
+    let regular = path != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if regular || (path != "-" && !std::path::Path::new(path).exists()) {
+        // A missing file is reported by the opening itself.
+        return Ok(());
+    }
+    Err(Error::format(
+        path,
+        None,
+        None,
+        "needs a regular file: it is read twice (counted, then processed); save the stream to a file first",
+    ))
+}
 
 /// Threads for parallel (de)compression; see [`set_threads`].
 static THREADS: AtomicUsize = AtomicUsize::new(1);

@@ -16,6 +16,11 @@ fn identity(path: &str) -> Option<(u64, u64)> {
     (!meta.file_type().is_char_device()).then(|| (meta.dev(), meta.ino()))
 }
 
+/// True when `a` and `b` name the same file: the same path, or the same device and inode.
+pub fn same_file(a: &str, b: &str) -> bool {
+    a == b || identity(a).is_some_and(|id| Some(id) == identity(b))
+}
+
 /// Refuses, naming both, an output that is the same file as an input: the same path, or the
 /// same device and inode (a hard link, a symbolic link, `./in.fq`).
 pub fn refuse_inputs_as_outputs<I, O>(inputs: I, outputs: O) -> Result<()>

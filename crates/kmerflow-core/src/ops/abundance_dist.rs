@@ -159,7 +159,7 @@ pub struct Options {
 pub fn run(opts: &Options) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs([&opts.graph, &opts.seqs], [&opts.output.path])?;
     let mut summary = Summary::default();
-    let mut table = KTable::load(&opts.graph, HashKind::TwoBit)?;
+    let mut table = super::read_filter::load_countgraph(&opts.graph)?;
     if table.storage_kind() == StorageKind::Byte {
         if !table.use_bigcount() && opts.bigcount {
             summary.messages.push(
@@ -201,6 +201,7 @@ pub const SINGLE_MULTIPLIER: f64 = 8.0 / 9.3;
 /// Runs `abundance-dist-single`: count, then histogram, then optionally save.
 pub fn run_single(opts: &SingleOptions) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs([&opts.seqs], std::iter::once(&opts.output.path).chain(&opts.savegraph))?;
+    crate::io::check_rereadable(&opts.seqs)?;
     opts.output.check()?;
     let mut summary = Summary::default();
     let mut table = sizing::create_countgraph(&opts.params, SINGLE_MULTIPLIER, &mut summary.messages)?;

@@ -178,13 +178,7 @@ pub fn check_fp_rate(table: &KTable, max_fp: f64, force: bool) -> Result<f64> {
 
 /// [`check_fp_rate`] of an already estimated rate `fp`.
 fn fp_rate_check(fp: f64, max_fp: f64, force: bool) -> Result<f64> {
-    if fp > max_fp && !force {
-        return Err(Error::invalid(format!(
-            "the graph structure is too small: estimated false positive rate {fp:.3} exceeds {max_fp}; \
-             increase the table size with -M (or use --force)"
-        )));
-    }
-    Ok(fp)
+    super::read_filter::check_fp_rate(fp, max_fp, force).map(|()| fp)
 }
 
 /// Options of `load-into-counting`.

@@ -5,7 +5,7 @@ use super::count::write_text;
 use super::pyfmt;
 use crate::io::fastx::for_each_record;
 use crate::kmer::clean::clean_screed;
-use crate::table::{HashKind, KTable};
+use crate::table::KTable;
 use crate::Result;
 
 /// Options of `count-median`.
@@ -45,7 +45,7 @@ pub fn median_row(table: &KTable, name: &[u8], seq: &[u8], clean: &mut Vec<u8>) 
 /// Runs `count-median`.
 pub fn run(opts: &Options) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs([&opts.graph, &opts.input], [&opts.output])?;
-    let table = KTable::load(&opts.graph, HashKind::TwoBit)?;
+    let table = super::read_filter::load_countgraph(&opts.graph)?;
     let mut text = String::from("name,median,average,stddev,seqlen\r\n");
     let mut summary = Summary::default();
     let mut clean = Vec::new();

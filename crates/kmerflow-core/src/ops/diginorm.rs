@@ -264,7 +264,7 @@ impl Normalizer<'_> {
 pub fn run(opts: &Options) -> Result<Summary> {
     // khmer's k <= 32 limit applies to its layout only (checked again once a loaded table's
     // layout is known).
-    if opts.layout == Layout::Khmer && opts.loadgraph.is_none() || opts.table.ksize == 0 {
+    if opts.layout == Layout::Khmer && opts.loadgraph.is_none() {
         check_ksize(opts.table.ksize)?;
     }
     if opts.cutoff > 255 {
@@ -295,9 +295,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         Some(path) => {
             info(opts.quiet, format!("loading k-mer countgraph from {path}"));
             let table = AnyTable::load(path, HashKind::TwoBit)?;
-            if table.layout() == Layout::Khmer {
-                check_ksize(opts.table.ksize)?;
-            }
+            read_filter::check_counts(path, table.holds_counts())?;
             table
         }
         None => {
@@ -307,6 +305,15 @@ pub fn run(opts: &Options) -> Result<Summary> {
             messages.iter().for_each(|m| info(opts.quiet, m));
             t
         }
+    };
+    // As in khmer, a loaded table's k wins over -k (reads shorter than it are dropped).
+    let loaded;
+    let opts = match &opts.loadgraph {
+        Some(path) => {
+            loaded = Options { table: read_filter::loadgraph_params(&opts.table, path, table.ksize()), ..opts.clone() };
+            &loaded
+        }
+        None => opts,
     };
     let report = match &opts.report {
         Some(path) => {

@@ -12,7 +12,7 @@ use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
 use crate::pipeline::run_ordered;
-use crate::table::{HashKind, KTable};
+use crate::table::KTable;
 use crate::{Error, Result};
 
 /// Largest false-positive rate filter-abund-single accepts (checked before filtering).
@@ -211,7 +211,7 @@ fn filter_all(table: &KTable, inputs: &[String], p: &FilterParams, summary: &mut
 pub fn run(opts: &Options) -> Result<Summary> {
     opts.filter.refuse_inputs_as_outputs(std::iter::once(&opts.graph), &opts.inputs, None)?;
     info(opts.filter.quiet, format!("loading countgraph: {}", opts.graph));
-    let table = KTable::load(&opts.graph, HashKind::TwoBit)?;
+    let table = super::read_filter::load_countgraph(&opts.graph)?;
     info(opts.filter.quiet, format!("K: {}", table.ksize()));
     let mut summary = Summary::default();
     filter_all(&table, &opts.inputs, &opts.filter, &mut summary)?;
@@ -225,6 +225,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
 /// Runs filter-abund-single.
 pub fn run_single(opts: &SingleOptions) -> Result<Summary> {
     opts.filter.refuse_inputs_as_outputs(None, std::slice::from_ref(&opts.input), opts.savegraph.as_ref())?;
+    crate::io::check_rereadable(&opts.input)?;
     check_ksize(opts.table.ksize)?;
     let quiet = opts.filter.quiet;
     info(quiet, "making countgraph");

@@ -9,9 +9,10 @@
 //! through the sequence-level `KTable` methods, which hash a whole read and prefetch its
 //! table cells ahead, so that the memory latency of the large tables overlaps.
 
+use super::sizing::TableParams;
 use crate::io::{BundleBatch, FastxReader, PairMode, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
-use crate::table::{trim_position, KTable};
+use crate::table::{trim_position, HashKind, KTable};
 use crate::{Error, Result};
 use std::ops::Range;
 
@@ -168,6 +169,47 @@ pub fn trim_record(table: &KTable, clean_seq: &[u8], cutoff: u32, variable_cover
     Trim::at(table.trim_on_abundance(clean_seq, cutoff), table.ksize(), clean_seq.len())
 }
 
+/// khmer's `check_conflicting_args` for `--loadgraph PATH`: the loaded table's k (and sizes)
+/// win over the sizing flags, with a warning on stderr when any was given. Returns the table
+/// parameters with the table's k.
+pub fn loadgraph_params(params: &TableParams, path: &str, table_k: usize) -> TableParams {
+    let defaults = TableParams::default();
+    let sized = (params.ksize, params.n_tables, params.max_tablesize)
+        != (defaults.ksize, defaults.n_tables, defaults.max_tablesize);
+    if sized {
+        eprintln!(
+            "WARNING: loading the saved k-mer countgraph {path}: its k ({table_k}), number of tables \
+             and table size are used; -k/--ksize, -N/--n_tables and -x/--max-tablesize are ignored"
+        );
+    }
+    if params.unique_kmers != 0.0 || params.max_memory.is_some_and(|m| m != 0.0) {
+        eprintln!("WARNING: loading the saved k-mer countgraph {path}: -U and -M do not resize it");
+    }
+    TableParams { ksize: table_k, ..params.clone() }
+}
+
+/// Refuses the table loaded from `path` unless it `holds_counts` (a nodegraph holds presence
+/// bits only).
+pub fn check_counts(path: &str, holds_counts: bool) -> Result<()> {
+    if !holds_counts {
+        return Err(Error::format(
+            path,
+            None,
+            None,
+            "is a nodegraph (k-mer presence bits, as load-graph saves), not a countgraph of k-mer counts \
+             (as load-into-counting saves)",
+        ));
+    }
+    Ok(())
+}
+
+/// Loads the khmer-format countgraph at `path` (a nodegraph is refused).
+pub fn load_countgraph(path: &str) -> Result<KTable> {
+    let table = KTable::load(path, HashKind::TwoBit)?;
+    check_counts(path, table.holds_counts())?;
+    Ok(table)
+}
+
 /// Refuses k above the 2-bit hash limit with a clear message.
 pub fn check_ksize(k: usize) -> Result<()> {
     if k > crate::kmer::twobit::MAX_K {
@@ -182,15 +224,20 @@ pub fn check_ksize(k: usize) -> Result<()> {
     Ok(())
 }
 
-/// khmer's `calc_expected_collisions` check: an error with khmer's banner when the estimated
-/// false-positive rate exceeds `limit` (unless `force`).
+/// khmer's `calc_expected_collisions` check: an error when the estimated false-positive rate
+/// exceeds `limit`; with `force`, a warning on stderr and the run goes on, as in khmer.
 pub fn check_fp_rate(fp: f64, limit: f64, force: bool) -> Result<()> {
-    if fp > limit && !force {
-        return Err(Error::invalid(format!(
-            "the graph structure is too small for this data set (estimated false positive rate \
-             of {fp:.3}; max recommended {limit:.3}); increase it with -M, or use --force"
-        )));
+    if fp <= limit {
+        return Ok(());
     }
+    let problem = format!(
+        "the graph structure is too small for this data set (estimated false positive rate of {fp:.3}; \
+         max recommended {limit:.3})"
+    );
+    if !force {
+        return Err(Error::invalid(format!("{problem}; increase it with -M, or use --force")));
+    }
+    eprintln!("WARNING: {problem}; do not use these results (going on because of --force)");
     Ok(())
 }
 

@@ -14,7 +14,7 @@ use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use super::SummaryFormat;
 use crate::io::{write_record, Compression, OutputFile, PairMode, Staged};
 use crate::pipeline::run_ordered;
-use crate::table::{median_mean_stddev, HashKind, KTable};
+use crate::table::{median_mean_stddev, KTable};
 use crate::{Error, Result};
 use std::io::Write;
 
@@ -289,7 +289,9 @@ fn pass2_reads(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile,
 
 /// Validates the option combinations khmer refuses.
 fn check_options(o: &Options) -> Result<()> {
-    check_ksize(o.table.ksize)?;
+    if o.loadgraph.is_none() {
+        check_ksize(o.table.ksize)?;
+    }
     let mut seen = std::collections::HashSet::new();
     if !o.inputs.iter().all(|f| seen.insert(f)) {
         return Err(Error::invalid("Cannot input the same filename multiple times."));
@@ -332,7 +334,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let table = match &o.loadgraph {
         Some(path) => {
             info(o.quiet, format!("loading countgraph from {path}"));
-            KTable::load(path, HashKind::TwoBit)?
+            read_filter::load_countgraph(path)?
         }
         None => {
             info(o.quiet, "making countgraph");
@@ -342,6 +344,9 @@ pub fn run(o: &Options) -> Result<Summary> {
             t
         }
     };
+    if let Some(path) = &o.loadgraph {
+        read_filter::loadgraph_params(&o.table, path, table.ksize());
+    }
     let k = table.ksize();
     let tempdir = make_tempdir(&o.tempdir)?;
     info(o.quiet, format!("created temporary directory {};\nuse -T to change location", tempdir.display()));

@@ -269,6 +269,11 @@ impl KTable {
         self.storage
     }
 
+    /// True for counters (a countgraph), false for presence bits (a nodegraph).
+    pub fn holds_counts(&self) -> bool {
+        self.storage != StorageKind::Bit
+    }
+
     /// Per-table sizes (bins).
     pub fn hashsizes(&self) -> &[u64] {
         &self.sizes

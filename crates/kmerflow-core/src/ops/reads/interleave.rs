@@ -68,6 +68,10 @@ fn interleave_batch(bb: &BundleBatch, reformat: bool, files: &str) -> Result<(Ve
 /// Interleaves `opts.left` and `opts.right`; returns the number of pairs written.
 pub fn interleave_reads(opts: &InterleaveOptions, progress: Progress) -> Result<u64> {
     crate::io::refuse_inputs_as_outputs([&opts.left, &opts.right], [&opts.output])?;
+    if crate::io::same_file(&opts.left, &opts.right) {
+        // One stream cannot be read by both readers.
+        crate::io::check_rereadable(&opts.left)?;
+    }
     let reader = PairedReader::from_two_files(FastxReader::open(&opts.left)?, FastxReader::open(&opts.right)?, None);
     let mut out = create_output(&opts.output, opts.compression)?;
     let mut pairs = 0;
