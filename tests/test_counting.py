@@ -198,7 +198,7 @@ def test_threads_give_identical_tables(tmp_path, data):
 
 
 def test_large_file_matches_khmer(tmp_path, data):
-    reads = data / "test-large.fa"
+    reads = data / "test-large.fa.gz"
     flags = ["-k", "20", "-x", "2e7", "-N", "2"]
     khmer("load-into-counting", *flags, tmp_path / "k.ct", reads)
     kmerflow("load-into-counting", *flags, "-T", "3", tmp_path / "o.ct", reads)
