@@ -18,7 +18,7 @@ def md5(path: Path) -> str:
 
 def fasta_seqs(path: Path) -> list[str]:
     lines = path.read_text().splitlines()
-    return [lines[i + 1] for i, l in enumerate(lines) if l.startswith(">")]
+    return [lines[i + 1] for i, line in enumerate(lines) if line.startswith(">")]
 
 
 def fastq_records(path: Path) -> list[tuple[str, str]]:
