@@ -1,4 +1,4 @@
-"""Counting commands against khmer 3.0: pinned results (KHMER.md §6.2) and live oracle runs
+"""Counting commands against khmer 3.0: pinned results (docs/khmer-compat.md §6.2) and live oracle runs
 comparing saved tables, CSVs and info files byte for byte."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def stderr(proc) -> str:
     return proc.stderr.decode(errors="replace")
 
 
-# --- pinned results (KHMER.md §6.2) ---------------------------------------------------------
+# --- pinned results (docs/khmer-compat.md §6.2) ---------------------------------------------------------
 
 def test_load_into_counting_small_table(tmp_path, data):  # row 9
     proc = kmerflow("load-into-counting", "-x", "1e3", "-N", "2", "-k", "20",

@@ -1,4 +1,4 @@
-"""normalize-by-median: khmer's pinned results (KHMER.md §6.2 rows 1-8) and live comparisons
+"""normalize-by-median: khmer's pinned results (docs/khmer-compat.md §6.2 rows 1-8) and live comparisons
 with khmer 3.0 on the same inputs (outputs must be byte-identical)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""filter-abund, filter-abund-single, trim-low-abund: khmer's pinned results (KHMER.md §6.2
+"""filter-abund, filter-abund-single, trim-low-abund: khmer's pinned results (docs/khmer-compat.md §6.2
 rows 8, 15-19) and live byte-for-byte comparisons with khmer 3.0."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Python API: record iterator, error mapping, tables, HLL, command functions.
 
-Pinned values come from KHMER.md (§1, §2, §6.2 rows 23-25) or from khmer 3.0 run live as the
+Pinned values come from docs/khmer-compat.md (§1, §2, §6.2 rows 23-25) or from khmer 3.0 run live as the
 oracle.
 """
 
@@ -109,7 +109,7 @@ def test_truncated_fastq_is_format_error(data):
         list(kmerflow.open_reads(data / "truncated.fq"))
 
 
-# --- hashing (KHMER.md §1, §2.2, §6.2 row 23) ----------------------------------------------------
+# --- hashing (docs/khmer-compat.md §1, §2.2, §6.2 row 23) ----------------------------------------------------
 
 def test_forward_hash_values():
     assert kmerflow.forward_hash("AAAA", 4) == 0
@@ -139,7 +139,7 @@ def test_primes():
         kmerflow.get_n_primes_near_x(1, 3)
 
 
-# --- tables (KHMER.md §2, §6.2 rows 24-25) --------------------------------------------------------
+# --- tables (docs/khmer-compat.md §2, §6.2 rows 24-25) --------------------------------------------------------
 
 def test_countgraph_occupancy(data):
     cg = kmerflow.Countgraph(12, 1e5, 4)

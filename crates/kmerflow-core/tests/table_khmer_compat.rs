@@ -1,5 +1,5 @@
 //! Tables, file formats and HyperLogLog against values observed with khmer 3.0 on its test
-//! data (KHMER.md §2–§3, §6.2 rows 23–25).
+//! data (docs/khmer-compat.md §2–§3, §6.2 rows 23–25).
 
 use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::table::hll::HllCounter;
