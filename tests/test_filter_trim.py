@@ -1,4 +1,4 @@
-"""filter-abund, filter-abund-single, trim-low-abund: khmer's pinned results (KHMER.md §6.2
+"""filter-abund, filter-abund-single, trim-low-abund: khmer's pinned results (docs/khmer-compat.md §6.2
 rows 8, 15-19) and live byte-for-byte comparisons with khmer 3.0."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def md5(path: Path) -> str:
 
 def fasta_seqs(path: Path) -> list[str]:
     lines = path.read_text().splitlines()
-    return [lines[i + 1] for i, l in enumerate(lines) if l.startswith(">")]
+    return [lines[i + 1] for i, line in enumerate(lines) if line.startswith(">")]
 
 
 def fastq_records(path: Path) -> list[tuple[str, str]]:

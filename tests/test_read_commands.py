@@ -213,7 +213,7 @@ def test_sampling_keeps_pairs_together(tmp_path: Path, data: Path) -> None:
     for i in range(2):
         names = _records((tmp_path / f"paired.fq.subset.{i}").read_bytes())
         assert len(names) == 6
-        for left, right in zip(names[::2], names[1::2]):
+        for left, right in zip(names[::2], names[1::2], strict=False):
             assert left.endswith(b"/1") and right == left[:-1] + b"2"
 
 

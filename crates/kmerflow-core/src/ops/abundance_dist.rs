@@ -1,5 +1,5 @@
 //! `abundance-dist` and `abundance-dist-single`: the k-mer abundance histogram of a read set
-//! against a countgraph (KHMER.md §2.8, §4.3, §4.4).
+//! against a countgraph (docs/khmer-compat.md §2.8, §4.3, §4.4).
 
 use super::count::{consume_file, count_owned_file, write_text, ReadTally};
 use super::pyfmt;

@@ -1,4 +1,4 @@
-//! `load-into-counting`: count the k-mers of reads into a countgraph and save it (KHMER.md §4.2,
+//! `load-into-counting`: count the k-mers of reads into a countgraph and save it (docs/khmer-compat.md §4.2,
 //! §3.9), plus the batch-parallel file walker shared by the counting commands.
 
 use super::kmer_slices::{kmer_slices, CleanReads, KmerSlice, MAX_SLICE_KMERS};

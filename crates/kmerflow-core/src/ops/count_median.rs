@@ -1,4 +1,4 @@
-//! `count-median`: per-read median, mean and standard deviation of k-mer counts (KHMER.md §4.7).
+//! `count-median`: per-read median, mean and standard deviation of k-mer counts (docs/khmer-compat.md §4.7).
 
 use super::abundance_dist::csv_field;
 use super::count::write_text;

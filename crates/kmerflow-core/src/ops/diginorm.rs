@@ -1,4 +1,4 @@
-//! normalize-by-median: khmer's streaming digital normalization (KHMER.md §4.1).
+//! normalize-by-median: khmer's streaming digital normalization (docs/khmer-compat.md §4.1).
 //!
 //! A bundle (a read or a recognised pair) is discarded when every one of its reads already
 //! has an upper-median k-mer count >= C, tested before anything is counted; otherwise all its

@@ -1,5 +1,5 @@
 //! filter-abund and filter-abund-single: cut reads at their first low-abundance k-mer
-//! (khmer's `trim_record`, KHMER.md §4.5).
+//! (khmer's `trim_record`, docs/khmer-compat.md §4.5).
 //!
 //! Reads are cleaned with the C++ parser rule, paired-ness is ignored and reads shorter than k
 //! are dropped. Filtering only reads the table, so workers trim whole batches in parallel and

@@ -1,5 +1,5 @@
 //! `load-graph`: build a nodegraph (Bloom filter) of the reads and khmer's tagset for
-//! partitioning (KHMER.md §3.3, §3.4, §4.10).
+//! partitioning (docs/khmer-compat.md §3.3, §3.4, §4.10).
 
 use super::count::{check_fp_rate, consume_file, write_text, ReadTally};
 use super::kmer_slices::{kmer_slices, CleanReads, KmerSlice, MAX_SLICE_KMERS};

@@ -16,7 +16,7 @@ use crate::table::{trim_position, HashKind, KTable};
 use crate::{Error, Result};
 use std::ops::Range;
 
-/// Which of khmer's cleaning rules a command applies before hashing (KHMER.md §1.4).
+/// Which of khmer's cleaning rules a command applies before hashing (docs/khmer-compat.md §1.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cleaning {
     /// C++ read parser: non-ACGT → `A` (filter-abund, trim-low-abund).
@@ -159,7 +159,7 @@ impl Trim {
 /// khmer's `trim_record(graph, read, cutoff, variable_coverage, normalize_to)` on a read's
 /// cleaned sequence: with `variable_coverage = Some(Z)` a read whose median is below Z is kept
 /// untrimmed; otherwise the read is cut before its first k-mer with count < `cutoff`
-/// (KHMER.md §2.8, `trim_on_abundance`), and dropped if fewer than k bases remain.
+/// (docs/khmer-compat.md §2.8, `trim_on_abundance`), and dropped if fewer than k bases remain.
 pub fn trim_record(table: &KTable, clean_seq: &[u8], cutoff: u32, variable_coverage: Option<u32>) -> Trim {
     if let Some(z) = variable_coverage {
         if !table.median_at_least(clean_seq, z) {

@@ -1,5 +1,5 @@
 //! khmer's table-sizing arguments (`-k -N -x -M -U --fp-rate --small-count`) and checks
-//! (KHMER.md §2.1, `calc_expected_collisions` §2.8).
+//! (docs/khmer-compat.md §2.1, `calc_expected_collisions` §2.8).
 
 use super::memory::{check_table_fits, Backing};
 use super::pyfmt::{general, repr};

@@ -1,4 +1,4 @@
-//! trim-low-abund: khmer's streaming two-pass k-mer trimming (KHMER.md §4.6).
+//! trim-low-abund: khmer's streaming two-pass k-mer trimming (docs/khmer-compat.md §4.6).
 //!
 //! Pass 1, in input order: a bundle whose smallest read median is >= Z is trimmed against the
 //! current table and not counted; otherwise its reads are counted and set aside in a temporary

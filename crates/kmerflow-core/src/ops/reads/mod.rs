@@ -1,4 +1,4 @@
-//! Read-handling commands (khmer's scripts that need no k-mer counting, KHMER.md §4.9).
+//! Read-handling commands (khmer's scripts that need no k-mer counting, docs/khmer-compat.md §4.9).
 //!
 //! Every streaming command runs on [`crate::pipeline::run_ordered`]: the reader yields
 //! batches, workers format their output records into byte buffers, and the ordered sink
