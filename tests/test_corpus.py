@@ -18,6 +18,8 @@ Setup actions (paths relative to the case directory, sources relative to tests/c
 standard output, and besides ``{"equals": TEXT}`` an output may be given as ``{"sha256": HEX}``.
 
 For a case expected to succeed (exit 0), ``message`` is searched in any stderr line (a warning).
+``memory_limit_mb`` caps the run's address space (``ulimit -v``), so that a case feeding a
+decompression bomb to code without a bound fails instead of taking the machine's memory.
 ``"xfail": "reason"`` marks a case whose correct expectation today's code does not meet: strict,
 so the case fails loudly once the code is fixed and the key must be removed.
 """
@@ -29,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import stat
@@ -49,7 +52,7 @@ CASES = CORPUS / "cases"
 FILES = CORPUS / "files"
 
 KNOWN_KEYS = {"name", "why", "setup", "args", "stdin", "exit", "message", "names_file", "record",
-              "outputs", "timeout", "xfail"}
+              "outputs", "timeout", "memory_limit_mb", "xfail"}
 OUTPUT_STATES = {"absent", "unchanged", "empty", "exists"}
 #: An error line: ``kmerflow CMD: error: ...`` from a command, ``error: ...`` from the parser of flags.
 ERROR_LINE = re.compile(r"^(kmerflow [\w-]+: )?error: ")
@@ -286,9 +289,15 @@ def test_case(case: dict, tmp_path: Path) -> None:
         pump.start()
     env = dict(os.environ, TMPDIR=str(scratch), RUST_BACKTRACE="0")
     stdin = case.get("stdin")
+    limit = case.get("memory_limit_mb")
+
+    def cap_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit << 20, limit << 20))
+
     proc = subprocess.Popen([*_kmerflow_command(), *case["args"]], cwd=root, env=env,
                             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=cap_memory if limit else None)
     timeout = case.get("timeout", 30)
     try:
         out, err = proc.communicate(stdin.encode() if stdin is not None else None, timeout=timeout)

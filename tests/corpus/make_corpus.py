@@ -136,6 +136,88 @@ def damaged(dest: Path, fmt: str, damage: str) -> None:
     dest.write_bytes(bytes(blob))
 
 
+def table_reads(dest: Path) -> None:
+    """The reads the committed tables in files/tables/ were counted from: 100 sample reads and
+    300 copies of one read (so that the byte table has bigcount entries)."""
+    repeat = b"@rep\nACGTTGCAACGTTGCAACGTTGCAACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIIIIIII\n"
+    dest.write_bytes(sample_fastq(100) + repeat * 300)
+
+
+#: Offsets in khmer's table files (format 4, KHMER.md section 3): for the byte table (type 1)
+#: signature 0-3, version 4, type 5, bigcount flag 6, k 7-10, number of tables 11, occupied 12-19,
+#: size of table 0 at 20-27; the bit and nibble tables lack the bigcount flag (1 byte less).
+KHMER_K = 7
+KHMER_TABLES = 11
+KHMER_SIZE0 = 20
+
+
+def damaged_table(dest: Path, source: str, damage: str) -> None:
+    """The committed table tables/SOURCE, damaged.
+
+    DAMAGE: ``none``; ``truncate`` (cut at half); ``header-only`` (the first 16 bytes);
+    ``magic`` (first byte changed); ``version`` (khmer byte 4 / kmerflow bytes 8-11 set to 9);
+    ``type`` (khmer type byte 5 set to 3, a tagset); ``k0`` / ``k99`` (k set to 0 / 99);
+    ``tables0`` / ``tables255`` (the number of tables); ``huge-size`` (table 0 claims
+    2**62 counters); ``max-size`` (table 0 claims 2**64-1 counters); ``huge-bigcount`` (the
+    bigcount entry count set to 2**60); ``flip-data`` (one bit of the counters flipped);
+    ``flip-header`` (one bit of a kmerflow header field flipped, so its checksum fails);
+    ``flip-checksum`` (one bit of a kmerflow data checksum flipped); ``unfinished`` (kmerflow's
+    "unfinished" flag set; the header checksum then fails too).
+    """
+    blob = bytearray((FILES / "tables" / source).read_bytes())
+    khmer = blob[:4] == b"OXLI"
+    byte_table = khmer and blob[5] == 1
+    shift = 0 if byte_table else -1
+    if damage == "none":
+        pass
+    elif damage == "truncate":
+        del blob[len(blob) // 2:]
+    elif damage == "header-only":
+        del blob[16:]
+    elif damage == "magic":
+        blob[0] ^= 0x20
+    elif damage == "version":
+        if khmer:
+            blob[4] = 9
+        else:
+            blob[8:12] = struct.pack("<I", 9)
+    elif damage == "type":
+        blob[5] = 3
+    elif damage in ("k0", "k99"):
+        blob[KHMER_K + shift:KHMER_K + shift + 4] = struct.pack("<I", 0 if damage == "k0" else 99)
+    elif damage in ("tables0", "tables255"):
+        blob[KHMER_TABLES + shift] = 0 if damage == "tables0" else 255
+    elif damage in ("huge-size", "max-size"):
+        at = KHMER_SIZE0 + shift
+        blob[at:at + 8] = struct.pack("<Q", 2**62 if damage == "huge-size" else 2**64 - 1)
+    elif damage == "huge-bigcount":
+        assert byte_table, "only byte tables have bigcount entries"
+        at = KHMER_SIZE0
+        for _ in range(blob[KHMER_TABLES]):
+            size = struct.unpack_from("<Q", blob, at)[0]
+            at += 8 + size
+        blob[at:at + 8] = struct.pack("<Q", 2**60)
+    elif damage == "flip-data":
+        blob[len(blob) - 100] ^= 0x04
+    elif damage == "flip-header":
+        blob[25] ^= 0x01
+    elif damage == "flip-checksum":
+        blob[80] ^= 0x01
+    elif damage == "unfinished":
+        blob[34] |= 0x02
+    elif damage == "trailing":
+        blob += b"trailing garbage"
+    else:
+        raise ValueError(f"unknown damage {damage}")
+    dest.write_bytes(bytes(blob))
+
+
+def damaged_table_gz(dest: Path, source: str, damage: str) -> None:
+    """damaged_table() of SOURCE, then gzip-compressed (khmer reads and writes .ct.gz)."""
+    damaged_table(dest, source, damage)
+    dest.write_bytes(_gzip_member(dest.read_bytes()))
+
+
 def gzip_many_members(dest: Path, members: str = "1000") -> None:
     """A gzip of MEMBERS concatenated members, one FASTQ record each (a valid multi-member stream)."""
     with open(dest, "wb") as out:
