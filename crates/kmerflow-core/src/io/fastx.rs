@@ -203,7 +203,8 @@ impl FastxReader {
     fn start(path: &str, mut pump: Pump) -> Result<Self> {
         let mut line = 1;
         loop {
-            let Some(chunk) = pump.next_chunk().map_err(|e| read_error_at(path, e, Position { record: 1, line }))? else {
+            let Some(chunk) = pump.next_chunk().map_err(|e| read_error_at(path, e, Position { record: 1, line }))?
+            else {
                 return Err(Error::format(path, None, None, "input is empty (no records)"));
             };
             let first = chunk.iter().position(|&b| !is_space(b));
