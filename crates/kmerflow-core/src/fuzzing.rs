@@ -48,7 +48,7 @@ pub fn pairing(data: &[u8]) {
     while let Ok(Some(batch)) = paired.next_batch() {
         let mut last = None;
         for bundle in &batch.bundles {
-            assert!(last.map_or(true, |l| bundle.first > l));
+            assert!(last.is_none_or(|l| bundle.first > l));
             last = Some(bundle.second.unwrap_or(bundle.first));
             if let Some(second) = bundle.second {
                 assert_eq!(second, bundle.first + 1);
