@@ -10,6 +10,8 @@
 //! - [`pipeline`]: the parallel, order-preserving batch engine and its metrics.
 
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod io;
 pub mod kmer;
 pub mod ops;

@@ -192,12 +192,24 @@ impl FastxReader {
     /// the content. An input that is empty after decompression (or only whitespace) has no
     /// records: a warning naming the file is printed, as khmer does, and the run goes on.
     pub fn open(path: &str) -> Result<Self> {
-        let max_record = limits::max_record_bytes()?;
         let (input, counters) = open_counted(path)?;
-        let mut pump = Pump::spawn_counted(input, counters);
+        Self::start(path, Pump::spawn_counted(input, counters))
+    }
+
+    /// Reads the records of `input`, an already decompressed stream that messages call
+    /// `path`, cut into chunks of `chunk_size` bytes: the records are the same for any chunk
+    /// size, and small ones put chunk boundaries inside records (tests, fuzzing).
+    pub fn from_stream(path: &str, input: Box<dyn std::io::Read + Send>, chunk_size: usize) -> Result<Self> {
+        Self::start(path, Pump::spawn_sized(input, Default::default(), chunk_size))
+    }
+
+    /// Detects the format from the first non-blank byte the pump delivers.
+    fn start(path: &str, mut pump: Pump) -> Result<Self> {
+        let max_record = limits::max_record_bytes()?;
         let mut line = 1;
         loop {
-            let Some(chunk) = pump.next_chunk().map_err(|e| read_error(path, e))? else {
+            let Some(chunk) = pump.next_chunk().map_err(|e| read_error_at(path, e, Position { record: 1, line }))?
+            else {
                 eprintln!("WARNING: {path} is empty (no records)");
                 let recycle = pump.recycler();
                 let pos = Position { record: 1, line };
@@ -287,8 +299,11 @@ impl FastxReader {
         scanner.scan(buf, start, eof, &mut self.pos, spans)
     }
 
+    /// The next chunk. Corrupt data found while reading it is reported at the record being
+    /// read (the first one not complete before the damage).
     fn fetch(&mut self) -> Result<Option<Vec<u8>>> {
-        self.pump.next_chunk().map_err(|e| read_error(&self.path, e))
+        let pos = self.pos;
+        self.pump.next_chunk().map_err(|e| read_error_at(&self.path, e, pos))
     }
 
     /// Completes the record cut at `buf[end..]` with the start of the following chunk(s),
@@ -317,12 +332,17 @@ impl FastxReader {
                 }
                 Format::Fastq => {
                     // FASTQ records cannot be recognised from the middle, so lines are added
-                    // one at a time until the cut record is complete.
+                    // one at a time until the cut record is complete. A piece without a line
+                    // end cannot complete it: scanning only after line ends keeps a line
+                    // longer than many chunks linear, not quadratic.
                     let mut taken = 0;
                     while taken < next.len() {
                         let line_end = memchr::memchr(b'\n', &next[taken..]).map_or(next.len(), |i| taken + i + 1);
                         buf.extend_from_slice(&next[taken..line_end]);
                         taken = line_end;
+                        if buf.last() != Some(&b'\n') {
+                            continue;
+                        }
                         end = self.scan(buf, end, false, spans)?;
                         if end >= base {
                             buf.truncate(end);
@@ -352,6 +372,15 @@ impl FastxReader {
                 limits::MAX_RECORD_ENV
             ),
         ))
+    }
+}
+
+/// The error for a failed read of `path` while record `pos` was being read: corrupt data is
+/// reported at that record and line, other errors (OS errors) as they are.
+fn read_error_at(path: &str, e: std::io::Error, pos: Position) -> Error {
+    match read_error(path, e) {
+        Error::Format { location, message } => Error::format(location.path, Some(pos.record), Some(pos.line), message),
+        other => other,
     }
 }
 
