@@ -341,6 +341,7 @@ impl FastxReader {
                         self.append(buf, &next[taken..line_end])?;
                         taken = line_end;
                         if buf.last() != Some(&b'\n') {
+                            self.check_length(buf.len() - end)?;
                             continue;
                         }
                         end = self.scan(buf, end, false, spans)?;
