@@ -50,6 +50,9 @@ fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArray1<'_, T>, name: &str) 
     array.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be a contiguous 1-D array")))
 }
 
+/// `(bases, slots)` of a batch as numpy arrays.
+type LookupArrays<'py> = (Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u32>>);
+
 /// Phase 1: the counters of `hashes` as the table stands (`bases`, uint8) and each position's
 /// first position with the same counter (`slots`, uint32), looked up by `threads` owner threads.
 #[pyfunction]
@@ -59,7 +62,7 @@ fn batch_lookup<'py>(
     table: PyRef<'py, Table>,
     hashes: PyReadonlyArray1<'py, u64>,
     threads: usize,
-) -> PyResult<(Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u32>>)> {
+) -> PyResult<LookupArrays<'py>> {
     let (inner, hashes) = (table.core(), slice(&hashes, "hashes")?);
     let (bases, slots) = py.detach(|| batch::look_up(inner, hashes, threads).map(|l| (l.bases(), l.slots()))).py()?;
     Ok((bases.into_pyarray(py), slots.into_pyarray(py)))
