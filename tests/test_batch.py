@@ -55,7 +55,7 @@ def test_kernels_match_read_by_read(threads):
         _core.batch_apply(table, hashes, bases, slots, decision, threads=threads)
         kept.extend(decision.keep.tolist())
     assert kept == expected
-    for a, b in zip(table.get_raw_tables(), expected_table.get_raw_tables()):
+    for a, b in zip(table.get_raw_tables(), expected_table.get_raw_tables(), strict=True):
         assert np.array_equal(a, b)
     assert table.n_occupied() == expected_table.n_occupied()
     assert table.n_unique_kmers() == expected_table.n_unique_kmers()

@@ -11,7 +11,7 @@ __all__ = [
     "__version__", "Record", "ReadReader", "HLLCounter", "Table", "Countgraph", "SmallCountgraph",
     "Nodegraph", "Counttable", "SmallCounttable", "Nodetable", "forward_hash", "forward_hash_no_rc",
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
-    "is_prime", "cli_main", "run_command",
+    "is_prime", "cli_main", "run_command", "BatchDecision", "batch_lookup", "batch_decide", "batch_apply",
 ]
 
 __version__: str
@@ -127,6 +127,7 @@ def run_command(argv: Sequence[str]) -> None: ...
 
 # Exact batched decisions in three phases (normalize-by-median's rule). Positions are
 # probe-major: position p * len(hashes) + o is table p's counter of k-mer o.
+@final
 class BatchDecision:
     """The decisions of one batch and what they change in the table."""
     @property
