@@ -1,6 +1,6 @@
 """Exact batched decisions: the three phase kernels on numpy arrays give the read-by-read
 decisions and tables, and normalize-by-median / trim-low-abund give the same output at any
-number of threads (the batched engine runs from two threads up) on generated data with
+number of threads with `--batched` as read by read on generated data with
 colliding and saturating counters, single and paired."""
 
 from __future__ import annotations
@@ -98,21 +98,21 @@ def test_normalize_identical_at_any_thread_count(tmp_path, layout, paired):
     _genome_reads(tmp_path / "in.fa", paired)
     pair = ["-p"] if paired else []
     outs = []
-    for t in ("1", "2", "3"):
+    for t, batched in (("1", []), ("1", ["--batched"]), ("2", ["--batched"]), ("3", ["--batched"])):
         kmerflow("normalize-by-median", "-q", "-k", "17", "-C", "30", "-N", "3", "-x", "2000", "-f",
-                 "--layout", layout, *pair, "-T", t, "-o", f"o{t}.fa", "-s", f"g{t}", "in.fa",
+                 "--layout", layout, *pair, "-T", t, *batched, "-o", f"o{t}.fa", "-s", f"g{t}", "in.fa",
                  cwd=tmp_path)
         outs.append(((tmp_path / f"o{t}.fa").read_bytes(), (tmp_path / f"g{t}").read_bytes()))
     assert outs[0][0].count(b">") > 100
-    assert outs[0] == outs[1] == outs[2]
+    assert outs[0] == outs[1] == outs[2] == outs[3]
 
 
 def test_trim_low_abund_identical_at_any_thread_count(tmp_path):
     _genome_reads(tmp_path / "in.fa", True)
     outs = []
-    for t in ("1", "2", "3"):
+    for t, batched in (("1", []), ("1", ["--batched"]), ("2", ["--batched"]), ("3", ["--batched"])):
         kmerflow("trim-low-abund", "-q", "-k", "17", "-C", "3", "-Z", "25", "-V", "-N", "3", "-x", "3000",
-                 "--force", "--threads", t, "-o", f"o{t}.fa", "-s", f"g{t}", "in.fa", cwd=tmp_path)
+                 "--force", "--threads", t, *batched, "-o", f"o{t}.fa", "-s", f"g{t}", "in.fa", cwd=tmp_path)
         outs.append(((tmp_path / f"o{t}.fa").read_bytes(), (tmp_path / f"g{t}").read_bytes()))
     assert outs[0][0].count(b">") > 100
-    assert outs[0] == outs[1] == outs[2]
+    assert outs[0] == outs[1] == outs[2] == outs[3]

@@ -4,8 +4,8 @@
 //! has an upper-median k-mer count >= C, tested before anything is counted; otherwise all its
 //! reads are counted (read 1 then read 2) and written unchanged. Workers clean and hash the
 //! reads; the decisions are made in input order, so the output does not depend on the number
-//! of threads. With one thread one pass looks up, decides and counts read by read
-//! ([`KmerPass`]); with more, each batch goes through the three phases of
+//! of threads. By default one pass looks up, decides and counts read by read
+//! ([`KmerPass`]); with `batched`, each batch goes through the three phases of
 //! [`crate::table::batch`]: its counters are looked up by owner threads, decided on the
 //! ordered stage's thread from the looked-up counts plus the batch's own increments, and
 //! updated by the owners.
@@ -64,6 +64,10 @@ pub struct Options {
     pub force: bool,
     /// Worker threads.
     pub threads: usize,
+    /// `--batched`: decide in three phases per batch (look up by owner threads, decide in order with
+    /// in-batch deltas, update by owner), the exact form that tables held elsewhere need; the output
+    /// is the same as the read-by-read pass.
+    pub batched: bool,
     /// `-q`.
     pub quiet: bool,
     /// `--report-json FILE`: the summary as JSON.
@@ -89,6 +93,7 @@ impl Default for Options {
             compression: None,
             force: false,
             threads: 1,
+            batched: false,
             quiet: false,
             report_json: None,
             layout: Layout::Khmer,
@@ -340,7 +345,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         }
         None => None,
     };
-    let runner = (opts.threads > 1).then(|| match &table {
+    let runner = opts.batched.then(|| match &table {
         AnyTable::Khmer(t) => BatchRunner::new(t, opts.threads),
         AnyTable::Blocked(t) => BatchRunner::new(t, opts.threads),
     });

@@ -5,9 +5,8 @@
 //! file (optionally, with `--diginorm`, bundles already at the diginorm coverage are dropped).
 //! Pass 2 re-reads the set-aside reads singly and trims them against the final table; it only
 //! reads the table, so workers trim batches in parallel. In pass 1 workers clean and hash the
-//! reads; the ordered stage decides read by read with one thread, and with more through the
-//! three phases of [`crate::table::batch`] (look-ups and updates by owner threads), with the
-//! same output.
+//! reads; the ordered stage decides read by read, or with `batched` through the three phases
+//! of [`crate::table::batch`] (look-ups and updates by owner threads), with the same output.
 
 use super::diginorm::BATCH_KMERS;
 use super::read_filter::{
@@ -61,6 +60,10 @@ pub struct Options {
     pub summary_info: Option<SummaryFormat>,
     /// Worker threads.
     pub threads: usize,
+    /// `--batched`: decide in three phases per batch (look up by owner threads, decide in order with
+    /// in-batch deltas, update by owner), the exact form that tables held elsewhere need; the output
+    /// is the same as the read-by-read pass.
+    pub batched: bool,
     /// `-q`.
     pub quiet: bool,
     /// `--report-json FILE`.
@@ -85,6 +88,7 @@ impl Default for Options {
             compression: None,
             summary_info: None,
             threads: 1,
+            batched: false,
             quiet: false,
             report_json: None,
         }
@@ -419,7 +423,7 @@ pub fn run(o: &Options) -> Result<Summary> {
 
 /// Both passes over all inputs; the outputs are complete under their temporary names on success.
 fn run_passes<'a>(o: &'a Options, table: &mut KTable, tempdir: &std::path::Path) -> Result<(Tally<'a>, Vec<Staged>)> {
-    let mut runner = (o.threads > 1).then(|| BatchRunner::new(&*table, o.threads));
+    let mut runner = o.batched.then(|| BatchRunner::new(&*table, o.threads));
     let hasher = table.kmer_hasher();
     let mut outs: Vec<OutputFile> = Vec::new();
     let mut jobs = Vec::new();
