@@ -81,6 +81,11 @@ fn prefix(seq: &str, len: usize) -> String {
 }
 
 impl Table {
+    /// The core table.
+    pub(crate) fn core(&self) -> &KTable {
+        &self.inner
+    }
+
     /// Checks that `seq` has at least one k-mer (khmer raises `ValueError` otherwise).
     fn check_seq(&self, seq: &str) -> PyResult<()> {
         let k = self.inner.ksize();
