@@ -9,7 +9,7 @@ use kmerflow_core::Result;
 /// returns the number of reads.
 pub fn for_each_clean_read(path: &str, mut f: impl FnMut(&[u8])) -> Result<u64> {
     let mut clean = Vec::new();
-    for_each_record(path, |rec| {
+    for_each_record(path, &kmerflow_core::run::RunContext::new(), |rec| {
         clean_parser(rec.seq, &mut clean);
         f(&clean);
         Ok(())

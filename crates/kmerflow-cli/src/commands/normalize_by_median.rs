@@ -1,10 +1,11 @@
 //! `kmerflow normalize-by-median`: khmer's digital normalization (normalize-by-median.py).
 
 use super::counting_args::{CountingArgs, LayoutArgs};
-use crate::common::{CommonArgs, CompressionArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::diginorm;
 use kmerflow_core::Result;
+use serde_json::Value;
 
 /// Parses khmer's cutoff range 0 <= C < 256.
 fn parse_cutoff(text: &str) -> std::result::Result<u32, String> {
@@ -81,7 +82,7 @@ pub struct Args {
 }
 
 /// Runs `normalize-by-median` (output is identical for any number of threads).
-pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
     let opts = diginorm::Options {
         table: args.counting.params(args.force),
         cutoff: args.cutoff,
@@ -95,11 +96,9 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
         output: args.output,
         compression: args.compression.compression(),
         force: args.force,
-        threads: ctx.threads,
-        quiet: ctx.quiet,
         report_json: args.report_json,
         layout: args.layout.layout,
         inputs: args.inputs,
     };
-    diginorm::run(&opts).map(|_| ())
+    diginorm::run(&opts, &ctx.run).and_then(|s| summary_json(&s))
 }

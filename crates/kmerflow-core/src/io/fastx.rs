@@ -3,6 +3,7 @@
 use super::compress::{open_counted, read_error};
 use super::parse::{is_space, show, Position, Scanner, Span};
 use super::pump::Pump;
+use crate::run::RunContext;
 use crate::{Error, Result};
 use crossbeam_channel::Sender;
 
@@ -185,11 +186,19 @@ pub struct FastxReader {
 }
 
 impl FastxReader {
-    /// Opens `path` (`-` = stdin). Compression is sniffed from magic bytes and the format from
-    /// the content. An empty (after decompression) input is an error naming the file.
+    /// Opens `path` (`-` = stdin) outside any run (one thread, its own metrics). Compression is
+    /// sniffed from magic bytes and the format from the content. An empty (after
+    /// decompression) input is an error naming the file.
     pub fn open(path: &str) -> Result<Self> {
-        let (input, counters) = open_counted(path)?;
-        let mut pump = Pump::spawn_counted(input, counters);
+        Self::open_in(path, &RunContext::new())
+    }
+
+    /// [`FastxReader::open`] within the run `ctx`: its threads decompress BGZF, its metrics and
+    /// progress count the bytes, and waiting for input ends with [`Error::Cancelled`] once it
+    /// is cancelled.
+    pub fn open_in(path: &str, ctx: &RunContext) -> Result<Self> {
+        let (input, counters) = open_counted(path, ctx)?;
+        let mut pump = Pump::spawn_counted(input, counters, ctx.cancel_token().clone());
         let mut line = 1;
         loop {
             let Some(chunk) = pump.next_chunk().map_err(|e| read_error(path, e))? else {
@@ -326,9 +335,10 @@ fn next_fasta_header(prev: &[u8], next: &[u8]) -> Option<usize> {
     memchr::memmem::find(next, b"\n>").map(|i| i + 1)
 }
 
-/// Reads every record of `path` in order and calls `f` on each; returns the number of records.
-pub fn for_each_record(path: &str, mut f: impl FnMut(Record<'_>) -> Result<()>) -> Result<u64> {
-    let mut reader = FastxReader::open(path)?;
+/// Reads every record of `path` in order within the run `ctx` and calls `f` on each; returns
+/// the number of records.
+pub fn for_each_record(path: &str, ctx: &RunContext, mut f: impl FnMut(Record<'_>) -> Result<()>) -> Result<u64> {
+    let mut reader = FastxReader::open_in(path, ctx)?;
     let mut n = 0;
     while let Some(batch) = reader.next_batch()? {
         for rec in batch.iter() {
@@ -352,7 +362,7 @@ mod tests {
 
     fn read_all(path: &str) -> Result<Vec<OwnedRecord>> {
         let mut out = Vec::new();
-        for_each_record(path, |r| {
+        for_each_record(path, &RunContext::new(), |r| {
             out.push(r.to_owned_record());
             Ok(())
         })?;

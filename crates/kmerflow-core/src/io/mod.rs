@@ -8,7 +8,10 @@
 //! khmer's "bundles" (pairs or single reads).
 //!
 //! gzip inputs in BGZF form are decompressed in parallel ([`bgzf`]); `.gz` outputs are
-//! compressed in parallel (BGZF) when more than one io thread is set ([`set_threads`]).
+//! compressed in parallel (BGZF) when the run has more than one thread
+//! ([`crate::run::RunContext::set_threads`]). Readers and outputs opened within a run count
+//! their bytes in its metrics and progress, and readers stop waiting for input once the run is
+//! cancelled.
 //!
 //! Writing path: [`output::OutputFile`] writes to a temporary name and renames on success,
 //! compressing by the output name's extension; [`output::write_record`] formats records
@@ -27,19 +30,22 @@ pub use fastx::{FastxReader, Format, OwnedRecord, Record, RecordBatch};
 pub use output::{write_record, OutputFile};
 pub use pairs::{Bundle, BundleBatch, PairMode, PairedReader};
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::pipeline::Workload;
 
-/// Threads for parallel (de)compression; see [`set_threads`].
-static THREADS: AtomicUsize = AtomicUsize::new(1);
-
-/// Sets the number of threads used to decompress BGZF inputs and to compress `.gz` outputs
-/// (process-wide; the command line sets it from `-T`). With 1, `.gz` outputs are a single
-/// streaming gzip member.
-pub fn set_threads(threads: usize) {
-    THREADS.store(threads.max(1), Ordering::Relaxed);
+impl Workload for RecordBatch {
+    fn records(&self) -> u64 {
+        self.len() as u64
+    }
+    fn bytes(&self) -> u64 {
+        self.iter().map(|r| r.seq.len() as u64).sum()
+    }
 }
 
-/// The number set by [`set_threads`] (1 by default).
-pub fn threads() -> usize {
-    THREADS.load(Ordering::Relaxed)
+impl Workload for BundleBatch {
+    fn records(&self) -> u64 {
+        self.batch.records()
+    }
+    fn bytes(&self) -> u64 {
+        self.batch.bytes()
+    }
 }

@@ -7,12 +7,14 @@
 //! number of threads.
 
 use super::pyfmt::{general_with_point, percent};
-use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, CleanBatch, Cleaning};
+use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, clean_batch, CleanBatch, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
 use crate::kmer::twobit;
-use crate::pipeline::{metrics, run_ordered};
+use crate::pipeline::run_ordered;
+use crate::run::metrics;
+use crate::run::RunContext;
 use crate::table::blocked::KmerHasher;
 use crate::table::{AnyTable, CountingTable, HashKind, KmerPass, Layout, PassTable};
 use crate::{Error, Result};
@@ -52,10 +54,6 @@ pub struct Options {
     pub compression: Option<Compression>,
     /// `-f/--force`: skip unreadable inputs, accept a high FP rate.
     pub force: bool,
-    /// Worker threads.
-    pub threads: usize,
-    /// `-q`.
-    pub quiet: bool,
     /// `--report-json FILE`: the summary as JSON.
     pub report_json: Option<String>,
     /// Layout of a new table (`--layout`; a loaded table keeps its own).
@@ -78,8 +76,6 @@ impl Default for Options {
             output: None,
             compression: None,
             force: false,
-            threads: 1,
-            quiet: false,
             report_json: None,
             layout: Layout::Khmer,
         }
@@ -149,7 +145,6 @@ impl HashedBatch {
             hasher.hashes(reads.clean_seq(i), &mut hashes);
             kmers.push(start..hashes.len());
         }
-        metrics::add_count(metrics::KMERS, hashes.len() as u64);
         HashedBatch { reads, hashes, kmers }
     }
 }
@@ -157,6 +152,7 @@ impl HashedBatch {
 /// The running state of a normalization: table, counters and the optional report.
 struct Normalizer<'a> {
     opts: &'a Options,
+    ctx: &'a RunContext,
     /// Probe scratch of the table passes.
     probes: Vec<u64>,
     summary: Summary,
@@ -201,8 +197,8 @@ impl Normalizer<'_> {
                 self.last_report_at = self.summary.total;
                 let (kept, total) = (self.summary.kept, self.summary.total);
                 let frac = kept as f64 / total as f64;
-                info(self.opts.quiet, format!("... kept {kept} of {total} or {} sofar", percent(frac, 1)));
-                info(self.opts.quiet, format!("... in file {path}"));
+                self.ctx.info(format!("... kept {kept} of {total} or {} sofar", percent(frac, 1)));
+                self.ctx.info(format!("... in file {path}"));
                 self.report_line()?;
             }
         }
@@ -224,34 +220,37 @@ impl Normalizer<'_> {
     /// Normalizes one input file into `out`.
     fn run_file(&mut self, table: &mut AnyTable, path: &str, mode: PairMode, out: &mut OutputFile) -> Result<()> {
         let start = self.summary.total;
-        let source = bundle_source(path, mode, self.opts.table.ksize)?;
-        let mut short = 0;
+        let ctx = self.ctx;
+        let source = bundle_source(path, mode, self.opts.table.ksize, ctx)?;
+        let (mut short, mut kmers) = (0, 0);
         let mut buf = Vec::new();
         let hasher = BatchHasher::of(table);
         run_ordered(
+            ctx,
             source,
-            self.opts.threads,
             || {
                 let hasher = hasher.clone();
                 move |bb| Ok(HashedBatch::new(bb, &hasher))
             },
             |hb: HashedBatch| {
                 short += hb.reads.bundles.n_short_dropped;
+                kmers += hb.hashes.len() as u64;
                 buf.clear();
                 self.process(path, table, &hb, &mut buf)?;
                 write_to(out, &buf)
             },
         )?;
         self.summary.short_dropped += short;
+        ctx.metrics().add_count(metrics::KMERS, kmers);
         let (kept, total) = (self.summary.kept, self.summary.total);
         if total == start {
-            info(self.opts.quiet, format!("SKIPPED empty file {path}"));
+            ctx.info(format!("SKIPPED empty file {path}"));
         } else {
             let pct = percent(kept as f64 / total as f64, 1);
-            info(self.opts.quiet, format!("DONE with {path}; kept {kept} of {total} or {pct}"));
+            ctx.info(format!("DONE with {path}; kept {kept} of {total} or {pct}"));
         }
         if short > 0 {
-            info(self.opts.quiet, format!("{path}: dropped {short} reads shorter than k"));
+            ctx.info(format!("{path}: dropped {short} reads shorter than k"));
         }
         if total != self.last_report_at && total > 0 {
             self.report_line()?;
@@ -260,8 +259,8 @@ impl Normalizer<'_> {
     }
 }
 
-/// Runs normalize-by-median.
-pub fn run(opts: &Options) -> Result<Summary> {
+/// Runs normalize-by-median within `ctx` (threads, messages, cancellation).
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     // khmer's k <= 32 limit applies to its layout only (checked again once a loaded table's
     // layout is known).
     if opts.layout == Layout::Khmer && opts.loadgraph.is_none() || opts.table.ksize == 0 {
@@ -286,7 +285,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     }
     let mut table = match &opts.loadgraph {
         Some(path) => {
-            info(opts.quiet, format!("loading k-mer countgraph from {path}"));
+            ctx.info(format!("loading k-mer countgraph from {path}"));
             let table = AnyTable::load(path, HashKind::TwoBit)?;
             if table.layout() == Layout::Khmer {
                 check_ksize(opts.table.ksize)?;
@@ -294,10 +293,8 @@ pub fn run(opts: &Options) -> Result<Summary> {
             table
         }
         None => {
-            info(opts.quiet, "making countgraph");
-            let mut messages = Vec::new();
-            let t = create_counting_table(&opts.table, opts.layout, 1.0, &mut messages)?;
-            messages.iter().for_each(|m| info(opts.quiet, m));
+            ctx.info("making countgraph");
+            let t = create_counting_table(&opts.table, opts.layout, 1.0, ctx)?;
             t
         }
     };
@@ -312,6 +309,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     };
     let mut norm = Normalizer {
         opts,
+        ctx,
         probes: Vec::new(),
         summary: Summary::default(),
         report,
@@ -333,7 +331,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     }
 
     let mut single = match &opts.output {
-        Some(path) => Some(create_output(path, opts.compression)?),
+        Some(path) => Some(create_output(path, opts.compression, ctx)?),
         None => None,
     };
     for (path, mode) in files {
@@ -341,9 +339,9 @@ pub fn run(opts: &Options) -> Result<Summary> {
             Some(out) => norm.run_file(&mut table, path, mode, out),
             None => {
                 let name = derived_name(path, ".keep", None);
-                create_output(&name, opts.compression).and_then(|mut out| {
+                create_output(&name, opts.compression, ctx).and_then(|mut out| {
                     norm.run_file(&mut table, path, mode, &mut out)?;
-                    info(opts.quiet, format!("output in {name}"));
+                    ctx.info(format!("output in {name}"));
                     out.finish()
                 })
             }
@@ -352,9 +350,9 @@ pub fn run(opts: &Options) -> Result<Summary> {
             if !opts.force || e.is_broken_pipe() {
                 return Err(e);
             }
-            info(false, format!("** ERROR: {e}"));
-            info(false, format!("** Failed on {path}: "));
-            info(false, "*** Skipping error file, moving on...");
+            ctx.error(format!("** ERROR: {e}"));
+            ctx.error(format!("** Failed on {path}: "));
+            ctx.error("*** Skipping error file, moving on...");
             norm.summary.skipped_files.push(path.to_string());
         }
     }
@@ -363,20 +361,20 @@ pub fn run(opts: &Options) -> Result<Summary> {
     }
     let mut summary = norm.summary;
     summary.unique_kmers = table.n_unique_kmers();
-    info(opts.quiet, format!("Total number of unique k-mers: {}", summary.unique_kmers));
+    ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
     if let Some(path) = &opts.savegraph {
-        info(opts.quiet, format!("...saving to {path}"));
+        ctx.info(format!("...saving to {path}"));
         table.save(path)?;
     }
     summary.fp_rate = any_fp_rate(&table);
-    info(opts.quiet, format!("fp rate estimated to be {:1.3}", summary.fp_rate));
+    ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
     if summary.short_dropped > 0 {
-        info(opts.quiet, format!("dropped {} reads shorter than k={}", summary.short_dropped, opts.table.ksize));
+        ctx.info(format!("dropped {} reads shorter than k={}", summary.short_dropped, opts.table.ksize));
     }
     if !summary.skipped_files.is_empty() {
-        info(false, "** WARNING: Finished with errors!");
-        info(false, "** I/O Errors occurred in the following files:");
-        info(false, format!("\t{}", summary.skipped_files.join(" ")));
+        ctx.warning("** WARNING: Finished with errors!");
+        ctx.warning("** I/O Errors occurred in the following files:");
+        ctx.warning(format!("\t{}", summary.skipped_files.join(" ")));
     }
     if let Some(path) = &opts.report_json {
         read_filter::write_json_report(path, &summary)?;

@@ -11,6 +11,7 @@
 
 use crate::io::{BundleBatch, FastxReader, PairMode, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
+use crate::run::RunContext;
 use crate::table::{trim_position, KTable};
 use crate::{Error, Result};
 use std::ops::Range;
@@ -97,13 +98,14 @@ pub fn clean_batch(bundles: BundleBatch, cleaning: Cleaning) -> CleanBatch {
 }
 
 /// The batches of bundles of `path` (khmer's `broken_paired_reader` with `mode` and
-/// `min_length`), as a source for the ordered pipeline.
+/// `min_length`), read within the run `ctx`, as a source for the ordered pipeline.
 pub fn bundle_source(
     path: &str,
     mode: PairMode,
     min_length: usize,
+    ctx: &RunContext,
 ) -> Result<impl Iterator<Item = Result<BundleBatch>> + Send> {
-    let reader = PairedReader::new(FastxReader::open(path)?, mode, Some(min_length));
+    let reader = PairedReader::new(FastxReader::open_in(path, ctx)?, mode, Some(min_length));
     Ok(super::reads::bundle_batches(reader))
 }
 
@@ -192,13 +194,6 @@ pub fn check_fp_rate(fp: f64, limit: f64, force: bool) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Prints one of khmer's informational lines on stderr unless `quiet`.
-pub fn info(quiet: bool, line: impl AsRef<str>) {
-    if !quiet {
-        eprintln!("{}", line.as_ref());
-    }
 }
 
 /// Writes `value` as pretty JSON to `path` (the `--report-json` file).
