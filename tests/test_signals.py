@@ -76,7 +76,7 @@ def _left(cwd: Path, inputs: set[str]) -> list[str]:
 COMMANDS = [
     ["normalize-by-median", "-T", "2", "-k", "20", "-M", "40e6", "-o", "out.fq", *["reads.fq"] * 20],
     ["load-into-counting", "-T", "2", "-k", "20", "-M", "40e6", "table.ct", *["reads.fq"] * 20],
-    ["trim-low-abund", "-T", "2", "-k", "20", "-M", "40e6", "--tempdir", ".", "-o", "out.fq",
+    ["trim-low-abund", "--threads", "2", "-k", "20", "-M", "40e6", "--tempdir", ".", "-o", "out.fq",
      *[f"r{i}.fq" for i in range(20)]],
     ["filter-abund-single", "-T", "2", "-k", "20", "-M", "40e6", "-o", "out.fq", "big.fq"],
 ]
