@@ -294,8 +294,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         }
         None => {
             ctx.info("making countgraph");
-            let t = create_counting_table(&opts.table, opts.layout, 1.0, ctx)?;
-            t
+            create_counting_table(&opts.table, opts.layout, 1.0, ctx)?
         }
     };
     let report = match &opts.report {
