@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod progress;
 pub mod report;
 pub mod signals;
+pub mod spec;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use commands::Command;

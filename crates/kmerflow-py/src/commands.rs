@@ -2,6 +2,7 @@
 
 use crate::errors::command_error;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::ffi::OsString;
 
 /// Runs the kmerflow command line with `argv` (program name first), GIL released; returns the
@@ -20,9 +21,42 @@ pub fn run_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<()> {
     py.detach(|| kmerflow_cli::execute(full)).map_err(|e| command_error(e.code, e.message.trim_end().to_owned()))
 }
 
+/// The definitions of every command (`kmerflow_cli::spec`): a list of dicts `{"name", "about",
+/// "args"}`, each argument a dict `{"id", "long", "positional", "takes_value", "repeatable",
+/// "required", "help"}`. `kmerflow.commands` builds the command functions' keywords from it.
+#[pyfunction]
+pub fn command_specs(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    kmerflow_cli::spec::command_specs()
+        .into_iter()
+        .map(|cmd| {
+            let args = cmd
+                .args
+                .into_iter()
+                .map(|a| {
+                    let d = PyDict::new(py);
+                    d.set_item("id", a.id)?;
+                    d.set_item("long", a.long)?;
+                    d.set_item("positional", a.positional)?;
+                    d.set_item("takes_value", a.takes_value)?;
+                    d.set_item("repeatable", a.repeatable)?;
+                    d.set_item("required", a.required)?;
+                    d.set_item("help", a.help)?;
+                    Ok(d)
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            let d = PyDict::new(py);
+            d.set_item("name", cmd.name)?;
+            d.set_item("about", cmd.about)?;
+            d.set_item("args", args)?;
+            Ok(d)
+        })
+        .collect()
+}
+
 /// Registers the functions on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(run_command, m)?)?;
+    m.add_function(wrap_pyfunction!(command_specs, m)?)?;
     Ok(())
 }

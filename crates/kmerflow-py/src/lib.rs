@@ -3,8 +3,10 @@
 //! - [`reads`]: `ReadReader`/`Record`, batches of records crossing into Python at once.
 //! - [`tables`]: khmer's table classes over the core `KTable`.
 //! - [`hll`]: the `HLLCounter` class.
+//! - [`streaming`]: `Normalizer`, `AbundanceFilter`, `Trimmer` over batches of records.
 //! - [`hashing`]: module-level hash and prime functions.
-//! - [`commands`]: `cli_main` (console script) and `run_command` (Python command functions).
+//! - [`commands`]: `cli_main` (console script), `run_command` and `command_specs` (Python
+//!   command functions).
 //! - [`errors`]: core errors → `kmerflow.errors` exceptions.
 //!
 //! Every method that reads files or touches many k-mers releases the GIL.
@@ -15,6 +17,7 @@ mod hashing;
 mod hll;
 mod reads;
 mod seqfile;
+mod streaming;
 mod tables;
 
 use pyo3::prelude::*;
@@ -29,5 +32,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tables::register(m)?;
     hashing::register(m)?;
     commands::register(m)?;
+    streaming::register(m)?;
     Ok(())
 }

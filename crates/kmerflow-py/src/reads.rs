@@ -26,6 +26,13 @@ pub struct Record {
 
 #[pymethods]
 impl Record {
+    /// A record made in Python (for the streaming filters, or tests).
+    #[new]
+    #[pyo3(signature = (name, sequence, quality = None))]
+    fn py_new(name: Bound<'_, PyString>, sequence: Bound<'_, PyString>, quality: Option<Bound<'_, PyString>>) -> Self {
+        new_record(name, sequence, quality)
+    }
+
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         self.sequence.bind(py).len()
     }
@@ -41,6 +48,15 @@ impl Record {
             }
         )
     }
+}
+
+/// A record of Python strings (for records made in Rust, e.g. a trimmed copy).
+pub fn new_record(
+    name: Bound<'_, PyString>,
+    sequence: Bound<'_, PyString>,
+    quality: Option<Bound<'_, PyString>>,
+) -> Record {
+    Record { name: name.unbind(), sequence: sequence.unbind(), quality: quality.map(Bound::unbind) }
 }
 
 /// A Python `str` of ASCII-ish bytes (invalid UTF-8 is replaced, never an error).

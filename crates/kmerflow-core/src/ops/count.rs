@@ -401,7 +401,7 @@ mod tests {
                 let tally = consume_file(&mut table, path, &RunContext::new().threads_set_to(threads)).unwrap();
                 let mut probes: Vec<u32> = (0..20_000u64).map(|h| table.get_hash(h * 7919)).collect();
                 table.kmer_counts(&repeated, &mut probes);
-                let tables: Vec<Vec<u8>> = table.raw_tables().into_iter().map(<[u8]>::to_vec).collect();
+                let tables = table.raw_tables();
                 (tally, tables, table.n_unique_kmers(), table.n_occupied(), probes)
             };
             let one = count(1);
@@ -423,7 +423,7 @@ mod tests {
             let count = |threads: usize| {
                 let mut table = BlockedTable::new(12, 64 * 300, width, 4).unwrap();
                 let tally = consume_file(&mut table, path, &RunContext::new().threads_set_to(threads)).unwrap();
-                (tally, table.raw_bytes().to_vec(), table.n_unique_kmers(), table.n_occupied())
+                (tally, table.raw_bytes(), table.n_unique_kmers(), table.n_occupied())
             };
             let one = count(1);
             assert!(one.2 > 0 && one.3 > 0);
