@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import errno
 import inspect
+import logging
+import os
 import random
 import re
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -532,4 +535,48 @@ def test_commands_return_their_summary(small_fasta, tmp_path):
     assert result.summary == {**result.summary, "total": 80, "kept": 40}
     assert result.argv[0] == "--ksize" and result.argv[-1] == str(small_fasta)
     stats = kmerflow.readstats([small_fasta], output=tmp_path / "s.txt")
-    assert stats.summary == {} and stats.command == "readstats"
+    assert stats.command == "readstats" and stats.summary[0]["seqs"] == 80
+
+
+def test_messages_go_to_logging_and_warnings(small_fasta, tmp_path, caplog):
+    """Informational lines are logged (INFO), warnings are Python warnings, nothing is printed."""
+    missing = tmp_path / "missing.fa"
+    caplog.set_level(logging.INFO, logger="kmerflow")
+    with pytest.warns(kmerflow.KmerflowWarning, match="Finished with errors"):
+        result = kmerflow.normalize_by_median([small_fasta, missing], force=True, ksize=17,
+                                              output=tmp_path / "out.fa")
+    assert result.summary["skipped_files"] == [str(missing)]
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any(m.startswith("DONE with") for m in infos)
+    assert any(str(missing) in m for m in errors)
+
+
+INTERRUPTED = """
+import os, signal, sys, threading, time
+import kmerflow
+fifo = sys.argv[1]
+writer = os.open(fifo, os.O_RDWR)               # one record, then a stalled input
+os.write(writer, b"@r1\\n" + b"ACGT" * 10 + b"\\n+\\n" + b"I" * 40 + b"\\n")
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+started = time.monotonic()
+try:
+    {call}
+except KeyboardInterrupt:
+    print(f"interrupted after {{time.monotonic() - started:.2f}} s")
+"""
+
+
+@pytest.mark.parametrize("call", [
+    "kmerflow.readstats([fifo])",
+    "kmerflow.Countgraph(20, 1e5, 2).consume_seqfile(fifo)",
+    "kmerflow.HLLCounter().consume_seqfile(fifo)",
+])
+def test_ctrl_c_interrupts_a_running_call(tmp_path, call):
+    fifo = tmp_path / "stalled.fq"
+    os.mkfifo(fifo)
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED.format(call=call), str(fifo)],
+                          capture_output=True, timeout=30, text=True)
+    assert proc.returncode == 0, proc.stderr
+    seconds = float(proc.stdout.split()[2])
+    assert 0.5 <= seconds < 2.0, proc.stdout

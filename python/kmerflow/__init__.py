@@ -37,6 +37,7 @@ from kmerflow.errors import (
     FormatError,
     KmerflowError,
     KmerflowIOError,
+    KmerflowWarning,
     ParameterError,
 )
 from kmerflow.reads import Reads, open_reads
@@ -45,6 +46,7 @@ from kmerflow.streaming import AbundanceFilter, Normalizer, Trimmer
 __all__ = [
     "__version__",
     "KmerflowError", "FormatError", "KmerflowIOError", "ParameterError", "CommandError",
+    "KmerflowWarning",
     "open_reads", "Reads", "Record",
     "Table", "Countgraph", "SmallCountgraph", "Nodegraph",
     "Counttable", "SmallCounttable", "Nodetable", "HLLCounter",

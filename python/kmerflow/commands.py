@@ -22,11 +22,15 @@ import dataclasses
 import functools
 import inspect
 import json
+import logging
 import os
-import tempfile
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+import warnings
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 from kmerflow import _core
+from kmerflow.errors import KmerflowWarning
+
+_LOG = logging.getLogger("kmerflow")
 
 PathLike = Union[str, "os.PathLike[str]"]
 Paths = Union[PathLike, Sequence[PathLike]]
@@ -61,17 +65,18 @@ class CommandDef:
 class RunResult:
     """What a command function returns.
 
-    ``summary`` holds the command's counts (the ``--report-json`` document of the commands that
-    have one: reads kept and examined, k-mers, false-positive rate, ...; empty for the others).
+    ``summary`` holds the command's counts as the core returns them (reads kept and examined,
+    k-mers, false-positive rate, ... depending on the command; the ``--report-json`` document
+    of the commands that write one).
     """
 
     command: str                #: the command's name
     argv: tuple[str, ...]       #: the equivalent command line, without the program name
-    summary: dict[str, Any]     #: the run's summary
+    summary: Any                #: the run's summary (a dict; for readstats a list, one per file)
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain data (for JSON)."""
-        return {"command": self.command, "argv": list(self.argv), "summary": dict(self.summary)}
+        return {"command": self.command, "argv": list(self.argv), "summary": self.summary}
 
 
 def _keyword(long: str) -> str:
@@ -144,24 +149,18 @@ def _paths(value: Paths) -> list[PathLike]:
 
 
 def run(command: str, positional: Iterable[Any] = (), **options: Any) -> RunResult:
-    """Run ``kmerflow COMMAND`` in-process; raises :class:`kmerflow.CommandError` on failure."""
+    """Run ``kmerflow COMMAND`` in-process; raises :class:`kmerflow.CommandError` on failure and
+    :class:`KeyboardInterrupt` when Ctrl-C stops it. The run's informational messages go to the
+    ``kmerflow`` logger (level INFO; errors a run went past with ``force``: ERROR), its warnings
+    to :func:`warnings.warn` (:class:`kmerflow.KmerflowWarning`)."""
     argv = command_argv(command, positional, **options)
-    report = options.get("report_json")
-    if report is not None or "report_json" not in _definition(command).flags:
-        _core.run_command(argv)
-        return RunResult(command, tuple(argv[1:]), _read_summary(report))
-    with tempfile.TemporaryDirectory(prefix="kmerflow-summary-") as tmp:
-        report = os.path.join(tmp, "summary.json")
-        _core.run_command([*argv, "--report-json", report])
-        return RunResult(command, tuple(argv[1:]), _read_summary(report))
-
-
-def _read_summary(path: Optional[PathLike]) -> dict[str, Any]:
-    if path is None:
-        return {}
-    with open(path, encoding="utf-8") as f:
-        summary: dict[str, Any] = json.load(f)
-    return summary
+    summary, messages = _core.run_command(argv)
+    for level, text in messages:
+        if level == "warning":
+            warnings.warn(text, KmerflowWarning, stacklevel=3)
+        else:
+            _LOG.log(logging.ERROR if level == "error" else logging.INFO, "%s", text)
+    return RunResult(command, tuple(argv[1:]), json.loads(summary))
 
 
 def _command(name: str) -> Callable[[Callable[..., None]], Callable[..., RunResult]]:

@@ -66,6 +66,10 @@ class ParameterError(KmerflowError, ValueError):
     """Invalid parameters or an impossible request (for example k > 32 for a 2-bit table)."""
 
 
+class KmerflowWarning(UserWarning):
+    """A warning of a kmerflow run (for example a table too small for the data)."""
+
+
 class CommandError(KmerflowError):
     """A kmerflow command failed; ``code`` is its exit status (1 data/I-O error, 2 usage error)."""
 

@@ -1,6 +1,8 @@
 //! Running kmerflow commands from Python: the console script and `kmerflow.commands`.
 
 use crate::errors::command_error;
+use crate::interrupt::interruptible;
+use kmerflow_core::run::Level;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::ffi::OsString;
@@ -12,13 +14,23 @@ pub fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> i32 {
     py.detach(|| kmerflow_cli::run(argv))
 }
 
-/// Runs one command given as its argv (without the program name), GIL released; raises
+/// Runs one command given as its argv (without the program name) in-process, GIL released;
+/// returns `(summary, messages)`: the command's summary as JSON text and its messages as
+/// `(level, text)` pairs (`"info"`, `"warning"` or `"error"`), printing nothing. Raises
 /// `kmerflow.CommandError` (a `KmerflowError`) with the command's error message and exit code
-/// when it fails. Informational messages still go to stderr, as on the command line.
+/// when it fails, `KeyboardInterrupt` when Ctrl-C stops it.
 #[pyfunction]
-pub fn run_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<()> {
+pub fn run_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<(String, Vec<(String, String)>)> {
     let full: Vec<OsString> = std::iter::once(OsString::from("kmerflow")).chain(argv).collect();
-    py.detach(|| kmerflow_cli::execute(full)).map_err(|e| command_error(e.code, e.message.trim_end().to_owned()))
+    let outcome = interruptible(py, |ctx| kmerflow_cli::execute_with(full, ctx))?
+        .map_err(|e| command_error(e.code, e.message.trim_end().to_owned()))?;
+    let level = |l: Level| match l {
+        Level::Info => "info",
+        Level::Warning => "warning",
+        Level::Error => "error",
+    };
+    let messages = outcome.messages.into_iter().map(|m| (level(m.level).to_owned(), m.text)).collect();
+    Ok((outcome.summary.to_string(), messages))
 }
 
 /// The definitions of every command (`kmerflow_cli::spec`): a list of dicts `{"name", "about",

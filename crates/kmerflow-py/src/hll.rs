@@ -5,6 +5,7 @@
 //! is counted into a private counter (in parallel with other threads) and merged at the end.
 
 use crate::errors::IntoPyResult;
+use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
 use kmerflow_core::table::hll::HllCounter;
 use pyo3::exceptions::PyValueError;
@@ -75,13 +76,13 @@ impl PyHllCounter {
     /// `(n_reads, n_kmers)`.
     fn consume_seqfile(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<(u64, u64)> {
         let path = path.to_string_lossy().into_owned();
-        py.detach(|| {
+        interruptible(py, |ctx| {
             let mut own = HllCounter::new(self.error_rate, self.ksize)?;
             let mut n_kmers = 0;
-            let n_reads = for_each_clean_read(&path, |seq| n_kmers += own.consume_seq(seq))?;
+            let n_reads = for_each_clean_read(&path, ctx, |seq| n_kmers += own.consume_seq(seq))?;
             self.lock().merge(&own)?;
             Ok((n_reads, n_kmers))
-        })
+        })?
         .py()
     }
 

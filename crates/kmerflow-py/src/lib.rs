@@ -9,12 +9,14 @@
 //!   command functions).
 //! - [`errors`]: core errors → `kmerflow.errors` exceptions.
 //!
-//! Every method that reads files or touches many k-mers releases the GIL.
+//! Every method that reads files or touches many k-mers releases the GIL; commands and file
+//! reads stop promptly on Ctrl-C ([`interrupt`]).
 
 mod commands;
 mod errors;
 mod hashing;
 mod hll;
+mod interrupt;
 mod reads;
 mod seqfile;
 mod streaming;

@@ -8,6 +8,7 @@
 
 use crate::errors::IntoPyResult;
 use crate::hashing::check_ascii;
+use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
 use kmerflow_core::kmer::twobit;
 use kmerflow_core::table::{HashKind, KTable, StorageKind};
@@ -193,11 +194,11 @@ impl Table {
     fn consume_seqfile(&self, py: Python<'_>, path: PathBuf) -> PyResult<(u64, u64)> {
         let inner = &self.inner;
         let path = path.to_string_lossy().into_owned();
-        py.detach(|| {
+        interruptible(py, |ctx| {
             let mut n_kmers = 0;
-            let n_reads = for_each_clean_read(&path, |seq| n_kmers += inner.consume(seq))?;
+            let n_reads = for_each_clean_read(&path, ctx, |seq| n_kmers += inner.consume(seq))?;
             Ok((n_reads, n_kmers))
-        })
+        })?
         .py()
     }
 
@@ -255,13 +256,12 @@ impl Table {
     fn abundance_distribution(&self, py: Python<'_>, path: PathBuf, tracking: PyRef<'_, Table>) -> PyResult<Vec<u64>> {
         let (inner, track) = (&self.inner, &tracking.inner);
         let path = path.to_string_lossy().into_owned();
-        let mut dist = py
-            .detach(|| {
-                let mut dist = vec![0u64; DIST_LEN + 1];
-                for_each_clean_read(&path, |seq| inner.abundance_distribution_seq(seq, track, &mut dist))?;
-                Ok(dist)
-            })
-            .py()?;
+        let mut dist = interruptible(py, |ctx| {
+            let mut dist = vec![0u64; DIST_LEN + 1];
+            for_each_clean_read(&path, ctx, |seq| inner.abundance_distribution_seq(seq, track, &mut dist))?;
+            Ok(dist)
+        })?
+        .py()?;
         dist.truncate(DIST_LEN);
         Ok(dist)
     }
