@@ -62,9 +62,9 @@ pub enum FirstPass {
     SetAside,
 }
 
-/// trim-low-abund's first pass on `bundles`, in order: a bundle whose smallest read median is
-/// >= `trim_at_coverage` is trimmed at `cutoff` against the current table; any other is counted
-/// and set aside.
+/// trim-low-abund's first pass on `bundles`, in order: a bundle whose smallest read median
+/// reaches `trim_at_coverage` is trimmed at `cutoff` against the current table; any other is
+/// counted and set aside.
 pub fn trim_first_pass_batch<S: AsRef<[u8]>>(
     table: &KTable,
     bundles: &[Vec<S>],

@@ -220,7 +220,11 @@ mod tests {
         assert_eq!(copy.len(), SNAPSHOT_CHUNK * 2 + 3);
         assert_eq!((copy[SNAPSHOT_CHUNK + 1], copy.iter().map(|&b| u64::from(b)).sum::<u64>()), (7, 7));
         let mut sizes = Vec::new();
-        for_each_chunk::<()>(buf.atomics(), |c| Ok(sizes.push(c.len()))).unwrap();
+        for_each_chunk::<()>(buf.atomics(), |c| {
+            sizes.push(c.len());
+            Ok(())
+        })
+        .unwrap();
         assert_eq!(sizes, [SNAPSHOT_CHUNK, SNAPSHOT_CHUNK, 3]);
     }
 
