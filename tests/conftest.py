@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-#: khmer's own test inputs, shipped beside the repository.
-KHMER_DATA = REPO.parent / "shared" / "data" / "khmer-test-data"
+#: The khmer test inputs the tests use, vendored with khmer's licence (see its README.md).
+KHMER_DATA = Path(__file__).resolve().parent / "data" / "khmer"
 #: Golden outputs produced by khmer 3.0 and committed with the tests.
 GOLDEN = Path(__file__).resolve().parent / "golden"
 #: Where the Debian khmer package installs its scripts.
@@ -25,7 +25,7 @@ def _in_ci() -> bool:
 
 @pytest.fixture(scope="session")
 def data() -> Path:
-    """khmer's test-data folder."""
+    """The vendored khmer test inputs (tests/data/khmer)."""
     assert KHMER_DATA.is_dir(), f"missing {KHMER_DATA}"
     return KHMER_DATA
 

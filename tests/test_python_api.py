@@ -1,6 +1,6 @@
 """The Python API: record iterator, error mapping, tables, HLL, command functions.
 
-Pinned values come from KHMER.md (§1, §2, §6.2 rows 23-25) or from khmer 3.0 run live as the
+Pinned values come from docs/khmer-compat.md (§1, §2, §6.2 rows 23-25) or from khmer 3.0 run live as the
 oracle.
 """
 
@@ -23,7 +23,6 @@ import kmerflow
 from conftest import _in_ci
 from conftest import kmerflow as run_kmerflow
 from kmerflow.commands import command_argv
-
 
 # --- records -----------------------------------------------------------------------------------
 
@@ -128,7 +127,7 @@ def test_truncated_fastq_is_format_error(data):
         list(kmerflow.open_reads(data / "truncated.fq"))
 
 
-# --- hashing (KHMER.md §1, §2.2, §6.2 row 23) ----------------------------------------------------
+# --- hashing (docs/khmer-compat.md §1, §2.2, §6.2 row 23) ----------------------------------------------------
 
 def test_forward_hash_values():
     assert kmerflow.forward_hash("AAAA", 4) == 0
@@ -174,7 +173,7 @@ def test_primes():
         kmerflow.get_n_primes_near_x(1, 3)
 
 
-# --- tables (KHMER.md §2, §6.2 rows 24-25) --------------------------------------------------------
+# --- tables (docs/khmer-compat.md §2, §6.2 rows 24-25) --------------------------------------------------------
 
 def test_countgraph_occupancy(data):
     cg = kmerflow.Countgraph(12, 1e5, 4)
@@ -258,7 +257,7 @@ def test_save_load_round_trip(data, tmp_path):
         assert type(loaded) is cls
         assert loaded.ksize() == 20 and loaded.hashsizes() == table.hashsizes()
         assert loaded.n_occupied() == table.n_occupied()
-        for a, b in zip(loaded.get_raw_tables(), table.get_raw_tables()):
+        for a, b in zip(loaded.get_raw_tables(), table.get_raw_tables(), strict=False):
             assert np.array_equal(a, b)
     with pytest.raises(ValueError):
         kmerflow.Countgraph.load(tmp_path / "Nodegraph.kf")
@@ -270,7 +269,7 @@ def _khmer_python(code: str) -> None:
                        capture_output=True)
     except (OSError, subprocess.CalledProcessError):
         if _in_ci():
-            raise AssertionError("khmer is not installed; .ci/run must install it")
+            raise AssertionError("khmer is not installed; .ci/run must install it") from None
         pytest.skip("khmer (Debian package) is not installed")
     subprocess.run(["/usr/bin/python3", "-c", code], check=True, capture_output=True)
 
@@ -285,7 +284,7 @@ def test_load_khmer_saved_countgraph(data, tmp_path):
     loaded = kmerflow.Countgraph.load(saved)
     assert loaded.get_use_bigcount()
     assert loaded.hashsizes() == ours.hashsizes()
-    for a, b in zip(loaded.get_raw_tables(), ours.get_raw_tables()):
+    for a, b in zip(loaded.get_raw_tables(), ours.get_raw_tables(), strict=False):
         assert np.array_equal(a, b)
     seq = next(iter(kmerflow.open_reads(reads))).sequence
     assert loaded.get_kmer_counts(seq) == ours.get_kmer_counts(seq)
@@ -356,7 +355,7 @@ def test_threads_share_one_table(data):
     for t in threads:
         t.join()
     assert results == [(25000, 1425000)] * 2
-    for a, b in zip(shared.get_raw_tables(), serial.get_raw_tables()):
+    for a, b in zip(shared.get_raw_tables(), serial.get_raw_tables(), strict=False):
         assert np.array_equal(a, b)
 
 

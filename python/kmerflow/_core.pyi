@@ -1,19 +1,28 @@
 """Type stubs of the native module ``kmerflow._core``."""
 
 import os
-from typing import Any, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, Optional, Sequence, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Self, disjoint_base
+
+__all__ = [
+    "__version__", "Record", "ReadReader", "HLLCounter", "Table", "Countgraph", "SmallCountgraph",
+    "Nodegraph", "Counttable", "SmallCounttable", "Nodetable", "forward_hash", "forward_hash_no_rc",
+    "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
+    "is_prime", "cli_main", "run_command", "command_specs", "Normalizer", "AbundanceFilter", "Trimmer",
+]
 
 __version__: str
 
 _Path = Union[str, os.PathLike[str]]
 _KmerOrHash = Union[str, int]
 
+@final
 class Record:
     """One sequence record."""
-    def __init__(self, name: str, sequence: str, quality: Optional[str] = None) -> None: ...
+    def __new__(cls, name: str, sequence: str, quality: Optional[str] = None) -> Self: ...
     @property
     def name(self) -> str: ...
     @property
@@ -22,13 +31,15 @@ class Record:
     def quality(self) -> Optional[str]: ...
     def __len__(self) -> int: ...
 
+@final
 class ReadReader:
     """Batches (lists) of records, or of ``(read1, read2_or_None)`` tuples when pairing."""
-    def __init__(self, path: _Path, pairs: Union[bool, str, None] = None,
-                 min_length: Optional[int] = None, mate: Optional[_Path] = None) -> None: ...
+    def __new__(cls, path: _Path, pairs: Union[bool, str, None] = None,
+                min_length: Optional[int] = None, mate: Optional[_Path] = None) -> Self: ...
     def __iter__(self) -> Iterator[list]: ...
     def __next__(self) -> list: ...
 
+@disjoint_base
 class Table:
     """Methods shared by every table class."""
     def ksize(self) -> int: ...
@@ -57,59 +68,69 @@ class Table:
     def get_raw_tables(self) -> list[npt.NDArray[np.uint8]]: ...
 
 class _Sized(Table):
-    def __init__(self, ksize: int, starting_size: float, n_tables: int,
-                 primes: Optional[Sequence[int]] = None) -> None: ...
+    def __new__(cls, ksize: int, starting_size: float, n_tables: int,
+                primes: Optional[Sequence[int]] = None) -> Self: ...
 
+@final
 class Countgraph(_Sized):
     @classmethod
     def load(cls, path: _Path) -> Countgraph: ...
 
+@final
 class SmallCountgraph(_Sized):
     @classmethod
     def load(cls, path: _Path) -> SmallCountgraph: ...
 
+@final
 class Nodegraph(_Sized):
     @classmethod
     def load(cls, path: _Path) -> Nodegraph: ...
 
+@final
 class Counttable(_Sized):
     @classmethod
     def load(cls, path: _Path) -> Counttable: ...
 
+@final
 class SmallCounttable(_Sized):
     @classmethod
     def load(cls, path: _Path) -> SmallCounttable: ...
 
+@final
 class Nodetable(_Sized):
     @classmethod
     def load(cls, path: _Path) -> Nodetable: ...
 
+@final
 class Normalizer:
     """normalize-by-median over batches of records (or bundles when paired)."""
-    def __init__(self, table: Table, cutoff: int = 20, paired: bool = False) -> None: ...
+    def __new__(cls, table: Table, cutoff: int = 20, paired: bool = False) -> Self: ...
     @property
     def table(self) -> Table: ...
     def filter_batch(self, batch: list[Any]) -> list[Any]: ...
 
+@final
 class AbundanceFilter:
     """filter-abund over batches of records."""
-    def __init__(self, table: Table, cutoff: int = 2, variable_coverage: bool = False,
-                 normalize_to: int = 20) -> None: ...
+    def __new__(cls, table: Table, cutoff: int = 2, variable_coverage: bool = False,
+                normalize_to: int = 20) -> Self: ...
     @property
     def table(self) -> Table: ...
     def filter_batch(self, batch: list[Any]) -> list[Any]: ...
 
+@final
 class Trimmer:
     """trim-low-abund's two passes over batches of records (or bundles when paired)."""
-    def __init__(self, table: Table, cutoff: int = 2, trim_at_coverage: int = 20,
-                 variable_coverage: bool = False, paired: bool = False) -> None: ...
+    def __new__(cls, table: Table, cutoff: int = 2, trim_at_coverage: int = 20,
+                variable_coverage: bool = False, paired: bool = False) -> Self: ...
     @property
     def table(self) -> Table: ...
     def first_pass_batch(self, batch: list[Any]) -> Tuple[list[Any], list[Any]]: ...
     def second_pass_batch(self, batch: list[Any]) -> list[Any]: ...
 
+@final
 class HLLCounter:
-    def __init__(self, error_rate: float = 0.01, ksize: int = 20) -> None: ...
+    def __new__(cls, error_rate: float = 0.01, ksize: int = 20) -> Self: ...
     @property
     def ksize(self) -> int: ...
     @property

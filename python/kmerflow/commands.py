@@ -183,7 +183,7 @@ def _command(name: str) -> Callable[[Callable[..., None]], Callable[..., RunResu
         def call(*args: Any, **kwargs: Any) -> RunResult:
             bound = signature.bind(*args, **kwargs)
             values: list[Any] = []
-            for param, many in zip(positional, definition.repeatable):
+            for param, many in zip(positional, definition.repeatable, strict=True):
                 value = bound.arguments.get(param.name, param.default)
                 if value is None or value is inspect.Parameter.empty:
                     continue

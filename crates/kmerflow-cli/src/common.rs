@@ -32,6 +32,9 @@ pub struct CommonArgs {
     /// Write per-stage timings, byte and record counts and throughput as JSON to FILE
     #[arg(long, value_name = "FILE")]
     pub metrics: Option<String>,
+    /// Print the publications to cite for this command and exit
+    #[arg(long)]
+    pub info: bool,
 }
 
 impl CommonArgs {

@@ -15,6 +15,8 @@
 pub mod commands;
 pub mod common;
 pub mod console;
+pub mod flags;
+pub mod info;
 pub mod metrics;
 pub mod progress;
 pub mod report;
@@ -40,8 +42,10 @@ pub const EXIT_TERMINATED: i32 = 143;
 
 /// kmerflow: fast k-mer counting and read preprocessing, compatible with khmer.
 #[derive(Debug, Parser)]
-#[command(name = "kmerflow", version, propagate_version = true, max_term_width = 100)]
-#[command(after_help = "Run `kmerflow <command> --help` for a command's options and examples.")]
+#[command(name = "kmerflow", version, propagate_version = true, max_term_width = 100, infer_long_args = true)]
+#[command(after_help = "Run `kmerflow <command> --help` for a command's options and examples.\n\n\
+    Many samples: `kmerflow pipeline SAMPLESHEET -o OUTDIR` runs khmer's protocol per sample on Dask\n\
+    (installed Python package with the `dask` extra; `kmerflow pipeline --help`).")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -82,15 +86,21 @@ impl std::error::Error for CliError {}
 /// What a successful command returns.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Outcome {
-    /// The command's typed summary as JSON (`null` for help and version requests and for a run
-    /// ended quietly by a closed output pipe).
+    /// The command's typed summary as JSON (`null` for help, version and `--info` requests and
+    /// for a run ended quietly by a closed output pipe).
     pub summary: serde_json::Value,
     /// The messages the run emitted, in order.
     pub messages: Vec<Message>,
 }
 
-/// Parses `argv`; `None` when it was a help or version request (printed on stdout).
+/// Parses `argv`; `None` when it was a help or version request (printed on stdout) or an
+/// `--info` request (the citation notice, printed on stderr).
 fn parse(argv: &[OsString]) -> Result<Option<Cli>, CliError> {
+    let usage = |e: clap::Error| CliError { code: EXIT_USAGE, message: e.render().to_string() };
+    if let Some(command) = info::requested(argv, |c| cli_command().find_subcommand(c).is_some()) {
+        eprint!("{}", info::notice(&command));
+        return Ok(None);
+    }
     let matches = match cli_command().try_get_matches_from(argv) {
         Ok(m) => m,
         Err(e) if !e.use_stderr() => {
@@ -98,18 +108,24 @@ fn parse(argv: &[OsString]) -> Result<Option<Cli>, CliError> {
             let _ = e.print();
             return Ok(None);
         }
-        Err(e) => return Err(CliError { code: EXIT_USAGE, message: e.render().to_string() }),
+        Err(e) => return Err(usage(e)),
     };
-    Cli::from_arg_matches(&matches)
-        .map(Some)
-        .map_err(|e| CliError { code: EXIT_USAGE, message: e.render().to_string() })
+    if let Some((command, sub)) = matches.subcommand() {
+        if sub.get_flag("info") {
+            eprint!("{}", info::notice(command));
+            return Ok(None);
+        }
+        flags::check_khmer_ksize(command, sub).map_err(usage)?;
+    }
+    Cli::from_arg_matches(&matches).map(Some).map_err(usage)
 }
 
 /// Parses and runs `argv` (program name first) within `run`, whose threads are set from `-T`
 /// (all cores by default) and whose messages, progress counters, metrics and cancellation the
-/// command uses. Nothing is printed except help and version requests (on stdout); `--metrics`
-/// files are written. A closed output pipe ends quietly and succeeds; a cancelled run fails
-/// with [`EXIT_INTERRUPTED`] (or the code stored in the cancel token's flag, see [`run`]).
+/// command uses. Nothing is printed except help and version requests (on stdout) and `--info`
+/// (on stderr); `--metrics` files are written. A closed output pipe ends quietly and succeeds;
+/// a cancelled run fails with [`EXIT_INTERRUPTED`] (or the code stored in the cancel token's
+/// flag, see [`run`]).
 pub fn execute_with(argv: Vec<OsString>, run: &RunContext) -> Result<Outcome, CliError> {
     match parse(&argv)? {
         Some(cli) => execute_cli(cli, &argv, run, None),

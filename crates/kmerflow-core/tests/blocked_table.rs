@@ -171,21 +171,28 @@ fn file_backed_table_counts_into_its_file() {
     let path = path_in(&dir, "backed.kf");
     let reads = random_reads(300, 100, 9);
     let params = BlockedParams::new(31, 3 << 20, CounterWidth::Bits8, 4);
-    let mut backed = BlockedTable::create_file_backed(&path, params).unwrap();
+    let (mut backed, file) = BlockedTable::create_file_backed(&path, params).unwrap();
     let reference = BlockedTable::with_params(params, AllocOptions::default()).unwrap();
     for chunk in reads.chunks(16) {
         backed.consume_many_exclusive(chunk.iter().map(Vec::as_slice));
         reference.consume_many(chunk.iter().map(Vec::as_slice));
     }
-    // Not finished yet: loading says so.
-    let err = BlockedTable::load(&path).err().unwrap().to_string();
-    assert!(err.contains(&path) && err.contains("never finished"), "{err}");
-    backed.finish(&path).unwrap();
+    // Not finished yet: the final name does not exist, and the temporary says it is unfinished.
+    assert!(!std::path::Path::new(&path).exists());
+    let names = || std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect::<Vec<_>>();
+    let [temp] = &names()[..] else { panic!("one temporary file: {:?}", names()) };
+    assert!(temp.file_name().unwrap().to_str().unwrap().starts_with(".backed.kf.tmp-"), "{temp:?}");
+    let err = BlockedTable::load(temp.to_str().unwrap()).err().unwrap().to_string();
+    assert!(err.contains("never finished"), "{err}");
+    backed.finish(file).unwrap();
+    assert_eq!(names(), vec![dir.path().join("backed.kf")], "renamed into place");
     let loaded = BlockedTable::load(&path).unwrap();
     assert_eq!(loaded.raw_bytes(), reference.raw_bytes());
     assert_eq!(loaded.occupancy(), reference.occupancy());
     let anonymous = BlockedTable::new(31, 4096, CounterWidth::Bits8, 4).unwrap();
-    assert!(anonymous.finish(&path).unwrap_err().to_string().contains("not file-backed"));
+    let (_, other) = BlockedTable::create_file_backed(&path_in(&dir, "other.kf"), params).unwrap();
+    assert!(anonymous.finish(other).unwrap_err().to_string().contains("not file-backed"));
+    assert_eq!(names().len(), 1, "an unfinished file-backed table leaves nothing behind");
 }
 
 #[test]

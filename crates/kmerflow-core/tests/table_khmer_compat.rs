@@ -1,22 +1,15 @@
 //! Tables, file formats and HyperLogLog against values observed with khmer 3.0 on its test
-//! data (KHMER.md §2–§3, §6.2 rows 23–25).
+//! data (docs/khmer-compat.md §2–§3, §6.2 rows 23–25).
 
 use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::table::hll::HllCounter;
 use kmerflow_core::table::{HashKind, KTable, StorageKind};
+use std::io::Read;
 use std::path::PathBuf;
 
-/// khmer's test-data directory (`shared/data/khmer-test-data` above the checkout, or
-/// `$KMERFLOW_TEST_DATA`).
+/// A vendored khmer test input (`tests/data/khmer/` of the repository).
 fn data(name: &str) -> PathBuf {
-    let dir = std::env::var_os("KMERFLOW_TEST_DATA").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .ancestors()
-            .map(|a| a.join("shared/data/khmer-test-data"))
-            .find(|d| d.is_dir())
-            .expect("khmer test data not found (set KMERFLOW_TEST_DATA)")
-    });
-    dir.join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/khmer").join(name)
 }
 
 /// Sequences of a FASTA file, cleaned like khmer's C++ parser.
@@ -154,7 +147,7 @@ fn tiny_small_countgraph_file_is_byte_exact() {
 
 #[test]
 fn khmer_files_load() {
-    let norm = KTable::load(data("normC20k20.ct").to_str().unwrap(), HashKind::TwoBit).unwrap();
+    let norm = KTable::load(data("normC20k20.ct.gz").to_str().unwrap(), HashKind::TwoBit).unwrap();
     assert_eq!((norm.ksize(), norm.n_tables(), norm.storage_kind()), (20, 4, StorageKind::Byte));
     assert_eq!(norm.hashsizes()[0], 999_983);
     for name in ["goodversion-k12.ht", "goodversion-k12.ht.gz"] {
@@ -173,7 +166,9 @@ fn bad_table_files_give_clear_errors() {
         assert!(err.contains("OXLI") || err.contains("truncated"), "{err}");
     }
     let dir = tempfile::tempdir().unwrap();
-    let good = std::fs::read(data("normC20k20.ct")).unwrap();
+    let mut good = Vec::new();
+    let file = std::fs::File::open(data("normC20k20.ct.gz")).unwrap();
+    flate2::read::GzDecoder::new(file).read_to_end(&mut good).unwrap();
     let cases: [(&str, Vec<u8>, &str); 3] = [
         ("v3.ct", [&b"OXLI\x03"[..], &good[5..]].concat(), "version 3 is not supported"),
         ("t5.ct", [&b"OXLI\x04\x05"[..], &good[6..]].concat(), "type 5 is not a k-mer table"),

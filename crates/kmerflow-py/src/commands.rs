@@ -1,8 +1,8 @@
 //! Running kmerflow commands from Python: the console script and `kmerflow.commands`.
 
 use crate::errors::command_error;
-use crate::interrupt::interruptible;
-use kmerflow_core::run::Level;
+use crate::interrupt::interruptible_in;
+use kmerflow_core::run::{Level, RunContext};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::ffi::OsString;
@@ -22,7 +22,7 @@ pub fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> i32 {
 #[pyfunction]
 pub fn run_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<(String, Vec<(String, String)>)> {
     let full: Vec<OsString> = std::iter::once(OsString::from("kmerflow")).chain(argv).collect();
-    let outcome = interruptible(py, |ctx| kmerflow_cli::execute_with(full, ctx))?
+    let outcome = interruptible_in(py, &RunContext::new(), |ctx| kmerflow_cli::execute_with(full, ctx))?
         .map_err(|e| command_error(e.code, e.message.trim_end().to_owned()))?;
     let level = |l: Level| match l {
         Level::Info => "info",

@@ -3,6 +3,7 @@
 //! The classes are defined in Python (multiple inheritance: `FormatError` is also a
 //! `ValueError`, `KmerflowIOError` also an `OSError`) and looked up here when an error is raised.
 
+use kmerflow_core::run::{Level, RunContext};
 use kmerflow_core::Error;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -11,6 +12,21 @@ use pyo3::types::PyType;
 /// The `kmerflow.errors` class called `name`.
 fn error_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
     Ok(py.import("kmerflow.errors")?.getattr(name)?.cast_into::<PyType>()?)
+}
+
+/// Issues the warnings of a finished run `ctx` (and the errors it went past) through Python's
+/// `warnings.warn` as `kmerflow.KmerflowWarning`s.
+pub fn warn_messages(py: Python<'_>, ctx: &RunContext) -> PyResult<()> {
+    let messages: Vec<_> = ctx.messages().into_iter().filter(|m| m.level != Level::Info).collect();
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let category = error_class(py, "KmerflowWarning")?;
+    let warn = py.import("warnings")?.getattr("warn")?;
+    for message in messages {
+        warn.call1((message.text, &category, 2))?;
+    }
+    Ok(())
 }
 
 /// Builds the Python exception for a core error.

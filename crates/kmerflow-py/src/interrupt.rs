@@ -3,6 +3,7 @@
 //! any exception a signal handler raises) the run's cancellation token is set, the work is
 //! awaited (the core stops within a batch) and the exception is raised.
 
+use crate::errors::warn_messages;
 use kmerflow_core::run::RunContext;
 use pyo3::prelude::*;
 use std::sync::{Condvar, Mutex};
@@ -11,9 +12,21 @@ use std::time::Duration;
 /// How often the calling thread looks for a pending signal.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
-/// Runs `work` with a fresh run context (see the module documentation).
+/// Runs `work` with a fresh run context (see the module documentation); the run's warnings
+/// (an empty input, say) are then issued as `kmerflow.KmerflowWarning`s.
 pub fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(&RunContext) -> T + Send) -> PyResult<T> {
     let ctx = RunContext::new();
+    let result = interruptible_in(py, &ctx, work)?;
+    warn_messages(py, &ctx)?;
+    Ok(result)
+}
+
+/// [`interruptible`] within `ctx`, leaving the run's messages to the caller.
+pub fn interruptible_in<T: Send>(
+    py: Python<'_>,
+    ctx: &RunContext,
+    work: impl FnOnce(&RunContext) -> T + Send,
+) -> PyResult<T> {
     // Set (and notified) when the work is done.
     let done = (Mutex::new(false), Condvar::new());
     let is_done = || {
@@ -23,7 +36,7 @@ pub fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce(&RunContext) -> 
     };
     std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
-            let result = work(&ctx);
+            let result = work(ctx);
             *done.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
             done.1.notify_all();
             result

@@ -4,8 +4,9 @@
 //! Python list in one go; Python iterates the list (`kmerflow.open_reads` chains them), so the
 //! per-record cost on the Python side is creating three `str` objects and one `Record`.
 
-use crate::errors::IntoPyResult;
+use crate::errors::{warn_messages, IntoPyResult};
 use kmerflow_core::io::{FastxReader, PairMode, PairedReader, Record as CoreRecord, RecordBatch};
+use kmerflow_core::run::RunContext;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
@@ -129,14 +130,18 @@ impl ReadReader {
         };
         let path = path.to_string_lossy().into_owned();
         let mate = mate.map(|m| m.to_string_lossy().into_owned());
+        let ctx = RunContext::new();
         let source = py.detach(|| -> kmerflow_core::Result<Source> {
-            let reader = FastxReader::open(&path)?;
+            let reader = FastxReader::open_in(&path, &ctx)?;
             Ok(match (mate, mode) {
-                (Some(m), _) => Source::Pairs(PairedReader::from_two_files(reader, FastxReader::open(&m)?, min_length)),
+                (Some(m), _) => {
+                    Source::Pairs(PairedReader::from_two_files(reader, FastxReader::open_in(&m, &ctx)?, min_length))
+                }
                 (None, Some(mode)) => Source::Pairs(PairedReader::new(reader, mode, min_length)),
                 (None, None) => Source::Records(reader, min_length),
             })
         });
+        warn_messages(py, &ctx)?;
         Ok(ReadReader { source: source.py()? })
     }
 

@@ -2,6 +2,7 @@
 //! command that builds a countgraph or nodegraph.
 
 use crate::common::Ctx;
+use crate::flags;
 use clap::Args;
 use kmerflow_core::ops::count::{write_text, ReadTally};
 use kmerflow_core::ops::sizing::{self, TableParams};
@@ -31,32 +32,28 @@ fn parse_flag<T: std::str::FromStr<Err = kmerflow_core::Error>>(text: &str) -> R
     text.parse().map_err(|e: kmerflow_core::Error| e.to_string())
 }
 
-/// Parses `-M` the way khmer's `memory_setting` does.
-fn memory_value(text: &str) -> Result<f64, String> {
-    sizing::parse_memory(text).map_err(|e| e.to_string())
-}
-
 /// Sizing flags of presence tables (nodegraphs): `-k -N -U --fp-rate -x|-M`.
 #[derive(Args, Debug, Clone)]
 pub struct GraphArgs {
     /// k-mer size to use.
-    #[arg(short = 'k', long = "ksize", default_value_t = sizing::DEFAULT_K)]
+    #[arg(short = 'k', long = "ksize", default_value_t = sizing::DEFAULT_K, value_parser = flags::positive, allow_negative_numbers = true)]
     pub ksize: usize,
     /// Number of tables to use.
-    #[arg(short = 'N', long = "n_tables", alias = "n-tables", default_value_t = sizing::DEFAULT_N_TABLES)]
+    #[arg(short = 'N', long = "n_tables", alias = "n-tables", default_value_t = sizing::DEFAULT_N_TABLES,
+          value_parser = flags::positive, allow_negative_numbers = true)]
     pub n_tables: usize,
     /// Approximate number of unique k-mers in the input set (sizes the tables, see --fp-rate).
-    #[arg(short = 'U', long = "unique-kmers", default_value_t = 0.0)]
+    #[arg(short = 'U', long = "unique-kmers", default_value_t = 0.0, value_parser = flags::unique_kmers, allow_negative_numbers = true)]
     pub unique_kmers: f64,
     /// Override the command's default false-positive-rate ceiling used with -U.
-    #[arg(long = "fp-rate")]
+    #[arg(long = "fp-rate", value_parser = flags::fp_rate, allow_negative_numbers = true)]
     pub fp_rate: Option<f64>,
     /// Upper bound on the size of each table (overridden by -M).
     #[arg(short = 'x', long = "max-tablesize", default_value_t = sizing::DEFAULT_MAX_TABLESIZE,
-          conflicts_with = "max_memory")]
+          conflicts_with = "max_memory", value_parser = flags::tablesize, allow_negative_numbers = true)]
     pub max_tablesize: f64,
     /// Maximum memory for the tables, in bytes; K/M/G/T suffixes are decimal (e.g. 4G).
-    #[arg(short = 'M', long = "max-memory-usage", value_parser = memory_value)]
+    #[arg(short = 'M', long = "max-memory-usage", value_parser = flags::memory, allow_negative_numbers = true)]
     pub max_memory: Option<f64>,
 }
 

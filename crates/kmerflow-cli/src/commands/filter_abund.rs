@@ -11,7 +11,7 @@ use serde_json::Value;
 #[derive(ClapArgs, Debug, Clone)]
 pub struct FilterArgs {
     /// Cut each read before its first k-mer with a count below C.
-    #[arg(short = 'C', long = "cutoff", default_value_t = 2)]
+    #[arg(short = 'C', long = "cutoff", default_value_t = 2, value_parser = crate::flags::cutoff)]
     pub cutoff: u32,
     /// Only trim reads whose median k-mer count is at least -Z.
     #[arg(short = 'V', long = "variable-coverage")]

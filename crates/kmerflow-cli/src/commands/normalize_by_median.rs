@@ -7,16 +7,6 @@ use kmerflow_core::ops::diginorm;
 use kmerflow_core::Result;
 use serde_json::Value;
 
-/// Parses khmer's cutoff range 0 <= C < 256.
-fn parse_cutoff(text: &str) -> std::result::Result<u32, String> {
-    let c: i64 = text.parse().map_err(|_| format!("invalid cutoff {text:?}"))?;
-    if (0..256).contains(&c) {
-        Ok(c as u32)
-    } else {
-        Err(format!("cutoff {c} must be in the range 0 <= C < 256"))
-    }
-}
-
 /// Discard reads whose median k-mer abundance already reaches the cutoff (digital normalization).
 #[derive(ClapArgs, Debug, Clone)]
 #[command(after_help = "\
@@ -40,7 +30,7 @@ pub struct Args {
     #[command(flatten)]
     pub layout: LayoutArgs,
     /// Keep a bundle unless every read's median k-mer count is >= C.
-    #[arg(short = 'C', long = "cutoff", default_value = "20", value_parser = parse_cutoff)]
+    #[arg(short = 'C', long = "cutoff", default_value = "20", value_parser = crate::flags::cutoff)]
     pub cutoff: u32,
     /// Require every read to be paired.
     #[arg(short = 'p', long = "paired", conflicts_with = "force_single")]

@@ -6,6 +6,7 @@
 //! or from an explicit `--gzip`/`--bzip`.
 
 use super::bgzf::{self, BgzfWriter};
+use super::gzip::GzipMembers;
 use super::pump::advise_sequential;
 use crate::run::metrics::InputCounters;
 use crate::run::RunContext;
@@ -110,7 +111,7 @@ pub(crate) fn open_counted(path: &str, ctx: &RunContext) -> Result<(Box<dyn Read
     let decoded: Box<dyn Read + Send> = match compression {
         Compression::None => return Ok((Box::new(buffered), counters)),
         Compression::Gzip if parallel => bgzf::decoder(Box::new(buffered), path, ctx),
-        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
+        Compression::Gzip => Box::new(GzipMembers::new(buffered, path, ctx)),
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered)),
         Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(buffered)),
         Compression::Zstd => {

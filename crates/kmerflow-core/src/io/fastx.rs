@@ -1,6 +1,7 @@
 //! FASTA/FASTQ parsing over chunks: records are borrowed slices, not per-record allocations.
 
 use super::compress::{open_counted, read_error};
+use super::limits;
 use super::parse::{is_space, show, Position, Scanner, Span};
 use super::pump::Pump;
 use crate::run::RunContext;
@@ -183,26 +184,40 @@ pub struct FastxReader {
     pending: Option<(Vec<u8>, usize)>,
     pos: Position,
     recycle: Sender<Vec<u8>>,
+    /// The longest record accepted, in bytes ([`limits::max_record_bytes`]).
+    max_record: u64,
 }
 
 impl FastxReader {
-    /// Opens `path` (`-` = stdin) outside any run (one thread, its own metrics). Compression is
-    /// sniffed from magic bytes and the format from the content. An empty (after
-    /// decompression) input is an error naming the file.
+    /// Opens `path` (`-` = stdin) outside any run (one thread, its own metrics, its messages
+    /// dropped). Compression is sniffed from magic bytes and the format from the content.
     pub fn open(path: &str) -> Result<Self> {
         Self::open_in(path, &RunContext::new())
     }
 
     /// [`FastxReader::open`] within the run `ctx`: its threads decompress BGZF, its metrics and
     /// progress count the bytes, and waiting for input ends with [`Error::Cancelled`] once it
-    /// is cancelled.
+    /// is cancelled. An input that is empty after decompression (or only whitespace) has no
+    /// records: a warning naming the file goes to `ctx`, as khmer prints one, and the run goes on.
     pub fn open_in(path: &str, ctx: &RunContext) -> Result<Self> {
+        let max_record = limits::max_record_bytes()?;
         let (input, counters) = open_counted(path, ctx)?;
         let mut pump = Pump::spawn_counted(input, counters, ctx.cancel_token().clone());
         let mut line = 1;
         loop {
             let Some(chunk) = pump.next_chunk().map_err(|e| read_error(path, e))? else {
-                return Err(Error::format(path, None, None, "input is empty (no records)"));
+                ctx.warning(format!("WARNING: {path} is empty (no records)"));
+                let recycle = pump.recycler();
+                let pos = Position { record: 1, line };
+                return Ok(FastxReader {
+                    path: path.to_string(),
+                    pump,
+                    format: Format::Fasta,
+                    pending: None,
+                    pos,
+                    recycle,
+                    max_record,
+                });
             };
             let first = chunk.iter().position(|&b| !is_space(b));
             let skipped = first.unwrap_or(chunk.len());
@@ -228,6 +243,7 @@ impl FastxReader {
                 pending: Some((chunk, first)),
                 pos: Position { record: 1, line },
                 recycle,
+                max_record,
             });
         }
     }
@@ -294,7 +310,9 @@ impl FastxReader {
             let base = buf.len();
             match self.format {
                 Format::Fasta => {
-                    let Some(cut) = next_fasta_header(buf, &next) else {
+                    let cut = next_fasta_header(buf, &next);
+                    self.check_length(base + cut.unwrap_or(next.len()) - end)?;
+                    let Some(cut) = cut else {
                         buf.extend_from_slice(&next);
                         let _ = self.recycle.try_send(next);
                         continue;
@@ -319,11 +337,29 @@ impl FastxReader {
                             self.pending = Some((next, end - base));
                             return Ok(());
                         }
+                        self.check_length(buf.len() - end)?;
                     }
                     let _ = self.recycle.try_send(next);
                 }
             }
         }
+    }
+
+    /// An error naming the record being assembled when its `len` bytes exceed the bound.
+    fn check_length(&self, len: usize) -> Result<()> {
+        if len as u64 <= self.max_record {
+            return Ok(());
+        }
+        Err(Error::format(
+            &self.path,
+            Some(self.pos.record),
+            Some(self.pos.line),
+            format!(
+                "record longer than {} bytes (the bound set by {}); is the file damaged?",
+                self.max_record,
+                limits::MAX_RECORD_ENV
+            ),
+        ))
     }
 }
 
@@ -406,6 +442,25 @@ mod tests {
         assert_eq!(recs[1].qual.as_deref(), Some(&b"#"[..]));
     }
 
+    /// Wrapped FASTQ as screed reads it: sequence lines up to `+`, quality lines until they are
+    /// as long (a quality line may start with `@`).
+    #[test]
+    fn wrapped_fastq_is_joined() {
+        let recs = parse(b"@a\nACG\nTA\n+\n@II\nII\n@b\nGG\n+\n@I\n").unwrap();
+        let got: Vec<_> = recs.iter().map(|r| (r.name.clone(), r.seq.clone(), r.qual.clone().unwrap())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (b"a".to_vec(), b"ACGTA".to_vec(), b"@IIII".to_vec()),
+                (b"b".to_vec(), b"GG".to_vec(), b"@I".to_vec())
+            ]
+        );
+        assert_eq!(
+            error_text(b"@a\nACG\nTA\n+\nIII\nIII\n"),
+            ": record 1 (line 6): sequence and quality lengths differ (5 vs 6)"
+        );
+    }
+
     #[test]
     fn fastq_errors_name_record_and_line() {
         let ok = b"@a\nAC\n+\nII\n";
@@ -414,7 +469,11 @@ mod tests {
             error_text(&with(b"@b\nACG\n+\nII\n")),
             ": record 2 (line 8): sequence and quality lengths differ (3 vs 2)"
         );
-        assert_eq!(error_text(&with(b"@b\nAC\nII\nII\n")), ": record 2 (line 7): missing '+' line");
+        assert_eq!(error_text(&with(b"@b\nAC\n@c\nAC\n+\nII\n")), ": record 2 (line 7): missing '+' line");
+        assert_eq!(
+            error_text(&with(b"@b\nAC\nII\nII\n")),
+            ": record 2 (line 9): truncated record at end of input: missing '+' line"
+        );
         assert_eq!(
             error_text(&with(b"b\nAC\n+\nII\n")),
             ": record 2 (line 5): expected '@' at the start of a FASTQ record, found 'b'"
@@ -433,10 +492,39 @@ mod tests {
             error_text(b"\x00\x01binary"),
             ": line 1: not a FASTA or FASTQ file: starts with '\\x00' instead of '>' or '@'"
         );
-        assert_eq!(error_text(b""), ": input is empty (no records)");
-        assert_eq!(error_text(b"\n \n"), ": input is empty (no records)");
         let missing = read_all("/nonexistent/x.fa").unwrap_err().to_string();
         assert!(missing.starts_with("/nonexistent/x.fa: "), "{missing}");
+    }
+
+    #[test]
+    fn empty_inputs_have_no_records() {
+        for content in [&b""[..], b"\n \n"] {
+            assert_eq!(parse(content).unwrap(), vec![]);
+        }
+    }
+
+    /// A record longer than the bound fails when it reaches the bound, naming its number and
+    /// line, however its bytes are spread over lines.
+    #[test]
+    fn records_longer_than_the_bound_are_refused() {
+        let chunk = crate::io::pump::CHUNK_SIZE;
+        let long = vec![b'A'; 3 * chunk];
+        let fasta = [&b">a\nAC\n>b\n"[..], &long, b"\n"].concat();
+        let wrapped: Vec<u8> = long.chunks(70).flat_map(|l| [l, b"\n"].concat()).collect();
+        let fastq = [&b"@a\nAC\n+\nII\n@b\n"[..], &long, b"\n+\n", &long, b"\n"].concat();
+        for (content, line) in [(fasta.clone(), 3), ([&b">a\nAC\n>b\n"[..], &wrapped].concat(), 3), (fastq, 5)] {
+            let f = write_temp(&content);
+            let mut reader = FastxReader::open(f.path().to_str().unwrap()).unwrap();
+            reader.max_record = 2 * chunk as u64;
+            let err = std::iter::from_fn(|| reader.next_batch().transpose()).find_map(Result::err).unwrap();
+            let expected = format!(": record 2 (line {line}): record longer than 2097152 bytes");
+            assert!(err.to_string().contains(&expected), "{err}");
+        }
+        let f = write_temp(&fasta);
+        let mut reader = FastxReader::open(f.path().to_str().unwrap()).unwrap();
+        reader.max_record = 4 * chunk as u64;
+        let records: usize = std::iter::from_fn(|| reader.next_batch().unwrap()).map(|b| b.len()).sum();
+        assert_eq!(records, 2);
     }
 
     /// Records of every size straddle chunk boundaries somewhere in a few MiB of input.

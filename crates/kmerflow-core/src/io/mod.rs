@@ -13,24 +13,47 @@
 //! their bytes in its metrics and progress, and readers stop waiting for input once the run is
 //! cancelled.
 //!
-//! Writing path: [`output::OutputFile`] writes to a temporary name and renames on success,
-//! compressing by the output name's extension; [`output::write_record`] formats records
-//! exactly as khmer does.
+//! Writing path: [`output::OutputFile`] writes a regular file under a temporary name and renames
+//! it on success (special files in place), compressing by the output name's extension;
+//! [`output::write_record`] formats records exactly as khmer does; [`same_file`] refuses an
+//! output that is one of the inputs.
 
 pub mod bgzf;
 pub mod compress;
 pub mod fastx;
+mod gzip;
+pub mod limits;
 pub mod output;
 pub mod pairs;
 mod parse;
 pub mod pump;
+pub mod same_file;
 
 pub use compress::Compression;
 pub use fastx::{FastxReader, Format, OwnedRecord, Record, RecordBatch};
-pub use output::{write_record, OutputFile};
+pub use output::{write_record, OutputFile, Staged};
 pub use pairs::{Bundle, BundleBatch, PairMode, PairedReader};
+pub use same_file::{refuse_inputs_as_outputs, same_file};
 
 use crate::pipeline::Workload;
+use crate::{Error, Result};
+
+/// Refuses an input that cannot be read twice: stdin (`-`), a FIFO, a device. Commands that read
+/// their input twice (count, then process) call this before reading anything, instead of
+/// waiting forever on a second opening of a pipe that has been drained.
+pub fn check_rereadable(path: &str) -> Result<()> {
+    let regular = path != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if regular || (path != "-" && !std::path::Path::new(path).exists()) {
+        // A missing file is reported by the opening itself.
+        return Ok(());
+    }
+    Err(Error::format(
+        path,
+        None,
+        None,
+        "needs a regular file: it is read twice (counted, then processed); save the stream to a file first",
+    ))
+}
 
 impl Workload for RecordBatch {
     fn records(&self) -> u64 {

@@ -1,4 +1,18 @@
-//! Output files written atomically, and khmer's record formatting.
+//! Output files, and khmer's record formatting.
+//!
+//! A regular file (or a new name) is written under a temporary name in its directory and
+//! renamed over the target only when complete: a run that fails or is killed never leaves a
+//! half-written file under the final name. The temporary is `.NAME.tmp-PID-RANDOM`, created
+//! with `O_CREAT|O_EXCL` (a file or symbolic link already at that name is never opened or
+//! followed); it gets the mode of the file it replaces. Temporaries of the same output left by
+//! a process that no longer runs (killed with SIGKILL, say) are removed by the next run writing
+//! that output. Where the target cannot be replaced without harm it is written in place: a
+//! FIFO, a character or block device or a socket, and a process's open file (`/dev/stdout`,
+//! `/dev/stderr`, `/dev/fd/3`, anything under `/proc/`, or a symbolic link to them), which is
+//! opened for appending without truncating. An existing target whose owner-write bit is unset (or that
+//! the process may not write) is refused with "Permission denied" before anything is read, even
+//! for root, as khmer refuses it for users. A symbolic link to a regular file is followed: the
+//! file it points to is replaced and the link stays.
 
 use super::compress::{Compression, Encoder};
 use super::fastx::Record;
@@ -6,10 +20,14 @@ use crate::run::RunContext;
 use crate::{Error, Result};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Buffer size between the (compressing) writer and the file or stdout.
 const WRITE_BUFFER: usize = 1 << 20;
+
+/// Random characters in a temporary name.
+const TEMP_RANDOM: usize = 8;
 
 /// The destination under the encoder.
 enum Sink {
@@ -40,23 +58,193 @@ impl Write for Sink {
     }
 }
 
-/// An output destination: a file written under a temporary name in the same directory and
-/// renamed on [`OutputFile::finish`] (dropped unfinished, the temporary is removed), or stdout
-/// for `-`. Compression is chosen by the caller or, by default, by the name's extension (levels:
-/// see [`super::compress`]). Writing to a closed stdout pipe fails with
-/// [`io::ErrorKind::BrokenPipe`] (see [`Error::is_broken_pipe`]).
+/// How an output path other than `-` (stdout) is written.
+enum Target {
+    /// Opened for appending where it is (special files, `/dev/*`, `/proc/*`).
+    InPlace,
+    /// Written under a temporary name in the directory of `path` (the file itself when the
+    /// name is a symbolic link to one) and renamed over it; `mode` is the replaced file's.
+    Replace { path: PathBuf, mode: Option<u32> },
+}
+
+/// True when `path`, or a symbolic link on the way to the file it names, is an open file of a
+/// process: `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` or under `/proc/` (`/dev/stdout` ->
+/// `/proc/self/fd/1` -> the file the shell opened, which must not be replaced).
+fn reaches_open_file(path: &Path) -> bool {
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        let std = ["/dev/stdout", "/dev/stderr", "/dev/stdin"].iter().any(|s| current == Path::new(s));
+        if std || current.starts_with("/dev/fd") || current.starts_with("/proc") {
+            return true;
+        }
+        match std::fs::read_link(&current) {
+            Ok(next) => current = current.parent().unwrap_or(Path::new("/")).join(next),
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// The owner-write bit of `mode`, which khmer (as a user) needs and kmerflow needs of everyone.
+fn owner_may_write(mode: u32) -> bool {
+    mode & 0o200 != 0
+}
+
+/// Decides how `path` (not `-`) is written; refuses a directory and a write-protected file.
+fn target_of(path: &str) -> Result<Target> {
+    let p = Path::new(path);
+    if reaches_open_file(p) {
+        return Ok(Target::InPlace);
+    }
+    let meta = match std::fs::metadata(p) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(Target::Replace { path: p.to_path_buf(), mode: None });
+        }
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let kind = meta.file_type();
+    if kind.is_fifo() || kind.is_char_device() || kind.is_block_device() || kind.is_socket() {
+        return Ok(Target::InPlace);
+    }
+    if kind.is_dir() {
+        return Err(Error::io(path, io::Error::from_raw_os_error(libc::EISDIR)));
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if !owner_may_write(mode) || !may_write(p) {
+        return Err(Error::io(path, io::Error::from_raw_os_error(libc::EACCES)));
+    }
+    let real = if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+        std::fs::canonicalize(p).map_err(|e| Error::io(path, e))?
+    } else {
+        p.to_path_buf()
+    };
+    Ok(Target::Replace { path: real, mode: Some(mode) })
+}
+
+/// `access(W_OK)`: whether this process may write the existing file `path`.
+fn may_write(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// The start of the temporary names of `path` (`.NAME.tmp-`), and its directory.
+fn temp_prefix(path: &Path) -> (PathBuf, String) {
+    let name = path.file_name().map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    (dir, format!(".{name}.tmp-"))
+}
+
+/// True when no process `pid` exists.
+fn process_is_gone(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    pid > 0 && unsafe { libc::kill(pid, 0) } != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Removes the regular files `.NAME.tmp-PID[-RANDOM]` next to `path` whose process is gone.
+fn remove_stale_temporaries(path: &Path) {
+    let (dir, prefix) = temp_prefix(path);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let pid = rest.split('-').next().and_then(|p| p.parse::<i32>().ok());
+        let regular = entry.file_type().is_ok_and(|t| t.is_file());
+        if regular && pid.is_some_and(process_is_gone) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The message of an error from the `tempfile` crate without the temporary's path it appends
+/// (errors name the output as the user gave it).
+fn without_temp_path(e: io::Error) -> io::Error {
+    if e.raw_os_error().is_some() {
+        return e;
+    }
+    let text = e.to_string();
+    let message = text.split(" at path ").next().unwrap_or(&text).to_string();
+    io::Error::new(e.kind(), message)
+}
+
+/// A new temporary file for `path` (see the module documentation), with `mode` when given.
+fn create_temporary(path: &Path, mode: Option<u32>) -> io::Result<(File, tempfile::TempPath)> {
+    remove_stale_temporaries(path);
+    let (dir, prefix) = temp_prefix(path);
+    let prefix = format!("{prefix}{}-", std::process::id());
+    let temp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .rand_bytes(TEMP_RANDOM)
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(without_temp_path)?;
+    let (file, temp) = temp.into_parts();
+    if let Some(mode) = mode {
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
+    Ok((file, temp))
+}
+
+/// A complete output under its temporary name, renamed into place by [`Staged::commit`] (or
+/// removed when dropped uncommitted), so that a command can finish all its outputs and check
+/// its results before any appears. Outputs written in place and stdout have nothing to rename.
+#[must_use = "a staged output appears only when committed"]
+pub struct Staged {
+    path: String,
+    /// The temporary and the name it is renamed to.
+    rename: Option<(tempfile::TempPath, PathBuf)>,
+}
+
+impl Staged {
+    /// The output path as given.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Renames the temporary over the final name.
+    pub fn commit(mut self) -> Result<()> {
+        match self.rename.take() {
+            Some((temp, target)) => temp.persist(&target).map_err(|e| Error::io(&self.path, e.error)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A new regular file to be filled through a map or by hand (a file-backed table): the file
+/// under a temporary name, and the [`Staged`] that renames it to `path` once complete. Refused
+/// where `path` is not a regular file or a new name.
+pub fn create_regular(path: &str) -> Result<(File, Staged)> {
+    match target_of(path)? {
+        Target::Replace { path: target, mode } => {
+            let (file, temp) = create_temporary(&target, mode).map_err(|e| Error::io(path, e))?;
+            Ok((file, Staged { path: path.to_string(), rename: Some((temp, target)) }))
+        }
+        _ => Err(Error::invalid(format!("{path}: needs to be a regular file (it is written through a memory map)"))),
+    }
+}
+
+/// An output destination: a file written under a temporary name and renamed on
+/// [`OutputFile::finish`] (dropped unfinished, the temporary is removed), a special file written
+/// in place, or stdout for `-` (see the module documentation). Compression is chosen by the
+/// caller or, by default, by the name's extension (levels: see [`super::compress`]). Writing to a
+/// closed stdout pipe fails with [`io::ErrorKind::BrokenPipe`] (see [`Error::is_broken_pipe`]).
 pub struct OutputFile {
     path: String,
     /// `None` once finished.
     writer: Option<Encoder<Sink>>,
-    /// The temporary file, for files.
-    temp: Option<PathBuf>,
-}
-
-/// `dir/.name.tmp-PID` for `dir/name`.
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path.file_name().map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+    /// The temporary file and the name it is renamed to, for replaced files.
+    rename: Option<(tempfile::TempPath, PathBuf)>,
 }
 
 impl OutputFile {
@@ -74,16 +262,21 @@ impl OutputFile {
     /// [`OutputFile::create_with`] within the run `ctx`: gzip is compressed on its threads,
     /// which its metrics record.
     pub fn create_in(path: &str, compression: Compression, ctx: &RunContext) -> Result<Self> {
-        let (sink, temp) = if path == "-" {
+        let io_err = |e| Error::io(path, e);
+        let (sink, rename) = if path == "-" {
             (Sink::Stdout(BufWriter::with_capacity(WRITE_BUFFER, io::stdout())), None)
         } else {
-            let temp = temp_path(Path::new(path));
-            let file = File::create(&temp).map_err(|e| Error::io(path, e))?;
-            (Sink::File(BufWriter::with_capacity(WRITE_BUFFER, file)), Some(temp))
+            let (file, rename) = match target_of(path)? {
+                Target::InPlace => (File::options().append(true).open(path).map_err(io_err)?, None),
+                Target::Replace { path: target, mode } => {
+                    let (file, temp) = create_temporary(&target, mode).map_err(io_err)?;
+                    (file, Some((temp, target)))
+                }
+            };
+            (Sink::File(BufWriter::with_capacity(WRITE_BUFFER, file)), rename)
         };
-        let mut out = OutputFile { path: path.to_string(), writer: None, temp };
-        out.writer = Some(Encoder::new(sink, compression, ctx).map_err(|e| Error::io(path, e))?);
-        Ok(out)
+        let writer = Encoder::new(sink, compression, ctx).map_err(io_err)?;
+        Ok(OutputFile { path: path.to_string(), writer: Some(writer), rename })
     }
 
     /// The final path.
@@ -91,38 +284,33 @@ impl OutputFile {
         &self.path
     }
 
-    /// Flushes, finishes compression and renames the temporary file to its final name.
-    pub fn finish(mut self) -> Result<()> {
+    /// Flushes and finishes compression, leaving the file under its temporary name for the
+    /// caller to [`Staged::commit`] after its last checks.
+    pub fn close(mut self) -> Result<Staged> {
         let path = self.path.clone();
         let io_err = |e| Error::io(&path, e);
-        let Some(writer) = self.writer.take() else {
-            return Ok(());
-        };
+        let writer = self.writer.take().ok_or_else(|| io_err(finished()))?;
         match writer.finish().map_err(io_err)? {
-            Sink::Stdout(mut w) => w.flush().map_err(io_err),
-            Sink::File(w) => {
-                // Closed without fsync: the rename guards against a run that fails or is
-                // killed, as every step of a pipeline needs; making the bytes durable is left
-                // to the system (an fsync of a 400 MB table doubled the time to save it).
-                drop(w.into_inner().map_err(|e| io_err(e.into_error()))?);
-                if let Some(temp) = self.temp.take() {
-                    if let Err(e) = std::fs::rename(&temp, &self.path) {
-                        let _ = std::fs::remove_file(&temp);
-                        return Err(io_err(e));
-                    }
-                }
-                Ok(())
-            }
+            Sink::Stdout(mut w) => w.flush().map_err(io_err)?,
+            // Closed without fsync: the rename guards against a run that fails or is killed, as
+            // every step of a pipeline needs; making the bytes durable is left to the system
+            // (an fsync of a 400 MB table doubled the time to save it).
+            Sink::File(w) => drop(w.into_inner().map_err(|e| io_err(e.into_error()))?),
         }
+        Ok(Staged { path: self.path.clone(), rename: self.rename.take() })
+    }
+
+    /// Flushes, finishes compression and renames the temporary file to its final name.
+    pub fn finish(self) -> Result<()> {
+        self.close()?.commit()
     }
 }
 
 impl Drop for OutputFile {
     fn drop(&mut self) {
+        // The encoder's own drop may flush into the file; the temporary goes after it.
         drop(self.writer.take());
-        if let Some(temp) = self.temp.take() {
-            let _ = std::fs::remove_file(temp);
-        }
+        drop(self.rename.take());
     }
 }
 
@@ -238,6 +426,133 @@ mod tests {
         out.write_all(b">a\nAC\n").unwrap();
         drop(out);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// The names in `dir`.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        names
+    }
+
+    fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+        let mut out = OutputFile::create(path.to_str().unwrap())?;
+        out.write_all(bytes).map_err(|e| Error::io("test", e))?;
+        out.finish()
+    }
+
+    #[test]
+    fn a_fifo_is_written_in_place_and_stays_a_fifo() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("out.fa");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_whole(&fifo, b">a\nACGT\n").unwrap();
+        assert_eq!(reader.join().unwrap(), b">a\nACGT\n");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(names(dir.path()), ["out.fa"]);
+    }
+
+    #[test]
+    fn a_full_device_is_an_error_naming_it() {
+        let err = write_whole(Path::new("/dev/full"), &[b'A'; 10]).unwrap_err();
+        assert!(err.to_string().starts_with("/dev/full: "), "{err}");
+        assert!(matches!(&err, Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC)), "{err}");
+        assert!(std::fs::metadata("/dev/full").unwrap().file_type().is_char_device());
+    }
+
+    #[test]
+    fn a_write_protected_target_is_refused_and_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.fa");
+        std::fs::write(&path, "keep me").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o402)).unwrap();
+        let err = OutputFile::create(path.to_str().unwrap()).err().unwrap().to_string();
+        assert!(err.contains("out.fa: Permission denied"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"keep me");
+        assert_eq!(names(dir.path()), ["out.fa"]);
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode_and_a_link_to_it_stays_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.fa");
+        std::fs::write(&real, "old").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("link.fa");
+        std::os::unix::fs::symlink("real.fa", &link).unwrap();
+        write_whole(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
+        assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o7777, 0o640);
+        assert_eq!(names(dir.path()), ["link.fa", "real.fa"]);
+    }
+
+    #[test]
+    fn a_link_planted_at_a_temporary_name_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let planted = dir.path().join(format!(".out.fa.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let path = dir.path().join("out.fa");
+        write_whole(&path, b">a\nAC\n").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_file());
+        assert_eq!(std::fs::read(&path).unwrap(), b">a\nAC\n");
+        assert!(std::fs::symlink_metadata(&planted).unwrap().file_type().is_symlink(), "left alone");
+    }
+
+    #[test]
+    fn stale_temporaries_of_dead_processes_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let stale = dir.path().join(format!(".out.fa.tmp-{dead}-AbC123xy"));
+        let alive = dir.path().join(format!(".out.fa.tmp-{}-other", std::process::id()));
+        std::fs::write(&stale, "half").unwrap();
+        std::fs::write(&alive, "in use").unwrap();
+        write_whole(&dir.path().join("out.fa"), b"x").unwrap();
+        assert!(!stale.exists() && alive.exists(), "{:?}", names(dir.path()));
+    }
+
+    #[test]
+    fn a_closed_output_appears_only_when_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.fa");
+        let mut out = OutputFile::create(path.to_str().unwrap()).unwrap();
+        out.write_all(b">a\nAC\n").unwrap();
+        let staged = out.close().unwrap();
+        assert!(!path.exists());
+        drop(staged);
+        assert!(names(dir.path()).is_empty(), "dropped uncommitted: removed");
+        let mut out = OutputFile::create(path.to_str().unwrap()).unwrap();
+        out.write_all(b">a\nAC\n").unwrap();
+        out.close().unwrap().commit().unwrap();
+        assert_eq!(names(dir.path()), ["out.fa"]);
+    }
+
+    #[test]
+    fn a_regular_file_under_dev_is_replaced_not_appended() {
+        let Ok(dir) = tempfile::tempdir_in("/dev/shm") else { return };
+        let path = dir.path().join("out.fa");
+        write_whole(&path, b"first").unwrap();
+        write_whole(&path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
+    }
+
+    #[test]
+    fn a_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = OutputFile::create(dir.path().to_str().unwrap()).err().unwrap().to_string();
+        assert!(err.contains("Is a directory"), "{err}");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! khmer's read-pair recognition and its "broken paired" reading semantics (KHMER.md §4.0).
+//! khmer's read-pair recognition and its "broken paired" reading semantics (docs/khmer-compat.md §4.0).
 
 use super::fastx::{FastxReader, OwnedRecord, Record, RecordBatch};
 use crate::{Error, Result};

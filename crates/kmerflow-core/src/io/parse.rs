@@ -2,10 +2,10 @@
 //! buffer and records them as byte offsets.
 //!
 //! Whitespace follows screed (what khmer's Python scripts read with): header, sequence and
-//! quality lines are stripped of surrounding ASCII whitespace (so CRLF files work), FASTA names
-//! are stripped on both sides and FASTQ names at the end only, blank lines inside a FASTA
-//! sequence are ignored. Unlike screed, blank lines between records are skipped in FASTQ too
-//! (screed silently stops reading there), and FASTQ records must have exactly four lines.
+//! quality lines (FASTQ ones possibly wrapped, as screed reads them) are stripped of surrounding
+//! ASCII whitespace (so CRLF files work), FASTA names are stripped on both sides and FASTQ names
+//! at the end only, blank lines inside a FASTA sequence are ignored. Unlike screed, blank lines between records are skipped in FASTQ too
+//! (screed silently stops reading there).
 
 use super::fastx::Format;
 use crate::{Error, Result};
@@ -113,8 +113,17 @@ impl Scanner<'_> {
         }
     }
 
-    /// One FASTQ record at `start` (a non-blank byte): its span, end and line count.
-    fn fastq_record(&self, buf: &[u8], start: usize, eof: bool, pos: &Position) -> Result<Option<(Span, usize, u64)>> {
+    /// One FASTQ record at `start` (a non-blank byte): its span, end and line count. As in
+    /// screed and khmer's C++ parser, sequence and quality may be wrapped over several lines:
+    /// sequence lines run up to the `+` line, quality lines until they hold as many characters
+    /// as the sequence. Nothing is rewritten until the record is complete.
+    fn fastq_record(
+        &self,
+        buf: &mut [u8],
+        start: usize,
+        eof: bool,
+        pos: &Position,
+    ) -> Result<Option<(Span, usize, u64)>> {
         if buf[start] != b'@' {
             return Err(self.error(
                 pos.record,
@@ -122,45 +131,79 @@ impl Scanner<'_> {
                 format!("expected '@' at the start of a FASTQ record, found {}", show(buf[start])),
             ));
         }
-        const WHAT: [&str; 3] = ["sequence line", "'+' line", "quality line"];
-        let mut ends = [(0, 0); 4];
-        let mut at = start;
-        for (i, slot) in ends.iter_mut().enumerate() {
-            match line_at(buf, at, eof) {
-                Line::Full(end, next) => {
-                    *slot = (at, end);
-                    at = next;
-                }
+        let truncated = |line: u64, what: &str| {
+            self.error(pos.record, pos.line + line, format!("truncated record at end of input: missing {what}"))
+        };
+        let (header_end, mut at) = match line_at(buf, start, eof) {
+            Line::Full(end, next) => (end, next),
+            Line::Incomplete => return Ok(None),
+            Line::Missing => unreachable!("a line starting at an existing byte is never missing"),
+        };
+        let mut lines = 1;
+        // Sequence lines, up to the '+' line.
+        let seq_start = at;
+        let (mut seq, mut seq_lines, mut seq_len) = ((at, at), 0, 0);
+        let plus_start = loop {
+            let (end, next) = match line_at(buf, at, eof) {
+                Line::Full(end, next) => (end, next),
                 Line::Incomplete => return Ok(None),
                 Line::Missing => {
-                    return Err(self.error(
-                        pos.record,
-                        pos.line + i as u64,
-                        format!("truncated record at end of input: missing {}", WHAT[i - 1]),
-                    ))
+                    return Err(truncated(lines, if seq_lines == 0 { "sequence line" } else { "'+' line" }))
                 }
+            };
+            let line = trim(buf, at, end);
+            match buf[line.0..line.1].first() {
+                Some(b'+') | None if seq_lines == 0 => {
+                    return Err(self.error(pos.record, pos.line + 1, "Sequence is empty"));
+                }
+                Some(b'+') => break at,
+                None | Some(b'@') => return Err(self.error(pos.record, pos.line + lines, "missing '+' line")),
+                Some(_) => {}
             }
+            (seq, seq_lines, seq_len) = (line, seq_lines + 1, seq_len + line.1 - line.0);
+            lines += 1;
+            at = next;
+        };
+        at = match line_at(buf, plus_start, eof) {
+            Line::Full(_, next) => next,
+            Line::Incomplete => return Ok(None),
+            Line::Missing => unreachable!("the '+' line was found"),
+        };
+        lines += 1;
+        // Quality lines, until they are as long as the sequence.
+        let qual_start = at;
+        let (mut qual, mut qual_lines, mut qual_len) = ((at, at), 0, 0);
+        while qual_len < seq_len {
+            let (end, next) = match line_at(buf, at, eof) {
+                Line::Full(end, next) => (end, next),
+                Line::Incomplete => return Ok(None),
+                Line::Missing if qual_lines == 0 => return Err(truncated(lines, "quality line")),
+                Line::Missing => break,
+            };
+            let line = trim(buf, at, end);
+            if line.0 == line.1 {
+                break;
+            }
+            (qual, qual_lines, qual_len) = (line, qual_lines + 1, qual_len + line.1 - line.0);
+            lines += 1;
+            at = next;
         }
-        let [header, seq, plus, qual] = ends;
-        let name = (start + 1, trim_end(buf, start + 1, header.1));
-        let seq = trim(buf, seq.0, seq.1);
-        if seq.0 == seq.1 {
-            return Err(self.error(pos.record, pos.line + 1, "Sequence is empty"));
-        }
-        let plus = trim(buf, plus.0, plus.1);
-        if buf.get(plus.0) != Some(&b'+') || plus.0 == plus.1 {
-            return Err(self.error(pos.record, pos.line + 2, "missing '+' line"));
-        }
-        let qual = trim(buf, qual.0, qual.1);
-        if qual.1 - qual.0 != seq.1 - seq.0 {
+        if qual_len != seq_len {
             return Err(self.error(
                 pos.record,
-                pos.line + 3,
-                format!("sequence and quality lengths differ ({} vs {})", seq.1 - seq.0, qual.1 - qual.0),
+                pos.line + lines - 1,
+                format!("sequence and quality lengths differ ({seq_len} vs {qual_len})"),
             ));
         }
+        if seq_lines > 1 {
+            seq = join_lines(buf, seq_start, plus_start);
+        }
+        if qual_lines > 1 {
+            qual = join_lines(buf, qual_start, at);
+        }
+        let name = (start + 1, trim_end(buf, start + 1, header_end));
         let span = Span { name, seq, qual_start: qual.0, line: pos.line };
-        Ok(Some((span, at, 4)))
+        Ok(Some((span, at, lines)))
     }
 
     /// One FASTA record at `start` (a non-blank byte): its span, end and line count. The

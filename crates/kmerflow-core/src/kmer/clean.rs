@@ -1,4 +1,4 @@
-//! khmer's read cleaning rules (KHMER.md §1.4), branch-light by table lookup.
+//! khmer's read cleaning rules (docs/khmer-compat.md §1.4), branch-light by table lookup.
 
 /// C++ read-parser rule: `ACGT` kept, `acgt` upper-cased, every other byte → `A`.
 static PARSER_RULE: [u8; 256] = {

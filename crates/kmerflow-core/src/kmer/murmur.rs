@@ -1,4 +1,4 @@
-//! MurmurHash3_x64_128 and khmer's canonical Murmur k-mer hash (KHMER.md §1.2).
+//! MurmurHash3_x64_128 and khmer's canonical Murmur k-mer hash (docs/khmer-compat.md §1.2).
 //!
 //! MurmurHash3 (Austin Appleby, public domain) is implemented here from its algorithm
 //! description: 16-byte blocks mixed into two 64-bit lanes, a tail of up to 15 bytes, then the

@@ -1,4 +1,4 @@
-//! khmer's 2-bit k-mer hash (k <= 32), bit-exact (KHMER.md §1.1).
+//! khmer's 2-bit k-mer hash (k <= 32), bit-exact (docs/khmer-compat.md §1.1).
 //!
 //! Base codes are A=0, T=1, C=2, G=3 (complementary bases differ in the low bit). Like khmer's
 //! release build, any byte that is not exactly `A`, `T` or `C` is encoded as `G` on the forward

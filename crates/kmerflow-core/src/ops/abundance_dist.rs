@@ -1,5 +1,5 @@
 //! `abundance-dist` and `abundance-dist-single`: the k-mer abundance histogram of a read set
-//! against a countgraph (KHMER.md §2.8, §4.3, §4.4).
+//! against a countgraph (docs/khmer-compat.md §2.8, §4.3, §4.4).
 
 use super::count::{consume_file, count_owned_file, write_text, ReadTally};
 use super::pyfmt;
@@ -155,8 +155,9 @@ pub struct Options {
 
 /// Runs `abundance-dist` within `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
+    crate::io::refuse_inputs_as_outputs([&opts.graph, &opts.seqs], [&opts.output.path])?;
     let mut summary = Summary::default();
-    let mut table = KTable::load(&opts.graph, HashKind::TwoBit)?;
+    let mut table = super::read_filter::load_countgraph(&opts.graph)?;
     if table.storage_kind() == StorageKind::Byte {
         if !table.use_bigcount() && opts.bigcount {
             ctx.warning(
@@ -194,6 +195,8 @@ pub const SINGLE_MULTIPLIER: f64 = 8.0 / 9.3;
 
 /// Runs `abundance-dist-single` within `ctx`: count, then histogram, then optionally save.
 pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
+    crate::io::refuse_inputs_as_outputs([&opts.seqs], std::iter::once(&opts.output.path).chain(&opts.savegraph))?;
+    crate::io::check_rereadable(&opts.seqs)?;
     opts.output.check()?;
     let mut summary = Summary::default();
     let mut table = sizing::create_countgraph(&opts.params, SINGLE_MULTIPLIER, ctx)?;

@@ -1,7 +1,8 @@
-//! `load-into-counting`: count the k-mers of reads into a countgraph and save it (KHMER.md §4.2,
+//! `load-into-counting`: count the k-mers of reads into a countgraph and save it (docs/khmer-compat.md §4.2,
 //! §3.9), plus the batch-parallel file walker shared by the counting commands.
 
 use super::kmer_slices::{kmer_slices, CleanReads, KmerSlice, MAX_SLICE_KMERS};
+use super::memory::{self, Backing};
 use super::pyfmt;
 use super::reads::record_batches;
 use super::sizing::{self, TableParams};
@@ -178,20 +179,14 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
 }
 
 /// khmer's `calc_expected_collisions` check: an error when the estimated false-positive rate
-/// exceeds `max_fp` (unless `force`); returns the rate.
-pub fn check_fp_rate(table: &KTable, max_fp: f64, force: bool) -> Result<f64> {
-    fp_rate_check(sizing::expected_fp_rate(table), max_fp, force)
+/// exceeds `max_fp` (with `force`, a warning to `ctx`); returns the rate.
+pub fn check_fp_rate(table: &KTable, max_fp: f64, force: bool, ctx: &RunContext) -> Result<f64> {
+    fp_rate_check(sizing::expected_fp_rate(table), max_fp, force, ctx)
 }
 
 /// [`check_fp_rate`] of an already estimated rate `fp`.
-fn fp_rate_check(fp: f64, max_fp: f64, force: bool) -> Result<f64> {
-    if fp > max_fp && !force {
-        return Err(Error::invalid(format!(
-            "the graph structure is too small: estimated false positive rate {fp:.3} exceeds {max_fp}; \
-             increase the table size with -M (or use --force)"
-        )));
-    }
-    Ok(fp)
+fn fp_rate_check(fp: f64, max_fp: f64, force: bool, ctx: &RunContext) -> Result<f64> {
+    super::read_filter::check_fp_rate(fp, max_fp, force, ctx).map(|()| fp)
 }
 
 /// Options of `load-into-counting`.
@@ -235,16 +230,19 @@ pub fn write_text(path: &str, bytes: impl AsRef<[u8]>) -> Result<()> {
 }
 
 /// Runs `load-into-counting`: builds the table, counts every input, saves it, writes
-/// `OUT.info` (and `OUT.info.json|tsv`), and finally enforces the 0.2 false-positive ceiling
-/// (after the outputs exist, like khmer). With khmer's layout the table is also saved mid-run
+/// `OUT.info` (and `OUT.info.json|tsv`). A table over the 0.2 false-positive ceiling ends the
+/// run before anything is written (khmer writes the table and `OUT.info` first: a failed run
+/// leaving its outputs behind is what kmerflow avoids). With khmer's layout the table is also saved mid-run
 /// after every 10th file, as khmer does. A blocked table is counted in anonymous (huge-page)
 /// memory and written once at the end, unless it is larger than half the physical memory:
-/// then it is counted straight into the mapped output file (which may page to disk), and the
-/// file is complete once its header is written at the end. Counting into the file map is
+/// then it is counted straight into a mapped file (which may page to disk) under a temporary
+/// name, renamed to the output once its header is written at the end. Counting into the file map is
 /// about 2.7× slower where it fits in memory (4 KiB page-cache pages: ecoli50_1.fq k21 N4
 /// x1e8, 20.2 s vs 7.4 s at -T 1), hence the threshold. Sizing notes and warnings go to the
 /// messages of `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
+    let side_files = [".info", ".info.json", ".info.tsv"].map(|suffix| format!("{}{suffix}", opts.output));
+    crate::io::refuse_inputs_as_outputs(&opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
     let mut summary = Summary::default();
     let mut info = String::from(INFO_VERSION_LINE);
     let fp = match opts.layout {
@@ -259,8 +257,9 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                 }
                 Ok(())
             })?;
+            let fp = check_fp_rate(&table, 0.2, opts.params.force, ctx)?;
             table.save(&opts.output)?;
-            check_fp_rate(&table, 0.2, opts.params.force)
+            fp
         }
         Layout::Blocked => {
             if opts.output.ends_with(".gz") {
@@ -270,45 +269,32 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                 )));
             }
             let shape = sizing::blocked_countgraph_params(&opts.params, 1.0, ctx)?;
-            let in_file = shape.data_bytes() > physical_memory() / 2;
-            let mut table = if in_file {
-                BlockedTable::create_file_backed(&opts.output, shape)?
+            let in_file = shape.data_bytes() > memory::physical_memory() / 2;
+            memory::check_table_fits(shape.data_bytes() as f64, if in_file { Backing::File } else { Backing::Memory })?;
+            let (mut table, file) = if in_file {
+                let (table, file) = BlockedTable::create_file_backed(&opts.output, shape)?;
+                (table, Some(file))
             } else {
-                BlockedTable::with_params(shape, opts.params.alloc)?
+                (BlockedTable::with_params(shape, opts.params.alloc)?, None)
             };
             count_inputs(ctx, opts, &mut table, &mut summary, &mut info, |_, _| Ok(()))?;
-            let fp = fp_rate_check(table.expected_fp_rate(), 0.2, opts.params.force);
-            if in_file {
-                table.finish(&opts.output)?;
-            } else {
-                table.save(&opts.output)?;
+            let fp = fp_rate_check(table.expected_fp_rate(), 0.2, opts.params.force, ctx)?;
+            match file {
+                Some(file) => table.finish(file)?,
+                None => table.save(&opts.output)?,
             }
             fp
         }
     };
     info.push_str(&format!("Total number of unique k-mers: {}\n", summary.unique_kmers));
     let info_path = format!("{}.info", opts.output);
-    if fp.is_err() {
-        write_text(&info_path, &info)?;
-    }
-    summary.fp_rate = fp?;
+    summary.fp_rate = fp;
     info.push_str(&format!("fp rate estimated to be {:.3}\n\n", summary.fp_rate));
     write_text(&info_path, &info)?;
     if let Some(format) = opts.summary {
         write_summary(opts, &summary, format)?;
     }
     Ok(summary)
-}
-
-/// Bytes of physical memory (`u64::MAX` where unknown, so that tables stay in memory).
-fn physical_memory() -> u64 {
-    // SAFETY: sysconf only reads system configuration.
-    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
-    if pages > 0 && page > 0 {
-        (pages as u64).saturating_mul(page as u64)
-    } else {
-        u64::MAX
-    }
 }
 
 /// Counts every input into `table` in order, noting each in `info` and calling `after_file`

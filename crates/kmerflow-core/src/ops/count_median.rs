@@ -1,4 +1,4 @@
-//! `count-median`: per-read median, mean and standard deviation of k-mer counts (KHMER.md §4.7).
+//! `count-median`: per-read median, mean and standard deviation of k-mer counts (docs/khmer-compat.md §4.7).
 
 use super::abundance_dist::csv_field;
 use super::count::write_text;
@@ -6,7 +6,7 @@ use super::pyfmt;
 use crate::io::fastx::for_each_record;
 use crate::kmer::clean::clean_screed;
 use crate::run::RunContext;
-use crate::table::{HashKind, KTable};
+use crate::table::KTable;
 use crate::Result;
 
 /// Options of `count-median`.
@@ -45,7 +45,8 @@ pub fn median_row(table: &KTable, name: &[u8], seq: &[u8], clean: &mut Vec<u8>) 
 
 /// Runs `count-median` within `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
-    let table = KTable::load(&opts.graph, HashKind::TwoBit)?;
+    crate::io::refuse_inputs_as_outputs([&opts.graph, &opts.input], [&opts.output])?;
+    let table = super::read_filter::load_countgraph(&opts.graph)?;
     let mut text = String::from("name,median,average,stddev,seqlen\r\n");
     let mut summary = Summary::default();
     let mut clean = Vec::new();

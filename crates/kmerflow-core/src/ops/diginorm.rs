@@ -1,4 +1,4 @@
-//! normalize-by-median: khmer's streaming digital normalization (KHMER.md §4.1).
+//! normalize-by-median: khmer's streaming digital normalization (docs/khmer-compat.md §4.1).
 //!
 //! A bundle (a read or a recognised pair) is discarded when every one of its reads already
 //! has an upper-median k-mer count >= C, tested before anything is counted; otherwise all its
@@ -10,7 +10,7 @@ use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, clean_batch, CleanBatch, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, TableParams};
-use crate::io::{Compression, OutputFile, PairMode};
+use crate::io::{Compression, OutputFile, PairMode, Staged};
 use crate::kmer::twobit;
 use crate::pipeline::run_ordered;
 use crate::run::metrics;
@@ -156,7 +156,7 @@ struct Normalizer<'a> {
     /// Probe scratch of the table passes.
     probes: Vec<u64>,
     summary: Summary,
-    report: Option<std::io::BufWriter<std::fs::File>>,
+    report: Option<OutputFile>,
     next_report_at: u64,
     last_report_at: u64,
 }
@@ -263,12 +263,19 @@ impl Normalizer<'_> {
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     // khmer's k <= 32 limit applies to its layout only (checked again once a loaded table's
     // layout is known).
-    if opts.layout == Layout::Khmer && opts.loadgraph.is_none() || opts.table.ksize == 0 {
+    if opts.layout == Layout::Khmer && opts.loadgraph.is_none() {
         check_ksize(opts.table.ksize)?;
     }
     if opts.cutoff > 255 {
         return Err(Error::invalid(format!("cutoff {} must be in 0..256", opts.cutoff)));
     }
+    let reads: Vec<&String> = opts.inputs.iter().chain(&opts.unpaired).collect();
+    let keep: Vec<String> = match &opts.output {
+        Some(path) => vec![path.clone()],
+        None => reads.iter().map(|f| derived_name(f, ".keep", None)).collect(),
+    };
+    let side = [&opts.savegraph, &opts.report, &opts.report_json].into_iter().flatten();
+    crate::io::refuse_inputs_as_outputs(reads.iter().copied().chain(&opts.loadgraph), keep.iter().chain(side))?;
     if opts.paired && opts.force_single {
         return Err(Error::invalid("-p/--paired and --force_single cannot both be set"));
     }
@@ -287,9 +294,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         Some(path) => {
             ctx.info(format!("loading k-mer countgraph from {path}"));
             let table = AnyTable::load(path, HashKind::TwoBit)?;
-            if table.layout() == Layout::Khmer {
-                check_ksize(opts.table.ksize)?;
-            }
+            read_filter::check_counts(path, table.holds_counts())?;
             table
         }
         None => {
@@ -297,12 +302,21 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             create_counting_table(&opts.table, opts.layout, 1.0, ctx)?
         }
     };
+    // As in khmer, a loaded table's k wins over -k (reads shorter than it are dropped).
+    let loaded;
+    let opts = match &opts.loadgraph {
+        Some(path) => {
+            loaded =
+                Options { table: read_filter::loadgraph_params(&opts.table, path, table.ksize(), ctx), ..opts.clone() };
+            &loaded
+        }
+        None => opts,
+    };
     let report = match &opts.report {
         Some(path) => {
-            let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-            let mut w = std::io::BufWriter::new(f);
-            w.write_all(b"total,kept,f_kept\n").map_err(|e| Error::io(path, e))?;
-            Some(w)
+            let mut out = create_output(path, Some(Compression::None), ctx)?;
+            write_to(&mut out, b"total,kept,f_kept\n")?;
+            Some(out)
         }
         None => None,
     };
@@ -333,6 +347,8 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         Some(path) => Some(create_output(path, opts.compression, ctx)?),
         None => None,
     };
+    // Every output appears only once the run has passed its final check.
+    let mut staged = Vec::new();
     for (path, mode) in files {
         let result = match single.as_mut() {
             Some(out) => norm.run_file(&mut table, path, mode, out),
@@ -341,7 +357,8 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                 create_output(&name, opts.compression, ctx).and_then(|mut out| {
                     norm.run_file(&mut table, path, mode, &mut out)?;
                     ctx.info(format!("output in {name}"));
-                    out.finish()
+                    staged.push(out.close()?);
+                    Ok(())
                 })
             }
         };
@@ -355,17 +372,19 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             norm.summary.skipped_files.push(path.to_string());
         }
     }
-    if let Some(out) = single {
-        out.finish()?;
-    }
+    staged.extend(single.map(OutputFile::close).transpose()?);
+    staged.extend(norm.report.take().map(OutputFile::close).transpose()?);
     let mut summary = norm.summary;
     summary.unique_kmers = table.n_unique_kmers();
     ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
+    summary.fp_rate = any_fp_rate(&table);
+    let fp_checked = check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.force, ctx);
     if let Some(path) = &opts.savegraph {
         ctx.info(format!("...saving to {path}"));
-        table.save(path)?;
+        if fp_checked.is_ok() {
+            table.save(path)?;
+        }
     }
-    summary.fp_rate = any_fp_rate(&table);
     ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
     if summary.short_dropped > 0 {
         ctx.info(format!("dropped {} reads shorter than k={}", summary.short_dropped, opts.table.ksize));
@@ -375,9 +394,10 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         ctx.warning("** I/O Errors occurred in the following files:");
         ctx.warning(format!("\t{}", summary.skipped_files.join(" ")));
     }
+    fp_checked?;
     if let Some(path) = &opts.report_json {
         read_filter::write_json_report(path, &summary)?;
     }
-    check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.force)?;
+    staged.into_iter().try_for_each(Staged::commit)?;
     Ok(summary)
 }

@@ -1,5 +1,5 @@
 //! filter-abund and filter-abund-single: cut reads at their first low-abundance k-mer
-//! (khmer's `trim_record`, KHMER.md §4.5).
+//! (khmer's `trim_record`, docs/khmer-compat.md §4.5).
 //!
 //! Reads are cleaned with the C++ parser rule, paired-ness is ignored and reads shorter than k
 //! are dropped. Filtering only reads the table, so workers trim whole batches in parallel and
@@ -13,7 +13,7 @@ use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
-use crate::table::{HashKind, KTable};
+use crate::table::KTable;
 use crate::{Error, Result};
 
 /// Largest false-positive rate filter-abund-single accepts (checked before filtering).
@@ -34,6 +34,24 @@ pub struct FilterParams {
     pub compression: Option<Compression>,
     /// `--report-json FILE`.
     pub report_json: Option<String>,
+}
+
+impl FilterParams {
+    /// Refuses an output (`-o` or `<input>.abundfilt`, `--report-json`, `savegraph`) that is one
+    /// of the `inputs` or the `table` read.
+    fn refuse_inputs_as_outputs<'a>(
+        &'a self,
+        table: impl IntoIterator<Item = &'a String>,
+        inputs: &'a [String],
+        savegraph: Option<&'a String>,
+    ) -> Result<()> {
+        let filtered: Vec<String> = match &self.output {
+            Some(path) => vec![path.clone()],
+            None => inputs.iter().map(|f| derived_name(f, ".abundfilt", None)).collect(),
+        };
+        let side = self.report_json.iter().chain(savegraph);
+        crate::io::refuse_inputs_as_outputs(inputs.iter().chain(table), filtered.iter().chain(side))
+    }
 }
 
 impl Default for FilterParams {
@@ -193,8 +211,9 @@ fn filter_all(
 
 /// Runs filter-abund within `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
+    opts.filter.refuse_inputs_as_outputs(std::iter::once(&opts.graph), &opts.inputs, None)?;
     ctx.info(format!("loading countgraph: {}", opts.graph));
-    let table = KTable::load(&opts.graph, HashKind::TwoBit)?;
+    let table = super::read_filter::load_countgraph(&opts.graph)?;
     ctx.info(format!("K: {}", table.ksize()));
     let mut summary = Summary::default();
     filter_all(&table, &opts.inputs, &opts.filter, &mut summary, ctx)?;
@@ -207,6 +226,8 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
 
 /// Runs filter-abund-single within `ctx`.
 pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
+    opts.filter.refuse_inputs_as_outputs(None, std::slice::from_ref(&opts.input), opts.savegraph.as_ref())?;
+    crate::io::check_rereadable(&opts.input)?;
     check_ksize(opts.table.ksize)?;
     ctx.info("making countgraph");
     let mut table = create_countgraph(&opts.table, 1.0, ctx)?;
@@ -216,7 +237,7 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
         Summary { unique_kmers: table.n_unique_kmers(), fp_rate: expected_fp_rate(&table), ..Summary::default() };
     ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
     ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
-    check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.table.force)?;
+    check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.table.force, ctx)?;
     filter_all(&table, std::slice::from_ref(&opts.input), &opts.filter, &mut summary, ctx)?;
     if let Some(path) = &opts.savegraph {
         ctx.info(format!("Saving k-mer countgraph filename {path}"));

@@ -1,5 +1,5 @@
 //! `load-graph`: build a nodegraph (Bloom filter) of the reads and khmer's tagset for
-//! partitioning (KHMER.md §3.3, §3.4, §4.10).
+//! partitioning (docs/khmer-compat.md §3.3, §3.4, §4.10).
 
 use super::count::{check_fp_rate, consume_file, write_text, ReadTally};
 use super::kmer_slices::{kmer_slices, CleanReads, KmerSlice, MAX_SLICE_KMERS};
@@ -121,8 +121,11 @@ pub struct Summary {
 }
 
 /// Runs `load-graph` within `ctx` (its threads hash; the graph and tags are updated in file
-/// order); the 0.15 false-positive ceiling is enforced after the outputs are written.
+/// order); a graph over the 0.15 false-positive ceiling ends the run before any output is
+/// written.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
+    let side_files = [".info", ".tagset"].map(|suffix| format!("{}{suffix}", opts.output));
+    crate::io::refuse_inputs_as_outputs(&opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
     let mut summary = Summary::default();
     let mut graph = sizing::create_nodegraph(&opts.params, ctx)?;
     let k = graph.ksize();
@@ -173,19 +176,14 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     }
     summary.unique_kmers = graph.n_unique_kmers();
     summary.tags = tagset.tags.len();
+    summary.fp_rate = check_fp_rate(&graph, 0.15, opts.params.force, ctx)?;
     graph.save(&opts.output)?;
     if opts.build_tagset {
         tagset.save(k, &format!("{}.tagset", opts.output))?;
     }
-    let info_path = format!("{}.info", opts.output);
-    let mut info = format!("{} unique k-mers", summary.unique_kmers);
-    let checked = check_fp_rate(&graph, 0.15, opts.params.force);
-    if checked.is_err() {
-        write_text(&info_path, &info)?;
-    }
-    summary.fp_rate = checked?;
-    info.push_str(&format!("\nfalse positive rate estimated to be {:.3}\n", summary.fp_rate));
-    write_text(&info_path, &info)?;
+    let info =
+        format!("{} unique k-mers\nfalse positive rate estimated to be {:.3}\n", summary.unique_kmers, summary.fp_rate);
+    write_text(&format!("{}.info", opts.output), &info)?;
     Ok(summary)
 }
 

@@ -10,6 +10,7 @@ pub mod diginorm;
 pub mod filter_abund;
 pub mod kmer_slices;
 pub mod load_graph;
+pub mod memory;
 pub mod pyfmt;
 pub mod read_filter;
 pub mod reads;

@@ -9,14 +9,15 @@
 //! through the sequence-level `KTable` methods, which hash a whole read and prefetch its
 //! table cells ahead, so that the memory latency of the large tables overlaps.
 
+use super::sizing::TableParams;
 use crate::io::{BundleBatch, FastxReader, PairMode, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::run::RunContext;
-use crate::table::{trim_position, KTable};
+use crate::table::{trim_position, HashKind, KTable};
 use crate::{Error, Result};
 use std::ops::Range;
 
-/// Which of khmer's cleaning rules a command applies before hashing (KHMER.md §1.4).
+/// Which of khmer's cleaning rules a command applies before hashing (docs/khmer-compat.md §1.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cleaning {
     /// C++ read parser: non-ACGT → `A` (filter-abund, trim-low-abund).
@@ -160,7 +161,7 @@ impl Trim {
 /// khmer's `trim_record(graph, read, cutoff, variable_coverage, normalize_to)` on a read's
 /// cleaned sequence: with `variable_coverage = Some(Z)` a read whose median is below Z is kept
 /// untrimmed; otherwise the read is cut before its first k-mer with count < `cutoff`
-/// (KHMER.md §2.8, `trim_on_abundance`), and dropped if fewer than k bases remain.
+/// (docs/khmer-compat.md §2.8, `trim_on_abundance`), and dropped if fewer than k bases remain.
 pub fn trim_record(table: &KTable, clean_seq: &[u8], cutoff: u32, variable_coverage: Option<u32>) -> Trim {
     if let Some(z) = variable_coverage {
         if !table.median_at_least(clean_seq, z) {
@@ -168,6 +169,47 @@ pub fn trim_record(table: &KTable, clean_seq: &[u8], cutoff: u32, variable_cover
         }
     }
     Trim::at(table.trim_on_abundance(clean_seq, cutoff), table.ksize(), clean_seq.len())
+}
+
+/// khmer's `check_conflicting_args` for `--loadgraph PATH`: the loaded table's k (and sizes)
+/// win over the sizing flags, with a warning to `ctx` when any was given. Returns the table
+/// parameters with the table's k.
+pub fn loadgraph_params(params: &TableParams, path: &str, table_k: usize, ctx: &RunContext) -> TableParams {
+    let defaults = TableParams::default();
+    let sized = (params.ksize, params.n_tables, params.max_tablesize)
+        != (defaults.ksize, defaults.n_tables, defaults.max_tablesize);
+    if sized {
+        ctx.warning(format!(
+            "WARNING: loading the saved k-mer countgraph {path}: its k ({table_k}), number of tables \
+             and table size are used; -k/--ksize, -N/--n_tables and -x/--max-tablesize are ignored"
+        ));
+    }
+    if params.unique_kmers != 0.0 || params.max_memory.is_some_and(|m| m != 0.0) {
+        ctx.warning(format!("WARNING: loading the saved k-mer countgraph {path}: -U and -M do not resize it"));
+    }
+    TableParams { ksize: table_k, ..params.clone() }
+}
+
+/// Refuses the table loaded from `path` unless it `holds_counts` (a nodegraph holds presence
+/// bits only).
+pub fn check_counts(path: &str, holds_counts: bool) -> Result<()> {
+    if !holds_counts {
+        return Err(Error::format(
+            path,
+            None,
+            None,
+            "is a nodegraph (k-mer presence bits, as load-graph saves), not a countgraph of k-mer counts \
+             (as load-into-counting saves)",
+        ));
+    }
+    Ok(())
+}
+
+/// Loads the khmer-format countgraph at `path` (a nodegraph is refused).
+pub fn load_countgraph(path: &str) -> Result<KTable> {
+    let table = KTable::load(path, HashKind::TwoBit)?;
+    check_counts(path, table.holds_counts())?;
+    Ok(table)
 }
 
 /// Refuses k above the 2-bit hash limit with a clear message.
@@ -184,15 +226,20 @@ pub fn check_ksize(k: usize) -> Result<()> {
     Ok(())
 }
 
-/// khmer's `calc_expected_collisions` check: an error with khmer's banner when the estimated
-/// false-positive rate exceeds `limit` (unless `force`).
-pub fn check_fp_rate(fp: f64, limit: f64, force: bool) -> Result<()> {
-    if fp > limit && !force {
-        return Err(Error::invalid(format!(
-            "the graph structure is too small for this data set (estimated false positive rate \
-             of {fp:.3}; max recommended {limit:.3}); increase it with -M, or use --force"
-        )));
+/// khmer's `calc_expected_collisions` check: an error when the estimated false-positive rate
+/// exceeds `limit`; with `force`, a warning to `ctx` and the run goes on, as in khmer.
+pub fn check_fp_rate(fp: f64, limit: f64, force: bool, ctx: &RunContext) -> Result<()> {
+    if fp <= limit {
+        return Ok(());
     }
+    let problem = format!(
+        "the graph structure is too small for this data set (estimated false positive rate of {fp:.3}; \
+         max recommended {limit:.3})"
+    );
+    if !force {
+        return Err(Error::invalid(format!("{problem}; increase it with -M, or use --force")));
+    }
+    ctx.warning(format!("WARNING: {problem}; do not use these results (going on because of --force)"));
     Ok(())
 }
 
@@ -201,7 +248,7 @@ pub fn write_json_report(path: &str, value: &impl serde::Serialize) -> Result<()
     let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| Error::invalid(format!("{path}: cannot encode report: {e}")))?;
     text.push('\n');
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+    super::count::write_text(path, text)
 }
 
 #[cfg(test)]

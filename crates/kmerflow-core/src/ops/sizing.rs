@@ -1,6 +1,7 @@
 //! khmer's table-sizing arguments (`-k -N -x -M -U --fp-rate --small-count`) and checks
-//! (KHMER.md §2.1, `calc_expected_collisions` §2.8).
+//! (docs/khmer-compat.md §2.1, `calc_expected_collisions` §2.8).
 
+use super::memory::{check_table_fits, Backing};
 use super::pyfmt::{general, repr};
 use crate::run::RunContext;
 use crate::table::{
@@ -236,6 +237,7 @@ fn checked_khmer_size(
     ctx: &RunContext,
 ) -> Result<u64> {
     let size = checked_size(params, kind, multiplier, default_fp, ctx)?;
+    check_table_fits(size * params.n_tables as f64 / kind.buckets_per_byte(), Backing::Memory)?;
     if params.ksize == 0 || params.ksize > 32 {
         return Err(Error::invalid(format!(
             "k-mer size {} is not supported: khmer only supports k-mer sizes <= 32 (and >= 1)",
@@ -287,6 +289,7 @@ pub fn create_counting_table(
         Layout::Khmer => create_countgraph(params, multiplier, ctx).map(AnyTable::Khmer),
         Layout::Blocked => {
             let shape = blocked_countgraph_params(params, multiplier, ctx)?;
+            check_table_fits(shape.data_bytes() as f64, Backing::Memory)?;
             BlockedTable::with_params(shape, params.alloc).map(AnyTable::Blocked)
         }
     }

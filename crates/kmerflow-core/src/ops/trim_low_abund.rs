@@ -1,4 +1,4 @@
-//! trim-low-abund: khmer's streaming two-pass k-mer trimming (KHMER.md §4.6).
+//! trim-low-abund: khmer's streaming two-pass k-mer trimming (docs/khmer-compat.md §4.6).
 //!
 //! Pass 1, in input order: a bundle whose smallest read median is >= Z is trimmed against the
 //! current table and not counted; otherwise its reads are counted and set aside in a temporary
@@ -12,10 +12,10 @@ use super::read_filter::{
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use super::SummaryFormat;
-use crate::io::{write_record, Compression, OutputFile, PairMode};
+use crate::io::{write_record, Compression, OutputFile, PairMode, Staged};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
-use crate::table::{median_mean_stddev, HashKind, KTable};
+use crate::table::{median_mean_stddev, KTable};
 use crate::{Error, Result};
 use std::io::Write;
 
@@ -279,7 +279,9 @@ fn pass2_reads(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile,
 
 /// Validates the option combinations khmer refuses.
 fn check_options(o: &Options) -> Result<()> {
-    check_ksize(o.table.ksize)?;
+    if o.loadgraph.is_none() {
+        check_ksize(o.table.ksize)?;
+    }
     let mut seen = std::collections::HashSet::new();
     if !o.inputs.iter().all(|f| seen.insert(f)) {
         return Err(Error::invalid("Cannot input the same filename multiple times."));
@@ -313,33 +315,44 @@ fn make_tempdir(parent: &str) -> Result<std::path::PathBuf> {
 /// Runs trim-low-abund within `ctx`; its temporary directory is removed however the run ends.
 pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     check_options(o)?;
+    let trimmed: Vec<String> = match &o.output {
+        Some(path) => vec![path.clone()],
+        None => o.inputs.iter().map(|f| derived_name(f, ".abundtrim", None)).collect(),
+    };
+    let side = [&o.savegraph, &o.report_json].into_iter().flatten();
+    crate::io::refuse_inputs_as_outputs(o.inputs.iter().chain(&o.loadgraph), trimmed.iter().chain(side))?;
     let table = match &o.loadgraph {
         Some(path) => {
             ctx.info(format!("loading countgraph from {path}"));
-            KTable::load(path, HashKind::TwoBit)?
+            read_filter::load_countgraph(path)?
         }
         None => {
             ctx.info("making countgraph");
             create_countgraph(&o.table, 1.0, ctx)?
         }
     };
+    if let Some(path) = &o.loadgraph {
+        read_filter::loadgraph_params(&o.table, path, table.ksize(), ctx);
+    }
     let k = table.ksize();
     let tempdir = make_tempdir(&o.tempdir)?;
     ctx.info(format!("created temporary directory {};\nuse -T to change location", tempdir.display()));
     let result = run_passes(o, &table, &tempdir, ctx);
     let _ = std::fs::remove_dir_all(&tempdir);
-    let mut t = result?;
+    let (mut t, staged) = result?;
     let s = &mut t.s;
     s.fp_rate = expected_fp_rate(&table);
     print_summary(o, s, ctx);
     if s.short_dropped > 0 {
         ctx.info(format!("dropped {} reads shorter than k={k}", s.short_dropped));
     }
+    // As in khmer, a too-full table ends the run before the graph and summary are saved; the
+    // trimmed reads, complete under temporary names, are removed too.
+    check_fp_rate(s.fp_rate, MAX_FP_RATE, o.table.force, ctx)?;
     if let Some(path) = &o.report_json {
         read_filter::write_json_report(path, &*s)?;
     }
-    // As in khmer, a too-full table ends the run before the graph and summary are saved.
-    check_fp_rate(s.fp_rate, MAX_FP_RATE, o.table.force)?;
+    staged.into_iter().try_for_each(Staged::commit)?;
     match o.output.as_deref() {
         None => ctx.info("output in *.abundtrim"),
         Some("-") => ctx.info("output streamed to stdout"),
@@ -355,8 +368,13 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     Ok(t.s)
 }
 
-/// Both passes over all inputs; outputs are finished on success.
-fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path, ctx: &'a RunContext) -> Result<Tally<'a>> {
+/// Both passes over all inputs; the outputs are complete under their temporary names on success.
+fn run_passes<'a>(
+    o: &'a Options,
+    table: &KTable,
+    tempdir: &std::path::Path,
+    ctx: &'a RunContext,
+) -> Result<(Tally<'a>, Vec<Staged>)> {
     let mut outs: Vec<OutputFile> = Vec::new();
     let mut jobs = Vec::new();
     let mut t =
@@ -401,10 +419,8 @@ fn run_passes<'a>(o: &'a Options, table: &KTable, tempdir: &std::path::Path, ctx
             pass2_file(o, table, job, &mut outs[job.out], &mut t)?;
         }
     }
-    for out in outs {
-        out.finish()?;
-    }
-    Ok(t)
+    let staged = outs.into_iter().map(OutputFile::close).collect::<Result<_>>()?;
+    Ok((t, staged))
 }
 
 /// khmer's closing report lines, up to the false-positive rate.
@@ -476,7 +492,7 @@ fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat) -> Result
             (format!("{base}.info.tsv"), format!("{}\r\n{}\r\n", keys.join("\t"), vals.join("\t")))
         }
     };
-    std::fs::write(&path, text).map_err(|e| Error::io(&path, e))
+    super::count::write_text(&path, text)
 }
 
 #[cfg(test)]

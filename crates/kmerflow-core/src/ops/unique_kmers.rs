@@ -1,5 +1,5 @@
 //! `unique-kmers`: HyperLogLog estimate of the distinct k-mers per file and in total
-//! (KHMER.md §4.8).
+//! (docs/khmer-compat.md §4.8).
 
 use super::count::{for_each_batch, ReadTally};
 use super::pyfmt::scientific;

@@ -43,6 +43,7 @@ pub use hash::{BlockedHash, KmerHasher};
 use super::alloc::AllocOptions;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
 use super::{median_mean_stddev, prefetch, MedianVote, PassTable, Tally, PREFETCH_AHEAD};
+use crate::io::Staged;
 use crate::{Error, Result};
 use memory::LineMemory;
 use std::cell::RefCell;
@@ -563,23 +564,27 @@ impl BlockedTable {
         super::native_format::load(path)
     }
 
-    /// A zeroed table whose counters live in the file `path`, mapped shared, so that counting
-    /// writes into the file (tables larger than RAM page to disk). Call
-    /// [`BlockedTable::finish`] to write the header and checksums and flush.
-    pub fn create_file_backed(path: &str, params: BlockedParams) -> Result<Self> {
+    /// A zeroed table whose counters live in a new file, mapped shared, so that counting
+    /// writes into the file (tables larger than RAM page to disk). The file has a temporary
+    /// name in the directory of `path` until [`BlockedTable::finish`] writes the header and
+    /// checksums, flushes it and renames it to `path` (dropped unfinished, it is removed).
+    pub fn create_file_backed(path: &str, params: BlockedParams) -> Result<(Self, Staged)> {
         super::native_format::create_file_backed(path, params)
     }
 
-    /// Completes a file-backed table at `path` (as given to `create_file_backed`): writes the
-    /// header and checksums into the map and flushes it to disk.
-    pub fn finish(mut self, path: &str) -> Result<()> {
+    /// Completes a file-backed table (`file` as `create_file_backed` gave it): writes the
+    /// header and checksums into the map, flushes it to disk and renames the file into place.
+    pub fn finish(mut self, file: Staged) -> Result<()> {
         let occupancy = self.occupancy();
         let params = self.params;
+        let path = file.path();
         let map = self
             .mem
             .map_mut()
             .ok_or_else(|| Error::invalid(format!("{path}: the table is not file-backed; use save")))?;
-        super::native_format::finish_map(map, &params, occupancy, path)
+        super::native_format::finish_map(map, &params, occupancy, path)?;
+        drop(self);
+        file.commit()
     }
 
     /// A table over mapped file memory (for the file format).

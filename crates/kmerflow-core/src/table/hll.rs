@@ -1,4 +1,4 @@
-//! khmer's HyperLogLog cardinality estimator (KHMER.md §4.8), Murmur-hashed k-mers.
+//! khmer's HyperLogLog cardinality estimator (docs/khmer-compat.md §4.8), Murmur-hashed k-mers.
 //!
 //! Register index = the low p bits of khmer's canonical Murmur hash; the register keeps the
 //! largest rank (leading zeros of the remaining bits, plus one). The estimate is linear

@@ -1,4 +1,4 @@
-//! khmer's saved table format, version 4 (KHMER.md §3): types 1 (byte), 2 (bit), 7 (nibble).
+//! khmer's saved table format, version 4 (docs/khmer-compat.md §3): types 1 (byte), 2 (bit), 7 (nibble).
 //!
 //! Layout (little-endian): `OXLI`, version 4, type; type 1 then has the bigcount flag byte;
 //! k (u32), number of tables (u8), occupied bins of table 0 (u64); per table its size (u64) and

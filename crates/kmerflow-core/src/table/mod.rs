@@ -236,7 +236,7 @@ impl KTable {
     }
 
     /// khmer's `Cls(k, starting_size, n_tables)`: sizes = the `n_tables` largest odd primes
-    /// below `starting_size` (KHMER.md §2.2).
+    /// below `starting_size` (docs/khmer-compat.md §2.2).
     pub fn new(k: usize, hash: HashKind, storage: StorageKind, starting_size: u64, n_tables: usize) -> Result<Self> {
         Self::with_sizes(k, hash, storage, primes::get_n_primes_near_x(n_tables, starting_size)?)
     }
@@ -267,6 +267,11 @@ impl KTable {
     /// Storage kind.
     pub fn storage_kind(&self) -> StorageKind {
         self.storage
+    }
+
+    /// True for counters (a countgraph), false for presence bits (a nodegraph).
+    pub fn holds_counts(&self) -> bool {
+        self.storage != StorageKind::Bit
     }
 
     /// Per-table sizes (bins).

@@ -29,7 +29,8 @@
 //! counts straight into a shared map of the file; finishing writes the final header.
 
 use super::blocked::{BlockedHash, BlockedParams, BlockedTable, CounterWidth, OccupancyStats};
-use crate::io::{Compression, OutputFile};
+use crate::io::output::create_regular;
+use crate::io::{Compression, OutputFile, Staged};
 use crate::{Error, Result};
 use memmap2::{MmapMut, MmapOptions};
 use std::fs::File;
@@ -184,18 +185,19 @@ pub fn load(path: &str) -> Result<BlockedTable> {
     Ok(BlockedTable::from_map(header.params, map, DATA_OFFSET, header.stats))
 }
 
-/// A zeroed table counting directly into a shared map of the new file `path`.
-pub fn create_file_backed(path: &str, params: BlockedParams) -> Result<BlockedTable> {
+/// A zeroed table counting directly into a shared map of a new file, under a temporary name
+/// until the returned [`Staged`] renames it to `path`.
+pub fn create_file_backed(path: &str, params: BlockedParams) -> Result<(BlockedTable, Staged)> {
     params.check()?;
     let io = |e| Error::io(path, e);
-    let file = File::options().read(true).write(true).create(true).truncate(true).open(path).map_err(io)?;
+    let (file, staged) = create_regular(path)?;
     file.set_len(DATA_OFFSET as u64 + params.data_bytes()).map_err(io)?;
     // SAFETY: we created the file; other processes are not expected to modify it while mapped.
     let mut map = unsafe { MmapMut::map_mut(&file) }.map_err(io)?;
     let header =
         Header { params, flags: FLAG_CANONICAL | FLAG_UNFINISHED, stats: OccupancyStats::default(), data_checksum: 0 };
     map[..HEADER_LEN].copy_from_slice(&header.encode());
-    Ok(BlockedTable::from_map(params, map, DATA_OFFSET, OccupancyStats::default()))
+    Ok((BlockedTable::from_map(params, map, DATA_OFFSET, OccupancyStats::default()), staged))
 }
 
 /// Writes the final header of a file-backed table into its map and flushes it.

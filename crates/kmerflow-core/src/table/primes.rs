@@ -1,4 +1,4 @@
-//! khmer's table sizes: the n largest odd primes below x (KHMER.md §2.2).
+//! khmer's table sizes: the n largest odd primes below x (docs/khmer-compat.md §2.2).
 
 use crate::{Error, Result};
 

@@ -1,4 +1,4 @@
-//! Counter layouts of khmer's storages (KHMER.md §2.4–2.6) as atomic operations on bytes.
+//! Counter layouts of khmer's storages (docs/khmer-compat.md §2.4–2.6) as atomic operations on bytes.
 //!
 //! Every update is a single atomic read-modify-write of one byte, so concurrent adds never lose
 //! an increment and never wrap: the byte counter uses a compare-and-swap loop that stops at 255

@@ -1,4 +1,4 @@
-//! Read-handling commands (khmer's scripts that need no k-mer counting, KHMER.md §4.9).
+//! Read-handling commands (khmer's scripts that need no k-mer counting, docs/khmer-compat.md §4.9).
 //!
 //! Every streaming command runs on [`crate::pipeline::run_ordered`]: the reader yields
 //! batches, workers format their output records into byte buffers, and the ordered sink
@@ -137,6 +137,11 @@ impl PairedInput {
     /// An interleaved (or single-read) input.
     pub fn single(path: impl Into<String>) -> Self {
         PairedInput { path: path.into(), mate: None }
+    }
+
+    /// The file and its mate file, if any.
+    pub fn paths(&self) -> impl Iterator<Item = &String> {
+        std::iter::once(&self.path).chain(&self.mate)
     }
 
     /// Opens the input as bundles within the run `ctx`; two files always give pairs, whatever

@@ -42,6 +42,10 @@ pub fn split_paired_reads(opts: &SplitPairedOptions, ctx: &RunContext) -> Result
     let dir = opts.output_dir.as_deref();
     let explicit = [&opts.output_first, &opts.output_second];
     let [out1, out2] = two_outputs(&opts.input, explicit, [".1", ".2"], dir, "-1 and -2")?;
+    crate::io::refuse_inputs_as_outputs(
+        [&opts.input],
+        [Some(&out1), Some(&out2), opts.output_orphans.as_ref()].into_iter().flatten(),
+    )?;
     let mode = if opts.output_orphans.is_some() { PairMode::BrokenPaired } else { PairMode::RequirePaired };
     let reader = PairedReader::new(FastxReader::open_in(&opts.input, ctx)?, mode, None);
     let mut outs =

@@ -5,7 +5,7 @@
 //! [`AnyTable`] holds either one (chosen at run time) and implements it by dispatch.
 //! Hashes are layout specific: pass only hashes from the same table's `kmer_hashes`.
 
-use super::BlockedTable;
+use super::{BlockedTable, CounterWidth};
 use crate::table::{native_format, HashKind, KTable};
 use crate::{Error, Result};
 use std::io::Read;
@@ -155,6 +155,14 @@ impl AnyTable {
         match self {
             AnyTable::Khmer(_) => Layout::Khmer,
             AnyTable::Blocked(_) => Layout::Blocked,
+        }
+    }
+
+    /// True for counters, false for presence bits (1-bit counters, a nodegraph).
+    pub fn holds_counts(&self) -> bool {
+        match self {
+            AnyTable::Khmer(t) => t.holds_counts(),
+            AnyTable::Blocked(t) => t.params().width != CounterWidth::Bits1,
         }
     }
 

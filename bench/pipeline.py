@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Benchmark of ``kmerflow pipeline``: 8 samples, concurrent vs one after another.
+
+Usage::
+
+    python3 bench/pipeline.py [--data /tmp/bench-data] [--work DIR] [--out bench/results]
+
+Builds 8 paired samples of different sizes (40k to 180k pairs) from disjoint slices of the bench
+reads (``ecoli50_1.fq`` / ``ecoli50_2.fq.gz``, made by ``../shared/bench/make-data.sh``), then
+runs the default protocol on a LocalCluster of 2 single-thread workers twice: samples
+concurrently (the default scheduling) and one after another (``max_active=1``, the same task
+graph per sample). Reports utilisation (busy worker-thread seconds / available worker-thread
+seconds), samples/hour and their ratio, writes a Markdown table and both runs' HTML reports
+(with the per-worker timeline) to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MAKE_DATA = REPO.parent / "shared" / "bench" / "make-data.sh"
+#: Pairs per sample.
+SIZES = [180_000, 40_000, 140_000, 60_000, 160_000, 80_000, 120_000, 100_000]
+CONFIG = """\
+chunks = 4
+[normalize]
+max_tablesize = 2e7
+n_tables = 4
+[renormalize]
+max_tablesize = 2e7
+n_tables = 4
+[histogram]
+max_tablesize = 2e7
+n_tables = 4
+"""
+
+
+def build_samples(data: Path, work: Path) -> Path:
+    """Write the 8 samples (disjoint slices of the pairs) and their sample sheet."""
+    sheet = work / "samples.tsv"
+    if sheet.exists():
+        return sheet
+    if not (data / "ecoli50_1.fq").exists():
+        subprocess.run(["bash", str(MAKE_DATA), str(data)], check=True)
+    work.mkdir(parents=True, exist_ok=True)
+    rows = ["sample\tr1\tr2"]
+    with open(data / "ecoli50_1.fq") as f1, gzip.open(data / "ecoli50_2.fq.gz", "rt") as f2:
+        for i, n in enumerate(SIZES):
+            name = f"s{i + 1}_{n // 1000}k"
+            for f, mate in ((f1, 1), (f2, 2)):
+                (work / f"{name}_{mate}.fq").write_text("".join(itertools.islice(f, 4 * n)))
+            rows.append(f"{name}\t{name}_1.fq\t{name}_2.fq")
+    (work / "steps.toml").write_text(CONFIG)
+    sheet.write_text("\n".join(rows) + "\n")
+    return sheet
+
+
+def run_once(sheet: Path, out: Path, max_active: int | None) -> dict:
+    """One pipeline run on a fresh LocalCluster of 2 single-thread workers."""
+    import distributed
+
+    from kmerflow.pipeline import run
+    from kmerflow.pipeline.runner import local_cluster
+
+    shutil.rmtree(out, ignore_errors=True)
+    cluster = local_cluster(2)
+    try:
+        with distributed.Client(cluster) as client:
+            result = run(sheet, out, config=sheet.parent / "steps.toml", client=client,
+                         max_active=max_active, log=lambda m: print(f"  {m}", flush=True))
+    finally:
+        cluster.close()
+    assert result.ok, result.errors
+    return result.stats
+
+
+def write_results(stats: dict[str, dict], loads: dict[str, float], work: Path, out: Path) -> str:
+    """The Markdown table of both runs and the copies of their HTML reports in ``out``."""
+    day = datetime.date.today().isoformat()
+    out.mkdir(parents=True, exist_ok=True)
+    for label in stats:
+        shutil.copy(work / label.replace(" ", "-") / "kmerflow_report.html",
+                    out / f"{day}-pipeline-{label.replace(' ', '-')}.html")
+    conc, seq = stats["concurrent"], stats["one after another"]
+    lines = [f"# kmerflow pipeline, 8 samples ({min(SIZES) // 1000}k-{max(SIZES) // 1000}k "
+             f"pairs), LocalCluster 2 x 1 thread, {day}", "",
+             "| run | wall s | busy thread-s | utilisation | samples/hour | load average |",
+             "|---|---|---|---|---|---|"]
+    for label, s in stats.items():
+        lines.append(f"| {label} | {s['wall_seconds']:.1f} | {s['busy_thread_seconds']:.1f} | "
+                     f"{100 * s['utilisation']:.1f} % | {s['samples_per_hour']:.1f} | "
+                     f"{loads.get(label, float('nan')):.1f} |")
+    lines += ["",
+              f"Throughput ratio concurrent / one after another: measured "
+              f"{conc['samples_per_hour'] / seq['samples_per_hour']:.2f}x; at equal task "
+              f"durations (the utilisation ratio, what dedicated cores give) "
+              f"{conc['utilisation'] / seq['utilisation']:.2f}x.", ""]
+    text = "\n".join(lines)
+    (out / f"{day}-pipeline.md").write_text(text)
+    return text
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", type=Path, default=Path("/tmp/bench-data"))
+    p.add_argument("--work", type=Path, default=Path("/tmp/kmerflow-pipeline-bench"))
+    p.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    args = p.parse_args()
+    sheet = build_samples(args.data, args.work)
+    stats, loads = {}, {}
+    for label, max_active in (("concurrent", None), ("one after another", 1)):
+        print(f"{label}:", flush=True)
+        out = args.work / label.replace(" ", "-")
+        stats[label] = run_once(sheet, out, max_active)
+        loads[label] = os.getloadavg()[2]  # 15-minute average: the run's duration
+        print(f"  {stats[label]}", flush=True)
+    print(write_results(stats, loads, args.work, args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

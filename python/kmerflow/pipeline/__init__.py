@@ -1,0 +1,140 @@
+"""Many samples at once: khmer's preprocessing protocol per sample on a Dask cluster.
+
+:func:`run` (and ``kmerflow pipeline``) reads a sample sheet, runs the configured steps of every
+sample (see :mod:`kmerflow.pipeline.config`) with a task graph whose width changes from step to
+step, several samples at once with priorities, and writes the outputs, a manifest that makes a
+rerun skip completed work, and reports (per-sample JSON, MultiQC custom content, one HTML file).
+Needs the ``dask`` extra (``pip install kmerflow[dask]``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+from kmerflow.pipeline.config import ConfigError, PipelineConfig, load_config
+from kmerflow.pipeline.samplesheet import Sample, SampleSheetError, read_samplesheet
+
+__all__ = ["run", "PipelineResult", "ConfigError", "SampleSheetError", "PipelineConfig",
+           "load_config", "read_samplesheet"]
+
+
+@dataclass
+class PipelineResult:
+    """The outcome of :func:`run`."""
+
+    #: Sample → "done", "skipped" (complete from an earlier run) or "failed".
+    status: dict[str, str]
+    #: Sample → error message, for the failed ones.
+    errors: dict[str, str]
+    #: Utilisation, samples per hour, wall time (see ``kmerflow_run.json``).
+    stats: dict[str, Any]
+    #: The HTML report.
+    report: Path
+
+    @property
+    def ok(self) -> bool:
+        """Whether no sample failed."""
+        return not self.errors
+
+
+def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
+        steps: Optional[Iterable[str]] = None, config: str | os.PathLike[str] | None = None,
+        params: Iterable[str] = (), chunks: Optional[int] = None,
+        scheduler: Optional[str] = None, local_cluster: Optional[int] = None,
+        client: Any = None, scratch: str | os.PathLike[str] | None = None,
+        keep_going: bool = False, max_active: Optional[int] = None,
+        log: Optional[Callable[[str], None]] = None) -> PipelineResult:
+    """Run the pipeline over a sample sheet; returns a :class:`PipelineResult`.
+
+    ``steps``, ``config`` (a TOML file), ``params`` (``"STEP.PARAM=VALUE"`` strings) and
+    ``chunks`` (chunk tasks per per-chunk step) choose what runs; the cluster is ``client``
+    (a :class:`distributed.Client`), else the scheduler at ``scheduler``, else a new
+    LocalCluster of ``local_cluster`` single-thread workers (one per CPU by default).
+    ``scratch`` holds intermediate files (default ``OUTDIR/.scratch``); ``max_active`` bounds
+    the samples running at once (default: worker threads + 1; 1 runs them one after another).
+    Without ``keep_going`` the first failing sample stops the run. A bad sample sheet or
+    configuration raises :class:`SampleSheetError` / :class:`ConfigError` before anything runs.
+    """
+    if local_cluster is not None and local_cluster < 1:
+        raise ConfigError("local_cluster must be at least 1")
+    cfg = load_config(config, steps, params, chunks)
+    samples = read_samplesheet(samplesheet, cfg)
+    out = Path(outdir).resolve()
+    scratch_dir = Path(scratch).resolve() if scratch is not None else out / ".scratch"
+    out.mkdir(parents=True, exist_ok=True)
+    say = log or (lambda message: print(f"kmerflow pipeline: {message}", file=sys.stderr))
+
+    from distributed import Client
+
+    from kmerflow.pipeline import runner
+
+    cluster = None
+    if client is None:
+        if scheduler is not None:
+            client = Client(scheduler)
+            _check_saturation(client)
+        else:
+            cluster = runner.local_cluster(local_cluster)
+            client = Client(cluster)
+        own_client = True
+    else:
+        own_client = False
+    try:
+        outcome = runner.Driver(client, samples, out, scratch_dir, keep_going, max_active, say).run()
+    finally:
+        if own_client:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    return _write_reports(samples, outcome, out)
+
+
+def _check_saturation(client: Any) -> None:
+    saturation = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION)
+    if saturation > 1.0:
+        warnings.warn(f"the scheduler's distributed.scheduler.worker-saturation is {saturation}: "
+                      "set it to 1.0 when starting the scheduler so task priorities take effect "
+                      "(DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=1.0)", stacklevel=3)
+
+
+def _write_reports(samples: list[Sample], outcome: Any, out: Path) -> PipelineResult:
+    import json
+
+    from kmerflow.pipeline import report
+
+    summaries = []
+    for sample_run in outcome.samples:
+        sample = sample_run.sample
+        summary_path = sample_run.dirs.out / f"{sample.name}.summary.json"
+        if sample_run.status != "pending":  # pending: never started (the run stopped early)
+            sample_run.dirs.out.mkdir(parents=True, exist_ok=True)
+            status = "done" if sample_run.status == "skipped" else sample_run.status
+            summary = report.sample_summary(
+                sample.name, status, sample_run.error,
+                [p for p in (sample.r1, sample.r2) if p is not None], sample.overrides,
+                sample_run.manifest.data, out)
+            report.write_atomic(summary_path, json.dumps(summary, indent=1, default=str))
+            summaries.append(summary)
+    n_done = sum(r.status == "done" for r in outcome.samples)
+    stats = report.run_stats(outcome.timeline, outcome.workers, outcome.started,
+                             outcome.finished, n_done)
+    report.write_multiqc(out, [s for s in summaries if s["status"] == "done"])
+    report.write_atomic(out / "kmerflow_run.json", json.dumps(
+        {"stats": stats, "workers": outcome.workers,
+         "samples": {r.sample.name: {"status": r.status, "error": r.error,
+                                     "skipped_steps": r.skipped_steps}
+                     for r in outcome.samples},
+         "timeline": [{**t, "start": round(t["start"] - outcome.started, 4),
+                       "stop": round(t["stop"] - outcome.started, 4)}
+                      for t in outcome.timeline]}, indent=1))
+    html_path = out / "kmerflow_report.html"
+    report.write_html(html_path, summaries, stats, outcome.timeline, outcome.started,
+                      "kmerflow pipeline report")
+    return PipelineResult({r.sample.name: r.status for r in outcome.samples},
+                          {r.sample.name: r.error or "" for r in outcome.samples
+                           if r.status == "failed"}, stats, html_path)

@@ -1,0 +1,94 @@
+"""``kmerflow pipeline``: the command line of :func:`kmerflow.pipeline.run`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from kmerflow.pipeline.config import STEP_ORDER
+
+_EPILOG = f"""\
+steps (in order; default all): {', '.join(STEP_ORDER)}.
+  interleave and extract apply to samples with r2 only.
+
+sample sheet (TSV or CSV with a header): sample, r1, optional r2, and optional per-sample
+  parameter columns: cutoff (normalize's -C), ksize (k of every step), or STEP.PARAM.
+
+steps.toml:
+  steps = ["interleave", "normalize", "filter", "extract", "renormalize", "histogram"]
+  chunks = 4
+  [normalize]
+  cutoff = 20
+  max_memory_usage = "1G"
+
+examples:
+  kmerflow pipeline samples.tsv -o results --local-cluster 4
+  kmerflow pipeline samples.tsv -o results --scheduler tcp://head:8786 --scratch /local/tmp
+  kmerflow pipeline samples.csv -o results --config steps.toml --keep-going
+
+exit status: 0 all samples done, 1 a sample failed, 2 bad sample sheet or options.
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``kmerflow pipeline``."""
+    p = argparse.ArgumentParser(
+        prog="kmerflow pipeline", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run khmer's preprocessing protocol on every sample of a sample sheet, "
+                    "several samples at once on a Dask cluster, with a manifest (reruns skip "
+                    "completed work) and reports (JSON, MultiQC, HTML) in OUTDIR.",
+        epilog=_EPILOG)
+    p.add_argument("samplesheet", help="TSV/CSV: sample, r1[, r2][, parameter columns]")
+    p.add_argument("-o", "--outdir", required=True, help="output folder")
+    p.add_argument("--steps", help="comma-separated steps to run (default: all)")
+    p.add_argument("--config", metavar="TOML", help="steps and parameters from a TOML file")
+    p.add_argument("--param", action="append", default=[], metavar="STEP.PARAM=VALUE",
+                   help="set a step parameter, e.g. normalize.max_memory_usage=2G (repeatable)")
+    p.add_argument("--chunks", type=int, help="chunk tasks per per-chunk step (default 4)")
+    cluster = p.add_mutually_exclusive_group()
+    cluster.add_argument("--scheduler", metavar="ADDRESS",
+                         help="a running Dask scheduler (e.g. tcp://host:8786)")
+    cluster.add_argument("--local-cluster", type=int, metavar="N",
+                         help="start a LocalCluster of N single-thread workers "
+                              "(default: one per CPU)")
+    p.add_argument("--scratch", metavar="DIR",
+                   help="intermediate files (default OUTDIR/.scratch); every worker must see it")
+    p.add_argument("--max-active", type=int, metavar="N",
+                   help="samples running at once (default: worker threads + 1; 1 = one after "
+                        "another)")
+    p.add_argument("--keep-going", action="store_true",
+                   help="go on with the other samples when one fails (exit 1 at the end)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run ``kmerflow pipeline ARGS``; returns the exit status."""
+    args = parser().parse_args(argv)
+    try:
+        from kmerflow.pipeline import ConfigError, SampleSheetError, run
+    except ImportError as e:  # distributed missing
+        print(f"kmerflow pipeline: error: {e} (install kmerflow[dask])", file=sys.stderr)
+        return 2
+    steps = args.steps.split(",") if args.steps is not None else None
+    try:
+        result = run(args.samplesheet, args.outdir, steps=steps, config=args.config,
+                     params=args.param, chunks=args.chunks, scheduler=args.scheduler,
+                     local_cluster=args.local_cluster, scratch=args.scratch,
+                     keep_going=args.keep_going, max_active=args.max_active,
+                     log=(lambda m: None) if args.quiet else None)
+    except (SampleSheetError, ConfigError) as e:
+        print(f"kmerflow pipeline: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kmerflow pipeline: interrupted (a rerun resumes from the manifest)", file=sys.stderr)
+        return 130
+    for name, error in result.errors.items():
+        print(f"kmerflow pipeline: error: sample {name}: {error}", file=sys.stderr)
+    if not args.quiet:
+        s = result.stats
+        print(f"kmerflow pipeline: {s['samples_done']} sample(s) done in {s['wall_seconds']:.1f} s, "
+              f"utilisation {100 * s['utilisation']:.1f} %, {s['samples_per_hour']:.1f} samples/hour; "
+              f"report: {result.report}", file=sys.stderr)
+    return 0 if result.ok else 1

@@ -1,0 +1,216 @@
+"""The pipeline's steps and their parameters (khmer's protocol by default, a TOML file or flags).
+
+Steps, in protocol order (each consumes the reads of the latest earlier step that writes reads):
+
+========== ================================================================================
+interleave ``interleave-reads R1 R2`` (paired samples only)
+normalize  ``normalize-by-median -k 20 -C 20 [-p] --savegraph TABLE`` (one task: order-dependent)
+filter     ``filter-abund -V TABLE`` with ``normalize``'s table (per chunk, concatenated)
+extract    ``extract-paired-reads`` (paired samples only; per chunk, concatenated)
+renormalize ``normalize-by-median -k 20 -C 5 [-p PE -u SE]`` (one task)
+histogram  ``abundance-dist-single -k 20`` of the last reads
+readstats  ``readstats`` of the input and of every reads output
+========== ================================================================================
+
+A step's parameters are keywords of its :mod:`kmerflow.commands` function (``cutoff``,
+``ksize``, ``max_memory_usage``, ...). The file names, pairing and the saved table are set by the
+pipeline and cannot be given.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from kmerflow import commands
+
+#: Step name → the command function it runs.
+STEP_COMMANDS: dict[str, str] = {
+    "interleave": "interleave_reads",
+    "normalize": "normalize_by_median",
+    "filter": "filter_abund",
+    "extract": "extract_paired_reads",
+    "renormalize": "normalize_by_median",
+    "histogram": "abundance_dist_single",
+    "readstats": "readstats",
+}
+
+#: The steps in the order they run.
+STEP_ORDER: tuple[str, ...] = tuple(STEP_COMMANDS)
+
+#: khmer's protocol (khmer-protocols, "digital normalization and abundance filtering").
+DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
+    "interleave": {},
+    "normalize": {"ksize": 20, "cutoff": 20},
+    "filter": {"variable_coverage": True},
+    "extract": {},
+    "renormalize": {"ksize": 20, "cutoff": 5},
+    "histogram": {"ksize": 20},
+    "readstats": {},
+}
+
+#: Keywords the pipeline sets itself (file names, pairing, tables, reports).
+RESERVED = frozenset({
+    "output", "output_dir", "output_paired", "output_single", "savegraph", "loadgraph",
+    "paired", "force_single", "unpaired_reads", "report", "report_json", "quiet", "force",
+    "gzip", "bzip", "csv", "threads",
+})
+
+#: Sample-sheet columns that are shorthands for step parameters.
+SHORTHANDS: dict[str, tuple[str, ...]] = {
+    "cutoff": ("normalize.cutoff",),
+    "ksize": ("normalize.ksize", "renormalize.ksize", "histogram.ksize"),
+}
+
+
+class ConfigError(ValueError):
+    """An invalid step list or parameter (reported before anything runs, exit status 2)."""
+
+
+@dataclass
+class PipelineConfig:
+    """The steps to run, their parameters and the chunking of the per-chunk steps."""
+
+    steps: list[str] = field(default_factory=lambda: list(STEP_ORDER))
+    params: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {s: dict(p) for s, p in DEFAULT_PARAMS.items()})
+    #: Chunk tasks per per-chunk step (``filter``, ``extract``) of one sample.
+    chunks: int = 4
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> PipelineConfig:
+        """A copy with ``step.param`` (or shorthand) overrides applied and checked."""
+        params = {s: dict(p) for s, p in self.params.items()}
+        for key, value in overrides.items():
+            for target in SHORTHANDS.get(key, (key,)):
+                step, param = _split_key(target)
+                params[step][param] = value
+        new = PipelineConfig(list(self.steps), params, self.chunks)
+        new.validate()
+        return new
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` for an unknown step, a step out of order, a parameter the
+        step's command does not take or one the pipeline sets itself."""
+        unknown = [s for s in self.steps if s not in STEP_COMMANDS]
+        if unknown:
+            raise ConfigError(f"unknown step(s) {', '.join(unknown)} "
+                              f"(steps: {', '.join(STEP_ORDER)})")
+        if not self.steps:
+            raise ConfigError("no steps")
+        if len(set(self.steps)) != len(self.steps) or \
+                sorted(self.steps, key=STEP_ORDER.index) != self.steps:
+            raise ConfigError(f"steps must be distinct and in the order {', '.join(STEP_ORDER)}")
+        if "filter" in self.steps and "normalize" not in self.steps:
+            raise ConfigError("step filter needs step normalize (it filters with its table)")
+        if self.chunks < 1:
+            raise ConfigError("chunks must be at least 1")
+        for step, params in self.params.items():
+            if step not in STEP_COMMANDS:
+                raise ConfigError(f"parameters for unknown step {step!r}")
+            allowed = command_keywords(STEP_COMMANDS[step])
+            for name, value in params.items():
+                if name in RESERVED:
+                    raise ConfigError(f"{step}.{name} is set by the pipeline")
+                if name not in allowed:
+                    raise ConfigError(f"{step}.{name}: not a parameter of "
+                                      f"{STEP_COMMANDS[step].replace('_', '-')}")
+                _check_type(step, name, value)
+
+
+def command_keywords(function: str) -> set[str]:
+    """The keywords a command function accepts (its keyword-only parameters, and the flag table
+    of :mod:`kmerflow.commands` where it has one)."""
+    fn = getattr(commands, function)
+    named = {n for n, p in inspect.signature(fn).parameters.items()
+             if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    return named | set(getattr(commands, "FLAGS", ()))
+
+
+def _check_type(step: str, name: str, value: Any) -> None:
+    """Refuse a value whose type differs from the default's (an integer for ``cutoff`` and
+    ``ksize``, a boolean for a switch); other parameters are checked by the command."""
+    default = DEFAULT_PARAMS.get(step, {}).get(name)
+    if default is None:
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    else:
+        ok = isinstance(value, type(default)) and not isinstance(value, bool)
+    if not ok:
+        raise ConfigError(f"{step}.{name}: {value!r} is not a valid value "
+                          f"(expected {type(default).__name__})")
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    step, dot, param = key.partition(".")
+    if not dot or step not in STEP_COMMANDS:
+        raise ConfigError(f"{key!r}: expected STEP.PARAM with STEP one of {', '.join(STEP_ORDER)}"
+                          f" (or a shorthand: {', '.join(SHORTHANDS)})")
+    return step, param.replace("-", "_")
+
+
+def parse_value(text: str) -> Any:
+    """A parameter value given as text: TOML's literal if it is one (``20``, ``true``, ``1e8``),
+    else the text itself."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def load_config(path: str | Path | None = None, steps: Iterable[str] | None = None,
+                params: Iterable[str] = (), chunks: int | None = None) -> PipelineConfig:
+    """The configuration from an optional TOML file, then ``steps``, ``STEP.PARAM=VALUE``
+    strings and ``chunks`` given as flags.
+
+    The TOML file may hold ``steps = [...]``, ``chunks = N`` and one table per step
+    (``[normalize]`` ``cutoff = 20`` ...), which updates that step's defaults.
+    """
+    config = PipelineConfig()
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError(f"{path}: {e}") from None
+        for key, value in data.items():
+            if key == "steps":
+                config.steps = _step_list(value, path)
+            elif key == "chunks":
+                config.chunks = _int(value, f"{path}: chunks")
+            elif isinstance(value, dict) and key in STEP_COMMANDS:
+                config.params[key].update({k.replace("-", "_"): v for k, v in value.items()})
+            else:
+                raise ConfigError(f"{path}: unknown key {key!r}")
+    if steps is not None:
+        config.steps = _step_list(list(steps), "--steps")
+    if chunks is not None:
+        config.chunks = chunks
+    for item in params:
+        key, eq, text = item.partition("=")
+        if not eq:
+            raise ConfigError(f"--param {item!r}: expected STEP.PARAM=VALUE")
+        step, param = _split_key(key.strip())
+        config.params[step][param] = parse_value(text.strip())
+    config.validate()
+    return config
+
+
+def _step_list(value: Any, where: object) -> list[str]:
+    if isinstance(value, str):
+        value = [s.strip() for s in value.split(",") if s.strip()]
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise ConfigError(f"{where}: steps must be a list of step names")
+    return value
+
+
+def _int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where}: expected an integer")
+    return value

@@ -1,0 +1,151 @@
+"""What each step of a sample runs: its command, arguments, input and output files.
+
+Final outputs go to ``OUTDIR/SAMPLE/``; the interleaved input, the saved table and chunk files
+go to ``SCRATCH/SAMPLE/`` and are removed when the sample completes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kmerflow.errors import KmerflowError
+from kmerflow.pipeline.config import STEP_COMMANDS
+from kmerflow.pipeline.samplesheet import Sample
+from kmerflow.reads import open_reads
+
+
+@dataclass
+class StepPlan:
+    """One step of one sample."""
+
+    name: str
+    #: The :mod:`kmerflow.commands` function.
+    function: str
+    #: Final output files: role → path (``reads``, ``single``, ``table``, ``keep_curve``, ...).
+    outputs: dict[str, Path]
+    #: Files read: path → the step that writes it (None for the sample's own read files).
+    inputs: dict[Path, str | None]
+    #: Keyword arguments (the step's parameters and the pipeline's file options).
+    options: dict[str, Any]
+    #: Positional arguments of a whole-file run.
+    positional: list[Any] = field(default_factory=list)
+    #: For a per-chunk step: the file cut into chunks, positional arguments before the chunk,
+    #: and role → output keyword of each part.
+    chunk_source: Path | None = None
+    chunk_before: list[Any] = field(default_factory=list)
+    part_keywords: dict[str, str] = field(default_factory=dict)
+    #: Output roles that live on scratch (not kept, not checked on a rerun).
+    scratch_roles: frozenset[str] = frozenset()
+    #: Leave empty files out of the list arguments (readstats).
+    skip_empty_inputs: bool = False
+
+    @property
+    def chunked(self) -> bool:
+        """Whether the step runs as chunk tasks and a concatenation."""
+        return self.chunk_source is not None
+
+
+@dataclass
+class SampleDirs:
+    """Where a sample's files go."""
+
+    out: Path
+    scratch: Path
+
+
+def sample_dirs(sample: Sample, outdir: Path, scratch: Path) -> SampleDirs:
+    """The sample's output and scratch folders (not created)."""
+    return SampleDirs(outdir / sample.name, scratch / sample.name)
+
+
+def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
+    """The steps of ``sample`` in order, each reading the reads of the one before."""
+    name, out, tmp = sample.name, dirs.out, dirs.scratch
+    ext = ".fq" if _is_fastq(sample.r1) else ".fa"
+    params = sample.config.params
+    reads: Path = sample.r1
+    reads_from: str | None = None
+    single: Path | None = None
+    table: Path | None = None
+    all_reads: list[Path] = [sample.r1] + ([sample.r2] if sample.r2 else [])
+    plans: list[StepPlan] = []
+    for step in sample.steps:
+        opts = dict(params[step])
+        function = STEP_COMMANDS[step]
+        if step == "interleave":
+            assert sample.r2 is not None
+            dest = tmp / f"{name}.interleaved{ext}"
+            plan = StepPlan(step, function, {"reads": dest},
+                            {sample.r1: None, sample.r2: None}, {**opts, "output": dest},
+                            positional=[sample.r1, sample.r2], scratch_roles=frozenset({"reads"}))
+        elif step in ("normalize", "renormalize"):
+            dest = out / f"{name}.{step}{ext}"
+            curve = out / f"{name}.{step}.keep.csv"
+            outputs = {"reads": dest, "keep_curve": curve}
+            opts.update(output=dest, report=curve)
+            inputs: dict[Path, str | None] = {reads: reads_from}
+            if sample.paired and reads_from in ("interleave", "extract"):
+                opts["paired"] = True
+            if single is not None:
+                opts["unpaired_reads"] = single
+                inputs[single] = "extract"
+            scratch_roles: frozenset[str] = frozenset()
+            if step == "normalize":
+                table = tmp / f"{name}.normalize.ct"
+                outputs["table"] = table
+                opts["savegraph"] = table
+                scratch_roles = frozenset({"table"})
+            plan = StepPlan(step, function, outputs, inputs, opts, positional=[[reads]],
+                            scratch_roles=scratch_roles)
+            single = None
+        elif step == "filter":
+            assert table is not None
+            dest = out / f"{name}.filter{ext}"
+            plan = StepPlan(step, function, {"reads": dest},
+                            {reads: reads_from, table: "normalize"}, opts,
+                            chunk_source=reads, chunk_before=[table],
+                            part_keywords={"reads": "output"})
+        elif step == "extract":
+            pe, se = out / f"{name}.extract.pe{ext}", out / f"{name}.extract.se{ext}"
+            plan = StepPlan(step, function, {"reads": pe, "single": se}, {reads: reads_from},
+                            opts, chunk_source=reads,
+                            part_keywords={"reads": "output_paired", "single": "output_single"})
+            single = se
+        elif step == "histogram":
+            dest = out / f"{name}.histogram.csv"
+            plan = StepPlan(step, function, {"histogram": dest}, {reads: reads_from}, opts,
+                            positional=[reads, dest])
+        else:  # readstats
+            dest = out / f"{name}.readstats.txt"
+            files = list(dict.fromkeys(all_reads))
+            plan = StepPlan(step, function, {"readstats": dest},
+                            {p: _producer(plans, p) for p in files}, {**opts, "output": dest},
+                            positional=[files], skip_empty_inputs=True)
+        plans.append(plan)
+        if "reads" in plan.outputs:
+            reads, reads_from = plan.outputs["reads"], step
+            if "reads" not in plan.scratch_roles:
+                all_reads.append(reads)
+            if plan.outputs.get("single"):
+                all_reads.append(plan.outputs["single"])
+    return plans
+
+
+def _producer(plans: list[StepPlan], path: Path) -> str | None:
+    for plan in plans:
+        if path in plan.outputs.values():
+            return plan.name
+    return None
+
+
+def _is_fastq(path: Path) -> bool:
+    """Whether the sample's reads are FASTQ (the outputs then are too); FASTQ for unreadable
+    reads, which their first step reports."""
+    try:
+        for record in open_reads(path):
+            return record.quality is not None
+    except KmerflowError:
+        pass
+    return True

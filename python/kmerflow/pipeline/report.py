@@ -1,0 +1,306 @@
+"""Reports in OUTDIR: a JSON summary per sample, MultiQC custom-content files and one
+self-contained HTML report.
+
+The plots are hand-written SVG (a few line and bar charts and a Gantt chart), so the report
+needs no plotting package and stays a small text file that any browser shows.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+#: One colour per step (the timeline, the bars).
+COLOURS = {"interleave": "#8c564b", "normalize": "#1f77b4", "filter": "#2ca02c",
+           "extract": "#bcbd22", "renormalize": "#17becf", "histogram": "#9467bd",
+           "readstats": "#7f7f7f", "input": "#444444"}
+_LINE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                 "#7f7f7f", "#bcbd22", "#17becf"]
+_READSTATS_LINE = re.compile(r"^(\d+) bp / (\d+) seqs; ([0-9.]+) average length -- (.*)$")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a report file under a temporary name and rename it into place."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+# --- per-sample summary ----------------------------------------------------------------------
+
+def sample_summary(name: str, status: str, error: Optional[str], inputs: list[Path],
+                   overrides: dict[str, Any], manifest: dict[str, Any],
+                   outdir: Path) -> dict[str, Any]:
+    """The sample's summary: its steps' outputs and times, reads per file (readstats), the
+    k-mer abundance histogram and the normalization keep curves."""
+    steps = manifest.get("steps", {})
+    produced = {rec["path"]: step for step, s in steps.items()
+                for role, rec in s["outputs"].items()}
+    summary: dict[str, Any] = {
+        "sample": name, "status": status, "error": error,
+        "inputs": [str(p) for p in inputs], "overrides": overrides,
+        "steps": {step: {"seconds": round(s.get("seconds", 0.0), 3),
+                         "outputs": {role: {**rec, "path": _relative(rec["path"], outdir)}
+                                     for role, rec in s["outputs"].items()
+                                     if Path(rec["path"]).is_relative_to(outdir)},
+                         "summary": s.get("summary", {})}
+                  for step, s in steps.items()},
+        "reads": [], "histogram": [], "keep_curves": {},
+    }
+    readstats = steps.get("readstats", {}).get("outputs", {}).get("readstats")
+    if readstats and Path(readstats["path"]).is_file():
+        for line in Path(readstats["path"]).read_text().splitlines():
+            m = _READSTATS_LINE.match(line)
+            if m and m.group(4) != "total":
+                summary["reads"].append({"file": _relative(m.group(4), outdir),
+                                         "step": produced.get(m.group(4), "input"),
+                                         "bp": int(m.group(1)), "reads": int(m.group(2))})
+    histogram = steps.get("histogram", {}).get("outputs", {}).get("histogram")
+    if histogram and Path(histogram["path"]).is_file():
+        with open(histogram["path"], newline="") as f:
+            summary["histogram"] = [[int(r["abundance"]), int(r["count"])]
+                                    for r in csv.DictReader(f)]
+    for step in ("normalize", "renormalize"):
+        curve = steps.get(step, {}).get("outputs", {}).get("keep_curve")
+        if curve and Path(curve["path"]).is_file():
+            with open(curve["path"], newline="") as f:
+                rows = [r for r in csv.reader(f) if r and r[0].isdigit()]
+            summary["keep_curves"][step] = [[int(r[0]), int(r[1])] for r in rows]
+    return summary
+
+
+def _relative(path: str, outdir: Path) -> str:
+    p = Path(path)
+    return str(p.relative_to(outdir)) if p.is_relative_to(outdir) else path
+
+
+def reads_per_step(summary: dict[str, Any]) -> dict[str, int]:
+    """Reads in the sample's input and after each step (paired outputs summed)."""
+    out: dict[str, int] = {}
+    for row in summary["reads"]:
+        out[row["step"]] = out.get(row["step"], 0) + row["reads"]
+    return out
+
+
+# --- MultiQC ---------------------------------------------------------------------------------
+
+def write_multiqc(outdir: Path, summaries: list[dict[str, Any]]) -> list[Path]:
+    """MultiQC custom-content files: reads per step (a table), the k-mer abundance histogram
+    and the keep curve of the first normalization (line graphs)."""
+    written = []
+    steps = list(dict.fromkeys(s for summary in summaries for s in reads_per_step(summary)))
+    if steps:
+        lines = ["# id: 'kmerflow_reads'", "# section_name: 'kmerflow: reads after each step'",
+                 "# description: 'Reads in the input and in the output of each step "
+                 "(readstats).'", "# plot_type: 'table'",
+                 "\t".join(["Sample", *steps])]
+        for summary in summaries:
+            counts = reads_per_step(summary)
+            if counts:
+                lines.append("\t".join([summary["sample"],
+                                        *(str(counts.get(s, "")) for s in steps)]))
+        path = outdir / "kmerflow_reads_mqc.tsv"
+        write_atomic(path, "\n".join(lines) + "\n")
+        written.append(path)
+    graphs = [
+        ("kmerflow_histogram", "kmerflow: k-mer abundance histogram", "k-mer abundance",
+         "distinct k-mers", {s["sample"]: {a: c for a, c in s["histogram"] if a > 0}
+                             for s in summaries if s["histogram"]}),
+        ("kmerflow_keep_curve", "kmerflow: digital normalization keep curve", "reads seen",
+         "reads kept", {s["sample"]: {t: k for t, k in s["keep_curves"]["normalize"]}
+                        for s in summaries if s["keep_curves"].get("normalize")}),
+    ]
+    for ident, title, xlab, ylab, data in graphs:
+        if not data:
+            continue
+        doc = {"id": ident, "section_name": title, "plot_type": "linegraph",
+               "pconfig": {"id": f"{ident}_plot", "title": title, "xlab": xlab, "ylab": ylab,
+                           "logswitch": True},
+               "data": data}
+        path = outdir / f"{ident}_mqc.json"
+        write_atomic(path, json.dumps(doc, indent=1))
+        written.append(path)
+    return written
+
+
+# --- run statistics -------------------------------------------------------------------------
+
+def run_stats(timeline: list[dict[str, Any]], workers: dict[str, int], started: float,
+              finished: float, n_done: int) -> dict[str, Any]:
+    """Utilisation (busy worker-thread seconds / available worker-thread seconds over the run's
+    wall time) and samples per hour."""
+    wall = max(finished - started, 1e-9)
+    busy = sum(r["stop"] - r["start"] for r in timeline)
+    threads = sum(workers.values()) or 1
+    return {"wall_seconds": round(wall, 3), "worker_threads": threads,
+            "busy_thread_seconds": round(busy, 3),
+            "utilisation": round(busy / (threads * wall), 4),
+            "samples_done": n_done, "samples_per_hour": round(n_done * 3600 / wall, 2),
+            "tasks": len(timeline)}
+
+
+# --- HTML --------------------------------------------------------------------------------------
+
+def write_html(path: Path, summaries: list[dict[str, Any]], stats: dict[str, Any],
+               timeline: list[dict[str, Any]], started: float, title: str) -> None:
+    """The self-contained HTML report (inline SVG plots, no external files)."""
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+             "</title><style>body{font-family:sans-serif;margin:2em;max-width:1100px}"
+             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;"
+             "text-align:right}th{background:#eee}.fail{color:#b00}</style></head><body>",
+             f"<h1>{html.escape(title)}</h1>",
+             f"<p>{stats['samples_done']} sample(s) completed in {stats['wall_seconds']:.1f} s "
+             f"on {stats['worker_threads']} worker thread(s): "
+             f"<b>utilisation {100 * stats['utilisation']:.1f} %</b> (busy worker-thread seconds "
+             f"/ available worker-thread seconds), <b>{stats['samples_per_hour']:.1f} "
+             f"samples/hour</b>.</p>"]
+    parts.append(_samples_table(summaries))
+    if timeline:
+        parts += ["<h2>Timeline (per worker thread)</h2>", _gantt(timeline, started)]
+    reads = {s["sample"]: reads_per_step(s) for s in summaries if s["reads"]}
+    if reads:
+        parts += ["<h2>Reads after each step</h2>", _grouped_bars(reads)]
+    hists = {s["sample"]: [(a, c) for a, c in s["histogram"] if 0 < a <= 200 and c > 0]
+             for s in summaries if s["histogram"]}
+    if hists:
+        parts += ["<h2>k-mer abundance histogram</h2>",
+                  _lines(hists, "k-mer abundance", "distinct k-mers (log10)", log_y=True)]
+    curves = {f"{s['sample']} {step}": [(t, k) for t, k in rows]
+              for s in summaries for step, rows in s["keep_curves"].items() if rows}
+    if curves:
+        parts += ["<h2>Normalization keep curve</h2>",
+                  _lines(curves, "reads seen", "reads kept")]
+    parts.append("</body></html>")
+    write_atomic(path, "\n".join(parts))
+
+
+def _samples_table(summaries: list[dict[str, Any]]) -> str:
+    rows = ["<table><tr><th>sample</th><th>status</th><th>input reads</th>"
+            "<th>final reads</th><th>step seconds</th></tr>"]
+    for s in summaries:
+        counts = reads_per_step(s)
+        final = list(counts.values())[-1] if counts else ""
+        seconds = sum(step["seconds"] for step in s["steps"].values())
+        status = html.escape(s["status"])
+        if s.get("error"):
+            status = f"<span class='fail'>{status}: {html.escape(s['error'])}</span>"
+        rows.append(f"<tr><td>{html.escape(s['sample'])}</td><td>{status}</td>"
+                    f"<td>{counts.get('input', '')}</td><td>{final}</td>"
+                    f"<td>{seconds:.1f}</td></tr>")
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _svg(width: int, height: int, body: Iterable[str]) -> str:
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+            f"font-size='11' font-family='sans-serif'>{''.join(body)}</svg>")
+
+
+def _axes(x0: int, y0: int, w: int, h: int, xlabel: str, ylabel: str,
+          xmax: Optional[float], ymax: float) -> list[str]:
+    """Axes with five ticks on y, and on x unless ``xmax`` is None (a bar chart labels its
+    groups itself)."""
+    out = [f"<line x1='{x0}' y1='{y0 + h}' x2='{x0 + w}' y2='{y0 + h}' stroke='black'/>",
+           f"<line x1='{x0}' y1='{y0}' x2='{x0}' y2='{y0 + h}' stroke='black'/>",
+           f"<text x='{x0 + w / 2}' y='{y0 + h + 32}' text-anchor='middle'>"
+           f"{html.escape(xlabel)}</text>",
+           f"<text transform='translate({x0 - 48},{y0 + h / 2}) rotate(-90)' "
+           f"text-anchor='middle'>{html.escape(ylabel)}</text>"]
+    for i in range(5):
+        if xmax is not None:
+            out.append(f"<text x='{x0 + w * i / 4}' y='{y0 + h + 15}' text-anchor='middle'>"
+                       f"{_num(xmax * i / 4)}</text>")
+        out.append(f"<text x='{x0 - 4}' y='{y0 + h - h * i / 4 + 4}' text-anchor='end'>"
+                   f"{_num(ymax * i / 4)}</text>")
+    return out
+
+
+def _num(v: float) -> str:
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:.3g}M"
+    if abs(v) >= 1e3:
+        return f"{v / 1e3:.3g}k"
+    return f"{v:.3g}"
+
+
+def _legend(names: list[str], x: int, y: int, colours: list[str]) -> list[str]:
+    return [f"<rect x='{x}' y='{y + 14 * i}' width='10' height='10' fill='{c}'/>"
+            f"<text x='{x + 14}' y='{y + 14 * i + 9}'>{html.escape(n)}</text>"
+            for i, (n, c) in enumerate(zip(names, colours, strict=True))]
+
+
+def _lines(series: dict[str, list[tuple[float, float]]], xlabel: str, ylabel: str,
+           log_y: bool = False) -> str:
+    import math
+
+    def fy(v: float) -> float:
+        return math.log10(v) if log_y else v
+
+    x0, y0, w, h = 70, 10, 640, 260
+    xmax = max((x for pts in series.values() for x, _ in pts), default=1) or 1
+    ymax = max((fy(y) for pts in series.values() for _, y in pts), default=1) or 1
+    body = _axes(x0, y0, w, h, xlabel, ylabel, xmax, ymax)
+    colours = [_LINE_COLOURS[i % len(_LINE_COLOURS)] for i in range(len(series))]
+    for (name, pts), colour in zip(series.items(), colours, strict=True):
+        coords = " ".join(f"{x0 + w * x / xmax:.1f},{y0 + h - h * fy(y) / ymax:.1f}"
+                          for x, y in sorted(pts))
+        body.append(f"<polyline fill='none' stroke='{colour}' stroke-width='1.5' "
+                    f"points='{coords}'><title>{html.escape(name)}</title></polyline>")
+    body += _legend(list(series), x0 + w + 20, y0, colours)
+    return _svg(x0 + w + 220, y0 + h + 45 + max(0, 14 * len(series) - h), body)
+
+
+def _grouped_bars(groups: dict[str, dict[str, int]]) -> str:
+    steps = list(dict.fromkeys(s for counts in groups.values() for s in counts))
+    x0, y0, h = 70, 10, 240
+    bar = 10
+    group_w = bar * len(steps) + 14
+    w = max(group_w * len(groups), 200)
+    ymax = max((v for counts in groups.values() for v in counts.values()), default=1) or 1
+    body = _axes(x0, y0, w, h, "", "reads", None, ymax)
+    for g, (sample, counts) in enumerate(groups.items()):
+        gx = x0 + 7 + g * group_w
+        for j, step in enumerate(steps):
+            v = counts.get(step, 0)
+            bh = h * v / ymax
+            body.append(f"<rect x='{gx + j * bar}' y='{y0 + h - bh:.1f}' width='{bar - 1}' "
+                        f"height='{bh:.1f}' fill='{COLOURS.get(step, '#999')}'>"
+                        f"<title>{html.escape(sample)} {step}: {v}</title></rect>")
+        body.append(f"<text x='{gx + group_w / 2 - 7}' y='{y0 + h + 14}' "
+                    f"text-anchor='middle'>{html.escape(sample)}</text>")
+    body += _legend(steps, x0 + w + 20, y0, [COLOURS.get(s, "#999") for s in steps])
+    return _svg(x0 + w + 160, y0 + h + 30, body)
+
+
+def _gantt(timeline: list[dict[str, Any]], started: float) -> str:
+    lanes = sorted({(r["worker"], r["thread"]) for r in timeline}, key=str)
+    end = max(r["stop"] for r in timeline) - started
+    x0, y0, lane_h = 150, 10, 22
+    w = 800
+    body = []
+    for i, (worker, _thread) in enumerate(lanes):
+        y = y0 + i * lane_h
+        body.append(f"<text x='{x0 - 6}' y='{y + 15}' text-anchor='end'>"
+                    f"{html.escape(str(worker))}</text>")
+    for r in timeline:
+        i = lanes.index((r["worker"], r["thread"]))
+        x = x0 + w * (r["start"] - started) / end
+        bw = max(w * (r["stop"] - r["start"]) / end, 0.5)
+        label = f"{r['sample']} {r['step']}" + ("" if r["chunk"] is None else f" #{r['chunk']}")
+        body.append(f"<rect x='{x:.1f}' y='{y0 + i * lane_h + 2}' width='{bw:.1f}' "
+                    f"height='{lane_h - 4}' fill='{COLOURS.get(r['step'], '#999')}' "
+                    f"stroke='white' stroke-width='0.5'><title>{html.escape(label)} "
+                    f"{r['stop'] - r['start']:.2f} s</title></rect>")
+    axis_y = y0 + len(lanes) * lane_h
+    body.append(f"<line x1='{x0}' y1='{axis_y}' x2='{x0 + w}' y2='{axis_y}' stroke='black'/>")
+    for i in range(6):
+        body.append(f"<text x='{x0 + w * i / 5}' y='{axis_y + 14}' text-anchor='middle'>"
+                    f"{end * i / 5:.0f} s</text>")
+    steps = list(dict.fromkeys(r["step"] for r in timeline))
+    body += _legend(steps, x0 + w + 15, y0, [COLOURS.get(s, "#999") for s in steps])
+    return _svg(x0 + w + 120, max(axis_y + 24, y0 + 14 * len(steps) + 10), body)

@@ -1,0 +1,284 @@
+"""Running the samples' steps on a Dask cluster.
+
+The driver keeps each started sample's chain of steps and submits a task only when the task's
+files are ready, so every task reaches the scheduler without Dask dependencies and waits in the
+scheduler's queue (``distributed.scheduler.worker-saturation`` = 1.0: a worker thread gets one
+task at a time), where Dask's ``priority`` decides which ready task goes next:
+
+* a sample's one-task steps (interleave, the normalizations, concatenations, histogram,
+  readstats) are its critical path: high priority;
+* chunk tasks (filter-abund and extract-paired-reads on chunks) come after every critical task
+  and fill the workers the narrow steps leave idle;
+* within each class, the sample started first goes first.
+
+Samples start largest input first (the small ones then fill the end of the run) and at most
+``max_active`` at a time (by default the number of worker threads plus one), a new one whenever
+one finishes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from kmerflow.pipeline import tasks
+from kmerflow.pipeline.manifest import Manifest, resume_index
+from kmerflow.pipeline.plan import SampleDirs, StepPlan, plan_steps, sample_dirs
+from kmerflow.pipeline.samplesheet import Sample
+
+#: Priority offset of critical-path tasks over chunk tasks.
+CRITICAL = 1_000_000
+
+#: Worker saturation set for clusters this module starts (see the module docstring).
+WORKER_SATURATION = 1.0
+
+
+@dataclass
+class TaskInfo:
+    """What a submitted task is, for the timeline."""
+
+    sample: str
+    step: str
+    kind: str  # "step", "chunk" or "join"
+    chunk: Optional[int] = None
+
+
+@dataclass
+class SampleRun:
+    """A sample's progress through its steps."""
+
+    sample: Sample
+    dirs: SampleDirs
+    plans: list[StepPlan]
+    manifest: Manifest
+    rank: int = 0
+    step_index: int = 0
+    status: str = "pending"  # pending, running, done, skipped, failed
+    error: Optional[str] = None
+    started: Optional[float] = None
+    finished: Optional[float] = None
+    skipped_steps: list[str] = field(default_factory=list)
+    parts: dict[int, dict[str, str]] = field(default_factory=dict)
+    step_started: float = 0.0
+
+    @property
+    def plan(self) -> StepPlan:
+        """The step now running."""
+        return self.plans[self.step_index]
+
+
+@dataclass
+class RunOutcome:
+    """What a run did: per-sample states and the task timeline."""
+
+    samples: list[SampleRun]
+    #: One entry per task: worker, thread, start, stop (seconds since the epoch) and its
+    #: :class:`TaskInfo` fields.
+    timeline: list[dict[str, Any]]
+    #: Worker address → number of threads.
+    workers: dict[str, int]
+    started: float
+    finished: float
+
+
+class Driver:
+    """Submits the samples' tasks to a Dask client and follows them to completion."""
+
+    def __init__(self, client: Any, samples: list[Sample], outdir: Path, scratch: Path,
+                 keep_going: bool, max_active: Optional[int],
+                 log: Callable[[str], None]) -> None:
+        self.client = client
+        self.keep_going = keep_going
+        self.log = log
+        self.runs: list[SampleRun] = []
+        for sample in samples:
+            dirs = sample_dirs(sample, outdir, scratch)
+            plans = plan_steps(sample, dirs)
+            manifest = Manifest(dirs.out / f"{sample.name}.manifest.json", sample.name, dirs)
+            self.runs.append(SampleRun(sample, dirs, plans, manifest))
+        threads = sum(client.nthreads().values()) or 1
+        self.max_active = max_active or threads + 1
+        self.info: dict[str, TaskInfo] = {}
+        self.futures: dict[str, Any] = {}
+        self.owner: dict[str, SampleRun] = {}
+        self.counter = itertools.count()
+        self.ranks = itertools.count()
+
+    def run(self) -> RunOutcome:
+        """Run every sample; returns the outcome (failures are recorded, not raised)."""
+        from distributed import as_completed, get_task_stream
+
+        order = sorted(self.runs, key=lambda r: -r.sample.input_bytes())
+        waiting = deque(order)
+        completed = as_completed()
+        started = time.time()
+        with get_task_stream(self.client) as stream:
+            self._start_more(waiting, completed)
+            for future in completed:
+                key = future.key
+                sample_run = self.owner.get(key)
+                if sample_run is None or sample_run.status != "running":
+                    continue
+                try:
+                    result = future.result()
+                except Exception as e:  # a failed command: the sample fails, the others go on
+                    self._fail(sample_run, e)
+                    if not self.keep_going:
+                        waiting.clear()
+                        self._cancel_all()
+                    else:
+                        self._start_more(waiting, completed)
+                    continue
+                self._advance(sample_run, key, result, completed)
+                if sample_run.status != "running":
+                    self._start_more(waiting, completed)
+            finished = time.time()
+        workers = {w: info["nthreads"]
+                   for w, info in self.client.scheduler_info()["workers"].items()}
+        return RunOutcome(self.runs, self._timeline(stream.data), workers, started, finished)
+
+    # --- sample life cycle ------------------------------------------------------------------
+
+    def _start_more(self, waiting: deque[SampleRun], completed: Any) -> None:
+        while waiting and sum(r.status == "running" for r in self.runs) < self.max_active:
+            sample_run = waiting.popleft()
+            first = resume_index(sample_run.plans, sample_run.manifest)
+            sample_run.skipped_steps = [p.name for p in sample_run.plans[:first]]
+            if first == len(sample_run.plans) and sample_run.manifest.data.get("complete"):
+                sample_run.status = "skipped"
+                self.log(f"{sample_run.sample.name}: complete, skipped")
+                continue
+            sample_run.rank = next(self.ranks)
+            sample_run.status = "running"
+            sample_run.started = time.time()
+            sample_run.step_index = first
+            sample_run.manifest.set_complete(False)
+            sample_run.dirs.out.mkdir(parents=True, exist_ok=True)
+            sample_run.dirs.scratch.mkdir(parents=True, exist_ok=True)
+            if sample_run.skipped_steps:
+                self.log(f"{sample_run.sample.name}: resuming after "
+                         f"{', '.join(sample_run.skipped_steps)}")
+            self._begin_step(sample_run, completed)
+
+    def _begin_step(self, sample_run: SampleRun, completed: Any) -> None:
+        if sample_run.step_index == len(sample_run.plans):
+            self._finish(sample_run)
+            return
+        plan = sample_run.plan
+        sample_run.step_started = time.time()
+        sample_run.parts = {}
+        if not plan.chunked:
+            self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "step"),
+                         tasks.run_step, plan.function, plan.positional, plan.options,
+                         {r: str(p) for r, p in plan.outputs.items()}, plan.skip_empty_inputs,
+                         completed=completed)
+            return
+        n = sample_run.sample.config.chunks
+        for i in range(n):
+            parts = {kw: str(sample_run.dirs.scratch / f"{plan.name}.{i}.{role}")
+                     for role, kw in plan.part_keywords.items()}
+            self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "chunk", i),
+                         tasks.run_chunk, plan.function, str(plan.chunk_source), n, i,
+                         plan.chunk_before, plan.options, parts, completed=completed)
+
+    def _advance(self, sample_run: SampleRun, key: str, result: Any, completed: Any) -> None:
+        info = self.info[key]
+        plan = sample_run.plan
+        if info.kind == "chunk":
+            assert info.chunk is not None
+            sample_run.parts[info.chunk] = result
+            if len(sample_run.parts) < sample_run.sample.config.chunks:
+                return
+            parts = {role: [sample_run.parts[i][kw] for i in sorted(sample_run.parts)]
+                     for role, kw in plan.part_keywords.items()}
+            self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "join"),
+                         tasks.join_parts, parts, {r: str(p) for r, p in plan.outputs.items()},
+                         completed=completed)
+            return
+        sample_run.manifest.record(plan, result, time.time() - sample_run.step_started)
+        sample_run.step_index += 1
+        self._begin_step(sample_run, completed)
+
+    def _release(self, sample_run: SampleRun) -> None:
+        """Drop the sample's futures. They are held until then so that the scheduler's task
+        group stays large enough for its queue (it counts tasks not yet forgotten)."""
+        for key in [k for k, owner in self.owner.items() if owner is sample_run]:
+            del self.owner[key]
+            del self.futures[key]
+
+    def _finish(self, sample_run: SampleRun) -> None:
+        self._release(sample_run)
+        sample_run.manifest.set_complete(True)
+        shutil.rmtree(sample_run.dirs.scratch, ignore_errors=True)
+        sample_run.status = "done"
+        sample_run.finished = time.time()
+        self.log(f"{sample_run.sample.name}: done in "
+                 f"{sample_run.finished - (sample_run.started or sample_run.finished):.1f} s")
+
+    def _fail(self, sample_run: SampleRun, error: BaseException) -> None:
+        sample_run.status = "failed"
+        sample_run.error = f"step {sample_run.plan.name}: {error}"
+        sample_run.finished = time.time()
+        self.log(f"{sample_run.sample.name}: FAILED: {sample_run.error}")
+        mine = [k for k, owner in self.owner.items() if owner is sample_run]
+        self.client.cancel([self.futures[k] for k in mine])
+        self._release(sample_run)
+
+    def _cancel_all(self) -> None:
+        for sample_run in self.runs:
+            if sample_run.status == "running":
+                sample_run.status = "failed"
+                sample_run.error = "not finished: stopped after another sample failed"
+        self.client.cancel(list(self.futures.values()))
+        self.futures.clear()
+        self.owner.clear()
+
+    # --- tasks --------------------------------------------------------------------------------
+
+    def _submit(self, sample_run: SampleRun, info: TaskInfo, function: Callable[..., Any],
+                *args: Any, completed: Any) -> None:
+        """Submit one task with the priority of its class and sample (see the module doc)."""
+        base = CRITICAL if info.kind != "chunk" else 0
+        priority = base + (len(self.runs) - sample_run.rank)
+        chunk = "" if info.chunk is None else f"-{info.chunk}"
+        # One key prefix for all tasks: one large task group, queued on the scheduler.
+        key = f"kmerflow-task-{next(self.counter):08d}-{info.sample}-{info.step}{chunk}"
+        future = self.client.submit(function, *args, key=key, priority=priority, pure=False,
+                                    retries=0)
+        self.info[key] = info
+        self.futures[key] = future
+        self.owner[key] = sample_run
+        completed.add(future)
+
+    def _timeline(self, stream: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        rows = []
+        for event in stream:
+            info = self.info.get(event.get("key"))
+            if info is None:
+                continue
+            for ss in event.get("startstops", ()):
+                if ss.get("action") == "compute":
+                    rows.append({"worker": event.get("worker"),
+                                 "thread": event.get("thread"),
+                                 "start": ss["start"], "stop": ss["stop"],
+                                 "sample": info.sample, "step": info.step, "kind": info.kind,
+                                 "chunk": info.chunk, "status": event.get("status")})
+        rows.sort(key=lambda r: r["start"])
+        return rows
+
+
+def local_cluster(n_workers: Optional[int]) -> Any:
+    """A LocalCluster of single-thread worker processes (one per CPU by default), without a
+    memory limit (the tables are sized by the steps' parameters) or dashboard."""
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set({"distributed.scheduler.worker-saturation": WORKER_SATURATION}):
+        return LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
+                            processes=True, memory_limit=0, dashboard_address=None)

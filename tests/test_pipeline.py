@@ -1,0 +1,282 @@
+"""kmerflow pipeline: end to end on a real LocalCluster (outputs equal to the steps run by hand,
+reports, MultiQC parsing), resume after a killed run, a failing sample, a bad sample sheet."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import kmerflow
+
+distributed = pytest.importorskip("distributed")
+
+from kmerflow.pipeline import SampleSheetError, run  # noqa: E402
+from kmerflow.pipeline.runner import local_cluster  # noqa: E402
+
+#: Small tables for small data (4 x 1e6 bytes), the keep curve every 500 reads, 3 chunks.
+CONFIG = """\
+chunks = 3
+[normalize]
+max_tablesize = 1e6
+n_tables = 4
+report_frequency = 500
+[renormalize]
+max_tablesize = 1e6
+n_tables = 4
+[histogram]
+max_tablesize = 1e6
+n_tables = 4
+"""
+
+
+def _reads(genome: str, n_pairs: int, seed: int) -> tuple[list[str], list[str]]:
+    """FASTQ records of ``n_pairs`` simulated 100-bp pairs (1 % substitutions)."""
+    rng = random.Random(seed)
+    comp = str.maketrans("ACGT", "TGCA")
+    r1, r2 = [], []
+    for i in range(n_pairs):
+        pos = rng.randrange(len(genome) - 300)
+        frag = genome[pos:pos + rng.randrange(200, 300)]
+        mates = [frag[:100], frag[-100:].translate(comp)[::-1]]
+        for mate, out in zip(mates, (r1, r2), strict=True):
+            seq = "".join(rng.choice("ACGT") if rng.random() < 0.01 else b for b in mate)
+            out.append(f"@s{seed}_{i}/{1 + (out is r2)}\n{seq}\n+\n{'I' * len(seq)}\n")
+    return r1, r2
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three samples: paired plain, paired gzip, single-end; plus the config file."""
+    d = tmp_path_factory.mktemp("inputs")
+    rng = random.Random(7)
+    genome = "".join(rng.choice("ACGT") for _ in range(30_000))
+    for name, n, seed in (("a", 3000, 1), ("b", 2000, 2), ("c", 1500, 3)):
+        r1, r2 = _reads(genome, n, seed)
+        if name == "b":
+            with gzip.open(d / "b_1.fq.gz", "wt") as f:
+                f.write("".join(r1))
+            with gzip.open(d / "b_2.fq.gz", "wt") as f:
+                f.write("".join(r2))
+        else:
+            (d / f"{name}_1.fq").write_text("".join(r1))
+            (d / f"{name}_2.fq").write_text("".join(r2))
+    (d / "samples.tsv").write_text("sample\tr1\tr2\n"
+                                   "a\ta_1.fq\ta_2.fq\n"
+                                   "b\tb_1.fq.gz\tb_2.fq.gz\n"
+                                   "c\tc_1.fq\t\n")
+    (d / "steps.toml").write_text(CONFIG)
+    return d
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A LocalCluster of two single-thread workers, as the pipeline starts it."""
+    cluster = local_cluster(2)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def finished(inputs: Path, client, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """OUTDIR of a complete run over the three samples."""
+    out = tmp_path_factory.mktemp("run") / "out"
+    result = run(inputs / "samples.tsv", out, config=inputs / "steps.toml", client=client,
+                 log=lambda m: None)
+    assert result.ok, result.errors
+    assert result.status == {"a": "done", "b": "done", "c": "done"}
+    return out
+
+
+SIZES = ["-N", "4", "-x", "1e6"]
+
+
+def test_outputs_equal_the_steps_run_by_hand(inputs: Path, finished: Path, tmp_path: Path):
+    for name, r1 in (("a", "a_1.fq"), ("b", "b_1.fq.gz")):
+        r2 = r1.replace("_1", "_2")
+        h = tmp_path / name
+        h.mkdir()
+        kmerflow("interleave-reads", inputs / r1, inputs / r2, "-o", h / "il.fq")
+        kmerflow("normalize-by-median", "-p", "-k", "20", "-C", "20", *SIZES, "--savegraph",
+                 h / "t.ct", "-R", h / "curve.csv", "--report-frequency", "500", "-o",
+                 h / "norm.fq", h / "il.fq")
+        kmerflow("filter-abund", "-V", h / "t.ct", h / "norm.fq", "-o", h / "filt.fq")
+        kmerflow("extract-paired-reads", h / "filt.fq", "-p", h / "pe.fq", "-s", h / "se.fq")
+        # An empty orphan file is left out (normalize-by-median refuses it; it adds nothing).
+        unpaired = ["-u", h / "se.fq"] if (h / "se.fq").stat().st_size else []
+        kmerflow("normalize-by-median", "-p", "-k", "20", "-C", "5", *SIZES, *unpaired,
+                 "-R", h / "curve5.csv", "-o", h / "renorm.fq", h / "pe.fq")
+        kmerflow("abundance-dist-single", "-k", "20", *SIZES, h / "renorm.fq", h / "hist.csv")
+        o = finished / name
+        pairs = [("norm.fq", "normalize.fq"), ("curve.csv", "normalize.keep.csv"),
+                 ("filt.fq", "filter.fq"), ("pe.fq", "extract.pe.fq"),
+                 ("se.fq", "extract.se.fq"), ("renorm.fq", "renormalize.fq"),
+                 ("curve5.csv", "renormalize.keep.csv"), ("hist.csv", "histogram.csv")]
+        for mine, theirs in pairs:
+            assert (h / mine).read_bytes() == (o / f"{name}.{theirs}").read_bytes(), (name, mine)
+        # readstats lists the pipeline's own non-empty files: the same command by hand.
+        listed = [inputs / r1, inputs / r2] + [o / f"{name}.{t}" for t in (
+            "normalize.fq", "filter.fq", "extract.pe.fq", "extract.se.fq", "renormalize.fq")]
+        listed = [p for p in listed if p.stat().st_size]
+        kmerflow("readstats", *listed, "-o", h / "readstats.txt")
+        assert (h / "readstats.txt").read_bytes() == (o / f"{name}.readstats.txt").read_bytes()
+    # The single-end sample: no interleave, no extract, no -p.
+    h = tmp_path / "c"
+    h.mkdir()
+    kmerflow("normalize-by-median", "-k", "20", "-C", "20", *SIZES, "--savegraph", h / "t.ct",
+             "-o", h / "norm.fq", inputs / "c_1.fq")
+    kmerflow("filter-abund", "-V", h / "t.ct", h / "norm.fq", "-o", h / "filt.fq")
+    kmerflow("normalize-by-median", "-k", "20", "-C", "5", *SIZES, "-o", h / "renorm.fq",
+             h / "filt.fq")
+    assert (h / "renorm.fq").read_bytes() == (finished / "c" / "c.renormalize.fq").read_bytes()
+    assert not list((finished / ".scratch").iterdir())  # intermediates removed
+
+
+def test_reports_and_multiqc(finished: Path, tmp_path: Path):
+    summary = json.loads((finished / "a" / "a.summary.json").read_text())
+    assert summary["status"] == "done"
+    steps = [r["step"] for r in summary["reads"]]
+    assert steps == ["input", "input", "normalize", "filter", "extract", "extract",
+                     "renormalize"]
+    assert summary["reads"][0]["reads"] == 3000
+    assert summary["histogram"] and summary["keep_curves"]["normalize"]
+    run_info = json.loads((finished / "kmerflow_run.json").read_text())
+    assert 0 < run_info["stats"]["utilisation"] <= 1
+    assert {t["step"] for t in run_info["timeline"]} >= {"normalize", "filter", "extract"}
+    assert any(t["kind"] == "chunk" for t in run_info["timeline"])
+    page = (finished / "kmerflow_report.html").read_text()
+    assert page.count("<svg") == 4 and "samples/hour" in page and "src=" not in page
+    # The real MultiQC picks the custom-content files up unmodified.
+    mqc = tmp_path / "mqc"
+    proc = subprocess.run([sys.executable, "-m", "multiqc", str(finished), "-o", str(mqc),
+                           "--no-ansi", "-q"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((mqc / "multiqc_data" / "multiqc_data.json").read_text())
+    text = json.dumps(data)
+    for ident in ("kmerflow_reads", "kmerflow_histogram", "kmerflow_keep_curve"):
+        assert ident in text, ident
+    table = (mqc / "multiqc_data" / "multiqc_kmerflow_reads.txt").read_text().splitlines()
+    header = table[0].split("\t")
+    row_a = dict(zip(header, next(r for r in table if r.startswith("a\t")).split("\t"), strict=True))
+    assert float(row_a["input"]) == 6000 and float(row_a["renormalize"]) > 0
+
+
+def test_rerun_skips_complete_samples(inputs: Path, finished: Path, client):
+    before = {p: p.stat().st_mtime_ns for p in finished.glob("*/*.fq")}
+    result = run(inputs / "samples.tsv", finished, config=inputs / "steps.toml", client=client,
+                 log=lambda m: None)
+    assert result.status == {"a": "skipped", "b": "skipped", "c": "skipped"}
+    assert {p: p.stat().st_mtime_ns for p in finished.glob("*/*.fq")} == before
+
+
+def test_failing_sample_with_keep_going(inputs: Path, client, tmp_path: Path):
+    (tmp_path / "bad.fq").write_text("@r1\nACGTACGTAC\n+\nIII\n")
+    sheet = tmp_path / "samples.csv"
+    sheet.write_text(f"sample,r1\nc,{inputs / 'c_1.fq'}\nbad,bad.fq\n")
+    out = tmp_path / "out"
+    # By scheduler address, as for any running cluster.
+    result = run(sheet, out, config=inputs / "steps.toml", scheduler=client.scheduler.address,
+                 keep_going=True, log=lambda m: None)
+    assert result.status == {"c": "done", "bad": "failed"}
+    assert "normalize" in result.errors["bad"] and "bad.fq" in result.errors["bad"]
+    assert (out / "c" / "c.renormalize.fq").stat().st_size > 0
+    summary = json.loads((out / "bad" / "bad.summary.json").read_text())
+    assert summary["status"] == "failed" and summary["error"]
+    assert "bad" in (out / "kmerflow_report.html").read_text()
+
+
+def _pipeline_cmd(*args: object) -> list[str]:
+    return [sys.executable, "-m", "kmerflow", "pipeline", *map(str, args)]
+
+
+def test_resume_after_killed_run(inputs: Path, finished: Path, tmp_path: Path):
+    out = tmp_path / "out"
+    cmd = _pipeline_cmd(inputs / "samples.tsv", "-o", out, "--config", inputs / "steps.toml",
+                        "--local-cluster", "2")
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            recorded = [json.loads(p.read_text())["steps"] for p in out.glob("*/*.manifest.json")
+                        if p.stat().st_size]
+            if any("filter" in steps for steps in recorded):
+                break
+            time.sleep(0.02)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    # Whatever final output exists is complete (equal to the clean run's).
+    for p in out.glob("*/*.fq"):
+        assert p.read_bytes() == (finished / p.parent.name / p.name).read_bytes(), p
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "resuming after" in rerun.stderr
+    for p in finished.glob("*/*.fq"):
+        assert (out / p.parent.name / p.name).read_bytes() == p.read_bytes(), p
+
+
+@pytest.mark.parametrize("sheet, message", [
+    ("sample\tr1\nx\tmissing.fq\n", "line 2: r1 'missing.fq': no such file"),
+    ("name\tr1\nx\ta_1.fq\n", "line 1: the header has no 'sample' column"),
+    ("sample\tr1\nx\ta_1.fq\nx\ta_1.fq\n", "line 3: sample 'x' already on line 2"),
+    ("sample\tr1\tcutoff\nx\ta_1.fq\tlots\n", "line 2: normalize.cutoff: 'lots'"),
+    ("sample\tr1\nx y\ta_1.fq\n", "line 2: sample name 'x y'"),
+])
+def test_bad_sample_sheet_is_one_clear_error(inputs: Path, tmp_path: Path, sheet: str,
+                                             message: str):
+    path = inputs / f"bad-{abs(hash(sheet))}.tsv"
+    path.write_text(sheet)
+    out = tmp_path / "out"
+    proc = subprocess.run(_pipeline_cmd(path, "-o", out), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and str(path) in lines[0], proc.stderr
+    assert not out.exists()
+    with pytest.raises(SampleSheetError):
+        run(path, out)
+
+
+def test_help_lists_the_pipeline():
+    assert "kmerflow pipeline SAMPLESHEET" in kmerflow("--help").stdout.decode()
+    usage = subprocess.run(_pipeline_cmd("--help"), capture_output=True, text=True)
+    assert usage.returncode == 0 and "--keep-going" in usage.stdout
+
+
+def test_chunk_cuts_fall_between_pairs_at_record_starts(tmp_path: Path):
+    from kmerflow.pipeline.chunks import cut_points, pair_key
+
+    rng = random.Random(5)
+    records = []
+    for i in range(300):
+        mates = (1, 2) if rng.random() < 0.8 else (rng.choice((1, 2)),)
+        for m in mates:
+            qual = "@" + "I" * 29  # a quality line starting with '@' must not resync
+            records.append(f"@r{i}/{m} comment\n{'ACGT' * 7}AC\n+\n{qual}\n")
+    path = tmp_path / "il.fq"
+    path.write_text("".join(records))
+    data = path.read_bytes()
+    starts = {sum(len(r) for r in records[:j]) for j in range(len(records) + 1)}
+    for n in (1, 2, 5, 17, 100):
+        cuts = cut_points(path, n)
+        assert cuts[0] == 0 and cuts[-1] == len(data) and cuts == sorted(cuts)
+        for c in cuts[1:-1]:
+            assert c in starts
+            before = data[:c].decode().splitlines()[-4]
+            after = data[c:].decode().splitlines()[0]
+            assert pair_key(before.encode()) != pair_key(after.encode()), (n, c)
+    fasta = tmp_path / "x.fa"
+    fasta.write_text("".join(f">s{i}\nACGT\nACGT\n" for i in range(50)))
+    cuts = cut_points(fasta, 4)
+    assert all(fasta.read_bytes()[c:c + 1] == b">" for c in cuts[1:-1])
