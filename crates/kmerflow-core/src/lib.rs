@@ -13,6 +13,8 @@
 //!   a typed summary and reports through the context's messages (the core never prints).
 
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod io;
 pub mod kmer;
 pub mod ops;

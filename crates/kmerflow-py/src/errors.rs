@@ -29,12 +29,30 @@ pub fn warn_messages(py: Python<'_>, ctx: &RunContext) -> PyResult<()> {
     Ok(())
 }
 
+/// The OS error number of `e`; for an error that carries only its kind (the temporary files of
+/// outputs wrap the OS error in one naming the path), the number of that kind, so that Python
+/// still picks the standard subclass (`FileNotFoundError`, `PermissionError`, ...).
+fn os_errno(e: &std::io::Error) -> Option<i32> {
+    use std::io::ErrorKind::*;
+    e.raw_os_error().or(match e.kind() {
+        NotFound => Some(libc::ENOENT),
+        PermissionDenied => Some(libc::EACCES),
+        AlreadyExists => Some(libc::EEXIST),
+        IsADirectory => Some(libc::EISDIR),
+        NotADirectory => Some(libc::ENOTDIR),
+        BrokenPipe => Some(libc::EPIPE),
+        StorageFull => Some(libc::ENOSPC),
+        ReadOnlyFilesystem => Some(libc::EROFS),
+        _ => None,
+    })
+}
+
 /// Builds the Python exception for a core error.
 pub fn to_pyerr(err: Error) -> PyErr {
     Python::attach(|py| {
         let built = match &err {
             Error::Io { path, source } => error_class(py, "KmerflowIOError").map(|cls| {
-                let errno = source.raw_os_error().unwrap_or(0);
+                let errno = os_errno(source).unwrap_or(0);
                 PyErr::from_type(cls, (errno, err.to_string(), path.clone()))
             }),
             Error::Format { .. } => error_class(py, "FormatError").map(|cls| PyErr::from_type(cls, err.to_string())),

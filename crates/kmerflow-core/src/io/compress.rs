@@ -139,16 +139,25 @@ impl Read for Counted {
 
 /// Reads until `buf` is full or the stream ends; returns the number of bytes read.
 pub(crate) fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    match read_until_error(r, buf) {
+        (n, None) => Ok(n),
+        (_, Some(e)) => Err(e),
+    }
+}
+
+/// Reads until `buf` is full, the stream ends or a read fails; returns the number of bytes
+/// read (valid even when followed by the error).
+pub(crate) fn read_until_error(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return (n, Some(e)),
         }
     }
-    Ok(n)
+    (n, None)
 }
 
 /// Rewords decoder errors so that a truncated or corrupt stream says so. Errors of the

@@ -200,12 +200,26 @@ impl FastxReader {
     /// is cancelled. An input that is empty after decompression (or only whitespace) has no
     /// records: a warning naming the file goes to `ctx`, as khmer prints one, and the run goes on.
     pub fn open_in(path: &str, ctx: &RunContext) -> Result<Self> {
-        let max_record = limits::max_record_bytes()?;
         let (input, counters) = open_counted(path, ctx)?;
-        let mut pump = Pump::spawn_counted(input, counters, ctx.cancel_token().clone());
+        Self::start(path, Pump::spawn_counted(input, counters, ctx.cancel_token().clone()), ctx)
+    }
+
+    /// Reads the records of `input`, an already decompressed stream that messages call
+    /// `path`, cut into chunks of `chunk_size` bytes, outside any run: the records are the same
+    /// for any chunk size, and small ones put chunk boundaries inside records (tests, fuzzing).
+    pub fn from_stream(path: &str, input: Box<dyn std::io::Read + Send>, chunk_size: usize) -> Result<Self> {
+        let pump = Pump::spawn_sized(input, Default::default(), chunk_size, Default::default());
+        Self::start(path, pump, &RunContext::new())
+    }
+
+    /// Detects the format from the first non-blank byte the pump delivers; the empty-input
+    /// warning goes to `ctx`.
+    fn start(path: &str, mut pump: Pump, ctx: &RunContext) -> Result<Self> {
+        let max_record = limits::max_record_bytes()?;
         let mut line = 1;
         loop {
-            let Some(chunk) = pump.next_chunk().map_err(|e| read_error(path, e))? else {
+            let Some(chunk) = pump.next_chunk().map_err(|e| read_error_at(path, e, Position { record: 1, line }))?
+            else {
                 ctx.warning(format!("WARNING: {path} is empty (no records)"));
                 let recycle = pump.recycler();
                 let pos = Position { record: 1, line };
@@ -295,8 +309,11 @@ impl FastxReader {
         scanner.scan(buf, start, eof, &mut self.pos, spans)
     }
 
+    /// The next chunk. Corrupt data found while reading it is reported at the record being
+    /// read (the first one not complete before the damage).
     fn fetch(&mut self) -> Result<Option<Vec<u8>>> {
-        self.pump.next_chunk().map_err(|e| read_error(&self.path, e))
+        let pos = self.pos;
+        self.pump.next_chunk().map_err(|e| read_error_at(&self.path, e, pos))
     }
 
     /// Completes the record cut at `buf[end..]` with the start of the following chunk(s),
@@ -325,12 +342,19 @@ impl FastxReader {
                 }
                 Format::Fastq => {
                     // FASTQ records cannot be recognised from the middle, so lines are added
-                    // one at a time until the cut record is complete.
+                    // one at a time until the cut record is complete. A piece without a line
+                    // end cannot complete it: scanning only after line ends keeps a line
+                    // longer than many chunks linear, not quadratic.
                     let mut taken = 0;
                     while taken < next.len() {
                         let line_end = memchr::memchr(b'\n', &next[taken..]).map_or(next.len(), |i| taken + i + 1);
                         buf.extend_from_slice(&next[taken..line_end]);
                         taken = line_end;
+                        if buf.last() != Some(&b'\n') {
+                            // A line longer than the bound fails here, before its end.
+                            self.check_length(buf.len() - end)?;
+                            continue;
+                        }
                         end = self.scan(buf, end, false, spans)?;
                         if end >= base {
                             buf.truncate(end);
@@ -360,6 +384,15 @@ impl FastxReader {
                 limits::MAX_RECORD_ENV
             ),
         ))
+    }
+}
+
+/// The error for a failed read of `path` while record `pos` was being read: corrupt data is
+/// reported at that record and line, other errors (OS errors) as they are.
+fn read_error_at(path: &str, e: std::io::Error, pos: Position) -> Error {
+    match read_error(path, e) {
+        Error::Format { location, message } => Error::format(location.path, Some(pos.record), Some(pos.line), message),
+        other => other,
     }
 }
 

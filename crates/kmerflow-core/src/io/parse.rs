@@ -202,6 +202,13 @@ impl Scanner<'_> {
             qual = join_lines(buf, qual_start, at);
         }
         let name = (start + 1, trim_end(buf, start + 1, header_end));
+        for (range, offset, what, text) in
+            [(name, 0, "name", true), (seq, 1, "sequence", false), (qual, seq_lines + 2, "quality", false)]
+        {
+            if let Some(b) = first_invalid(&buf[range.0..range.1], text) {
+                return Err(self.error(pos.record, pos.line + offset, invalid_byte(b, what)));
+            }
+        }
         let span = Span { name, seq, qual_start: qual.0, line: pos.line };
         Ok(Some((span, at, lines)))
     }
@@ -248,11 +255,20 @@ impl Scanner<'_> {
         if at == buf.len() && !eof {
             return Ok(None);
         }
+        let name = trim(buf, start + 1, header_end);
+        if let Some(b) = first_invalid(&buf[name.0..name.1], true) {
+            return Err(self.error(pos.record, pos.line, invalid_byte(b, "name")));
+        }
+        if let Some(b) = first_invalid(&buf[body..at], false) {
+            let offset = buf[body..at].iter().position(|&x| x == b).expect("found above");
+            let line = pos.line + 1 + memchr::memchr_iter(b'\n', &buf[body..body + offset]).count() as u64;
+            return Err(self.error(pos.record, line, invalid_byte(b, "sequence")));
+        }
         let seq = if body_lines == 1 { trim(buf, single.0, single.1) } else { join_lines(buf, body, at) };
         if seq.0 == seq.1 {
             return Err(self.error(pos.record, pos.line, "Sequence is empty"));
         }
-        let span = Span { name: trim(buf, start + 1, header_end), seq, qual_start: 0, line: pos.line };
+        let span = Span { name, seq, qual_start: 0, line: pos.line };
         Ok(Some((span, at, lines)))
     }
 }
@@ -269,6 +285,23 @@ fn join_lines(buf: &mut [u8], start: usize, end: usize) -> (usize, usize) {
         at = line_end + 1;
     }
     (start, write)
+}
+
+/// The first byte of `bytes` that no FASTA/FASTQ text holds: a control character other than
+/// whitespace (NUL bytes of a zero-filled file, UTF-16 text), DEL, and, unless `text` (names,
+/// which may be in any 8-bit encoding), a byte above ASCII. The check runs over every byte, so
+/// it is written to vectorise: a branch-free pass, then a search only when something was found.
+fn first_invalid(bytes: &[u8], text: bool) -> Option<u8> {
+    let invalid = |b: u8| (b < 0x20 && !is_space(b)) || b == 0x7f || (!text && b > 0x7f);
+    if bytes.iter().fold(false, |found, &b| found | invalid(b)) {
+        bytes.iter().copied().find(|&b| invalid(b))
+    } else {
+        None
+    }
+}
+
+fn invalid_byte(b: u8, what: &str) -> String {
+    format!("invalid byte {} in the {what} (not a text character: a damaged or non-ASCII file?)", show(b))
 }
 
 /// A byte as it should appear in a message.

@@ -13,7 +13,7 @@
 //! thread stuck in a `read` (a stalled FIFO or terminal) never holds the run; that thread is
 //! left behind and ends at its next read, when it finds the pump gone.
 
-use super::compress::read_up_to;
+use super::compress::read_until_error;
 use crate::run::metrics::{thread_cpu_time, InputCounters, StageMetrics};
 use crate::run::CancelToken;
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
@@ -80,6 +80,18 @@ impl Pump {
     /// [`Pump::spawn`], reporting the reader thread's metrics to `counters`; waiting for a
     /// chunk ends once `cancel` is cancelled.
     pub fn spawn_counted(reader: Box<dyn Read + Send>, counters: Arc<InputCounters>, cancel: CancelToken) -> Self {
+        Self::spawn_sized(reader, counters, CHUNK_SIZE, cancel)
+    }
+
+    /// [`Pump::spawn_counted`] with chunks of `chunk_size` bytes (at least 1) instead of
+    /// [`CHUNK_SIZE`]: small chunks put record boundaries everywhere (tests, fuzzing).
+    pub fn spawn_sized(
+        reader: Box<dyn Read + Send>,
+        counters: Arc<InputCounters>,
+        chunk_size: usize,
+        cancel: CancelToken,
+    ) -> Self {
+        let chunk_size = chunk_size.max(1);
         let (chunk_tx, chunks) = bounded(READ_AHEAD);
         let (recycle, recycled) = bounded(READ_AHEAD * 2);
         let failure_tx = chunk_tx.clone();
@@ -87,7 +99,7 @@ impl Pump {
         let spawned = std::thread::Builder::new().name("kmerflow-pump".into()).spawn(move || {
             let cpu = thread_cpu_time();
             let mut m = StageMetrics::default();
-            let delivered = read_chunks(reader, &chunk_tx, &recycled, &mut m);
+            let delivered = read_chunks(reader, chunk_size, &chunk_tx, &recycled, &mut m);
             m.set_cpu_since(cpu);
             thread_counters.add_reader(&m, delivered);
         });
@@ -130,30 +142,30 @@ impl Drop for Pump {
 /// The reader thread's loop; returns the number of bytes delivered.
 fn read_chunks(
     mut reader: Box<dyn Read + Send>,
+    chunk_size: usize,
     chunks: &Sender<io::Result<Vec<u8>>>,
     recycled: &Receiver<Vec<u8>>,
     m: &mut StageMetrics,
 ) -> u64 {
     let mut delivered = 0u64;
     loop {
-        let mut buf = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK_SIZE));
-        // Keeping the old length (usually >= CHUNK_SIZE) avoids re-zeroing recycled buffers.
-        buf.resize(CHUNK_SIZE, 0);
-        let filled = match m.time_busy(|| read_up_to(&mut reader, &mut buf)) {
-            Ok(filled) => filled,
-            Err(e) => {
-                let _ = chunks.send(Err(e));
-                return delivered;
-            }
-        };
+        let mut buf = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(chunk_size));
+        // Keeping the old length (usually >= chunk_size) avoids re-zeroing recycled buffers.
+        buf.resize(chunk_size, 0);
+        // The bytes read before a failure are delivered first, so that the consumer can say
+        // where in its input the damage is.
+        let (filled, failure) = m.time_busy(|| read_until_error(&mut reader, &mut buf));
         buf.truncate(filled);
         m.count_bytes(filled);
         delivered += filled as u64;
-        let at_end = filled < CHUNK_SIZE;
         if filled > 0 && m.time_wait(|| chunks.send(Ok(buf))).is_err() {
             return delivered;
         }
-        if at_end {
+        if let Some(e) = failure {
+            let _ = chunks.send(Err(e));
+            return delivered;
+        }
+        if filled < chunk_size {
             return delivered;
         }
     }

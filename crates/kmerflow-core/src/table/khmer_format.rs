@@ -140,10 +140,11 @@ pub fn load(path: &str, hash: HashKind) -> Result<KTable> {
     // Each table's size comes just before its bytes; a size is checked against the file length
     // before allocating (compressed files are checked by reading).
     let mut tables = Vec::with_capacity(usize::from(n_tables));
-    let mut consumed = if storage == StorageKind::Byte { 20 } else { 19 };
+    let mut consumed: u64 = if storage == StorageKind::Byte { 20 } else { 19 };
     for t in 0..n_tables {
         let size = reader.u64("a table size")?;
-        consumed += 8 + super::bytes_for(storage, size) as u64;
+        // Saturating: a size field near 2^64 must not wrap around below the file length.
+        consumed = consumed.saturating_add(8).saturating_add(super::bytes_for(storage, size) as u64);
         if !gzip && consumed > file_len {
             return Err(reader.invalid(format!("truncated khmer table file (table {t} of size {size})")));
         }
@@ -162,6 +163,11 @@ pub fn load(path: &str, hash: HashKind) -> Result<KTable> {
             let count = reader.u16("a bigcount entry")?;
             map.insert(hash, count);
         }
+    }
+    // The fields say where the file ends: more bytes mean that the file is not what it claims
+    // (two files concatenated, a size field changed).
+    if reader.input.read(&mut [0u8; 1]).map_err(|e| Error::io(path, e))? > 0 {
+        return Err(reader.invalid("trailing data after the end of the khmer table (a damaged or concatenated file?)"));
     }
     Ok(table)
 }

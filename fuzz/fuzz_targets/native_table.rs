@@ -1,0 +1,4 @@
+//! Fuzz target: see `kmerflow_core::fuzzing::native_table`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| kmerflow_core::fuzzing::native_table(data));
