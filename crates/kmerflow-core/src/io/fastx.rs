@@ -330,11 +330,11 @@ impl FastxReader {
                     let cut = next_fasta_header(buf, &next);
                     self.check_length(base + cut.unwrap_or(next.len()) - end)?;
                     let Some(cut) = cut else {
-                        buf.extend_from_slice(&next);
+                        self.append(buf, &next)?;
                         let _ = self.recycle.try_send(next);
                         continue;
                     };
-                    buf.extend_from_slice(&next[..cut]);
+                    self.append(buf, &next[..cut])?;
                     // The chunk continues with a header: the tail ends exactly here.
                     self.scan(buf, end, true, spans)?;
                     self.pending = Some((next, cut));
@@ -348,7 +348,7 @@ impl FastxReader {
                     let mut taken = 0;
                     while taken < next.len() {
                         let line_end = memchr::memchr(b'\n', &next[taken..]).map_or(next.len(), |i| taken + i + 1);
-                        buf.extend_from_slice(&next[taken..line_end]);
+                        self.append(buf, &next[taken..line_end])?;
                         taken = line_end;
                         if buf.last() != Some(&b'\n') {
                             // A line longer than the bound fails here, before its end.
@@ -367,6 +367,27 @@ impl FastxReader {
                 }
             }
         }
+    }
+
+    /// Appends `piece` to the record being assembled in `buf`; memory that cannot be had (a
+    /// `ulimit -v` or cgroup limit below the record bound) is an error naming the record, not
+    /// an abort.
+    fn append(&self, buf: &mut Vec<u8>, piece: &[u8]) -> Result<()> {
+        buf.try_reserve(piece.len()).map_err(|_| {
+            Error::format(
+                &self.path,
+                Some(self.pos.record),
+                Some(self.pos.line),
+                format!(
+                    "record too long to hold in memory ({} bytes so far; the record bound, {}, is {} bytes)",
+                    buf.len(),
+                    limits::MAX_RECORD_ENV,
+                    self.max_record
+                ),
+            )
+        })?;
+        buf.extend_from_slice(piece);
+        Ok(())
     }
 
     /// An error naming the record being assembled when its `len` bytes exceed the bound.
