@@ -261,7 +261,8 @@ def _check_content(path: str, expected: dict, content: bytes | None) -> None:
         assert content.decode(errors="replace") == expected["equals"], f"{path} differs: {content[:400]!r}"
     elif set(expected) == {"sha256"}:
         digest = hashlib.sha256(content).hexdigest()
-        assert digest == expected["sha256"], f"{path} differs ({len(content)} bytes, sha256 {digest}): {content[:200]!r}"
+        assert digest == expected["sha256"], \
+            f"{path} differs ({len(content)} bytes, sha256 {digest}): {content[:200]!r}"
     else:
         raise AssertionError(f"{path}: unknown expectation {expected}")
 
