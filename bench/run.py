@@ -134,6 +134,16 @@ def cases(data: Path, kf: str, tmp: Path) -> list[Case]:
         Case("normalize-by-median, 2 threads", "BBNorm (passes=1)",
              ["bbnorm.sh", f"in={fq}", f"out={tmp / 'bb.fq'}", "passes=1", "target=20", "k=21",
               "threads=2", "overwrite=t", "-Xmx4g"]),
+        Case("normalize-by-median, 2 threads", "khmer",
+             [*khmer("normalize-by-median"), "-q", "-k", "20", "-C", "20", "-N", "4", "-x", "1e8",
+              "-o", str(tmp / "kh.keep"), str(fq)]),
+        # Streaming trimming k = 20 (pass 1 decides read by read; 2 threads: batched decisions).
+        *(Case(f"trim-low-abund, {t} thread{'s' if t > 1 else ''}", "kmerflow",
+               [kf, "trim-low-abund", "-q", "--threads", str(t), "-k", "20", "-C", "2", "-N", "4", "-x", "1e8",
+                "-T", str(tmp), "-o", str(tmp / "kf.abundtrim"), str(fq)]) for t in (1, 2)),
+        Case("trim-low-abund, 1 thread", "khmer",
+             [*khmer("trim-low-abund"), "-q", "-k", "20", "-C", "2", "-N", "4", "-x", "1e8", "-T", str(tmp),
+              "-o", str(tmp / "kh.abundtrim"), str(fq)]),
     ]
 
 

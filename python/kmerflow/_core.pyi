@@ -12,6 +12,7 @@ __all__ = [
     "Nodegraph", "Counttable", "SmallCounttable", "Nodetable", "forward_hash", "forward_hash_no_rc",
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
     "is_prime", "cli_main", "run_command", "command_specs", "Normalizer", "AbundanceFilter", "Trimmer",
+    "BatchDecision", "batch_lookup", "batch_decide", "batch_apply",
 ]
 
 __version__: str
@@ -153,3 +154,29 @@ def is_prime(n: int) -> bool: ...
 def cli_main(argv: Sequence[str]) -> int: ...
 def run_command(argv: Sequence[str]) -> Tuple[str, list[Tuple[str, str]]]: ...
 def command_specs() -> list[dict[str, Any]]: ...
+
+# Exact batched decisions in three phases (normalize-by-median's rule). Positions are
+# probe-major: position p * len(hashes) + o is table p's counter of k-mer o.
+@final
+class BatchDecision:
+    """The decisions of one batch and what they change in the table."""
+    @property
+    def keep(self) -> npt.NDArray[np.bool_]: ...
+    @property
+    def deltas(self) -> npt.NDArray[np.uint8]: ...
+    @property
+    def stats(self) -> Tuple[int, int, int]: ...
+    @property
+    def bigcounts(self) -> npt.NDArray[np.uint64]: ...
+
+def batch_lookup(table: Table, hashes: npt.NDArray[np.uint64],
+                 threads: int = 1) -> Tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32]]:
+    """Phase 1: (bases, slots) of every position, the table unchanged."""
+def batch_decide(table: Table, hashes: npt.NDArray[np.uint64], bases: npt.NDArray[np.uint8],
+                 slots: npt.NDArray[np.uint32], read_ends: npt.NDArray[np.uint64],
+                 cutoff: int) -> BatchDecision:
+    """Phase 2: keep read i (k-mers read_ends[i-1]:read_ends[i]) unless its median count,
+    earlier kept reads of the batch included, is >= cutoff."""
+def batch_apply(table: Table, hashes: npt.NDArray[np.uint64], bases: npt.NDArray[np.uint8],
+                slots: npt.NDArray[np.uint32], decision: BatchDecision, threads: int = 1) -> None:
+    """Phase 3: count the kept reads into the table."""

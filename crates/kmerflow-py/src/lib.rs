@@ -1,5 +1,6 @@
 //! `kmerflow._core`: thin PyO3 bindings over kmerflow-core.
 //!
+//! - [`batch`]: the three phases of batched decisions on numpy arrays of hashes.
 //! - [`reads`]: `ReadReader`/`Record`, batches of records crossing into Python at once.
 //! - [`tables`]: khmer's table classes over the core `KTable`.
 //! - [`hll`]: the `HLLCounter` class.
@@ -12,6 +13,7 @@
 //! Every method that reads files or touches many k-mers releases the GIL; commands and file
 //! reads stop promptly on Ctrl-C ([`interrupt`]).
 
+mod batch;
 mod commands;
 mod errors;
 mod hashing;
@@ -32,6 +34,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reads::ReadReader>()?;
     m.add_class::<hll::PyHllCounter>()?;
     tables::register(m)?;
+    batch::register(m)?;
     hashing::register(m)?;
     commands::register(m)?;
     streaming::register(m)?;

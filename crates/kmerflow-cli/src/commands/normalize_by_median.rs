@@ -64,6 +64,11 @@ pub struct Args {
     /// Write the summary (including reads dropped for being shorter than k) as JSON.
     #[arg(long = "report-json")]
     pub report_json: Option<String>,
+    /// Decide in three phases per batch (owner threads look up, one thread decides, owners
+    /// update): the same output; the engine of tables held elsewhere. Slower than the default
+    /// read-by-read pass on two cores.
+    #[arg(long = "batched")]
+    pub batched: bool,
     /// Input sequence files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
@@ -86,6 +91,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
         output: args.output,
         compression: args.compression.compression(),
         force: args.force,
+        batched: args.batched,
         report_json: args.report_json,
         layout: args.layout.layout,
         inputs: args.inputs,

@@ -71,6 +71,11 @@ pub struct Args {
     /// Write the summary (including reads dropped for being shorter than k) as JSON.
     #[arg(long = "report-json")]
     pub report_json: Option<String>,
+    /// Decide in three phases per batch (owner threads look up, one thread decides, owners
+    /// update): the same output; the engine of tables held elsewhere. Slower than the default
+    /// read-by-read pass on two cores.
+    #[arg(long = "batched")]
+    pub batched: bool,
     /// Input sequence files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
@@ -95,6 +100,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
         output: args.output,
         compression: args.compression.compression(),
         summary_info: args.summary_info.map(Into::into),
+        batched: args.batched,
         report_json: args.report_json,
         inputs: args.inputs,
     };

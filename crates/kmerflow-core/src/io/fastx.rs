@@ -351,7 +351,6 @@ impl FastxReader {
                         self.append(buf, &next[taken..line_end])?;
                         taken = line_end;
                         if buf.last() != Some(&b'\n') {
-                            // A line longer than the bound fails here, before its end.
                             self.check_length(buf.len() - end)?;
                             continue;
                         }

@@ -2,12 +2,16 @@
 //!
 //! A bundle (a read or a recognised pair) is discarded when every one of its reads already
 //! has an upper-median k-mer count >= C, tested before anything is counted; otherwise all its
-//! reads are counted (read 1 then read 2) and written unchanged. Workers clean the reads; the
-//! decision and the table update happen in input order, so the output does not depend on the
-//! number of threads.
+//! reads are counted (read 1 then read 2) and written unchanged. Workers clean and hash the
+//! reads; the decisions are made in input order, so the output does not depend on the number
+//! of threads. By default one pass looks up, decides and counts read by read
+//! ([`KmerPass`]); with `batched`, each batch goes through the three phases of
+//! [`crate::table::batch`]: its counters are looked up by owner threads, decided on the
+//! ordered stage's thread from the looked-up counts plus the batch's own increments, and
+//! updated by the owners.
 
 use super::pyfmt::{general_with_point, percent};
-use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, clean_batch, CleanBatch, Cleaning};
+use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, HashedBatch};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, TableParams};
 use crate::io::{Compression, OutputFile, PairMode, Staged};
@@ -16,10 +20,16 @@ use crate::pipeline::run_ordered;
 use crate::run::metrics;
 use crate::run::RunContext;
 use crate::table::blocked::KmerHasher;
-use crate::table::{AnyTable, CountingTable, HashKind, KmerPass, Layout, PassTable};
+use crate::table::{
+    AnyTable, BatchRunner, BatchTable, CountingTable, HashKind, KmerPass, Layout, PassTable, ReadCounts,
+};
 use crate::{Error, Result};
 use std::io::Write;
 use std::ops::Range;
+
+/// k-mers decided at once by the three phases (the owners' maps of a batch's counters stay in
+/// their caches).
+pub const BATCH_KMERS: usize = 1 << 15;
 
 /// Largest false-positive rate normalize-by-median accepts.
 pub const MAX_FP_RATE: f64 = 0.8;
@@ -54,6 +64,10 @@ pub struct Options {
     pub compression: Option<Compression>,
     /// `-f/--force`: skip unreadable inputs, accept a high FP rate.
     pub force: bool,
+    /// `--batched`: decide in three phases per batch (look up by owner threads, decide in order with
+    /// in-batch deltas, update by owner), the exact form that tables held elsewhere need; the output
+    /// is the same as the read-by-read pass.
+    pub batched: bool,
     /// `--report-json FILE`: the summary as JSON.
     pub report_json: Option<String>,
     /// Layout of a new table (`--layout`; a loaded table keeps its own).
@@ -76,6 +90,7 @@ impl Default for Options {
             output: None,
             compression: None,
             force: false,
+            batched: false,
             report_json: None,
             layout: Layout::Khmer,
         }
@@ -124,37 +139,14 @@ impl BatchHasher {
     }
 }
 
-/// A cleaned batch with the k-mer hashes of every bundled read (made by a worker).
-struct HashedBatch {
-    reads: CleanBatch,
-    /// The hashes of all reads, concatenated.
-    hashes: Vec<u64>,
-    /// For record `i` of the batch, its k-mers' range in `hashes`.
-    kmers: Vec<Range<usize>>,
-}
-
-impl HashedBatch {
-    /// Cleans the reads of `bundles` (screed rule) and hashes their k-mers.
-    fn new(bundles: crate::io::BundleBatch, hasher: &BatchHasher) -> Self {
-        let reads = clean_batch(bundles, Cleaning::Screed);
-        let n = reads.bundles.batch.len();
-        let mut hashes = Vec::new();
-        let mut kmers = Vec::with_capacity(n);
-        for i in 0..n {
-            let start = hashes.len();
-            hasher.hashes(reads.clean_seq(i), &mut hashes);
-            kmers.push(start..hashes.len());
-        }
-        HashedBatch { reads, hashes, kmers }
-    }
-}
-
 /// The running state of a normalization: table, counters and the optional report.
 struct Normalizer<'a> {
     opts: &'a Options,
     ctx: &'a RunContext,
-    /// Probe scratch of the table passes.
+    /// Probe scratch of the read-by-read passes (one thread).
     probes: Vec<u64>,
+    /// The three-phase engine (more than one thread).
+    runner: Option<BatchRunner>,
     summary: Summary,
     report: Option<OutputFile>,
     next_report_at: u64,
@@ -164,25 +156,54 @@ struct Normalizer<'a> {
 impl Normalizer<'_> {
     /// Decides, counts and writes the bundles of one cleaned batch, in order.
     fn process(&mut self, path: &str, table: &mut AnyTable, hb: &HashedBatch, out: &mut Vec<u8>) -> Result<()> {
-        let mut probes = std::mem::take(&mut self.probes);
-        let result = match table {
-            AnyTable::Khmer(t) => self.decide(path, &mut KmerPass::new(t, &hb.hashes, &mut probes), hb, out),
-            AnyTable::Blocked(t) => self.decide(path, &mut KmerPass::new(t, &hb.hashes, &mut probes), hb, out),
-        };
-        self.probes = probes;
-        result
+        match table {
+            AnyTable::Khmer(t) => self.process_in(path, t, hb, out),
+            AnyTable::Blocked(t) => self.process_in(path, t, hb, out),
+        }
     }
 
-    /// Decides, counts (through `pass`) and writes the bundles of `hb`, in order.
-    fn decide<T: PassTable>(
+    /// [`Normalizer::process`] on a table of either layout.
+    fn process_in<T: PassTable + BatchTable>(
         &mut self,
         path: &str,
-        pass: &mut KmerPass<T>,
+        table: &mut T,
         hb: &HashedBatch,
         out: &mut Vec<u8>,
     ) -> Result<()> {
+        match self.runner.take() {
+            Some(mut runner) => {
+                let mut decided = Ok(());
+                for (bundles, kmers) in hb.pieces(BATCH_KMERS) {
+                    decided =
+                        runner.run(&*table, &hb.hashes, kmers, |batch| self.decide(path, batch, hb, bundles, out))?;
+                    if decided.is_err() {
+                        break;
+                    }
+                }
+                self.runner = Some(runner);
+                decided
+            }
+            None => {
+                let mut probes = std::mem::take(&mut self.probes);
+                let bundles = 0..hb.reads.bundles.bundles.len();
+                let decided = self.decide(path, &mut KmerPass::new(table, &hb.hashes, &mut probes), hb, bundles, out);
+                self.probes = probes;
+                decided
+            }
+        }
+    }
+
+    /// Decides, counts (through `pass`) and writes the bundles `bundles` of `hb`, in order.
+    fn decide(
+        &mut self,
+        path: &str,
+        pass: &mut impl ReadCounts,
+        hb: &HashedBatch,
+        bundles: Range<usize>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         let cutoff = self.opts.cutoff;
-        for b in hb.reads.bundle_reads() {
+        for b in hb.reads.bundle_reads().skip(bundles.start).take(bundles.len()) {
             self.summary.total += b.len() as u64;
             let discard = b.iter().all(|i| pass.median_at_least(hb.kmers[i].clone(), cutoff));
             if !discard {
@@ -230,7 +251,9 @@ impl Normalizer<'_> {
             source,
             || {
                 let hasher = hasher.clone();
-                move |bb| Ok(HashedBatch::new(bb, &hasher))
+                move |bb| {
+                    Ok(HashedBatch::new(bb, Cleaning::Screed, |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out)))
+                }
             },
             |hb: HashedBatch| {
                 short += hb.reads.bundles.n_short_dropped;
@@ -320,10 +343,15 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         }
         None => None,
     };
+    let runner = opts.batched.then(|| match &table {
+        AnyTable::Khmer(t) => BatchRunner::new(t, ctx.threads()),
+        AnyTable::Blocked(t) => BatchRunner::new(t, ctx.threads()),
+    });
     let mut norm = Normalizer {
         opts,
         ctx,
         probes: Vec::new(),
+        runner,
         summary: Summary::default(),
         report,
         next_report_at: opts.report_frequency,

@@ -98,6 +98,50 @@ pub fn clean_batch(bundles: BundleBatch, cleaning: Cleaning) -> CleanBatch {
     CleanBatch { bundles, clean, spans }
 }
 
+/// A cleaned batch with the k-mer hashes of every bundled read (made by a worker), for the
+/// commands that decide read by read in the ordered stage (normalize-by-median, trim-low-abund).
+pub struct HashedBatch {
+    /// The cleaned reads.
+    pub reads: CleanBatch,
+    /// The hashes of all reads, concatenated.
+    pub hashes: Vec<u64>,
+    /// For record `i` of the batch, its k-mers' range in `hashes`.
+    pub kmers: Vec<Range<usize>>,
+}
+
+impl HashedBatch {
+    /// Cleans the reads of `bundles` by `cleaning` and appends the hashes of each read's k-mers
+    /// by `hash` (the caller counts them in its run's `kmers` metric).
+    pub fn new(bundles: BundleBatch, cleaning: Cleaning, hash: impl Fn(&[u8], &mut Vec<u64>)) -> Self {
+        let reads = clean_batch(bundles, cleaning);
+        let n = reads.bundles.batch.len();
+        let mut hashes = Vec::new();
+        let mut kmers = Vec::with_capacity(n);
+        for i in 0..n {
+            let start = hashes.len();
+            hash(reads.clean_seq(i), &mut hashes);
+            kmers.push(start..hashes.len());
+        }
+        HashedBatch { reads, hashes, kmers }
+    }
+
+    /// The batch cut at bundle boundaries into pieces of about `max_kmers` k-mers (more when
+    /// one bundle has more): each piece's range of bundles and range of k-mers.
+    pub fn pieces(&self, max_kmers: usize) -> Vec<(Range<usize>, Range<usize>)> {
+        let bundles = &self.reads.bundles.bundles;
+        let mut pieces = Vec::new();
+        let (mut first, mut start) = (0, 0);
+        for (i, b) in bundles.iter().enumerate() {
+            let end = self.kmers[b.second.unwrap_or(b.first)].end;
+            if end - start >= max_kmers || i + 1 == bundles.len() {
+                pieces.push((first..i + 1, start..end));
+                (first, start) = (i + 1, end);
+            }
+        }
+        pieces
+    }
+}
+
 /// The batches of bundles of `path` (khmer's `broken_paired_reader` with `mode` and
 /// `min_length`), read within the run `ctx`, as a source for the ordered pipeline.
 pub fn bundle_source(

@@ -4,20 +4,24 @@
 //! current table and not counted; otherwise its reads are counted and set aside in a temporary
 //! file (optionally, with `--diginorm`, bundles already at the diginorm coverage are dropped).
 //! Pass 2 re-reads the set-aside reads singly and trims them against the final table; it only
-//! reads the table, so workers trim batches in parallel.
+//! reads the table, so workers trim batches in parallel. In pass 1 workers clean and hash the
+//! reads; the ordered stage decides read by read, or with `batched` through the three phases
+//! of [`crate::table::batch`] (look-ups and updates by owner threads), with the same output.
 
+use super::diginorm::BATCH_KMERS;
 use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, clean_batch, trim_record, CleanBatch, Cleaning, Trim,
+    self, bundle_source, check_fp_rate, check_ksize, clean_batch, trim_record, Cleaning, HashedBatch, Trim,
 };
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use super::SummaryFormat;
 use crate::io::{write_record, Compression, OutputFile, PairMode, Staged};
 use crate::pipeline::run_ordered;
-use crate::run::RunContext;
-use crate::table::{median_mean_stddev, KTable};
+use crate::run::{metrics, RunContext};
+use crate::table::{median_mean_stddev, BatchRunner, KTable, KmerPass, ReadCounts};
 use crate::{Error, Result};
 use std::io::Write;
+use std::ops::Range;
 
 /// Largest false-positive rate trim-low-abund accepts.
 pub const MAX_FP_RATE: f64 = 0.8;
@@ -55,6 +59,10 @@ pub struct Options {
     pub compression: Option<Compression>,
     /// `--summary-info`.
     pub summary_info: Option<SummaryFormat>,
+    /// `--batched`: decide in three phases per batch (look up by owner threads, decide in order with
+    /// in-batch deltas, update by owner), the exact form that tables held elsewhere need; the output
+    /// is the same as the read-by-read pass.
+    pub batched: bool,
     /// `--report-json FILE`.
     pub report_json: Option<String>,
 }
@@ -76,6 +84,7 @@ impl Default for Options {
             output: None,
             compression: None,
             summary_info: None,
+            batched: false,
             report_json: None,
         }
     }
@@ -153,27 +162,58 @@ impl Tally<'_> {
     }
 }
 
-/// Pass 1 over one cleaned batch: writes trimmed reads to `out` and set-aside reads to `aside`.
+/// Pass 1 over one hashed batch: writes trimmed reads to `out` and set-aside reads to `aside`.
 fn pass1_batch(
     o: &Options,
-    table: &KTable,
-    cb: &CleanBatch,
+    table: &mut KTable,
+    runner: Option<&mut BatchRunner>,
+    hb: &HashedBatch,
+    t: &mut Tally<'_>,
+    out: &mut Vec<u8>,
+    aside: &mut Vec<u8>,
+) -> Result<()> {
+    t.s.short_dropped += hb.reads.bundles.n_short_dropped;
+    let k = table.ksize();
+    match runner {
+        Some(runner) => {
+            for (bundles, kmers) in hb.pieces(BATCH_KMERS) {
+                runner
+                    .run(&*table, &hb.hashes, kmers, |batch| pass1_bundles(o, k, batch, hb, bundles, t, out, aside))?;
+            }
+        }
+        None => {
+            let mut probes = Vec::new();
+            let bundles = 0..hb.reads.bundles.bundles.len();
+            pass1_bundles(o, k, &mut KmerPass::new(table, &hb.hashes, &mut probes), hb, bundles, t, out, aside);
+        }
+    }
+    Ok(())
+}
+
+/// Pass 1 over the bundles `bundles` of `hb`, in order, the counts read and made through `pass`.
+#[allow(clippy::too_many_arguments)]
+fn pass1_bundles(
+    o: &Options,
+    k: usize,
+    pass: &mut impl ReadCounts,
+    hb: &HashedBatch,
+    bundles: Range<usize>,
     t: &mut Tally<'_>,
     out: &mut Vec<u8>,
     aside: &mut Vec<u8>,
 ) {
-    t.s.short_dropped += cb.bundles.n_short_dropped;
+    let cb = &hb.reads;
     // The k-mer counts of each read of a bundle, read once for its median and its trimming (the
     // table does not change in between).
     let (mut counts, mut sorted): (Vec<Vec<u32>>, Vec<u32>) = (Vec::new(), Vec::new());
-    for b in cb.bundle_reads() {
+    for b in cb.bundle_reads().skip(bundles.start).take(bundles.len()) {
         t.s.reads += b.len() as u64;
         t.s.basepairs += b.iter().map(|i| cb.record(i).seq.len() as u64).sum::<u64>();
         counts.resize_with(b.len(), Vec::new);
         let mut cov = u32::MAX;
         for (read_counts, i) in counts.iter_mut().zip(b.iter()) {
             read_counts.clear();
-            table.kmer_counts(cb.clean_seq(i), read_counts);
+            pass.counts(hb.kmers[i].clone(), read_counts);
             sorted.clone_from(read_counts);
             cov = cov.min(median_mean_stddev(&mut sorted).map_or(0, |m| m.0));
         }
@@ -183,7 +223,7 @@ fn pass1_batch(
         if cov >= o.trim_at_coverage {
             for (read_counts, i) in counts.iter().zip(b.iter()) {
                 let rec = cb.record(i);
-                let trim = Trim::of_counts(read_counts, table.ksize(), cb.clean_seq(i).len(), o.cutoff);
+                let trim = Trim::of_counts(read_counts, k, cb.clean_seq(i).len(), o.cutoff);
                 if trim.did_trim() {
                     t.s.reads_trimmed += 1;
                 }
@@ -196,7 +236,7 @@ fn pass1_batch(
             }
         } else {
             for i in b.iter() {
-                table.consume(cb.clean_seq(i));
+                pass.add(hb.kmers[i].clone());
                 write_record(aside, &cb.record(i));
                 t.s.reads_set_aside += 1;
             }
@@ -321,7 +361,7 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     };
     let side = [&o.savegraph, &o.report_json].into_iter().flatten();
     crate::io::refuse_inputs_as_outputs(o.inputs.iter().chain(&o.loadgraph), trimmed.iter().chain(side))?;
-    let table = match &o.loadgraph {
+    let mut table = match &o.loadgraph {
         Some(path) => {
             ctx.info(format!("loading countgraph from {path}"));
             read_filter::load_countgraph(path)?
@@ -337,7 +377,7 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     let k = table.ksize();
     let tempdir = make_tempdir(&o.tempdir)?;
     ctx.info(format!("created temporary directory {};\nuse -T to change location", tempdir.display()));
-    let result = run_passes(o, &table, &tempdir, ctx);
+    let result = run_passes(o, &mut table, &tempdir, ctx);
     let _ = std::fs::remove_dir_all(&tempdir);
     let (mut t, staged) = result?;
     let s = &mut t.s;
@@ -371,10 +411,12 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
 /// Both passes over all inputs; the outputs are complete under their temporary names on success.
 fn run_passes<'a>(
     o: &'a Options,
-    table: &KTable,
+    table: &mut KTable,
     tempdir: &std::path::Path,
     ctx: &'a RunContext,
 ) -> Result<(Tally<'a>, Vec<Staged>)> {
+    let mut runner = o.batched.then(|| BatchRunner::new(&*table, ctx.threads()));
+    let hasher = table.kmer_hasher();
     let mut outs: Vec<OutputFile> = Vec::new();
     let mut jobs = Vec::new();
     let mut t =
@@ -400,11 +442,12 @@ fn run_passes<'a>(
         run_ordered(
             ctx,
             bundle_source(input, mode, table.ksize(), ctx)?,
-            || |bb| Ok(clean_batch(bb, Cleaning::Parser)),
-            |cb: CleanBatch| {
+            || |bb| Ok(HashedBatch::new(bb, Cleaning::Parser, &hasher)),
+            |hb: HashedBatch| {
+                ctx.metrics().add_count(metrics::KMERS, hb.hashes.len() as u64);
                 buf.clear();
                 aside.clear();
-                pass1_batch(o, table, &cb, &mut t, &mut buf, &mut aside);
+                pass1_batch(o, table, runner.as_mut(), &hb, &mut t, &mut buf, &mut aside)?;
                 write_to(out, &buf)?;
                 aside_file.write_all(&aside).map_err(|e| Error::io(&job.pass2, e))
             },

@@ -128,6 +128,8 @@ macro_rules! with_width {
     };
 }
 
+mod batch;
+
 /// The shape of a blocked table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockedParams {

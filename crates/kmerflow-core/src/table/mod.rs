@@ -77,9 +77,12 @@ macro_rules! with_cells {
     };
 }
 
+pub mod batch;
 mod owned;
 mod pass;
+pub use batch::{BatchLookup, BatchOutcome, BatchRunner, BatchTable, Decider};
 pub use owned::{OwnedBatch, OwnedCounting};
+pub use pass::ReadCounts;
 pub(crate) use pass::{KmerPass, PassTable};
 
 /// One prime-sized table of counters.
@@ -92,18 +95,32 @@ impl Table {
     /// Calls `visit(i, mem, bin)` for the bin of every hash in order, the bin `PREFETCH_AHEAD`
     /// hashes later computed once and prefetched meanwhile.
     #[inline(always)]
-    fn visit_bins<C: Cells>(&self, hashes: &[u64], mut visit: impl FnMut(usize, &[AtomicU8], u64)) {
+    fn visit_bins<C: Cells>(&self, hashes: &[u64], visit: impl FnMut(usize, &[AtomicU8], u64)) {
+        self.visit_bins_ahead::<C>(hashes, |_| (), visit)
+    }
+
+    /// [`Table::visit_bins`], also calling `ahead(bin)` when a bin is prefetched (to prefetch
+    /// what the visit of that bin will need besides its counter).
+    #[inline(always)]
+    fn visit_bins_ahead<C: Cells>(
+        &self,
+        hashes: &[u64],
+        mut ahead: impl FnMut(u64),
+        mut visit: impl FnMut(usize, &[AtomicU8], u64),
+    ) {
         let mem = self.mem.atomics();
         let mut ring = [0u64; PREFETCH_AHEAD];
         for (slot, &hash) in ring.iter_mut().zip(hashes) {
             *slot = self.modulus.rem(hash);
             prefetch(&mem[C::byte_of(*slot)]);
+            ahead(*slot);
         }
         for i in 0..hashes.len() {
             let bin = ring[i % PREFETCH_AHEAD];
-            if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
-                let next = self.modulus.rem(ahead);
+            if let Some(&next_hash) = hashes.get(i + PREFETCH_AHEAD) {
+                let next = self.modulus.rem(next_hash);
                 prefetch(&mem[C::byte_of(next)]);
+                ahead(next);
                 ring[i % PREFETCH_AHEAD] = next;
             }
             visit(i, mem, bin);
@@ -170,12 +187,12 @@ fn hash_kmers(hash: HashKind, k: usize, seq: &[u8], revcomp: &mut Vec<u8>, out: 
 
 /// Hints the CPU to fetch the cache line of `cell` (no-op off x86-64).
 #[inline(always)]
-fn prefetch(cell: &AtomicU8) {
+fn prefetch<T>(cell: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching is a hint and never faults; the address is a valid reference.
     unsafe {
         use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((cell as *const AtomicU8).cast());
+        _mm_prefetch::<_MM_HINT_T0>((cell as *const T).cast());
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = cell;

@@ -27,6 +27,20 @@ pub trait PassTable {
     fn record_adds(&mut self, tally: Tally, kmers: u64);
 }
 
+/// The read-level operations of the commands that decide read by read whether to count a read:
+/// the counts of a read's k-mers as the table stands after every earlier counted read, and
+/// counting a read. Reads (ranges of k-mer indices into one batch) are given in input order.
+/// Implemented by the read-by-read [`KmerPass`] and by the batched [`super::Decider`].
+pub trait ReadCounts {
+    /// Appends the count of each k-mer of `kmers` to `out`.
+    fn counts(&mut self, kmers: Range<usize>, out: &mut Vec<u32>);
+    /// khmer's `median_at_least`: true iff at least `(unsigned)(0.5 + n/2.0)` of the n k-mers
+    /// have count >= `cutoff` (false without k-mers).
+    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool;
+    /// Counts the k-mers `kmers`, the same as consuming the read.
+    fn add(&mut self, kmers: Range<usize>);
+}
+
 /// A pass over the concatenated k-mer hashes of many reads (see the module documentation).
 /// Reads are given as ranges of indices into the hashes; they are looked at in order.
 pub struct KmerPass<'a, T: PassTable> {
@@ -62,11 +76,18 @@ impl<'a, T: PassTable> KmerPass<'a, T> {
     fn probes_of(&self, i: usize) -> &[u64] {
         &self.probes[i * self.stride..(i + 1) * self.stride]
     }
+}
 
-    /// khmer's `median_at_least` on the k-mers `kmers` (a read): true iff at least
-    /// `(unsigned)(0.5 + n/2.0)` of its n k-mers have count >= `cutoff`. Stops as soon as the
-    /// answer is known either way. False for a read without k-mers.
-    pub fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
+impl<T: PassTable> ReadCounts for KmerPass<'_, T> {
+    fn counts(&mut self, kmers: Range<usize>, out: &mut Vec<u32>) {
+        for i in kmers {
+            self.prepare(i + 1);
+            out.push(self.table.count_at(self.hashes[i], self.probes_of(i)));
+        }
+    }
+
+    /// Stops as soon as the answer is known either way.
+    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
         let mut vote = MedianVote::new(kmers.len());
         for i in kmers {
             if let Some(answer) = vote.decided() {
@@ -78,8 +99,7 @@ impl<'a, T: PassTable> KmerPass<'a, T> {
         vote.result()
     }
 
-    /// Counts the k-mers `kmers` (a read), the same as consuming the read.
-    pub fn add(&mut self, kmers: Range<usize>) {
+    fn add(&mut self, kmers: Range<usize>) {
         let mut total = Tally::default();
         let n = kmers.len() as u64;
         for i in kmers {

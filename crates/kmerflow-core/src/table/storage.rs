@@ -33,6 +33,8 @@ pub(super) trait Cells {
     fn increment_exclusive(mem: &[AtomicU8], bin: u64) -> u8;
     /// Current count of `bin`.
     fn count(mem: &[AtomicU8], bin: u64) -> u8;
+    /// Sets `bin` to `value` (at most [`Cells::MAX`]) by a plain load and store (single writer only).
+    fn set_exclusive(mem: &[AtomicU8], bin: u64, value: u8);
 }
 
 /// Saturating compare-and-swap increment of the field `(byte >> shift) & mask` (max `mask`).
@@ -86,6 +88,10 @@ impl Cells for ByteCells {
     fn count(mem: &[AtomicU8], bin: u64) -> u8 {
         mem[bin as usize].load(Relaxed)
     }
+    #[inline(always)]
+    fn set_exclusive(mem: &[AtomicU8], bin: u64, value: u8) {
+        mem[bin as usize].store(value, Relaxed);
+    }
 }
 
 /// 4-bit saturating counters, even bin in the high nibble (khmer type 7).
@@ -124,6 +130,11 @@ impl Cells for NibbleCells {
     fn count(mem: &[AtomicU8], bin: u64) -> u8 {
         (mem[Self::byte_of(bin)].load(Relaxed) >> Self::shift(bin)) & 0x0F
     }
+    #[inline(always)]
+    fn set_exclusive(mem: &[AtomicU8], bin: u64, value: u8) {
+        let (cell, shift) = (&mem[Self::byte_of(bin)], Self::shift(bin));
+        cell.store((cell.load(Relaxed) & !(0x0F << shift)) | (value << shift), Relaxed);
+    }
 }
 
 /// One bit per bin, least significant bit first (khmer type 2).
@@ -154,6 +165,11 @@ impl Cells for BitCells {
     #[inline(always)]
     fn count(mem: &[AtomicU8], bin: u64) -> u8 {
         (mem[Self::byte_of(bin)].load(Relaxed) >> (bin % 8)) & 1
+    }
+    #[inline(always)]
+    fn set_exclusive(mem: &[AtomicU8], bin: u64, value: u8) {
+        let (cell, bit) = (&mem[Self::byte_of(bin)], 1u8 << (bin % 8));
+        cell.store(if value > 0 { cell.load(Relaxed) | bit } else { cell.load(Relaxed) & !bit }, Relaxed);
     }
 }
 

@@ -1,0 +1,688 @@
+//! Exact batched decisions in three phases (look up, decide, apply) for the commands that
+//! decide read by read whether to count a read (normalize-by-median, trim-low-abund).
+//!
+//! Read by read, each decision reads counts that include every earlier counted read, so one
+//! thread looks up, decides and updates in turn and one core's memory parallelism bounds the
+//! run. The same decisions are made batch by batch (`n` k-mers of `P` counters each; position
+//! `q = p * n + o` is probe `p` of k-mer `o`):
+//!
+//! 1. **look up** ([`BatchTable::lookup_owned`], in parallel by owner): every position's counter
+//!    value as the table stood before the batch (its *base*), and its *slot*: the first position
+//!    of the batch with the same counter, so that positions sharing a counter share one delta;
+//! 2. **decide** ([`Decider`], one thread, input order, batch-sized arrays only): a position
+//!    reads `base + D[slot]`, where the delta `D` holds the increments made by earlier counted
+//!    reads of the batch (saturating); a k-mer's count is the minimum over its probes, then its
+//!    bigcount when all are saturated; counting a read adds one to each of its deltas below
+//!    saturation and tallies `n_occupied`, `n_unique_kmers` and bigcount increments by the
+//!    rules of the sequential add;
+//! 3. **apply** ([`BatchTable::apply_owned`], in parallel by owner): every counter with a delta
+//!    becomes `base + D`; then the statistics and the bigcount increments are recorded.
+//!
+//! Owners are those of counting ([`super::OwnedCounting`]): khmer's table `t` belongs to owner
+//! `t mod owners`, the blocked layout's line `l` to owner `l mod owners`. The counters,
+//! statistics and decisions are exactly those of the read-by-read run, for any number of owners.
+
+use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
+use super::{prefetch, KTable, MedianVote, ReadCounts, StorageKind};
+use crate::{Error, Result};
+use rustc_hash::FxHashMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering::Relaxed};
+
+/// One owner's map from the counters of a batch to their first position (the slot), with
+/// open addressing so that the entry of a counter can be prefetched with the counter itself,
+/// and emptied in constant time (entries of an earlier use carry an older epoch). A general
+/// hash map here cost 58% of the samples of two-thread normalization.
+#[derive(Default)]
+pub struct SeenCounters {
+    entries: Vec<SeenEntry>,
+    mask: usize,
+    epoch: u32,
+}
+
+#[derive(Clone, Copy, Default)]
+struct SeenEntry {
+    counter: u64,
+    first: u32,
+    epoch: u32,
+}
+
+impl SeenCounters {
+    /// Empties the map for up to `n` counters.
+    pub(super) fn start(&mut self, n: usize) {
+        let capacity = (2 * n).next_power_of_two().max(16);
+        if self.entries.len() < capacity {
+            self.entries = vec![SeenEntry::default(); capacity];
+            self.epoch = 0;
+        }
+        self.mask = capacity - 1;
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.entries.fill(SeenEntry::default());
+            self.epoch = 1;
+        }
+    }
+
+    #[inline(always)]
+    fn index(&self, counter: u64) -> usize {
+        (counter.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & self.mask
+    }
+
+    /// Prefetches the entry where `counter` is looked for first.
+    #[inline(always)]
+    fn prefetch(&self, counter: u64) {
+        prefetch(&self.entries[self.index(counter)]);
+    }
+
+    /// The first position of `counter`, which is `q` if the counter was not seen before.
+    #[inline(always)]
+    pub(super) fn first(&mut self, counter: u64, q: u32) -> u32 {
+        let mut i = self.index(counter);
+        loop {
+            let entry = &mut self.entries[i];
+            if entry.epoch != self.epoch {
+                *entry = SeenEntry { counter, first: q, epoch: self.epoch };
+                return q;
+            }
+            if entry.counter == counter {
+                return entry.first;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+}
+
+/// A table whose reads can be decided batch by batch (see the module documentation).
+pub trait BatchTable: Sync {
+    /// Counters of one k-mer (`P`: tables of khmer's layout, probes of the blocked layout).
+    fn batch_probes(&self) -> usize;
+    /// Number of owners among `threads` threads (at least 1).
+    fn batch_owners(&self, threads: usize) -> usize;
+    /// Largest value of a counter.
+    fn counter_max(&self) -> u8;
+    /// Probes whose counters leaving zero count as newly occupied (khmer: table 0 only).
+    fn occupancy_probes(&self) -> usize;
+    /// Whether saturated k-mers have bigcount values.
+    fn batch_uses_bigcount(&self) -> bool;
+    /// The bigcount value of a k-mer, if it has one.
+    fn bigcount_of(&self, hash: u64) -> Option<u16>;
+    /// Phase 1 for the counters `owner` (of `owners`) owns: fills their base and slot in
+    /// `lookup`; `seen` is the owner's scratch map.
+    fn lookup_owned(&self, hashes: &[u64], lookup: &BatchLookup, owner: usize, owners: usize, seen: &mut SeenCounters);
+    /// Phase 3 for the counters `owner` owns: sets each counter with a non-zero `delta` to
+    /// `base + delta` (plain stores: the owner is their only writer).
+    fn apply_owned(&self, hashes: &[u64], lookup: &BatchLookup, delta: &[u8], owner: usize, owners: usize);
+    /// Records the statistics and bigcount increments of a decided batch (after phase 3).
+    fn record_outcome(&self, outcome: &BatchOutcome);
+}
+
+/// Phase 1's result: base and slot of every position of a batch.
+#[derive(Default)]
+pub struct BatchLookup {
+    n: usize,
+    probes: usize,
+    base: Vec<AtomicU8>,
+    slot: Vec<AtomicU32>,
+}
+
+impl BatchLookup {
+    /// Prepares for `n` k-mers of `probes` counters (every position is then written by its owner).
+    fn reset(&mut self, n: usize, probes: usize) -> Result<()> {
+        let len = n.checked_mul(probes).filter(|&len| len <= u32::MAX as usize);
+        let len = len.ok_or_else(|| Error::invalid(format!("a batch of {n} k-mers is too large")))?;
+        (self.n, self.probes) = (n, probes);
+        if self.base.len() < len {
+            self.base.resize_with(len, AtomicU8::default);
+            self.slot.resize_with(len, AtomicU32::default);
+        }
+        Ok(())
+    }
+
+    /// A lookup from its arrays (`base` and `slot` of `n * probes` positions, probe-major),
+    /// for look-ups made elsewhere (by shards). Every slot must be an earlier or the same position.
+    pub fn from_arrays(n: usize, probes: usize, base: &[u8], slot: &[u32]) -> Result<Self> {
+        let len = n * probes;
+        if base.len() != len || slot.len() != len {
+            return Err(Error::invalid(format!(
+                "a lookup of {n} k-mers x {probes} probes needs {len} bases and slots"
+            )));
+        }
+        if slot.iter().enumerate().any(|(q, &s)| s as usize > q || slot[s as usize] != s) {
+            return Err(Error::invalid("every slot must be the first position of its counter"));
+        }
+        Ok(BatchLookup {
+            n,
+            probes,
+            base: base.iter().map(|&b| AtomicU8::new(b)).collect(),
+            slot: slot.iter().map(|&s| AtomicU32::new(s)).collect(),
+        })
+    }
+
+    /// Number of k-mers.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// True for a batch without k-mers.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Counters per k-mer.
+    pub fn probes(&self) -> usize {
+        self.probes
+    }
+
+    /// The base of every position (probe-major).
+    pub fn bases(&self) -> Vec<u8> {
+        self.base[..self.n * self.probes].iter().map(|b| b.load(Relaxed)).collect()
+    }
+
+    /// The slot of every position (probe-major).
+    pub fn slots(&self) -> Vec<u32> {
+        self.slot[..self.n * self.probes].iter().map(|s| s.load(Relaxed)).collect()
+    }
+
+    /// Records position `q`: its counter holds `base`; `first` is its slot.
+    #[inline(always)]
+    pub(super) fn put(&self, q: usize, base: u8, first: u32) {
+        self.base[q].store(base, Relaxed);
+        self.slot[q].store(first, Relaxed);
+    }
+
+    /// The base of position `q`.
+    #[inline(always)]
+    pub(super) fn base_at(&self, q: usize) -> u8 {
+        self.base[q].load(Relaxed)
+    }
+
+    #[inline(always)]
+    fn slot_at(&self, q: usize) -> usize {
+        self.slot[q].load(Relaxed) as usize
+    }
+}
+
+/// What the counted reads of a batch change besides the counters (phase 2 for phase 3).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct BatchOutcome {
+    /// Counters that left zero (khmer: of table 0; `n_occupied`).
+    pub occupied: u64,
+    /// k-mers counted while some counter was zero (`n_unique_kmers`).
+    pub unique: u64,
+    /// k-mers counted.
+    pub added: u64,
+    /// The hash of every bigcount increment, in order.
+    pub bigcounts: Vec<u64>,
+}
+
+/// Phase 2 over one batch: counts and adds on the simulated counters (see the module
+/// documentation). Reads must be decided in input order.
+pub struct Decider<'a, T: BatchTable + ?Sized> {
+    table: &'a T,
+    hashes: &'a [u64],
+    lookup: &'a BatchLookup,
+    delta: &'a mut [u8],
+    outcome: &'a mut BatchOutcome,
+    /// Bigcount values reached inside the batch.
+    big: &'a mut FxHashMap<u64, u16>,
+    max: u8,
+    /// Index of the batch's first k-mer in the caller's k-mer numbering.
+    offset: usize,
+}
+
+impl<T: BatchTable + ?Sized> Decider<'_, T> {
+    /// The simulated value of position `q` and its slot.
+    #[inline(always)]
+    fn value(&self, q: usize) -> (u8, usize) {
+        let slot = self.lookup.slot_at(q);
+        (self.lookup.base_at(q) + self.delta[slot], slot)
+    }
+
+    /// The batch's indices of the caller's k-mers `kmers`.
+    #[inline(always)]
+    fn local(&self, kmers: Range<usize>) -> Range<usize> {
+        kmers.start - self.offset..kmers.end - self.offset
+    }
+
+    /// The bigcount value of `hash` as the batch has it so far.
+    fn bigcount(&self, hash: u64) -> Option<u16> {
+        self.big.get(&hash).copied().or_else(|| self.table.bigcount_of(hash))
+    }
+
+    /// Count of k-mer `o` of the batch (minimum over probes, then bigcount), as the read-by-read
+    /// run would see it now.
+    #[inline]
+    pub fn count(&self, o: usize) -> u32 {
+        let n = self.lookup.n;
+        let min = (0..self.lookup.probes).map(|p| self.value(p * n + o).0).min().unwrap_or(0);
+        if min == self.max && self.table.batch_uses_bigcount() {
+            if let Some(big) = self.bigcount(self.hashes[o]) {
+                return u32::from(big);
+            }
+        }
+        u32::from(min)
+    }
+}
+
+impl<T: BatchTable + ?Sized> ReadCounts for Decider<'_, T> {
+    fn counts(&mut self, kmers: Range<usize>, out: &mut Vec<u32>) {
+        out.extend(self.local(kmers).map(|o| self.count(o)));
+    }
+
+    /// Stops as soon as the answer is known.
+    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
+        let mut vote = MedianVote::new(kmers.len());
+        for o in self.local(kmers) {
+            if vote.decided().is_some() {
+                break;
+            }
+            vote.cast(self.count(o) >= cutoff);
+        }
+        vote.result()
+    }
+
+    /// Counts on the simulated counters, by the rules of the sequential add.
+    fn add(&mut self, kmers: Range<usize>) {
+        let (n, probes, occupancy) = (self.lookup.n, self.lookup.probes, self.table.occupancy_probes());
+        let bigcount = self.table.batch_uses_bigcount();
+        self.outcome.added += kmers.len() as u64;
+        for o in self.local(kmers) {
+            let (mut any_zero, mut all_full) = (false, true);
+            for p in 0..probes {
+                let (previous, slot) = self.value(p * n + o);
+                if previous < self.max {
+                    self.delta[slot] += 1;
+                }
+                if previous == 0 {
+                    any_zero = true;
+                    self.outcome.occupied += u64::from(p < occupancy);
+                }
+                all_full &= previous == self.max;
+            }
+            self.outcome.unique += u64::from(any_zero);
+            if all_full && bigcount {
+                let hash = self.hashes[o];
+                let next = match self.bigcount(hash).unwrap_or(0) {
+                    0 => 256,
+                    big => big.saturating_add(1),
+                };
+                self.big.insert(hash, next);
+                self.outcome.bigcounts.push(hash);
+            }
+        }
+    }
+}
+
+/// Runs the three phases batch after batch with a fixed number of owners, reusing its buffers.
+#[derive(Default)]
+pub struct BatchRunner {
+    owners: usize,
+    lookup: BatchLookup,
+    delta: Vec<u8>,
+    seen: Vec<SeenCounters>,
+    outcome: BatchOutcome,
+    big: FxHashMap<u64, u16>,
+}
+
+impl BatchRunner {
+    /// A runner for `table` with the owners of `threads` threads.
+    pub fn new<T: BatchTable + ?Sized>(table: &T, threads: usize) -> Self {
+        let owners = table.batch_owners(threads);
+        BatchRunner { owners, seen: (0..owners).map(|_| SeenCounters::default()).collect(), ..Default::default() }
+    }
+
+    /// Decides the batch of the k-mers `kmers` of `hashes`: looks them up, calls `decide` with
+    /// the batch's [`Decider`] (reads given as ranges of indices into `hashes`) and applies
+    /// what it counted to `table`.
+    pub fn run<T: BatchTable + ?Sized, R>(
+        &mut self,
+        table: &T,
+        hashes: &[u64],
+        kmers: Range<usize>,
+        decide: impl FnOnce(&mut Decider<'_, T>) -> R,
+    ) -> Result<R> {
+        let (offset, hashes) = (kmers.start, &hashes[kmers]);
+        self.look_up(table, hashes)?;
+        let mut decider = self.decider(table, hashes);
+        decider.offset = offset;
+        let result = decide(&mut decider);
+        self.apply(table, hashes);
+        Ok(result)
+    }
+
+    /// Phase 1: looks up `hashes` (the batch is then decided by [`BatchRunner::decider`]).
+    pub fn look_up<T: BatchTable + ?Sized>(&mut self, table: &T, hashes: &[u64]) -> Result<&BatchLookup> {
+        let probes = table.batch_probes();
+        self.lookup.reset(hashes.len(), probes)?;
+        let lookup = &self.lookup;
+        by_owners(self.owners, &mut self.seen, |owner, seen| {
+            table.lookup_owned(hashes, lookup, owner, self.owners, seen)
+        });
+        self.delta.clear();
+        self.delta.resize(hashes.len() * probes, 0);
+        self.outcome = BatchOutcome::default();
+        self.big.clear();
+        Ok(&self.lookup)
+    }
+
+    /// Phase 2 of the batch looked up last (`hashes` as given to [`BatchRunner::look_up`]).
+    pub fn decider<'a, T: BatchTable + ?Sized>(&'a mut self, table: &'a T, hashes: &'a [u64]) -> Decider<'a, T> {
+        Decider {
+            table,
+            hashes,
+            lookup: &self.lookup,
+            delta: &mut self.delta,
+            outcome: &mut self.outcome,
+            big: &mut self.big,
+            max: table.counter_max(),
+            offset: 0,
+        }
+    }
+
+    /// Phase 3 of the batch decided last: updates the counters and records the outcome.
+    pub fn apply<T: BatchTable + ?Sized>(&mut self, table: &T, hashes: &[u64]) {
+        let (lookup, delta) = (&self.lookup, &self.delta[..]);
+        by_owners(self.owners, &mut self.seen, |owner, _| table.apply_owned(hashes, lookup, delta, owner, self.owners));
+        table.record_outcome(&self.outcome);
+    }
+}
+
+/// Phase 1 alone, with the owners of `threads` threads (for look-ups made apart from the
+/// decisions, as by a shard of a table).
+pub fn look_up<T: BatchTable + ?Sized>(table: &T, hashes: &[u64], threads: usize) -> Result<BatchLookup> {
+    let mut runner = BatchRunner::new(table, threads);
+    runner.look_up(table, hashes)?;
+    Ok(std::mem::take(&mut runner.lookup))
+}
+
+/// Phase 2 alone: calls `decide` with the [`Decider`] of `lookup` (made from `hashes`); returns
+/// its result, the deltas (per position) and the outcome, for [`apply`].
+pub fn decide<T: BatchTable + ?Sized, R>(
+    table: &T,
+    hashes: &[u64],
+    lookup: &BatchLookup,
+    decide: impl FnOnce(&mut Decider<'_, T>) -> R,
+) -> Result<(R, Vec<u8>, BatchOutcome)> {
+    if hashes.len() != lookup.n || lookup.probes != table.batch_probes() {
+        return Err(Error::invalid("the lookup was not made for these hashes and this table"));
+    }
+    let (mut delta, mut outcome, mut big) =
+        (vec![0; lookup.n * lookup.probes], BatchOutcome::default(), FxHashMap::default());
+    let mut decider = Decider {
+        table,
+        hashes,
+        lookup,
+        delta: &mut delta,
+        outcome: &mut outcome,
+        big: &mut big,
+        max: table.counter_max(),
+        offset: 0,
+    };
+    let result = decide(&mut decider);
+    Ok((result, delta, outcome))
+}
+
+/// Phase 3 alone, with the owners of `threads` threads: the counters of `lookup` (made from
+/// `hashes`) with a delta become base + delta, then `outcome` is recorded. Deltas that would
+/// take a counter past its maximum are refused before anything is changed.
+pub fn apply<T: BatchTable + ?Sized>(
+    table: &T,
+    hashes: &[u64],
+    lookup: &BatchLookup,
+    delta: &[u8],
+    outcome: &BatchOutcome,
+    threads: usize,
+) -> Result<()> {
+    let len = lookup.n * lookup.probes;
+    if hashes.len() != lookup.n || lookup.probes != table.batch_probes() || delta.len() != len {
+        return Err(Error::invalid("the lookup and deltas were not made for these hashes and this table"));
+    }
+    let max = table.counter_max();
+    if (0..len).any(|q| delta[q] > max - lookup.base_at(q).min(max)) {
+        return Err(Error::invalid(format!("a delta takes a counter past its maximum {max}")));
+    }
+    let owners = table.batch_owners(threads);
+    let mut seen: Vec<SeenCounters> = (0..owners).map(|_| SeenCounters::default()).collect();
+    by_owners(owners, &mut seen, |owner, _| table.apply_owned(hashes, lookup, delta, owner, owners));
+    table.record_outcome(outcome);
+    Ok(())
+}
+
+/// Runs `f(owner, owner's scratch)` for every owner, owners 1.. on scoped threads and owner 0 on
+/// the calling thread. A panic of an owner reaches the caller.
+fn by_owners(owners: usize, seen: &mut [SeenCounters], f: impl Fn(usize, &mut SeenCounters) + Sync) {
+    let (first, rest) = seen.split_first_mut().expect("at least one owner");
+    if owners == 1 {
+        return f(0, first);
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        for (i, seen) in rest.iter_mut().enumerate() {
+            scope.spawn(move || f(i + 1, seen));
+        }
+        f(0, first);
+    });
+}
+
+impl BatchTable for KTable {
+    fn batch_probes(&self) -> usize {
+        self.n_tables()
+    }
+
+    fn batch_owners(&self, threads: usize) -> usize {
+        threads.clamp(1, self.n_tables())
+    }
+
+    fn counter_max(&self) -> u8 {
+        with_cells!(self.storage, C => C::MAX)
+    }
+
+    fn occupancy_probes(&self) -> usize {
+        1
+    }
+
+    fn batch_uses_bigcount(&self) -> bool {
+        self.storage == StorageKind::Byte && self.use_bigcount
+    }
+
+    fn bigcount_of(&self, hash: u64) -> Option<u16> {
+        self.bigcounts.lock().unwrap_or_else(|e| e.into_inner()).get(&hash).copied()
+    }
+
+    fn lookup_owned(&self, hashes: &[u64], lookup: &BatchLookup, owner: usize, owners: usize, seen: &mut SeenCounters) {
+        let n = hashes.len();
+        with_cells!(self.storage, C => {
+            for t in (owner..self.n_tables()).step_by(owners) {
+                seen.start(n);
+                // `seen` is read and written in turns by the two closures, never at once.
+                let seen = std::cell::RefCell::new(&mut *seen);
+                self.tables[t].visit_bins_ahead::<C>(
+                    hashes,
+                    |bin| seen.borrow().prefetch(bin),
+                    |o, mem, bin| {
+                        let q = t * n + o;
+                        lookup.put(q, C::count(mem, bin), seen.borrow_mut().first(bin, q as u32));
+                    },
+                );
+            }
+        })
+    }
+
+    fn apply_owned(&self, hashes: &[u64], lookup: &BatchLookup, delta: &[u8], owner: usize, owners: usize) {
+        let n = hashes.len();
+        with_cells!(self.storage, C => {
+            for t in (owner..self.n_tables()).step_by(owners) {
+                self.tables[t].visit_bins::<C>(hashes, |o, mem, bin| {
+                    let q = t * n + o;
+                    if delta[q] > 0 {
+                        C::set_exclusive(mem, bin, lookup.base_at(q) + delta[q]);
+                    }
+                });
+            }
+        })
+    }
+
+    fn record_outcome(&self, outcome: &BatchOutcome) {
+        self.occupied.fetch_add(outcome.occupied, Relaxed);
+        self.unique.fetch_add(outcome.unique, Relaxed);
+        outcome.bigcounts.iter().for_each(|&hash| self.bump_bigcount(hash));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::{median_min_required, BlockedTable, CounterWidth, CountingTable};
+    use rand::{Rng, SeedableRng};
+
+    /// Reads of k-mer hashes drawn from `distinct` values (repeats make counters collide and
+    /// saturate).
+    fn reads(seed: u64, n_reads: usize, distinct: u64) -> Vec<Vec<u64>> {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+        let pool: Vec<u64> = (0..distinct).map(|_| rng.random()).collect();
+        (0..n_reads)
+            .map(|_| {
+                let len = rng.random_range(0..12);
+                (0..len).map(|_| pool[rng.random_range(0..pool.len())]).collect()
+            })
+            .collect()
+    }
+
+    /// Diginorm's rule on a read's counts (keep unless the median reached `cutoff`).
+    fn keeps(counts: &[u32], cutoff: u32) -> bool {
+        let passed = counts.iter().filter(|&&c| c >= cutoff).count();
+        counts.is_empty() || passed < median_min_required(counts.len())
+    }
+
+    /// Each read's counts and decision, read by read on the table itself.
+    fn sequential(table: &impl CountingTable, reads: &[Vec<u64>], cutoff: u32) -> Vec<(Vec<u32>, bool)> {
+        reads
+            .iter()
+            .map(|read| {
+                let counts: Vec<u32> = read.iter().map(|&h| table.get_hash(h)).collect();
+                let keep = keeps(&counts, cutoff);
+                if keep {
+                    read.iter().for_each(|&h| {
+                        table.add_hash(h);
+                    });
+                }
+                (counts, keep)
+            })
+            .collect()
+    }
+
+    /// The same through the three phases, `piece` k-mers a batch, with `threads` threads.
+    fn batched<T: BatchTable>(
+        table: &T,
+        reads: &[Vec<u64>],
+        cutoff: u32,
+        threads: usize,
+        piece: usize,
+    ) -> Vec<(Vec<u32>, bool)> {
+        let hashes: Vec<u64> = reads.concat();
+        let mut ranges = Vec::new();
+        reads.iter().fold(0, |start, r| {
+            ranges.push(start..start + r.len());
+            start + r.len()
+        });
+        let mut runner = BatchRunner::new(table, threads);
+        let mut result = Vec::new();
+        let mut first = 0;
+        while first < ranges.len() {
+            let mut last = first;
+            while last + 1 < ranges.len() && ranges[last + 1].end - ranges[first].start <= piece {
+                last += 1;
+            }
+            let kmers = ranges[first].start..ranges[last].end;
+            runner
+                .run(table, &hashes, kmers, |d| {
+                    for range in &ranges[first..=last] {
+                        let mut counts = Vec::new();
+                        d.counts(range.clone(), &mut counts);
+                        let keep = keeps(&counts, cutoff);
+                        assert_eq!(!keep, d.median_at_least(range.clone(), cutoff));
+                        if keep {
+                            d.add(range.clone());
+                        }
+                        result.push((counts, keep));
+                    }
+                })
+                .unwrap();
+            first = last + 1;
+        }
+        result
+    }
+
+    fn ktable(storage: StorageKind, bigcount: bool) -> KTable {
+        let mut t = KTable::with_sizes(20, crate::table::HashKind::TwoBit, storage, vec![97, 89, 83]).unwrap();
+        if bigcount {
+            t.set_use_bigcount(true).unwrap();
+        }
+        t
+    }
+
+    fn assert_same_ktables(a: &KTable, b: &KTable, hashes: &[u64]) {
+        assert_eq!(a.raw_tables(), b.raw_tables());
+        assert_eq!(a.n_occupied(), b.n_occupied());
+        assert_eq!(a.n_unique_kmers(), b.n_unique_kmers());
+        for &h in hashes {
+            assert_eq!(a.get_hash(h), b.get_hash(h));
+        }
+    }
+
+    #[test]
+    fn khmer_layout_matches_read_by_read_with_collisions_and_bigcount() {
+        for (storage, bigcount, cutoff) in
+            [(StorageKind::Byte, true, 400), (StorageKind::Byte, false, 200), (StorageKind::Nibble, false, 12)]
+        {
+            let reads = reads(7, 3000, 150);
+            let expected_table = ktable(storage, bigcount);
+            let expected = sequential(&expected_table, &reads, cutoff);
+            assert!(bigcount <= expected.iter().any(|(counts, _)| counts.iter().any(|&c| c > 255)));
+            for threads in 1..=3 {
+                for piece in [1, 40, 100_000] {
+                    let table = ktable(storage, bigcount);
+                    assert_eq!(batched(&table, &reads, cutoff, threads, piece), expected, "{storage:?} -T{threads}");
+                    assert_same_ktables(&table, &expected_table, &reads.concat());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn blocked_layout_matches_read_by_read() {
+        for (width, cutoff) in [(CounterWidth::Bits8, 100), (CounterWidth::Bits4, 10)] {
+            let reads = reads(11, 2000, 400);
+            let expected_table = BlockedTable::new(20, 3 * 64, width, 4).unwrap();
+            let expected = sequential(&expected_table, &reads, cutoff);
+            for threads in 1..=3 {
+                for piece in [1, 40, 100_000] {
+                    let table = BlockedTable::new(20, 3 * 64, width, 4).unwrap();
+                    assert_eq!(batched(&table, &reads, cutoff, threads, piece), expected, "{width:?} -T{threads}");
+                    assert_eq!(table.raw_bytes(), expected_table.raw_bytes());
+                    assert_eq!(table.occupancy(), expected_table.occupancy());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lookup_arrays_round_trip_and_are_checked() {
+        let table = ktable(StorageKind::Byte, false);
+        let hashes = [5u64, 102, 5, 9];
+        table.add_hash(5);
+        let mut runner = BatchRunner::new(&table, 2);
+        let lookup = runner.look_up(&table, &hashes).unwrap();
+        let (bases, slots) = (lookup.bases(), lookup.slots());
+        // k-mer 2 repeats k-mer 0; 102 = 5 + 97 shares its bin in table 0 only.
+        assert_eq!(&slots[..4], &[0, 0, 0, 3]);
+        assert_eq!(&slots[4..8], &[4, 5, 4, 7]);
+        assert_eq!(&bases[..4], &[1, 1, 1, 0]);
+        let copy = BatchLookup::from_arrays(4, 3, &bases, &slots).unwrap();
+        assert_eq!((copy.bases(), copy.slots()), (bases.clone(), slots.clone()));
+        let mut bad = slots.clone();
+        bad[1] = 2;
+        assert!(BatchLookup::from_arrays(4, 3, &bases, &bad).is_err());
+        assert!(BatchLookup::from_arrays(4, 2, &bases, &slots).is_err());
+    }
+}

@@ -1,0 +1,94 @@
+//! The three-phase batch kernels ([`crate::table::batch`]) of the blocked layout: line `l`
+//! belongs to owner `l mod owners`; a position's counter is identified by its line and slot.
+
+use super::{probe_slots, BitCells, BlockedTable, ByteCells, Cells, CounterWidth, LineCells, NibbleCells, LINE_BYTES};
+use crate::table::batch::{BatchLookup, BatchOutcome, BatchTable, SeenCounters};
+use crate::table::{prefetch, Tally, PREFETCH_AHEAD};
+
+impl BlockedTable {
+    /// Calls `visit(o, line)` for every k-mer `o` of `hashes` whose line `owner` owns, in order,
+    /// the line `PREFETCH_AHEAD` owned k-mers later prefetched meanwhile.
+    fn visit_owned_lines(&self, hashes: &[u64], owner: usize, owners: usize, mut visit: impl FnMut(usize, u64)) {
+        let owned: Vec<(usize, u64)> = hashes
+            .iter()
+            .enumerate()
+            .map(|(o, &hash)| (o, self.line_of(hash)))
+            .filter(|&(_, line)| line % owners as u64 == owner as u64)
+            .collect();
+        let mem = self.mem.atomics();
+        let fetch = |line: u64| prefetch(&mem[line as usize * LINE_BYTES]);
+        owned.iter().take(PREFETCH_AHEAD).for_each(|&(_, line)| fetch(line));
+        for (j, &(o, line)) in owned.iter().enumerate() {
+            if let Some(&(_, ahead)) = owned.get(j + PREFETCH_AHEAD) {
+                fetch(ahead);
+            }
+            visit(o, line);
+        }
+    }
+
+    /// Calls `visit(q, counter)` for every position `q` of the owned k-mers (see
+    /// [`BlockedTable::visit_owned_lines`]), `counter` being the counter's index in memory.
+    fn visit_owned_counters<C: LineCells>(
+        &self,
+        hashes: &[u64],
+        owner: usize,
+        owners: usize,
+        mut visit: impl FnMut(usize, u64),
+    ) {
+        let (n, probes) = (hashes.len(), self.params.probes);
+        self.visit_owned_lines(hashes, owner, owners, |o, line| {
+            let slots = probe_slots::<C>(hashes[o], probes);
+            for (p, &slot) in slots[..probes].iter().enumerate() {
+                visit(p * n + o, (line << C::SLOT_BITS) + u64::from(slot));
+            }
+        });
+    }
+}
+
+impl BatchTable for BlockedTable {
+    fn batch_probes(&self) -> usize {
+        self.params.probes
+    }
+
+    fn batch_owners(&self, threads: usize) -> usize {
+        threads.clamp(1, self.n_lines().max(1) as usize)
+    }
+
+    fn counter_max(&self) -> u8 {
+        self.params.width.max_count() as u8
+    }
+
+    fn occupancy_probes(&self) -> usize {
+        self.params.probes
+    }
+
+    fn batch_uses_bigcount(&self) -> bool {
+        false
+    }
+
+    fn bigcount_of(&self, _hash: u64) -> Option<u16> {
+        None
+    }
+
+    fn lookup_owned(&self, hashes: &[u64], lookup: &BatchLookup, owner: usize, owners: usize, seen: &mut SeenCounters) {
+        seen.start(hashes.len() * self.params.probes);
+        let mem = self.mem.atomics();
+        with_width!(self.params.width, C => self.visit_owned_counters::<C>(hashes, owner, owners, |q, counter| {
+            let first = seen.first(counter, q as u32);
+            lookup.put(q, C::count(mem, counter), first);
+        }))
+    }
+
+    fn apply_owned(&self, hashes: &[u64], lookup: &BatchLookup, delta: &[u8], owner: usize, owners: usize) {
+        let mem = self.mem.atomics();
+        with_width!(self.params.width, C => self.visit_owned_counters::<C>(hashes, owner, owners, |q, counter| {
+            if delta[q] > 0 {
+                C::set_exclusive(mem, counter, lookup.base_at(q) + delta[q]);
+            }
+        }))
+    }
+
+    fn record_outcome(&self, outcome: &BatchOutcome) {
+        self.record(Tally { occupied: outcome.occupied, unique: outcome.unique }, outcome.added);
+    }
+}
