@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import errno
 import inspect
+import logging
+import os
+import random
 import re
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -97,6 +101,20 @@ def test_missing_file_is_oserror(tmp_path):
     assert str(missing) in str(info.value)
 
 
+def test_os_errors_are_the_standard_subclasses(tmp_path):
+    missing = tmp_path / "nope.fq"
+    with pytest.raises(FileNotFoundError) as info:
+        kmerflow.Countgraph(4, 1e3, 1).consume_seqfile(missing)
+    assert isinstance(info.value, kmerflow.KmerflowIOError) and info.value.filename == str(missing)
+    with pytest.raises(IsADirectoryError):
+        list(kmerflow.open_reads(tmp_path))
+    with pytest.raises(FileNotFoundError):
+        kmerflow.Countgraph(4, 1e3, 1).save(tmp_path / "no" / "such" / "dir.ct")
+    error = kmerflow.KmerflowIOError(errno.EACCES, "refused", "f")
+    assert isinstance(error, PermissionError) and isinstance(error, kmerflow.KmerflowError)
+    assert type(kmerflow.KmerflowIOError(errno.EIO, "I/O", "f")) is kmerflow.KmerflowIOError
+
+
 def test_truncated_gzip_is_format_error(data):
     with pytest.raises(kmerflow.FormatError) as info:
         list(kmerflow.open_reads(data / "100-reads.fq.truncated.gz"))
@@ -129,6 +147,22 @@ def test_murmur_values():
     assert kmerflow.hash_murmur3("CCCC") == 14391997331386449225
     assert kmerflow.hash_murmur3("ACGT") == 11375041580139570462
     assert kmerflow.reverse_complement("ACGTc") == "GACGT"
+    assert kmerflow.reverse_complement("ACGTNRY") == "RYNACGT"   # IUPAC codes are nucleotides
+
+
+@pytest.mark.parametrize("call", [
+    lambda: kmerflow.reverse_complement("ACGTÄ"),
+    lambda: kmerflow.reverse_complement("ACG T"),
+    lambda: kmerflow.reverse_complement("AC1GT"),
+    lambda: kmerflow.hash_murmur3("ACGÄ"),
+    lambda: kmerflow.forward_hash("ACGÄ", 4),
+    lambda: kmerflow.Countgraph(4, 1e3, 1).consume("ACGTACGTÄ"),
+    lambda: kmerflow.Countgraph(4, 1e3, 1).get_kmers("ACGTACGTÄ"),
+    lambda: kmerflow.Countgraph(4, 1e3, 1).trim_on_abundance("ACGTÄACGT", 1),
+])
+def test_non_nucleotides_are_value_errors(call):
+    with pytest.raises(ValueError, match="non-nucleotide character"):
+        call()
 
 
 def test_primes():
@@ -274,15 +308,37 @@ def test_abundance_distribution_matches_khmer(data, tmp_path):
     assert dist[1] == 96 and dist[1001] == 2
 
 
-def test_raw_tables_are_zero_copy_views():
+def test_raw_tables_are_copies():
     cg = kmerflow.Countgraph(4, 1, 1, primes=[11, 13])
+    cg.add("AAAA")                      # hash 0 → bin 0 of both tables
     raw = cg.get_raw_tables()
     assert [a.shape for a in raw] == [(11,), (13,)] and raw[0].dtype == np.uint8
-    cg.add("AAAA")                      # hash 0 → bin 0 of both tables
     assert raw[0][0] == 1 and raw[1][0] == 1
-    assert not raw[0].flags.writeable
-    del cg                              # the arrays keep the table alive
-    assert raw[1][0] == 1
+    cg.add("AAAA")                      # the copies do not change with the table ...
+    assert raw[0][0] == 1 and cg.get_raw_tables()[0][0] == 2
+    raw[0][0] = 9                       # ... nor the table with the copies
+    assert cg.get("AAAA") == 2
+
+
+def test_raw_tables_while_another_thread_counts():
+    """Copies taken while another thread counts are snapshots between two states."""
+    cg = kmerflow.Countgraph(12, 1e5, 2)
+    seq = "ACGTTGCAAGGCTTACCGATCGGATCCAT" * 40
+    done = threading.Event()
+
+    def count() -> None:
+        for _ in range(200):
+            cg.consume(seq)
+        done.set()
+
+    worker = threading.Thread(target=count)
+    worker.start()
+    totals = []
+    while not done.is_set():
+        totals.append(int(cg.get_raw_tables()[0].sum()))
+    worker.join()
+    assert totals == sorted(totals)     # counts only grow
+    assert int(cg.get_raw_tables()[0].sum()) >= max(totals, default=0)
 
 
 def test_threads_share_one_table(data):
@@ -316,6 +372,41 @@ def test_hll(data):
         hll.add("ACGT")
 
 
+def test_hll_shared_by_four_threads(data):
+    """Four threads consuming into one counter give the one-thread estimate (no "Already
+    borrowed", no lost updates)."""
+    files = [data / name for name in ("random-20-a.fa", "paired-mixed.fa", "test-reads.fa",
+                                      "test-abund-read-2.fa")]
+    alone = kmerflow.HLLCounter(0.01, 20)
+    for path in files:
+        alone.consume_seqfile(path)
+        with open(path) as f:
+            for line in f:
+                if not line.startswith(">") and len(line) > 21:
+                    alone.consume_string(line.strip().upper())
+    shared = kmerflow.HLLCounter(0.01, 20)
+    errors = []
+
+    def work(path):
+        try:
+            shared.consume_seqfile(path)
+            with open(path) as f:
+                for line in f:
+                    if not line.startswith(">") and len(line) > 21:
+                        shared.consume_string(line.strip().upper())
+            shared.merge(shared)
+        except Exception as e:          # collected: the test fails on any
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(p,)) for p in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert shared.estimate_cardinality() == alone.estimate_cardinality() > 3950
+
+
 # --- command functions -------------------------------------------------------------------------
 
 def test_command_argv():
@@ -324,7 +415,14 @@ def test_command_argv():
                         max_tablesize=1e6)
     assert argv == ["normalize-by-median", "--ksize", "20", "--paired", "--unpaired-reads",
                     "u.fq", "--max-tablesize", "1000000.0", "a.fq", "b.fq"]
-    assert command_argv("x", [], report=["r1", "r2"]) == ["x", "--report", "r1", "--report", "r2"]
+    assert command_argv("sample-reads-randomly", ["a.fq"], num_samples=2, num_reads=[5]) == \
+        ["sample-reads-randomly", "--samples", "2", "--num_reads", "5", "a.fq"]
+    with pytest.raises(TypeError, match="one value"):
+        command_argv("normalize-by-median", [], report=["r1", "r2"])
+    with pytest.raises(TypeError, match="switch"):
+        command_argv("normalize-by-median", [], paired="yes")
+    with pytest.raises(ValueError, match="no kmerflow command"):
+        command_argv("no-such-command")
 
 
 def test_every_command_has_a_function():
@@ -362,19 +460,123 @@ def test_unknown_keyword_is_a_type_error(data):
         kmerflow.fastq_to_fasta(data / "paired-mixed.fq", nkeep=True)
 
 
-COMMAND_FUNCTIONS = [name for name in kmerflow.commands.__all__ if name not in ("command_argv", "run")]
+COMMAND_FUNCTIONS = {name.replace("-", "_"): name for name in kmerflow.commands.definitions()}
 
 
-@pytest.mark.parametrize("name", COMMAND_FUNCTIONS)
-def test_function_keywords_are_real_flags(name):
-    """Every keyword of a command function maps to a flag the command's --help lists."""
-    command = name.replace("_", "-")
+def _help_flags(command: str) -> set[str]:
+    """The long flags `kmerflow COMMAND --help` lists (aliases and --help left out)."""
     proc = run_kmerflow(command, "--help", check=False)
     assert proc.returncode == 0, f"`kmerflow {command} --help` failed: {proc.stderr.decode()}"
-    help_text = proc.stdout.decode()
-    params = inspect.signature(getattr(kmerflow, name)).parameters.values()
-    keywords = [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
-    missing = [f"{k} -> {kmerflow.commands.FLAGS[k]}" for k in keywords
-               if not re.search(rf"(?<![\w-]){re.escape(kmerflow.commands.FLAGS[k])}(?![\w-])",
-                                help_text)]
-    assert not missing, f"{command}: flags not in --help: {missing}"
+    flags = re.findall(r"^\s+(?:-\w, )?--([\w-]+)", proc.stdout.decode(), re.MULTILINE)
+    return set(flags) - {"help", "version"}
+
+
+def _help_positionals(command: str) -> int:
+    """The number of positional arguments of the usage line of `kmerflow COMMAND --help`."""
+    usage = run_kmerflow(command, "--help").stdout.decode().split("Usage:")[1].splitlines()[0]
+    return len(re.findall(r"(?:<\w+>|\[\w+\])(?:\.\.\.)?(?=\s|$)", usage.split("[OPTIONS]")[-1]))
+
+
+def test_every_command_has_a_function_and_no_more():
+    assert set(COMMAND_FUNCTIONS) == {
+        "fastq_to_fasta", "interleave_reads", "split_paired_reads", "extract_paired_reads",
+        "extract_long_sequences", "sample_reads_randomly", "readstats", "load_into_counting",
+        "abundance_dist", "abundance_dist_single", "normalize_by_median", "filter_abund",
+        "filter_abund_single", "trim_low_abund", "count_median", "unique_kmers", "load_graph"}
+
+
+@pytest.mark.parametrize("name", sorted(COMMAND_FUNCTIONS))
+def test_function_keywords_are_the_flags(name):
+    """Per command: every flag of --help has a keyword of the same name, every keyword (and
+    alias) is a flag, and the positional parameters are the command's."""
+    command = COMMAND_FUNCTIONS[name]
+    fn = getattr(kmerflow, name)
+    params = inspect.signature(fn).parameters.values()
+    keywords = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    flags = {f.replace("-", "_") for f in _help_flags(command)}
+    aliases = {a for a, k in kmerflow.commands.ALIASES.items() if k in flags}
+    assert keywords - aliases == flags, f"{command}: keywords without flag "\
+        f"{sorted(keywords - aliases - flags)}, flags without keyword {sorted(flags - keywords)}"
+    positional = [p for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    assert len(positional) == _help_positionals(command)
+    assert fn.__doc__
+
+
+@pytest.fixture
+def small_fasta(tmp_path):
+    """40 random 60-base reads, each twice."""
+    rng = random.Random(7)
+    path = tmp_path / "small.fa"
+    reads = ["".join(rng.choice("ACGT") for _ in range(60)) for _ in range(40)]
+    path.write_text("".join(f">r{i}\n{s}\n" for i, s in enumerate(reads * 2)))
+    return path
+
+
+def test_keywords_follow_the_definitions(small_fasta, tmp_path):
+    """layout=, huge_pages=, metrics= (missing from the hand-written map) work; mate= is refused
+    by a command without --mate."""
+    out = tmp_path / "t.ct"
+    kmerflow.load_into_counting(out, small_fasta, ksize=20, max_tablesize=1e5,
+                                n_tables=2, layout="khmer", huge_pages="off",
+                                metrics=tmp_path / "m.json", quiet=True)
+    assert out.exists()
+    with pytest.raises(TypeError, match="mate"):
+        kmerflow.normalize_by_median(small_fasta, mate=small_fasta)
+
+
+def test_commands_return_their_summary(small_fasta, tmp_path):
+    result = kmerflow.normalize_by_median([small_fasta], ksize=17, cutoff=1,
+                                          output=tmp_path / "out.fa", quiet=True)
+    assert isinstance(result, kmerflow.RunResult) and result.command == "normalize-by-median"
+    assert result.summary["kept"] == len(list(kmerflow.open_reads(tmp_path / "out.fa"))) > 0
+    assert result.summary["total"] >= result.summary["kept"]
+    assert result.to_dict()["summary"] == result.summary
+    assert result.summary == {**result.summary, "total": 80, "kept": 40}
+    assert result.argv[0] == "--ksize" and result.argv[-1] == str(small_fasta)
+    stats = kmerflow.readstats([small_fasta], output=tmp_path / "s.txt")
+    assert stats.command == "readstats" and stats.summary[0]["seqs"] == 80
+
+
+def test_messages_go_to_logging_and_warnings(small_fasta, tmp_path, caplog):
+    """Informational lines are logged (INFO), warnings are Python warnings, nothing is printed."""
+    missing = tmp_path / "missing.fa"
+    caplog.set_level(logging.INFO, logger="kmerflow")
+    with pytest.warns(kmerflow.KmerflowWarning) as caught:
+        result = kmerflow.normalize_by_median([small_fasta, missing], force=True, ksize=17,
+                                              output=tmp_path / "out.fa")
+    assert "** WARNING: Finished with errors!" in [str(w.message) for w in caught]
+    assert result.summary["skipped_files"] == [str(missing)]
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any(m.startswith("DONE with") for m in infos)
+    assert any(str(missing) in m for m in errors)
+
+
+INTERRUPTED = """
+import os, signal, sys, threading, time
+import kmerflow
+fifo = sys.argv[1]
+writer = os.open(fifo, os.O_RDWR)               # one record, then a stalled input
+os.write(writer, b"@r1\\n" + b"ACGT" * 10 + b"\\n+\\n" + b"I" * 40 + b"\\n")
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+started = time.monotonic()
+try:
+    {call}
+except KeyboardInterrupt:
+    print(f"interrupted after {{time.monotonic() - started:.2f}} s")
+"""
+
+
+@pytest.mark.parametrize("call", [
+    "kmerflow.readstats([fifo])",
+    "kmerflow.Countgraph(20, 1e5, 2).consume_seqfile(fifo)",
+    "kmerflow.HLLCounter().consume_seqfile(fifo)",
+])
+def test_ctrl_c_interrupts_a_running_call(tmp_path, call):
+    fifo = tmp_path / "stalled.fq"
+    os.mkfifo(fifo)
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED.format(call=call), str(fifo)],
+                          capture_output=True, timeout=30, text=True)
+    assert proc.returncode == 0, proc.stderr
+    seconds = float(proc.stdout.split()[2])
+    assert 0.5 <= seconds < 2.0, proc.stdout

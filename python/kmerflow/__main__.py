@@ -4,17 +4,25 @@
 line.
 """
 
+import signal
 import sys
 
 
 def main() -> None:
-    """Run the kmerflow command line and exit with its status."""
+    """Run the kmerflow command line and exit with its status.
+
+    The native command line handles SIGINT and SIGTERM itself (the run is cancelled, its
+    temporary files removed, exit 130 or 143). Python's own SIGINT handler is set back to the
+    default first: it would otherwise also be called and raise ``KeyboardInterrupt`` after the
+    run. ``kmerflow pipeline`` keeps Python's handler (it turns Ctrl-C into exit 130 itself).
+    """
     if sys.argv[1:2] == ["pipeline"]:
         from kmerflow.pipeline.cli import main as pipeline_main
 
         sys.exit(pipeline_main(sys.argv[2:]))
     from kmerflow._core import cli_main
 
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     sys.exit(cli_main(["kmerflow", *sys.argv[1:]]))
 
 

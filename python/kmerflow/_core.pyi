@@ -1,7 +1,7 @@
 """Type stubs of the native module ``kmerflow._core``."""
 
 import os
-from typing import Iterator, Optional, Sequence, Tuple, Union, final
+from typing import Any, Iterator, Optional, Sequence, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -11,7 +11,8 @@ __all__ = [
     "__version__", "Record", "ReadReader", "HLLCounter", "Table", "Countgraph", "SmallCountgraph",
     "Nodegraph", "Counttable", "SmallCounttable", "Nodetable", "forward_hash", "forward_hash_no_rc",
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
-    "is_prime", "cli_main", "run_command", "BatchDecision", "batch_lookup", "batch_decide", "batch_apply",
+    "is_prime", "cli_main", "run_command", "command_specs", "Normalizer", "AbundanceFilter", "Trimmer",
+    "BatchDecision", "batch_lookup", "batch_decide", "batch_apply",
 ]
 
 __version__: str
@@ -22,6 +23,7 @@ _KmerOrHash = Union[str, int]
 @final
 class Record:
     """One sequence record."""
+    def __new__(cls, name: str, sequence: str, quality: Optional[str] = None) -> Self: ...
     @property
     def name(self) -> str: ...
     @property
@@ -101,6 +103,33 @@ class Nodetable(_Sized):
     def load(cls, path: _Path) -> Nodetable: ...
 
 @final
+class Normalizer:
+    """normalize-by-median over batches of records (or bundles when paired)."""
+    def __new__(cls, table: Table, cutoff: int = 20, paired: bool = False) -> Self: ...
+    @property
+    def table(self) -> Table: ...
+    def filter_batch(self, batch: list[Any]) -> list[Any]: ...
+
+@final
+class AbundanceFilter:
+    """filter-abund over batches of records."""
+    def __new__(cls, table: Table, cutoff: int = 2, variable_coverage: bool = False,
+                normalize_to: int = 20) -> Self: ...
+    @property
+    def table(self) -> Table: ...
+    def filter_batch(self, batch: list[Any]) -> list[Any]: ...
+
+@final
+class Trimmer:
+    """trim-low-abund's two passes over batches of records (or bundles when paired)."""
+    def __new__(cls, table: Table, cutoff: int = 2, trim_at_coverage: int = 20,
+                variable_coverage: bool = False, paired: bool = False) -> Self: ...
+    @property
+    def table(self) -> Table: ...
+    def first_pass_batch(self, batch: list[Any]) -> Tuple[list[Any], list[Any]]: ...
+    def second_pass_batch(self, batch: list[Any]) -> list[Any]: ...
+
+@final
 class HLLCounter:
     def __new__(cls, error_rate: float = 0.01, ksize: int = 20) -> Self: ...
     @property
@@ -123,7 +152,8 @@ def reverse_complement(seq: str) -> str: ...
 def get_n_primes_near_x(n: int, x: float) -> list[int]: ...
 def is_prime(n: int) -> bool: ...
 def cli_main(argv: Sequence[str]) -> int: ...
-def run_command(argv: Sequence[str]) -> None: ...
+def run_command(argv: Sequence[str]) -> Tuple[str, list[Tuple[str, str]]]: ...
+def command_specs() -> list[dict[str, Any]]: ...
 
 # Exact batched decisions in three phases (normalize-by-median's rule). Positions are
 # probe-major: position p * len(hashes) + o is table p's counter of k-mer o.

@@ -1,13 +1,15 @@
 """One Python function per ``kmerflow`` command (khmer only had scripts, issue #1901).
 
-Each function turns its arguments into the command's argv and runs the command in-process with
-the GIL released. Keywords map to the command's flags through :data:`FLAGS` (khmer's own
-spellings, e.g. ``n_tables`` → ``--n_tables``, ``max_tablesize`` → ``--max-tablesize``,
-``num_samples`` → ``--samples``); ``True`` gives a bare flag, ``False``/``None`` omit it, a list
-repeats it. Parameters left at ``None`` take the command's default (see ``kmerflow COMMAND
---help``); less common options can be given as extra keyword arguments named as in
-:data:`FLAGS`. An unknown keyword raises :class:`TypeError`; a failing command raises
-:class:`kmerflow.CommandError` carrying the command's error message and exit status.
+Each function runs its command in-process with the GIL released and returns a
+:class:`RunResult` (the command's summary). Its keyword arguments are the command's flags, read
+from the command definitions of the native module (:func:`definitions`): ``--max-tablesize`` is
+``max_tablesize``, ``--n_tables`` is ``n_tables``, ``--layout`` is ``layout``; khmer's own
+keyword spellings that differ (:data:`ALIASES`, e.g. ``num_samples`` for ``--samples``) are
+accepted too. ``True`` gives a bare flag, ``False``/``None`` omit it, a list repeats a flag that
+may repeat. Parameters left out take the command's default (see ``kmerflow COMMAND --help`` or
+``help(kmerflow.normalize_by_median)``). A keyword the command does not have raises
+:class:`TypeError`; a failing command raises :class:`kmerflow.CommandError` carrying the
+command's error message and exit status.
 
 Counting options shared by the k-mer commands: ``ksize`` (k), ``n_tables`` (number of tables),
 ``max_tablesize`` (bins per table), ``max_memory_usage`` (total table memory, e.g. ``"1G"``),
@@ -16,62 +18,124 @@ Counting options shared by the k-mer commands: ``ksize`` (k), ``n_tables`` (numb
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
+import json
+import logging
 import os
-from typing import Any, Iterable, Optional, Sequence, Union
+import warnings
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 from kmerflow import _core
+from kmerflow.errors import KmerflowWarning
+
+_LOG = logging.getLogger("kmerflow")
 
 PathLike = Union[str, "os.PathLike[str]"]
 Paths = Union[PathLike, Sequence[PathLike]]
 
-#: Python keyword → the command-line flag it sets, spelled as the command line (and khmer) do.
-FLAGS: dict[str, str] = {
-    # shared by most commands
-    "output": "--output", "force": "--force", "quiet": "--quiet", "threads": "--threads",
-    "gzip": "--gzip", "bzip": "--bzip", "report_json": "--report-json",
-    # read handling
-    "n_keep": "--n_keep", "no_reformat": "--no-reformat", "mate": "--mate",
-    "output_dir": "--output-dir", "output_first": "--output-first",
-    "output_second": "--output-second", "output_orphaned": "--output-orphaned",
-    "output_paired": "--output-paired", "output_single": "--output-single", "length": "--length",
-    "num_reads": "--num_reads", "max_reads": "--max_reads", "num_samples": "--samples",
-    "random_seed": "--random-seed", "force_single": "--force_single", "csv": "--csv",
-    # table sizing
-    "ksize": "--ksize", "n_tables": "--n_tables", "max_tablesize": "--max-tablesize",
-    "max_memory_usage": "--max-memory-usage", "unique_kmers": "--unique-kmers",
-    "fp_rate": "--fp-rate", "small_count": "--small-count", "no_bigcount": "--no-bigcount",
-    "summary_info": "--summary-info",
-    # k-mer counting and filtering
-    "no_zero": "--no-zero", "squash": "--squash", "savegraph": "--savegraph",
-    "loadgraph": "--loadgraph", "cutoff": "--cutoff", "paired": "--paired",
-    "unpaired_reads": "--unpaired-reads", "report": "--report",
-    "report_frequency": "--report-frequency", "variable_coverage": "--variable-coverage",
-    "normalize_to": "--normalize-to", "trim_at_coverage": "--trim-at-coverage",
-    "ignore_pairs": "--ignore-pairs", "tempdir": "--tempdir", "diginorm": "--diginorm",
-    "diginorm_coverage": "--diginorm-coverage", "single_pass": "--single-pass",
-    "error_rate": "--error-rate", "stream_records": "--stream-records",
-    "diagnostics": "--diagnostics", "no_build_tagset": "--no-build-tagset",
-}
+#: khmer's keyword spellings that differ from the flag they set: alias → flag-derived keyword.
+ALIASES: dict[str, str] = {"num_samples": "samples"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """One option of a command, as the command line defines it."""
+
+    keyword: str       #: the Python keyword (the long flag with ``-`` → ``_``)
+    flag: str          #: the long flag, ``--`` included
+    takes_value: bool  #: False for a switch (``--force``)
+    repeatable: bool   #: may be given several times (pass a list)
+    help: str          #: the one-line help
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandDef:
+    """A command's definition: its positional arguments and its flags by keyword."""
+
+    name: str                          #: as typed on the command line
+    about: str                         #: one-line description
+    positional: tuple[str, ...]        #: clap's names of the positional arguments, in order
+    repeatable: tuple[bool, ...]       #: for each positional argument, whether it takes a list
+    flags: Mapping[str, Flag]          #: keyword → flag (aliases of :data:`ALIASES` included)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """What a command function returns.
+
+    ``summary`` holds the command's counts as the core returns them (reads kept and examined,
+    k-mers, false-positive rate, ... depending on the command; the ``--report-json`` document
+    of the commands that write one).
+    """
+
+    command: str                #: the command's name
+    argv: tuple[str, ...]       #: the equivalent command line, without the program name
+    summary: Any                #: the run's summary (a dict; for readstats a list, one per file)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as plain data (for JSON)."""
+        return {"command": self.command, "argv": list(self.argv), "summary": self.summary}
+
+
+def _keyword(long: str) -> str:
+    return long.replace("-", "_")
+
+
+@functools.lru_cache(maxsize=None)
+def definitions() -> Mapping[str, CommandDef]:
+    """Every command's definition by name, from the command line's own declarations."""
+    result: dict[str, CommandDef] = {}
+    for spec in _core.command_specs():
+        flags: dict[str, Flag] = {}
+        positional: list[tuple[str, bool]] = []
+        for arg in spec["args"]:
+            if arg["positional"]:
+                positional.append((arg["id"], arg["repeatable"]))
+            elif arg["long"] is not None:
+                flag = Flag(_keyword(arg["long"]), "--" + arg["long"], arg["takes_value"],
+                            arg["repeatable"], arg["help"])
+                flags[flag.keyword] = flag
+        for alias, keyword in ALIASES.items():
+            if keyword in flags:
+                flags[alias] = flags[keyword]
+        result[spec["name"]] = CommandDef(spec["name"], spec["about"],
+                                          tuple(p for p, _ in positional),
+                                          tuple(r for _, r in positional), flags)
+    return result
+
+
+def _definition(command: str) -> CommandDef:
+    try:
+        return definitions()[command]
+    except KeyError:
+        raise ValueError(f"no kmerflow command {command!r}") from None
 
 
 def command_argv(command: str, positional: Iterable[Any] = (), **options: Any) -> list[str]:
     """The argv (without program name) of ``kmerflow COMMAND`` for the given arguments."""
-    unknown = sorted(set(options) - set(FLAGS))
+    flags = _definition(command).flags
+    unknown = sorted(set(options) - set(flags))
     if unknown:
         raise TypeError(f"{command}: unknown option(s) {', '.join(map(repr, unknown))} "
-                        f"(see kmerflow.commands.FLAGS)")
+                        f"(known: {', '.join(sorted(flags))})")
     argv = [command]
     for name, value in options.items():
-        flag = FLAGS[name]
+        flag = flags[name]
         if value is None or value is False:
             continue
-        if value is True:
-            argv.append(flag)
+        if value is True and not flag.takes_value:
+            argv.append(flag.flag)
+        elif not flag.takes_value:
+            raise TypeError(f"{command}: {name} is a switch ({flag.flag}): pass True or False")
         elif isinstance(value, (list, tuple)):
+            if not flag.repeatable and len(value) != 1:
+                raise TypeError(f"{command}: {name} ({flag.flag}) takes one value, not a list")
             for item in value:
-                argv += [flag, _text(item)]
+                argv += [flag.flag, _text(item)]
         else:
-            argv += [flag, _text(value)]
+            argv += [flag.flag, _text(value)]
     argv += [_text(p) for p in positional]
     return argv
 
@@ -84,188 +148,152 @@ def _paths(value: Paths) -> list[PathLike]:
     return [value] if isinstance(value, (str, os.PathLike)) else list(value)
 
 
-def run(command: str, positional: Iterable[Any] = (), **options: Any) -> None:
-    """Run ``kmerflow COMMAND`` in-process; raises :class:`kmerflow.CommandError` on failure."""
-    _core.run_command(command_argv(command, positional, **options))
+def run(command: str, positional: Iterable[Any] = (), **options: Any) -> RunResult:
+    """Run ``kmerflow COMMAND`` in-process; raises :class:`kmerflow.CommandError` on failure and
+    :class:`KeyboardInterrupt` when Ctrl-C stops it. The run's informational messages go to the
+    ``kmerflow`` logger (level INFO; errors a run went past with ``force``: ERROR), its warnings
+    to :func:`warnings.warn` (:class:`kmerflow.KmerflowWarning`)."""
+    argv = command_argv(command, positional, **options)
+    summary, messages = _core.run_command(argv)
+    for level, text in messages:
+        if level == "warning":
+            warnings.warn(text, KmerflowWarning, stacklevel=3)
+        else:
+            _LOG.log(logging.ERROR if level == "error" else logging.INFO, "%s", text)
+    return RunResult(command, tuple(argv[1:]), json.loads(summary))
+
+
+def _command(name: str) -> Callable[[Callable[..., None]], Callable[..., RunResult]]:
+    """Makes the function of command ``name`` from a stub giving its positional parameters (in
+    the command's order; a ``Paths`` parameter for an argument that takes several files) and its
+    documentation; every flag of the command becomes a keyword-only parameter."""
+    definition = _definition(name)
+
+    def make(stub: Callable[..., None]) -> Callable[..., RunResult]:
+        positional = list(inspect.signature(stub).parameters.values())
+        if len(positional) != len(definition.positional):
+            raise TypeError(f"{stub.__name__}: {len(positional)} positional parameters for "
+                            f"{name}'s {definition.positional}")
+        keywords = [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY,
+                                      default=False if not f.takes_value else None)
+                    for k, f in definition.flags.items()]
+        signature = inspect.Signature([*positional, *keywords], return_annotation=RunResult)
+
+        @functools.wraps(stub)
+        def call(*args: Any, **kwargs: Any) -> RunResult:
+            bound = signature.bind(*args, **kwargs)
+            values: list[Any] = []
+            for param, many in zip(positional, definition.repeatable, strict=True):
+                value = bound.arguments.get(param.name, param.default)
+                if value is None or value is inspect.Parameter.empty:
+                    continue
+                values += _paths(value) if many else [value]
+            options = {k: v for k, v in bound.arguments.items()
+                       if k not in {p.name for p in positional}}
+            return run(name, values, **options)
+
+        call.__signature__ = signature  # type: ignore[attr-defined]
+        return call
+
+    return make
 
 
 # --- read handling -----------------------------------------------------------------------------
 
-def fastq_to_fasta(input: PathLike, *, output: Optional[PathLike] = None,
-                   n_keep: bool = False, **options: Any) -> None:
+@_command("fastq-to-fasta")
+def fastq_to_fasta(input: PathLike) -> None:
     """Convert FASTQ to FASTA; reads containing ``N`` are dropped unless ``n_keep``."""
-    run("fastq-to-fasta", [input], output=output, n_keep=n_keep, **options)
 
 
-def interleave_reads(left: PathLike, right: PathLike, *, output: Optional[PathLike] = None,
-                     no_reformat: bool = False, **options: Any) -> None:
+@_command("interleave-reads")
+def interleave_reads(left: PathLike, right: PathLike) -> None:
     """Interleave two files of mates (R1, R2) into one; names get ``/1`` ``/2`` unless
     ``no_reformat``."""
-    run("interleave-reads", [left, right], output=output, no_reformat=no_reformat, **options)
 
 
-def split_paired_reads(input: PathLike, *, output_dir: Optional[PathLike] = None,
-                       output_first: Optional[PathLike] = None,
-                       output_second: Optional[PathLike] = None,
-                       output_orphaned: Optional[PathLike] = None, **options: Any) -> None:
+@_command("split-paired-reads")
+def split_paired_reads(input: PathLike) -> None:
     """Split an interleaved file into ``.1`` and ``.2`` files (orphans to ``output_orphaned``,
     an error without it)."""
-    run("split-paired-reads", [input], output_dir=output_dir, output_first=output_first,
-        output_second=output_second, output_orphaned=output_orphaned, **options)
 
 
-def extract_paired_reads(input: PathLike, *, output_dir: Optional[PathLike] = None,
-                         output_paired: Optional[PathLike] = None,
-                         output_single: Optional[PathLike] = None, **options: Any) -> None:
+@_command("extract-paired-reads")
+def extract_paired_reads(input: PathLike) -> None:
     """Separate pairs (``.pe``) from orphans (``.se``)."""
-    run("extract-paired-reads", [input], output_dir=output_dir, output_paired=output_paired,
-        output_single=output_single, **options)
 
 
-def extract_long_sequences(inputs: Paths, *, output: Optional[PathLike] = None,
-                           length: Optional[int] = None, **options: Any) -> None:
+@_command("extract-long-sequences")
+def extract_long_sequences(inputs: Paths) -> None:
     """Keep sequences at least ``length`` (default 200) bases long."""
-    run("extract-long-sequences", _paths(inputs), output=output, length=length, **options)
 
 
-def sample_reads_randomly(inputs: Paths, *, output: Optional[PathLike] = None,
-                          num_reads: Optional[int] = None, num_samples: Optional[int] = None,
-                          random_seed: Optional[int] = None, force_single: bool = False,
-                          **options: Any) -> None:
+@_command("sample-reads-randomly")
+def sample_reads_randomly(inputs: Paths) -> None:
     """Reservoir-sample ``num_reads`` reads (pairs kept together unless ``force_single``)."""
-    run("sample-reads-randomly", _paths(inputs), output=output, num_reads=num_reads,
-        num_samples=num_samples, random_seed=random_seed, force_single=force_single, **options)
 
 
-def readstats(inputs: Paths, *, output: Optional[PathLike] = None, csv: bool = False,
-              **options: Any) -> None:
+@_command("readstats")
+def readstats(inputs: Paths) -> None:
     """Base pairs, sequence counts and average length per file (text or ``csv``)."""
-    run("readstats", _paths(inputs), output=output, csv=csv, **options)
 
 
 # --- k-mer counting ----------------------------------------------------------------------------
 
-def load_into_counting(output_graph: PathLike, inputs: Paths, *, ksize: Optional[int] = None,
-                       n_tables: Optional[int] = None, max_tablesize: Optional[float] = None,
-                       max_memory_usage: Optional[Union[str, float]] = None,
-                       small_count: bool = False, threads: Optional[int] = None,
-                       no_bigcount: bool = False, **options: Any) -> None:
+@_command("load-into-counting")
+def load_into_counting(output_graph: PathLike, inputs: Paths) -> None:
     """Count the k-mers of ``inputs`` and save the countgraph to ``output_graph``."""
-    run("load-into-counting", [output_graph, *_paths(inputs)], ksize=ksize, n_tables=n_tables,
-        max_tablesize=max_tablesize, max_memory_usage=max_memory_usage,
-        small_count=small_count, threads=threads, no_bigcount=no_bigcount, **options)
 
 
-def abundance_dist(graph: PathLike, input: PathLike, output: PathLike, *, no_zero: bool = False,
-                   squash: bool = False, no_bigcount: bool = False, **options: Any) -> None:
+@_command("abundance-dist")
+def abundance_dist(graph: PathLike, input: PathLike, output: PathLike) -> None:
     """Write the k-mer abundance histogram (CSV) of ``input`` against a saved countgraph."""
-    run("abundance-dist", [graph, input, output], no_zero=no_zero, squash=squash,
-        no_bigcount=no_bigcount, **options)
 
 
-def abundance_dist_single(input: PathLike, output: PathLike, *, ksize: Optional[int] = None,
-                          n_tables: Optional[int] = None, max_tablesize: Optional[float] = None,
-                          max_memory_usage: Optional[Union[str, float]] = None,
-                          small_count: bool = False, threads: Optional[int] = None,
-                          no_zero: bool = False, squash: bool = False, no_bigcount: bool = False,
-                          savegraph: Optional[PathLike] = None, **options: Any) -> None:
+@_command("abundance-dist-single")
+def abundance_dist_single(input: PathLike, output: PathLike) -> None:
     """Count the k-mers of ``input`` and write their abundance histogram (CSV) in one run."""
-    run("abundance-dist-single", [input, output], ksize=ksize, n_tables=n_tables,
-        max_tablesize=max_tablesize, max_memory_usage=max_memory_usage,
-        small_count=small_count, threads=threads, no_zero=no_zero, squash=squash,
-        no_bigcount=no_bigcount, savegraph=savegraph, **options)
 
 
-def normalize_by_median(inputs: Paths, *, output: Optional[PathLike] = None,
-                        cutoff: Optional[int] = None, ksize: Optional[int] = None,
-                        n_tables: Optional[int] = None, max_tablesize: Optional[float] = None,
-                        max_memory_usage: Optional[Union[str, float]] = None,
-                        small_count: bool = False, paired: bool = False,
-                        force_single: bool = False, unpaired_reads: Optional[PathLike] = None,
-                        savegraph: Optional[PathLike] = None, loadgraph: Optional[PathLike] = None,
-                        report: Optional[PathLike] = None, threads: Optional[int] = None,
-                        **options: Any) -> None:
+@_command("normalize-by-median")
+def normalize_by_median(inputs: Paths) -> None:
     """Digital normalization: keep a read (or pair) only while its median k-mer count is below
     ``cutoff`` (default 20). Outputs ``<input>.keep`` per input, or ``output``."""
-    run("normalize-by-median", _paths(inputs), output=output, cutoff=cutoff, ksize=ksize,
-        n_tables=n_tables, max_tablesize=max_tablesize, max_memory_usage=max_memory_usage,
-        small_count=small_count, paired=paired, force_single=force_single,
-        unpaired_reads=unpaired_reads, savegraph=savegraph, loadgraph=loadgraph, report=report,
-        threads=threads, **options)
 
 
-def filter_abund(graph: PathLike, inputs: Paths, *, output: Optional[PathLike] = None,
-                 cutoff: Optional[int] = None, variable_coverage: bool = False,
-                 normalize_to: Optional[int] = None, threads: Optional[int] = None,
-                 **options: Any) -> None:
+@_command("filter-abund")
+def filter_abund(graph: PathLike, inputs: Paths) -> None:
     """Trim reads at the first k-mer whose count (in a saved countgraph) is below ``cutoff``
     (default 2). Outputs ``<input>.abundfilt`` or ``output``."""
-    run("filter-abund", [graph, *_paths(inputs)], output=output, cutoff=cutoff,
-        variable_coverage=variable_coverage, normalize_to=normalize_to, threads=threads,
-        **options)
 
 
-def filter_abund_single(input: PathLike, *, output: Optional[PathLike] = None,
-                        cutoff: Optional[int] = None, ksize: Optional[int] = None,
-                        n_tables: Optional[int] = None, max_tablesize: Optional[float] = None,
-                        max_memory_usage: Optional[Union[str, float]] = None,
-                        small_count: bool = False, variable_coverage: bool = False,
-                        normalize_to: Optional[int] = None, savegraph: Optional[PathLike] = None,
-                        threads: Optional[int] = None, **options: Any) -> None:
+@_command("filter-abund-single")
+def filter_abund_single(input: PathLike) -> None:
     """Count ``input`` then trim its reads at low-abundance k-mers, in one run."""
-    run("filter-abund-single", [input], output=output, cutoff=cutoff, ksize=ksize,
-        n_tables=n_tables, max_tablesize=max_tablesize, max_memory_usage=max_memory_usage,
-        small_count=small_count, variable_coverage=variable_coverage,
-        normalize_to=normalize_to, savegraph=savegraph, threads=threads, **options)
 
 
-def trim_low_abund(inputs: Paths, *, output: Optional[PathLike] = None,
-                   cutoff: Optional[int] = None, trim_at_coverage: Optional[int] = None,
-                   variable_coverage: bool = False, ksize: Optional[int] = None,
-                   n_tables: Optional[int] = None, max_tablesize: Optional[float] = None,
-                   max_memory_usage: Optional[Union[str, float]] = None,
-                   small_count: bool = False, loadgraph: Optional[PathLike] = None,
-                   savegraph: Optional[PathLike] = None, ignore_pairs: bool = False,
-                   tempdir: Optional[PathLike] = None, diginorm: bool = False,
-                   diginorm_coverage: Optional[int] = None, single_pass: bool = False,
-                   threads: Optional[int] = None, **options: Any) -> None:
+@_command("trim-low-abund")
+def trim_low_abund(inputs: Paths) -> None:
     """Streaming two-pass trimming of low-abundance k-mers (``<input>.abundtrim`` or ``output``);
     ``tempdir`` holds the second-pass reads."""
-    run("trim-low-abund", _paths(inputs), output=output, cutoff=cutoff,
-        trim_at_coverage=trim_at_coverage, variable_coverage=variable_coverage, ksize=ksize,
-        n_tables=n_tables, max_tablesize=max_tablesize, max_memory_usage=max_memory_usage,
-        small_count=small_count, loadgraph=loadgraph, savegraph=savegraph,
-        ignore_pairs=ignore_pairs, tempdir=tempdir, diginorm=diginorm,
-        diginorm_coverage=diginorm_coverage, single_pass=single_pass, threads=threads,
-        **options)
 
 
-def count_median(graph: PathLike, input: PathLike, output: PathLike, **options: Any) -> None:
+@_command("count-median")
+def count_median(graph: PathLike, input: PathLike, output: PathLike) -> None:
     """Write ``name,median,average,stddev,seqlen`` (CSV) per read, counts from a saved graph."""
-    run("count-median", [graph, input, output], **options)
 
 
-def unique_kmers(inputs: Paths, *, ksize: Optional[int] = None,
-                 error_rate: Optional[float] = None, report: Optional[PathLike] = None,
-                 stream_records: bool = False, **options: Any) -> None:
+@_command("unique-kmers")
+def unique_kmers(inputs: Paths) -> None:
     """Estimate the number of distinct k-mers (HyperLogLog) per file and in total."""
-    run("unique-kmers", _paths(inputs), ksize=ksize, error_rate=error_rate, report=report,
-        stream_records=stream_records, **options)
 
 
-def load_graph(output_graph: PathLike, inputs: Paths, *, ksize: Optional[int] = None,
-               n_tables: Optional[int] = None, max_tablesize: Optional[float] = None,
-               max_memory_usage: Optional[Union[str, float]] = None,
-               threads: Optional[int] = None, no_build_tagset: bool = False,
-               **options: Any) -> None:
+@_command("load-graph")
+def load_graph(output_graph: PathLike, inputs: Paths) -> None:
     """Load the k-mers of ``inputs`` into a nodegraph (Bloom filter) saved to ``output_graph``."""
-    run("load-graph", [output_graph, *_paths(inputs)], ksize=ksize, n_tables=n_tables,
-        max_tablesize=max_tablesize, max_memory_usage=max_memory_usage, threads=threads,
-        no_build_tagset=no_build_tagset, **options)
 
 
 __all__ = [
-    "command_argv", "run",
+    "ALIASES", "CommandDef", "Flag", "RunResult", "command_argv", "definitions", "run",
     "fastq_to_fasta", "interleave_reads", "split_paired_reads", "extract_paired_reads",
     "extract_long_sequences", "sample_reads_randomly", "readstats",
     "load_into_counting", "abundance_dist", "abundance_dist_single", "normalize_by_median",

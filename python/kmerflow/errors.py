@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class KmerflowError(Exception):
     """Base class of every error raised by kmerflow."""
@@ -12,11 +14,60 @@ class FormatError(KmerflowError, ValueError):
 
 
 class KmerflowIOError(KmerflowError, OSError):
-    """An operating-system error on a named file (``errno``, ``strerror``, ``filename`` are set)."""
+    """An operating-system error on a named file (``errno``, ``strerror``, ``filename`` are set).
+
+    Built as ``KmerflowIOError(errno, message, filename)``, it is an instance of the subclass that
+    is also Python's standard exception for that errno, as :class:`OSError` does: a missing file
+    is a :class:`FileNotFoundError`, a refused one a :class:`PermissionError`, ...
+    """
+
+    def __new__(cls, *args: object) -> "KmerflowIOError":
+        if cls is KmerflowIOError and args and isinstance(args[0], int):
+            cls = _BY_ERRNO.get(args[0], cls)
+        return super().__new__(cls, *args)
+
+
+class KmerflowFileNotFoundError(KmerflowIOError, FileNotFoundError):
+    """A file or directory that does not exist (``ENOENT``)."""
+
+
+class KmerflowPermissionError(KmerflowIOError, PermissionError):
+    """Access refused (``EACCES``, ``EPERM``)."""
+
+
+class KmerflowIsADirectoryError(KmerflowIOError, IsADirectoryError):
+    """A directory where a file was expected (``EISDIR``)."""
+
+
+class KmerflowNotADirectoryError(KmerflowIOError, NotADirectoryError):
+    """A file where a directory was expected (``ENOTDIR``)."""
+
+
+class KmerflowFileExistsError(KmerflowIOError, FileExistsError):
+    """A file that must not exist yet (``EEXIST``)."""
+
+
+class KmerflowBrokenPipeError(KmerflowIOError, BrokenPipeError):
+    """The reader of an output went away (``EPIPE``)."""
+
+
+_BY_ERRNO: dict[int, type[KmerflowIOError]] = {
+    errno.ENOENT: KmerflowFileNotFoundError,
+    errno.EACCES: KmerflowPermissionError,
+    errno.EPERM: KmerflowPermissionError,
+    errno.EISDIR: KmerflowIsADirectoryError,
+    errno.ENOTDIR: KmerflowNotADirectoryError,
+    errno.EEXIST: KmerflowFileExistsError,
+    errno.EPIPE: KmerflowBrokenPipeError,
+}
 
 
 class ParameterError(KmerflowError, ValueError):
     """Invalid parameters or an impossible request (for example k > 32 for a 2-bit table)."""
+
+
+class KmerflowWarning(UserWarning):
+    """A warning of a kmerflow run (for example a table too small for the data)."""
 
 
 class CommandError(KmerflowError):

@@ -1,9 +1,11 @@
 //! Options and services shared by every command: `-q`, `-T/--threads`, `--metrics`,
-//! `--gzip/--bzip`, the per-run context with the progress indicator.
+//! `--gzip/--bzip`, and what a running command gets.
 
-use crate::progress::Progress;
+use crate::console::Console;
 use clap::Args;
 use kmerflow_core::io::Compression;
+use kmerflow_core::run::RunContext;
+use std::sync::Arc;
 
 /// The settings every command has.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,46 +81,33 @@ pub struct ReadOutputArgs {
     pub compression: CompressionArgs,
 }
 
-/// What a running command gets: its settings, a place for messages and the progress line.
+/// What a running command gets: the run's context (threads, messages, progress, cancellation),
+/// where to write `--metrics`, and the console when the command line prints.
 pub struct Ctx {
-    /// `-q` was given.
-    pub quiet: bool,
-    /// Worker threads to use.
-    pub threads: usize,
+    /// The run's context, handed to the core's operations.
+    pub run: RunContext,
     /// Where to write the metrics JSON (`--metrics`).
     pub metrics: Option<String>,
-    progress: Progress,
+    /// The terminal the command line speaks to (`None` when called as a library).
+    pub console: Option<Arc<Console>>,
 }
 
 impl Ctx {
-    /// The context of command `name` with `settings`; also sets the threads used for
-    /// parallel (de)compression ([`kmerflow_core::io::set_threads`]).
-    pub fn new(settings: Settings, name: &'static str) -> Self {
-        let threads = settings.threads.unwrap_or_else(kmerflow_core::pipeline::available_threads);
-        kmerflow_core::io::set_threads(threads);
-        Ctx {
-            quiet: settings.quiet,
-            threads,
-            metrics: settings.metrics,
-            progress: Progress::new(name, !settings.quiet),
+    /// Emits an informational message (shown by the console unless `-q`).
+    pub fn info(&self, message: impl std::fmt::Display) {
+        self.run.info(message.to_string());
+    }
+
+    /// Prints one of the command's results on stderr, even with `-q` (khmer prints
+    /// unique-kmers' estimates so); as a library, the results are in the summary only.
+    pub fn result(&self, line: impl std::fmt::Display) {
+        if let Some(console) = &self.console {
+            console.print(&line.to_string());
         }
     }
+}
 
-    /// Prints an informational (data-like) line on stderr unless `-q`.
-    pub fn info(&mut self, message: impl std::fmt::Display) {
-        if !self.quiet {
-            self.progress.clear();
-            eprintln!("{message}");
-        }
-    }
-
-    /// The callback reporting records handled so far to the progress line.
-    pub fn progress(&mut self) -> impl FnMut(u64) + '_ {
-        |n| self.progress.update(n)
-    }
-
-    /// Stops the progress line and removes it, if one was drawn.
-    pub fn finish_progress(&mut self) {
-        self.progress.finish();
-    }
+/// A command's summary as JSON (what [`crate::execute_with`] returns).
+pub fn summary_json(summary: &impl serde::Serialize) -> kmerflow_core::Result<serde_json::Value> {
+    serde_json::to_value(summary).map_err(|e| kmerflow_core::Error::invalid(format!("cannot encode the summary: {e}")))
 }

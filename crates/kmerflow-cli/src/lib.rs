@@ -1,28 +1,44 @@
 //! The `kmerflow` command line: one subcommand per khmer script, shared conventions
 //! (help with examples, `-q`, `-T/--threads`, `--metrics FILE.json`, progress on a terminal, a
-//! resource summary line on stderr, exit codes 0 success / 1 data or I/O error / 2 usage error).
+//! resource summary line on stderr, exit codes 0 success / 1 data or I/O error / 2 usage error /
+//! 130 and 143 interrupted by SIGINT and SIGTERM).
 //!
-//! [`execute`] parses and runs a command line and returns a [`CliError`] (the Python
-//! bindings turn it into an exception); [`run`] is the executable's entry point, printing the
-//! error and returning the exit code.
+//! Entry points:
+//! - [`execute_with`]: parses and runs a command line within a caller's
+//!   [`RunContext`] and returns the command's typed summary (as JSON) and messages, printing
+//!   nothing (for programs embedding kmerflow: the Python package, workflow engines);
+//! - [`execute`]: the same with a fresh context whose messages are printed on stderr as on
+//!   the command line (with the progress line and the resource summary);
+//! - [`run`]: the executable's entry point: [`execute`] with SIGINT/SIGTERM cancelling the run,
+//!   printing any error and returning the exit code.
 
 pub mod commands;
 pub mod common;
+pub mod console;
 pub mod flags;
 pub mod info;
 pub mod metrics;
 pub mod progress;
 pub mod report;
+pub mod signals;
+pub mod spec;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use commands::Command;
 use common::Ctx;
+use console::Console;
+use kmerflow_core::run::{CancelToken, Message, RunContext};
 use std::ffi::OsString;
+use std::sync::Arc;
 
 /// Exit code of a data or I/O error.
 pub const EXIT_DATA: i32 = 1;
 /// Exit code of a usage error.
 pub const EXIT_USAGE: i32 = 2;
+/// Exit code of a run interrupted by SIGINT (Ctrl-C) or cancelled by its caller.
+pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit code of a run ended by SIGTERM.
+pub const EXIT_TERMINATED: i32 = 143;
 
 /// kmerflow: fast k-mer counting and read preprocessing, compatible with khmer.
 #[derive(Debug, Parser)]
@@ -53,7 +69,7 @@ fn cli_command() -> clap::Command {
 /// clap's usage text for usage errors).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CliError {
-    /// 1 for data or I/O errors, 2 for usage errors.
+    /// 1 for data or I/O errors, 2 for usage errors, 130/143 when interrupted.
     pub code: i32,
     /// What went wrong, ready to print.
     pub message: String,
@@ -67,72 +83,131 @@ impl std::fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-/// Parses and runs `argv` (program name first). Help and version requests print to stdout and
-/// succeed; a closed output pipe ends quietly and succeeds.
-pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
+/// What a successful command returns.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Outcome {
+    /// The command's typed summary as JSON (`null` for help, version and `--info` requests and
+    /// for a run ended quietly by a closed output pipe).
+    pub summary: serde_json::Value,
+    /// The messages the run emitted, in order.
+    pub messages: Vec<Message>,
+}
+
+/// Parses `argv`; `None` when it was a help or version request (printed on stdout) or an
+/// `--info` request (the citation notice, printed on stderr).
+fn parse(argv: &[OsString]) -> Result<Option<Cli>, CliError> {
     let usage = |e: clap::Error| CliError { code: EXIT_USAGE, message: e.render().to_string() };
-    if let Some(command) = info::requested(&argv, |c| cli_command().find_subcommand(c).is_some()) {
+    if let Some(command) = info::requested(argv, |c| cli_command().find_subcommand(c).is_some()) {
         eprint!("{}", info::notice(&command));
-        return Ok(());
+        return Ok(None);
     }
-    let matches = match cli_command().try_get_matches_from(&argv) {
+    let matches = match cli_command().try_get_matches_from(argv) {
         Ok(m) => m,
         Err(e) if !e.use_stderr() => {
             // --help / --version: print to stdout; a closed stdout is not an error.
             let _ = e.print();
-            return Ok(());
+            return Ok(None);
         }
         Err(e) => return Err(usage(e)),
     };
     if let Some((command, sub)) = matches.subcommand() {
         if sub.get_flag("info") {
             eprint!("{}", info::notice(command));
-            return Ok(());
+            return Ok(None);
         }
         flags::check_khmer_ksize(command, sub).map_err(usage)?;
     }
-    let cli = Cli::from_arg_matches(&matches).map_err(usage)?;
-    let name = cli.command.name();
-    let data_error =
-        |e: kmerflow_core::Error| CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}") };
-    let mut ctx = Ctx::new(cli.command.settings(), name);
-    if ctx.metrics.is_some() && !kmerflow_core::pipeline::metrics::ENABLED {
-        ctx.finish_progress();
-        return Err(data_error(kmerflow_core::Error::invalid(
-            "--metrics: metrics are not compiled in (build with the `metrics` feature)",
-        )));
-    }
-    if ctx.metrics.is_some() {
-        // Only this run is reported (an embedding process may run several commands).
-        kmerflow_core::pipeline::metrics::clear();
-    }
-    let report = report::Report::start(&argv);
-    let started = std::time::Instant::now();
-    match cli.command.run(&mut ctx) {
-        Ok(()) => {
-            ctx.finish_progress();
-            if let Some(path) = &ctx.metrics {
-                metrics::write(path, name, &argv, ctx.threads, started).map_err(data_error)?;
-            }
-            if !ctx.quiet {
-                eprintln!("{}", report.line());
-            }
-            Ok(())
-        }
-        Err(e) if e.is_broken_pipe() => {
-            ctx.finish_progress();
-            Ok(())
-        }
-        Err(e) => {
-            ctx.finish_progress();
-            Err(data_error(e))
-        }
+    Cli::from_arg_matches(&matches).map(Some).map_err(usage)
+}
+
+/// Parses and runs `argv` (program name first) within `run`, whose threads are set from `-T`
+/// (all cores by default) and whose messages, progress counters, metrics and cancellation the
+/// command uses. Nothing is printed except help and version requests (on stdout) and `--info`
+/// (on stderr); `--metrics` files are written. A closed output pipe ends quietly and succeeds;
+/// a cancelled run fails with [`EXIT_INTERRUPTED`] (or the code stored in the cancel token's
+/// flag, see [`run`]).
+pub fn execute_with(argv: Vec<OsString>, run: &RunContext) -> Result<Outcome, CliError> {
+    match parse(&argv)? {
+        Some(cli) => execute_cli(cli, &argv, run, None),
+        None => Ok(Outcome { summary: serde_json::Value::Null, messages: Vec::new() }),
     }
 }
 
-/// Runs `argv` (program name first), prints any error on stderr and returns the exit code.
+/// Parses and runs `argv` (program name first) as the command line does: messages on stderr
+/// (informational ones unless `-q`), the progress line on a terminal, the resource summary
+/// line; `cancel` stops the run.
+fn execute_printing(argv: Vec<OsString>, cancel: CancelToken) -> Result<(), CliError> {
+    let Some(cli) = parse(&argv)? else { return Ok(()) };
+    let console = Arc::new(Console::new(cli.command.settings().quiet));
+    let shown = console.clone();
+    let run = RunContext::build(cancel, Some(Box::new(move |m: &Message| shown.show(m))));
+    let report = report::Report::start(&argv);
+    execute_cli(cli, &argv, &run, Some(&console))?;
+    if !console.quiet() {
+        console.print(&report.line());
+    }
+    Ok(())
+}
+
+/// Runs the parsed command line `cli` (given as `argv`) within `run`, showing progress on
+/// `console` when there is one.
+fn execute_cli(
+    cli: Cli,
+    argv: &[OsString],
+    run: &RunContext,
+    console: Option<&Arc<Console>>,
+) -> Result<Outcome, CliError> {
+    let name = cli.command.name();
+    let settings = cli.command.settings();
+    let failed = |e: kmerflow_core::Error| match e {
+        kmerflow_core::Error::Cancelled => CliError {
+            code: match run.cancel_token().reason() {
+                r @ 2.. => i32::try_from(r).unwrap_or(EXIT_INTERRUPTED),
+                _ => EXIT_INTERRUPTED,
+            },
+            message: format!("kmerflow {name}: interrupted"),
+        },
+        e => CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}") },
+    };
+    if settings.metrics.is_some() && !kmerflow_core::run::metrics::ENABLED {
+        return Err(failed(kmerflow_core::Error::invalid(
+            "--metrics: metrics are not compiled in (build with the `metrics` feature)",
+        )));
+    }
+    run.set_threads(settings.threads.unwrap_or_else(kmerflow_core::pipeline::available_threads));
+    if let Some(console) = console {
+        console.start_progress(name, run);
+    }
+    let mut ctx = Ctx { run: run.clone(), metrics: settings.metrics, console: console.cloned() };
+    let started = std::time::Instant::now();
+    let result = cli.command.run(&mut ctx);
+    if let Some(console) = console {
+        console.finish_progress();
+    }
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(e) if e.is_broken_pipe() => serde_json::Value::Null,
+        Err(e) => return Err(failed(e)),
+    };
+    if let Some(path) = &ctx.metrics {
+        metrics::write(path, name, argv, run, started).map_err(failed)?;
+    }
+    Ok(Outcome { summary, messages: run.messages() })
+}
+
+/// Parses and runs `argv` (program name first), printing as the command line does (see
+/// [`execute_printing`]); returns the error to print and the exit code on failure.
+pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
+    execute_printing(argv, CancelToken::new())
+}
+
+/// Runs `argv` (program name first) as the `kmerflow` executable: SIGINT and SIGTERM cancel
+/// the run (temporary files are removed, exit 130 / 143), any error is printed on stderr, and
+/// the exit code is returned.
 pub fn run(argv: Vec<OsString>) -> i32 {
-    match execute(argv) {
+    let cancel = CancelToken::new();
+    let _signals = signals::Handlers::install(&cancel);
+    match execute_printing(argv, cancel) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("{}", e.message.trim_end());
@@ -176,7 +251,10 @@ mod tests {
     #[test]
     fn version_and_help_succeed() {
         assert_eq!(execute(argv(&["--version"])), Ok(()));
-        assert_eq!(execute(argv(&["fastq-to-fasta", "--help"])), Ok(()));
+        assert_eq!(
+            execute_with(argv(&["fastq-to-fasta", "--help"]), &RunContext::new()).unwrap().summary,
+            serde_json::Value::Null
+        );
     }
 
     #[test]

@@ -1,22 +1,23 @@
 //! `--metrics FILE.json`: the run's measurements as one JSON object.
 //!
-//! The core's registry ([`kmerflow_core::pipeline::metrics::report`]) gives per-input reader
+//! The run's metrics ([`kmerflow_core::run::metrics::Metrics::report`]) give per-input reader
 //! thread times and byte counts, per-pipeline stage times and counters; this adds the command,
 //! its wall and process CPU time, peak memory and the overall throughput.
 
 use crate::report::usage;
 use kmerflow_core::io::OutputFile;
+use kmerflow_core::run::RunContext;
 use kmerflow_core::{Error, Result};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::io::Write;
 use std::time::Instant;
 
-/// The JSON document for command `name` run as `argv` with `threads` threads since `started`.
-pub fn document(name: &str, argv: &[OsString], threads: usize, started: Instant) -> Value {
+/// The JSON document for command `name` run as `argv` within `run` since `started`.
+pub fn document(name: &str, argv: &[OsString], run: &RunContext, started: Instant) -> Value {
     let wall = started.elapsed().as_secs_f64();
     let (cpu, rss) = usage();
-    let mut doc = kmerflow_core::pipeline::metrics::report().unwrap_or_else(|| json!({}));
+    let mut doc = run.metrics().report().unwrap_or_else(|| json!({}));
     let (totals, counters) = (&doc["totals"], &doc["counters"]);
     // A recorded amount per second of wall time (0 when absent).
     let rate = |amount: &Value| {
@@ -31,13 +32,13 @@ pub fn document(name: &str, argv: &[OsString], threads: usize, started: Instant)
         "decompressed_mb_per_s": rate(&totals["bytes_in_decompressed"]) / 1e6,
         "compressed_mb_per_s": rate(&totals["bytes_in_compressed"]) / 1e6,
         "records_per_s": rate(&totals["records"]),
-        "kmers_per_s": rate(&counters[kmerflow_core::pipeline::metrics::KMERS]),
+        "kmers_per_s": rate(&counters[kmerflow_core::run::metrics::KMERS]),
     });
     let run = json!({
         "command": name,
         "argv": argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>(),
         "version": kmerflow_core::VERSION,
-        "threads": threads,
+        "threads": run.threads(),
         "wall_s": wall,
         "cpu_s": cpu,
         "peak_rss_bytes": rss,
@@ -50,8 +51,8 @@ pub fn document(name: &str, argv: &[OsString], threads: usize, started: Instant)
 }
 
 /// Writes the metrics JSON to `path` (`-` = stdout).
-pub fn write(path: &str, name: &str, argv: &[OsString], threads: usize, started: Instant) -> Result<()> {
-    let doc = document(name, argv, threads, started);
+pub fn write(path: &str, name: &str, argv: &[OsString], run: &RunContext, started: Instant) -> Result<()> {
+    let doc = document(name, argv, run, started);
     let mut text = serde_json::to_vec_pretty(&doc).map_err(|e| Error::invalid(e.to_string()))?;
     text.push(b'\n');
     let mut out = OutputFile::create(path)?;

@@ -1,12 +1,13 @@
 //! A one-line progress indicator on stderr, drawn only when stderr is a terminal.
 //!
-//! A ticker thread redraws the line four times a second from the input bytes read so far
-//! against the inputs' total size (reported by the core's readers through
-//! [`kmerflow_core::pipeline::progress`], so every command gets it) and, for commands that
-//! report them, the records handled.
+//! A ticker thread redraws the line four times a second from the run's progress counters
+//! ([`kmerflow_core::run::progress::Progress`]): the input bytes read so far against the
+//! inputs' total size (counted by the core's readers, so every command gets it) and, for
+//! commands that report them, the records handled.
 
+use kmerflow_core::run::RunContext;
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,7 @@ const REDRAW_EVERY: Duration = Duration::from_millis(250);
 struct Shared {
     label: &'static str,
     started: Instant,
-    records: AtomicU64,
+    run: RunContext,
     /// Whether the line is on screen; the mutex also serialises drawing and erasing.
     drawn: Mutex<bool>,
     stop: AtomicBool,
@@ -49,8 +50,8 @@ impl Shared {
     fn draw(&self) {
         let text = line(
             self.label,
-            kmerflow_core::pipeline::progress::snapshot(),
-            self.records.load(Ordering::Relaxed),
+            self.run.progress().snapshot(),
+            self.run.progress().records(),
             self.started.elapsed().as_secs_f64(),
         );
         let mut drawn = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
@@ -70,15 +71,16 @@ impl Shared {
 }
 
 impl Progress {
-    /// A progress line labelled `label`, shown when `wanted` and stderr is a terminal.
-    pub fn new(label: &'static str, wanted: bool) -> Self {
+    /// A progress line labelled `label` for the run `run`, shown when `wanted` and stderr is a
+    /// terminal.
+    pub fn new(label: &'static str, wanted: bool, run: RunContext) -> Self {
         if !(wanted && std::io::stderr().is_terminal()) {
             return Progress { shared: None, ticker: None };
         }
         let shared = Arc::new(Shared {
             label,
             started: Instant::now(),
-            records: AtomicU64::new(0),
+            run,
             drawn: Mutex::new(false),
             stop: AtomicBool::new(false),
         });
@@ -94,13 +96,6 @@ impl Progress {
             })
             .ok();
         Progress { shared: Some(shared), ticker }
-    }
-
-    /// Reports that `records` records have been handled.
-    pub fn update(&mut self, records: u64) {
-        if let Some(s) = &self.shared {
-            s.records.store(records, Ordering::Relaxed);
-        }
     }
 
     /// Erases the line if it is drawn (the ticker draws it again later).

@@ -51,6 +51,10 @@ pub enum Error {
     /// Invalid parameters or an impossible request (e.g. k > 32 for a 2-bit table).
     #[error("{0}")]
     Invalid(String),
+    /// The run was cancelled through its [`crate::run::CancelToken`] (a signal, a
+    /// `KeyboardInterrupt`).
+    #[error("interrupted")]
+    Cancelled,
 }
 
 impl Error {
@@ -67,6 +71,11 @@ impl Error {
     /// An invalid-parameter error.
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::Invalid(message.into())
+    }
+
+    /// True when the run was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Error::Cancelled)
     }
 
     /// True when this error is a closed pipe downstream (`| head`), which commands treat as a

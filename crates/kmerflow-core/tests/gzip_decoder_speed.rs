@@ -27,7 +27,7 @@ fn decompressors_alone() {
     report("flate2 (zlib-rs) streaming", n, t);
 
     let t = Instant::now();
-    let mut input = kmerflow_core::io::compress::open_input(&path).unwrap();
+    let mut input = kmerflow_core::io::compress::open_input(&path, &kmerflow_core::run::RunContext::new()).unwrap();
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
     loop {

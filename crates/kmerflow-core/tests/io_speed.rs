@@ -64,7 +64,7 @@ fn parse_speed() {
     let gz = "/tmp/kmerflow-parse-speed.fq.gz";
     synthetic_fastq(gz, 100 << 20);
     let start = Instant::now();
-    let mut stream = open_input(gz).unwrap();
+    let mut stream = open_input(gz, &kmerflow_core::run::RunContext::new()).unwrap();
     let mut buf = vec![0; 1 << 20];
     let mut total = 0usize;
     loop {

@@ -14,7 +14,7 @@ fn data(name: &str) -> String {
 
 fn records(path: &str) -> Vec<OwnedRecord> {
     let mut out = Vec::new();
-    for_each_record(path, |r| {
+    for_each_record(path, &kmerflow_core::run::RunContext::new(), |r| {
         out.push(r.to_owned_record());
         Ok(())
     })
@@ -23,7 +23,7 @@ fn records(path: &str) -> Vec<OwnedRecord> {
 }
 
 fn error(path: &str) -> String {
-    for_each_record(path, |_| Ok(())).unwrap_err().to_string()
+    for_each_record(path, &kmerflow_core::run::RunContext::new(), |_| Ok(())).unwrap_err().to_string()
 }
 
 fn names(recs: &[OwnedRecord]) -> Vec<String> {

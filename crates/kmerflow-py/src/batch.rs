@@ -63,7 +63,7 @@ fn batch_lookup<'py>(
     hashes: PyReadonlyArray1<'py, u64>,
     threads: usize,
 ) -> PyResult<LookupArrays<'py>> {
-    let (inner, hashes) = (table.core(), slice(&hashes, "hashes")?);
+    let (inner, hashes) = (table.inner(), slice(&hashes, "hashes")?);
     let (bases, slots) = py.detach(|| batch::look_up(inner, hashes, threads).map(|l| (l.bases(), l.slots()))).py()?;
     Ok((bases.into_pyarray(py), slots.into_pyarray(py)))
 }
@@ -81,7 +81,7 @@ fn batch_decide(
     read_ends: PyReadonlyArray1<'_, u64>,
     cutoff: u32,
 ) -> PyResult<BatchDecision> {
-    let inner = table.core();
+    let inner = table.inner();
     let (hashes, bases, slots) = (slice(&hashes, "hashes")?, slice(&bases, "bases")?, slice(&slots, "slots")?);
     let ends = slice(&read_ends, "read_ends")?;
     if ends.windows(2).any(|w| w[0] > w[1]) || ends.last().is_some_and(|&e| e as usize > hashes.len()) {
@@ -122,7 +122,7 @@ fn batch_apply(
     decision: PyRef<'_, BatchDecision>,
     threads: usize,
 ) -> PyResult<()> {
-    let inner = table.core();
+    let inner = table.inner();
     let (hashes, bases, slots) = (slice(&hashes, "hashes")?, slice(&bases, "bases")?, slice(&slots, "slots")?);
     let decision = &*decision;
     py.detach(|| {

@@ -3,6 +3,7 @@
 //! The classes are defined in Python (multiple inheritance: `FormatError` is also a
 //! `ValueError`, `KmerflowIOError` also an `OSError`) and looked up here when an error is raised.
 
+use kmerflow_core::run::{Level, RunContext};
 use kmerflow_core::Error;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -13,18 +14,52 @@ fn error_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>>
     Ok(py.import("kmerflow.errors")?.getattr(name)?.cast_into::<PyType>()?)
 }
 
+/// Issues the warnings of a finished run `ctx` (and the errors it went past) through Python's
+/// `warnings.warn` as `kmerflow.KmerflowWarning`s.
+pub fn warn_messages(py: Python<'_>, ctx: &RunContext) -> PyResult<()> {
+    let messages: Vec<_> = ctx.messages().into_iter().filter(|m| m.level != Level::Info).collect();
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let category = error_class(py, "KmerflowWarning")?;
+    let warn = py.import("warnings")?.getattr("warn")?;
+    for message in messages {
+        warn.call1((message.text, &category, 2))?;
+    }
+    Ok(())
+}
+
+/// The OS error number of `e`; for an error that carries only its kind (the temporary files of
+/// outputs wrap the OS error in one naming the path), the number of that kind, so that Python
+/// still picks the standard subclass (`FileNotFoundError`, `PermissionError`, ...).
+fn os_errno(e: &std::io::Error) -> Option<i32> {
+    use std::io::ErrorKind::*;
+    e.raw_os_error().or(match e.kind() {
+        NotFound => Some(libc::ENOENT),
+        PermissionDenied => Some(libc::EACCES),
+        AlreadyExists => Some(libc::EEXIST),
+        IsADirectory => Some(libc::EISDIR),
+        NotADirectory => Some(libc::ENOTDIR),
+        BrokenPipe => Some(libc::EPIPE),
+        StorageFull => Some(libc::ENOSPC),
+        ReadOnlyFilesystem => Some(libc::EROFS),
+        _ => None,
+    })
+}
+
 /// Builds the Python exception for a core error.
 pub fn to_pyerr(err: Error) -> PyErr {
     Python::attach(|py| {
         let built = match &err {
             Error::Io { path, source } => error_class(py, "KmerflowIOError").map(|cls| {
-                let errno = source.raw_os_error().unwrap_or(0);
+                let errno = os_errno(source).unwrap_or(0);
                 PyErr::from_type(cls, (errno, err.to_string(), path.clone()))
             }),
             Error::Format { .. } => error_class(py, "FormatError").map(|cls| PyErr::from_type(cls, err.to_string())),
             Error::Invalid(message) => {
                 error_class(py, "ParameterError").map(|cls| PyErr::from_type(cls, message.clone()))
             }
+            Error::Cancelled => Ok(pyo3::exceptions::PyKeyboardInterrupt::new_err(err.to_string())),
         };
         built.unwrap_or_else(|_| PyValueError::new_err(err.to_string()))
     })

@@ -4,19 +4,24 @@
 //! - [`reads`]: `ReadReader`/`Record`, batches of records crossing into Python at once.
 //! - [`tables`]: khmer's table classes over the core `KTable`.
 //! - [`hll`]: the `HLLCounter` class.
+//! - [`streaming`]: `Normalizer`, `AbundanceFilter`, `Trimmer` over batches of records.
 //! - [`hashing`]: module-level hash and prime functions.
-//! - [`commands`]: `cli_main` (console script) and `run_command` (Python command functions).
+//! - [`commands`]: `cli_main` (console script), `run_command` and `command_specs` (Python
+//!   command functions).
 //! - [`errors`]: core errors → `kmerflow.errors` exceptions.
 //!
-//! Every method that reads files or touches many k-mers releases the GIL.
+//! Every method that reads files or touches many k-mers releases the GIL; commands and file
+//! reads stop promptly on Ctrl-C ([`interrupt`]).
 
 mod batch;
 mod commands;
 mod errors;
 mod hashing;
 mod hll;
+mod interrupt;
 mod reads;
 mod seqfile;
+mod streaming;
 mod tables;
 
 use pyo3::prelude::*;
@@ -32,5 +37,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     batch::register(m)?;
     hashing::register(m)?;
     commands::register(m)?;
+    streaming::register(m)?;
     Ok(())
 }

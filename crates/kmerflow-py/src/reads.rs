@@ -4,8 +4,9 @@
 //! Python list in one go; Python iterates the list (`kmerflow.open_reads` chains them), so the
 //! per-record cost on the Python side is creating three `str` objects and one `Record`.
 
-use crate::errors::IntoPyResult;
+use crate::errors::{warn_messages, IntoPyResult};
 use kmerflow_core::io::{FastxReader, PairMode, PairedReader, Record as CoreRecord, RecordBatch};
+use kmerflow_core::run::RunContext;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
@@ -26,6 +27,13 @@ pub struct Record {
 
 #[pymethods]
 impl Record {
+    /// A record made in Python (for the streaming filters, or tests).
+    #[new]
+    #[pyo3(signature = (name, sequence, quality = None))]
+    fn py_new(name: Bound<'_, PyString>, sequence: Bound<'_, PyString>, quality: Option<Bound<'_, PyString>>) -> Self {
+        new_record(name, sequence, quality)
+    }
+
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         self.sequence.bind(py).len()
     }
@@ -41,6 +49,15 @@ impl Record {
             }
         )
     }
+}
+
+/// A record of Python strings (for records made in Rust, e.g. a trimmed copy).
+pub fn new_record(
+    name: Bound<'_, PyString>,
+    sequence: Bound<'_, PyString>,
+    quality: Option<Bound<'_, PyString>>,
+) -> Record {
+    Record { name: name.unbind(), sequence: sequence.unbind(), quality: quality.map(Bound::unbind) }
 }
 
 /// A Python `str` of ASCII-ish bytes (invalid UTF-8 is replaced, never an error).
@@ -113,14 +130,18 @@ impl ReadReader {
         };
         let path = path.to_string_lossy().into_owned();
         let mate = mate.map(|m| m.to_string_lossy().into_owned());
+        let ctx = RunContext::new();
         let source = py.detach(|| -> kmerflow_core::Result<Source> {
-            let reader = FastxReader::open(&path)?;
+            let reader = FastxReader::open_in(&path, &ctx)?;
             Ok(match (mate, mode) {
-                (Some(m), _) => Source::Pairs(PairedReader::from_two_files(reader, FastxReader::open(&m)?, min_length)),
+                (Some(m), _) => {
+                    Source::Pairs(PairedReader::from_two_files(reader, FastxReader::open_in(&m, &ctx)?, min_length))
+                }
                 (None, Some(mode)) => Source::Pairs(PairedReader::new(reader, mode, min_length)),
                 (None, None) => Source::Records(reader, min_length),
             })
         });
+        warn_messages(py, &ctx)?;
         Ok(ReadReader { source: source.py()? })
     }
 

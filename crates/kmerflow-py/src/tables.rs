@@ -7,10 +7,11 @@
 //! the core table is updated atomically, so several Python threads may count into one table.
 
 use crate::errors::IntoPyResult;
+use crate::hashing::check_ascii;
+use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
 use kmerflow_core::kmer::twobit;
 use kmerflow_core::table::{HashKind, KTable, StorageKind};
-use numpy::ndarray::ArrayView1;
 use numpy::PyArray1;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -75,19 +76,16 @@ fn load_checked(py: Python<'_>, path: PathBuf, hash: HashKind, storage: StorageK
     Ok(Table { inner })
 }
 
-/// The first `len` bytes of `seq` as a string (lossy for non-ASCII input, never a panic).
-fn prefix(seq: &str, len: usize) -> String {
-    String::from_utf8_lossy(&seq.as_bytes()[..len]).into_owned()
-}
-
 impl Table {
     /// The core table.
-    pub(crate) fn core(&self) -> &KTable {
+    pub fn inner(&self) -> &KTable {
         &self.inner
     }
 
-    /// Checks that `seq` has at least one k-mer (khmer raises `ValueError` otherwise).
+    /// Checks that `seq` is ASCII and has at least one k-mer (khmer raises `ValueError`
+    /// otherwise).
     fn check_seq(&self, seq: &str) -> PyResult<()> {
+        check_ascii(seq)?;
         let k = self.inner.ksize();
         if seq.len() < k {
             return Err(PyValueError::new_err(format!(
@@ -196,21 +194,19 @@ impl Table {
     fn consume_seqfile(&self, py: Python<'_>, path: PathBuf) -> PyResult<(u64, u64)> {
         let inner = &self.inner;
         let path = path.to_string_lossy().into_owned();
-        py.detach(|| {
+        interruptible(py, |ctx| {
             let mut n_kmers = 0;
-            let n_reads = for_each_clean_read(&path, |seq| n_kmers += inner.consume(seq))?;
+            let n_reads = for_each_clean_read(&path, ctx, |seq| n_kmers += inner.consume(seq))?;
             Ok((n_reads, n_kmers))
-        })
+        })?
         .py()
     }
 
     /// The k-mers of `seq`, in order.
-    fn get_kmers(&self, seq: &str) -> Vec<String> {
+    fn get_kmers(&self, seq: &str) -> PyResult<Vec<String>> {
+        check_ascii(seq)?;
         let k = self.inner.ksize();
-        let bytes = seq.as_bytes();
-        (0..(bytes.len() + 1).saturating_sub(k))
-            .map(|i| String::from_utf8_lossy(&bytes[i..i + k]).into_owned())
-            .collect()
+        Ok((0..(seq.len() + 1).saturating_sub(k)).map(|i| seq[i..i + k].to_owned()).collect())
     }
 
     /// The hash of every k-mer of `seq`, in order.
@@ -242,15 +238,17 @@ impl Table {
     }
 
     /// `(prefix, length)`: the longest prefix of `seq` whose k-mers all have count >= `cutoff`.
-    fn trim_on_abundance(&self, seq: &str, cutoff: u32) -> (String, usize) {
+    fn trim_on_abundance(&self, seq: &str, cutoff: u32) -> PyResult<(String, usize)> {
+        check_ascii(seq)?;
         let p = self.inner.trim_on_abundance(seq.as_bytes(), cutoff);
-        (prefix(seq, p), p)
+        Ok((seq[..p].to_owned(), p))
     }
 
     /// `(prefix, length)`: the longest prefix of `seq` whose k-mers all have count > `cutoff`.
-    fn trim_below_abundance(&self, seq: &str, cutoff: u32) -> (String, usize) {
+    fn trim_below_abundance(&self, seq: &str, cutoff: u32) -> PyResult<(String, usize)> {
+        check_ascii(seq)?;
         let p = self.inner.trim_below_abundance(seq.as_bytes(), cutoff);
-        (prefix(seq, p), p)
+        Ok((seq[..p].to_owned(), p))
     }
 
     /// khmer's k-mer abundance histogram of the reads of `path`: entry i is the number of distinct
@@ -258,13 +256,12 @@ impl Table {
     fn abundance_distribution(&self, py: Python<'_>, path: PathBuf, tracking: PyRef<'_, Table>) -> PyResult<Vec<u64>> {
         let (inner, track) = (&self.inner, &tracking.inner);
         let path = path.to_string_lossy().into_owned();
-        let mut dist = py
-            .detach(|| {
-                let mut dist = vec![0u64; DIST_LEN + 1];
-                for_each_clean_read(&path, |seq| inner.abundance_distribution_seq(seq, track, &mut dist))?;
-                Ok(dist)
-            })
-            .py()?;
+        let mut dist = interruptible(py, |ctx| {
+            let mut dist = vec![0u64; DIST_LEN + 1];
+            for_each_clean_read(&path, ctx, |seq| inner.abundance_distribution_seq(seq, track, &mut dist))?;
+            Ok(dist)
+        })?
+        .py()?;
         dist.truncate(DIST_LEN);
         Ok(dist)
     }
@@ -276,23 +273,14 @@ impl Table {
         py.detach(|| inner.save(&path)).py()
     }
 
-    /// The counters of each table as read-only numpy `uint8` arrays that share the table's
-    /// memory (no copy) and keep the table alive. Nibble tables pack two bins per byte (even bin
-    /// in the high nibble), bit tables eight (LSB first).
-    fn get_raw_tables<'py>(slf: &Bound<'py, Self>) -> PyResult<Vec<Bound<'py, PyArray1<u8>>>> {
-        let this = slf.borrow();
-        this.inner
-            .raw_tables()
-            .into_iter()
-            .map(|bytes| {
-                let view = ArrayView1::from(bytes);
-                // SAFETY: the counters live as long as the table object, which the array keeps
-                // alive as its base, and the table never reallocates them.
-                let array = unsafe { PyArray1::borrow_from_array(&view, slf.clone().into_any()) };
-                array.getattr("flags")?.setattr("writeable", false)?;
-                Ok(array)
-            })
-            .collect()
+    /// A copy of the counters of each table as numpy `uint8` arrays (the caller's to keep or
+    /// change). The copy is read atomically, so other threads may go on counting meanwhile.
+    /// Nibble tables pack two bins per byte (even bin in the high nibble), bit tables eight (LSB
+    /// first).
+    fn get_raw_tables<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyArray1<u8>>> {
+        let inner = &self.inner;
+        let copies = py.detach(|| inner.raw_tables());
+        copies.into_iter().map(|bytes| PyArray1::from_vec(py, bytes)).collect()
     }
 }
 

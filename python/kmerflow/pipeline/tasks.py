@@ -7,7 +7,6 @@ workers must see.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 from pathlib import Path
@@ -24,15 +23,14 @@ class StepFailed(Exception):
 
 def call_command(function: str, *args: Any, **options: Any) -> dict[str, Any]:
     """Run a :mod:`kmerflow.commands` function quietly and return its summary as a dict (the
-    functions return None today, so an empty dict; the one place to adapt when they return
-    typed summaries)."""
+    :class:`kmerflow.commands.RunResult`'s ``summary``; readstats' list of per-file statistics
+    as ``{"files": [...]}``)."""
     try:
         result = getattr(commands, function)(*args, quiet=True, **options)
     except Exception as e:
         raise StepFailed(str(e)) from None
-    if result is None:
-        return {}
-    return dataclasses.asdict(result) if dataclasses.is_dataclass(result) else dict(vars(result))
+    summary = result.summary
+    return summary if isinstance(summary, dict) else {"files": summary}
 
 
 def file_record(path: str | os.PathLike[str]) -> dict[str, Any]:

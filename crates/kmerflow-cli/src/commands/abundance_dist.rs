@@ -1,9 +1,10 @@
 //! `kmerflow abundance-dist`: k-mer abundance histogram of reads against a saved countgraph
 //! (khmer's abundance-dist.py).
 
-use super::counting_args::{print_messages, RunArgs};
-use crate::common::{CommonArgs, Ctx};
+use super::counting_args::RunArgs;
+use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::abundance_dist::{self, HistogramOutput};
+use serde_json::Value;
 
 /// Histogram output flags shared with `abundance-dist-single`.
 #[derive(clap::Args, Debug, Clone)]
@@ -53,15 +54,14 @@ pub struct Args {
 }
 
 /// Runs `abundance-dist`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = abundance_dist::Options {
         graph: args.graph,
         seqs: args.seqs,
         output: args.histogram.output(&args.output),
         bigcount: !args.histogram.no_bigcount,
-        threads: ctx.threads,
     };
-    let summary = abundance_dist::run(&opts)?;
-    print_messages(ctx, &summary.messages);
-    args.run.report(ctx, summary.tally, &[])
+    let summary = abundance_dist::run(&opts, &ctx.run)?;
+    args.run.report(ctx, summary.tally, &[])?;
+    summary_json(&summary)
 }

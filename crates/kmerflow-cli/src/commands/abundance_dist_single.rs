@@ -2,9 +2,10 @@
 //! abundance-dist-single.py).
 
 use super::abundance_dist::HistogramArgs;
-use super::counting_args::{print_messages, CountingArgs, RunArgs};
-use crate::common::{CommonArgs, Ctx};
+use super::counting_args::{CountingArgs, RunArgs};
+use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::abundance_dist;
+use serde_json::Value;
 
 /// Arguments of `abundance-dist-single`.
 #[derive(clap::Args, Debug, Clone)]
@@ -38,17 +39,16 @@ pub struct Args {
 }
 
 /// Runs `abundance-dist-single`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = abundance_dist::SingleOptions {
         params: args.counting.params(args.run.force),
         seqs: args.seqs,
         output: args.histogram.output(&args.output),
         bigcount: !args.histogram.no_bigcount,
         savegraph: args.savegraph,
-        threads: ctx.threads,
     };
-    let summary = abundance_dist::run_single(&opts)?;
-    print_messages(ctx, &summary.messages);
+    let summary = abundance_dist::run_single(&opts, &ctx.run)?;
     ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
-    args.run.report(ctx, summary.tally, &[("unique_kmers", summary.unique_kmers.into())])
+    args.run.report(ctx, summary.tally, &[("unique_kmers", summary.unique_kmers.into())])?;
+    summary_json(&summary)
 }

@@ -1,8 +1,9 @@
 //! `kmerflow count-median`: per-read k-mer count median, mean and standard deviation (khmer's
 //! count-median.py).
 
-use crate::common::{CommonArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::count_median;
+use serde_json::Value;
 
 /// Arguments of `count-median`.
 #[derive(clap::Args, Debug, Clone)]
@@ -28,9 +29,9 @@ pub struct Args {
 }
 
 /// Runs `count-median`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = count_median::Options { graph: args.graph, input: args.input, output: args.output };
-    let summary = count_median::run(&opts)?;
+    let summary = count_median::run(&opts, &ctx.run)?;
     ctx.info(format_args!("{} reads; {} shorter than k skipped", summary.reads, summary.short_reads));
-    Ok(())
+    summary_json(&summary)
 }

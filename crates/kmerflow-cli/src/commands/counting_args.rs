@@ -141,18 +141,6 @@ impl RunArgs {
     }
 }
 
-/// Prints the sizing messages of a run: warnings and errors always (like khmer), notes unless
-/// `-q`.
-pub fn print_messages(ctx: &mut Ctx, messages: &[String]) {
-    for m in messages {
-        if m.contains("Warning") || m.contains("WARNING") || m.contains("ERROR") {
-            eprintln!("{m}");
-        } else {
-            ctx.info(m);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

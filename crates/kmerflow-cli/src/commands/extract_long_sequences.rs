@@ -1,8 +1,9 @@
 //! `kmerflow extract-long-sequences`.
 
-use crate::common::{CommonArgs, CompressionArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::reads::extract_long::{extract_long_sequences, ExtractLongOptions};
+use serde_json::Value;
 
 /// Arguments of `extract-long-sequences` (khmer's extract-long-sequences.py).
 #[derive(Debug, ClapArgs)]
@@ -27,15 +28,14 @@ pub struct Args {
 }
 
 /// Runs `extract-long-sequences`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = ExtractLongOptions {
         inputs: args.input_filenames,
         output: args.output,
         min_length: args.length,
         compression: args.compression.compression(),
-        threads: ctx.threads,
     };
-    let sum = extract_long_sequences(&opts, &mut ctx.progress())?;
+    let sum = extract_long_sequences(&opts, &ctx.run)?;
     ctx.info(format_args!("kept {} of {} sequences", sum.kept, sum.records));
-    Ok(())
+    summary_json(&sum)
 }

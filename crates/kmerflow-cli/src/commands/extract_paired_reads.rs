@@ -1,9 +1,10 @@
 //! `kmerflow extract-paired-reads`.
 
-use crate::common::{CommonArgs, Ctx, ReadOutputArgs};
+use crate::common::{summary_json, CommonArgs, Ctx, ReadOutputArgs};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::reads::extract_paired::{extract_paired_reads, ExtractPairedOptions};
 use kmerflow_core::ops::reads::PairedInput;
+use serde_json::Value;
 
 /// Arguments of `extract-paired-reads` (khmer's extract-paired-reads.py).
 #[derive(Debug, ClapArgs)]
@@ -42,16 +43,15 @@ pub struct Args {
 }
 
 /// Runs `extract-paired-reads`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = ExtractPairedOptions {
         input: PairedInput { path: args.infile, mate: args.mate },
         output_dir: args.output_dir,
         output_paired: args.output_paired,
         output_single: args.output_single,
         compression: args.output_flags.compression.compression(),
-        threads: ctx.threads,
     };
-    let s = extract_paired_reads(&opts, &mut ctx.progress())?;
+    let s = extract_paired_reads(&opts, &ctx.run)?;
     ctx.info(format_args!(
         "DONE; read {} sequences, {} pairs and {} singletons",
         2 * s.pairs + s.singles,
@@ -59,5 +59,5 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
         s.singles
     ));
     ctx.info(format_args!("wrote to: {} and {}", s.paired_path, s.single_path));
-    Ok(())
+    summary_json(&s)
 }

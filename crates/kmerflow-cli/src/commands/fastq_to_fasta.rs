@@ -1,8 +1,9 @@
 //! `kmerflow fastq-to-fasta`.
 
-use crate::common::{CommonArgs, CompressionArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::reads::fastq_to_fasta::{fastq_to_fasta, FastqToFastaOptions};
+use serde_json::Value;
 
 /// Arguments of `fastq-to-fasta` (khmer's fastq-to-fasta.py).
 #[derive(Debug, ClapArgs)]
@@ -29,19 +30,18 @@ pub struct Args {
 }
 
 /// Runs `fastq-to-fasta`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = FastqToFastaOptions {
         input: args.input_sequence,
         output: args.output,
         keep_n: args.n_keep,
         compression: args.compression.compression(),
-        threads: ctx.threads,
     };
-    let sum = fastq_to_fasta(&opts, &mut ctx.progress())?;
+    let sum = fastq_to_fasta(&opts, &ctx.run)?;
     if opts.keep_n {
         ctx.info("No lines dropped from file.");
     } else {
         ctx.info(format_args!("{} lines dropped.", sum.dropped));
     }
-    Ok(())
+    summary_json(&sum)
 }

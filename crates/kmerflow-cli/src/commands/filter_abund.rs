@@ -1,10 +1,11 @@
 //! `kmerflow filter-abund`: trim reads at low-abundance k-mers of a saved countgraph
 //! (khmer's filter-abund.py).
 
-use crate::common::{CommonArgs, CompressionArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::Result;
+use serde_json::Value;
 
 /// The trimming flags shared by filter-abund and filter-abund-single.
 #[derive(ClapArgs, Debug, Clone)]
@@ -32,16 +33,14 @@ pub struct FilterArgs {
 }
 
 impl FilterArgs {
-    /// The core's trimming parameters, with the threads and quietness of `ctx`.
-    pub fn params(&self, ctx: &Ctx) -> FilterParams {
+    /// The core's trimming parameters.
+    pub fn params(&self) -> FilterParams {
         FilterParams {
             cutoff: self.cutoff,
             variable_coverage: self.variable_coverage,
             normalize_to: self.normalize_to,
             output: self.output.clone(),
             compression: self.compression.compression(),
-            threads: ctx.threads,
-            quiet: ctx.quiet,
             report_json: self.report_json.clone(),
         }
     }
@@ -74,8 +73,8 @@ pub struct Args {
 }
 
 /// Runs `filter-abund` (output is identical for any number of threads).
-pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
-    let filter = args.filter.params(ctx);
+pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
+    let filter = args.filter.params();
     let opts = filter_abund::Options { graph: args.graph, inputs: args.inputs, filter };
-    filter_abund::run(&opts).map(|_| ())
+    filter_abund::run(&opts, &ctx.run).and_then(|s| summary_json(&s))
 }

@@ -3,10 +3,11 @@
 
 use super::counting_args::CountingArgs;
 use super::filter_abund::FilterArgs;
-use crate::common::{CommonArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::filter_abund;
 use kmerflow_core::Result;
+use serde_json::Value;
 
 /// Count k-mers of a file and trim its reads at k-mers below the cutoff.
 #[derive(ClapArgs, Debug, Clone)]
@@ -35,12 +36,12 @@ pub struct Args {
 }
 
 /// Runs `filter-abund-single` (output is identical for any number of threads).
-pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
     let opts = filter_abund::SingleOptions {
         table: args.counting.params(args.filter.force),
-        filter: args.filter.params(ctx),
+        filter: args.filter.params(),
         input: args.input,
         savegraph: args.savegraph,
     };
-    filter_abund::run_single(&opts).map(|_| ())
+    filter_abund::run_single(&opts, &ctx.run).and_then(|s| summary_json(&s))
 }

@@ -1,8 +1,9 @@
 //! `kmerflow interleave-reads`.
 
-use crate::common::{CommonArgs, Ctx, ReadOutputArgs};
+use crate::common::{summary_json, CommonArgs, Ctx, ReadOutputArgs};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::reads::interleave::{interleave_reads, InterleaveOptions};
+use serde_json::Value;
 
 /// Arguments of `interleave-reads` (khmer's interleave-reads.py).
 #[derive(Debug, ClapArgs)]
@@ -33,16 +34,15 @@ pub struct Args {
 }
 
 /// Runs `interleave-reads`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = InterleaveOptions {
         left: args.left,
         right: args.right,
         output: args.output,
         no_reformat: args.no_reformat,
         compression: args.output_flags.compression.compression(),
-        threads: ctx.threads,
     };
-    let pairs = interleave_reads(&opts, &mut ctx.progress())?;
-    ctx.info(format_args!("final: interleaved {pairs} pairs"));
-    Ok(())
+    let pairs = interleave_reads(&opts, &ctx.run)?;
+    ctx.info(format_args!("final: interleaved {} pairs", pairs.pairs));
+    summary_json(&pairs)
 }

@@ -1,8 +1,9 @@
 //! `kmerflow load-graph`: build a nodegraph and tagset (khmer's load-graph.py).
 
-use super::counting_args::{print_messages, GraphArgs, RunArgs};
-use crate::common::{CommonArgs, Ctx};
+use super::counting_args::{GraphArgs, RunArgs};
+use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::load_graph;
+use serde_json::Value;
 
 /// Arguments of `load-graph`.
 #[derive(clap::Args, Debug, Clone)]
@@ -33,17 +34,20 @@ pub struct Args {
 }
 
 /// Runs `load-graph`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = load_graph::Options {
         params: args.graph.params(args.run.force),
         output: args.output,
         inputs: args.inputs,
         build_tagset: !args.no_build_tagset,
-        threads: ctx.threads,
     };
-    let summary = load_graph::run(&opts)?;
-    print_messages(ctx, &summary.messages);
+    let summary = load_graph::run(&opts, &ctx.run)?;
     ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
     ctx.info(format_args!("false positive rate estimated to be {:.3}", summary.fp_rate));
-    args.run.report(ctx, summary.tally, &[("unique_kmers", summary.unique_kmers.into()), ("tags", summary.tags.into())])
+    args.run.report(
+        ctx,
+        summary.tally,
+        &[("unique_kmers", summary.unique_kmers.into()), ("tags", summary.tags.into())],
+    )?;
+    summary_json(&summary)
 }

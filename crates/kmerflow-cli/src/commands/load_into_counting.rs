@@ -1,9 +1,10 @@
 //! `kmerflow load-into-counting`: count k-mers into a saved countgraph (khmer's
 //! load-into-counting.py).
 
-use super::counting_args::{print_messages, CountingArgs, LayoutArgs, RunArgs, SummaryFormatArg};
-use crate::common::{CommonArgs, Ctx};
+use super::counting_args::{CountingArgs, LayoutArgs, RunArgs, SummaryFormatArg};
+use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::count;
+use serde_json::Value;
 
 /// `-s` formats.
 /// Arguments of `load-into-counting`.
@@ -52,18 +53,16 @@ pub struct Args {
 }
 
 /// Runs `load-into-counting`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = count::Options {
         params: args.counting.params(args.run.force),
         output: args.output.clone(),
         inputs: args.inputs,
-        threads: ctx.threads,
         bigcount: !args.no_bigcount,
         summary: args.summary_info.map(Into::into),
         layout: args.layout.layout,
     };
-    let summary = count::run(&opts)?;
-    print_messages(ctx, &summary.messages);
+    let summary = count::run(&opts, &ctx.run)?;
     ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
     ctx.info(format_args!("fp rate estimated to be {:.3}", summary.fp_rate));
     ctx.info(format_args!("wrote to: {}.info", args.output));
@@ -71,5 +70,6 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
         ctx,
         summary.tally,
         &[("unique_kmers", summary.unique_kmers.into()), ("fp_rate", summary.fp_rate.into())],
-    )
+    )?;
+    summary_json(&summary)
 }

@@ -2,8 +2,9 @@
 //!
 //! Each command lives in its own module exposing `Args` (clap derive, with a `common` field
 //! holding [`crate::common::CommonArgs`] or a variant with a `settings()` method) and
-//! `run(args, &mut Ctx) -> kmerflow_core::Result<()>`, which maps the flags to the options of
-//! a `kmerflow_core::ops` function. To add a command, add its module and one line to the
+//! `run(args, &mut Ctx) -> kmerflow_core::Result<serde_json::Value>`, which maps the flags to the
+//! options of a `kmerflow_core::ops` function, runs it within the run context and returns its
+//! summary. To add a command, add its module and one line to the
 //! `commands!` list below: its name (khmer's script name without `.py`), the variant and the
 //! module; the line's doc comment is the command's one-line description.
 
@@ -46,8 +47,8 @@ macro_rules! commands {
                 }
             }
 
-            /// Runs the command.
-            pub fn run(self, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+            /// Runs the command; returns its summary as JSON.
+            pub fn run(self, ctx: &mut Ctx) -> kmerflow_core::Result<serde_json::Value> {
                 match self {
                     $(Command::$variant(a) => $module::run(a, ctx),)*
                 }

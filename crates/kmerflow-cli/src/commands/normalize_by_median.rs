@@ -1,10 +1,11 @@
 //! `kmerflow normalize-by-median`: khmer's digital normalization (normalize-by-median.py).
 
 use super::counting_args::{CountingArgs, LayoutArgs};
-use crate::common::{CommonArgs, CompressionArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::diginorm;
 use kmerflow_core::Result;
+use serde_json::Value;
 
 /// Discard reads whose median k-mer abundance already reaches the cutoff (digital normalization).
 #[derive(ClapArgs, Debug, Clone)]
@@ -76,7 +77,7 @@ pub struct Args {
 }
 
 /// Runs `normalize-by-median` (output is identical for any number of threads).
-pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
     let opts = diginorm::Options {
         table: args.counting.params(args.force),
         cutoff: args.cutoff,
@@ -90,12 +91,10 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
         output: args.output,
         compression: args.compression.compression(),
         force: args.force,
-        threads: ctx.threads,
         batched: args.batched,
-        quiet: ctx.quiet,
         report_json: args.report_json,
         layout: args.layout.layout,
         inputs: args.inputs,
     };
-    diginorm::run(&opts).map(|_| ())
+    diginorm::run(&opts, &ctx.run).and_then(|s| summary_json(&s))
 }

@@ -1,8 +1,9 @@
 //! `kmerflow readstats`.
 
-use crate::common::{CommonArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::reads::readstats::{readstats, ReadstatsOptions};
+use serde_json::Value;
 
 /// Arguments of `readstats` (khmer's readstats.py).
 #[derive(Debug, ClapArgs)]
@@ -28,8 +29,7 @@ pub struct Args {
 }
 
 /// Runs `readstats`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
-    let opts = ReadstatsOptions { inputs: args.filenames, output: args.output, csv: args.csv, threads: ctx.threads };
-    readstats(&opts, &mut ctx.progress())?;
-    Ok(())
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
+    let opts = ReadstatsOptions { inputs: args.filenames, output: args.output, csv: args.csv };
+    summary_json(&readstats(&opts, &ctx.run)?)
 }

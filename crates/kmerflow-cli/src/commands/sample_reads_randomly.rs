@@ -1,9 +1,10 @@
 //! `kmerflow sample-reads-randomly`.
 
-use crate::common::{CommonArgs, CompressionArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::reads::paired_inputs;
 use kmerflow_core::ops::reads::sample::{sample_reads_randomly, SampleOptions, DEFAULT_SEED};
+use serde_json::Value;
 
 /// Arguments of `sample-reads-randomly` (khmer's sample-reads-randomly.py).
 #[derive(Debug, ClapArgs)]
@@ -59,7 +60,7 @@ pub struct Args {
 }
 
 /// Runs `sample-reads-randomly`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = SampleOptions {
         inputs: paired_inputs(&args.filenames, &args.mate)?,
         num_reads: args.num_reads,
@@ -71,12 +72,12 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
         force: args.force,
         compression: args.compression.compression(),
     };
-    let s = sample_reads_randomly(&opts, &mut ctx.progress())?;
+    let s = sample_reads_randomly(&opts, &ctx.run)?;
     if s.hit_limit {
         ctx.info(format_args!("reached upper limit of {} reads (see -M)", opts.max_reads));
     }
     for (path, n) in &s.outputs {
         ctx.info(format_args!("Writing {n} sequences to {path}"));
     }
-    Ok(())
+    summary_json(&s)
 }

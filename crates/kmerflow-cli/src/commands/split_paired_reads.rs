@@ -1,8 +1,9 @@
 //! `kmerflow split-paired-reads`.
 
-use crate::common::{CommonArgs, Ctx, ReadOutputArgs};
+use crate::common::{summary_json, CommonArgs, Ctx, ReadOutputArgs};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::reads::split_paired::{split_paired_reads, SplitPairedOptions};
+use serde_json::Value;
 
 /// Arguments of `split-paired-reads` (khmer's split-paired-reads.py).
 #[derive(Debug, ClapArgs)]
@@ -38,7 +39,7 @@ pub struct Args {
 }
 
 /// Runs `split-paired-reads`.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = SplitPairedOptions {
         input: args.infile,
         output_dir: args.output_directory,
@@ -46,9 +47,8 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
         output_second: args.output_second,
         output_orphans: args.output_orphaned,
         compression: args.output_flags.compression.compression(),
-        threads: ctx.threads,
     };
-    let s = split_paired_reads(&opts, &mut ctx.progress())?;
+    let s = split_paired_reads(&opts, &ctx.run)?;
     ctx.info(format_args!(
         "DONE; split {} sequences ({} left, {} right, {} orphans)",
         s.left + s.right,
@@ -56,5 +56,5 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
         s.right,
         s.orphans
     ));
-    Ok(())
+    summary_json(&s)
 }

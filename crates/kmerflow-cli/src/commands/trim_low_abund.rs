@@ -1,10 +1,11 @@
 //! `kmerflow trim-low-abund`: streaming two-pass k-mer trimming (khmer's trim-low-abund.py).
 
 use super::counting_args::{CountingArgs, SummaryFormatArg};
-use crate::common::{CommonArgs, CompressionArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::trim_low_abund;
 use kmerflow_core::Result;
+use serde_json::Value;
 
 /// `--summary-info` values.
 /// Trim low-abundance k-mers from reads in two streaming passes.
@@ -84,7 +85,7 @@ pub struct Args {
 }
 
 /// Runs `trim-low-abund` (output is identical for any number of threads).
-pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
     let opts = trim_low_abund::Options {
         table: args.counting.params(args.force),
         cutoff: args.cutoff,
@@ -99,11 +100,9 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<()> {
         output: args.output,
         compression: args.compression.compression(),
         summary_info: args.summary_info.map(Into::into),
-        threads: ctx.threads,
         batched: args.batched,
-        quiet: ctx.quiet,
         report_json: args.report_json,
         inputs: args.inputs,
     };
-    trim_low_abund::run(&opts).map(|_| ())
+    trim_low_abund::run(&opts, &ctx.run).and_then(|s| summary_json(&s))
 }

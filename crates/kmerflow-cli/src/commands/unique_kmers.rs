@@ -1,10 +1,11 @@
 //! `kmerflow unique-kmers`: HyperLogLog estimate of distinct k-mers (khmer's unique-kmers.py).
 
-use crate::common::{CommonArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::io::{Compression, OutputFile};
 use kmerflow_core::ops::count::write_text;
 use kmerflow_core::ops::unique_kmers;
 use kmerflow_core::Error;
+use serde_json::Value;
 use std::io::Write;
 
 /// khmer's default k for unique-kmers: `$KHMER_KSIZE` when set to a number, else 32.
@@ -46,16 +47,15 @@ pub struct Args {
 
 /// Runs `unique-kmers`. The estimates are the command's result, so they are printed even with
 /// `-q`, as khmer does.
-pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = unique_kmers::Options {
         ksize: args.ksize,
         error_rate: args.error_rate,
         inputs: args.inputs,
-        threads: ctx.threads,
         stream_records: args.stream_records,
     };
     let mut stdout = args.stream_records.then(|| OutputFile::create_with("-", Compression::None)).transpose()?;
-    let summary = unique_kmers::run(&opts, |records| match &mut stdout {
+    let summary = unique_kmers::run(&opts, &ctx.run, |records| match &mut stdout {
         Some(out) => out.write_all(records).map_err(|e| Error::io("stdout", e)),
         None => Ok(()),
     })?;
@@ -65,17 +65,17 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<()> {
     let k = args.ksize;
     let mut report = String::new();
     for file in &summary.files {
-        eprintln!("Estimated number of unique {k}-mers in {}: {}", file.path, file.cardinality);
+        ctx.result(format_args!("Estimated number of unique {k}-mers in {}: {}", file.path, file.cardinality));
         report.push_str(&format!("{} {k} (total)\n", file.cardinality));
     }
-    eprintln!("Total estimated number of unique {k}-mers: {}", summary.total);
+    ctx.result(format_args!("Total estimated number of unique {k}-mers: {}", summary.total));
     let sizing = unique_kmers::sizing_report(summary.total, args.error_rate);
     if args.diagnostics {
-        eprintln!("{sizing}");
+        ctx.result(&sizing);
     }
     if let Some(path) = &args.report {
         report.push_str(&format!("{} {k} total\n{sizing}\n", summary.total));
         write_text(path, report)?;
     }
-    Ok(())
+    summary_json(&summary)
 }

@@ -2,15 +2,16 @@
 //! field), so that members can be decompressed, and compressed, in parallel.
 //!
 //! * [`is_bgzf`] recognises a BGZF member header; [`decoder`] then decompresses the stream
-//!   on the io threads ([`super::threads`]), member groups in parallel with libdeflate, in
+//!   on the run's threads ([`RunContext::threads`]), member groups in parallel with libdeflate, in
 //!   order, through [`crate::pipeline::run_ordered_as`].
 //! * [`BgzfWriter`] is the parallel `.gz` writer: it cuts its input into blocks of
 //!   [`BLOCK_INPUT`] bytes, compresses groups of blocks on worker threads and writes the
 //!   members in order, ending with the standard empty end-of-file member. Any gzip reader
 //!   decompresses the result (a multi-member gzip file) to exactly the bytes written.
 
-use crate::pipeline::metrics::{self, PipelineMetrics, StageMetrics};
 use crate::pipeline::run_ordered_as;
+use crate::run::metrics::{self, PipelineMetrics, StageMetrics};
+use crate::run::RunContext;
 use crate::{Error, Result};
 use crossbeam_channel::{bounded, Receiver, Sender};
 use std::collections::BTreeMap;
@@ -134,11 +135,12 @@ fn trailer_u32(member: &[u8], offset: usize) -> u32 {
 }
 
 /// A decompressed BGZF stream over `raw` (positioned at a member start), decompressed on
-/// `threads` workers of a background pipeline. Should plain gzip members follow the BGZF ones
+/// the threads of `ctx` in a background pipeline. Should plain gzip members follow the BGZF ones
 /// (files concatenated with `cat`), the rest of the stream is decompressed sequentially.
-pub fn decoder(mut raw: Box<dyn Read + Send>, path: &str, threads: usize) -> Box<dyn Read + Send> {
+pub fn decoder(mut raw: Box<dyn Read + Send>, path: &str, ctx: &RunContext) -> Box<dyn Read + Send> {
     let (tx, rx) = bounded::<io::Result<Vec<u8>>>(2);
     let path = path.to_string();
+    let ctx = ctx.clone();
     let spawned = std::thread::Builder::new().name("kmerflow-bgzf".into()).spawn({
         let tx = tx.clone();
         move || {
@@ -149,10 +151,11 @@ pub fn decoder(mut raw: Box<dyn Read + Send>, path: &str, threads: usize) -> Box
                 move |group: Vec<Vec<u8>>| decode_group(&mut d, &group)
             };
             let sent = |out: Vec<u8>| tx.send(Ok(out)).map_err(|_| Error::invalid("reader gone"));
-            let result = run_ordered_as("bgzf-decompress", groups, threads, make, sent).and_then(|_| match plain {
-                Some(start) => decode_plain(io::Cursor::new(start).chain(raw), &tx),
-                None => Ok(()),
-            });
+            let result =
+                run_ordered_as(&ctx, "bgzf-decompress", groups, ctx.threads(), make, sent).and_then(|_| match plain {
+                    Some(start) => decode_plain(io::Cursor::new(start).chain(raw), &tx),
+                    None => Ok(()),
+                });
             if let Err(e) = result {
                 let _ = tx.send(Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())));
             }
@@ -238,14 +241,15 @@ pub struct BgzfWriter<W: Write> {
     sent: u64,
     written: u64,
     metrics: PipelineMetrics,
+    ctx: RunContext,
     #[cfg(feature = "metrics")]
     started: std::time::Instant,
 }
 
 impl<W: Write> BgzfWriter<W> {
-    /// A writer compressing on `threads` worker threads into `inner`.
-    pub fn new(inner: W, threads: usize) -> io::Result<Self> {
-        let threads = threads.max(1);
+    /// A writer compressing into `inner` on the threads of `ctx` (which records its metrics).
+    pub fn new(inner: W, ctx: &RunContext) -> io::Result<Self> {
+        let threads = ctx.threads();
         let (jobs, job_rx) = bounded::<(u64, Vec<u8>)>(threads);
         let (done_tx, done) = bounded::<Done>(2 * threads);
         let workers = (0..threads)
@@ -266,6 +270,7 @@ impl<W: Write> BgzfWriter<W> {
             sent: 0,
             written: 0,
             metrics: PipelineMetrics::new(threads),
+            ctx: ctx.clone(),
             #[cfg(feature = "metrics")]
             started: std::time::Instant::now(),
         })
@@ -317,7 +322,7 @@ impl<W: Write> BgzfWriter<W> {
         {
             self.metrics.wall = self.started.elapsed();
         }
-        metrics::record_pipeline("gzip-compress", &self.metrics);
+        self.ctx.metrics().record_pipeline("gzip-compress", &self.metrics);
         Ok(self.inner)
     }
 }
@@ -377,7 +382,7 @@ mod tests {
     }
 
     fn bgzf(data: &[u8], threads: usize) -> Vec<u8> {
-        let mut w = BgzfWriter::new(Vec::new(), threads).unwrap();
+        let mut w = BgzfWriter::new(Vec::new(), &RunContext::new().threads_set_to(threads)).unwrap();
         for piece in data.chunks(7777) {
             w.write_all(piece).unwrap();
         }
@@ -405,16 +410,22 @@ mod tests {
         let gz = bgzf(&data, 2);
         for threads in [1, 2, 4] {
             let mut back = Vec::new();
-            decoder(Box::new(io::Cursor::new(gz.clone())), "x.gz", threads).read_to_end(&mut back).unwrap();
+            decoder(Box::new(io::Cursor::new(gz.clone())), "x.gz", &RunContext::new().threads_set_to(threads))
+                .read_to_end(&mut back)
+                .unwrap();
             assert_eq!(back, data, "threads = {threads}");
         }
         let mut bad = gz.clone();
         bad[HEADER_LEN + 100] ^= 0x55;
-        let err = decoder(Box::new(io::Cursor::new(bad)), "x.gz", 2).read_to_end(&mut Vec::new()).unwrap_err();
+        let err = decoder(Box::new(io::Cursor::new(bad)), "x.gz", &RunContext::new().threads_set_to(2))
+            .read_to_end(&mut Vec::new())
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert!(err.to_string().contains("CRC"), "{err}");
         let cut = gz[..gz.len() - 40].to_vec();
-        let err = decoder(Box::new(io::Cursor::new(cut)), "x.gz", 2).read_to_end(&mut Vec::new()).unwrap_err();
+        let err = decoder(Box::new(io::Cursor::new(cut)), "x.gz", &RunContext::new().threads_set_to(2))
+            .read_to_end(&mut Vec::new())
+            .unwrap_err();
         assert!(err.to_string().contains("truncated BGZF block"), "{err}");
     }
 
@@ -429,12 +440,16 @@ mod tests {
         joined.extend_from_slice(&plain);
         for threads in [1, 2] {
             let mut back = Vec::new();
-            decoder(Box::new(io::Cursor::new(joined.clone())), "x.gz", threads).read_to_end(&mut back).unwrap();
+            decoder(Box::new(io::Cursor::new(joined.clone())), "x.gz", &RunContext::new().threads_set_to(threads))
+                .read_to_end(&mut back)
+                .unwrap();
             assert_eq!(back, [&first[..], &second, &second].concat(), "threads = {threads}");
         }
         let mut cut = bgzf(&first, 2);
         cut.extend_from_slice(&plain[..plain.len() - 20]);
-        let err = decoder(Box::new(io::Cursor::new(cut)), "x.gz", 2).read_to_end(&mut Vec::new()).unwrap_err();
+        let err = decoder(Box::new(io::Cursor::new(cut)), "x.gz", &RunContext::new().threads_set_to(2))
+            .read_to_end(&mut Vec::new())
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
     }
 }

@@ -8,8 +8,8 @@
 use super::bgzf::{self, BgzfWriter};
 use super::gzip::GzipMembers;
 use super::pump::advise_sequential;
-use crate::pipeline::metrics::{register_input, InputCounters};
-use crate::pipeline::progress;
+use crate::run::metrics::InputCounters;
+use crate::run::RunContext;
 use crate::{Error, Result};
 use std::fs::File;
 use std::io::{self, Cursor, Read, Write};
@@ -78,15 +78,15 @@ impl Compression {
 
 /// Opens `path` (`-` = stdin) and returns the decompressed byte stream, the compression being
 /// detected from magic bytes. Errors name the path. BGZF files are decompressed in parallel on
-/// [`super::threads`] threads.
-pub fn open_input(path: &str) -> Result<Box<dyn Read + Send>> {
-    open_counted(path).map(|(r, _)| r)
+/// the threads of `ctx`, whose metrics and progress count the bytes read.
+pub fn open_input(path: &str, ctx: &RunContext) -> Result<Box<dyn Read + Send>> {
+    open_counted(path, ctx).map(|(r, _)| r)
 }
 
-/// [`open_input`], also returning the input's counters in the metrics registry (the bytes
-/// read from the file are counted there and in [`progress`]).
-pub(crate) fn open_counted(path: &str) -> Result<(Box<dyn Read + Send>, Arc<InputCounters>)> {
-    let counters = register_input();
+/// [`open_input`], also returning the input's counters in the run's metrics (the bytes read
+/// from the file are counted there and in the run's progress).
+pub(crate) fn open_counted(path: &str, ctx: &RunContext) -> Result<(Box<dyn Read + Send>, Arc<InputCounters>)> {
+    let counters = ctx.metrics().register_input();
     let (file, size): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
         (Box::new(io::stdin()), None)
     } else {
@@ -96,9 +96,9 @@ pub(crate) fn open_counted(path: &str) -> Result<(Box<dyn Read + Send>, Arc<Inpu
         (Box::new(file), size)
     };
     if let Some(size) = size {
-        progress::add_input_size(size);
+        ctx.progress().add_input_size(size);
     }
-    let mut raw: Box<dyn Read + Send> = Box::new(Counted { inner: file, counters: counters.clone() });
+    let mut raw: Box<dyn Read + Send> = Box::new(Counted { inner: file, counters: counters.clone(), ctx: ctx.clone() });
     let mut magic = [0u8; MAGIC_LEN];
     let n = read_up_to(&mut raw, &mut magic).map_err(|e| Error::io(path, e))?;
     let compression = Compression::sniff(&magic[..n]);
@@ -110,8 +110,8 @@ pub(crate) fn open_counted(path: &str) -> Result<(Box<dyn Read + Send>, Arc<Inpu
     let buffered = io::BufReader::with_capacity(1 << 20, stream);
     let decoded: Box<dyn Read + Send> = match compression {
         Compression::None => return Ok((Box::new(buffered), counters)),
-        Compression::Gzip if parallel => bgzf::decoder(Box::new(buffered), path, super::threads()),
-        Compression::Gzip => Box::new(GzipMembers::new(buffered, path)),
+        Compression::Gzip if parallel => bgzf::decoder(Box::new(buffered), path, ctx),
+        Compression::Gzip => Box::new(GzipMembers::new(buffered, path, ctx)),
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered)),
         Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(buffered)),
         Compression::Zstd => {
@@ -125,13 +125,14 @@ pub(crate) fn open_counted(path: &str) -> Result<(Box<dyn Read + Send>, Arc<Inpu
 struct Counted {
     inner: Box<dyn Read + Send>,
     counters: Arc<InputCounters>,
+    ctx: RunContext,
 }
 
 impl Read for Counted {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.counters.compressed.fetch_add(n as u64, Ordering::Relaxed);
-        progress::add_read(n as u64);
+        self.ctx.progress().add_read(n as u64);
         Ok(n)
     }
 }
@@ -182,9 +183,12 @@ impl<R: Read> Read for Corruption<R> {
 }
 
 /// The error for a failed read of input `path`: corrupt data (`InvalidData`) is a format
-/// error, anything else an I/O error.
+/// error, a read given up because the run was cancelled is [`Error::Cancelled`], anything else
+/// an I/O error.
 pub(crate) fn read_error(path: &str, e: io::Error) -> Error {
-    if e.kind() == io::ErrorKind::InvalidData {
+    if super::pump::is_cancelled_read(&e) {
+        Error::Cancelled
+    } else if e.kind() == io::ErrorKind::InvalidData {
         Error::format(path, None, None, e.to_string())
     } else {
         Error::io(path, e)
@@ -198,16 +202,16 @@ pub(crate) enum Encoder<W: Write> {
     Bzip2(bzip2::write::BzEncoder<W>),
     Xz(liblzma::write::XzEncoder<W>),
     Zstd(zstd::stream::write::Encoder<'static, W>),
-    /// gzip compressed in parallel (BGZF), when more than one io thread is set.
+    /// gzip compressed in parallel (BGZF), when the run has more than one thread.
     Bgzf(BgzfWriter<W>),
 }
 
 impl<W: Write> Encoder<W> {
-    /// Wraps `inner` for `compression`.
-    pub(crate) fn new(inner: W, compression: Compression) -> io::Result<Self> {
+    /// Wraps `inner` for `compression`, compressing gzip on the threads of `ctx`.
+    pub(crate) fn new(inner: W, compression: Compression, ctx: &RunContext) -> io::Result<Self> {
         Ok(match compression {
             Compression::None => Encoder::Plain(inner),
-            Compression::Gzip if super::threads() > 1 => Encoder::Bgzf(BgzfWriter::new(inner, super::threads())?),
+            Compression::Gzip if ctx.threads() > 1 => Encoder::Bgzf(BgzfWriter::new(inner, ctx)?),
             Compression::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(inner, flate2::Compression::new(3))),
             Compression::Bzip2 => Encoder::Bzip2(bzip2::write::BzEncoder::new(inner, bzip2::Compression::best())),
             Compression::Xz => Encoder::Xz(liblzma::write::XzEncoder::new(inner, 3)),
@@ -277,10 +281,10 @@ impl<W: Write> Drop for FinishOnDrop<W> {
     }
 }
 
-/// Wraps `inner` in an encoder for `compression` (fast levels suited to pipelines); the
-/// compressed stream is completed when the returned writer is dropped.
+/// Wraps `inner` in an encoder for `compression` (fast levels suited to pipelines; one
+/// thread); the compressed stream is completed when the returned writer is dropped.
 pub fn encoder(inner: Box<dyn Write + Send>, compression: Compression) -> io::Result<Box<dyn Write + Send>> {
-    Ok(Box::new(FinishOnDrop(Some(Encoder::new(inner, compression)?))))
+    Ok(Box::new(FinishOnDrop(Some(Encoder::new(inner, compression, &RunContext::new())?))))
 }
 
 #[cfg(test)]
@@ -307,7 +311,7 @@ mod tests {
         std::fs::write(&path, &gz[..gz.len() - 6]).unwrap();
         let name = path.to_str().unwrap();
         let mut out = Vec::new();
-        let err = open_input(name).unwrap().read_to_end(&mut out).unwrap_err();
+        let err = open_input(name, &RunContext::new()).unwrap().read_to_end(&mut out).unwrap_err();
         std::fs::remove_file(&path).unwrap();
         let err = read_error(name, err);
         assert!(matches!(err, Error::Format { .. }), "{err:?}");
@@ -337,8 +341,63 @@ mod tests {
             w.write_all(b">a\nACGT\n").unwrap();
             drop(w);
             let mut text = String::new();
-            open_input(path.to_str().unwrap()).unwrap().read_to_string(&mut text).unwrap();
+            open_input(path.to_str().unwrap(), &RunContext::new()).unwrap().read_to_string(&mut text).unwrap();
             assert_eq!(text, ">a\nACGT\n", "{c:?}");
         }
+    }
+
+    #[test]
+    fn the_run_counts_the_bytes_of_a_compressed_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.fq.gz");
+        let text = b"@r1\nACGT\n+\nIIII\n@r2\nGG\n+\nII\n".repeat(1000);
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(&text).unwrap();
+        let gz = enc.finish().unwrap();
+        std::fs::write(&path, &gz).unwrap();
+        let name = path.to_str().unwrap();
+        let ctx = RunContext::new();
+        let mut reader = crate::io::FastxReader::open_in(name, &ctx).unwrap();
+        while reader.next_batch().unwrap().is_some() {}
+        drop(reader);
+        assert_eq!(ctx.progress().snapshot(), (gz.len() as u64, gz.len() as u64));
+        let Some(report) = ctx.metrics().report() else { return };
+        let input = report["inputs"].as_array().unwrap().iter().find(|i| i["path"] == name).cloned().unwrap();
+        assert_eq!(input["compression"], "gzip");
+        assert_eq!(input["bytes_compressed"], gz.len() as u64);
+        assert_eq!(input["bytes_decompressed"], text.len() as u64);
+        assert!(input["reader_thread"]["busy_s"].as_f64().unwrap() > 0.0);
+    }
+
+    #[test]
+    fn a_cancelled_run_stops_waiting_on_a_stalled_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("stalled");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo only reads the path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // A writer that sends one record and then stalls, holding the FIFO open.
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let mut w = File::options().write(true).open(&fifo).unwrap();
+                w.write_all(b"@r\nACGTACGTACGT\n+\nIIIIIIIIIIII\n").unwrap();
+                std::thread::sleep(std::time::Duration::from_secs(3));
+            })
+        };
+        let ctx = RunContext::new();
+        let canceller = {
+            let ctx = ctx.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                ctx.cancel();
+            })
+        };
+        let started = std::time::Instant::now();
+        let err = crate::io::FastxReader::open_in(fifo.to_str().unwrap(), &ctx).err().unwrap();
+        assert!(err.is_cancelled(), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+        canceller.join().unwrap();
+        writer.join().unwrap();
     }
 }

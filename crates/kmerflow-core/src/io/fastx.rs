@@ -4,6 +4,7 @@ use super::compress::{open_counted, read_error};
 use super::limits;
 use super::parse::{is_space, show, Position, Scanner, Span};
 use super::pump::Pump;
+use crate::run::RunContext;
 use crate::{Error, Result};
 use crossbeam_channel::Sender;
 
@@ -188,29 +189,38 @@ pub struct FastxReader {
 }
 
 impl FastxReader {
-    /// Opens `path` (`-` = stdin). Compression is sniffed from magic bytes and the format from
-    /// the content. An input that is empty after decompression (or only whitespace) has no
-    /// records: a warning naming the file is printed, as khmer does, and the run goes on.
+    /// Opens `path` (`-` = stdin) outside any run (one thread, its own metrics, its messages
+    /// dropped). Compression is sniffed from magic bytes and the format from the content.
     pub fn open(path: &str) -> Result<Self> {
-        let (input, counters) = open_counted(path)?;
-        Self::start(path, Pump::spawn_counted(input, counters))
+        Self::open_in(path, &RunContext::new())
+    }
+
+    /// [`FastxReader::open`] within the run `ctx`: its threads decompress BGZF, its metrics and
+    /// progress count the bytes, and waiting for input ends with [`Error::Cancelled`] once it
+    /// is cancelled. An input that is empty after decompression (or only whitespace) has no
+    /// records: a warning naming the file goes to `ctx`, as khmer prints one, and the run goes on.
+    pub fn open_in(path: &str, ctx: &RunContext) -> Result<Self> {
+        let (input, counters) = open_counted(path, ctx)?;
+        Self::start(path, Pump::spawn_counted(input, counters, ctx.cancel_token().clone()), ctx)
     }
 
     /// Reads the records of `input`, an already decompressed stream that messages call
-    /// `path`, cut into chunks of `chunk_size` bytes: the records are the same for any chunk
-    /// size, and small ones put chunk boundaries inside records (tests, fuzzing).
+    /// `path`, cut into chunks of `chunk_size` bytes, outside any run: the records are the same
+    /// for any chunk size, and small ones put chunk boundaries inside records (tests, fuzzing).
     pub fn from_stream(path: &str, input: Box<dyn std::io::Read + Send>, chunk_size: usize) -> Result<Self> {
-        Self::start(path, Pump::spawn_sized(input, Default::default(), chunk_size))
+        let pump = Pump::spawn_sized(input, Default::default(), chunk_size, Default::default());
+        Self::start(path, pump, &RunContext::new())
     }
 
-    /// Detects the format from the first non-blank byte the pump delivers.
-    fn start(path: &str, mut pump: Pump) -> Result<Self> {
+    /// Detects the format from the first non-blank byte the pump delivers; the empty-input
+    /// warning goes to `ctx`.
+    fn start(path: &str, mut pump: Pump, ctx: &RunContext) -> Result<Self> {
         let max_record = limits::max_record_bytes()?;
         let mut line = 1;
         loop {
             let Some(chunk) = pump.next_chunk().map_err(|e| read_error_at(path, e, Position { record: 1, line }))?
             else {
-                eprintln!("WARNING: {path} is empty (no records)");
+                ctx.warning(format!("WARNING: {path} is empty (no records)"));
                 let recycle = pump.recycler();
                 let pos = Position { record: 1, line };
                 return Ok(FastxReader {
@@ -414,9 +424,10 @@ fn next_fasta_header(prev: &[u8], next: &[u8]) -> Option<usize> {
     memchr::memmem::find(next, b"\n>").map(|i| i + 1)
 }
 
-/// Reads every record of `path` in order and calls `f` on each; returns the number of records.
-pub fn for_each_record(path: &str, mut f: impl FnMut(Record<'_>) -> Result<()>) -> Result<u64> {
-    let mut reader = FastxReader::open(path)?;
+/// Reads every record of `path` in order within the run `ctx` and calls `f` on each; returns
+/// the number of records.
+pub fn for_each_record(path: &str, ctx: &RunContext, mut f: impl FnMut(Record<'_>) -> Result<()>) -> Result<u64> {
+    let mut reader = FastxReader::open_in(path, ctx)?;
     let mut n = 0;
     while let Some(batch) = reader.next_batch()? {
         for rec in batch.iter() {
@@ -440,7 +451,7 @@ mod tests {
 
     fn read_all(path: &str) -> Result<Vec<OwnedRecord>> {
         let mut out = Vec::new();
-        for_each_record(path, |r| {
+        for_each_record(path, &RunContext::new(), |r| {
             out.push(r.to_owned_record());
             Ok(())
         })?;

@@ -2,6 +2,7 @@
 //! end of the file (as tape and block copies leave them) ignored with a warning. Other bytes
 //! after the last member are corrupt data.
 
+use crate::run::RunContext;
 use flate2::bufread::GzDecoder;
 use std::io::{self, BufRead, Read};
 
@@ -9,6 +10,7 @@ use std::io::{self, BufRead, Read};
 pub(crate) struct GzipMembers<R: BufRead> {
     state: State<R>,
     path: String,
+    ctx: RunContext,
 }
 
 enum State<R: BufRead> {
@@ -21,9 +23,11 @@ enum State<R: BufRead> {
 }
 
 impl<R: BufRead> GzipMembers<R> {
-    /// Decompresses `input`, the content of `path` (named in the padding warning).
-    pub(crate) fn new(input: R, path: &str) -> Self {
-        GzipMembers { state: State::Member(Box::new(GzDecoder::new(input))), path: path.to_string() }
+    /// Decompresses `input`, the content of `path` (named in the padding warning, which goes to
+    /// the run `ctx`).
+    pub(crate) fn new(input: R, path: &str, ctx: &RunContext) -> Self {
+        let state = State::Member(Box::new(GzDecoder::new(input)));
+        GzipMembers { state, path: path.to_string(), ctx: ctx.clone() }
     }
 }
 
@@ -68,7 +72,10 @@ impl<R: BufRead> Read for GzipMembers<R> {
                         None => return Ok(0),
                         Some(0) => {
                             skip_zero_padding(&mut input)?;
-                            eprintln!("WARNING: {}: decompression OK, trailing zero bytes ignored", self.path);
+                            self.ctx.warning(format!(
+                                "WARNING: {}: decompression OK, trailing zero bytes ignored",
+                                self.path
+                            ));
                             return Ok(0);
                         }
                         Some(_) => self.state = State::Member(Box::new(GzDecoder::new(input))),
@@ -93,7 +100,7 @@ mod tests {
 
     fn decompress(bytes: &[u8]) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
-        GzipMembers::new(bytes, "x.gz").read_to_end(&mut out).map(|_| out)
+        GzipMembers::new(bytes, "x.gz", &RunContext::new()).read_to_end(&mut out).map(|_| out)
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! khmer's "bundles" (pairs or single reads).
 //!
 //! gzip inputs in BGZF form are decompressed in parallel ([`bgzf`]); `.gz` outputs are
-//! compressed in parallel (BGZF) when more than one io thread is set ([`set_threads`]).
+//! compressed in parallel (BGZF) when the run has more than one thread
+//! ([`crate::run::RunContext::set_threads`]). Readers and outputs opened within a run count
+//! their bytes in its metrics and progress, and readers stop waiting for input once the run is
+//! cancelled.
 //!
 //! Writing path: [`output::OutputFile`] writes a regular file under a temporary name and renames
 //! it on success (special files in place), compressing by the output name's extension;
@@ -32,8 +35,8 @@ pub use output::{write_record, OutputFile, Staged};
 pub use pairs::{Bundle, BundleBatch, PairMode, PairedReader};
 pub use same_file::{refuse_inputs_as_outputs, same_file};
 
+use crate::pipeline::Workload;
 use crate::{Error, Result};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Refuses an input that cannot be read twice: stdin (`-`), a FIFO, a device. Commands that read
 /// their input twice (count, then process) call this before reading anything, instead of
@@ -52,17 +55,20 @@ pub fn check_rereadable(path: &str) -> Result<()> {
     ))
 }
 
-/// Threads for parallel (de)compression; see [`set_threads`].
-static THREADS: AtomicUsize = AtomicUsize::new(1);
-
-/// Sets the number of threads used to decompress BGZF inputs and to compress `.gz` outputs
-/// (process-wide; the command line sets it from `-T`). With 1, `.gz` outputs are a single
-/// streaming gzip member.
-pub fn set_threads(threads: usize) {
-    THREADS.store(threads.max(1), Ordering::Relaxed);
+impl Workload for RecordBatch {
+    fn records(&self) -> u64 {
+        self.len() as u64
+    }
+    fn bytes(&self) -> u64 {
+        self.iter().map(|r| r.seq.len() as u64).sum()
+    }
 }
 
-/// The number set by [`set_threads`] (1 by default).
-pub fn threads() -> usize {
-    THREADS.load(Ordering::Relaxed)
+impl Workload for BundleBatch {
+    fn records(&self) -> u64 {
+        self.batch.records()
+    }
+    fn bytes(&self) -> u64 {
+        self.batch.bytes()
+    }
 }

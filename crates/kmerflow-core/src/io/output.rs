@@ -16,6 +16,7 @@
 
 use super::compress::{Compression, Encoder};
 use super::fastx::Record;
+use crate::run::RunContext;
 use crate::{Error, Result};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -252,8 +253,15 @@ impl OutputFile {
         Self::create_with(path, Compression::from_path(path))
     }
 
-    /// Creates `path` with an explicit compression (khmer's `--gzip`/`--bzip`).
+    /// Creates `path` with an explicit compression (khmer's `--gzip`/`--bzip`), outside any run
+    /// (gzip on one thread).
     pub fn create_with(path: &str, compression: Compression) -> Result<Self> {
+        Self::create_in(path, compression, &RunContext::new())
+    }
+
+    /// [`OutputFile::create_with`] within the run `ctx`: gzip is compressed on its threads,
+    /// which its metrics record.
+    pub fn create_in(path: &str, compression: Compression, ctx: &RunContext) -> Result<Self> {
         let io_err = |e| Error::io(path, e);
         let (sink, rename) = if path == "-" {
             (Sink::Stdout(BufWriter::with_capacity(WRITE_BUFFER, io::stdout())), None)
@@ -267,7 +275,7 @@ impl OutputFile {
             };
             (Sink::File(BufWriter::with_capacity(WRITE_BUFFER, file)), rename)
         };
-        let writer = Encoder::new(sink, compression).map_err(io_err)?;
+        let writer = Encoder::new(sink, compression, ctx).map_err(io_err)?;
         Ok(OutputFile { path: path.to_string(), writer: Some(writer), rename })
     }
 
@@ -371,7 +379,7 @@ mod tests {
             assert!(!Path::new(path).exists(), "{name} visible before finish");
             out.finish().unwrap();
             let mut text = Vec::new();
-            let n = for_each_record(path, |r| {
+            let n = for_each_record(path, &RunContext::new(), |r| {
                 write_record(&mut text, &r);
                 Ok(())
             })
@@ -387,13 +395,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.fq.gz");
         let text = records().repeat(50_000);
-        crate::io::set_threads(3);
-        let mut out = OutputFile::create(path.to_str().unwrap()).unwrap();
+        let ctx = RunContext::new().threads_set_to(3);
+        let mut out = OutputFile::create_in(path.to_str().unwrap(), Compression::Gzip, &ctx).unwrap();
         for piece in text.chunks(100_003) {
             out.write_all(piece).unwrap();
         }
         out.finish().unwrap();
-        crate::io::set_threads(1);
         let gz = std::fs::read(&path).unwrap();
         assert!(crate::io::bgzf::is_bgzf(&gz), "BGZF members");
         let mut back = Vec::new();

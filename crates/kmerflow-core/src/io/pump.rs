@@ -7,13 +7,40 @@
 //!
 //! The reader thread reports its busy (reading and decompressing), waiting and CPU time and
 //! the bytes it delivered to the input's [`InputCounters`] (cargo feature `metrics`).
+//!
+//! Cancellation: the consumer waits for chunks in slices of [`CANCEL_POLL`] and gives up with a
+//! cancelled read (see [`is_cancelled_read`]) once its run is cancelled, so that a reader
+//! thread stuck in a `read` (a stalled FIFO or terminal) never holds the run; that thread is
+//! left behind and ends at its next read, when it finds the pump gone.
 
 use super::compress::read_until_error;
-use crate::pipeline::metrics::{thread_cpu_time, InputCounters, StageMetrics};
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crate::run::metrics::{thread_cpu_time, InputCounters, StageMetrics};
+use crate::run::CancelToken;
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use std::fs::File;
 use std::io::{self, Read};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How often a consumer waiting for input checks whether its run was cancelled.
+pub const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// The error of a read given up because the run was cancelled.
+#[derive(Debug)]
+struct CancelledRead;
+
+impl std::fmt::Display for CancelledRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for CancelledRead {}
+
+/// True when `e` is a read given up because the run was cancelled.
+pub fn is_cancelled_read(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<CancelledRead>())
+}
 
 /// Size of the chunks read by the pump.
 pub const CHUNK_SIZE: usize = 1 << 20;
@@ -38,6 +65,7 @@ pub struct Pump {
     chunks: Receiver<io::Result<Vec<u8>>>,
     recycle: Sender<Vec<u8>>,
     counters: Arc<InputCounters>,
+    cancel: CancelToken,
     /// The consumer's time spent waiting for chunks.
     starved: StageMetrics,
 }
@@ -46,17 +74,23 @@ impl Pump {
     /// Starts the reader thread on `reader`. The thread ends at the end of the stream, on an
     /// error, or when the pump is dropped.
     pub fn spawn(reader: Box<dyn Read + Send>) -> Self {
-        Self::spawn_counted(reader, Arc::default())
+        Self::spawn_counted(reader, Arc::default(), CancelToken::new())
     }
 
-    /// [`Pump::spawn`], reporting the reader thread's metrics to `counters`.
-    pub fn spawn_counted(reader: Box<dyn Read + Send>, counters: Arc<InputCounters>) -> Self {
-        Self::spawn_sized(reader, counters, CHUNK_SIZE)
+    /// [`Pump::spawn`], reporting the reader thread's metrics to `counters`; waiting for a
+    /// chunk ends once `cancel` is cancelled.
+    pub fn spawn_counted(reader: Box<dyn Read + Send>, counters: Arc<InputCounters>, cancel: CancelToken) -> Self {
+        Self::spawn_sized(reader, counters, CHUNK_SIZE, cancel)
     }
 
     /// [`Pump::spawn_counted`] with chunks of `chunk_size` bytes (at least 1) instead of
     /// [`CHUNK_SIZE`]: small chunks put record boundaries everywhere (tests, fuzzing).
-    pub fn spawn_sized(reader: Box<dyn Read + Send>, counters: Arc<InputCounters>, chunk_size: usize) -> Self {
+    pub fn spawn_sized(
+        reader: Box<dyn Read + Send>,
+        counters: Arc<InputCounters>,
+        chunk_size: usize,
+        cancel: CancelToken,
+    ) -> Self {
         let chunk_size = chunk_size.max(1);
         let (chunk_tx, chunks) = bounded(READ_AHEAD);
         let (recycle, recycled) = bounded(READ_AHEAD * 2);
@@ -73,13 +107,24 @@ impl Pump {
             // No thread: the failure is the stream's only item.
             let _ = failure_tx.send(Err(e));
         }
-        Pump { chunks, recycle, counters, starved: StageMetrics::default() }
+        Pump { chunks, recycle, counters, cancel, starved: StageMetrics::default() }
     }
 
-    /// The next chunk, `None` at the end of the stream.
+    /// The next chunk, `None` at the end of the stream; a cancelled read (see
+    /// [`is_cancelled_read`]) once the run is cancelled.
     pub fn next_chunk(&mut self) -> io::Result<Option<Vec<u8>>> {
-        let chunks = &self.chunks;
-        self.starved.time_wait(|| chunks.recv()).map_or(Ok(None), |chunk| chunk.map(Some))
+        let (chunks, cancel) = (&self.chunks, &self.cancel);
+        let received = self.starved.time_wait(|| loop {
+            if cancel.is_cancelled() {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, CancelledRead));
+            }
+            match chunks.recv_timeout(CANCEL_POLL) {
+                Ok(chunk) => return Ok(Some(chunk)),
+                Err(RecvTimeoutError::Disconnected) => return Ok(None),
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        })?;
+        received.map_or(Ok(None), |chunk| chunk.map(Some))
     }
 
     /// A channel on which consumed chunk buffers can be handed back for reuse.

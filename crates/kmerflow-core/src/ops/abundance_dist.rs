@@ -4,6 +4,7 @@
 use super::count::{consume_file, count_owned_file, write_text, ReadTally};
 use super::pyfmt;
 use super::sizing::{self, TableParams};
+use crate::run::RunContext;
 use crate::table::{HashKind, KTable, OwnedBatch, OwnedCounting, StorageKind};
 use crate::{Error, Result};
 use std::io::Write;
@@ -15,15 +16,16 @@ pub const HISTOGRAM_LEN: usize = 65535;
 /// khmer's `abundance_distribution(file, tracking)`: every distinct k-mer of `path` (as far
 /// as the tracking Bloom filter with the countgraph's primes can tell) counted once, at its
 /// count in `table`. The tracking filter is filled like a countgraph ([`count_owned_file`]):
-/// in file order for each of its tables, so which k-mers are new does not depend on `threads`.
-pub fn histogram(table: &KTable, path: &str, threads: usize) -> Result<(Vec<u64>, ReadTally)> {
+/// in file order for each of its tables, so which k-mers are new does not depend on the
+/// threads of `ctx`.
+pub fn histogram(table: &KTable, path: &str, ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
     let tracker = Tracker {
         tracking: KTable::with_sizes(table.ksize(), HashKind::TwoBit, StorageKind::Bit, table.hashsizes().to_vec())?,
         table,
         dist: Mutex::new(vec![0u64; HISTOGRAM_LEN + 1]),
     };
     let hash = |seq: &[u8], out: &mut Vec<u64>| table.kmer_hashes(seq, out);
-    let tally = count_owned_file(&tracker, table.ksize(), &hash, path, threads)?;
+    let tally = count_owned_file(&tracker, table.ksize(), &hash, path, ctx)?;
     let mut dist = tracker.dist.into_inner().unwrap_or_else(PoisonError::into_inner);
     dist.truncate(HISTOGRAM_LEN);
     Ok((dist, tally))
@@ -128,10 +130,8 @@ impl HistogramOutput {
 }
 
 /// What an abundance-histogram run did.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Summary {
-    /// Warnings and notes, in khmer's words.
-    pub messages: Vec<String>,
     /// Reads and k-mers of the histogram pass.
     pub tally: ReadTally,
     /// The histogram (abundance 0..65534).
@@ -151,27 +151,24 @@ pub struct Options {
     pub output: HistogramOutput,
     /// Report counts above 255 (`-b` turns it off).
     pub bigcount: bool,
-    /// Worker threads.
-    pub threads: usize,
 }
 
-/// Runs `abundance-dist`.
-pub fn run(opts: &Options) -> Result<Summary> {
+/// Runs `abundance-dist` within `ctx`.
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs([&opts.graph, &opts.seqs], [&opts.output.path])?;
     let mut summary = Summary::default();
     let mut table = super::read_filter::load_countgraph(&opts.graph)?;
     if table.storage_kind() == StorageKind::Byte {
         if !table.use_bigcount() && opts.bigcount {
-            summary.messages.push(
+            ctx.warning(
                 "WARNING: The loaded graph has bigcount DISABLED while bigcount reporting is ENABLED--counts \
-                 higher than 255 will not be reported."
-                    .into(),
+                 higher than 255 will not be reported.",
             );
         }
         table.set_use_bigcount(opts.bigcount)?;
     }
     opts.output.check()?;
-    let (histogram, tally) = histogram(&table, &opts.seqs, opts.threads)?;
+    let (histogram, tally) = histogram(&table, &opts.seqs, ctx)?;
     opts.output.write(&histogram)?;
     summary.tally = tally;
     summary.histogram = histogram;
@@ -191,26 +188,24 @@ pub struct SingleOptions {
     pub bigcount: bool,
     /// Save the countgraph here after the histogram.
     pub savegraph: Option<String>,
-    /// Worker threads.
-    pub threads: usize,
 }
 
 /// khmer's memory multiplier for `abundance-dist-single` (countgraph + tracking nodegraph).
 pub const SINGLE_MULTIPLIER: f64 = 8.0 / 9.3;
 
-/// Runs `abundance-dist-single`: count, then histogram, then optionally save.
-pub fn run_single(opts: &SingleOptions) -> Result<Summary> {
+/// Runs `abundance-dist-single` within `ctx`: count, then histogram, then optionally save.
+pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs([&opts.seqs], std::iter::once(&opts.output.path).chain(&opts.savegraph))?;
     crate::io::check_rereadable(&opts.seqs)?;
     opts.output.check()?;
     let mut summary = Summary::default();
-    let mut table = sizing::create_countgraph(&opts.params, SINGLE_MULTIPLIER, &mut summary.messages)?;
+    let mut table = sizing::create_countgraph(&opts.params, SINGLE_MULTIPLIER, ctx)?;
     if opts.bigcount && table.storage_kind() == StorageKind::Byte {
         table.set_use_bigcount(true)?;
     }
-    consume_file(&mut table, &opts.seqs, opts.threads)?;
+    consume_file(&mut table, &opts.seqs, ctx)?;
     summary.unique_kmers = table.n_unique_kmers();
-    let (histogram, tally) = histogram(&table, &opts.seqs, opts.threads)?;
+    let (histogram, tally) = histogram(&table, &opts.seqs, ctx)?;
     opts.output.write(&histogram)?;
     if let Some(path) = &opts.savegraph {
         table.save(path)?;
@@ -271,7 +266,8 @@ mod tests {
         expected.truncate(HISTOGRAM_LEN);
         assert!(tracking.n_occupied() > 0 && expected.iter().sum::<u64>() > 1000);
         for threads in [1, 2, 3] {
-            let (dist, _) = histogram(&table, file.path().to_str().unwrap(), threads).unwrap();
+            let (dist, _) =
+                histogram(&table, file.path().to_str().unwrap(), &RunContext::new().threads_set_to(threads)).unwrap();
             assert!(dist == expected, "{threads} threads");
         }
     }

@@ -9,7 +9,9 @@ use super::sizing::{self, TableParams};
 use super::SummaryFormat;
 use crate::io::{Compression, FastxReader, OutputFile, RecordBatch};
 use crate::kmer::clean::clean_parser;
-use crate::pipeline::{metrics, run_ordered};
+use crate::pipeline::run_ordered;
+use crate::run::metrics;
+use crate::run::RunContext;
 use crate::table::{BlockedTable, CountingTable, KTable, Layout, OwnedBatch, OwnedCounting};
 use crate::{Error, Result};
 use std::io::Write;
@@ -17,19 +19,20 @@ use std::sync::Arc;
 
 /// Runs the ordered batch pipeline ([`run_ordered`]) over the records of `path`: `make_worker`
 /// builds each worker's batch function, `sink` gets the outputs in file order on the calling
-/// thread. The first error (reading, working or sinking) stops the walk and is returned.
-pub fn for_each_batch<O, M, W, S>(path: &str, threads: usize, make_worker: M, sink: S) -> Result<()>
+/// thread, within the run `ctx`. The first error (reading, working or sinking) stops the walk
+/// and is returned.
+pub fn for_each_batch<O, M, W, S>(path: &str, ctx: &RunContext, make_worker: M, sink: S) -> Result<()>
 where
     O: Send,
     M: Fn() -> W + Sync,
     W: FnMut(RecordBatch) -> Result<O>,
     S: FnMut(O) -> Result<()>,
 {
-    run_ordered(record_batches(FastxReader::open(path)?), threads, make_worker, sink).map(drop)
+    run_ordered(ctx, record_batches(FastxReader::open_in(path, ctx)?), make_worker, sink).map(drop)
 }
 
 /// Read and k-mer tallies of one or more inputs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ReadTally {
     /// Records read.
     pub reads: u64,
@@ -47,8 +50,7 @@ impl ReadTally {
         self.kmers += other.kmers;
     }
 
-    /// Tallies one batch, calling `each` on every read cleaned by the C++-parser rule. The
-    /// k-mers are added to the `kmers` counter of `--metrics`.
+    /// Tallies one batch, calling `each` on every read cleaned by the C++-parser rule.
     pub fn of_batch(batch: &RecordBatch, k: usize, mut each: impl FnMut(&[u8])) -> ReadTally {
         let mut tally = ReadTally::default();
         let mut clean = Vec::new();
@@ -62,7 +64,6 @@ impl ReadTally {
             clean_parser(record.seq, &mut clean);
             each(&clean);
         }
-        metrics::add_count(metrics::KMERS, tally.kmers);
         tally
     }
 }
@@ -74,9 +75,13 @@ impl ReadTally {
 /// pages of one 100 MB table fit the first-level TLB); with more, workers clean and hash batches
 /// while owner threads count them, each into the counters it owns. The table and its statistics
 /// do not depend on `threads`.
-pub fn consume_file<T: CountingTable + OwnedCounting>(table: &mut T, path: &str, threads: usize) -> Result<ReadTally> {
+pub fn consume_file<T: CountingTable + OwnedCounting>(
+    table: &mut T,
+    path: &str,
+    ctx: &RunContext,
+) -> Result<ReadTally> {
     let table: &T = table;
-    count_owned_file(table, table.ksize(), &|seq: &[u8], out: &mut Vec<u64>| table.kmer_hashes(seq, out), path, threads)
+    count_owned_file(table, table.ksize(), &|seq: &[u8], out: &mut Vec<u64>| table.kmer_hashes(seq, out), path, ctx)
 }
 
 /// Appends the k-mer hashes of a cleaned read to a vector.
@@ -89,16 +94,17 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
     k: usize,
     hash: &impl KmerHashes,
     path: &str,
-    threads: usize,
+    ctx: &RunContext,
 ) -> Result<ReadTally> {
+    let threads = ctx.threads();
     let mut total = ReadTally::default();
     // Bounded work items whatever the record lengths (see `kmer_slices`).
-    let slices = || Ok::<_, Error>(kmer_slices(record_batches(FastxReader::open(path)?), k, MAX_SLICE_KMERS));
+    let slices = || Ok::<_, Error>(kmer_slices(record_batches(FastxReader::open_in(path, ctx)?), k, MAX_SLICE_KMERS));
     if threads <= 1 {
         let (mut reads, mut hashes, mut owned) = (CleanReads::default(), Vec::new(), OwnedBatch::default());
         run_ordered(
+            ctx,
             slices()?,
-            1,
             || |slice: KmerSlice| Ok(slice),
             |slice| {
                 total.add(reads.fill(&slice));
@@ -109,6 +115,7 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
                 Ok(())
             },
         )?;
+        ctx.metrics().add_count(metrics::KMERS, total.kmers);
         return Ok(total);
     }
     let owners = table.owners(threads);
@@ -138,8 +145,8 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
             owner_threads.push(spawned.map_err(|e| Error::invalid(format!("cannot start a counting thread: {e}")))?);
         }
         let walked = run_ordered(
+            ctx,
             slices()?,
-            threads,
             || {
                 let (mut reads, mut hashes) = (CleanReads::default(), Vec::new());
                 let reuse = reuse.clone();
@@ -164,21 +171,22 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
         // An owner only fails by panicking: the panic goes on to the caller.
         let owner_metrics =
             owner_threads.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
-        metrics::record_threads("count-owners", owner_metrics);
+        ctx.metrics().record_threads("count-owners", owner_metrics);
         walked
     })?;
+    ctx.metrics().add_count(metrics::KMERS, total.kmers);
     Ok(total)
 }
 
 /// khmer's `calc_expected_collisions` check: an error when the estimated false-positive rate
-/// exceeds `max_fp` (unless `force`); returns the rate.
-pub fn check_fp_rate(table: &KTable, max_fp: f64, force: bool) -> Result<f64> {
-    fp_rate_check(sizing::expected_fp_rate(table), max_fp, force)
+/// exceeds `max_fp` (with `force`, a warning to `ctx`); returns the rate.
+pub fn check_fp_rate(table: &KTable, max_fp: f64, force: bool, ctx: &RunContext) -> Result<f64> {
+    fp_rate_check(sizing::expected_fp_rate(table), max_fp, force, ctx)
 }
 
 /// [`check_fp_rate`] of an already estimated rate `fp`.
-fn fp_rate_check(fp: f64, max_fp: f64, force: bool) -> Result<f64> {
-    super::read_filter::check_fp_rate(fp, max_fp, force).map(|()| fp)
+fn fp_rate_check(fp: f64, max_fp: f64, force: bool, ctx: &RunContext) -> Result<f64> {
+    super::read_filter::check_fp_rate(fp, max_fp, force, ctx).map(|()| fp)
 }
 
 /// Options of `load-into-counting`.
@@ -190,8 +198,6 @@ pub struct Options {
     pub output: String,
     /// Input read files, counted in order.
     pub inputs: Vec<String>,
-    /// Worker threads.
-    pub threads: usize,
     /// Count above 255 (khmer's default; `-b` turns it off).
     pub bigcount: bool,
     /// `-s json|tsv`.
@@ -202,10 +208,8 @@ pub struct Options {
 }
 
 /// What `load-into-counting` did.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Summary {
-    /// Sizing warnings and notes, in khmer's words.
-    pub messages: Vec<String>,
     /// Reads and k-mers seen, all files.
     pub tally: ReadTally,
     /// khmer's `n_unique_kmers`: adds that found an empty bin (the same for any thread count).
@@ -234,25 +238,26 @@ pub fn write_text(path: &str, bytes: impl AsRef<[u8]>) -> Result<()> {
 /// then it is counted straight into a mapped file (which may page to disk) under a temporary
 /// name, renamed to the output once its header is written at the end. Counting into the file map is
 /// about 2.7× slower where it fits in memory (4 KiB page-cache pages: ecoli50_1.fq k21 N4
-/// x1e8, 20.2 s vs 7.4 s at -T 1), hence the threshold.
-pub fn run(opts: &Options) -> Result<Summary> {
+/// x1e8, 20.2 s vs 7.4 s at -T 1), hence the threshold. Sizing notes and warnings go to the
+/// messages of `ctx`.
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let side_files = [".info", ".info.json", ".info.tsv"].map(|suffix| format!("{}{suffix}", opts.output));
     crate::io::refuse_inputs_as_outputs(&opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
     let mut summary = Summary::default();
     let mut info = String::from(INFO_VERSION_LINE);
     let fp = match opts.layout {
         Layout::Khmer => {
-            let mut table = sizing::create_countgraph(&opts.params, 1.0, &mut summary.messages)?;
+            let mut table = sizing::create_countgraph(&opts.params, 1.0, ctx)?;
             if opts.bigcount && !opts.params.small_count {
                 table.set_use_bigcount(true)?;
             }
-            count_inputs(opts, &mut table, &mut summary, &mut info, |t, index| {
+            count_inputs(ctx, opts, &mut table, &mut summary, &mut info, |t, index| {
                 if index > 0 && index % 10 == 0 {
                     t.save(&opts.output)?;
                 }
                 Ok(())
             })?;
-            let fp = check_fp_rate(&table, 0.2, opts.params.force)?;
+            let fp = check_fp_rate(&table, 0.2, opts.params.force, ctx)?;
             table.save(&opts.output)?;
             fp
         }
@@ -263,7 +268,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
                     opts.output
                 )));
             }
-            let shape = sizing::blocked_countgraph_params(&opts.params, 1.0, &mut summary.messages)?;
+            let shape = sizing::blocked_countgraph_params(&opts.params, 1.0, ctx)?;
             let in_file = shape.data_bytes() > memory::physical_memory() / 2;
             memory::check_table_fits(shape.data_bytes() as f64, if in_file { Backing::File } else { Backing::Memory })?;
             let (mut table, file) = if in_file {
@@ -272,8 +277,8 @@ pub fn run(opts: &Options) -> Result<Summary> {
             } else {
                 (BlockedTable::with_params(shape, opts.params.alloc)?, None)
             };
-            count_inputs(opts, &mut table, &mut summary, &mut info, |_, _| Ok(()))?;
-            let fp = fp_rate_check(table.expected_fp_rate(), 0.2, opts.params.force)?;
+            count_inputs(ctx, opts, &mut table, &mut summary, &mut info, |_, _| Ok(()))?;
+            let fp = fp_rate_check(table.expected_fp_rate(), 0.2, opts.params.force, ctx)?;
             match file {
                 Some(file) => table.finish(file)?,
                 None => table.save(&opts.output)?,
@@ -295,6 +300,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
 /// Counts every input into `table` in order, noting each in `info` and calling `after_file`
 /// with the file's index; records the tallies and the unique k-mer count in `summary`.
 fn count_inputs<T: CountingTable + OwnedCounting>(
+    ctx: &RunContext,
     opts: &Options,
     table: &mut T,
     summary: &mut Summary,
@@ -302,7 +308,7 @@ fn count_inputs<T: CountingTable + OwnedCounting>(
     mut after_file: impl FnMut(&T, usize) -> Result<()>,
 ) -> Result<()> {
     for (index, input) in opts.inputs.iter().enumerate() {
-        summary.tally.add(consume_file(table, input, opts.threads)?);
+        summary.tally.add(consume_file(table, input, ctx)?);
         after_file(table, index)?;
         info.push_str(&format!("through {input}\n"));
     }
@@ -378,10 +384,10 @@ mod tests {
                 if storage == StorageKind::Byte {
                     table.set_use_bigcount(true).unwrap();
                 }
-                let tally = consume_file(&mut table, path, threads).unwrap();
+                let tally = consume_file(&mut table, path, &RunContext::new().threads_set_to(threads)).unwrap();
                 let mut probes: Vec<u32> = (0..20_000u64).map(|h| table.get_hash(h * 7919)).collect();
                 table.kmer_counts(&repeated, &mut probes);
-                let tables: Vec<Vec<u8>> = table.raw_tables().into_iter().map(<[u8]>::to_vec).collect();
+                let tables = table.raw_tables();
                 (tally, tables, table.n_unique_kmers(), table.n_occupied(), probes)
             };
             let one = count(1);
@@ -402,8 +408,8 @@ mod tests {
         for width in [CounterWidth::Bits8, CounterWidth::Bits4, CounterWidth::Bits1] {
             let count = |threads: usize| {
                 let mut table = BlockedTable::new(12, 64 * 300, width, 4).unwrap();
-                let tally = consume_file(&mut table, path, threads).unwrap();
-                (tally, table.raw_bytes().to_vec(), table.n_unique_kmers(), table.n_occupied())
+                let tally = consume_file(&mut table, path, &RunContext::new().threads_set_to(threads)).unwrap();
+                (tally, table.raw_bytes(), table.n_unique_kmers(), table.n_occupied())
             };
             let one = count(1);
             assert!(one.2 > 0 && one.3 > 0);

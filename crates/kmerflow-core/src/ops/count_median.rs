@@ -5,6 +5,7 @@ use super::count::write_text;
 use super::pyfmt;
 use crate::io::fastx::for_each_record;
 use crate::kmer::clean::clean_screed;
+use crate::run::RunContext;
 use crate::table::KTable;
 use crate::Result;
 
@@ -20,7 +21,7 @@ pub struct Options {
 }
 
 /// What `count-median` did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Summary {
     /// Reads seen.
     pub reads: u64,
@@ -42,14 +43,14 @@ pub fn median_row(table: &KTable, name: &[u8], seq: &[u8], clean: &mut Vec<u8>) 
     ))
 }
 
-/// Runs `count-median`.
-pub fn run(opts: &Options) -> Result<Summary> {
+/// Runs `count-median` within `ctx`.
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs([&opts.graph, &opts.input], [&opts.output])?;
     let table = super::read_filter::load_countgraph(&opts.graph)?;
     let mut text = String::from("name,median,average,stddev,seqlen\r\n");
     let mut summary = Summary::default();
     let mut clean = Vec::new();
-    for_each_record(&opts.input, |record| {
+    for_each_record(&opts.input, ctx, |record| {
         summary.reads += 1;
         match median_row(&table, record.name, record.seq, &mut clean) {
             Some(row) => text.push_str(&row),

@@ -11,12 +11,14 @@
 //! updated by the owners.
 
 use super::pyfmt::{general_with_point, percent};
-use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, info, Cleaning, HashedBatch};
+use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, HashedBatch};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, TableParams};
 use crate::io::{Compression, OutputFile, PairMode, Staged};
 use crate::kmer::twobit;
 use crate::pipeline::run_ordered;
+use crate::run::metrics;
+use crate::run::RunContext;
 use crate::table::blocked::KmerHasher;
 use crate::table::{
     AnyTable, BatchRunner, BatchTable, CountingTable, HashKind, KmerPass, Layout, PassTable, ReadCounts,
@@ -62,14 +64,10 @@ pub struct Options {
     pub compression: Option<Compression>,
     /// `-f/--force`: skip unreadable inputs, accept a high FP rate.
     pub force: bool,
-    /// Worker threads.
-    pub threads: usize,
     /// `--batched`: decide in three phases per batch (look up by owner threads, decide in order with
     /// in-batch deltas, update by owner), the exact form that tables held elsewhere need; the output
     /// is the same as the read-by-read pass.
     pub batched: bool,
-    /// `-q`.
-    pub quiet: bool,
     /// `--report-json FILE`: the summary as JSON.
     pub report_json: Option<String>,
     /// Layout of a new table (`--layout`; a loaded table keeps its own).
@@ -92,9 +90,7 @@ impl Default for Options {
             output: None,
             compression: None,
             force: false,
-            threads: 1,
             batched: false,
-            quiet: false,
             report_json: None,
             layout: Layout::Khmer,
         }
@@ -146,6 +142,7 @@ impl BatchHasher {
 /// The running state of a normalization: table, counters and the optional report.
 struct Normalizer<'a> {
     opts: &'a Options,
+    ctx: &'a RunContext,
     /// Probe scratch of the read-by-read passes (one thread).
     probes: Vec<u64>,
     /// The three-phase engine (more than one thread).
@@ -221,8 +218,8 @@ impl Normalizer<'_> {
                 self.last_report_at = self.summary.total;
                 let (kept, total) = (self.summary.kept, self.summary.total);
                 let frac = kept as f64 / total as f64;
-                info(self.opts.quiet, format!("... kept {kept} of {total} or {} sofar", percent(frac, 1)));
-                info(self.opts.quiet, format!("... in file {path}"));
+                self.ctx.info(format!("... kept {kept} of {total} or {} sofar", percent(frac, 1)));
+                self.ctx.info(format!("... in file {path}"));
                 self.report_line()?;
             }
         }
@@ -244,13 +241,14 @@ impl Normalizer<'_> {
     /// Normalizes one input file into `out`.
     fn run_file(&mut self, table: &mut AnyTable, path: &str, mode: PairMode, out: &mut OutputFile) -> Result<()> {
         let start = self.summary.total;
-        let source = bundle_source(path, mode, self.opts.table.ksize)?;
-        let mut short = 0;
+        let ctx = self.ctx;
+        let source = bundle_source(path, mode, self.opts.table.ksize, ctx)?;
+        let (mut short, mut kmers) = (0, 0);
         let mut buf = Vec::new();
         let hasher = BatchHasher::of(table);
         run_ordered(
+            ctx,
             source,
-            self.opts.threads,
             || {
                 let hasher = hasher.clone();
                 move |bb| {
@@ -259,21 +257,23 @@ impl Normalizer<'_> {
             },
             |hb: HashedBatch| {
                 short += hb.reads.bundles.n_short_dropped;
+                kmers += hb.hashes.len() as u64;
                 buf.clear();
                 self.process(path, table, &hb, &mut buf)?;
                 write_to(out, &buf)
             },
         )?;
         self.summary.short_dropped += short;
+        ctx.metrics().add_count(metrics::KMERS, kmers);
         let (kept, total) = (self.summary.kept, self.summary.total);
         if total == start {
-            info(self.opts.quiet, format!("SKIPPED empty file {path}"));
+            ctx.info(format!("SKIPPED empty file {path}"));
         } else {
             let pct = percent(kept as f64 / total as f64, 1);
-            info(self.opts.quiet, format!("DONE with {path}; kept {kept} of {total} or {pct}"));
+            ctx.info(format!("DONE with {path}; kept {kept} of {total} or {pct}"));
         }
         if short > 0 {
-            info(self.opts.quiet, format!("{path}: dropped {short} reads shorter than k"));
+            ctx.info(format!("{path}: dropped {short} reads shorter than k"));
         }
         if total != self.last_report_at && total > 0 {
             self.report_line()?;
@@ -282,8 +282,8 @@ impl Normalizer<'_> {
     }
 }
 
-/// Runs normalize-by-median.
-pub fn run(opts: &Options) -> Result<Summary> {
+/// Runs normalize-by-median within `ctx` (threads, messages, cancellation).
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     // khmer's k <= 32 limit applies to its layout only (checked again once a loaded table's
     // layout is known).
     if opts.layout == Layout::Khmer && opts.loadgraph.is_none() {
@@ -315,42 +315,41 @@ pub fn run(opts: &Options) -> Result<Summary> {
     }
     let mut table = match &opts.loadgraph {
         Some(path) => {
-            info(opts.quiet, format!("loading k-mer countgraph from {path}"));
+            ctx.info(format!("loading k-mer countgraph from {path}"));
             let table = AnyTable::load(path, HashKind::TwoBit)?;
             read_filter::check_counts(path, table.holds_counts())?;
             table
         }
         None => {
-            info(opts.quiet, "making countgraph");
-            let mut messages = Vec::new();
-            let t = create_counting_table(&opts.table, opts.layout, 1.0, &mut messages)?;
-            messages.iter().for_each(|m| info(opts.quiet, m));
-            t
+            ctx.info("making countgraph");
+            create_counting_table(&opts.table, opts.layout, 1.0, ctx)?
         }
     };
     // As in khmer, a loaded table's k wins over -k (reads shorter than it are dropped).
     let loaded;
     let opts = match &opts.loadgraph {
         Some(path) => {
-            loaded = Options { table: read_filter::loadgraph_params(&opts.table, path, table.ksize()), ..opts.clone() };
+            loaded =
+                Options { table: read_filter::loadgraph_params(&opts.table, path, table.ksize(), ctx), ..opts.clone() };
             &loaded
         }
         None => opts,
     };
     let report = match &opts.report {
         Some(path) => {
-            let mut out = create_output(path, Some(Compression::None))?;
+            let mut out = create_output(path, Some(Compression::None), ctx)?;
             write_to(&mut out, b"total,kept,f_kept\n")?;
             Some(out)
         }
         None => None,
     };
     let runner = opts.batched.then(|| match &table {
-        AnyTable::Khmer(t) => BatchRunner::new(t, opts.threads),
-        AnyTable::Blocked(t) => BatchRunner::new(t, opts.threads),
+        AnyTable::Khmer(t) => BatchRunner::new(t, ctx.threads()),
+        AnyTable::Blocked(t) => BatchRunner::new(t, ctx.threads()),
     });
     let mut norm = Normalizer {
         opts,
+        ctx,
         probes: Vec::new(),
         runner,
         summary: Summary::default(),
@@ -373,7 +372,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     }
 
     let mut single = match &opts.output {
-        Some(path) => Some(create_output(path, opts.compression)?),
+        Some(path) => Some(create_output(path, opts.compression, ctx)?),
         None => None,
     };
     // Every output appears only once the run has passed its final check.
@@ -383,9 +382,9 @@ pub fn run(opts: &Options) -> Result<Summary> {
             Some(out) => norm.run_file(&mut table, path, mode, out),
             None => {
                 let name = derived_name(path, ".keep", None);
-                create_output(&name, opts.compression).and_then(|mut out| {
+                create_output(&name, opts.compression, ctx).and_then(|mut out| {
                     norm.run_file(&mut table, path, mode, &mut out)?;
-                    info(opts.quiet, format!("output in {name}"));
+                    ctx.info(format!("output in {name}"));
                     staged.push(out.close()?);
                     Ok(())
                 })
@@ -395,9 +394,9 @@ pub fn run(opts: &Options) -> Result<Summary> {
             if !opts.force || e.is_broken_pipe() {
                 return Err(e);
             }
-            info(false, format!("** ERROR: {e}"));
-            info(false, format!("** Failed on {path}: "));
-            info(false, "*** Skipping error file, moving on...");
+            ctx.error(format!("** ERROR: {e}"));
+            ctx.error(format!("** Failed on {path}: "));
+            ctx.error("*** Skipping error file, moving on...");
             norm.summary.skipped_files.push(path.to_string());
         }
     }
@@ -405,23 +404,23 @@ pub fn run(opts: &Options) -> Result<Summary> {
     staged.extend(norm.report.take().map(OutputFile::close).transpose()?);
     let mut summary = norm.summary;
     summary.unique_kmers = table.n_unique_kmers();
-    info(opts.quiet, format!("Total number of unique k-mers: {}", summary.unique_kmers));
+    ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
     summary.fp_rate = any_fp_rate(&table);
-    let fp_checked = check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.force);
+    let fp_checked = check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.force, ctx);
     if let Some(path) = &opts.savegraph {
-        info(opts.quiet, format!("...saving to {path}"));
+        ctx.info(format!("...saving to {path}"));
         if fp_checked.is_ok() {
             table.save(path)?;
         }
     }
-    info(opts.quiet, format!("fp rate estimated to be {:1.3}", summary.fp_rate));
+    ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
     if summary.short_dropped > 0 {
-        info(opts.quiet, format!("dropped {} reads shorter than k={}", summary.short_dropped, opts.table.ksize));
+        ctx.info(format!("dropped {} reads shorter than k={}", summary.short_dropped, opts.table.ksize));
     }
     if !summary.skipped_files.is_empty() {
-        info(false, "** WARNING: Finished with errors!");
-        info(false, "** I/O Errors occurred in the following files:");
-        info(false, format!("\t{}", summary.skipped_files.join(" ")));
+        ctx.warning("** WARNING: Finished with errors!");
+        ctx.warning("** I/O Errors occurred in the following files:");
+        ctx.warning(format!("\t{}", summary.skipped_files.join(" ")));
     }
     fp_checked?;
     if let Some(path) = &opts.report_json {

@@ -7,11 +7,12 @@
 //! so the table and its statistics are the same for any number of threads).
 
 use super::count::consume_file;
-use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, trim_record, Cleaning};
+use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, clean_batch, trim_record, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
 use crate::pipeline::run_ordered;
+use crate::run::RunContext;
 use crate::table::KTable;
 use crate::{Error, Result};
 
@@ -31,10 +32,6 @@ pub struct FilterParams {
     pub output: Option<String>,
     /// `--gzip`/`--bzip`; `None` chooses by the output name's extension.
     pub compression: Option<Compression>,
-    /// Worker threads.
-    pub threads: usize,
-    /// `-q`.
-    pub quiet: bool,
     /// `--report-json FILE`.
     pub report_json: Option<String>,
 }
@@ -65,8 +62,6 @@ impl Default for FilterParams {
             normalize_to: 20,
             output: None,
             compression: None,
-            threads: 1,
-            quiet: false,
             report_json: None,
         }
     }
@@ -131,12 +126,13 @@ fn filter_file(
     p: &FilterParams,
     out: &mut OutputFile,
     summary: &mut Summary,
+    ctx: &RunContext,
 ) -> Result<()> {
     let z = p.variable_coverage.then_some(p.normalize_to);
-    let source = bundle_source(input, PairMode::ForceSingle, table.ksize())?;
+    let source = bundle_source(input, PairMode::ForceSingle, table.ksize(), ctx)?;
     run_ordered(
+        ctx,
         source,
-        p.threads,
         || {
             move |bb| {
                 let cb = clean_batch(bb, Cleaning::Parser);
@@ -175,46 +171,52 @@ fn filter_file(
 }
 
 /// Filters every input (into `-o` or `<basename>.abundfilt`).
-fn filter_all(table: &KTable, inputs: &[String], p: &FilterParams, summary: &mut Summary) -> Result<()> {
+fn filter_all(
+    table: &KTable,
+    inputs: &[String],
+    p: &FilterParams,
+    summary: &mut Summary,
+    ctx: &RunContext,
+) -> Result<()> {
     if p.output.is_none() && inputs.iter().any(|f| is_stdin(f)) {
         return Err(Error::invalid("reading from stdin requires -o/--output"));
     }
     let mut single = match &p.output {
-        Some(path) => Some(create_output(path, p.compression)?),
+        Some(path) => Some(create_output(path, p.compression, ctx)?),
         None => None,
     };
     for input in inputs {
-        info(p.quiet, format!("filtering {input}"));
+        ctx.info(format!("filtering {input}"));
         match single.as_mut() {
-            Some(out) => filter_file(table, input, p, out, summary)?,
+            Some(out) => filter_file(table, input, p, out, summary, ctx)?,
             None => {
                 let name = derived_name(input, ".abundfilt", None);
-                let mut out = create_output(&name, p.compression)?;
-                filter_file(table, input, p, &mut out, summary)?;
+                let mut out = create_output(&name, p.compression, ctx)?;
+                filter_file(table, input, p, &mut out, summary, ctx)?;
                 out.finish()?;
-                info(p.quiet, format!("output in {name}"));
+                ctx.info(format!("output in {name}"));
             }
         }
     }
     if let Some(out) = single {
         let name = out.path().to_string();
         out.finish()?;
-        info(p.quiet, format!("output in {name}"));
+        ctx.info(format!("output in {name}"));
     }
     if summary.short_dropped > 0 {
-        info(p.quiet, format!("dropped {} reads shorter than k={}", summary.short_dropped, table.ksize()));
+        ctx.info(format!("dropped {} reads shorter than k={}", summary.short_dropped, table.ksize()));
     }
     Ok(())
 }
 
-/// Runs filter-abund.
-pub fn run(opts: &Options) -> Result<Summary> {
+/// Runs filter-abund within `ctx`.
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     opts.filter.refuse_inputs_as_outputs(std::iter::once(&opts.graph), &opts.inputs, None)?;
-    info(opts.filter.quiet, format!("loading countgraph: {}", opts.graph));
+    ctx.info(format!("loading countgraph: {}", opts.graph));
     let table = super::read_filter::load_countgraph(&opts.graph)?;
-    info(opts.filter.quiet, format!("K: {}", table.ksize()));
+    ctx.info(format!("K: {}", table.ksize()));
     let mut summary = Summary::default();
-    filter_all(&table, &opts.inputs, &opts.filter, &mut summary)?;
+    filter_all(&table, &opts.inputs, &opts.filter, &mut summary, ctx)?;
     summary.fp_rate = expected_fp_rate(&table);
     if let Some(path) = &opts.filter.report_json {
         read_filter::write_json_report(path, &summary)?;
@@ -222,26 +224,23 @@ pub fn run(opts: &Options) -> Result<Summary> {
     Ok(summary)
 }
 
-/// Runs filter-abund-single.
-pub fn run_single(opts: &SingleOptions) -> Result<Summary> {
+/// Runs filter-abund-single within `ctx`.
+pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     opts.filter.refuse_inputs_as_outputs(None, std::slice::from_ref(&opts.input), opts.savegraph.as_ref())?;
     crate::io::check_rereadable(&opts.input)?;
     check_ksize(opts.table.ksize)?;
-    let quiet = opts.filter.quiet;
-    info(quiet, "making countgraph");
-    let mut messages = Vec::new();
-    let mut table = create_countgraph(&opts.table, 1.0, &mut messages)?;
-    messages.iter().for_each(|m| info(quiet, m));
-    info(quiet, format!("consuming input, round 1 -- {}", opts.input));
-    consume_file(&mut table, &opts.input, opts.filter.threads)?;
+    ctx.info("making countgraph");
+    let mut table = create_countgraph(&opts.table, 1.0, ctx)?;
+    ctx.info(format!("consuming input, round 1 -- {}", opts.input));
+    consume_file(&mut table, &opts.input, ctx)?;
     let mut summary =
         Summary { unique_kmers: table.n_unique_kmers(), fp_rate: expected_fp_rate(&table), ..Summary::default() };
-    info(quiet, format!("Total number of unique k-mers: {}", summary.unique_kmers));
-    info(quiet, format!("fp rate estimated to be {:1.3}", summary.fp_rate));
-    check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.table.force)?;
-    filter_all(&table, std::slice::from_ref(&opts.input), &opts.filter, &mut summary)?;
+    ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
+    ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
+    check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.table.force, ctx)?;
+    filter_all(&table, std::slice::from_ref(&opts.input), &opts.filter, &mut summary, ctx)?;
     if let Some(path) = &opts.savegraph {
-        info(quiet, format!("Saving k-mer countgraph filename {path}"));
+        ctx.info(format!("Saving k-mer countgraph filename {path}"));
         table.save(path)?;
     }
     if let Some(path) = &opts.filter.report_json {

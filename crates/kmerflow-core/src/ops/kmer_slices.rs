@@ -12,7 +12,7 @@
 use super::count::ReadTally;
 use crate::io::RecordBatch;
 use crate::kmer::clean::clean_parser;
-use crate::pipeline::{metrics, Workload};
+use crate::pipeline::Workload;
 use crate::Result;
 use std::sync::Arc;
 
@@ -115,8 +115,7 @@ pub struct CleanReads {
 
 impl CleanReads {
     /// Cleans (C++-parser rule) the pieces of `slice`, replacing the contents; returns the
-    /// tally of the slice (reads that start in it, their k-mers in it). The k-mers are added
-    /// to the `kmers` counter of `--metrics`.
+    /// tally of the slice (reads that start in it, their k-mers in it).
     pub fn fill(&mut self, slice: &KmerSlice) -> ReadTally {
         self.bases.clear();
         self.ends.clear();
@@ -136,7 +135,6 @@ impl CleanReads {
                 self.edges.push((from == 0, to == kmers_of(seq.len(), slice.k)));
             }
         }
-        metrics::add_count(metrics::KMERS, tally.kmers);
         tally
     }
 

@@ -7,6 +7,7 @@ use super::reads::record_batches;
 use super::sizing::{self, TableParams};
 use crate::io::FastxReader;
 use crate::pipeline::run_ordered;
+use crate::run::RunContext;
 use crate::table::KTable;
 use crate::Result;
 use rustc_hash::FxHashSet;
@@ -104,15 +105,11 @@ pub struct Options {
     pub inputs: Vec<String>,
     /// Build the tagset (off with `-n/--no-build-tagset`).
     pub build_tagset: bool,
-    /// Worker threads (hashing only; the graph and tags are updated in file order).
-    pub threads: usize,
 }
 
 /// What `load-graph` did.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Summary {
-    /// Sizing warnings and notes, in khmer's words.
-    pub messages: Vec<String>,
     /// Reads and k-mers seen.
     pub tally: ReadTally,
     /// khmer's `n_unique_kmers`.
@@ -123,30 +120,31 @@ pub struct Summary {
     pub fp_rate: f64,
 }
 
-/// Runs `load-graph`; a graph over the 0.15 false-positive ceiling ends the run before any output
-/// is written.
-pub fn run(opts: &Options) -> Result<Summary> {
+/// Runs `load-graph` within `ctx` (its threads hash; the graph and tags are updated in file
+/// order); a graph over the 0.15 false-positive ceiling ends the run before any output is
+/// written.
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let side_files = [".info", ".tagset"].map(|suffix| format!("{}{suffix}", opts.output));
     crate::io::refuse_inputs_as_outputs(&opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
     let mut summary = Summary::default();
-    let mut graph = sizing::create_nodegraph(&opts.params, &mut summary.messages)?;
+    let mut graph = sizing::create_nodegraph(&opts.params, ctx)?;
     let k = graph.ksize();
     let mut tagset = Tagset::default();
     for input in &opts.inputs {
         if !opts.build_tagset {
             // Without tags, the graph is filled like a countgraph (owner threads, in file order).
-            summary.tally.add(consume_file(&mut graph, input, opts.threads)?);
+            summary.tally.add(consume_file(&mut graph, input, ctx)?);
             continue;
         }
         // Pieces of at most MAX_SLICE_KMERS k-mers (a chromosome is not hashed at once); the
         // tagging of a read goes on from piece to piece.
-        let slices = kmer_slices(record_batches(FastxReader::open(input)?), k, MAX_SLICE_KMERS);
+        let slices = kmer_slices(record_batches(FastxReader::open_in(input, ctx)?), k, MAX_SLICE_KMERS);
         let mut read = ReadTagging::start(true);
         // The workers hash without borrowing the graph, which the sink updates alone.
         let hasher = graph.kmer_hasher();
         run_ordered(
+            ctx,
             slices,
-            opts.threads,
             || {
                 let (mut reads, hasher) = (CleanReads::default(), &hasher);
                 move |slice: KmerSlice| {
@@ -178,7 +176,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     }
     summary.unique_kmers = graph.n_unique_kmers();
     summary.tags = tagset.tags.len();
-    summary.fp_rate = check_fp_rate(&graph, 0.15, opts.params.force)?;
+    summary.fp_rate = check_fp_rate(&graph, 0.15, opts.params.force, ctx)?;
     graph.save(&opts.output)?;
     if opts.build_tagset {
         tagset.save(k, &format!("{}.tagset", opts.output))?;

@@ -15,6 +15,7 @@ pub mod pyfmt;
 pub mod read_filter;
 pub mod reads;
 pub mod sizing;
+pub mod stream;
 pub mod trim_low_abund;
 pub mod unique_kmers;
 

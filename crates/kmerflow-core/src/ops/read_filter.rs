@@ -12,6 +12,7 @@
 use super::sizing::TableParams;
 use crate::io::{BundleBatch, FastxReader, PairMode, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
+use crate::run::RunContext;
 use crate::table::{trim_position, HashKind, KTable};
 use crate::{Error, Result};
 use std::ops::Range;
@@ -110,7 +111,7 @@ pub struct HashedBatch {
 
 impl HashedBatch {
     /// Cleans the reads of `bundles` by `cleaning` and appends the hashes of each read's k-mers
-    /// by `hash` (counted in the `kmers` metric).
+    /// by `hash` (the caller counts them in its run's `kmers` metric).
     pub fn new(bundles: BundleBatch, cleaning: Cleaning, hash: impl Fn(&[u8], &mut Vec<u64>)) -> Self {
         let reads = clean_batch(bundles, cleaning);
         let n = reads.bundles.batch.len();
@@ -121,7 +122,6 @@ impl HashedBatch {
             hash(reads.clean_seq(i), &mut hashes);
             kmers.push(start..hashes.len());
         }
-        crate::pipeline::metrics::add_count(crate::pipeline::metrics::KMERS, hashes.len() as u64);
         HashedBatch { reads, hashes, kmers }
     }
 
@@ -143,13 +143,14 @@ impl HashedBatch {
 }
 
 /// The batches of bundles of `path` (khmer's `broken_paired_reader` with `mode` and
-/// `min_length`), as a source for the ordered pipeline.
+/// `min_length`), read within the run `ctx`, as a source for the ordered pipeline.
 pub fn bundle_source(
     path: &str,
     mode: PairMode,
     min_length: usize,
+    ctx: &RunContext,
 ) -> Result<impl Iterator<Item = Result<BundleBatch>> + Send> {
-    let reader = PairedReader::new(FastxReader::open(path)?, mode, Some(min_length));
+    let reader = PairedReader::new(FastxReader::open_in(path, ctx)?, mode, Some(min_length));
     Ok(super::reads::bundle_batches(reader))
 }
 
@@ -215,20 +216,20 @@ pub fn trim_record(table: &KTable, clean_seq: &[u8], cutoff: u32, variable_cover
 }
 
 /// khmer's `check_conflicting_args` for `--loadgraph PATH`: the loaded table's k (and sizes)
-/// win over the sizing flags, with a warning on stderr when any was given. Returns the table
+/// win over the sizing flags, with a warning to `ctx` when any was given. Returns the table
 /// parameters with the table's k.
-pub fn loadgraph_params(params: &TableParams, path: &str, table_k: usize) -> TableParams {
+pub fn loadgraph_params(params: &TableParams, path: &str, table_k: usize, ctx: &RunContext) -> TableParams {
     let defaults = TableParams::default();
     let sized = (params.ksize, params.n_tables, params.max_tablesize)
         != (defaults.ksize, defaults.n_tables, defaults.max_tablesize);
     if sized {
-        eprintln!(
+        ctx.warning(format!(
             "WARNING: loading the saved k-mer countgraph {path}: its k ({table_k}), number of tables \
              and table size are used; -k/--ksize, -N/--n_tables and -x/--max-tablesize are ignored"
-        );
+        ));
     }
     if params.unique_kmers != 0.0 || params.max_memory.is_some_and(|m| m != 0.0) {
-        eprintln!("WARNING: loading the saved k-mer countgraph {path}: -U and -M do not resize it");
+        ctx.warning(format!("WARNING: loading the saved k-mer countgraph {path}: -U and -M do not resize it"));
     }
     TableParams { ksize: table_k, ..params.clone() }
 }
@@ -270,8 +271,8 @@ pub fn check_ksize(k: usize) -> Result<()> {
 }
 
 /// khmer's `calc_expected_collisions` check: an error when the estimated false-positive rate
-/// exceeds `limit`; with `force`, a warning on stderr and the run goes on, as in khmer.
-pub fn check_fp_rate(fp: f64, limit: f64, force: bool) -> Result<()> {
+/// exceeds `limit`; with `force`, a warning to `ctx` and the run goes on, as in khmer.
+pub fn check_fp_rate(fp: f64, limit: f64, force: bool, ctx: &RunContext) -> Result<()> {
     if fp <= limit {
         return Ok(());
     }
@@ -282,15 +283,8 @@ pub fn check_fp_rate(fp: f64, limit: f64, force: bool) -> Result<()> {
     if !force {
         return Err(Error::invalid(format!("{problem}; increase it with -M, or use --force")));
     }
-    eprintln!("WARNING: {problem}; do not use these results (going on because of --force)");
+    ctx.warning(format!("WARNING: {problem}; do not use these results (going on because of --force)"));
     Ok(())
-}
-
-/// Prints one of khmer's informational lines on stderr unless `quiet`.
-pub fn info(quiet: bool, line: impl AsRef<str>) {
-    if !quiet {
-        eprintln!("{}", line.as_ref());
-    }
 }
 
 /// Writes `value` as pretty JSON to `path` (the `--report-json` file).

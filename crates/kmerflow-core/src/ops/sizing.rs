@@ -3,6 +3,7 @@
 
 use super::memory::{check_table_fits, Backing};
 use super::pyfmt::{general, repr};
+use crate::run::RunContext;
 use crate::table::{
     AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, HashKind, KTable, Layout, StorageKind,
 };
@@ -144,14 +145,14 @@ pub fn estimate_with_fp_rate(n_kmers: f64, fp_rate: f64) -> SizeEstimate {
 
 /// khmer's `_check_fp_rate`: with `-U`, either verifies `-M` against the FP ceiling or derives
 /// `-M` from the recommended size (when that fits under `-x`). Returns the effective `-M`.
-fn check_fp_rate(params: &TableParams, default_fp: f64, messages: &mut Vec<String>) -> Result<Option<f64>> {
+fn check_fp_rate(params: &TableParams, default_fp: f64, ctx: &RunContext) -> Result<Option<f64>> {
     let memory = params.max_memory.filter(|&m| m != 0.0);
     if params.unique_kmers == 0.0 {
         return Ok(memory);
     }
     let mut target = default_fp;
     if let Some(fp) = params.fp_rate.filter(|&f| f != 0.0) {
-        messages.push(format!("*** INFO: Overriding default fp {} with new fp: {}", repr(default_fp), repr(fp)));
+        ctx.info(format!("*** INFO: Overriding default fp {} with new fp: {}", repr(default_fp), repr(fp)));
         target = fp;
     }
     if let Some(memory) = memory {
@@ -168,22 +169,22 @@ fn check_fp_rate(params: &TableParams, default_fp: f64, messages: &mut Vec<Strin
             if !params.force {
                 return Err(Error::invalid(format!("{problem}; use --force to override")));
             }
-            messages.push(format!("*** ERROR: {problem}"));
+            ctx.error(format!("*** ERROR: {problem}"));
         }
         return Ok(Some(memory));
     }
     let res = estimate_with_fp_rate(params.unique_kmers, target);
     if params.max_tablesize != 0.0 && params.max_tablesize < res.table_size as f64 {
         let current = estimate_with_memory(params.unique_kmers, params.max_tablesize);
-        messages.push("\n*** Warning: The given tablesize is too small!".into());
-        messages.push(format!("*** Recommended tablesize is: {} bytes", general(res.table_size as f64, 5, 6)));
-        messages.push(format!("*** Current is: {} bytes", general(params.max_tablesize, 5, 6)));
-        messages.push(format!("*** Estimated FP rate with current config is: {}\n", repr(current.fp_rate)));
+        ctx.warning("\n*** Warning: The given tablesize is too small!");
+        ctx.warning(format!("*** Recommended tablesize is: {} bytes", general(res.table_size as f64, 5, 6)));
+        ctx.warning(format!("*** Current is: {} bytes", general(params.max_tablesize, 5, 6)));
+        ctx.warning(format!("*** Estimated FP rate with current config is: {}\n", repr(current.fp_rate)));
         Ok(None)
     } else {
         let ceiling = (res.memory as f64).max(1e6);
-        messages.push("*** INFO: set memory ceiling automatically.".into());
-        messages.push(format!("*** Ceiling is: {} bytes\n", general(ceiling, 3, 6)));
+        ctx.info("*** INFO: set memory ceiling automatically.");
+        ctx.info(format!("*** Ceiling is: {} bytes\n", general(ceiling, 3, 6)));
         Ok(Some(ceiling))
     }
 }
@@ -204,9 +205,9 @@ fn checked_size(
     kind: GraphKind,
     multiplier: f64,
     default_fp: f64,
-    messages: &mut Vec<String>,
+    ctx: &RunContext,
 ) -> Result<f64> {
-    let memory = check_fp_rate(params, default_fp, messages)?;
+    let memory = check_fp_rate(params, default_fp, ctx)?;
     if params.n_tables == 0 {
         return Err(Error::invalid("the number of tables (-N) must be at least 1"));
     }
@@ -217,9 +218,7 @@ fn checked_size(
                 params.n_tables
             )));
         }
-        messages.push(
-            "\n*** Warning: Maximum recommended number of tables is 20, discarded by force nonetheless!\n".into(),
-        );
+        ctx.warning("\n*** Warning: Maximum recommended number of tables is 20, discarded by force nonetheless!\n");
     }
     let size = graph_size(params, memory, kind, multiplier);
     if size.is_nan() || size < 1.0 {
@@ -235,9 +234,9 @@ fn checked_khmer_size(
     kind: GraphKind,
     multiplier: f64,
     default_fp: f64,
-    messages: &mut Vec<String>,
+    ctx: &RunContext,
 ) -> Result<u64> {
-    let size = checked_size(params, kind, multiplier, default_fp, messages)?;
+    let size = checked_size(params, kind, multiplier, default_fp, ctx)?;
     check_table_fits(size * params.n_tables as f64 / kind.buckets_per_byte(), Backing::Memory)?;
     if params.ksize == 0 || params.ksize > 32 {
         return Err(Error::invalid(format!(
@@ -249,33 +248,29 @@ fn checked_khmer_size(
 }
 
 /// A countgraph (or small countgraph with `--small-count`) sized as khmer's
-/// `create_countgraph(args, multiplier)` does, including the `-U` / FP-rate logic; `messages`
-/// receives the warnings/info lines khmer prints (the caller prints them unless quiet).
+/// `create_countgraph(args, multiplier)` does, including the `-U` / FP-rate logic; the
+/// warnings and notes khmer prints are emitted to `ctx`.
 /// Bigcount is left off (the caller turns it on).
-pub fn create_countgraph(params: &TableParams, multiplier: f64, messages: &mut Vec<String>) -> Result<KTable> {
+pub fn create_countgraph(params: &TableParams, multiplier: f64, ctx: &RunContext) -> Result<KTable> {
     let (kind, storage) = if params.small_count {
         (GraphKind::SmallCountgraph, StorageKind::Nibble)
     } else {
         (GraphKind::Countgraph, StorageKind::Byte)
     };
-    let size = checked_khmer_size(params, kind, multiplier, COUNTGRAPH_FP_TARGET, messages)?;
+    let size = checked_khmer_size(params, kind, multiplier, COUNTGRAPH_FP_TARGET, ctx)?;
     KTable::new_with_options(params.ksize, HashKind::TwoBit, storage, size, params.n_tables, params.alloc)
 }
 
 /// The shape of a blocked countgraph of the same total memory as khmer's countgraph for
 /// `params` (`-x` × `-N` bytes of 8-bit counters, or `-M` bytes; 4-bit with `--small-count`),
 /// with `-N` counters per k-mer. Any k >= 1 is accepted.
-pub fn blocked_countgraph_params(
-    params: &TableParams,
-    multiplier: f64,
-    messages: &mut Vec<String>,
-) -> Result<BlockedParams> {
+pub fn blocked_countgraph_params(params: &TableParams, multiplier: f64, ctx: &RunContext) -> Result<BlockedParams> {
     let (kind, width) = if params.small_count {
         (GraphKind::SmallCountgraph, CounterWidth::Bits4)
     } else {
         (GraphKind::Countgraph, CounterWidth::Bits8)
     };
-    let size = checked_size(params, kind, multiplier, COUNTGRAPH_FP_TARGET, messages)?;
+    let size = checked_size(params, kind, multiplier, COUNTGRAPH_FP_TARGET, ctx)?;
     let bytes = size * params.n_tables as f64 / kind.buckets_per_byte();
     let shape = BlockedParams::new(params.ksize, bytes as u64, width, params.n_tables);
     shape.check()?;
@@ -288,12 +283,12 @@ pub fn create_counting_table(
     params: &TableParams,
     layout: Layout,
     multiplier: f64,
-    messages: &mut Vec<String>,
+    ctx: &RunContext,
 ) -> Result<AnyTable> {
     match layout {
-        Layout::Khmer => create_countgraph(params, multiplier, messages).map(AnyTable::Khmer),
+        Layout::Khmer => create_countgraph(params, multiplier, ctx).map(AnyTable::Khmer),
         Layout::Blocked => {
-            let shape = blocked_countgraph_params(params, multiplier, messages)?;
+            let shape = blocked_countgraph_params(params, multiplier, ctx)?;
             check_table_fits(shape.data_bytes() as f64, Backing::Memory)?;
             BlockedTable::with_params(shape, params.alloc).map(AnyTable::Blocked)
         }
@@ -301,8 +296,8 @@ pub fn create_counting_table(
 }
 
 /// A nodegraph sized as khmer's `create_nodegraph`.
-pub fn create_nodegraph(params: &TableParams, messages: &mut Vec<String>) -> Result<KTable> {
-    let size = checked_khmer_size(params, GraphKind::Nodegraph, 1.0, NODEGRAPH_FP_TARGET, messages)?;
+pub fn create_nodegraph(params: &TableParams, ctx: &RunContext) -> Result<KTable> {
+    let size = checked_khmer_size(params, GraphKind::Nodegraph, 1.0, NODEGRAPH_FP_TARGET, ctx)?;
     KTable::new_with_options(params.ksize, HashKind::TwoBit, StorageKind::Bit, size, params.n_tables, params.alloc)
 }
 
@@ -324,6 +319,7 @@ pub fn any_fp_rate(table: &AnyTable) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::Message;
 
     fn params(edit: impl FnOnce(&mut TableParams)) -> TableParams {
         let mut p = TableParams::default();
@@ -333,7 +329,7 @@ mod tests {
 
     fn size_of(p: &TableParams, kind: GraphKind, multiplier: f64) -> Result<u64> {
         let default_fp = if kind == GraphKind::Nodegraph { NODEGRAPH_FP_TARGET } else { COUNTGRAPH_FP_TARGET };
-        checked_khmer_size(p, kind, multiplier, default_fp, &mut Vec::new())
+        checked_khmer_size(p, kind, multiplier, default_fp, &RunContext::new())
     }
 
     #[test]
@@ -367,17 +363,18 @@ mod tests {
             p.unique_kmers = 1e8;
             p.ksize = 20;
         });
-        let mut messages = Vec::new();
-        let size = checked_khmer_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &mut messages).unwrap();
+        let ctx = RunContext::new();
+        let size = checked_khmer_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &ctx).unwrap();
         assert_eq!(size, 1_000_000);
         assert_eq!(
-            messages,
+            ctx.messages(),
             [
                 "\n*** Warning: The given tablesize is too small!",
                 "*** Recommended tablesize is: 1.60278e+08 bytes",
                 "*** Current is: 1e+06 bytes",
                 "*** Estimated FP rate with current config is: 1.0\n",
             ]
+            .map(Message::warning)
         );
     }
 
@@ -387,16 +384,17 @@ mod tests {
             p.unique_kmers = 1000.0;
             p.fp_rate = Some(0.05);
         });
-        let mut messages = Vec::new();
-        let size = checked_khmer_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &mut messages).unwrap();
+        let ctx = RunContext::new();
+        let size = checked_khmer_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &ctx).unwrap();
         assert_eq!(size, 250_000);
         assert_eq!(
-            messages,
+            ctx.messages(),
             [
                 "*** INFO: Overriding default fp 0.1 with new fp: 0.05",
                 "*** INFO: set memory ceiling automatically.",
                 "*** Ceiling is: 1e+06 bytes\n",
             ]
+            .map(Message::info)
         );
     }
 
@@ -431,17 +429,17 @@ mod tests {
             p.ksize = 40;
             p.max_tablesize = 1e5;
         });
-        let shape = blocked_countgraph_params(&p, 1.0, &mut Vec::new()).unwrap();
+        let shape = blocked_countgraph_params(&p, 1.0, &RunContext::new()).unwrap();
         assert_eq!((shape.k, shape.probes, shape.width), (40, 4, CounterWidth::Bits8));
         assert_eq!(shape.data_bytes(), 4e5 as u64 / 64 * 64);
         let small = params(|p| {
             p.max_memory = Some(1e6);
             p.small_count = true;
         });
-        let shape = blocked_countgraph_params(&small, 1.0, &mut Vec::new()).unwrap();
+        let shape = blocked_countgraph_params(&small, 1.0, &RunContext::new()).unwrap();
         assert_eq!((shape.data_bytes(), shape.width), (1e6 as u64 / 64 * 64, CounterWidth::Bits4));
-        assert!(blocked_countgraph_params(&params(|p| p.n_tables = 9), 1.0, &mut Vec::new()).is_err());
-        let table = create_counting_table(&p, Layout::Blocked, 1.0, &mut Vec::new()).unwrap();
+        assert!(blocked_countgraph_params(&params(|p| p.n_tables = 9), 1.0, &RunContext::new()).is_err());
+        let table = create_counting_table(&p, Layout::Blocked, 1.0, &RunContext::new()).unwrap();
         assert_eq!((table.layout(), any_fp_rate(&table)), (Layout::Blocked, 0.0));
     }
 
@@ -458,15 +456,15 @@ mod tests {
 
     #[test]
     fn countgraph_primes_follow_the_size() {
-        let t = create_countgraph(&params(|p| p.ksize = 20), 1.0, &mut Vec::new()).unwrap();
+        let t = create_countgraph(&params(|p| p.ksize = 20), 1.0, &RunContext::new()).unwrap();
         assert_eq!(t.hashsizes(), [999_983, 999_979, 999_961, 999_959]);
-        let small = create_countgraph(&params(|p| p.small_count = true), 1.0, &mut Vec::new()).unwrap();
+        let small = create_countgraph(&params(|p| p.small_count = true), 1.0, &RunContext::new()).unwrap();
         assert_eq!(small.storage_kind(), StorageKind::Nibble);
         let m = params(|p| {
             p.max_memory = Some(4e6);
             p.n_tables = 2;
         });
-        let nodes = create_nodegraph(&m, &mut Vec::new()).unwrap();
+        let nodes = create_nodegraph(&m, &RunContext::new()).unwrap();
         assert_eq!(nodes.hashsizes()[0], 15_999_989);
         assert_eq!(nodes.storage_kind(), StorageKind::Bit);
     }

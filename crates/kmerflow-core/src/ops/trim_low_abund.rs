@@ -10,13 +10,14 @@
 
 use super::diginorm::BATCH_KMERS;
 use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, clean_batch, info, trim_record, Cleaning, HashedBatch, Trim,
+    self, bundle_source, check_fp_rate, check_ksize, clean_batch, trim_record, Cleaning, HashedBatch, Trim,
 };
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, TableParams};
 use super::SummaryFormat;
 use crate::io::{write_record, Compression, OutputFile, PairMode, Staged};
 use crate::pipeline::run_ordered;
+use crate::run::{metrics, RunContext};
 use crate::table::{median_mean_stddev, BatchRunner, KTable, KmerPass, ReadCounts};
 use crate::{Error, Result};
 use std::io::Write;
@@ -58,14 +59,10 @@ pub struct Options {
     pub compression: Option<Compression>,
     /// `--summary-info`.
     pub summary_info: Option<SummaryFormat>,
-    /// Worker threads.
-    pub threads: usize,
     /// `--batched`: decide in three phases per batch (look up by owner threads, decide in order with
     /// in-batch deltas, update by owner), the exact form that tables held elsewhere need; the output
     /// is the same as the read-by-read pass.
     pub batched: bool,
-    /// `-q`.
-    pub quiet: bool,
     /// `--report-json FILE`.
     pub report_json: Option<String>,
 }
@@ -87,9 +84,7 @@ impl Default for Options {
             output: None,
             compression: None,
             summary_info: None,
-            threads: 1,
             batched: false,
-            quiet: false,
             report_json: None,
         }
     }
@@ -125,7 +120,7 @@ struct Tally<'a> {
     /// Reads and bases looked at again in pass 2 (only shown on the progress line).
     pass2_reads: u64,
     pass2_basepairs: u64,
-    quiet: bool,
+    ctx: &'a RunContext,
     file: &'a str,
     n_start: u64,
     watermark: u64,
@@ -136,13 +131,10 @@ impl Tally<'_> {
     fn progress_pass1(&mut self) {
         if self.s.reads - self.n_start > self.watermark {
             let s = &self.s;
-            info(
-                self.quiet,
-                format!(
-                    "... {} {} {} {} {} {}",
-                    self.file, s.reads_set_aside, s.reads, s.basepairs, s.reads_written, s.basepairs_written
-                ),
-            );
+            self.ctx.info(format!(
+                "... {} {} {} {} {} {}",
+                self.file, s.reads_set_aside, s.reads, s.basepairs, s.reads_written, s.basepairs_written
+            ));
             self.watermark += REPORT_EVERY_N_READS;
         }
     }
@@ -153,16 +145,13 @@ impl Tally<'_> {
         if reads - self.n_start > self.watermark {
             let s = &self.s;
             let bases = s.basepairs + self.pass2_basepairs;
-            info(
-                self.quiet,
-                format!(
-                    "... x 2 {} {pass2} {} {reads} {bases} {} {}",
-                    reads - self.n_start,
-                    s.reads_set_aside,
-                    s.reads_written,
-                    s.basepairs_written
-                ),
-            );
+            self.ctx.info(format!(
+                "... x 2 {} {pass2} {} {reads} {bases} {} {}",
+                reads - self.n_start,
+                s.reads_set_aside,
+                s.reads_written,
+                s.basepairs_written
+            ));
             self.watermark += REPORT_EVERY_N_READS;
         }
     }
@@ -274,7 +263,7 @@ struct FileJob {
 
 /// Pass 2 over one set-aside file.
 fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
-    info(o.quiet, format!("second pass: looking at sequences kept aside in {}", job.pass2));
+    t.ctx.info(format!("second pass: looking at sequences kept aside in {}", job.pass2));
     t.watermark = REPORT_EVERY_N_READS;
     if job.set_aside > 0 {
         pass2_reads(o, table, job, out, t)?;
@@ -284,10 +273,11 @@ fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, 
 
 /// Trims the reads of one non-empty set-aside file into `out`.
 fn pass2_reads(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
-    let source = bundle_source(&job.pass2, PairMode::ForceSingle, table.ksize())?;
+    let ctx = t.ctx;
+    let source = bundle_source(&job.pass2, PairMode::ForceSingle, table.ksize(), ctx)?;
     run_ordered(
+        ctx,
         source,
-        o.threads,
         || {
             move |bb| {
                 let cb = clean_batch(bb, Cleaning::Parser);
@@ -362,8 +352,8 @@ fn make_tempdir(parent: &str) -> Result<std::path::PathBuf> {
     Err(Error::invalid(format!("{parent}: cannot create a temporary directory")))
 }
 
-/// Runs trim-low-abund.
-pub fn run(o: &Options) -> Result<Summary> {
+/// Runs trim-low-abund within `ctx`; its temporary directory is removed however the run ends.
+pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     check_options(o)?;
     let trimmed: Vec<String> = match &o.output {
         Some(path) => vec![path.clone()],
@@ -373,46 +363,43 @@ pub fn run(o: &Options) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs(o.inputs.iter().chain(&o.loadgraph), trimmed.iter().chain(side))?;
     let mut table = match &o.loadgraph {
         Some(path) => {
-            info(o.quiet, format!("loading countgraph from {path}"));
+            ctx.info(format!("loading countgraph from {path}"));
             read_filter::load_countgraph(path)?
         }
         None => {
-            info(o.quiet, "making countgraph");
-            let mut messages = Vec::new();
-            let t = create_countgraph(&o.table, 1.0, &mut messages)?;
-            messages.iter().for_each(|m| info(o.quiet, m));
-            t
+            ctx.info("making countgraph");
+            create_countgraph(&o.table, 1.0, ctx)?
         }
     };
     if let Some(path) = &o.loadgraph {
-        read_filter::loadgraph_params(&o.table, path, table.ksize());
+        read_filter::loadgraph_params(&o.table, path, table.ksize(), ctx);
     }
     let k = table.ksize();
     let tempdir = make_tempdir(&o.tempdir)?;
-    info(o.quiet, format!("created temporary directory {};\nuse -T to change location", tempdir.display()));
-    let result = run_passes(o, &mut table, &tempdir);
+    ctx.info(format!("created temporary directory {};\nuse -T to change location", tempdir.display()));
+    let result = run_passes(o, &mut table, &tempdir, ctx);
     let _ = std::fs::remove_dir_all(&tempdir);
     let (mut t, staged) = result?;
     let s = &mut t.s;
     s.fp_rate = expected_fp_rate(&table);
-    print_summary(o, s);
+    print_summary(o, s, ctx);
     if s.short_dropped > 0 {
-        info(o.quiet, format!("dropped {} reads shorter than k={k}", s.short_dropped));
+        ctx.info(format!("dropped {} reads shorter than k={k}", s.short_dropped));
     }
     // As in khmer, a too-full table ends the run before the graph and summary are saved; the
     // trimmed reads, complete under temporary names, are removed too.
-    check_fp_rate(s.fp_rate, MAX_FP_RATE, o.table.force)?;
+    check_fp_rate(s.fp_rate, MAX_FP_RATE, o.table.force, ctx)?;
     if let Some(path) = &o.report_json {
         read_filter::write_json_report(path, &*s)?;
     }
     staged.into_iter().try_for_each(Staged::commit)?;
     match o.output.as_deref() {
-        None => info(o.quiet, "output in *.abundtrim"),
-        Some("-") => info(o.quiet, "output streamed to stdout"),
-        Some(name) => info(o.quiet, format!("output in {name}")),
+        None => ctx.info("output in *.abundtrim"),
+        Some("-") => ctx.info("output streamed to stdout"),
+        Some(name) => ctx.info(format!("output in {name}")),
     }
     if let Some(path) = &o.savegraph {
-        info(o.quiet, format!("Saving k-mer countgraph to {path}"));
+        ctx.info(format!("Saving k-mer countgraph to {path}"));
         table.save(path)?;
     }
     if let Some(format) = o.summary_info {
@@ -422,28 +409,26 @@ pub fn run(o: &Options) -> Result<Summary> {
 }
 
 /// Both passes over all inputs; the outputs are complete under their temporary names on success.
-fn run_passes<'a>(o: &'a Options, table: &mut KTable, tempdir: &std::path::Path) -> Result<(Tally<'a>, Vec<Staged>)> {
-    let mut runner = o.batched.then(|| BatchRunner::new(&*table, o.threads));
+fn run_passes<'a>(
+    o: &'a Options,
+    table: &mut KTable,
+    tempdir: &std::path::Path,
+    ctx: &'a RunContext,
+) -> Result<(Tally<'a>, Vec<Staged>)> {
+    let mut runner = o.batched.then(|| BatchRunner::new(&*table, ctx.threads()));
     let hasher = table.kmer_hasher();
     let mut outs: Vec<OutputFile> = Vec::new();
     let mut jobs = Vec::new();
-    let mut t = Tally {
-        s: Summary::default(),
-        pass2_reads: 0,
-        pass2_basepairs: 0,
-        quiet: o.quiet,
-        file: "",
-        n_start: 0,
-        watermark: 0,
-    };
+    let mut t =
+        Tally { s: Summary::default(), pass2_reads: 0, pass2_basepairs: 0, ctx, file: "", n_start: 0, watermark: 0 };
     if let Some(path) = &o.output {
-        outs.push(create_output(path, o.compression)?);
+        outs.push(create_output(path, o.compression, ctx)?);
     }
     let mode = if o.ignore_pairs { PairMode::ForceSingle } else { PairMode::BrokenPaired };
     for input in &o.inputs {
         let pass2 = tempdir.join(format!("{}.pass2", input.replace('/', "-"))).to_string_lossy().into_owned();
         if o.output.is_none() {
-            outs.push(create_output(&derived_name(input, ".abundtrim", None), o.compression)?);
+            outs.push(create_output(&derived_name(input, ".abundtrim", None), o.compression, ctx)?);
         }
         let mut job = FileJob { input: input.clone(), pass2, out: outs.len() - 1, set_aside: 0 };
         let mut aside_file =
@@ -455,10 +440,11 @@ fn run_passes<'a>(o: &'a Options, table: &mut KTable, tempdir: &std::path::Path)
         let out = &mut outs[job.out];
         let (mut buf, mut aside) = (Vec::new(), Vec::new());
         run_ordered(
-            bundle_source(input, mode, table.ksize())?,
-            o.threads,
+            ctx,
+            bundle_source(input, mode, table.ksize(), ctx)?,
             || |bb| Ok(HashedBatch::new(bb, Cleaning::Parser, &hasher)),
             |hb: HashedBatch| {
+                ctx.metrics().add_count(metrics::KMERS, hb.hashes.len() as u64);
                 buf.clear();
                 aside.clear();
                 pass1_batch(o, table, runner.as_mut(), &hb, &mut t, &mut buf, &mut aside)?;
@@ -468,10 +454,7 @@ fn run_passes<'a>(o: &'a Options, table: &mut KTable, tempdir: &std::path::Path)
         )?;
         aside_file.flush().map_err(|e| Error::io(&job.pass2, e))?;
         job.set_aside = t.s.reads_set_aside - save_start;
-        info(
-            o.quiet,
-            format!("{}: kept aside {} of {} from first pass", job.input, job.set_aside, t.s.reads - t.n_start),
-        );
+        ctx.info(format!("{}: kept aside {} of {} from first pass", job.input, job.set_aside, t.s.reads - t.n_start));
         jobs.push(job);
     }
     if !o.single_pass {
@@ -484,29 +467,25 @@ fn run_passes<'a>(o: &'a Options, table: &mut KTable, tempdir: &std::path::Path)
 }
 
 /// khmer's closing report lines, up to the false-positive rate.
-fn print_summary(o: &Options, s: &Summary) {
-    let q = o.quiet;
+fn print_summary(o: &Options, s: &Summary, ctx: &RunContext) {
     let ratio = |a: f64, b: f64| if b == 0.0 { 0.0 } else { a / b };
     let (reads, wr) = (s.reads as f64, s.reads_written as f64);
-    info(q, format!("read {} reads, {} bp", s.reads, s.basepairs));
-    info(q, format!("wrote {} reads, {} bp", s.reads_written, s.basepairs_written));
-    info(
-        q,
-        format!(
-            "looked at {} reads twice ({:.2} passes)",
-            s.reads_set_aside,
-            1.0 + ratio(s.reads_set_aside as f64, reads)
-        ),
-    );
+    ctx.info(format!("read {} reads, {} bp", s.reads, s.basepairs));
+    ctx.info(format!("wrote {} reads, {} bp", s.reads_written, s.basepairs_written));
+    ctx.info(format!(
+        "looked at {} reads twice ({:.2} passes)",
+        s.reads_set_aside,
+        1.0 + ratio(s.reads_set_aside as f64, reads)
+    ));
     let pct = ratio(s.reads_trimmed as f64 + reads - wr, reads) * 100.0;
-    info(q, format!("removed {} reads and trimmed {} reads ({pct:.2}%)", s.reads - s.reads_written, s.reads_trimmed));
+    ctx.info(format!("removed {} reads and trimmed {} reads ({pct:.2}%)", s.reads - s.reads_written, s.reads_trimmed));
     let bases = (1.0 - ratio(s.basepairs_written as f64, s.basepairs as f64)) * 100.0;
-    info(q, format!("trimmed or removed {bases:.2}%% of bases ({} total)", s.basepairs - s.basepairs_written));
+    ctx.info(format!("trimmed or removed {bases:.2}%% of bases ({} total)", s.basepairs - s.basepairs_written));
     if o.variable_coverage {
-        info(q, format!("{} reads were high coverage ({:.2}%);", s.reads, 100.0 * ratio(reads, reads)));
-        info(q, "skipped 0 reads/0 bases because of low coverage");
+        ctx.info(format!("{} reads were high coverage ({:.2}%);", s.reads, 100.0 * ratio(reads, reads)));
+        ctx.info("skipped 0 reads/0 bases because of low coverage");
     }
-    info(q, format!("fp rate estimated to be {:1.3}", s.fp_rate));
+    ctx.info(format!("fp rate estimated to be {:1.3}", s.fp_rate));
 }
 
 /// Local time as `%Y-%m-%dT%H:%M:%S`.

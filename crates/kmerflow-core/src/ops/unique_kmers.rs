@@ -5,6 +5,8 @@ use super::count::{for_each_batch, ReadTally};
 use super::pyfmt::scientific;
 use super::sizing::{estimate_with_fp_rate, estimate_with_memory};
 use crate::io::{write_record, RecordBatch};
+use crate::run::metrics::KMERS;
+use crate::run::RunContext;
 use crate::table::hll::HllCounter;
 use crate::Result;
 
@@ -17,14 +19,12 @@ pub struct Options {
     pub error_rate: f64,
     /// Input files.
     pub inputs: Vec<String>,
-    /// Worker threads (the estimate does not depend on them).
-    pub threads: usize,
     /// Hand every record, formatted as khmer writes it, to the caller (`-S/--stream-records`).
     pub stream_records: bool,
 }
 
 /// The estimate of one input.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FileEstimate {
     /// The input.
     pub path: String,
@@ -33,7 +33,7 @@ pub struct FileEstimate {
 }
 
 /// What `unique-kmers` found.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Summary {
     /// Per-file estimates, in input order.
     pub files: Vec<FileEstimate>,
@@ -44,17 +44,16 @@ pub struct Summary {
 }
 
 /// Runs `unique-kmers`; with `stream_records`, `on_records` receives the records of each batch,
-/// formatted as FASTA/FASTQ, in file order.
-pub fn run(opts: &Options, mut on_records: impl FnMut(&[u8]) -> Result<()>) -> Result<Summary> {
+/// formatted as FASTA/FASTQ, in file order. The estimate does not depend on the run's threads.
+pub fn run(opts: &Options, ctx: &RunContext, mut on_records: impl FnMut(&[u8]) -> Result<()>) -> Result<Summary> {
     let mut summary = Summary::default();
     let mut total = HllCounter::new(opts.error_rate, opts.ksize)?;
-    let threads = opts.threads.max(1);
     for path in &opts.inputs {
         let mut hll = HllCounter::new(opts.error_rate, opts.ksize)?;
         let template = hll.clone();
         for_each_batch(
             path,
-            threads,
+            ctx,
             || {
                 |batch: RecordBatch| {
                     let mut part = template.clone();
@@ -77,6 +76,7 @@ pub fn run(opts: &Options, mut on_records: impl FnMut(&[u8]) -> Result<()>) -> R
         total.merge(&hll)?;
         summary.files.push(FileEstimate { path: path.clone(), cardinality: hll.estimate() });
     }
+    ctx.metrics().add_count(KMERS, summary.tally.kmers);
     summary.total = total.estimate();
     Ok(summary)
 }

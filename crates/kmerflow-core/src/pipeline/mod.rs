@@ -1,7 +1,7 @@
 //! The parallel, order-preserving batch engine: reader -> workers -> ordered sink.
 //!
 //! Every streaming command has the same shape: a *source* yields batches of records (for
-//! example [`crate::io::PairedReader::next_batch`]), a *worker* turns each batch into an
+//! example the io layer's `PairedReader::next_batch`), a *worker* turns each batch into an
 //! output value (typically a formatted byte buffer plus counters), and a *sink* consumes the
 //! outputs (writes the buffers, adds up the counters). [`run_ordered`] runs these stages on
 //! separate threads connected by bounded crossbeam channels:
@@ -26,21 +26,24 @@
 //!   re-raised when the threads are joined.
 //! * **One thread**: with `threads <= 1` everything runs inline on the calling thread, with no
 //!   channel and no extra thread.
+//! * **Cancellation**: the run's [`RunContext`] is checked before every batch is read and
+//!   before every output is sunk; once it is cancelled the run ends with
+//!   [`Error::Cancelled`] (a source blocked in a read must notice the cancellation itself, as
+//!   the io layer's readers do).
 //!
-//! Per-thread [`metrics`] (batches, records, bytes, busy, waiting and CPU time) are returned by
-//! [`run_ordered`] and recorded in the process-wide registry ([`metrics::report`]); without the
-//! `metrics` cargo feature they compile to nothing. [`progress`] counts input bytes read.
+//! The engine is generic: it knows batches only through the [`Workload`] trait. Per-thread
+//! metrics (batches, records, bytes, busy, waiting and CPU time) are returned by
+//! [`run_ordered`] and recorded in the run's [`crate::run::metrics::Metrics`]; without the
+//! `metrics` cargo feature they compile to nothing.
 
-pub mod metrics;
-pub mod progress;
-
+use crate::run::metrics::{self, PipelineMetrics, StageMetrics};
+use crate::run::RunContext;
 use crate::{Error, Result};
 use crossbeam_channel::{bounded, Receiver, Sender};
-use metrics::{PipelineMetrics, StageMetrics};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-pub use metrics::Workload;
+pub use crate::run::metrics::Workload;
 
 /// How many batches may be in flight (between the reader and the sink) for `threads` workers:
 /// one in each worker's hands and one ready behind it. Twice as many were measured no faster
@@ -55,8 +58,9 @@ pub fn available_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Runs `source -> workers -> sink` with `threads` workers, the sink receiving the workers'
-/// outputs in the order of the source's batches. See the [module documentation](self).
+/// Runs `source -> workers -> sink` with the context's number of workers, the sink receiving
+/// the workers' outputs in the order of the source's batches. See the
+/// [module documentation](self).
 ///
 /// * `source`: the batches in input order; the first `Err` ends the input.
 /// * `make_worker`: called once per worker thread to build its processing function (so that a
@@ -64,7 +68,7 @@ pub fn available_threads() -> usize {
 /// * `sink`: called on the calling thread with each output, in input order.
 ///
 /// Returns the metrics of the run, or the first error in input order.
-pub fn run_ordered<B, O, I, W, M, S>(source: I, threads: usize, make_worker: M, sink: S) -> Result<PipelineMetrics>
+pub fn run_ordered<B, O, I, W, M, S>(ctx: &RunContext, source: I, make_worker: M, sink: S) -> Result<PipelineMetrics>
 where
     I: IntoIterator<Item = Result<B>>,
     I::IntoIter: Send,
@@ -74,12 +78,13 @@ where
     W: FnMut(B) -> Result<O>,
     S: FnMut(O) -> Result<()>,
 {
-    run_ordered_as(metrics::RECORDS_LABEL, source, threads, make_worker, sink)
+    run_ordered_as(ctx, metrics::RECORDS_LABEL, source, ctx.threads(), make_worker, sink)
 }
 
-/// [`run_ordered`], recording the run's metrics under `label` (for pipelines that are not the
-/// command's record processing, such as parallel decompression).
+/// [`run_ordered`] with `threads` workers, recording the run's metrics under `label` (for
+/// pipelines that are not the command's record processing, such as parallel decompression).
 pub fn run_ordered_as<B, O, I, W, M, S>(
+    ctx: &RunContext,
     label: &'static str,
     source: I,
     threads: usize,
@@ -100,21 +105,22 @@ where
     let cpu = metrics::thread_cpu_time();
     let source = source.into_iter();
     let mut m = if threads <= 1 {
-        run_inline(source, make_worker(), &mut sink)
+        run_inline(ctx, source, make_worker(), &mut sink)
     } else {
-        run_threaded(source, threads, &make_worker, &mut sink)
+        run_threaded(ctx, source, threads, &make_worker, &mut sink)
     }?;
     m.sink.set_cpu_since(cpu);
     #[cfg(feature = "metrics")]
     {
         m.wall = started.elapsed();
     }
-    metrics::record_pipeline(label, &m);
+    ctx.metrics().record_pipeline(label, &m);
     Ok(m)
 }
 
 /// The single-threaded form: read, process and sink one batch at a time.
 fn run_inline<B, O>(
+    ctx: &RunContext,
     mut source: impl Iterator<Item = Result<B>>,
     mut worker: impl FnMut(B) -> Result<O>,
     sink: &mut impl FnMut(O) -> Result<()>,
@@ -124,6 +130,7 @@ where
 {
     let mut m = PipelineMetrics::new(1);
     loop {
+        ctx.check_cancelled()?;
         let batch = m.reader.time_busy(|| source.next());
         let Some(batch) = batch else { break };
         let batch = batch?;
@@ -141,6 +148,7 @@ type Numbered<O> = (u64, Result<O>);
 
 /// The multi-threaded form: one reader thread, `threads` workers, the sink on this thread.
 fn run_threaded<B, O, W>(
+    ctx: &RunContext,
     source: impl Iterator<Item = Result<B>> + Send,
     threads: usize,
     make_worker: &(impl Fn() -> W + Sync),
@@ -166,7 +174,7 @@ where
         let reader = {
             let out_tx = out_tx.clone();
             let stop = &stop;
-            scope.spawn(move || read_stage(source, batch_tx, out_tx, slot_rx, stop))
+            scope.spawn(move || read_stage(ctx, source, batch_tx, out_tx, slot_rx, stop))
         };
         let workers: Vec<_> = (0..threads)
             .map(|_| {
@@ -178,7 +186,7 @@ where
         drop((batch_rx, out_tx));
 
         let mut m = PipelineMetrics::new(threads);
-        let result = sink_stage(out_rx, slot_tx, sink, &mut m.sink);
+        let result = sink_stage(ctx, out_rx, slot_tx, sink, &mut m.sink);
         if result.is_err() {
             stop.store(true, Ordering::Relaxed);
         }
@@ -192,8 +200,10 @@ where
 }
 
 /// Reader thread: numbers the source's batches and sends them to the workers, one free slot
-/// per batch. A source error is sent straight to the sink under its batch number.
+/// per batch. A source error (or the cancellation of the run) is sent straight to the sink
+/// under its batch number.
 fn read_stage<B: Workload, O>(
+    ctx: &RunContext,
     mut source: impl Iterator<Item = Result<B>>,
     batch_tx: Sender<(u64, B)>,
     out_tx: Sender<Numbered<O>>,
@@ -204,6 +214,10 @@ fn read_stage<B: Workload, O>(
     let mut m = StageMetrics::default();
     for seq in 0u64.. {
         if m.time_wait(|| slot_rx.recv()).is_err() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if ctx.is_cancelled() {
+            let _ = out_tx.send((seq, Err(Error::Cancelled)));
             break;
         }
         let sent = match m.time_busy(|| source.next()) {
@@ -247,6 +261,7 @@ fn work_stage<B: Workload, O>(
 
 /// Sink side (calling thread): reorders outputs by batch number and feeds them to `sink`.
 fn sink_stage<O>(
+    ctx: &RunContext,
     out_rx: Receiver<Numbered<O>>,
     slot_tx: Sender<()>,
     sink: &mut impl FnMut(O) -> Result<()>,
@@ -256,6 +271,7 @@ fn sink_stage<O>(
     let mut next = 0u64;
     loop {
         while let Some(out) = pending.remove(&next) {
+            ctx.check_cancelled()?;
             m.time_busy(|| sink(out?))?;
             m.count_batch();
             next += 1;

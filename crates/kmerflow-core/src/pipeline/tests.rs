@@ -3,6 +3,11 @@
 use super::*;
 use std::time::Duration;
 
+/// A run context with `threads` threads.
+fn with_threads(threads: usize) -> RunContext {
+    RunContext::new().threads_set_to(threads)
+}
+
 /// Batches `[i]` for i in 0..n, each a one-element vector.
 fn numbered(n: u32) -> impl Iterator<Item = Result<Vec<u32>>> + Send {
     (0..n).map(|i| Ok(vec![i]))
@@ -21,8 +26,8 @@ fn outputs_arrive_in_input_order_for_any_thread_count() {
     for threads in 1..=4 {
         let mut seen = Vec::new();
         let m = run_ordered(
+            &with_threads(threads),
             numbered(500),
-            threads,
             || jittery_double,
             |out: Vec<u32>| {
                 seen.extend(out);
@@ -47,8 +52,8 @@ fn empty_source_gives_no_output() {
     for threads in 1..=4 {
         let mut calls = 0;
         run_ordered(
+            &with_threads(threads),
             numbered(0),
-            threads,
             || jittery_double,
             |_| {
                 calls += 1;
@@ -65,8 +70,8 @@ fn worker_error_is_the_first_in_input_order_after_all_earlier_outputs() {
     for threads in 1..=4 {
         let mut seen = Vec::new();
         let err = run_ordered(
+            &with_threads(threads),
             numbered(1000),
-            threads,
             || {
                 |b: Vec<u32>| {
                     if b[0] == 137 || b[0] == 600 {
@@ -99,8 +104,8 @@ fn source_error_stops_the_run() {
         });
         let mut n = 0;
         let err = run_ordered(
+            &with_threads(threads),
             source,
-            threads,
             || jittery_double,
             |_| {
                 n += 1;
@@ -119,8 +124,8 @@ fn sink_error_stops_an_endless_source_without_deadlock() {
         let endless = (0u32..).map(|i| Ok(vec![i]));
         let mut n = 0;
         let err = run_ordered(
+            &with_threads(threads),
             endless,
-            threads,
             || jittery_double,
             |_| {
                 n += 1;
@@ -143,8 +148,8 @@ fn each_worker_gets_its_own_state() {
     let made = AtomicUsize::new(0);
     let mut total = 0u64;
     run_ordered(
+        &with_threads(3),
         numbered(100),
-        3,
         || {
             made.fetch_add(1, Ordering::Relaxed);
             let mut scratch = Vec::new();
@@ -165,12 +170,13 @@ fn each_worker_gets_its_own_state() {
 }
 
 #[test]
-fn runs_are_recorded_in_the_registry_with_cpu_time() {
+fn runs_are_recorded_in_the_run_metrics_with_cpu_time() {
+    let ctx = RunContext::new();
     for threads in [1, 3] {
-        run_ordered_as("test-registry", numbered(300), threads, || jittery_double, |_| Ok(())).unwrap();
+        run_ordered_as(&ctx, "test-registry", numbered(300), threads, || jittery_double, |_| Ok(())).unwrap();
     }
-    assert_eq!(metrics::report().is_some(), metrics::ENABLED);
-    let Some(report) = metrics::report() else { return };
+    assert_eq!(ctx.metrics().report().is_some(), metrics::ENABLED);
+    let Some(report) = ctx.metrics().report() else { return };
     let runs: Vec<_> =
         report["pipelines"].as_array().unwrap().iter().filter(|p| p["label"] == "test-registry").collect();
     assert_eq!(runs.len(), 2);
@@ -181,29 +187,29 @@ fn runs_are_recorded_in_the_registry_with_cpu_time() {
         assert!(run["wall_s"].as_f64().unwrap() > 0.0);
         assert!(run["sink"]["cpu_s"].as_f64().unwrap() > 0.0);
     }
+    assert!(RunContext::new().metrics().report().is_none_or(|r| r["pipelines"].as_array().unwrap().is_empty()));
 }
 
 #[test]
-fn reader_thread_reports_bytes_of_a_compressed_input() {
-    use std::io::Write;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("in.fq.gz");
-    let text = b"@r1\nACGT\n+\nIIII\n@r2\nGG\n+\nII\n".repeat(1000);
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(&text).unwrap();
-    let gz = enc.finish().unwrap();
-    std::fs::write(&path, &gz).unwrap();
-    let name = path.to_str().unwrap();
-    let before = progress::snapshot();
-    let mut reader = crate::io::FastxReader::open(name).unwrap();
-    while reader.next_batch().unwrap().is_some() {}
-    drop(reader);
-    let after = progress::snapshot();
-    assert!(after.0 - before.0 >= gz.len() as u64 && after.1 - before.1 >= gz.len() as u64);
-    let Some(report) = metrics::report() else { return };
-    let input = report["inputs"].as_array().unwrap().iter().find(|i| i["path"] == name).cloned().unwrap();
-    assert_eq!(input["compression"], "gzip");
-    assert_eq!(input["bytes_compressed"], gz.len() as u64);
-    assert_eq!(input["bytes_decompressed"], text.len() as u64);
-    assert!(input["reader_thread"]["busy_s"].as_f64().unwrap() > 0.0);
+fn a_cancelled_run_stops_at_the_next_batch() {
+    for threads in 1..=4 {
+        let ctx = with_threads(threads);
+        let endless = (0u32..).map(|i| Ok(vec![i]));
+        let mut n = 0;
+        let err = run_ordered(
+            &ctx,
+            endless,
+            || jittery_double,
+            |_| {
+                n += 1;
+                if n == 25 {
+                    ctx.cancel();
+                }
+                Ok(())
+            },
+        )
+        .unwrap_err();
+        assert!(err.is_cancelled(), "threads = {threads}: {err}");
+        assert_eq!(n, 25, "threads = {threads}");
+    }
 }

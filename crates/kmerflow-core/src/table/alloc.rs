@@ -61,7 +61,7 @@ pub struct ZeroedBytes {
 }
 
 // SAFETY: the buffer is owned; shared access only goes through `atomics()` (atomic bytes), and
-// plain access needs `&mut self` or the documented no-concurrent-writer contract of `bytes()`.
+// plain access needs `&mut self`.
 unsafe impl Send for ZeroedBytes {}
 // SAFETY: see above.
 unsafe impl Sync for ZeroedBytes {}
@@ -107,13 +107,6 @@ impl ZeroedBytes {
         unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU8, self.len) }
     }
 
-    /// The bytes, read plainly. Callers must not run this while another thread updates the
-    /// buffer (tables document this for `raw_tables`).
-    pub fn bytes(&self) -> &[u8] {
-        // SAFETY: valid for `len` bytes; see the contract above.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-
     /// The bytes, mutably (exclusive access).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: valid for `len` bytes and `&mut self` excludes every other access.
@@ -131,6 +124,33 @@ impl ZeroedBytes {
             }
         }
     }
+}
+
+/// Bytes copied per call of the visitor in [`for_each_chunk`].
+const SNAPSHOT_CHUNK: usize = 1 << 20;
+
+/// Calls `visit` on consecutive copies (1 MiB at most) of `bytes`, read atomically: other threads
+/// may keep updating them, each byte is then either its old or its new value (a snapshot that
+/// is consistent per byte, as a read between two updates would be).
+pub fn for_each_chunk<E>(bytes: &[AtomicU8], mut visit: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
+    let mut chunk = Vec::with_capacity(SNAPSHOT_CHUNK.min(bytes.len()));
+    for part in bytes.chunks(SNAPSHOT_CHUNK) {
+        chunk.clear();
+        chunk.extend(part.iter().map(|b| b.load(std::sync::atomic::Ordering::Relaxed)));
+        visit(&chunk)?;
+    }
+    Ok(())
+}
+
+/// A copy of `bytes` read atomically (see [`for_each_chunk`]).
+pub fn snapshot(bytes: &[AtomicU8]) -> Vec<u8> {
+    let mut copy = Vec::with_capacity(bytes.len());
+    for_each_chunk::<std::convert::Infallible>(bytes, |c| {
+        copy.extend_from_slice(c);
+        Ok(())
+    })
+    .unwrap_or_else(|never| match never {});
+    copy
 }
 
 #[cfg(target_os = "linux")]
@@ -168,10 +188,10 @@ mod tests {
         for len in [0, 13, MMAP_THRESHOLD] {
             let mut buf = ZeroedBytes::with_options(len, AllocOptions::default()).unwrap();
             assert_eq!(buf.is_mmap(), len >= MMAP_THRESHOLD);
-            assert!(buf.bytes().iter().step_by(4096).all(|&b| b == 0));
+            assert!(buf.bytes_mut().iter().step_by(4096).all(|&b| b == 0));
             if len > 0 {
                 buf.atomics()[len - 1].fetch_add(3, Ordering::Relaxed);
-                assert_eq!(buf.bytes()[len - 1], 3);
+                assert_eq!(buf.bytes_mut()[len - 1], 3);
                 buf.bytes_mut()[0] = 9;
                 assert_eq!(buf.atomics()[0].load(Ordering::Relaxed), 9);
             }
@@ -184,12 +204,28 @@ mod tests {
     #[test]
     fn options_choose_the_backing_and_populated_memory_is_zero() {
         let on = AllocOptions { huge_pages: HugePages::On, populate: true };
-        let buf = ZeroedBytes::with_options(HUGE_PAGE + 5, on).unwrap();
+        let mut buf = ZeroedBytes::with_options(HUGE_PAGE + 5, on).unwrap();
         assert!(buf.is_mmap());
-        assert!(buf.bytes().iter().all(|&b| b == 0));
+        assert!(buf.bytes_mut().iter().all(|&b| b == 0));
         let off = AllocOptions { huge_pages: HugePages::Off, populate: false };
         assert!(!ZeroedBytes::with_options(HUGE_PAGE + 5, off).unwrap().is_mmap());
         assert!(ZeroedBytes::with_options(MMAP_THRESHOLD, off).unwrap().is_mmap());
+    }
+
+    #[test]
+    fn snapshots_copy_every_byte() {
+        let buf = ZeroedBytes::with_options(SNAPSHOT_CHUNK * 2 + 3, AllocOptions::default()).unwrap();
+        buf.atomics()[SNAPSHOT_CHUNK + 1].store(7, Ordering::Relaxed);
+        let copy = snapshot(buf.atomics());
+        assert_eq!(copy.len(), SNAPSHOT_CHUNK * 2 + 3);
+        assert_eq!((copy[SNAPSHOT_CHUNK + 1], copy.iter().map(|&b| u64::from(b)).sum::<u64>()), (7, 7));
+        let mut sizes = Vec::new();
+        for_each_chunk::<()>(buf.atomics(), |c| {
+            sizes.push(c.len());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(sizes, [SNAPSHOT_CHUNK, SNAPSHOT_CHUNK, 3]);
     }
 
     #[test]

@@ -540,9 +540,19 @@ impl BlockedTable {
         super::trim_position(&counts, self.params.k, seq.len(), keep)
     }
 
-    /// The counter bytes (not while other threads update the table).
-    pub fn raw_bytes(&self) -> &[u8] {
-        self.mem.bytes()
+    /// A copy of the counter bytes, read atomically (other threads may be counting; see
+    /// [`super::alloc::for_each_chunk`]).
+    pub fn raw_bytes(&self) -> Vec<u8> {
+        super::alloc::snapshot(self.mem.atomics())
+    }
+
+    /// Calls `visit` on consecutive copies of the counter bytes read atomically (other threads
+    /// may be counting; see [`super::alloc::for_each_chunk`]).
+    pub fn for_each_data_chunk<E>(
+        &self,
+        visit: impl FnMut(&[u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        super::alloc::for_each_chunk(self.mem.atomics(), visit)
     }
 
     /// Saves in kmerflow's native format (see [`super::native_format`]).

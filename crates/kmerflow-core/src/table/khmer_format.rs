@@ -43,9 +43,10 @@ fn write_table(table: &KTable, out: &mut dyn Write) -> std::io::Result<()> {
     out.write_all(&(table.k as u32).to_le_bytes())?;
     out.write_all(&[table.tables.len() as u8])?;
     out.write_all(&table.occupied.load(Relaxed).to_le_bytes())?;
-    for (size, bytes) in table.sizes.iter().zip(table.raw_tables()) {
+    // Read atomically: other threads may be counting while the table is saved.
+    for (size, bins) in table.sizes.iter().zip(&table.tables) {
         out.write_all(&size.to_le_bytes())?;
-        out.write_all(bytes)?;
+        super::alloc::for_each_chunk(bins.mem.atomics(), |chunk| out.write_all(chunk))?;
     }
     if table.storage == StorageKind::Byte {
         let map = table.bigcounts.lock().unwrap_or_else(|e| e.into_inner());

@@ -593,10 +593,11 @@ impl KTable {
         });
     }
 
-    /// The raw counter bytes of each table (khmer's `get_raw_tables`). Not to be called while
-    /// other threads update the table.
-    pub fn raw_tables(&self) -> Vec<&[u8]> {
-        self.tables.iter().map(|t| t.mem.bytes()).collect()
+    /// A copy of the counter bytes of each table (khmer's `get_raw_tables`), read atomically:
+    /// other threads may be counting meanwhile (each byte is then a value it held during the
+    /// copy).
+    pub fn raw_tables(&self) -> Vec<Vec<u8>> {
+        self.tables.iter().map(|t| alloc::snapshot(t.mem.atomics())).collect()
     }
 
     /// Saves in khmer's format v4 (gzip for a byte-storage table whose name ends in `.gz`).

@@ -144,14 +144,26 @@ fn finished_header(params: &BlockedParams, stats: OccupancyStats, data: &[u8]) -
 /// Writes `table` to `path` (through a temporary name, renamed when complete).
 pub fn save(table: &BlockedTable, path: &str) -> Result<()> {
     let io = |e| Error::io(path, e);
-    let data = table.raw_bytes();
-    let header = finished_header(table.params(), table.occupancy(), data);
+    // The counters are read atomically twice (checksum, then writing, checksummed again), so
+    // that counting by other threads in between is detected instead of saved as corrupt.
+    let checksum = |visit: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        table.for_each_data_chunk(|chunk| {
+            hasher.update(chunk);
+            visit(chunk)
+        })?;
+        Ok::<u64, std::io::Error>(hasher.digest())
+    };
+    let data_checksum = checksum(&mut |_| Ok(())).map_err(io)?;
+    let header = Header { params: *table.params(), flags: FLAG_CANONICAL, stats: table.occupancy(), data_checksum };
     // A temporary name renamed when complete: no half-written table under `path`.
     let mut out = OutputFile::create_with(path, Compression::None)?;
     let mut page = vec![0u8; DATA_OFFSET];
-    page[..HEADER_LEN].copy_from_slice(&header);
+    page[..HEADER_LEN].copy_from_slice(&header.encode());
     out.write_all(&page).map_err(io)?;
-    out.write_all(data).map_err(io)?;
+    if checksum(&mut |chunk| out.write_all(chunk)).map_err(io)? != data_checksum {
+        return Err(Error::invalid(format!("{path}: the table changed while it was being saved")));
+    }
     out.finish()
 }
 

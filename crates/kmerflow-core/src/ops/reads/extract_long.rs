@@ -1,9 +1,10 @@
 //! `extract-long-sequences`: keeps the records at least `min_length` long (khmer's
 //! extract-long-sequences.py).
 
-use super::{create_output, record_batches, write_to, Progress};
+use super::{create_output, record_batches, write_to};
 use crate::io::{write_record, Compression, FastxReader};
 use crate::pipeline::run_ordered;
+use crate::run::RunContext;
 use crate::Result;
 
 /// Options of [`extract_long_sequences`].
@@ -17,12 +18,10 @@ pub struct ExtractLongOptions {
     pub min_length: usize,
     /// Explicit output compression; `None` chooses by the output's extension.
     pub compression: Option<Compression>,
-    /// Worker threads.
-    pub threads: usize,
 }
 
 /// What [`extract_long_sequences`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ExtractLongSummary {
     /// Records read.
     pub records: u64,
@@ -31,16 +30,16 @@ pub struct ExtractLongSummary {
 }
 
 /// Writes the records of all inputs that are at least `min_length` long.
-pub fn extract_long_sequences(opts: &ExtractLongOptions, progress: Progress) -> Result<ExtractLongSummary> {
+pub fn extract_long_sequences(opts: &ExtractLongOptions, ctx: &RunContext) -> Result<ExtractLongSummary> {
     crate::io::refuse_inputs_as_outputs(&opts.inputs, [&opts.output])?;
-    let mut out = create_output(&opts.output, opts.compression)?;
+    let mut out = create_output(&opts.output, opts.compression, ctx)?;
     let mut sum = ExtractLongSummary::default();
     let min = opts.min_length;
     for input in &opts.inputs {
-        let reader = FastxReader::open(input)?;
+        let reader = FastxReader::open_in(input, ctx)?;
         run_ordered(
+            ctx,
             record_batches(reader),
-            opts.threads,
             || {
                 move |batch: crate::io::RecordBatch| {
                     let mut buf = Vec::new();
@@ -55,7 +54,7 @@ pub fn extract_long_sequences(opts: &ExtractLongOptions, progress: Progress) -> 
             |(buf, n, kept): (Vec<u8>, u64, u64)| {
                 sum.records += n;
                 sum.kept += kept;
-                progress(sum.records);
+                ctx.progress().set_records(sum.records);
                 write_to(&mut out, &buf)
             },
         )?;

@@ -1,9 +1,10 @@
 //! `fastq-to-fasta`: converts records to FASTA, dropping reads that contain `N` unless asked
 //! to keep them (khmer's fastq-to-fasta.py).
 
-use super::{create_output, record_batches, write_to, Progress};
+use super::{create_output, record_batches, write_to};
 use crate::io::{write_record, Compression, FastxReader, Record, RecordBatch};
 use crate::pipeline::run_ordered;
+use crate::run::RunContext;
 use crate::Result;
 
 /// Options of [`fastq_to_fasta`].
@@ -17,12 +18,10 @@ pub struct FastqToFastaOptions {
     pub keep_n: bool,
     /// Explicit output compression; `None` chooses by the output's extension.
     pub compression: Option<Compression>,
-    /// Worker threads.
-    pub threads: usize,
 }
 
 /// What [`fastq_to_fasta`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FastqToFastaSummary {
     /// Records read.
     pub records: u64,
@@ -50,20 +49,20 @@ fn convert(batch: RecordBatch, keep_n: bool) -> Chunk {
 }
 
 /// Converts `opts.input` to FASTA in `opts.output`.
-pub fn fastq_to_fasta(opts: &FastqToFastaOptions, progress: Progress) -> Result<FastqToFastaSummary> {
+pub fn fastq_to_fasta(opts: &FastqToFastaOptions, ctx: &RunContext) -> Result<FastqToFastaSummary> {
     crate::io::refuse_inputs_as_outputs([&opts.input], [&opts.output])?;
-    let reader = FastxReader::open(&opts.input)?;
-    let mut out = create_output(&opts.output, opts.compression)?;
+    let reader = FastxReader::open_in(&opts.input, ctx)?;
+    let mut out = create_output(&opts.output, opts.compression, ctx)?;
     let mut sum = FastqToFastaSummary::default();
     let keep_n = opts.keep_n;
     run_ordered(
+        ctx,
         record_batches(reader),
-        opts.threads,
         || move |batch| Ok(convert(batch, keep_n)),
         |chunk: Chunk| {
             sum.records += chunk.records;
             sum.dropped += chunk.dropped;
-            progress(sum.records);
+            ctx.progress().set_records(sum.records);
             write_to(&mut out, &chunk.fasta)
         },
     )?;

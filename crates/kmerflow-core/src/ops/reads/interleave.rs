@@ -2,10 +2,11 @@
 //! interleave-reads.py), by default renaming mates to `name/1`, `name/2` when their names do
 //! not already mark them, and checking that each couple is a pair.
 
-use super::{bundle_batches, create_output, write_to, Progress};
+use super::{bundle_batches, create_output, write_to};
 use crate::io::pairs::{check_is_left, check_is_pair, check_is_right};
 use crate::io::{write_record, BundleBatch, Compression, FastxReader, PairedReader, Record};
 use crate::pipeline::run_ordered;
+use crate::run::RunContext;
 use crate::{Error, Result};
 
 /// Options of [`interleave_reads`].
@@ -21,8 +22,13 @@ pub struct InterleaveOptions {
     pub no_reformat: bool,
     /// Explicit output compression; `None` chooses by the output's extension.
     pub compression: Option<Compression>,
-    /// Worker threads.
-    pub threads: usize,
+}
+
+/// What [`interleave_reads`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct InterleaveSummary {
+    /// Pairs written.
+    pub pairs: u64,
 }
 
 /// Appends `/1` (or `/2`) to `name` unless it is already recognised as that mate.
@@ -65,29 +71,33 @@ fn interleave_batch(bb: &BundleBatch, reformat: bool, files: &str) -> Result<(Ve
     Ok((buf, bb.bundles.len() as u64))
 }
 
-/// Interleaves `opts.left` and `opts.right`; returns the number of pairs written.
-pub fn interleave_reads(opts: &InterleaveOptions, progress: Progress) -> Result<u64> {
+/// Interleaves `opts.left` and `opts.right` within `ctx`.
+pub fn interleave_reads(opts: &InterleaveOptions, ctx: &RunContext) -> Result<InterleaveSummary> {
     crate::io::refuse_inputs_as_outputs([&opts.left, &opts.right], [&opts.output])?;
     if crate::io::same_file(&opts.left, &opts.right) {
         // One stream cannot be read by both readers.
         crate::io::check_rereadable(&opts.left)?;
     }
-    let reader = PairedReader::from_two_files(FastxReader::open(&opts.left)?, FastxReader::open(&opts.right)?, None);
-    let mut out = create_output(&opts.output, opts.compression)?;
+    let reader = PairedReader::from_two_files(
+        FastxReader::open_in(&opts.left, ctx)?,
+        FastxReader::open_in(&opts.right, ctx)?,
+        None,
+    );
+    let mut out = create_output(&opts.output, opts.compression, ctx)?;
     let mut pairs = 0;
     let reformat = !opts.no_reformat;
     let files = format!("{} + {}", opts.left, opts.right);
     let files = files.as_str();
     run_ordered(
+        ctx,
         bundle_batches(reader),
-        opts.threads,
         || move |bb: BundleBatch| interleave_batch(&bb, reformat, files),
         |(buf, n): (Vec<u8>, u64)| {
             pairs += n;
-            progress(2 * pairs);
+            ctx.progress().set_records(2 * pairs);
             write_to(&mut out, &buf)
         },
     )?;
     out.finish()?;
-    Ok(pairs)
+    Ok(InterleaveSummary { pairs })
 }

@@ -4,7 +4,7 @@
 //! batches, workers format their output records into byte buffers, and the ordered sink
 //! writes the buffers, so the output is byte-identical for any thread count. Outputs are
 //! [`OutputFile`]s: written under a temporary name and renamed only when the command
-//! succeeds.
+//! succeeds. Each command reports the records handled so far to its run's progress counters.
 
 pub mod extract_long;
 pub mod extract_paired;
@@ -15,12 +15,10 @@ pub mod sample;
 pub mod split_paired;
 
 use crate::io::{write_record, BundleBatch, Compression, FastxReader, OutputFile, PairMode, PairedReader, RecordBatch};
+use crate::run::RunContext;
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;
-
-/// A progress callback: called by the sink with the number of records handled so far.
-pub type Progress<'a> = &'a mut dyn FnMut(u64);
 
 /// True for the names khmer treats as standard input.
 pub fn is_stdin(path: &str) -> bool {
@@ -68,12 +66,9 @@ pub fn two_outputs(
 }
 
 /// Creates an output: an explicit compression (khmer's `--gzip`/`--bzip`) or, when `None`,
-/// compression by the name's extension.
-pub fn create_output(path: &str, compression: Option<Compression>) -> Result<OutputFile> {
-    match compression {
-        Some(c) => OutputFile::create_with(path, c),
-        None => OutputFile::create(path),
-    }
+/// compression by the name's extension; gzip is compressed on the threads of `ctx`.
+pub fn create_output(path: &str, compression: Option<Compression>, ctx: &RunContext) -> Result<OutputFile> {
+    OutputFile::create_in(path, compression.unwrap_or_else(|| Compression::from_path(path)), ctx)
 }
 
 /// Writes `buf` to `out`, naming the output in an error.
@@ -149,11 +144,12 @@ impl PairedInput {
         std::iter::once(&self.path).chain(&self.mate)
     }
 
-    /// Opens the input as bundles; two files always give pairs, whatever `mode` says.
-    pub fn open(&self, mode: PairMode) -> Result<PairedReader> {
-        let first = FastxReader::open(&self.path)?;
+    /// Opens the input as bundles within the run `ctx`; two files always give pairs, whatever
+    /// `mode` says.
+    pub fn open(&self, mode: PairMode, ctx: &RunContext) -> Result<PairedReader> {
+        let first = FastxReader::open_in(&self.path, ctx)?;
         Ok(match &self.mate {
-            Some(mate) => PairedReader::from_two_files(first, FastxReader::open(mate)?, None),
+            Some(mate) => PairedReader::from_two_files(first, FastxReader::open_in(mate, ctx)?, None),
             None => PairedReader::new(first, mode, None),
         })
     }

@@ -1,9 +1,10 @@
 //! `readstats`: bases, sequences and average length per file and in total (khmer's
 //! readstats.py), as text or CSV.
 
-use super::{create_output, record_batches, write_to, Progress};
+use super::{create_output, record_batches, write_to};
 use crate::io::{FastxReader, RecordBatch};
 use crate::pipeline::run_ordered;
+use crate::run::RunContext;
 use crate::Result;
 use std::fmt::Write as _;
 
@@ -16,12 +17,10 @@ pub struct ReadstatsOptions {
     pub output: String,
     /// CSV output (`bp,seqs,avg_len,filename`) instead of text.
     pub csv: bool,
-    /// Worker threads.
-    pub threads: usize,
 }
 
 /// Statistics of one file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FileStats {
     /// The file as given.
     pub path: String,
@@ -39,18 +38,18 @@ impl FileStats {
 }
 
 /// Counts the bases and sequences of one file.
-pub fn file_stats(path: &str, threads: usize, progress: Progress) -> Result<FileStats> {
-    let reader = FastxReader::open(path)?;
+pub fn file_stats(path: &str, ctx: &RunContext) -> Result<FileStats> {
+    let reader = FastxReader::open_in(path, ctx)?;
     let mut stats = FileStats { path: path.to_string(), bp: 0, seqs: 0 };
     let count = |batch: RecordBatch| Ok((batch.iter().map(|r| r.seq.len() as u64).sum::<u64>(), batch.len() as u64));
     run_ordered(
+        ctx,
         record_batches(reader),
-        threads,
         || count,
         |(bp, n): (u64, u64)| {
             stats.bp += bp;
             stats.seqs += n;
-            progress(stats.seqs);
+            ctx.progress().set_records(stats.seqs);
             Ok(())
         },
     )?;
@@ -94,10 +93,10 @@ pub fn format_report(stats: &[FileStats], csv: bool, n_files: usize) -> String {
 }
 
 /// Computes the statistics of every input and writes the report; returns the statistics.
-pub fn readstats(opts: &ReadstatsOptions, progress: Progress) -> Result<Vec<FileStats>> {
+pub fn readstats(opts: &ReadstatsOptions, ctx: &RunContext) -> Result<Vec<FileStats>> {
     crate::io::refuse_inputs_as_outputs(&opts.inputs, [&opts.output])?;
-    let stats = opts.inputs.iter().map(|p| file_stats(p, opts.threads, progress)).collect::<Result<Vec<_>>>()?;
-    let mut out = create_output(&opts.output, None)?;
+    let stats = opts.inputs.iter().map(|p| file_stats(p, ctx)).collect::<Result<Vec<_>>>()?;
+    let mut out = create_output(&opts.output, None, ctx)?;
     write_to(&mut out, format_report(&stats, opts.csv, opts.inputs.len()).as_bytes())?;
     out.finish()?;
     Ok(stats)

@@ -11,8 +11,9 @@
 //!   lets the reservoir grow past `num_reads` with several inputs). The `max_reads` limit is,
 //!   as in khmer, checked every 10,000 bundles.
 
-use super::{create_output, derived_name, is_stdin, write_to, PairedInput, Progress};
+use super::{create_output, derived_name, is_stdin, write_to, PairedInput};
 use crate::io::{write_record, Compression, OwnedRecord, PairMode};
+use crate::run::RunContext;
 use crate::{Error, Result};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -48,7 +49,7 @@ pub struct SampleOptions {
 }
 
 /// What [`sample_reads_randomly`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SampleSummary {
     /// Bundles scanned.
     pub scanned: u64,
@@ -84,7 +85,7 @@ fn output_paths(opts: &SampleOptions) -> Result<Vec<String>> {
 }
 
 /// Draws `opts.samples` reservoir samples of `opts.num_reads` bundles and writes them.
-pub fn sample_reads_randomly(opts: &SampleOptions, progress: Progress) -> Result<SampleSummary> {
+pub fn sample_reads_randomly(opts: &SampleOptions, ctx: &RunContext) -> Result<SampleSummary> {
     let paths = output_paths(opts)?;
     crate::io::refuse_inputs_as_outputs(opts.inputs.iter().flat_map(PairedInput::paths), &paths)?;
     let seed = if opts.seed == 0 { DEFAULT_SEED } else { opts.seed };
@@ -94,12 +95,12 @@ pub fn sample_reads_randomly(opts: &SampleOptions, progress: Progress) -> Result
     let mut reservoirs: Vec<Vec<Sampled>> = vec![Vec::new(); paths.len()];
     let mut sum = SampleSummary::default();
     'inputs: for input in &opts.inputs {
-        let mut reader = input.open(mode)?;
+        let mut reader = input.open(mode, ctx)?;
         while let Some(bb) = reader.next_batch()? {
             for b in &bb.bundles {
                 let count = sum.scanned;
                 if count % MAX_CHECK_INTERVAL == 0 {
-                    progress(count);
+                    ctx.progress().set_records(count);
                     if count >= opts.max_reads {
                         sum.hit_limit = true;
                         break 'inputs;
@@ -128,7 +129,7 @@ pub fn sample_reads_randomly(opts: &SampleOptions, progress: Progress) -> Result
         }
     }
     for (path, reservoir) in paths.into_iter().zip(&reservoirs) {
-        let mut out = create_output(&path, opts.compression)?;
+        let mut out = create_output(&path, opts.compression, ctx)?;
         let mut buf = Vec::new();
         let mut records = 0;
         for bundle in reservoir {

@@ -1,9 +1,10 @@
 //! `split-paired-reads`: splits an interleaved file into left and right files, orphans
 //! optionally to a third (khmer's split-paired-reads.py).
 
-use super::{bundle_batches, create_output, route_bundles, two_outputs, write_to, Progress, Routed};
+use super::{bundle_batches, create_output, route_bundles, two_outputs, write_to, Routed};
 use crate::io::{Compression, FastxReader, PairMode, PairedReader};
 use crate::pipeline::run_ordered;
+use crate::run::RunContext;
 use crate::Result;
 
 /// Options of [`split_paired_reads`].
@@ -21,12 +22,10 @@ pub struct SplitPairedOptions {
     pub output_orphans: Option<String>,
     /// Explicit output compression; `None` chooses by each output's extension.
     pub compression: Option<Compression>,
-    /// Worker threads.
-    pub threads: usize,
 }
 
 /// What [`split_paired_reads`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SplitPairedSummary {
     /// Left reads written.
     pub left: u64,
@@ -39,7 +38,7 @@ pub struct SplitPairedSummary {
 }
 
 /// Splits `opts.input` into left/right (and orphan) files.
-pub fn split_paired_reads(opts: &SplitPairedOptions, progress: Progress) -> Result<SplitPairedSummary> {
+pub fn split_paired_reads(opts: &SplitPairedOptions, ctx: &RunContext) -> Result<SplitPairedSummary> {
     let dir = opts.output_dir.as_deref();
     let explicit = [&opts.output_first, &opts.output_second];
     let [out1, out2] = two_outputs(&opts.input, explicit, [".1", ".2"], dir, "-1 and -2")?;
@@ -48,14 +47,15 @@ pub fn split_paired_reads(opts: &SplitPairedOptions, progress: Progress) -> Resu
         [Some(&out1), Some(&out2), opts.output_orphans.as_ref()].into_iter().flatten(),
     )?;
     let mode = if opts.output_orphans.is_some() { PairMode::BrokenPaired } else { PairMode::RequirePaired };
-    let reader = PairedReader::new(FastxReader::open(&opts.input)?, mode, None);
-    let mut outs = [Some(create_output(&out1, opts.compression)?), Some(create_output(&out2, opts.compression)?), None];
+    let reader = PairedReader::new(FastxReader::open_in(&opts.input, ctx)?, mode, None);
+    let mut outs =
+        [Some(create_output(&out1, opts.compression, ctx)?), Some(create_output(&out2, opts.compression, ctx)?), None];
     if let Some(o) = &opts.output_orphans {
-        outs[2] = Some(create_output(o, opts.compression)?);
+        outs[2] = Some(create_output(o, opts.compression, ctx)?);
     }
     let mut counts = [0u64; 3];
     let worker = || |bb| Ok(route_bundles(&bb, false));
-    run_ordered(bundle_batches(reader), opts.threads, worker, |r: Routed| {
+    run_ordered(ctx, bundle_batches(reader), worker, |r: Routed| {
         counts[0] += r.pairs;
         counts[1] += r.pairs;
         counts[2] += r.singles;
@@ -64,7 +64,7 @@ pub fn split_paired_reads(opts: &SplitPairedOptions, progress: Progress) -> Resu
                 write_to(out, buf)?;
             }
         }
-        progress(counts.iter().sum());
+        ctx.progress().set_records(counts.iter().sum());
         Ok(())
     })?;
     for out in outs.into_iter().flatten() {

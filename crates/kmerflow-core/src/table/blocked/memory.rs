@@ -19,8 +19,7 @@ pub(super) struct LineMemory {
     len: usize,
 }
 
-// SAFETY: the memory is owned by `backing`; shared access only goes through `atomics()`, and
-// `bytes()` is documented as not to be used while another thread updates the table.
+// SAFETY: the memory is owned by `backing`, and shared access only goes through `atomics()`.
 unsafe impl Send for LineMemory {}
 // SAFETY: see above.
 unsafe impl Sync for LineMemory {}
@@ -49,12 +48,6 @@ impl LineMemory {
         // SAFETY: AtomicU8 has the layout of u8; the memory is valid and writable for `len`
         // bytes while self lives, and shared mutation only goes through atomics.
         unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU8, self.len) }
-    }
-
-    /// The bytes, read plainly (not while another thread updates them).
-    pub(super) fn bytes(&self) -> &[u8] {
-        // SAFETY: valid for `len` bytes; see the contract above.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
     /// The whole writable map (header included) of a mapped memory.

@@ -1,13 +1,13 @@
-//! Per-stage counters and timers, and the process-wide registry behind `--metrics`.
+//! Per-stage counters and timers, and a run's registry of them behind `--metrics`.
 //!
 //! With the `metrics` cargo feature (on by default) each stage thread counts the batches,
 //! records and bytes it handled, the time it spent working ("busy"), blocked on a channel
 //! ("wait") and its thread CPU time. [`crate::pipeline::run_ordered`], the input reader
-//! threads ([`crate::io::pump`]) and the parallel gzip writer report into one registry;
-//! [`report`] turns it into JSON. Without the feature [`StageMetrics`] is an empty struct,
-//! every method is an inlined no-op and [`report`] returns `None`.
+//! threads ([`crate::io::pump`]) and the parallel gzip writer report into the run's
+//! [`Metrics`] (one per [`super::RunContext`]); [`Metrics::report`] turns it into JSON. Without
+//! the feature [`StageMetrics`] is an empty struct, every method is an inlined no-op and
+//! [`Metrics::report`] returns `None`.
 
-use crate::io::{BundleBatch, RecordBatch};
 use std::time::Duration;
 #[cfg(feature = "metrics")]
 use std::time::Instant;
@@ -22,24 +22,6 @@ pub trait Workload {
     /// Number of sequence bytes in the batch (0 when unknown).
     fn bytes(&self) -> u64 {
         0
-    }
-}
-
-impl Workload for RecordBatch {
-    fn records(&self) -> u64 {
-        self.len() as u64
-    }
-    fn bytes(&self) -> u64 {
-        self.iter().map(|r| r.seq.len() as u64).sum()
-    }
-}
-
-impl Workload for BundleBatch {
-    fn records(&self) -> u64 {
-        self.batch.records()
-    }
-    fn bytes(&self) -> u64 {
-        self.batch.bytes()
     }
 }
 
@@ -349,91 +331,86 @@ struct Registry {
     counters: std::collections::BTreeMap<&'static str, u64>,
 }
 
-#[cfg(feature = "metrics")]
-static REGISTRY: std::sync::Mutex<Registry> = std::sync::Mutex::new(Registry {
-    inputs: Vec::new(),
-    pipelines: Vec::new(),
-    groups: Vec::new(),
-    counters: std::collections::BTreeMap::new(),
-});
-
-/// Registers a newly opened input and returns its counters.
-pub fn register_input() -> std::sync::Arc<InputCounters> {
-    let counters = std::sync::Arc::new(InputCounters::default());
+/// The metrics of one run: its inputs, pipelines, thread groups and named counters.
+#[derive(Default)]
+pub struct Metrics {
     #[cfg(feature = "metrics")]
-    lock(&REGISTRY).inputs.push(counters.clone());
-    counters
+    registry: std::sync::Mutex<Registry>,
 }
 
-/// Records a finished pipeline run under `label`.
-pub fn record_pipeline(label: &'static str, m: &PipelineMetrics) {
-    #[cfg(feature = "metrics")]
-    lock(&REGISTRY).pipelines.push((label, m.clone()));
-    #[cfg(not(feature = "metrics"))]
-    let _ = (label, m);
-}
-
-/// Records the threads of a stage outside the pipelines (for example the counting owners)
-/// under `label`.
-pub fn record_threads(label: &'static str, threads: Vec<StageMetrics>) {
-    #[cfg(feature = "metrics")]
-    lock(&REGISTRY).groups.push((label, threads));
-    #[cfg(not(feature = "metrics"))]
-    let _ = (label, threads);
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
 }
 
 /// The counter of k-mers hashed from reads (by the counting commands and normalization).
 pub const KMERS: &str = "kmers";
 
-/// Adds `n` to the named counter (for example [`KMERS`]).
-pub fn add_count(name: &'static str, n: u64) {
-    #[cfg(feature = "metrics")]
-    {
-        *lock(&REGISTRY).counters.entry(name).or_default() += n;
+impl Metrics {
+    /// Registers a newly opened input and returns its counters.
+    pub fn register_input(&self) -> std::sync::Arc<InputCounters> {
+        let counters = std::sync::Arc::new(InputCounters::default());
+        #[cfg(feature = "metrics")]
+        lock(&self.registry).inputs.push(counters.clone());
+        counters
     }
-    #[cfg(not(feature = "metrics"))]
-    let _ = (name, n);
-}
 
-/// Everything recorded since the start of the process (or the last [`clear`]) as JSON:
-/// `inputs`, `pipelines`, `thread_groups`, `counters` and `totals`; `None` without the
-/// `metrics` feature.
-pub fn report() -> Option<serde_json::Value> {
-    #[cfg(feature = "metrics")]
-    {
-        use std::sync::atomic::Ordering;
-        let r = lock(&REGISTRY);
-        let compressed: u64 = r.inputs.iter().map(|i| i.compressed.load(Ordering::Relaxed)).sum();
-        let decompressed: u64 = r.inputs.iter().map(|i| lock(&i.inner).decompressed).sum();
-        let records: u64 = r.pipelines.iter().filter(|(l, _)| *l == RECORDS_LABEL).map(|(_, p)| p.records()).sum();
-        Some(serde_json::json!({
-            "inputs": r.inputs.iter().map(|i| i.to_json()).collect::<Vec<_>>(),
-            "pipelines": r.pipelines.iter().map(|(l, p)| p.to_json(l)).collect::<Vec<_>>(),
-            "thread_groups": r.groups.iter().map(|(label, threads)| serde_json::json!({
-                "label": label,
-                "threads": threads.iter().map(StageMetrics::to_json).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "counters": r.counters,
-            "totals": {
-                "bytes_in_compressed": compressed,
-                "bytes_in_decompressed": decompressed,
-                "records": records,
-            },
-        }))
+    /// Records a finished pipeline run under `label`.
+    pub fn record_pipeline(&self, label: &'static str, m: &PipelineMetrics) {
+        #[cfg(feature = "metrics")]
+        lock(&self.registry).pipelines.push((label, m.clone()));
+        #[cfg(not(feature = "metrics"))]
+        let _ = (label, m);
     }
-    #[cfg(not(feature = "metrics"))]
-    None
-}
 
-/// Forgets everything recorded (for tests and for embedding applications).
-pub fn clear() {
-    #[cfg(feature = "metrics")]
-    {
-        let mut r = lock(&REGISTRY);
-        r.inputs.clear();
-        r.pipelines.clear();
-        r.groups.clear();
-        r.counters.clear();
+    /// Records the threads of a stage outside the pipelines (for example the counting owners)
+    /// under `label`.
+    pub fn record_threads(&self, label: &'static str, threads: Vec<StageMetrics>) {
+        #[cfg(feature = "metrics")]
+        lock(&self.registry).groups.push((label, threads));
+        #[cfg(not(feature = "metrics"))]
+        let _ = (label, threads);
+    }
+
+    /// Adds `n` to the named counter (for example [`KMERS`]).
+    #[inline]
+    pub fn add_count(&self, name: &'static str, n: u64) {
+        #[cfg(feature = "metrics")]
+        {
+            *lock(&self.registry).counters.entry(name).or_default() += n;
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = (name, n);
+    }
+
+    /// Everything recorded as JSON: `inputs`, `pipelines`, `thread_groups`, `counters` and
+    /// `totals`; `None` without the `metrics` feature.
+    pub fn report(&self) -> Option<serde_json::Value> {
+        #[cfg(feature = "metrics")]
+        {
+            use std::sync::atomic::Ordering;
+            let r = lock(&self.registry);
+            let compressed: u64 = r.inputs.iter().map(|i| i.compressed.load(Ordering::Relaxed)).sum();
+            let decompressed: u64 = r.inputs.iter().map(|i| lock(&i.inner).decompressed).sum();
+            let records: u64 = r.pipelines.iter().filter(|(l, _)| *l == RECORDS_LABEL).map(|(_, p)| p.records()).sum();
+            Some(serde_json::json!({
+                "inputs": r.inputs.iter().map(|i| i.to_json()).collect::<Vec<_>>(),
+                "pipelines": r.pipelines.iter().map(|(l, p)| p.to_json(l)).collect::<Vec<_>>(),
+                "thread_groups": r.groups.iter().map(|(label, threads)| serde_json::json!({
+                    "label": label,
+                    "threads": threads.iter().map(StageMetrics::to_json).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+                "counters": r.counters,
+                "totals": {
+                    "bytes_in_compressed": compressed,
+                    "bytes_in_decompressed": decompressed,
+                    "records": records,
+                },
+            }))
+        }
+        #[cfg(not(feature = "metrics"))]
+        None
     }
 }
 
