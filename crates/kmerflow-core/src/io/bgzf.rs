@@ -153,7 +153,7 @@ pub fn decoder(mut raw: Box<dyn Read + Send>, path: &str, ctx: &RunContext) -> B
             let sent = |out: Vec<u8>| tx.send(Ok(out)).map_err(|_| Error::invalid("reader gone"));
             let result =
                 run_ordered_as(&ctx, "bgzf-decompress", groups, ctx.threads(), make, sent).and_then(|_| match plain {
-                    Some(start) => decode_plain(io::Cursor::new(start).chain(raw), &tx),
+                    Some(start) => decode_plain(io::Cursor::new(start).chain(raw), &path, &ctx, &tx),
                     None => Ok(()),
                 });
             if let Err(e) = result {
@@ -167,9 +167,10 @@ pub fn decoder(mut raw: Box<dyn Read + Send>, path: &str, ctx: &RunContext) -> B
     Box::new(ChunkReader { chunks: rx, current: Vec::new(), at: 0 })
 }
 
-/// Decompresses the gzip members of `rest` one after another, sending the output in chunks.
-fn decode_plain(rest: impl Read, tx: &Sender<io::Result<Vec<u8>>>) -> Result<()> {
-    let mut gz = flate2::read::MultiGzDecoder::new(rest);
+/// Decompresses the gzip members of `rest` one after another (zero padding at the end ignored
+/// with a warning, as for plain gzip files), sending the output in chunks.
+fn decode_plain(rest: impl Read, path: &str, ctx: &RunContext, tx: &Sender<io::Result<Vec<u8>>>) -> Result<()> {
+    let mut gz = super::gzip::GzipMembers::new(io::BufReader::new(rest), path, ctx);
     loop {
         let mut chunk = vec![0u8; BLOCK_INPUT * BLOCKS_PER_JOB];
         let n = super::compress::read_up_to(&mut gz, &mut chunk).map_err(|e| Error::invalid(e.to_string()))?;

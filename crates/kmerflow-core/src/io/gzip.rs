@@ -26,7 +26,9 @@ impl<R: BufRead> GzipMembers<R> {
     /// Decompresses `input`, the content of `path` (named in the padding warning, which goes to
     /// the run `ctx`).
     pub(crate) fn new(input: R, path: &str, ctx: &RunContext) -> Self {
-        let state = State::Member(Box::new(GzDecoder::new(input)));
+        // Starting between members: the stream may also begin with zero padding (a BGZF file's
+        // padding, handed over by the BGZF decoder).
+        let state = State::Between(input);
         GzipMembers { state, path: path.to_string(), ctx: ctx.clone() }
     }
 }
