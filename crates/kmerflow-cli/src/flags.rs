@@ -95,7 +95,8 @@ pub fn hll_error_rate(text: &str) -> Result<f64, String> {
 /// [`MAX_K`](kmerflow_core::kmer::twobit::MAX_K) without `--layout blocked` is a usage error of
 /// `-k` (unless it loads a saved table with `--loadgraph`, whose k is used).
 pub fn check_khmer_ksize(command: &str, sub: &ArgMatches) -> Result<(), clap::Error> {
-    let builds_table = matches!(sub.try_get_one::<f64>("max_tablesize"), Ok(Some(_)));
+    // Only the table-sizing flags (GraphArgs) define `-N`, always with a value.
+    let builds_table = matches!(sub.try_get_one::<usize>("n_tables"), Ok(Some(_)));
     let loads_table = matches!(sub.try_get_one::<String>("loadgraph"), Ok(Some(_)));
     let k = sub.try_get_one::<usize>("ksize").ok().flatten().copied().unwrap_or(0);
     let layout = sub.try_get_one::<Layout>("layout").ok().flatten().copied();

@@ -40,8 +40,9 @@ pub struct Args {
 
 /// Runs `abundance-dist-single`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
+    let params = args.counting.resolved_params(args.run.force, std::slice::from_ref(&args.seqs), false, ctx)?;
     let opts = abundance_dist::SingleOptions {
-        params: args.counting.params(args.run.force),
+        params,
         seqs: args.seqs,
         output: args.histogram.output(&args.output),
         bigcount: !args.histogram.no_bigcount,

@@ -4,6 +4,7 @@
 use crate::common::Ctx;
 use crate::flags;
 use clap::Args;
+use kmerflow_core::ops::autosize;
 use kmerflow_core::ops::count::{write_text, ReadTally};
 use kmerflow_core::ops::sizing::{self, TableParams};
 use kmerflow_core::table::{AllocOptions, HugePages, Layout};
@@ -32,6 +33,24 @@ fn parse_flag<T: std::str::FromStr<Err = kmerflow_core::Error>>(text: &str) -> R
     text.parse().map_err(|e: kmerflow_core::Error| e.to_string())
 }
 
+/// The value of `-M`: bytes, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemoryArg {
+    /// Total table memory in bytes.
+    Bytes(f64),
+    /// Sized for the false-positive rate from the distinct k-mers of the inputs.
+    Auto,
+}
+
+/// Parses `-M`: `auto`, or a memory setting as [`flags::memory`] checks it.
+fn memory_arg(text: &str) -> Result<MemoryArg, String> {
+    if text.eq_ignore_ascii_case("auto") {
+        Ok(MemoryArg::Auto)
+    } else {
+        flags::memory(text).map(MemoryArg::Bytes)
+    }
+}
+
 /// Sizing flags of presence tables (nodegraphs): `-k -N -U --fp-rate -x|-M`.
 #[derive(Args, Debug, Clone)]
 pub struct GraphArgs {
@@ -42,19 +61,28 @@ pub struct GraphArgs {
     #[arg(short = 'N', long = "n_tables", alias = "n-tables", default_value_t = sizing::DEFAULT_N_TABLES,
           value_parser = flags::positive, allow_negative_numbers = true)]
     pub n_tables: usize,
-    /// Approximate number of unique k-mers in the input set (sizes the tables, see --fp-rate).
+    /// Approximate number of unique k-mers in the input set; without -x/-M the tables are sized
+    /// for --fp-rate from it.
     #[arg(short = 'U', long = "unique-kmers", default_value_t = 0.0, value_parser = flags::unique_kmers, allow_negative_numbers = true)]
     pub unique_kmers: f64,
-    /// Override the command's default false-positive-rate ceiling used with -U.
+    /// The false-positive rate the tables are sized for with -U or -M auto (default 0.1 for
+    /// counting tables).
     #[arg(long = "fp-rate", value_parser = flags::fp_rate, allow_negative_numbers = true)]
     pub fp_rate: Option<f64>,
-    /// Upper bound on the size of each table (overridden by -M).
-    #[arg(short = 'x', long = "max-tablesize", default_value_t = sizing::DEFAULT_MAX_TABLESIZE,
-          conflicts_with = "max_memory", value_parser = flags::tablesize, allow_negative_numbers = true)]
-    pub max_tablesize: f64,
-    /// Maximum memory for the tables, in bytes; K/M/G/T suffixes are decimal (e.g. 4G).
-    #[arg(short = 'M', long = "max-memory-usage", value_parser = flags::memory, allow_negative_numbers = true)]
-    pub max_memory: Option<f64>,
+    /// Upper bound on the size of each table (overridden by -M) [default: 1000000.0].
+    #[arg(short = 'x', long = "max-tablesize", conflicts_with = "max_memory", value_parser = flags::tablesize,
+          allow_negative_numbers = true)]
+    pub max_tablesize: Option<f64>,
+    /// Maximum memory for the tables, in bytes; K/M/G/T suffixes are decimal (e.g. 4G). `auto`:
+    /// count the distinct k-mers first (a HyperLogLog pass over the inputs) and size the tables
+    /// for --fp-rate, within --memory-cap.
+    #[arg(short = 'M', long = "max-memory-usage", value_name = "BYTES|auto", value_parser = memory_arg,
+          allow_negative_numbers = true)]
+    pub max_memory: Option<MemoryArg>,
+    /// The most memory an automatically sized table (-M auto, -U) may take; a larger one is
+    /// refused before counting [default: half the available memory].
+    #[arg(long = "memory-cap", value_name = "BYTES", value_parser = flags::memory)]
+    pub memory_cap: Option<f64>,
 }
 
 impl GraphArgs {
@@ -63,13 +91,18 @@ impl GraphArgs {
         TableParams {
             ksize: self.ksize,
             n_tables: self.n_tables,
-            max_tablesize: self.max_tablesize,
-            max_memory: self.max_memory,
+            max_tablesize: self.max_tablesize.unwrap_or(sizing::DEFAULT_MAX_TABLESIZE),
+            max_memory: match self.max_memory {
+                Some(MemoryArg::Bytes(bytes)) => Some(bytes),
+                _ => None,
+            },
             unique_kmers: self.unique_kmers,
             fp_rate: self.fp_rate,
             small_count: false,
             force,
             alloc: AllocOptions::default(),
+            auto_memory: self.max_memory == Some(MemoryArg::Auto),
+            memory_cap: self.memory_cap,
         }
     }
 }
@@ -89,13 +122,31 @@ pub struct CountingArgs {
 }
 
 impl CountingArgs {
-    /// The sizing parameters (`force` is the command's `-f/--force`).
+    /// The sizing parameters (`force` is the command's `-f/--force`); `-U` without `-x`/`-M`
+    /// sizes the table for the rate (khmer only warned when its default table was too small).
     pub fn params(&self, force: bool) -> TableParams {
+        let graph = &self.graph;
+        let u_alone = graph.unique_kmers > 0.0 && graph.max_tablesize.is_none() && graph.max_memory.is_none();
         TableParams {
+            auto_memory: graph.max_memory == Some(MemoryArg::Auto) || u_alone,
             small_count: self.small_count,
             alloc: AllocOptions { huge_pages: self.huge_pages, ..AllocOptions::default() },
             ..self.graph.params(force)
         }
+    }
+}
+
+impl CountingArgs {
+    /// [`Self::params`] with an automatic size (`-M auto`, `-U` alone) resolved by a pre-pass
+    /// over `inputs` (none when `loading` a saved table); the size chosen is told unless `-q`.
+    pub fn resolved_params(&self, force: bool, inputs: &[String], loading: bool, ctx: &Ctx) -> Result<TableParams> {
+        let mut params = self.params(force);
+        if loading {
+            params.auto_memory = false;
+        } else {
+            autosize::resolve(&mut params, inputs, &ctx.run)?;
+        }
+        Ok(params)
     }
 }
 
@@ -170,6 +221,17 @@ mod tests {
         assert_eq!((p.ksize, p.n_tables, p.max_memory), (20, 2, Some(2e9)));
         assert_eq!((p.unique_kmers, p.fp_rate, p.small_count), (1e6, Some(0.05), true));
         assert_eq!(parse(&["-x", "1e4"]).unwrap().max_tablesize, 1e4);
+    }
+
+    #[test]
+    fn auto_memory_from_m_auto_or_u_alone() {
+        let auto = parse(&["-M", "auto", "--memory-cap", "2G"]).unwrap();
+        assert_eq!((auto.auto_memory, auto.max_memory, auto.memory_cap), (true, None, Some(2e9)));
+        assert!(parse(&["-U", "1e6"]).unwrap().auto_memory);
+        // khmer's rules whenever -x or -M is given.
+        assert!(!parse(&["-U", "1e6", "-x", "1e6"]).unwrap().auto_memory);
+        assert!(!parse(&["-U", "1e6", "-M", "1e8"]).unwrap().auto_memory);
+        assert!(!parse(&[]).unwrap().auto_memory);
     }
 
     #[test]

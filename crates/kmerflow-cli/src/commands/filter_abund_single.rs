@@ -37,8 +37,9 @@ pub struct Args {
 
 /// Runs `filter-abund-single` (output is identical for any number of threads).
 pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
+    let table = args.counting.resolved_params(args.filter.force, std::slice::from_ref(&args.input), false, ctx)?;
     let opts = filter_abund::SingleOptions {
-        table: args.counting.params(args.filter.force),
+        table,
         filter: args.filter.params(),
         input: args.input,
         savegraph: args.savegraph,

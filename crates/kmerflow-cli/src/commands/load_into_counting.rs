@@ -54,8 +54,9 @@ pub struct Args {
 
 /// Runs `load-into-counting`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
+    let params = args.counting.resolved_params(args.run.force, &args.inputs, false, ctx)?;
     let opts = count::Options {
-        params: args.counting.params(args.run.force),
+        params,
         output: args.output.clone(),
         inputs: args.inputs,
         bigcount: !args.no_bigcount,

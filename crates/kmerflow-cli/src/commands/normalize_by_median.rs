@@ -18,9 +18,12 @@ Choosing the table: -M is the total table memory (-N tables of -M/N bytes each).
 default 4 tables, about 5 bytes per distinct k-mer of the input give a false-positive rate near
 0.1, 2.5 bytes about 0.4, and below 1.4 bytes the rate passes 0.8, where the run fails unless
 -f (estimate the distinct k-mers with `kmerflow unique-kmers`). The rate is reported at the end.
+-M auto does the estimate first (a HyperLogLog pass over the inputs) and sizes the table for
+--fp-rate (default 0.1) within --memory-cap; -U N alone sizes it from N.
 
 Examples:
   kmerflow normalize-by-median -k 20 -C 20 -M 1G -o normalized.fq reads.fq.gz
+  kmerflow normalize-by-median -k 20 -C 20 -M auto -o normalized.fq reads.fq.gz
   kmerflow normalize-by-median -p -k 20 -C 20 -M 4G -o norm.il.fq.gz interleaved.fq.gz
   kmerflow normalize-by-median -k 20 -C 5 -M 4G -s table.ct -T 4 -o out.fq a.fq b.fq
   kmerflow normalize-by-median -k 31 -C 20 -M 4G --layout blocked -o out.fq reads.fq")]
@@ -78,8 +81,10 @@ pub struct Args {
 
 /// Runs `normalize-by-median` (output is identical for any number of threads).
 pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
+    let inputs: Vec<String> = args.inputs.iter().chain(&args.unpaired).cloned().collect();
+    let table = args.counting.resolved_params(args.force, &inputs, args.loadgraph.is_some(), ctx)?;
     let opts = diginorm::Options {
-        table: args.counting.params(args.force),
+        table,
         cutoff: args.cutoff,
         paired: args.paired,
         force_single: args.force_single,

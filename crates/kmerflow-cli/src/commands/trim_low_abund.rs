@@ -86,8 +86,9 @@ pub struct Args {
 
 /// Runs `trim-low-abund` (output is identical for any number of threads).
 pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
+    let table = args.counting.resolved_params(args.force, &args.inputs, args.loadgraph.is_some(), ctx)?;
     let opts = trim_low_abund::Options {
-        table: args.counting.params(args.force),
+        table,
         cutoff: args.cutoff,
         trim_at_coverage: args.trim_at_coverage,
         variable_coverage: args.variable_coverage,

@@ -180,13 +180,14 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
 
 /// khmer's `calc_expected_collisions` check: an error when the estimated false-positive rate
 /// exceeds `max_fp` (with `force`, a warning to `ctx`); returns the rate.
-pub fn check_fp_rate(table: &KTable, max_fp: f64, force: bool, ctx: &RunContext) -> Result<f64> {
-    fp_rate_check(sizing::expected_fp_rate(table), max_fp, force, ctx)
+pub fn check_fp_rate(table: &KTable, max_fp: f64, force: bool, target: f64, ctx: &RunContext) -> Result<f64> {
+    let fp = sizing::expected_fp_rate(table);
+    fp_rate_check(fp, max_fp, force, &sizing::khmer_resize_hint(table, fp, target), ctx)
 }
 
-/// [`check_fp_rate`] of an already estimated rate `fp`.
-fn fp_rate_check(fp: f64, max_fp: f64, force: bool, ctx: &RunContext) -> Result<f64> {
-    super::read_filter::check_fp_rate(fp, max_fp, force, ctx).map(|()| fp)
+/// [`check_fp_rate`] of an already estimated rate `fp`, `resize` naming the memory that would do.
+fn fp_rate_check(fp: f64, max_fp: f64, force: bool, resize: &str, ctx: &RunContext) -> Result<f64> {
+    super::read_filter::check_fp_rate(fp, max_fp, force, resize, ctx).map(|()| fp)
 }
 
 /// Options of `load-into-counting`.
@@ -257,7 +258,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                 }
                 Ok(())
             })?;
-            let fp = check_fp_rate(&table, 0.2, opts.params.force, ctx)?;
+            let fp = check_fp_rate(&table, 0.2, opts.params.force, sizing::target_rate(&opts.params), ctx)?;
             table.save(&opts.output)?;
             fp
         }
@@ -278,7 +279,9 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                 (BlockedTable::with_params(shape, opts.params.alloc)?, None)
             };
             count_inputs(ctx, opts, &mut table, &mut summary, &mut info, |_, _| Ok(()))?;
-            let fp = fp_rate_check(table.expected_fp_rate(), 0.2, opts.params.force, ctx)?;
+            let fp = table.expected_fp_rate();
+            let resize = sizing::blocked_resize_hint(&table, fp, sizing::target_rate(&opts.params));
+            let fp = fp_rate_check(fp, 0.2, opts.params.force, &resize, ctx)?;
             match file {
                 Some(file) => table.finish(file)?,
                 None => table.save(&opts.output)?,

@@ -13,7 +13,7 @@
 use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, HashedBatch};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
-use super::sizing::{any_fp_rate, create_counting_table, TableParams};
+use super::sizing::{any_fp_rate, create_counting_table, resize_hint, target_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode, Staged};
 use crate::kmer::twobit;
 use crate::pipeline::run_ordered;
@@ -406,7 +406,8 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     summary.unique_kmers = table.n_unique_kmers();
     ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
     summary.fp_rate = any_fp_rate(&table);
-    let fp_checked = check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.force, ctx);
+    let resize = resize_hint(&table, summary.fp_rate, target_rate(&opts.table));
+    let fp_checked = check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.force, &resize, ctx);
     if let Some(path) = &opts.savegraph {
         ctx.info(format!("...saving to {path}"));
         if fp_checked.is_ok() {

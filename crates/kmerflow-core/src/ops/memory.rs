@@ -35,6 +35,18 @@ fn cgroup_limit() -> Option<u64> {
         .find(|&limit| limit < 1 << 60)
 }
 
+/// Bytes of memory a new table can have without pushing others out: the kernel's
+/// `MemAvailable`, within the cgroup's limit and the address space left (`u64::MAX` where
+/// none of them is known).
+pub fn available_memory() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let available = meminfo.as_deref().and_then(|text| {
+        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb.saturating_mul(1024))
+    });
+    [available, cgroup_limit(), address_space_left()].into_iter().flatten().min().unwrap_or(u64::MAX)
+}
+
 /// The address space `ulimit -v` (RLIMIT_AS) leaves to this process, if limited.
 fn address_space_left() -> Option<u64> {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
@@ -72,6 +84,12 @@ pub fn check_table_fits(bytes: f64, backing: Backing) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn available_memory_is_known_and_within_physical_memory() {
+        let available = available_memory();
+        assert!(available > 0 && available <= physical_memory(), "{available}");
+    }
 
     #[test]
     fn a_table_beyond_physical_memory_is_refused_naming_the_flag() {

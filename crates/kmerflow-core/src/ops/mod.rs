@@ -4,6 +4,7 @@
 //! that the CLI only maps flags to options and the Python bindings can call the same code.
 
 pub mod abundance_dist;
+pub mod autosize;
 pub mod count;
 pub mod count_median;
 pub mod diginorm;

@@ -271,8 +271,9 @@ pub fn check_ksize(k: usize) -> Result<()> {
 }
 
 /// khmer's `calc_expected_collisions` check: an error when the estimated false-positive rate
-/// exceeds `limit`; with `force`, a warning to `ctx` and the run goes on, as in khmer.
-pub fn check_fp_rate(fp: f64, limit: f64, force: bool, ctx: &RunContext) -> Result<()> {
+/// exceeds `limit`, naming the memory that would do (`resize`, from
+/// [`crate::ops::sizing::resize_hint`]); with `force`, a warning to `ctx` and the run goes on.
+pub fn check_fp_rate(fp: f64, limit: f64, force: bool, resize: &str, ctx: &RunContext) -> Result<()> {
     if fp <= limit {
         return Ok(());
     }
@@ -281,7 +282,7 @@ pub fn check_fp_rate(fp: f64, limit: f64, force: bool, ctx: &RunContext) -> Resu
          max recommended {limit:.3})"
     );
     if !force {
-        return Err(Error::invalid(format!("{problem}; increase it with -M, or use --force")));
+        return Err(Error::invalid(format!("{problem}; increase it with {resize} (or -M auto), or use --force")));
     }
     ctx.warning(format!("WARNING: {problem}; do not use these results (going on because of --force)"));
     Ok(())

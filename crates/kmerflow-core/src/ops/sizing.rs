@@ -37,6 +37,12 @@ pub struct TableParams {
     pub force: bool,
     /// How the table memory is allocated (`--huge-pages`).
     pub alloc: AllocOptions,
+    /// Size the table for the rate from the distinct k-mers (`-M auto`, or `-U` without `-x`/`-M`);
+    /// [`crate::ops::autosize::resolve`] turns this into `max_memory` before a table is made.
+    pub auto_memory: bool,
+    /// `--memory-cap`: the most bytes an automatically sized table may take (default: half the
+    /// available memory).
+    pub memory_cap: Option<f64>,
 }
 
 impl Default for TableParams {
@@ -51,6 +57,8 @@ impl Default for TableParams {
             small_count: false,
             force: false,
             alloc: AllocOptions::default(),
+            auto_memory: false,
+            memory_cap: None,
         }
     }
 }
@@ -99,7 +107,8 @@ pub enum GraphKind {
 }
 
 impl GraphKind {
-    fn buckets_per_byte(self) -> f64 {
+    /// Counters per byte.
+    pub fn buckets_per_byte(self) -> f64 {
         match self {
             GraphKind::Countgraph => 1.0,
             GraphKind::SmallCountgraph => 2.0,
@@ -143,9 +152,87 @@ pub fn estimate_with_fp_rate(n_kmers: f64, fp_rate: f64) -> SizeEstimate {
     estimate(n_kmers, fp_rate.ln() / 0.5f64.ln(), |z| -n_kmers / (1.0 - fp_rate.powf(1.0 / z)).ln())
 }
 
+/// The total memory in bytes (`-M`) of `n_tables` tables of `kind` that hold `n_kmers`
+/// distinct k-mers at false-positive rate `fp_rate`: each table has m counters with
+/// `fp_rate = (1 - exp(-n/m))^N`, so `m = -n / ln(1 - fp_rate^(1/N))`.
+pub fn memory_for_rate(n_kmers: f64, n_tables: usize, fp_rate: f64, kind: GraphKind) -> f64 {
+    let n = n_tables.max(1) as f64;
+    let per_table = -n_kmers.max(1.0) / (-fp_rate.powf(1.0 / n)).ln_1p();
+    (per_table * n / kind.buckets_per_byte()).ceil()
+}
+
+/// A byte count as a `-M` value a user can paste: three significant digits, rounded up, with
+/// a decimal K/M/G/T suffix (`69.6M`, `485M`, `1.21G`).
+pub fn memory_arg(bytes: f64) -> String {
+    let bytes = bytes.max(1.0);
+    let (scale, suffix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")]
+        .into_iter()
+        .find(|&(scale, _)| bytes >= scale)
+        .unwrap_or((1.0, ""));
+    let value = bytes / scale;
+    let decimals = 2 - (value.log10().floor() as i32).clamp(0, 2);
+    let step = 10f64.powi(-decimals);
+    let rounded = (value / step - 1e-9).ceil() * step;
+    format!("{rounded:.prec$}{suffix}", prec = decimals as usize)
+}
+
+/// Occupancy above which a table's contents are only a lower bound.
+const NEARLY_FULL: f64 = 0.9;
+
+/// The memory that would bring a table whose estimated rate is `fp` (`n_tables` tables of
+/// `per_table` counters of `kind`) to `target`, as a `-M` value; "at least" when the table is
+/// nearly full and what it holds can hardly be told from its occupancy.
+fn memory_to_reach(fp: f64, n_tables: usize, per_table: f64, kind: GraphKind, target: f64) -> String {
+    let full = 1.0 - 1.0 / per_table.max(2.0);
+    let occupancy = fp.powf(1.0 / n_tables.max(1) as f64).min(full);
+    let kmers = -per_table * (-occupancy).ln_1p();
+    let value = memory_arg(memory_for_rate(kmers, n_tables, target, kind));
+    if occupancy >= NEARLY_FULL {
+        format!("at least -M {value}")
+    } else {
+        format!("-M {value}")
+    }
+}
+
+/// [`memory_to_reach`] for a table of either layout whose estimated rate is `fp`.
+pub fn resize_hint(table: &AnyTable, fp: f64, target: f64) -> String {
+    match table {
+        AnyTable::Khmer(t) => khmer_resize_hint(t, fp, target),
+        AnyTable::Blocked(t) => blocked_resize_hint(t, fp, target),
+    }
+}
+
+/// [`resize_hint`] of a blocked table (its rate taken as that of N tables sharing its counters).
+pub fn blocked_resize_hint(table: &BlockedTable, fp: f64, target: f64) -> String {
+    let shape = table.params();
+    let kind = match shape.width {
+        CounterWidth::Bits4 => GraphKind::SmallCountgraph,
+        CounterWidth::Bits8 => GraphKind::Countgraph,
+        CounterWidth::Bits1 => GraphKind::Nodegraph,
+    };
+    let per_table = shape.data_bytes() as f64 * kind.buckets_per_byte() / shape.probes.max(1) as f64;
+    memory_to_reach(fp, shape.probes, per_table, kind, target)
+}
+
+/// [`resize_hint`] of a table of khmer's layout.
+pub fn khmer_resize_hint(table: &KTable, fp: f64, target: f64) -> String {
+    let kind = match table.storage_kind() {
+        StorageKind::Byte => GraphKind::Countgraph,
+        StorageKind::Nibble => GraphKind::SmallCountgraph,
+        StorageKind::Bit => GraphKind::Nodegraph,
+    };
+    let per_table = table.hashsizes().iter().min().copied().unwrap_or(1) as f64;
+    memory_to_reach(fp, table.n_tables(), per_table, kind, target)
+}
+
+/// The false-positive rate a table is sized for: `--fp-rate`, default khmer's 0.1 for counting.
+pub fn target_rate(params: &TableParams) -> f64 {
+    params.fp_rate.filter(|&f| f > 0.0 && f < 1.0).unwrap_or(COUNTGRAPH_FP_TARGET)
+}
+
 /// khmer's `_check_fp_rate`: with `-U`, either verifies `-M` against the FP ceiling or derives
 /// `-M` from the recommended size (when that fits under `-x`). Returns the effective `-M`.
-fn check_fp_rate(params: &TableParams, default_fp: f64, ctx: &RunContext) -> Result<Option<f64>> {
+fn check_fp_rate(params: &TableParams, kind: GraphKind, default_fp: f64, ctx: &RunContext) -> Result<Option<f64>> {
     let memory = params.max_memory.filter(|&m| m != 0.0);
     if params.unique_kmers == 0.0 {
         return Ok(memory);
@@ -160,11 +247,12 @@ fn check_fp_rate(params: &TableParams, default_fp: f64, ctx: &RunContext) -> Res
         if res.fp_rate > target {
             let problem = format!(
                 "the given restrictions (-U {}, -M {}) yield an estimated false positive rate of {}, \
-                 above the ceiling of {}",
+                 above the ceiling of {}; -M {} would reach it",
                 repr(params.unique_kmers),
                 repr(memory),
                 repr(res.fp_rate),
-                repr(target)
+                repr(target),
+                memory_arg(memory_for_rate(params.unique_kmers, params.n_tables, target, kind))
             );
             if !params.force {
                 return Err(Error::invalid(format!("{problem}; use --force to override")));
@@ -207,7 +295,10 @@ fn checked_size(
     default_fp: f64,
     ctx: &RunContext,
 ) -> Result<f64> {
-    let memory = check_fp_rate(params, default_fp, ctx)?;
+    if params.auto_memory {
+        return Err(Error::invalid("-M auto is not supported by this command; give -M or -x"));
+    }
+    let memory = check_fp_rate(params, kind, default_fp, ctx)?;
     if params.n_tables == 0 {
         return Err(Error::invalid("the number of tables (-N) must be at least 1"));
     }
@@ -441,6 +532,24 @@ mod tests {
         assert!(blocked_countgraph_params(&params(|p| p.n_tables = 9), 1.0, &RunContext::new()).is_err());
         let table = create_counting_table(&p, Layout::Blocked, 1.0, &RunContext::new()).unwrap();
         assert_eq!((table.layout(), any_fp_rate(&table)), (Layout::Blocked, 0.0));
+    }
+
+    #[test]
+    fn memory_for_a_rate_and_the_hint_after_a_run() {
+        assert_eq!(memory_arg(484_076_337.0), "485M");
+        assert_eq!(memory_arg(69_550_001.0), "69.6M");
+        assert_eq!(memory_arg(1e7), "10.0M");
+        assert_eq!(memory_arg(1_203_000_000.0), "1.21G");
+        assert_eq!(memory_arg(999.0), "999");
+        assert_eq!(parse_memory(&memory_arg(123_456.0)).unwrap(), 124_000.0);
+        let m = memory_for_rate(1e6, 4, 0.1, GraphKind::Countgraph);
+        assert!(((1.0 - (-1e6 / (m / 4.0)).exp()).powi(4) - 0.1).abs() < 1e-6);
+        assert_eq!(memory_for_rate(1e6, 4, 0.1, GraphKind::SmallCountgraph), (m / 2.0).ceil());
+        // A table of 4 x 1e6 counters holding 2e6 k-mers: the hint is the memory for 2e6 at 0.1.
+        let fp = (1.0 - (-2.0f64).exp()).powi(4);
+        let wanted = memory_arg(memory_for_rate(2e6, 4, 0.1, GraphKind::Countgraph));
+        assert_eq!(memory_to_reach(fp, 4, 1e6, GraphKind::Countgraph, 0.1), format!("-M {wanted}"));
+        assert!(memory_to_reach(1.0, 4, 1e6, GraphKind::Countgraph, 0.1).starts_with("at least -M "));
     }
 
     #[test]

@@ -1,0 +1,162 @@
+//! Tables that size themselves (`-M auto`, and `-U` without `-x`/`-M`): the distinct k-mers of
+//! the inputs (from `-U`, or a HyperLogLog pre-pass over them) give the memory that reaches the
+//! target false-positive rate, refused before counting when it is above the memory cap.
+
+use super::pyfmt::repr;
+use super::sizing::{memory_arg, memory_for_rate, target_rate, GraphKind, TableParams};
+use super::{memory, unique_kmers};
+use crate::run::RunContext;
+use crate::{Error, Result};
+use std::time::Instant;
+
+/// Relative error of the pre-pass estimate (khmer's unique-kmers default; 2^14 registers).
+const PREPASS_ERROR_RATE: f64 = 0.01;
+
+/// The share of the available memory an automatically sized table may take by default.
+const DEFAULT_CAP_SHARE: f64 = 0.5;
+
+/// How a table was sized automatically.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoSize {
+    /// Distinct k-mers the table is sized for.
+    pub distinct_kmers: f64,
+    /// Whether they were estimated by the pre-pass (else given with `-U`).
+    pub estimated: bool,
+    /// Seconds the pre-pass took (0 without one).
+    pub prepass_seconds: f64,
+    /// The target false-positive rate.
+    pub fp_rate: f64,
+    /// The memory chosen (`-M`), in bytes.
+    pub memory: f64,
+    /// The memory cap it had to fit in, in bytes.
+    pub cap: f64,
+}
+
+/// The default memory cap: half of [`memory::available_memory`].
+pub fn default_memory_cap() -> f64 {
+    memory::available_memory() as f64 * DEFAULT_CAP_SHARE
+}
+
+/// The memory for `distinct_kmers` at the target rate of `params` (`--fp-rate`, default
+/// khmer's 0.1), refused when above the memory cap (`--memory-cap`, default
+/// [`default_memory_cap`]) with the `-M` that would reach the rate.
+pub fn size_for(params: &TableParams, distinct_kmers: f64) -> Result<(f64, f64, f64)> {
+    let fp_rate = target_rate(params);
+    let kind = if params.small_count { GraphKind::SmallCountgraph } else { GraphKind::Countgraph };
+    let memory = memory_for_rate(distinct_kmers, params.n_tables, fp_rate, kind);
+    let cap = params.memory_cap.unwrap_or_else(default_memory_cap);
+    if memory > cap {
+        return Err(Error::invalid(format!(
+            "a table for about {} distinct k-mers at false-positive rate {} needs -M {}, above the memory cap \
+             of {} (--memory-cap; default half the available memory)",
+            distinct_kmers.round(),
+            repr(fp_rate),
+            memory_arg(memory),
+            memory_arg(cap)
+        )));
+    }
+    Ok((memory, fp_rate, cap))
+}
+
+/// Resolves an automatic size (`params.auto_memory`) into `params.max_memory`: the distinct
+/// k-mers are `-U` when given, else estimated by a HyperLogLog pass over `inputs` on the
+/// threads of `ctx`, which gets the line telling the size chosen. Returns `None` (and leaves
+/// `params` alone) when the size is not automatic.
+pub fn resolve(params: &mut TableParams, inputs: &[String], ctx: &RunContext) -> Result<Option<AutoSize>> {
+    if !params.auto_memory {
+        return Ok(None);
+    }
+    let started = Instant::now();
+    let (distinct_kmers, estimated) = if params.unique_kmers > 0.0 {
+        (params.unique_kmers, false)
+    } else {
+        if let Some(stdin) = inputs.iter().find(|p| p.as_str() == "-" || p.starts_with("/dev/std")) {
+            return Err(Error::invalid(format!(
+                "-M auto reads the inputs twice and {stdin} can be read once; give -U (estimated distinct \
+                 k-mers, e.g. from `kmerflow unique-kmers`) or -M"
+            )));
+        }
+        let opts = unique_kmers::Options {
+            ksize: params.ksize,
+            error_rate: PREPASS_ERROR_RATE,
+            inputs: inputs.to_vec(),
+            stream_records: false,
+        };
+        (unique_kmers::run(&opts, ctx, |_| Ok(()))?.total as f64, true)
+    };
+    let prepass_seconds = if estimated { started.elapsed().as_secs_f64() } else { 0.0 };
+    let (memory, fp_rate, cap) = size_for(params, distinct_kmers)?;
+    params.max_memory = Some(memory);
+    params.unique_kmers = 0.0;
+    params.auto_memory = false;
+    let chosen = AutoSize { distinct_kmers, estimated, prepass_seconds, fp_rate, memory, cap };
+    ctx.info(chosen.describe());
+    Ok(Some(chosen))
+}
+
+impl AutoSize {
+    /// The line telling what was chosen.
+    pub fn describe(&self) -> String {
+        let source = if self.estimated {
+            format!("estimated in {:.2} s", self.prepass_seconds)
+        } else {
+            "given with -U".to_string()
+        };
+        format!(
+            "table sized automatically: about {} distinct k-mers ({source}), -M {} for a false-positive rate of {}",
+            self.distinct_kmers.round(),
+            memory_arg(self.memory),
+            repr(self.fp_rate)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auto(edit: impl FnOnce(&mut TableParams)) -> TableParams {
+        let mut p = TableParams { auto_memory: true, memory_cap: Some(1e12), ..TableParams::default() };
+        edit(&mut p);
+        p
+    }
+
+    #[test]
+    fn unique_kmers_give_the_memory_for_the_rate() {
+        let mut p = auto(|p| p.unique_kmers = 1e6);
+        let chosen = resolve(&mut p, &[], &RunContext::new()).unwrap().unwrap();
+        // 4 tables reaching 0.1: each of 1e6 / -ln(1 - 0.1^(1/4)) counters.
+        let per_table = 1e6 / -(1.0 - 0.1f64.powf(0.25)).ln();
+        assert!((chosen.memory - 4.0 * per_table).abs() <= 1.0, "{chosen:?}");
+        assert_eq!(p.max_memory, Some(chosen.memory));
+        assert!(!p.auto_memory && p.unique_kmers == 0.0 && !chosen.estimated);
+        let rate = (1.0 - (-1e6 / (chosen.memory / 4.0)).exp()).powi(4);
+        assert!((rate - 0.1).abs() < 1e-6, "{rate}");
+        let mut small = auto(|p| {
+            p.unique_kmers = 1e6;
+            p.small_count = true;
+        });
+        assert!(
+            (resolve(&mut small, &[], &RunContext::new()).unwrap().unwrap().memory - chosen.memory / 2.0).abs() <= 1.0
+        );
+    }
+
+    #[test]
+    fn a_table_above_the_cap_is_refused_naming_the_memory() {
+        let mut p = auto(|p| {
+            p.unique_kmers = 1e8;
+            p.memory_cap = Some(1e6);
+        });
+        let err = resolve(&mut p, &[], &RunContext::new()).unwrap_err().to_string();
+        assert!(err.contains("needs -M 485M") && err.contains("--memory-cap"), "{err}");
+        let mut stdin = auto(|_| ());
+        assert!(resolve(&mut stdin, &["-".to_string()], &RunContext::new()).unwrap_err().to_string().contains("-U"));
+    }
+
+    #[test]
+    fn fixed_sizes_are_left_alone() {
+        let mut p = TableParams::default();
+        assert_eq!(resolve(&mut p, &["-".to_string()], &RunContext::new()).unwrap(), None);
+        assert_eq!(p, TableParams::default());
+    }
+}

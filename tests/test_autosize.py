@@ -1,0 +1,149 @@
+"""Tables that size themselves: -M auto (HyperLogLog pre-pass), -U alone, the memory cap, and the
+-M named by the checks before and after counting."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import kmerflow
+
+K = 20
+COMP = str.maketrans("ACGT", "TGCA")
+
+
+def make_reads(path: Path, genome_len: int, seed: int, coverage: int = 8, length: int = 100) -> int:
+    """Reads with 1 % substitution errors from a random genome; returns the distinct canonical
+    k-mers they hold."""
+    rng = random.Random(seed)
+    genome = "".join(rng.choice("ACGT") for _ in range(genome_len))
+    distinct: set[str] = set()
+    with path.open("w") as out:
+        for i in range(genome_len * coverage // length):
+            start = rng.randrange(genome_len - length)
+            read = list(genome[start:start + length])
+            for j in range(length):
+                if rng.random() < 0.01:
+                    read[j] = rng.choice("ACGT")
+            seq = "".join(read)
+            out.write(f">r{i}\n{seq}\n")
+            for j in range(length - K + 1):
+                kmer = seq[j:j + K]
+                distinct.add(min(kmer, kmer.translate(COMP)[::-1]))
+    return len(distinct)
+
+
+@pytest.fixture(scope="module", params=[20_000, 80_000, 300_000], ids=["small", "medium", "large"])
+def reads(request, tmp_path_factory) -> tuple[Path, int]:
+    path = tmp_path_factory.mktemp("autosize") / "reads.fa"
+    return path, make_reads(path, request.param, seed=request.param)
+
+
+def chosen(stderr: bytes) -> tuple[float, float]:
+    """The distinct k-mers and -M of the 'table sized automatically' line."""
+    m = re.search(r"about (\d+) distinct k-mers .*-M (\S+) for a false-positive rate", stderr.decode())
+    assert m, stderr.decode()
+    return float(m.group(1)), m.group(2)
+
+
+def size_of(memory: str) -> float:
+    """A -M value with a decimal K/M/G suffix, in bytes."""
+    scale = {"K": 1e3, "M": 1e6, "G": 1e9}.get(memory[-1])
+    return float(memory[:-1]) * scale if scale else float(memory)
+
+
+def fp_of(report: Path) -> float:
+    return json.loads(report.read_text())["fp_rate"]
+
+
+@pytest.mark.parametrize("rate", ["0.1", "0.02"])
+def test_auto_size_meets_the_rate(tmp_path, reads, rate):
+    path, distinct = reads
+    report = tmp_path / "r.json"
+    proc = kmerflow("load-into-counting", "-k", K, "-M", "auto", "--fp-rate", rate, "--report-json", report,
+                    tmp_path / "t.ct", path)
+    estimated, memory = chosen(proc.stderr)
+    assert abs(estimated - distinct) <= 0.05 * distinct, (estimated, distinct)
+    # The HyperLogLog error (1 %) moves the rate by about 2.6 %; the table is not oversized either.
+    assert float(rate) * 0.8 <= fp_of(report) <= float(rate) * 1.1, (fp_of(report), memory)
+    # One byte per counter in the table file: the size chosen is the size used.
+    assert (tmp_path / "t.ct").stat().st_size == pytest.approx(size_of(memory), rel=0.01)
+
+
+def test_unique_kmers_alone_sizes_the_table(tmp_path, reads):
+    path, distinct = reads
+    report = tmp_path / "r.json"
+    proc = kmerflow("load-into-counting", "-k", K, "-U", distinct, "--report-json", report, tmp_path / "t.ct", path)
+    assert "given with -U" in proc.stderr.decode()
+    assert 0.08 <= fp_of(report) <= 0.105
+    # With -x, khmer's rules: the given table (it only warns when that is too small).
+    fixed = kmerflow("load-into-counting", "-k", K, "-U", distinct, "-x", "1e6", "--report-json", report,
+                     tmp_path / "x.ct", path)
+    stderr = fixed.stderr.decode()
+    assert "sized automatically" not in stderr
+    assert "set memory ceiling automatically" in stderr or "Recommended tablesize" in stderr, stderr
+
+
+def test_a_table_above_the_cap_is_refused_before_counting(tmp_path, reads):
+    path, distinct = reads
+    out = tmp_path / "out.fa"
+    proc = kmerflow("normalize-by-median", "-k", K, "-M", "auto", "--memory-cap", "10K", "-o", out, path,
+                    check=False)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, lines
+    m = re.search(r"needs -M (\S+), above the memory cap of 10.0K", lines[0])
+    assert m, lines
+    assert not out.exists()
+    # The -M it names reaches the rate.
+    report = tmp_path / "r.json"
+    kmerflow("load-into-counting", "-k", K, "-M", m.group(1), "--report-json", report, tmp_path / "t.ct", path)
+    assert fp_of(report) <= 0.11
+
+
+def test_stdin_cannot_be_read_twice(tmp_path, reads):
+    path, _ = reads
+    proc = kmerflow("normalize-by-median", "-k", K, "-M", "auto", "-o", tmp_path / "o.fa", "-",
+                    stdin=path.read_bytes(), check=False)
+    assert proc.returncode == 1 and "give -U" in proc.stderr.decode()
+
+
+def test_a_failed_normalization_leaves_no_output(tmp_path, reads):
+    path, distinct = reads
+    out = tmp_path / "out.fa"
+    # Tables of a quarter of the distinct k-mers: nearly full, above normalize-by-median's 0.8.
+    proc = kmerflow("normalize-by-median", "-k", K, "-x", str(distinct // 4), "-o", out, path, check=False)
+    assert proc.returncode == 1
+    assert re.search(r"increase it with at least -M \S+ \(or -M auto\)", proc.stderr.decode()), proc.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_rate_names_the_memory_and_leaves_no_output(tmp_path, reads):
+    path, distinct = reads
+    out = tmp_path / "out.fa"
+    # Tables of half the distinct k-mers: a rate near 0.56, above filter-abund's 0.2.
+    proc = kmerflow("filter-abund-single", "-k", K, "-x", str(distinct // 2), "-o", out, path, check=False)
+    assert proc.returncode == 1
+    m = re.search(r"increase it with -M (\S+) \(or -M auto\)", proc.stderr.decode())
+    assert m, proc.stderr.decode()
+    assert not out.exists()
+    # The -M it names reaches the rate (counted again by load-into-counting, which reports it).
+    report = tmp_path / "r.json"
+    kmerflow("load-into-counting", "-k", K, "-M", m.group(1), "--report-json", report, tmp_path / "t.ct", path)
+    assert fp_of(report) <= 0.11
+
+
+@pytest.mark.parametrize("command", ["abundance-dist-single", "filter-abund-single", "trim-low-abund",
+                                     "normalize-by-median"])
+def test_every_counting_command_sizes_itself(tmp_path, command):
+    path = tmp_path / "reads.fa"
+    make_reads(path, 10_000, seed=7)
+    args = {"abundance-dist-single": [path, tmp_path / "hist"],
+            "filter-abund-single": ["-o", tmp_path / "o.fa", path],
+            "trim-low-abund": ["-o", tmp_path / "o.fa", path],
+            "normalize-by-median": ["-o", tmp_path / "o.fa", path]}[command]
+    proc = kmerflow(command, "-k", K, "-M", "auto", *args)
+    assert "sized automatically" in proc.stderr.decode()
