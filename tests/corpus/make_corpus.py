@@ -143,7 +143,7 @@ def table_reads(dest: Path) -> None:
     dest.write_bytes(sample_fastq(100) + repeat * 300)
 
 
-#: Offsets in khmer's table files (format 4, KHMER.md section 3): for the byte table (type 1)
+#: Offsets in khmer's table files (format 4, docs/khmer-compat.md §3): for the byte table (type 1)
 #: signature 0-3, version 4, type 5, bigcount flag 6, k 7-10, number of tables 11, occupied 12-19,
 #: size of table 0 at 20-27; the bit and nibble tables lack the bigcount flag (1 byte less).
 KHMER_K = 7
