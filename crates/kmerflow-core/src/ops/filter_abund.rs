@@ -7,9 +7,9 @@
 //! so the table and its statistics are the same for any number of threads).
 
 use super::count::consume_file;
-use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, clean_batch, trim_record, Cleaning};
+use super::read_filter::{self, bundle_source, check_ksize, clean_batch, trim_record, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
-use super::sizing::{create_countgraph, expected_fp_rate, khmer_resize_hint, target_rate, TableParams};
+use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
@@ -237,13 +237,7 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
         Summary { unique_kmers: table.n_unique_kmers(), fp_rate: expected_fp_rate(&table), ..Summary::default() };
     ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
     ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
-    check_fp_rate(
-        summary.fp_rate,
-        MAX_FP_RATE,
-        opts.table.force,
-        &khmer_resize_hint(&table, summary.fp_rate, target_rate(&opts.table)),
-        ctx,
-    )?;
+    super::count::check_fp_rate(&table, MAX_FP_RATE, opts.table.force, target_rate(&opts.table), ctx)?;
     filter_all(&table, std::slice::from_ref(&opts.input), &opts.filter, &mut summary, ctx)?;
     if let Some(path) = &opts.savegraph {
         ctx.info(format!("Saving k-mer countgraph filename {path}"));

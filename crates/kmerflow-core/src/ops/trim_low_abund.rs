@@ -9,11 +9,9 @@
 //! of [`crate::table::batch`] (look-ups and updates by owner threads), with the same output.
 
 use super::diginorm::BATCH_KMERS;
-use super::read_filter::{
-    self, bundle_source, check_fp_rate, check_ksize, clean_batch, trim_record, Cleaning, HashedBatch, Trim,
-};
+use super::read_filter::{self, bundle_source, check_ksize, clean_batch, trim_record, Cleaning, HashedBatch, Trim};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
-use super::sizing::{create_countgraph, expected_fp_rate, khmer_resize_hint, target_rate, TableParams};
+use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParams};
 use super::SummaryFormat;
 use crate::io::{write_record, Compression, OutputFile, PairMode, Staged};
 use crate::pipeline::run_ordered;
@@ -388,13 +386,7 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     }
     // As in khmer, a too-full table ends the run before the graph and summary are saved; the
     // trimmed reads, complete under temporary names, are removed too.
-    check_fp_rate(
-        s.fp_rate,
-        MAX_FP_RATE,
-        o.table.force,
-        &khmer_resize_hint(&table, s.fp_rate, target_rate(&o.table)),
-        ctx,
-    )?;
+    super::count::check_fp_rate(&table, MAX_FP_RATE, o.table.force, target_rate(&o.table), ctx)?;
     if let Some(path) = &o.report_json {
         read_filter::write_json_report(path, &*s)?;
     }
