@@ -57,7 +57,7 @@ def size_of(memory: str) -> float:
 
 
 def fp_of(report: Path) -> float:
-    return json.loads(report.read_text())["fp_rate"]
+    return json.loads(report.read_text())["counters"]["fp_rate"]
 
 
 @pytest.mark.parametrize("rate", ["0.1", "0.02"])

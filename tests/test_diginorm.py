@@ -103,7 +103,7 @@ def test_short_reads_reported(tmp_path, data):
     nbm(tmp_path, "-k", "20", "-C", "5", "--report-json", "r.json", data / "test-abund-read-2.fa")
     import json
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["short_dropped"] == 1000 and report["total"] == 1
+    assert report["counters"]["short_dropped"] == 1000 and report["counters"]["total"] == 1
 
 
 # --- live oracle: byte-identical outputs ------------------------------------------------------

@@ -1,9 +1,10 @@
 """Entry point of the ``kmerflow`` command (``python -m kmerflow`` too).
 
 ``kmerflow pipeline ...`` runs in Python (on Dask); every other command is the native command
-line.
+line, whose run report this renders when asked (``--html``, ``--plots``, ``--multiqc``).
 """
 
+import json
 import signal
 import sys
 
@@ -23,7 +24,23 @@ def main() -> None:
     from kmerflow._core import cli_main
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    sys.exit(cli_main(["kmerflow", *sys.argv[1:]]))
+    code, report = cli_main(["kmerflow", *sys.argv[1:]])
+    if report is not None:
+        code = _render(json.loads(report))
+    sys.exit(code)
+
+
+def _render(report: dict) -> int:
+    """Render the run report as its command line asked; 1 (after one line on stderr) if that
+    fails."""
+    from kmerflow.report import render
+
+    try:
+        render(report)
+    except (OSError, RuntimeError) as e:
+        print(f"kmerflow {report['command']}: error: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

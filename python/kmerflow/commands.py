@@ -66,17 +66,20 @@ class RunResult:
     """What a command function returns.
 
     ``summary`` holds the command's counts as the core returns them (reads kept and examined,
-    k-mers, false-positive rate, ... depending on the command; the ``--report-json`` document
-    of the commands that write one).
+    k-mers, false-positive rate, ... depending on the command); ``report`` is the run report,
+    the document ``--report-json`` writes (docs/report-schema.md): parameters, inputs and
+    outputs with sizes, counters, timings, peak memory, warnings and the plotted data.
     """
 
     command: str                #: the command's name
     argv: tuple[str, ...]       #: the equivalent command line, without the program name
     summary: Any                #: the run's summary (a dict; for readstats a list, one per file)
+    report: Any = None          #: the run report (a dict; None for a run ended by a closed pipe)
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain data (for JSON)."""
-        return {"command": self.command, "argv": list(self.argv), "summary": self.summary}
+        return {"command": self.command, "argv": list(self.argv), "summary": self.summary,
+                "report": self.report}
 
 
 def _keyword(long: str) -> str:
@@ -152,15 +155,21 @@ def run(command: str, positional: Iterable[Any] = (), **options: Any) -> RunResu
     """Run ``kmerflow COMMAND`` in-process; raises :class:`kmerflow.CommandError` on failure and
     :class:`KeyboardInterrupt` when Ctrl-C stops it. The run's informational messages go to the
     ``kmerflow`` logger (level INFO; errors a run went past with ``force``: ERROR), its warnings
-    to :func:`warnings.warn` (:class:`kmerflow.KmerflowWarning`)."""
+    to :func:`warnings.warn` (:class:`kmerflow.KmerflowWarning`). ``html``, ``plots`` and
+    ``multiqc`` render the run report (:func:`kmerflow.report.render`)."""
     argv = command_argv(command, positional, **options)
-    summary, messages = _core.run_command(argv)
+    summary, messages, report_text = _core.run_command(argv)
     for level, text in messages:
         if level == "warning":
             warnings.warn(text, KmerflowWarning, stacklevel=3)
         else:
             _LOG.log(logging.ERROR if level == "error" else logging.INFO, "%s", text)
-    return RunResult(command, tuple(argv[1:]), json.loads(summary))
+    report = json.loads(report_text)
+    if report and any(report["parameters"].get(k) for k in ("html", "plots", "multiqc")):
+        from kmerflow.report import render
+
+        render(report)
+    return RunResult(command, tuple(argv[1:]), json.loads(summary), report)
 
 
 def _command(name: str) -> Callable[[Callable[..., None]], Callable[..., RunResult]]:

@@ -1,5 +1,5 @@
-//! Options and services shared by every command: `-q`, `-T/--threads`, `--metrics`,
-//! `--gzip/--bzip`, and what a running command gets.
+//! Options and services shared by every command: `-q`, `-T/--threads`, `--metrics`, the
+//! report flags, `--gzip/--bzip`, and what a running command gets.
 
 use crate::console::Console;
 use clap::Args;
@@ -16,10 +16,16 @@ pub struct Settings {
     pub threads: Option<usize>,
     /// Where to write the run's metrics as JSON.
     pub metrics: Option<String>,
+    /// Where to write the run's report as JSON (`--report-json`).
+    pub report_json: Option<String>,
+    /// Whether the report is also to be rendered (`--html`, `--plots` or `--multiqc`), which
+    /// the Python package's `kmerflow` command does.
+    pub renders: bool,
 }
 
-/// `-q/--quiet`, `-T/--threads` and `--metrics`, flattened into every command's arguments. A
-/// command where khmer uses `-T` for something else drops the short flag with
+/// `-q/--quiet`, `-T/--threads`, `--metrics`, `--info` and the report flags (`--report-json`,
+/// `--html`, `--plots`, `--multiqc`), flattened into every command's arguments. A command where
+/// khmer uses `-T` for something else drops the short flag with
 /// `#[command(mut_arg("threads", |a| a.short(None)))]`.
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
@@ -32,6 +38,19 @@ pub struct CommonArgs {
     /// Write per-stage timings, byte and record counts and throughput as JSON to FILE
     #[arg(long, value_name = "FILE")]
     pub metrics: Option<String>,
+    /// Write the run's report as JSON to FILE: parameters, inputs and outputs with sizes,
+    /// counts, timings, peak memory, warnings (docs/report-schema.md)
+    #[arg(long = "report-json", value_name = "FILE")]
+    pub report_json: Option<String>,
+    /// Write the report as one self-contained HTML page with plots to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<String>,
+    /// Write the report's plots as PNG files into DIR (needs matplotlib: kmerflow[report])
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<String>,
+    /// Write MultiQC custom-content files (*_mqc.json) of the report into DIR
+    #[arg(long, value_name = "DIR")]
+    pub multiqc: Option<String>,
     /// Print the publications to cite for this command and exit
     #[arg(long)]
     pub info: bool,
@@ -40,7 +59,13 @@ pub struct CommonArgs {
 impl CommonArgs {
     /// The settings these flags give.
     pub fn settings(&self) -> Settings {
-        Settings { quiet: self.quiet, threads: self.threads.map(|t| t as usize), metrics: self.metrics.clone() }
+        Settings {
+            quiet: self.quiet,
+            threads: self.threads.map(|t| t as usize),
+            metrics: self.metrics.clone(),
+            report_json: self.report_json.clone(),
+            renders: self.html.is_some() || self.plots.is_some() || self.multiqc.is_some(),
+        }
     }
 }
 

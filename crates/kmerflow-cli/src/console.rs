@@ -30,13 +30,14 @@ impl Console {
         }
     }
 
-    /// Prints one line (or several) on stderr, first erasing the progress line.
+    /// Prints one line (or several) on stderr above the progress line, which is erased first
+    /// and drawn again below.
     pub fn print(&self, text: &str) {
-        let mut progress = self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(p) = progress.as_mut() {
-            p.clear();
+        let progress = self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match progress.as_ref() {
+            Some(p) => p.print_above(text),
+            None => eprintln!("{text}"),
         }
-        eprintln!("{text}");
     }
 
     /// Starts the progress line of command `name`, from the counters of `run` (only on a

@@ -1,6 +1,7 @@
 //! The `kmerflow` command line: one subcommand per khmer script, shared conventions
-//! (help with examples, `-q`, `-T/--threads`, `--metrics FILE.json`, progress on a terminal, a
-//! resource summary line on stderr, exit codes 0 success / 1 data or I/O error / 2 usage error /
+//! (help with examples, `-q`, `-T/--threads`, `--metrics FILE.json`, the run report of
+//! [`report`] (`--report-json FILE`), progress on a terminal, a resource summary line on
+//! stderr, exit codes 0 success / 1 data or I/O error / 2 usage error /
 //! 130 and 143 interrupted by SIGINT and SIGTERM).
 //!
 //! Entry points:
@@ -28,6 +29,7 @@ use commands::Command;
 use common::Ctx;
 use console::Console;
 use kmerflow_core::run::{CancelToken, Message, RunContext};
+use serde_json::Value;
 use std::ffi::OsString;
 use std::sync::Arc;
 
@@ -91,11 +93,20 @@ pub struct Outcome {
     pub summary: serde_json::Value,
     /// The messages the run emitted, in order.
     pub messages: Vec<Message>,
+    /// The run report ([`report::Report::document`]; `null` where the summary is).
+    pub report: serde_json::Value,
+}
+
+/// A parsed command line: the command and its arguments as clap matched them (for the
+/// report's parameters).
+struct Parsed {
+    cli: Cli,
+    parameters: serde_json::Value,
 }
 
 /// Parses `argv`; `None` when it was a help or version request (printed on stdout) or an
 /// `--info` request (the citation notice, printed on stderr).
-fn parse(argv: &[OsString]) -> Result<Option<Cli>, CliError> {
+fn parse(argv: &[OsString]) -> Result<Option<Parsed>, CliError> {
     let usage = |e: clap::Error| CliError { code: EXIT_USAGE, message: e.render().to_string() };
     if let Some(command) = info::requested(argv, |c| cli_command().find_subcommand(c).is_some()) {
         eprint!("{}", info::notice(&command));
@@ -110,14 +121,19 @@ fn parse(argv: &[OsString]) -> Result<Option<Cli>, CliError> {
         }
         Err(e) => return Err(usage(e)),
     };
+    let mut parameters = serde_json::Value::Null;
     if let Some((command, sub)) = matches.subcommand() {
         if sub.get_flag("info") {
             eprint!("{}", info::notice(command));
             return Ok(None);
         }
         flags::check_khmer_ksize(command, sub).map_err(usage)?;
+        if let Some(cmd) = cli_command().find_subcommand(command) {
+            parameters = report::parameters(cmd, sub);
+        }
     }
-    Cli::from_arg_matches(&matches).map(Some).map_err(usage)
+    let cli = Cli::from_arg_matches(&matches).map_err(usage)?;
+    Ok(Some(Parsed { cli, parameters }))
 }
 
 /// Parses and runs `argv` (program name first) within `run`, whose threads are set from `-T`
@@ -128,35 +144,48 @@ fn parse(argv: &[OsString]) -> Result<Option<Cli>, CliError> {
 /// flag, see [`run`]).
 pub fn execute_with(argv: Vec<OsString>, run: &RunContext) -> Result<Outcome, CliError> {
     match parse(&argv)? {
-        Some(cli) => execute_cli(cli, &argv, run, None),
-        None => Ok(Outcome { summary: serde_json::Value::Null, messages: Vec::new() }),
+        Some(parsed) => execute_cli(parsed, &argv, run, None),
+        None => Ok(Outcome { summary: serde_json::Value::Null, messages: Vec::new(), report: serde_json::Value::Null }),
     }
 }
 
 /// Parses and runs `argv` (program name first) as the command line does: messages on stderr
 /// (informational ones unless `-q`), the progress line on a terminal, the resource summary
-/// line; `cancel` stops the run.
-fn execute_printing(argv: Vec<OsString>, cancel: CancelToken) -> Result<(), CliError> {
-    let Some(cli) = parse(&argv)? else { return Ok(()) };
-    let console = Arc::new(Console::new(cli.command.settings().quiet));
+/// line; `cancel` stops the run. Returns the run report when the command line asks for it to
+/// be rendered (`--html`, `--plots`, `--multiqc`), which only a caller that `renders` can do
+/// (anywhere else those flags are refused before the run).
+fn execute_printing(argv: Vec<OsString>, cancel: CancelToken, renders: bool) -> Result<Option<Value>, CliError> {
+    let Some(parsed) = parse(&argv)? else { return Ok(None) };
+    let settings = parsed.cli.command.settings();
+    if settings.renders && !renders {
+        return Err(CliError {
+            code: EXIT_USAGE,
+            message: format!(
+                "kmerflow {}: --html, --plots and --multiqc are made by the kmerflow Python package's command                  (pip install kmerflow); this executable writes --report-json",
+                parsed.cli.command.name()
+            ),
+        });
+    }
+    let console = Arc::new(Console::new(settings.quiet));
     let shown = console.clone();
     let run = RunContext::build(cancel, Some(Box::new(move |m: &Message| shown.show(m))));
     let report = report::Report::start(&argv);
-    execute_cli(cli, &argv, &run, Some(&console))?;
+    let outcome = execute_cli(parsed, &argv, &run, Some(&console))?;
     if !console.quiet() {
         console.print(&report.line());
     }
-    Ok(())
+    Ok(settings.renders.then_some(outcome.report))
 }
 
-/// Runs the parsed command line `cli` (given as `argv`) within `run`, showing progress on
-/// `console` when there is one.
+/// Runs the parsed command line (given as `argv`) within `run`, showing progress on `console`
+/// when there is one; writes `--metrics` and `--report-json`.
 fn execute_cli(
-    cli: Cli,
+    parsed: Parsed,
     argv: &[OsString],
     run: &RunContext,
     console: Option<&Arc<Console>>,
 ) -> Result<Outcome, CliError> {
+    let Parsed { cli, parameters } = parsed;
     let name = cli.command.name();
     let settings = cli.command.settings();
     let failed = |e: kmerflow_core::Error| match e {
@@ -174,44 +203,62 @@ fn execute_cli(
             "--metrics: metrics are not compiled in (build with the `metrics` feature)",
         )));
     }
+    if let Some(path) = &settings.report_json {
+        report::check_path(path, &parameters).map_err(failed)?;
+    }
     run.set_threads(settings.threads.unwrap_or_else(kmerflow_core::pipeline::available_threads));
     if let Some(console) = console {
         console.start_progress(name, run);
     }
     let mut ctx = Ctx { run: run.clone(), metrics: settings.metrics, console: console.cloned() };
     let started = std::time::Instant::now();
+    let report = report::Report::start(argv);
     let result = cli.command.run(&mut ctx);
     if let Some(console) = console {
         console.finish_progress();
     }
     let summary = match result {
         Ok(summary) => summary,
-        Err(e) if e.is_broken_pipe() => serde_json::Value::Null,
+        Err(e) if e.is_broken_pipe() => {
+            return Ok(Outcome { summary: Value::Null, messages: run.messages(), report: Value::Null })
+        }
         Err(e) => return Err(failed(e)),
     };
     if let Some(path) = &ctx.metrics {
         metrics::write(path, name, argv, run, started).map_err(failed)?;
     }
-    Ok(Outcome { summary, messages: run.messages() })
+    let document = report.document(name, parameters, run, &summary);
+    if let Some(path) = &settings.report_json {
+        report::write(path, &document, run).map_err(failed)?;
+    }
+    Ok(Outcome { summary, messages: run.messages(), report: document })
 }
 
 /// Parses and runs `argv` (program name first), printing as the command line does (see
 /// [`execute_printing`]); returns the error to print and the exit code on failure.
 pub fn execute(argv: Vec<OsString>) -> Result<(), CliError> {
-    execute_printing(argv, CancelToken::new())
+    execute_printing(argv, CancelToken::new(), false).map(|_| ())
 }
 
 /// Runs `argv` (program name first) as the `kmerflow` executable: SIGINT and SIGTERM cancel
 /// the run (temporary files are removed, exit 130 / 143), any error is printed on stderr, and
-/// the exit code is returned.
+/// the exit code is returned. `--html`, `--plots` and `--multiqc` are refused (see
+/// [`run_rendering`]).
 pub fn run(argv: Vec<OsString>) -> i32 {
+    run_rendering(argv, false).0
+}
+
+/// [`run`] for a front end that renders reports (the Python package's `kmerflow` command):
+/// with `renders`, a successful run given `--html`, `--plots` or `--multiqc` also returns its
+/// report, for the caller to render.
+pub fn run_rendering(argv: Vec<OsString>, renders: bool) -> (i32, Option<Value>) {
     let cancel = CancelToken::new();
     let _signals = signals::Handlers::install(&cancel);
-    match execute_printing(argv, cancel) {
-        Ok(()) => 0,
+    match execute_printing(argv, cancel, renders) {
+        Ok(report) => (0, report),
         Err(e) => {
             eprintln!("{}", e.message.trim_end());
-            e.code
+            (e.code, None)
         }
     }
 }
@@ -272,6 +319,25 @@ mod tests {
         let path = dir.join("in.fq");
         std::fs::write(&path, "@a\nACGT\n+\nIIII\n@b\nGGN\n+\nIII\n").unwrap();
         path.to_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn the_outcome_carries_the_report_and_renders_are_refused_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = fastq(dir.path());
+        let out = dir.path().join("out.fa");
+        let out = out.to_str().unwrap();
+        let outcome = execute_with(argv(&["fastq-to-fasta", &input, "-o", out]), &RunContext::new()).unwrap();
+        let report = &outcome.report;
+        assert_eq!(report["schema_version"], report::SCHEMA_VERSION);
+        assert_eq!(report["command"], "fastq-to-fasta");
+        assert_eq!(report["parameters"]["output"], out);
+        assert_eq!(report["inputs"][0]["bytes"], 28);
+        assert_eq!(report["outputs"][0]["path"], out);
+        assert_eq!(report["summary"], outcome.summary);
+        let err = execute(argv(&["fastq-to-fasta", &input, "-o", out, "--html", "r.html"])).unwrap_err();
+        assert_eq!(err.code, EXIT_USAGE);
+        assert!(err.message.contains("Python package"), "{}", err.message);
     }
 
     #[cfg(feature = "metrics")]

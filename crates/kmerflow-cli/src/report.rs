@@ -1,12 +1,44 @@
-//! The resource summary printed on stderr at the end of a run (wall time, CPU time and peak
-//! memory from `getrusage`), in the style of minimap2.
+//! The run report: one JSON document of the same shape for every command (`--report-json
+//! FILE`, returned to library callers as [`crate::Outcome::report`]; schema version
+//! [`SCHEMA_VERSION`], documented in docs/report-schema.md and checked against
+//! docs/report-schema.json), and the resource summary line printed on stderr at the end of a run,
+//! in the style of minimap2.
+//!
+//! Everything in the document comes from what every run has: the parsed command line (its
+//! parameters, defaults included), the files the core opened and wrote
+//! ([`kmerflow_core::run::files::Files`]), its passes, messages, resource use and the command's
+//! summary. A new command or flag therefore appears in the report without code here. The
+//! plotted data (`plots`) is read from the summary by field name: `histogram` (counts by
+//! abundance) or `histograms` (name → counts), `keep_curve` (`[examined, kept]` points), `steps`
+//! (`{name, reads}` in order) and `fp_rate`; commands without `steps` get reads in → reads out
+//! from [`READS_IN_OUT`].
 
+use clap::ArgMatches;
+use kmerflow_core::io::{refuse_inputs_as_outputs, same_file, OutputFile};
+use kmerflow_core::run::{Level, RunContext};
+use kmerflow_core::{Error, Result};
+use serde_json::{json, Map, Value};
 use std::ffi::OsString;
+use std::io::Write;
 use std::time::Instant;
+
+/// The version of the report document's schema; raised when a field changes meaning or goes
+/// away (adding fields keeps it).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// For the commands whose summary has no `steps`: the summary fields of the reads in and the
+/// reads written.
+pub const READS_IN_OUT: &[(&str, &str, &str)] = &[
+    ("normalize-by-median", "total", "kept"),
+    ("filter-abund", "reads", "written"),
+    ("filter-abund-single", "reads", "written"),
+    ("trim-low-abund", "reads", "reads_written"),
+    ("extract-long-sequences", "records", "kept"),
+];
 
 /// A run being measured.
 pub struct Report {
-    command_line: String,
+    command_line: Vec<String>,
     started: Instant,
 }
 
@@ -37,8 +69,8 @@ fn memory_high_water() -> Option<u64> {
 impl Report {
     /// Starts measuring the command line `argv`.
     pub fn start(argv: &[OsString]) -> Self {
-        let args = argv.iter().skip(1).map(|a| a.to_string_lossy());
-        let command_line = std::iter::once("kmerflow".into()).chain(args).collect::<Vec<_>>().join(" ");
+        let args = argv.iter().skip(1).map(|a| a.to_string_lossy().into_owned());
+        let command_line = std::iter::once("kmerflow".to_string()).chain(args).collect();
         Report { command_line, started: Instant::now() }
     }
 
@@ -48,12 +80,199 @@ impl Report {
         format!(
             "[kmerflow] Version: {}; CMD: {}; Real time: {:.3} sec; CPU: {:.3} sec; Peak RSS: {:.3} GB",
             kmerflow_core::VERSION,
-            self.command_line,
+            self.command_line.join(" "),
             self.started.elapsed().as_secs_f64(),
             cpu,
             rss as f64 / (1u64 << 30) as f64
         )
     }
+
+    /// The report document of command `name` run within `run` with `parameters` (see
+    /// [`parameters`]), which returned `summary`.
+    pub fn document(&self, name: &str, parameters: Value, run: &RunContext, summary: &Value) -> Value {
+        let (cpu, rss) = usage();
+        let inputs: Vec<Value> = run
+            .files()
+            .inputs()
+            .into_iter()
+            // Temporary files the run read back and removed (trim-low-abund's second pass).
+            .filter(|i| i.path == "-" || std::path::Path::new(&i.path).exists())
+            .map(|i| json!({"path": i.path, "bytes": i.bytes, "compression": i.compression, "opened": i.opened}))
+            .collect();
+        let outputs: Vec<Value> =
+            run.files().outputs().into_iter().map(|path| json!({"bytes": file_size(&path), "path": path})).collect();
+        let passes: Vec<Value> = run
+            .progress()
+            .pass_times()
+            .into_iter()
+            .map(|(pass, wall)| json!({"name": pass, "wall_s": wall.as_secs_f64()}))
+            .collect();
+        let warnings: Vec<String> =
+            run.messages().into_iter().filter(|m| m.level >= Level::Warning).map(|m| m.text).collect();
+        let plots = plots(name, summary, &parameters);
+        let mut details = summary.clone();
+        if let Some(map) = details.as_object_mut() {
+            // Plotted sparsely under `plots`; the dense array has 65535 entries.
+            map.remove("histogram");
+        }
+        json!({
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "kmerflow", "version": kmerflow_core::VERSION},
+            "command": name,
+            "command_line": self.command_line,
+            "parameters": parameters,
+            "threads": run.threads(),
+            "inputs": inputs,
+            "outputs": outputs,
+            "counters": counters(summary),
+            "timings": {"wall_s": self.started.elapsed().as_secs_f64(), "cpu_s": cpu, "passes": passes},
+            "memory": {"peak_rss_bytes": rss},
+            "warnings": warnings,
+            "plots": plots,
+            "summary": details,
+        })
+    }
+}
+
+/// Refuses a report path (`--report-json`) that is the same file as a path given to another
+/// argument (checked before the run, so that a mistyped flag cannot replace the reads).
+pub fn check_path(path: &str, parameters: &Value) -> Result<()> {
+    let Some(map) = parameters.as_object() else { return Ok(()) };
+    for (id, value) in map.iter().filter(|(id, _)| id.as_str() != "report_json") {
+        let texts = match value {
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => value.as_str().into_iter().collect::<Vec<_>>(),
+        };
+        if let Some(other) = texts.into_iter().find(|t| *t != "-" && same_file(path, t)) {
+            return Err(Error::invalid(format!("--report-json {path} is the same file as {other} (given for {id})")));
+        }
+    }
+    Ok(())
+}
+
+/// Writes the report `document` of `run` as JSON to `path` (`-` = stdout), refusing a path
+/// that is one of the run's inputs or outputs.
+pub fn write(path: &str, document: &Value, run: &RunContext) -> Result<()> {
+    let files = run.files();
+    let inputs = files.inputs().into_iter().map(|i| i.path);
+    refuse_inputs_as_outputs(inputs.chain(files.outputs()), [path])?;
+    let mut text = serde_json::to_vec_pretty(document).map_err(|e| Error::invalid(e.to_string()))?;
+    text.push(b'\n');
+    let mut out = OutputFile::create(path)?;
+    out.write_all(&text).map_err(|e| Error::io(path, e))?;
+    out.finish()
+}
+
+/// The size of output `path` when it is a regular file.
+fn file_size(path: &str) -> Option<u64> {
+    std::fs::metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len())
+}
+
+/// Every argument of the parsed subcommand `sub` of `cmd` by clap id, as given or defaulted:
+/// switches as booleans, values as numbers when they read as numbers, else as text; arguments
+/// that take several values as lists; unset options as `null`.
+pub fn parameters(cmd: &clap::Command, sub: &ArgMatches) -> Value {
+    let mut out = Map::new();
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        if matches!(id, "help" | "version" | "info") {
+            continue;
+        }
+        let raw: Vec<Value> = match sub.try_get_raw(id) {
+            Ok(Some(values)) => values.map(|v| scalar(&v.to_string_lossy())).collect(),
+            _ => Vec::new(),
+        };
+        let many = matches!(arg.get_action(), clap::ArgAction::Append)
+            || arg.get_num_args().is_some_and(|n| n.max_values() > 1);
+        let value = match (many, raw.len()) {
+            (true, _) => Value::Array(raw),
+            (false, 0) => Value::Null,
+            (false, _) => raw.into_iter().next().unwrap_or(Value::Null),
+        };
+        out.insert(id.to_string(), value);
+    }
+    Value::Object(out)
+}
+
+/// A parameter's text as JSON: `true`/`false`, a number, or the text.
+fn scalar(text: &str) -> Value {
+    match text {
+        "true" => Value::Bool(true),
+        "false" => Value::Bool(false),
+        _ => text
+            .parse::<i64>()
+            .map(Value::from)
+            .ok()
+            .or_else(|| text.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from))
+            .unwrap_or_else(|| Value::String(text.to_string())),
+    }
+}
+
+/// The summary's numbers, nested objects flattened with dotted names (`tally.reads`); lists
+/// are left to `summary` and `plots`.
+fn counters(summary: &Value) -> Value {
+    fn walk(prefix: &str, value: &Value, out: &mut Map<String, Value>) {
+        match value {
+            Value::Number(_) => {
+                out.insert(prefix.to_string(), value.clone());
+            }
+            Value::Object(map) => {
+                for (key, v) in map {
+                    let name = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                    walk(&name, v, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Map::new();
+    walk("", summary, &mut out);
+    Value::Object(out)
+}
+
+/// The data the plots show, read from the summary (see the module documentation).
+fn plots(name: &str, summary: &Value, parameters: &Value) -> Value {
+    let sparse = |dense: &Value| -> Option<Value> {
+        let counts = dense.as_array()?;
+        let points = counts
+            .iter()
+            .enumerate()
+            .filter_map(|(abundance, c)| c.as_u64().filter(|&c| c > 0).map(|c| json!([abundance, c])));
+        Some(Value::Array(points.collect()))
+    };
+    let mut histograms = Map::new();
+    if let Some(points) = sparse(&summary["histogram"]) {
+        histograms.insert("reads".into(), points);
+    }
+    if let Some(named) = summary["histograms"].as_object() {
+        for (key, dense) in named {
+            if let Some(points) = sparse(dense) {
+                histograms.insert(key.clone(), points);
+            }
+        }
+    }
+    let steps = match &summary["steps"] {
+        Value::Array(steps) => Value::Array(steps.clone()),
+        _ => READS_IN_OUT
+            .iter()
+            .find(|(command, _, _)| *command == name)
+            .map(|(_, reads_in, reads_out)| {
+                json!([{"name": "input", "reads": summary[reads_in]}, {"name": name, "reads": summary[reads_out]}])
+            })
+            .unwrap_or_else(|| json!([])),
+    };
+    // The geometric mean of the tables' occupancies is the N-th root of their product, the
+    // false-positive rate.
+    let table = summary["fp_rate"].as_f64().map(|fp| {
+        let n = parameters["n_tables"].as_f64().filter(|n| *n >= 1.0).unwrap_or(1.0);
+        json!({"fp_rate": fp, "n_tables": n as u64, "occupancy": fp.powf(1.0 / n)})
+    });
+    json!({
+        "histograms": histograms,
+        "keep_curve": summary.get("keep_curve").cloned().unwrap_or_else(|| json!([])),
+        "steps": steps,
+        "table": table,
+    })
 }
 
 #[cfg(test)]
@@ -67,5 +286,32 @@ mod tests {
         assert!(line.starts_with("[kmerflow] Version: 0.1.0; CMD: kmerflow readstats a.fq; Real time: "), "{line}");
         assert!(line.ends_with(" GB"));
         assert!(usage().1 > 0);
+    }
+
+    #[test]
+    fn counters_are_the_summarys_numbers() {
+        let summary = json!({"kept": 3, "fp_rate": 0.5, "tally": {"reads": 4}, "files": ["a"], "histogram": [0, 2]});
+        assert_eq!(counters(&summary), json!({"kept": 3, "fp_rate": 0.5, "tally.reads": 4}));
+    }
+
+    #[test]
+    fn plots_come_from_the_summary() {
+        let summary =
+            json!({"total": 10, "kept": 4, "fp_rate": 0.01, "histogram": [0, 5, 0, 1], "keep_curve": [[10, 4]]});
+        let p = plots("normalize-by-median", &summary, &json!({"n_tables": 2}));
+        assert_eq!(p["histograms"]["reads"], json!([[1, 5], [3, 1]]));
+        assert_eq!(p["steps"], json!([{"name": "input", "reads": 10}, {"name": "normalize-by-median", "reads": 4}]));
+        assert_eq!(p["keep_curve"], json!([[10, 4]]));
+        assert!((p["table"]["occupancy"].as_f64().unwrap() - 0.1).abs() < 1e-12);
+        assert_eq!(plots("readstats", &json!([]), &json!({}))["table"], Value::Null);
+    }
+
+    #[test]
+    fn parameter_text_becomes_json() {
+        assert_eq!(scalar("20"), json!(20));
+        assert_eq!(scalar("1e6"), json!(1e6));
+        assert_eq!(scalar("2G"), json!("2G"));
+        assert_eq!(scalar("true"), json!(true));
+        assert_eq!(scalar("nan"), json!("nan"));
     }
 }

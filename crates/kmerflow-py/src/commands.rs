@@ -8,19 +8,25 @@ use pyo3::types::PyDict;
 use std::ffi::OsString;
 
 /// Runs the kmerflow command line with `argv` (program name first), GIL released; returns the
-/// exit code (used by the `kmerflow` console script).
+/// exit code and, when the run succeeded and was given `--html`, `--plots` or `--multiqc`, its
+/// report as JSON text for the `kmerflow` console script to render.
 #[pyfunction]
-pub fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> i32 {
-    py.detach(|| kmerflow_cli::run(argv))
+pub fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> (i32, Option<String>) {
+    let (code, report) = py.detach(|| kmerflow_cli::run_rendering(argv, true));
+    (code, report.map(|r| r.to_string()))
 }
 
+/// What [`run_command`] returns: the summary, the messages and the report.
+type CommandOutput = (String, Vec<(String, String)>, String);
+
 /// Runs one command given as its argv (without the program name) in-process, GIL released;
-/// returns `(summary, messages)`: the command's summary as JSON text and its messages as
-/// `(level, text)` pairs (`"info"`, `"warning"` or `"error"`), printing nothing. Raises
+/// returns `(summary, messages, report)`: the command's summary as JSON text, its messages as
+/// `(level, text)` pairs (`"info"`, `"warning"` or `"error"`) and the run report as JSON text,
+/// printing nothing. Raises
 /// `kmerflow.CommandError` (a `KmerflowError`) with the command's error message and exit code
 /// when it fails, `KeyboardInterrupt` when Ctrl-C stops it.
 #[pyfunction]
-pub fn run_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<(String, Vec<(String, String)>)> {
+pub fn run_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<CommandOutput> {
     let full: Vec<OsString> = std::iter::once(OsString::from("kmerflow")).chain(argv).collect();
     let outcome = interruptible_in(py, &RunContext::new(), |ctx| kmerflow_cli::execute_with(full, ctx))?
         .map_err(|e| command_error(e.code, e.message.trim_end().to_owned()))?;
@@ -30,7 +36,7 @@ pub fn run_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<(String, Vec
         Level::Error => "error",
     };
     let messages = outcome.messages.into_iter().map(|m| (level(m.level).to_owned(), m.text)).collect();
-    Ok((outcome.summary.to_string(), messages))
+    Ok((outcome.summary.to_string(), messages, outcome.report.to_string()))
 }
 
 /// The definitions of every command (`kmerflow_cli::spec`): a list of dicts `{"name", "about",

@@ -1,34 +1,27 @@
 """Reports in OUTDIR: a JSON summary per sample, MultiQC custom-content files and one
 self-contained HTML report.
 
-The plots are hand-written SVG (a few line and bar charts and a Gantt chart), so the report
-needs no plotting package and stays a small text file that any browser shows.
+The plots are the hand-written SVG charts of :mod:`kmerflow.report.charts` (and a Gantt chart),
+so the report needs no plotting package and stays a small text file that any browser shows;
+the MultiQC files are written by :mod:`kmerflow.report.multiqc`, as the commands' are.
 """
 
 from __future__ import annotations
 
 import csv
 import html
-import json
-import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
+
+from kmerflow.report import charts, multiqc
+from kmerflow.report.multiqc import write_atomic
 
 #: One colour per step (the timeline, the bars).
 COLOURS = {"interleave": "#8c564b", "normalize": "#1f77b4", "filter": "#2ca02c",
            "extract": "#bcbd22", "renormalize": "#17becf", "histogram": "#9467bd",
            "readstats": "#7f7f7f", "input": "#444444"}
-_LINE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-                 "#7f7f7f", "#bcbd22", "#17becf"]
 _READSTATS_LINE = re.compile(r"^(\d+) bp / (\d+) seqs; ([0-9.]+) average length -- (.*)$")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write a report file under a temporary name and rename it into place."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 # --- per-sample summary ----------------------------------------------------------------------
@@ -116,15 +109,9 @@ def write_multiqc(outdir: Path, summaries: list[dict[str, Any]]) -> list[Path]:
                         for s in summaries if s["keep_curves"].get("normalize")}),
     ]
     for ident, title, xlab, ylab, data in graphs:
-        if not data:
-            continue
-        doc = {"id": ident, "section_name": title, "plot_type": "linegraph",
-               "pconfig": {"id": f"{ident}_plot", "title": title, "xlab": xlab, "ylab": ylab,
-                           "logswitch": True},
-               "data": data}
-        path = outdir / f"{ident}_mqc.json"
-        write_atomic(path, json.dumps(doc, indent=1))
-        written.append(path)
+        if data:
+            written.append(multiqc.write_section(outdir, ident,
+                                                 multiqc.linegraph(ident, title, xlab, ylab, data)))
     return written
 
 
@@ -164,17 +151,17 @@ def write_html(path: Path, summaries: list[dict[str, Any]], stats: dict[str, Any
         parts += ["<h2>Timeline (per worker thread)</h2>", _gantt(timeline, started)]
     reads = {s["sample"]: reads_per_step(s) for s in summaries if s["reads"]}
     if reads:
-        parts += ["<h2>Reads after each step</h2>", _grouped_bars(reads)]
+        parts += ["<h2>Reads after each step</h2>", charts.bars_svg(reads, "reads", COLOURS)]
     hists = {s["sample"]: [(a, c) for a, c in s["histogram"] if 0 < a <= 200 and c > 0]
              for s in summaries if s["histogram"]}
     if hists:
         parts += ["<h2>k-mer abundance histogram</h2>",
-                  _lines(hists, "k-mer abundance", "distinct k-mers (log10)", log_y=True)]
+                  charts.lines_svg(hists, "k-mer abundance", "distinct k-mers (log10)", log_y=True)]
     curves = {f"{s['sample']} {step}": [(t, k) for t, k in rows]
               for s in summaries for step, rows in s["keep_curves"].items() if rows}
     if curves:
         parts += ["<h2>Normalization keep curve</h2>",
-                  _lines(curves, "reads seen", "reads kept")]
+                  charts.lines_svg(curves, "reads seen", "reads kept")]
     parts.append("</body></html>")
     write_atomic(path, "\n".join(parts))
 
@@ -194,87 +181,6 @@ def _samples_table(summaries: list[dict[str, Any]]) -> str:
                     f"<td>{seconds:.1f}</td></tr>")
     rows.append("</table>")
     return "".join(rows)
-
-
-def _svg(width: int, height: int, body: Iterable[str]) -> str:
-    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
-            f"font-size='11' font-family='sans-serif'>{''.join(body)}</svg>")
-
-
-def _axes(x0: int, y0: int, w: int, h: int, xlabel: str, ylabel: str,
-          xmax: Optional[float], ymax: float) -> list[str]:
-    """Axes with five ticks on y, and on x unless ``xmax`` is None (a bar chart labels its
-    groups itself)."""
-    out = [f"<line x1='{x0}' y1='{y0 + h}' x2='{x0 + w}' y2='{y0 + h}' stroke='black'/>",
-           f"<line x1='{x0}' y1='{y0}' x2='{x0}' y2='{y0 + h}' stroke='black'/>",
-           f"<text x='{x0 + w / 2}' y='{y0 + h + 32}' text-anchor='middle'>"
-           f"{html.escape(xlabel)}</text>",
-           f"<text transform='translate({x0 - 48},{y0 + h / 2}) rotate(-90)' "
-           f"text-anchor='middle'>{html.escape(ylabel)}</text>"]
-    for i in range(5):
-        if xmax is not None:
-            out.append(f"<text x='{x0 + w * i / 4}' y='{y0 + h + 15}' text-anchor='middle'>"
-                       f"{_num(xmax * i / 4)}</text>")
-        out.append(f"<text x='{x0 - 4}' y='{y0 + h - h * i / 4 + 4}' text-anchor='end'>"
-                   f"{_num(ymax * i / 4)}</text>")
-    return out
-
-
-def _num(v: float) -> str:
-    if abs(v) >= 1e6:
-        return f"{v / 1e6:.3g}M"
-    if abs(v) >= 1e3:
-        return f"{v / 1e3:.3g}k"
-    return f"{v:.3g}"
-
-
-def _legend(names: list[str], x: int, y: int, colours: list[str]) -> list[str]:
-    return [f"<rect x='{x}' y='{y + 14 * i}' width='10' height='10' fill='{c}'/>"
-            f"<text x='{x + 14}' y='{y + 14 * i + 9}'>{html.escape(n)}</text>"
-            for i, (n, c) in enumerate(zip(names, colours, strict=True))]
-
-
-def _lines(series: dict[str, list[tuple[float, float]]], xlabel: str, ylabel: str,
-           log_y: bool = False) -> str:
-    import math
-
-    def fy(v: float) -> float:
-        return math.log10(v) if log_y else v
-
-    x0, y0, w, h = 70, 10, 640, 260
-    xmax = max((x for pts in series.values() for x, _ in pts), default=1) or 1
-    ymax = max((fy(y) for pts in series.values() for _, y in pts), default=1) or 1
-    body = _axes(x0, y0, w, h, xlabel, ylabel, xmax, ymax)
-    colours = [_LINE_COLOURS[i % len(_LINE_COLOURS)] for i in range(len(series))]
-    for (name, pts), colour in zip(series.items(), colours, strict=True):
-        coords = " ".join(f"{x0 + w * x / xmax:.1f},{y0 + h - h * fy(y) / ymax:.1f}"
-                          for x, y in sorted(pts))
-        body.append(f"<polyline fill='none' stroke='{colour}' stroke-width='1.5' "
-                    f"points='{coords}'><title>{html.escape(name)}</title></polyline>")
-    body += _legend(list(series), x0 + w + 20, y0, colours)
-    return _svg(x0 + w + 220, y0 + h + 45 + max(0, 14 * len(series) - h), body)
-
-
-def _grouped_bars(groups: dict[str, dict[str, int]]) -> str:
-    steps = list(dict.fromkeys(s for counts in groups.values() for s in counts))
-    x0, y0, h = 70, 10, 240
-    bar = 10
-    group_w = bar * len(steps) + 14
-    w = max(group_w * len(groups), 200)
-    ymax = max((v for counts in groups.values() for v in counts.values()), default=1) or 1
-    body = _axes(x0, y0, w, h, "", "reads", None, ymax)
-    for g, (sample, counts) in enumerate(groups.items()):
-        gx = x0 + 7 + g * group_w
-        for j, step in enumerate(steps):
-            v = counts.get(step, 0)
-            bh = h * v / ymax
-            body.append(f"<rect x='{gx + j * bar}' y='{y0 + h - bh:.1f}' width='{bar - 1}' "
-                        f"height='{bh:.1f}' fill='{COLOURS.get(step, '#999')}'>"
-                        f"<title>{html.escape(sample)} {step}: {v}</title></rect>")
-        body.append(f"<text x='{gx + group_w / 2 - 7}' y='{y0 + h + 14}' "
-                    f"text-anchor='middle'>{html.escape(sample)}</text>")
-    body += _legend(steps, x0 + w + 20, y0, [COLOURS.get(s, "#999") for s in steps])
-    return _svg(x0 + w + 160, y0 + h + 30, body)
 
 
 def _gantt(timeline: list[dict[str, Any]], started: float) -> str:
@@ -302,5 +208,5 @@ def _gantt(timeline: list[dict[str, Any]], started: float) -> str:
         body.append(f"<text x='{x0 + w * i / 5}' y='{axis_y + 14}' text-anchor='middle'>"
                     f"{end * i / 5:.0f} s</text>")
     steps = list(dict.fromkeys(r["step"] for r in timeline))
-    body += _legend(steps, x0 + w + 15, y0, [COLOURS.get(s, "#999") for s in steps])
-    return _svg(x0 + w + 120, max(axis_y + 24, y0 + 14 * len(steps) + 10), body)
+    body += charts.legend(steps, x0 + w + 15, y0, [COLOURS.get(s, "#999") for s in steps])
+    return charts.svg(x0 + w + 120, max(axis_y + 24, y0 + 14 * len(steps) + 10), body)

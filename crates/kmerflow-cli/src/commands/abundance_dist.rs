@@ -62,6 +62,6 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
         bigcount: !args.histogram.no_bigcount,
     };
     let summary = abundance_dist::run(&opts, &ctx.run)?;
-    args.run.report(ctx, summary.tally, &[])?;
+    args.run.report(ctx, summary.tally);
     summary_json(&summary)
 }

@@ -40,6 +40,7 @@ pub struct Args {
 
 /// Runs `abundance-dist-single`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
+    ctx.run.progress().plan_passes(2);
     let params = args.counting.resolved_params(args.run.force, std::slice::from_ref(&args.seqs), false, ctx)?;
     let opts = abundance_dist::SingleOptions {
         params,
@@ -50,6 +51,6 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     };
     let summary = abundance_dist::run_single(&opts, &ctx.run)?;
     ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
-    args.run.report(ctx, summary.tally, &[("unique_kmers", summary.unique_kmers.into())])?;
+    args.run.report(ctx, summary.tally);
     summary_json(&summary)
 }

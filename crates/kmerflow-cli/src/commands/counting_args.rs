@@ -5,7 +5,7 @@ use crate::common::Ctx;
 use crate::flags;
 use clap::Args;
 use kmerflow_core::ops::autosize;
-use kmerflow_core::ops::count::{write_text, ReadTally};
+use kmerflow_core::ops::count::ReadTally;
 use kmerflow_core::ops::sizing::{self, TableParams};
 use kmerflow_core::table::{AllocOptions, HugePages, Layout};
 use kmerflow_core::Result;
@@ -139,11 +139,16 @@ impl CountingArgs {
 impl CountingArgs {
     /// [`Self::params`] with an automatic size (`-M auto`, `-U` alone) resolved by a pre-pass
     /// over `inputs` (none when `loading` a saved table); the size chosen is told unless `-q`.
+    /// The command plans its own passes over the inputs first (`progress().plan_passes`), so
+    /// that the progress line's overall fraction counts the pre-pass as one more.
     pub fn resolved_params(&self, force: bool, inputs: &[String], loading: bool, ctx: &Ctx) -> Result<TableParams> {
         let mut params = self.params(force);
         if loading {
             params.auto_memory = false;
         } else {
+            if params.auto_memory && params.unique_kmers <= 0.0 {
+                ctx.run.progress().plan_passes(1);
+            }
             autosize::resolve(&mut params, inputs, &ctx.run)?;
         }
         Ok(params)
@@ -160,35 +165,22 @@ pub struct LayoutArgs {
     pub layout: Layout,
 }
 
-/// `-f/--force` and `--report-json`, shared by the counting commands (`-q` and `-T` come from
+/// `-f/--force`, shared by the counting commands (`-q`, `-T` and `--report-json` come from
 /// [`crate::common::CommonArgs`]).
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// Continue past sizing and false-positive-rate limits.
     #[arg(short = 'f', long = "force")]
     pub force: bool,
-    /// Also write the run's read and k-mer counts as JSON to this file.
-    #[arg(long = "report-json", value_name = "FILE")]
-    pub report_json: Option<String>,
 }
 
 impl RunArgs {
-    /// Reports the reads seen and those shorter than k on stderr (unless `-q`), and writes
-    /// `--report-json` with those counts plus `extra`.
-    pub fn report(&self, ctx: &mut Ctx, tally: ReadTally, extra: &[(&str, serde_json::Value)]) -> Result<()> {
+    /// Reports the reads seen and those shorter than k on stderr (unless `-q`).
+    pub fn report(&self, ctx: &mut Ctx, tally: ReadTally) {
         ctx.info(format_args!(
             "{} reads, {} k-mers; {} reads shorter than k contributed no k-mers",
             tally.reads, tally.kmers, tally.short_reads
         ));
-        let Some(path) = &self.report_json else { return Ok(()) };
-        let mut map = serde_json::Map::new();
-        map.insert("reads".into(), tally.reads.into());
-        map.insert("kmers".into(), tally.kmers.into());
-        map.insert("short_reads".into(), tally.short_reads.into());
-        for (key, value) in extra {
-            map.insert((*key).into(), value.clone());
-        }
-        write_text(path, serde_json::Value::Object(map).to_string() + "\n")
     }
 }
 

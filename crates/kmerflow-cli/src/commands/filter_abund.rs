@@ -24,9 +24,6 @@ pub struct FilterArgs {
     pub output: Option<String>,
     #[command(flatten)]
     pub compression: CompressionArgs,
-    /// Write the summary (including reads dropped for being shorter than k) as JSON.
-    #[arg(long = "report-json")]
-    pub report_json: Option<String>,
     /// Overwrite/continue where khmer would refuse.
     #[arg(short = 'f', long = "force")]
     pub force: bool,
@@ -41,7 +38,6 @@ impl FilterArgs {
             normalize_to: self.normalize_to,
             output: self.output.clone(),
             compression: self.compression.compression(),
-            report_json: self.report_json.clone(),
         }
     }
 }

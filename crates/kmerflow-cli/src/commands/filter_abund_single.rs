@@ -37,6 +37,7 @@ pub struct Args {
 
 /// Runs `filter-abund-single` (output is identical for any number of threads).
 pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
+    ctx.run.progress().plan_passes(2);
     let table = args.counting.resolved_params(args.filter.force, std::slice::from_ref(&args.input), false, ctx)?;
     let opts = filter_abund::SingleOptions {
         table,

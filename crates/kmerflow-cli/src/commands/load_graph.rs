@@ -44,10 +44,6 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let summary = load_graph::run(&opts, &ctx.run)?;
     ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
     ctx.info(format_args!("false positive rate estimated to be {:.3}", summary.fp_rate));
-    args.run.report(
-        ctx,
-        summary.tally,
-        &[("unique_kmers", summary.unique_kmers.into()), ("tags", summary.tags.into())],
-    )?;
+    args.run.report(ctx, summary.tally);
     summary_json(&summary)
 }

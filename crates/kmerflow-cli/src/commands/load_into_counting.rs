@@ -54,6 +54,7 @@ pub struct Args {
 
 /// Runs `load-into-counting`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
+    ctx.run.progress().plan_passes(1);
     let params = args.counting.resolved_params(args.run.force, &args.inputs, false, ctx)?;
     let opts = count::Options {
         params,
@@ -67,10 +68,6 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
     ctx.info(format_args!("fp rate estimated to be {:.3}", summary.fp_rate));
     ctx.info(format_args!("wrote to: {}.info", args.output));
-    args.run.report(
-        ctx,
-        summary.tally,
-        &[("unique_kmers", summary.unique_kmers.into()), ("fp_rate", summary.fp_rate.into())],
-    )?;
+    args.run.report(ctx, summary.tally);
     summary_json(&summary)
 }

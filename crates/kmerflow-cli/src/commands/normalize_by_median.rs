@@ -64,9 +64,6 @@ pub struct Args {
     pub output: Option<String>,
     #[command(flatten)]
     pub compression: CompressionArgs,
-    /// Write the summary (including reads dropped for being shorter than k) as JSON.
-    #[arg(long = "report-json")]
-    pub report_json: Option<String>,
     /// Decide in three phases per batch (owner threads look up, one thread decides, owners
     /// update): the same output; the engine of tables held elsewhere. Slower than the default
     /// read-by-read pass on two cores.
@@ -82,6 +79,7 @@ pub struct Args {
 /// Runs `normalize-by-median` (output is identical for any number of threads).
 pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
     let inputs: Vec<String> = args.inputs.iter().chain(&args.unpaired).cloned().collect();
+    ctx.run.progress().plan_passes(1);
     let table = args.counting.resolved_params(args.force, &inputs, args.loadgraph.is_some(), ctx)?;
     let opts = diginorm::Options {
         table,
@@ -97,7 +95,6 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
         compression: args.compression.compression(),
         force: args.force,
         batched: args.batched,
-        report_json: args.report_json,
         layout: args.layout.layout,
         inputs: args.inputs,
     };

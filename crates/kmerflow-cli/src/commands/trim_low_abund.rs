@@ -68,9 +68,6 @@ pub struct Args {
     /// Skip the second pass (reads set aside are lost).
     #[arg(long = "single-pass", conflicts_with = "diginorm")]
     pub single_pass: bool,
-    /// Write the summary (including reads dropped for being shorter than k) as JSON.
-    #[arg(long = "report-json")]
-    pub report_json: Option<String>,
     /// Decide in three phases per batch (owner threads look up, one thread decides, owners
     /// update): the same output; the engine of tables held elsewhere. Slower than the default
     /// read-by-read pass on two cores.
@@ -86,6 +83,7 @@ pub struct Args {
 
 /// Runs `trim-low-abund` (output is identical for any number of threads).
 pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
+    ctx.run.progress().plan_passes(1);
     let table = args.counting.resolved_params(args.force, &args.inputs, args.loadgraph.is_some(), ctx)?;
     let opts = trim_low_abund::Options {
         table,
@@ -102,7 +100,6 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
         compression: args.compression.compression(),
         summary_info: args.summary_info.map(Into::into),
         batched: args.batched,
-        report_json: args.report_json,
         inputs: args.inputs,
     };
     trim_low_abund::run(&opts, &ctx.run).and_then(|s| summary_json(&s))

@@ -75,7 +75,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     }
     if let Some(path) = &args.report {
         report.push_str(&format!("{} {k} total\n{sizing}\n", summary.total));
-        write_text(path, report)?;
+        write_text(path, report, &ctx.run)?;
     }
     summary_json(&summary)
 }

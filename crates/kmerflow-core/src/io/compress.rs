@@ -103,7 +103,9 @@ pub(crate) fn open_counted(path: &str, ctx: &RunContext) -> Result<(Box<dyn Read
     let n = read_up_to(&mut raw, &mut magic).map_err(|e| Error::io(path, e))?;
     let compression = Compression::sniff(&magic[..n]);
     let parallel = compression == Compression::Gzip && bgzf::is_bgzf(&magic[..n]);
-    counters.describe(path, if parallel { "bgzf" } else { compression.name() }, size);
+    let kind = if parallel { "bgzf" } else { compression.name() };
+    counters.describe(path, kind, size);
+    ctx.files().add_input(path, size, kind);
     let stream = Cursor::new(magic[..n].to_vec()).chain(raw);
     // The decoders read through their own buffer; wrapping the raw file in a large BufReader
     // keeps system calls few.
@@ -360,7 +362,8 @@ mod tests {
         let mut reader = crate::io::FastxReader::open_in(name, &ctx).unwrap();
         while reader.next_batch().unwrap().is_some() {}
         drop(reader);
-        assert_eq!(ctx.progress().snapshot(), (gz.len() as u64, gz.len() as u64));
+        let snapshot = ctx.progress().snapshot();
+        assert_eq!((snapshot.read, snapshot.total), (gz.len() as u64, gz.len() as u64));
         let Some(report) = ctx.metrics().report() else { return };
         let input = report["inputs"].as_array().unwrap().iter().find(|i| i["path"] == name).cloned().unwrap();
         assert_eq!(input["compression"], "gzip");

@@ -204,6 +204,8 @@ pub struct Staged {
     path: String,
     /// The temporary and the name it is renamed to.
     rename: Option<(tempfile::TempPath, PathBuf)>,
+    /// The run whose outputs list gets the path once committed.
+    run: Option<RunContext>,
 }
 
 impl Staged {
@@ -214,10 +216,13 @@ impl Staged {
 
     /// Renames the temporary over the final name.
     pub fn commit(mut self) -> Result<()> {
-        match self.rename.take() {
-            Some((temp, target)) => temp.persist(&target).map_err(|e| Error::io(&self.path, e.error)),
-            None => Ok(()),
+        if let Some((temp, target)) = self.rename.take() {
+            temp.persist(&target).map_err(|e| Error::io(&self.path, e.error))?;
         }
+        if let Some(run) = &self.run {
+            run.files().add_output(&self.path);
+        }
+        Ok(())
     }
 }
 
@@ -228,7 +233,7 @@ pub fn create_regular(path: &str) -> Result<(File, Staged)> {
     match target_of(path)? {
         Target::Replace { path: target, mode } => {
             let (file, temp) = create_temporary(&target, mode).map_err(|e| Error::io(path, e))?;
-            Ok((file, Staged { path: path.to_string(), rename: Some((temp, target)) }))
+            Ok((file, Staged { path: path.to_string(), rename: Some((temp, target)), run: None }))
         }
         _ => Err(Error::invalid(format!("{path}: needs to be a regular file (it is written through a memory map)"))),
     }
@@ -245,6 +250,8 @@ pub struct OutputFile {
     writer: Option<Encoder<Sink>>,
     /// The temporary file and the name it is renamed to, for replaced files.
     rename: Option<(tempfile::TempPath, PathBuf)>,
+    /// The run it belongs to (its outputs list gets the path once the file is in place).
+    run: RunContext,
 }
 
 impl OutputFile {
@@ -276,7 +283,7 @@ impl OutputFile {
             (Sink::File(BufWriter::with_capacity(WRITE_BUFFER, file)), rename)
         };
         let writer = Encoder::new(sink, compression, ctx).map_err(io_err)?;
-        Ok(OutputFile { path: path.to_string(), writer: Some(writer), rename })
+        Ok(OutputFile { path: path.to_string(), writer: Some(writer), rename, run: ctx.clone() })
     }
 
     /// The final path.
@@ -297,7 +304,7 @@ impl OutputFile {
             // (an fsync of a 400 MB table doubled the time to save it).
             Sink::File(w) => drop(w.into_inner().map_err(|e| io_err(e.into_error()))?),
         }
-        Ok(Staged { path: self.path.clone(), rename: self.rename.take() })
+        Ok(Staged { path: self.path.clone(), rename: self.rename.take(), run: Some(self.run.clone()) })
     }
 
     /// Flushes, finishes compression and renames the temporary file to its final name.

@@ -122,10 +122,10 @@ impl HistogramOutput {
     }
 
     /// Writes the histogram.
-    pub fn write(&self, dist: &[u64]) -> Result<()> {
+    pub fn write(&self, dist: &[u64], ctx: &RunContext) -> Result<()> {
         let mut buf = Vec::new();
         write_histogram(dist, self.output_zero, &mut buf)?;
-        write_text(if self.is_stdout() { "-" } else { &self.path }, buf)
+        write_text(if self.is_stdout() { "-" } else { &self.path }, buf, ctx)
     }
 }
 
@@ -169,7 +169,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     }
     opts.output.check()?;
     let (histogram, tally) = histogram(&table, &opts.seqs, ctx)?;
-    opts.output.write(&histogram)?;
+    opts.output.write(&histogram, ctx)?;
     summary.tally = tally;
     summary.histogram = histogram;
     Ok(summary)
@@ -203,12 +203,15 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     if opts.bigcount && table.storage_kind() == StorageKind::Byte {
         table.set_use_bigcount(true)?;
     }
+    ctx.progress().begin_pass("counting");
     consume_file(&mut table, &opts.seqs, ctx)?;
     summary.unique_kmers = table.n_unique_kmers();
+    ctx.progress().begin_pass("histogram");
     let (histogram, tally) = histogram(&table, &opts.seqs, ctx)?;
-    opts.output.write(&histogram)?;
+    opts.output.write(&histogram, ctx)?;
     if let Some(path) = &opts.savegraph {
         table.save(path)?;
+        ctx.files().add_output(path);
     }
     summary.tally = tally;
     summary.histogram = histogram;

@@ -82,6 +82,7 @@ pub fn resolve(params: &mut TableParams, inputs: &[String], ctx: &RunContext) ->
             inputs: inputs.to_vec(),
             stream_records: false,
         };
+        ctx.progress().begin_pass("estimating distinct k-mers");
         (unique_kmers::run(&opts, ctx, |_| Ok(()))?.total as f64, true)
     };
     let prepass_seconds = if estimated { started.elapsed().as_secs_f64() } else { 0.0 };

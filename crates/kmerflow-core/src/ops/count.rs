@@ -223,9 +223,9 @@ pub struct Summary {
 pub const INFO_VERSION_LINE: &str = "khmer version: 3.0.0a3\n";
 
 /// Writes `bytes` to `path` (`-` = stdout) uncompressed whatever its name, through an
-/// [`OutputFile`] (temporary name, renamed when complete); errors name the file.
-pub fn write_text(path: &str, bytes: impl AsRef<[u8]>) -> Result<()> {
-    let mut out = OutputFile::create_with(path, Compression::None)?;
+/// [`OutputFile`] (temporary name, renamed when complete) of the run `ctx`; errors name the file.
+pub fn write_text(path: &str, bytes: impl AsRef<[u8]>, ctx: &RunContext) -> Result<()> {
+    let mut out = OutputFile::create_in(path, Compression::None, ctx)?;
     out.write_all(bytes.as_ref()).map_err(|e| Error::io(path, e))?;
     out.finish()
 }
@@ -244,6 +244,7 @@ pub fn write_text(path: &str, bytes: impl AsRef<[u8]>) -> Result<()> {
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let side_files = [".info", ".info.json", ".info.tsv"].map(|suffix| format!("{}{suffix}", opts.output));
     crate::io::refuse_inputs_as_outputs(&opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
+    ctx.progress().begin_pass("counting");
     let mut summary = Summary::default();
     let mut info = String::from(INFO_VERSION_LINE);
     let fp = match opts.layout {
@@ -260,6 +261,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             })?;
             let fp = check_fp_rate(&table, 0.2, opts.params.force, sizing::target_rate(&opts.params), ctx)?;
             table.save(&opts.output)?;
+            ctx.files().add_output(&opts.output);
             fp
         }
         Layout::Blocked => {
@@ -286,6 +288,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                 Some(file) => table.finish(file)?,
                 None => table.save(&opts.output)?,
             }
+            ctx.files().add_output(&opts.output);
             fp
         }
     };
@@ -293,9 +296,9 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let info_path = format!("{}.info", opts.output);
     summary.fp_rate = fp;
     info.push_str(&format!("fp rate estimated to be {:.3}\n\n", summary.fp_rate));
-    write_text(&info_path, &info)?;
+    write_text(&info_path, &info, ctx)?;
     if let Some(format) = opts.summary {
-        write_summary(opts, &summary, format)?;
+        write_summary(opts, &summary, format, ctx)?;
     }
     Ok(summary)
 }
@@ -320,7 +323,7 @@ fn count_inputs<T: CountingTable + OwnedCounting>(
 }
 
 /// Writes `OUT.info.json` or `OUT.info.tsv` exactly as khmer does.
-fn write_summary(opts: &Options, summary: &Summary, format: SummaryFormat) -> Result<()> {
+fn write_summary(opts: &Options, summary: &Summary, format: SummaryFormat, ctx: &RunContext) -> Result<()> {
     let base =
         std::path::Path::new(&opts.output).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (path, text) = match format {
@@ -349,7 +352,7 @@ fn write_summary(opts: &Options, summary: &Summary, format: SummaryFormat) -> Re
             (format!("{}.info.tsv", opts.output), text)
         }
     };
-    write_text(&path, &text)
+    write_text(&path, &text, ctx)
 }
 
 #[cfg(test)]

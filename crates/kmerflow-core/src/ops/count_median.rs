@@ -58,6 +58,6 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         }
         Ok(())
     })?;
-    write_text(&opts.output, text)?;
+    write_text(&opts.output, text, ctx)?;
     Ok(summary)
 }

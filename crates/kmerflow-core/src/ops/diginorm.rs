@@ -68,8 +68,6 @@ pub struct Options {
     /// in-batch deltas, update by owner), the exact form that tables held elsewhere need; the output
     /// is the same as the read-by-read pass.
     pub batched: bool,
-    /// `--report-json FILE`: the summary as JSON.
-    pub report_json: Option<String>,
     /// Layout of a new table (`--layout`; a loaded table keeps its own).
     pub layout: Layout,
 }
@@ -91,7 +89,6 @@ impl Default for Options {
             compression: None,
             force: false,
             batched: false,
-            report_json: None,
             layout: Layout::Khmer,
         }
     }
@@ -112,6 +109,9 @@ pub struct Summary {
     pub fp_rate: f64,
     /// Inputs skipped because of errors (only with `--force`).
     pub skipped_files: Vec<String>,
+    /// `[reads examined, reads kept]` every 10,000 reads, at each report point (every
+    /// `--report-frequency` reads) and at the end of each file: the keep curve.
+    pub keep_curve: Vec<[u64; 2]>,
 }
 
 /// The k-mer hash function of a table, usable by the workers while the table is updated.
@@ -151,7 +151,12 @@ struct Normalizer<'a> {
     report: Option<OutputFile>,
     next_report_at: u64,
     last_report_at: u64,
+    /// When the next point of the keep curve is due.
+    next_curve_at: u64,
 }
+
+/// Reads examined between two points of the keep curve (besides the report points).
+const KEEP_CURVE_EVERY: u64 = 10_000;
 
 impl Normalizer<'_> {
     /// Decides, counts and writes the bundles of one cleaned batch, in order.
@@ -213,6 +218,10 @@ impl Normalizer<'_> {
                     self.summary.kept += 1;
                 }
             }
+            if self.summary.total >= self.next_curve_at {
+                self.next_curve_at = self.summary.total + KEEP_CURVE_EVERY;
+                self.curve_point();
+            }
             if self.summary.total >= self.next_report_at {
                 self.next_report_at += self.opts.report_frequency;
                 self.last_report_at = self.summary.total;
@@ -226,8 +235,17 @@ impl Normalizer<'_> {
         Ok(())
     }
 
-    /// Appends `total,kept,f_kept` to the report.
+    /// Adds the reads examined and kept so far to the keep curve.
+    fn curve_point(&mut self) {
+        let point = [self.summary.total, self.summary.kept];
+        if self.summary.keep_curve.last() != Some(&point) {
+            self.summary.keep_curve.push(point);
+        }
+    }
+
+    /// Appends `total,kept,f_kept` to the report (and the point to the keep curve).
     fn report_line(&mut self) -> Result<()> {
+        self.curve_point();
         let (kept, total) = (self.summary.kept, self.summary.total);
         if let (Some(fp), Some(path)) = (self.report.as_mut(), self.opts.report.as_deref()) {
             let frac = if total == 0 { 0.0 } else { kept as f64 / total as f64 };
@@ -292,12 +310,13 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     if opts.cutoff > 255 {
         return Err(Error::invalid(format!("cutoff {} must be in 0..256", opts.cutoff)));
     }
+    ctx.progress().begin_pass("normalizing");
     let reads: Vec<&String> = opts.inputs.iter().chain(&opts.unpaired).collect();
     let keep: Vec<String> = match &opts.output {
         Some(path) => vec![path.clone()],
         None => reads.iter().map(|f| derived_name(f, ".keep", None)).collect(),
     };
-    let side = [&opts.savegraph, &opts.report, &opts.report_json].into_iter().flatten();
+    let side = [&opts.savegraph, &opts.report].into_iter().flatten();
     crate::io::refuse_inputs_as_outputs(reads.iter().copied().chain(&opts.loadgraph), keep.iter().chain(side))?;
     if opts.paired && opts.force_single {
         return Err(Error::invalid("-p/--paired and --force_single cannot both be set"));
@@ -356,6 +375,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         report,
         next_report_at: opts.report_frequency,
         last_report_at: opts.report_frequency,
+        next_curve_at: KEEP_CURVE_EVERY,
     };
 
     let main_mode = if opts.force_single {
@@ -412,6 +432,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         ctx.info(format!("...saving to {path}"));
         if fp_checked.is_ok() {
             table.save(path)?;
+            ctx.files().add_output(path);
         }
     }
     ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
@@ -424,9 +445,6 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         ctx.warning(format!("\t{}", summary.skipped_files.join(" ")));
     }
     fp_checked?;
-    if let Some(path) = &opts.report_json {
-        read_filter::write_json_report(path, &summary)?;
-    }
     staged.into_iter().try_for_each(Staged::commit)?;
     Ok(summary)
 }

@@ -7,7 +7,7 @@
 //! so the table and its statistics are the same for any number of threads).
 
 use super::count::consume_file;
-use super::read_filter::{self, bundle_source, check_ksize, clean_batch, trim_record, Cleaning};
+use super::read_filter::{bundle_source, check_ksize, clean_batch, trim_record, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode};
@@ -32,8 +32,6 @@ pub struct FilterParams {
     pub output: Option<String>,
     /// `--gzip`/`--bzip`; `None` chooses by the output name's extension.
     pub compression: Option<Compression>,
-    /// `--report-json FILE`.
-    pub report_json: Option<String>,
 }
 
 impl FilterParams {
@@ -49,21 +47,13 @@ impl FilterParams {
             Some(path) => vec![path.clone()],
             None => inputs.iter().map(|f| derived_name(f, ".abundfilt", None)).collect(),
         };
-        let side = self.report_json.iter().chain(savegraph);
-        crate::io::refuse_inputs_as_outputs(inputs.iter().chain(table), filtered.iter().chain(side))
+        crate::io::refuse_inputs_as_outputs(inputs.iter().chain(table), filtered.iter().chain(savegraph))
     }
 }
 
 impl Default for FilterParams {
     fn default() -> Self {
-        FilterParams {
-            cutoff: 2,
-            variable_coverage: false,
-            normalize_to: 20,
-            output: None,
-            compression: None,
-            report_json: None,
-        }
+        FilterParams { cutoff: 2, variable_coverage: false, normalize_to: 20, output: None, compression: None }
     }
 }
 
@@ -218,9 +208,6 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let mut summary = Summary::default();
     filter_all(&table, &opts.inputs, &opts.filter, &mut summary, ctx)?;
     summary.fp_rate = expected_fp_rate(&table);
-    if let Some(path) = &opts.filter.report_json {
-        read_filter::write_json_report(path, &summary)?;
-    }
     Ok(summary)
 }
 
@@ -232,19 +219,19 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     ctx.info("making countgraph");
     let mut table = create_countgraph(&opts.table, 1.0, ctx)?;
     ctx.info(format!("consuming input, round 1 -- {}", opts.input));
+    ctx.progress().begin_pass("counting");
     consume_file(&mut table, &opts.input, ctx)?;
     let mut summary =
         Summary { unique_kmers: table.n_unique_kmers(), fp_rate: expected_fp_rate(&table), ..Summary::default() };
     ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
     ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
     super::count::check_fp_rate(&table, MAX_FP_RATE, opts.table.force, target_rate(&opts.table), ctx)?;
+    ctx.progress().begin_pass("filtering");
     filter_all(&table, std::slice::from_ref(&opts.input), &opts.filter, &mut summary, ctx)?;
     if let Some(path) = &opts.savegraph {
         ctx.info(format!("Saving k-mer countgraph filename {path}"));
         table.save(path)?;
-    }
-    if let Some(path) = &opts.filter.report_json {
-        read_filter::write_json_report(path, &summary)?;
+        ctx.files().add_output(path);
     }
     Ok(summary)
 }

@@ -68,8 +68,8 @@ impl Tagset {
     }
 
     /// Saves the tagset file.
-    pub fn save(&self, ksize: usize, path: &str) -> Result<()> {
-        write_text(path, self.to_bytes(ksize))
+    pub fn save(&self, ksize: usize, path: &str, ctx: &RunContext) -> Result<()> {
+        write_text(path, self.to_bytes(ksize), ctx)
     }
 }
 
@@ -178,12 +178,13 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     summary.tags = tagset.tags.len();
     summary.fp_rate = check_fp_rate(&graph, 0.15, opts.params.force, super::sizing::NODEGRAPH_FP_TARGET, ctx)?;
     graph.save(&opts.output)?;
+    ctx.files().add_output(&opts.output);
     if opts.build_tagset {
-        tagset.save(k, &format!("{}.tagset", opts.output))?;
+        tagset.save(k, &format!("{}.tagset", opts.output), ctx)?;
     }
     let info =
         format!("{} unique k-mers\nfalse positive rate estimated to be {:.3}\n", summary.unique_kmers, summary.fp_rate);
-    write_text(&format!("{}.info", opts.output), &info)?;
+    write_text(&format!("{}.info", opts.output), &info, ctx)?;
     Ok(summary)
 }
 

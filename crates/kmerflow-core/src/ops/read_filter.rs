@@ -288,14 +288,6 @@ pub fn check_fp_rate(fp: f64, limit: f64, force: bool, resize: &str, ctx: &RunCo
     Ok(())
 }
 
-/// Writes `value` as pretty JSON to `path` (the `--report-json` file).
-pub fn write_json_report(path: &str, value: &impl serde::Serialize) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(value)
-        .map_err(|e| Error::invalid(format!("{path}: cannot encode report: {e}")))?;
-    text.push('\n');
-    super::count::write_text(path, text)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

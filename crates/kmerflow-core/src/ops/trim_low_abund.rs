@@ -61,8 +61,6 @@ pub struct Options {
     /// in-batch deltas, update by owner), the exact form that tables held elsewhere need; the output
     /// is the same as the read-by-read pass.
     pub batched: bool,
-    /// `--report-json FILE`.
-    pub report_json: Option<String>,
 }
 
 impl Default for Options {
@@ -83,7 +81,6 @@ impl Default for Options {
             compression: None,
             summary_info: None,
             batched: false,
-            report_json: None,
         }
     }
 }
@@ -353,11 +350,12 @@ fn make_tempdir(parent: &str) -> Result<std::path::PathBuf> {
 /// Runs trim-low-abund within `ctx`; its temporary directory is removed however the run ends.
 pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     check_options(o)?;
+    ctx.progress().begin_pass("trimming");
     let trimmed: Vec<String> = match &o.output {
         Some(path) => vec![path.clone()],
         None => o.inputs.iter().map(|f| derived_name(f, ".abundtrim", None)).collect(),
     };
-    let side = [&o.savegraph, &o.report_json].into_iter().flatten();
+    let side = o.savegraph.iter();
     crate::io::refuse_inputs_as_outputs(o.inputs.iter().chain(&o.loadgraph), trimmed.iter().chain(side))?;
     let mut table = match &o.loadgraph {
         Some(path) => {
@@ -387,9 +385,6 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     // As in khmer, a too-full table ends the run before the graph and summary are saved; the
     // trimmed reads, complete under temporary names, are removed too.
     super::count::check_fp_rate(&table, MAX_FP_RATE, o.table.force, target_rate(&o.table), ctx)?;
-    if let Some(path) = &o.report_json {
-        read_filter::write_json_report(path, &*s)?;
-    }
     staged.into_iter().try_for_each(Staged::commit)?;
     match o.output.as_deref() {
         None => ctx.info("output in *.abundtrim"),
@@ -399,9 +394,10 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     if let Some(path) = &o.savegraph {
         ctx.info(format!("Saving k-mer countgraph to {path}"));
         table.save(path)?;
+        ctx.files().add_output(path);
     }
     if let Some(format) = o.summary_info {
-        write_summary_info(o, s, format)?;
+        write_summary_info(o, s, format, ctx)?;
     }
     Ok(t.s)
 }
@@ -505,7 +501,7 @@ fn timestamp() -> String {
 
 /// Writes khmer's `--summary-info` file (`<-o name or trim-low-abund-<time>>.info.<fmt>`).
 /// As in khmer, `reads_skipped`/`basepairs_skipped` are reported as 0.
-fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat) -> Result<()> {
+fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat, ctx: &RunContext) -> Result<()> {
     let base = match o.output.as_deref() {
         Some(name) if name != "-" => name.to_string(),
         _ => format!("trim-low-abund-{}", timestamp()),
@@ -533,7 +529,7 @@ fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat) -> Result
             (format!("{base}.info.tsv"), format!("{}\r\n{}\r\n", keys.join("\t"), vals.join("\t")))
         }
     };
-    super::count::write_text(&path, text)
+    super::count::write_text(&path, text, ctx)
 }
 
 #[cfg(test)]

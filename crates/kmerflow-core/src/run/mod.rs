@@ -8,13 +8,16 @@
 //!
 //! * threads: the worker threads of the pipelines and of parallel (de)compression;
 //! * [`metrics::Metrics`]: the per-stage counters and timers behind `--metrics`;
-//! * [`progress::Progress`]: input bytes read against the inputs' total size, records handled;
+//! * [`progress::Progress`]: input bytes read against the inputs' total size, records handled,
+//!   passes over the inputs;
+//! * [`files::Files`]: the inputs opened and the outputs written (for the run's report);
 //! * [`CancelToken`]: set by a front end (a signal handler, a Python `KeyboardInterrupt`); the
 //!   core checks it between batches and while waiting for input, and stops with
 //!   [`crate::Error::Cancelled`];
 //! * messages: the core never prints; it emits [`Message`]s (level and text) that the context
 //!   keeps in order and hands, as they come, to the handler a front end installed.
 
+pub mod files;
 pub mod metrics;
 pub mod progress;
 
@@ -120,6 +123,7 @@ struct State {
     threads: AtomicUsize,
     metrics: metrics::Metrics,
     progress: progress::Progress,
+    files: files::Files,
     cancel: CancelToken,
     messages: Mutex<Vec<Message>>,
     handler: Option<MessageHandler>,
@@ -163,6 +167,7 @@ impl RunContext {
             threads: AtomicUsize::new(1),
             metrics: metrics::Metrics::default(),
             progress: progress::Progress::default(),
+            files: files::Files::default(),
             cancel,
             messages: Mutex::new(Vec::new()),
             handler,
@@ -196,6 +201,11 @@ impl RunContext {
     /// The run's progress counters.
     pub fn progress(&self) -> &progress::Progress {
         &self.0.progress
+    }
+
+    /// The files the run read and wrote.
+    pub fn files(&self) -> &files::Files {
+        &self.0.files
     }
 
     /// The run's cancellation token.

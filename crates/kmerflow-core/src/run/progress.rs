@@ -1,12 +1,19 @@
-//! A run's input progress: bytes read from its input files so far, their total size, and the
-//! records handled.
+//! A run's input progress: bytes read from its input files so far, their total size, the
+//! records handled, and the passes over the inputs.
 //!
 //! The raw-byte reader under every input ([`crate::io::compress::open_input`]) adds what it
 //! reads; the commands that count records add those; a front end polls [`Progress::snapshot`]
 //! to draw a progress line for any command. One relaxed atomic add per read of the underlying
 //! file.
+//!
+//! An operation that reads its inputs more than once (counting, then filtering; the `-M auto`
+//! pre-pass) declares its passes with [`Progress::plan_passes`] and starts each with
+//! [`Progress::begin_pass`]; the snapshot then gives the current pass's bytes against that
+//! pass's inputs and the fraction of the whole run, which never goes back when a pass starts.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// The progress counters of one run.
 #[derive(Debug, Default)]
@@ -14,6 +21,38 @@ pub struct Progress {
     read: AtomicU64,
     total: AtomicU64,
     records: AtomicU64,
+    passes: Mutex<Passes>,
+}
+
+/// The passes planned and started.
+#[derive(Debug, Default)]
+struct Passes {
+    planned: usize,
+    started: Vec<Pass>,
+}
+
+/// One started pass: its name, when it began, and the bytes read and the input size counted
+/// before it began.
+#[derive(Debug)]
+struct Pass {
+    name: &'static str,
+    began: Instant,
+    read_before: u64,
+    total_before: u64,
+}
+
+/// Where a run stands, as a progress line shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// Bytes read in the current pass (all bytes when no pass was declared).
+    pub read: u64,
+    /// Size of the inputs opened in the current pass (0 when only streams of unknown size).
+    pub total: u64,
+    /// The current pass: `(number from 1, passes planned, name)`; `None` when the operation
+    /// declared no passes.
+    pub pass: Option<(usize, usize, &'static str)>,
+    /// The fraction of the whole run done, from 0 to 1 (`None` when the size is unknown).
+    pub overall: Option<f64>,
 }
 
 impl Progress {
@@ -34,14 +73,83 @@ impl Progress {
         self.records.store(n, Ordering::Relaxed);
     }
 
-    /// `(bytes read, total size of the inputs opened so far)`; the total is 0 when only
-    /// streams of unknown size (stdin, pipes) were opened.
-    pub fn snapshot(&self) -> (u64, u64) {
-        (self.read.load(Ordering::Relaxed), self.total.load(Ordering::Relaxed))
+    /// Adds `n` passes over the inputs to those planned (an operation adds its own; the `-M
+    /// auto` pre-pass adds one more).
+    pub fn plan_passes(&self, n: usize) {
+        self.lock().planned += n;
+    }
+
+    /// Starts the next pass, named `name` (for example "counting"): the bytes and sizes of the
+    /// inputs opened from now on count for it.
+    pub fn begin_pass(&self, name: &'static str) {
+        let pass = Pass {
+            name,
+            began: Instant::now(),
+            read_before: self.read.load(Ordering::Relaxed),
+            total_before: self.total.load(Ordering::Relaxed),
+        };
+        let mut passes = self.lock();
+        passes.started.push(pass);
+        passes.planned = passes.planned.max(passes.started.len());
+    }
+
+    /// The passes started so far with their wall time (the last one until now).
+    pub fn pass_times(&self) -> Vec<(&'static str, Duration)> {
+        let passes = self.lock();
+        let ends = passes.started.iter().skip(1).map(|p| p.began).chain(std::iter::once(Instant::now()));
+        passes.started.iter().zip(ends).map(|(p, end)| (p.name, end.saturating_duration_since(p.began))).collect()
+    }
+
+    /// Where the run stands.
+    pub fn snapshot(&self) -> Snapshot {
+        let (read, total) = (self.read.load(Ordering::Relaxed), self.total.load(Ordering::Relaxed));
+        let passes = self.lock();
+        let Some(current) = passes.started.last() else {
+            let overall = (total > 0).then(|| (read as f64 / total as f64).min(1.0));
+            return Snapshot { read, total, pass: None, overall };
+        };
+        let (read, total) = (read - current.read_before, total - current.total_before);
+        let number = passes.started.len();
+        let done_before = (number - 1) as f64;
+        let overall =
+            (total > 0).then(|| (done_before + (read as f64 / total as f64).min(1.0)) / passes.planned as f64);
+        Snapshot { read, total, pass: Some((number, passes.planned, current.name)), overall }
     }
 
     /// The records handled so far (0 for commands that do not report them).
     pub fn records(&self) -> u64 {
         self.records.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Passes> {
+        self.passes.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overall_progress_never_falls_when_a_pass_starts() {
+        let p = Progress::default();
+        p.add_input_size(100);
+        p.add_read(50);
+        assert_eq!(p.snapshot().overall, Some(0.5));
+        let p = Progress::default();
+        p.plan_passes(2);
+        p.begin_pass("counting");
+        p.add_input_size(100);
+        p.add_read(100);
+        let first = p.snapshot();
+        assert_eq!((first.read, first.total, first.pass), (100, 100, Some((1, 2, "counting"))));
+        assert_eq!(first.overall, Some(0.5));
+        p.begin_pass("histogram");
+        p.add_input_size(100);
+        p.add_read(4);
+        let second = p.snapshot();
+        assert_eq!((second.read, second.total, second.pass), (4, 100, Some((2, 2, "histogram"))));
+        assert_eq!(second.overall, Some(0.52));
+        assert_eq!(p.pass_times().iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["counting", "histogram"]);
     }
 }

@@ -1,0 +1,102 @@
+"""The progress line on a terminal (a pseudo-terminal here): erased before every other line so
+that it never reaches the scrollback, and its overall percentage never falls when a command
+starts its second pass over the input."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import random
+import re
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+from conftest import kmerflow
+
+PROGRESS = "[kmerflow abundance-dist-single]"
+
+
+def _reads(path: Path, n: int = 60_000, length: int = 100) -> None:
+    rng = random.Random(7)
+    genome = rng.randbytes(20_000).translate(bytes(b"ACGT"[i % 4] for i in range(256)))
+    with open(path, "wb") as f:
+        for i in range(n):
+            start = rng.randrange(len(genome) - length)
+            f.write(b">r%d\n%s\n" % (i, genome[start:start + length]))
+
+
+def _on_terminal(args: list[str], cwd: Path) -> tuple[int, bytes]:
+    """Runs kmerflow with stderr on a pseudo-terminal; returns its exit status and what the
+    terminal received."""
+    exe = shutil.which("kmerflow")
+    cmd = [exe] if exe else [sys.executable, "-m", "kmerflow"]
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    env = {**os.environ, "KMERFLOW_PROGRESS_MS": "5"}
+    proc = subprocess.Popen([*cmd, *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=terminal, env=env)
+    os.close(terminal)
+    received = b""
+    while True:
+        ready, _, _ = select.select([controller], [], [], 60)
+        if not ready:
+            proc.kill()
+            raise AssertionError("no output for 60 s")
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal closed: the process ended
+            break
+        if not chunk:
+            break
+        received += chunk
+    os.close(controller)
+    return proc.wait(timeout=60), received
+
+
+def _scrollback(stream: str) -> list[str]:
+    """The lines a terminal shows after receiving ``stream`` (carriage return, erase to the end
+    of the line, newline)."""
+    lines, line, col = [], [], 0
+    for token in re.findall(r"\x1b\[K|\r|\n|[^\r\n\x1b]", stream):
+        if token == "\r":
+            col = 0
+        elif token == "\n":
+            lines.append("".join(line))
+            line, col = [], 0
+        elif token == "\x1b[K":
+            del line[col:]
+        else:
+            if col < len(line):
+                line[col] = token
+            else:
+                line.append(token)
+            col += 1
+    if line:
+        lines.append("".join(line))
+    return lines
+
+
+def test_progress_line_is_erased_and_overall_progress_never_falls(tmp_path: Path) -> None:
+    _reads(tmp_path / "reads.fa")
+    args = ["abundance-dist-single", "-k", "20", "-x", "2e6", "-N", "2", "-T", "1", "-s", "reads.fa", "hist.csv"]
+    status, received = _on_terminal(args, tmp_path)
+    assert status == 0, received.decode(errors="replace")
+    stream = received.decode()
+    drawn = [d.split("\r")[0] for d in stream.split("\x1b[K")[1:] if d.startswith(PROGRESS)]
+    assert any("pass 1/2 counting" in d for d in drawn), drawn
+    assert any("pass 2/2 histogram" in d for d in drawn), drawn
+    overall = [int(m.group(1)) for d in drawn if (m := re.search(r"overall (\d+)%", d))]
+    assert overall == sorted(overall) and overall[-1] >= 50, overall
+    lines = _scrollback(stream)
+    assert not [line for line in lines if PROGRESS in line], lines
+    quiet = kmerflow(*args, "-q", cwd=tmp_path)  # the same messages without a terminal
+    expected = kmerflow(*args, cwd=tmp_path).stderr.decode().splitlines()
+    assert quiet.stderr == b""
+    assert [line for line in lines if not line.startswith("[kmerflow] Version")] == \
+        [line for line in expected if not line.startswith("[kmerflow] Version")]
