@@ -132,6 +132,11 @@ def test_run_result_exposes_the_same_report(tmp_path: Path, data: Path) -> None:
         assert result.report[key] == written[key], key
     assert result.report["counters"]["kept"] == result.summary["kept"]
     assert result.to_dict()["report"] == result.report
+    kf.normalize_by_median([data / "test-abund-read-2.fa"], ksize=17, n_tables=2, max_tablesize=1e5, cutoff=5,
+                           output=out, multiqc=tmp_path / "mqc")
+    assert sorted(p.name for p in (tmp_path / "mqc").iterdir()) == [
+        f"test-abund-read-2.kmerflow_normalize_by_median_{s}_mqc.json"
+        for s in ("counters", "keep_curve", "stats", "steps")]
 
 
 def _run_two_samples(tmp_path: Path, data: Path, *flags: str) -> None:

@@ -6,7 +6,12 @@
 //! options of a `kmerflow_core::ops` function, runs it within the run context and returns its
 //! summary. To add a command, add its module and one line to the
 //! `commands!` list below: its name (khmer's script name without `.py`), the variant and the
-//! module; the line's doc comment is the command's one-line description.
+//! module; the line's doc comment is the command's one-line description. The command then has
+//! the shared flags of `CommonArgs` (`-q`, `-T`, `--metrics`, `--report-json`, `--html`,
+//! `--plots`, `--multiqc`) and its run report (see [`crate::report`]) with nothing more to write;
+//! a command reading its inputs more than once plans its passes
+//! (`ctx.run.progress().plan_passes(n)`) before sizing its table and the core operation begins
+//! each (`begin_pass`).
 
 pub mod abundance_dist;
 pub mod abundance_dist_single;
