@@ -555,6 +555,25 @@ impl BlockedTable {
         super::alloc::for_each_chunk(self.mem.atomics(), visit)
     }
 
+    /// Adds `other`'s counters to this table's, as [`super::KTable::add_table`] (see
+    /// `table/add.rs` for what is exact): both tables need the same shape ([`BlockedParams`]).
+    pub fn add_table(&mut self, other: &BlockedTable) -> Result<()> {
+        if self.params != other.params {
+            return Err(super::add::shape_mismatch("shapes", self.params, other.params));
+        }
+        let mine = self.mem.bytes_mut();
+        let occupied = with_width!(self.params.width, C => {
+            super::add::add_memory::<C>(mine, other.mem.atomics());
+            C::nonzero_counters(mine)
+        });
+        let theirs = other.occupancy();
+        let stats = &mut self.stats;
+        *stats.occupied.get_mut() = occupied;
+        *stats.unique.get_mut() += theirs.unique;
+        *stats.added.get_mut() += theirs.added;
+        Ok(())
+    }
+
     /// Saves in kmerflow's native format (see [`super::native_format`]).
     pub fn save(&self, path: &str) -> Result<()> {
         super::native_format::save(self, path)

@@ -77,9 +77,11 @@ macro_rules! with_cells {
     };
 }
 
+mod add;
 pub mod batch;
 mod owned;
 mod pass;
+pub use add::{add_table_files, sum_table_files};
 pub use batch::{BatchLookup, BatchOutcome, BatchRunner, BatchTable, Decider};
 pub use owned::{OwnedBatch, OwnedCounting};
 pub use pass::ReadCounts;
