@@ -6,6 +6,7 @@
 use kmerflow_core::io::{FastxReader, OwnedRecord};
 use kmerflow_core::kmer::{murmur, twobit};
 use kmerflow_core::table::hll::HllCounter;
+use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{BlockedTable, CounterWidth, HashKind, KTable, StorageKind};
 use proptest::prelude::*;
 

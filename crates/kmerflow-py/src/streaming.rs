@@ -11,6 +11,7 @@ use crate::reads::new_record;
 use crate::tables::Table;
 use kmerflow_core::ops::read_filter::Trim;
 use kmerflow_core::ops::stream::{filter_batch, normalize_batch, trim_first_pass_batch, FirstPass};
+use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{KTable, StorageKind};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;

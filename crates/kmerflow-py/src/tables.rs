@@ -11,6 +11,7 @@ use crate::hashing::check_ascii;
 use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
 use kmerflow_core::kmer::twobit;
+use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{add_table_files, HashKind, KTable, StorageKind};
 use numpy::PyArray1;
 use pyo3::exceptions::{PyTypeError, PyValueError};
