@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -441,11 +442,28 @@ def test_readstats_function(data, tmp_path):
     assert out.read_text().splitlines()[1].startswith("358,5,71.6,")
 
 
-def test_failing_command_raises(tmp_path):
+@pytest.mark.parametrize("call", [
+    lambda missing, out: kmerflow.readstats([missing]),
+    lambda missing, out: kmerflow.normalize_by_median([missing], ksize=17, output=out),
+    lambda missing, out: kmerflow.load_into_counting(out, [missing], ksize=17),
+    lambda missing, out: kmerflow.filter_abund(missing, [missing], output=out),
+], ids=["readstats", "normalize-by-median", "load-into-counting", "filter-abund"])
+def test_a_missing_input_raises_file_not_found(tmp_path, call):
+    """As the rest of the Python API: an OSError subclass naming the file, not a CommandError."""
+    missing, out = tmp_path / "missing.fq", tmp_path / "out"
+    with pytest.raises(FileNotFoundError) as info:
+        call(missing, out)
+    assert isinstance(info.value, kmerflow.KmerflowIOError)
+    assert info.value.filename == str(missing)
+    assert "missing.fq" in str(info.value) and "kmerflow " in str(info.value)
+    assert not out.exists()
+
+
+def test_a_failing_command_raises_command_error(small_fasta, tmp_path):
     with pytest.raises(kmerflow.CommandError) as info:
-        kmerflow.readstats([tmp_path / "missing.fq"])
+        kmerflow.load_into_counting(tmp_path / "t.ct", [small_fasta], ksize=17, max_tablesize=100)
     assert info.value.code == 1
-    assert "missing.fq" in str(info.value) and str(info.value).startswith("kmerflow readstats: error:")
+    assert str(info.value).startswith("kmerflow load-into-counting: error: the graph structure is too small")
 
 
 def test_usage_error_raises_with_clap_message():
@@ -550,6 +568,53 @@ def test_messages_go_to_logging_and_warnings(small_fasta, tmp_path, caplog):
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any(m.startswith("DONE with") for m in infos)
     assert any(str(missing) in m for m in errors)
+
+
+def test_messages_reach_python_while_the_command_runs(small_fasta, tmp_path):
+    """Each message is handed to logging on the calling thread as it is emitted: the first ones
+    arrive before the output (renamed into place at the end) exists."""
+    table = tmp_path / "out.fa"
+    seen: list[tuple[str, bool, bool]] = []
+
+    class Probe(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append((record.getMessage(), table.exists(),
+                         threading.current_thread() is threading.main_thread()))
+
+    logger = logging.getLogger("kmerflow")
+    probe, level = Probe(), logger.level
+    logger.addHandler(probe)
+    logger.setLevel(logging.INFO)
+    try:
+        kmerflow.normalize_by_median([small_fasta], ksize=17, report_frequency=20, output=table)
+    finally:
+        logger.removeHandler(probe)
+        logger.setLevel(level)
+    assert table.exists() and len(seen) > 3
+    assert [m for m, written, _ in seen if not written][:2] == ["making countgraph",
+                                                               "... kept 20 of 20 or 100.0% sofar"]
+    assert all(main for _, _, main in seen)
+
+
+def test_an_exception_from_the_message_callback_stops_the_run(small_fasta, tmp_path):
+    """A warning filter set to "error" (or a failing callback) cancels the run: it stops and
+    leaves no output."""
+    out = tmp_path / "out.fa"
+    seen: list[str] = []
+
+    def refuse(level: str, text: str) -> None:
+        seen.append(text)
+        raise RuntimeError(f"stop at {text!r}")
+
+    argv = ["normalize-by-median", "-k", "17", "--report-frequency", "20", "-o", str(out), str(small_fasta)]
+    with pytest.raises(RuntimeError, match="stop at 'making countgraph'"):
+        kmerflow._core.run_command(argv, refuse)
+    assert seen == ["making countgraph"] and not out.exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kmerflow.KmerflowWarning)
+        with pytest.raises(kmerflow.KmerflowWarning, match="Finished with errors"):
+            kmerflow.normalize_by_median([small_fasta, tmp_path / "missing.fa"], force=True,
+                                         ksize=17, output=out)
 
 
 INTERRUPTED = """

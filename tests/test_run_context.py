@@ -51,7 +51,7 @@ def test_two_python_threads_run_commands_independently(tmp_path: Path):
                 for name, (_, outs, m) in jobs.items()}
 
     for argv, _, _ in jobs.values():
-        run_command(argv)
+        run_command(argv, lambda level, text: None)
     alone = results()
     assert alone["normalize"][1]["threads"] == 1 and alone["count"][1]["threads"] == 3
     for _, outs, metrics in jobs.values():
@@ -62,7 +62,7 @@ def test_two_python_threads_run_commands_independently(tmp_path: Path):
 
     def run(argv: list[str]) -> None:
         try:
-            run_command(argv)
+            run_command(argv, lambda level, text: None)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 

@@ -1,9 +1,10 @@
 """kmerflow: fast, scalable k-mer counting and read preprocessing (a khmer successor).
 
 The Python API mirrors khmer's: table classes (:class:`Countgraph`, :class:`Nodegraph`, ...),
-:class:`HLLCounter`, hash functions, plus :func:`open_reads` and one function per command
-(:func:`normalize_by_median`, :func:`fastq_to_fasta`, ..., returning a :class:`RunResult`), and
-the streaming filters :class:`Normalizer`, :class:`AbundanceFilter` and :class:`Trimmer`.
+:class:`HLLCounter`, hash functions, :func:`add_tables` (sums saved tables), plus
+:func:`open_reads` and one function per command (:func:`normalize_by_median`,
+:func:`fastq_to_fasta`, ..., returning a :class:`RunResult`), and the streaming filters
+:class:`Normalizer`, :class:`AbundanceFilter` and :class:`Trimmer`.
 
 Objects shared by threads: tables (counted atomically), :class:`HLLCounter` (locked), the
 streaming filters (over a shared table) and the command functions (each run is separate).
@@ -20,6 +21,7 @@ from kmerflow._core import (
     SmallCounttable,
     Table,
     __version__,
+    add_tables,
     forward_hash,
     forward_hash_no_rc,
     get_n_primes_near_x,
@@ -51,7 +53,7 @@ __all__ = [
     "Table", "Countgraph", "SmallCountgraph", "Nodegraph",
     "Counttable", "SmallCounttable", "Nodetable", "HLLCounter",
     "forward_hash", "forward_hash_no_rc", "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3",
-    "reverse_complement", "get_n_primes_near_x", "is_prime",
+    "reverse_complement", "get_n_primes_near_x", "is_prime", "add_tables",
     "Normalizer", "AbundanceFilter", "Trimmer", "RunResult",
     *_command_names,
 ]

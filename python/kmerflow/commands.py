@@ -8,8 +8,11 @@ keyword spellings that differ (:data:`ALIASES`, e.g. ``num_samples`` for ``--sam
 accepted too. ``True`` gives a bare flag, ``False``/``None`` omit it, a list repeats a flag that
 may repeat. Parameters left out take the command's default (see ``kmerflow COMMAND --help`` or
 ``help(kmerflow.normalize_by_median)``). A keyword the command does not have raises
-:class:`TypeError`; a failing command raises :class:`kmerflow.CommandError` carrying the
-command's error message and exit status.
+:class:`TypeError`; a command that fails on a named file (a missing input) raises the
+:class:`OSError` subclass of that error (:class:`FileNotFoundError`, ...; also a
+:class:`kmerflow.KmerflowIOError`), any other failing command :class:`kmerflow.CommandError`
+carrying the command's error message and exit status. Messages reach the ``kmerflow`` logger
+and :func:`warnings.warn` while the command runs.
 
 Counting options shared by the k-mer commands: ``ksize`` (k), ``n_tables`` (number of tables),
 ``max_tablesize`` (bins per table), ``max_memory_usage`` (total table memory, e.g. ``"1G"``),
@@ -151,19 +154,27 @@ def _paths(value: Paths) -> list[PathLike]:
     return [value] if isinstance(value, (str, os.PathLike)) else list(value)
 
 
+def _forward(level: str, text: str) -> None:
+    """Hands one message of a running command to Python: warnings to :func:`warnings.warn`
+    (pointing at the caller of the command function), the rest to the ``kmerflow`` logger."""
+    if level == "warning":
+        # _forward <- run <- the command function <- its caller.
+        warnings.warn(text, KmerflowWarning, stacklevel=4)
+    else:
+        _LOG.log(logging.ERROR if level == "error" else logging.INFO, "%s", text)
+
+
 def run(command: str, positional: Iterable[Any] = (), **options: Any) -> RunResult:
-    """Run ``kmerflow COMMAND`` in-process; raises :class:`kmerflow.CommandError` on failure and
-    :class:`KeyboardInterrupt` when Ctrl-C stops it. The run's informational messages go to the
-    ``kmerflow`` logger (level INFO; errors a run went past with ``force``: ERROR), its warnings
-    to :func:`warnings.warn` (:class:`kmerflow.KmerflowWarning`). ``html``, ``plots`` and
+    """Run ``kmerflow COMMAND`` in-process. Raises :class:`FileNotFoundError` (and the other
+    :class:`OSError` subclasses, as :class:`kmerflow.KmerflowIOError`) when it fails on a named
+    file, :class:`kmerflow.CommandError` on any other failure and :class:`KeyboardInterrupt`
+    when Ctrl-C stops it. The run's messages reach Python while it runs: informational ones go
+    to the ``kmerflow`` logger (level INFO; errors a run went past with ``force``: ERROR), its
+    warnings to :func:`warnings.warn` (:class:`kmerflow.KmerflowWarning`); an exception from
+    either (a warning filter set to ``"error"``) stops the run. ``html``, ``plots`` and
     ``multiqc`` render the run report (:func:`kmerflow.report.render`)."""
     argv = command_argv(command, positional, **options)
-    summary, messages, report_text = _core.run_command(argv)
-    for level, text in messages:
-        if level == "warning":
-            warnings.warn(text, KmerflowWarning, stacklevel=3)
-        else:
-            _LOG.log(logging.ERROR if level == "error" else logging.INFO, "%s", text)
+    summary, report_text = _core.run_command(argv, _forward)
     report = json.loads(report_text)
     if report and any(report["parameters"].get(k) for k in ("html", "plots", "multiqc")):
         from kmerflow.report import render

@@ -75,6 +75,20 @@ pub struct CliError {
     pub code: i32,
     /// What went wrong, ready to print.
     pub message: String,
+    /// The file and OS error when the command failed on a named file (a missing input, a
+    /// refused output), for front ends that raise a typed error (Python's `FileNotFoundError`).
+    pub file: Option<FileFailure>,
+}
+
+/// The OS error of a command that failed on a named file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileFailure {
+    /// The file.
+    pub path: String,
+    /// The kind of the error.
+    pub kind: std::io::ErrorKind,
+    /// The OS error number, when the error came from the OS.
+    pub os_code: Option<i32>,
 }
 
 impl std::fmt::Display for CliError {
@@ -107,7 +121,7 @@ struct Parsed {
 /// Parses `argv`; `None` when it was a help or version request (printed on stdout) or an
 /// `--info` request (the citation notice, printed on stderr).
 fn parse(argv: &[OsString]) -> Result<Option<Parsed>, CliError> {
-    let usage = |e: clap::Error| CliError { code: EXIT_USAGE, message: e.render().to_string() };
+    let usage = |e: clap::Error| CliError { code: EXIT_USAGE, message: e.render().to_string(), file: None };
     if let Some(command) = info::requested(argv, |c| cli_command().find_subcommand(c).is_some()) {
         eprint!("{}", info::notice(&command));
         return Ok(None);
@@ -164,6 +178,7 @@ fn execute_printing(argv: Vec<OsString>, cancel: CancelToken, renders: bool) -> 
                 "kmerflow {}: --html, --plots and --multiqc are made by the kmerflow Python package's command                  (pip install kmerflow); this executable writes --report-json",
                 parsed.cli.command.name()
             ),
+            file: None,
         });
     }
     let console = Arc::new(Console::new(settings.quiet));
@@ -195,8 +210,17 @@ fn execute_cli(
                 _ => EXIT_INTERRUPTED,
             },
             message: format!("kmerflow {name}: interrupted"),
+            file: None,
         },
-        e => CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}") },
+        e => {
+            let file = match &e {
+                kmerflow_core::Error::Io { path, source } => {
+                    Some(FileFailure { path: path.clone(), kind: source.kind(), os_code: source.raw_os_error() })
+                }
+                _ => None,
+            };
+            CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}"), file }
+        }
     };
     if settings.metrics.is_some() && !kmerflow_core::run::metrics::ENABLED {
         return Err(failed(kmerflow_core::Error::invalid(

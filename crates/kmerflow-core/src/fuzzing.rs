@@ -6,6 +6,7 @@
 //! hang or allocate what the input merely claims; what it returns must be consistent.
 
 use crate::io::{FastxReader, PairMode, PairedReader};
+use crate::table::CountingTable;
 use crate::table::{khmer_format, native_format, HashKind};
 use std::io::Cursor;
 use std::path::PathBuf;

@@ -8,6 +8,7 @@
 //!   HashMap of canonical 2-bit k-mers; false positives from random absent k-mers.
 
 use kmerflow_core::io::FastxReader;
+use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{
     AllocOptions, BlockedParams, BlockedTable, CounterWidth, HashKind, HugePages, KTable, StorageKind,
 };

@@ -1,12 +1,12 @@
 //! Properties over random inputs (proptest): the reader's records do not depend on how the
 //! input is cut into chunks; canonical hashes do not depend on the strand; counts do not depend
-//! on the order in which reads are counted (the core has no merge of counting tables, so this
-//! is the property that stands in for "merge equals counting the concatenation"; HyperLogLog
-//! has a merge, and merging equals counting the concatenation there).
+//! on the order in which reads are counted; adding the tables of two parts of an input equals
+//! counting the whole input (both layouts, every storage), and so does merging HyperLogLogs.
 
 use kmerflow_core::io::{FastxReader, OwnedRecord};
 use kmerflow_core::kmer::{murmur, twobit};
 use kmerflow_core::table::hll::HllCounter;
+use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{BlockedTable, CounterWidth, HashKind, KTable, StorageKind};
 use proptest::prelude::*;
 
@@ -146,6 +146,47 @@ proptest! {
             (table.raw_bytes().to_vec(), table.n_occupied())
         };
         prop_assert_eq!(blocked(&a, &b), blocked(&b, &a));
+    }
+
+    #[test]
+    fn adding_tables_equals_counting_the_concatenation(
+        reads in reads(),
+        split in any::<proptest::sample::Index>(),
+        k in 1usize..=32,
+        storage in proptest::sample::select(vec![StorageKind::Byte, StorageKind::Nibble, StorageKind::Bit]),
+        murmur in any::<bool>(),
+        size in 20u64..2000,
+    ) {
+        let (a, b) = reads.split_at(split.index(reads.len() + 1));
+        let hash = if murmur { HashKind::Murmur } else { HashKind::TwoBit };
+        let khmer = |part: &[Vec<u8>]| {
+            let mut table = KTable::new(k, hash, storage, size + 3, 3).expect("valid parameters");
+            table.consume_many_exclusive(part.iter().map(Vec::as_slice));
+            table
+        };
+        let (mut sum, other, whole) = (khmer(a), khmer(b), khmer(&reads));
+        let unique = sum.n_unique_kmers() + other.n_unique_kmers();
+        sum.add_table(&other).expect("same shape");
+        prop_assert_eq!(sum.raw_tables(), whole.raw_tables());
+        prop_assert_eq!(sum.n_occupied(), whole.n_occupied());
+        prop_assert_eq!(sum.n_unique_kmers(), unique);
+        prop_assert!(unique >= whole.n_unique_kmers());
+
+        let width = match storage {
+            StorageKind::Byte => CounterWidth::Bits8,
+            StorageKind::Nibble => CounterWidth::Bits4,
+            StorageKind::Bit => CounterWidth::Bits1,
+        };
+        let blocked = |part: &[Vec<u8>]| {
+            let mut table = BlockedTable::new(k, 64 * (size / 64 + 1), width, 3).expect("valid parameters");
+            table.consume_many_exclusive(part.iter().map(Vec::as_slice));
+            table
+        };
+        let (mut sum, other, whole) = (blocked(a), blocked(b), blocked(&reads));
+        sum.add_table(&other).expect("same shape");
+        prop_assert_eq!(sum.raw_bytes(), whole.raw_bytes());
+        prop_assert_eq!(sum.n_occupied(), whole.n_occupied());
+        prop_assert_eq!(sum.occupancy().added, whole.occupancy().added);
     }
 
     #[test]

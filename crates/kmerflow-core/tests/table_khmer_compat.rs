@@ -3,6 +3,7 @@
 
 use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::table::hll::HllCounter;
+use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{HashKind, KTable, StorageKind};
 use std::io::Read;
 use std::path::PathBuf;

@@ -5,6 +5,7 @@
 //! `consume_throughput` in `table_khmer_compat.rs`. Rates are k-mers per second of wall time
 //! and of the measuring thread's CPU time (the box may be shared).
 
+use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{AllocOptions, HashKind, HugePages, KTable, StorageKind};
 use std::time::Instant;
 

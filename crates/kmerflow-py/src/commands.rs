@@ -1,8 +1,8 @@
 //! Running kmerflow commands from Python: the console script and `kmerflow.commands`.
 
 use crate::errors::command_error;
-use crate::interrupt::interruptible_in;
-use kmerflow_core::run::{Level, RunContext};
+use crate::interrupt::interruptible_with;
+use kmerflow_core::run::{Level, Message};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::ffi::OsString;
@@ -16,27 +16,25 @@ pub fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> (i32, Option<String>) {
     (code, report.map(|r| r.to_string()))
 }
 
-/// What [`run_command`] returns: the summary, the messages and the report.
-type CommandOutput = (String, Vec<(String, String)>, String);
-
-/// Runs one command given as its argv (without the program name) in-process, GIL released;
-/// returns `(summary, messages, report)`: the command's summary as JSON text, its messages as
-/// `(level, text)` pairs (`"info"`, `"warning"` or `"error"`) and the run report as JSON text,
-/// printing nothing. Raises
-/// `kmerflow.CommandError` (a `KmerflowError`) with the command's error message and exit code
-/// when it fails, `KeyboardInterrupt` when Ctrl-C stops it.
+/// Runs one command given as its argv (without the program name) in-process, GIL released,
+/// printing nothing; returns `(summary, report)`: the command's summary and its run report as
+/// JSON text. Each message of the run is passed to `on_message(level, text)` (`"info"`,
+/// `"warning"` or `"error"`) on the calling thread while the run goes on; an exception from it
+/// stops the run and is raised. A failure on a named file raises `kmerflow.KmerflowIOError` (a
+/// missing input: `FileNotFoundError`), any other failure `kmerflow.CommandError` with the
+/// command's error message and exit code; Ctrl-C raises `KeyboardInterrupt`.
 #[pyfunction]
-pub fn run_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<CommandOutput> {
+pub fn run_command(py: Python<'_>, argv: Vec<OsString>, on_message: Bound<'_, PyAny>) -> PyResult<(String, String)> {
     let full: Vec<OsString> = std::iter::once(OsString::from("kmerflow")).chain(argv).collect();
-    let outcome = interruptible_in(py, &RunContext::new(), |ctx| kmerflow_cli::execute_with(full, ctx))?
-        .map_err(|e| command_error(e.code, e.message.trim_end().to_owned()))?;
     let level = |l: Level| match l {
         Level::Info => "info",
         Level::Warning => "warning",
         Level::Error => "error",
     };
-    let messages = outcome.messages.into_iter().map(|m| (level(m.level).to_owned(), m.text)).collect();
-    Ok((outcome.summary.to_string(), messages, outcome.report.to_string()))
+    let forward = |_py: Python<'_>, m: &Message| on_message.call1((level(m.level), m.text.as_str())).map(drop);
+    let outcome =
+        interruptible_with(py, forward, |ctx| kmerflow_cli::execute_with(full, ctx))?.map_err(command_error)?;
+    Ok((outcome.summary.to_string(), outcome.report.to_string()))
 }
 
 /// The definitions of every command (`kmerflow_cli::spec`): a list of dicts `{"name", "about",

@@ -3,30 +3,14 @@
 //! The classes are defined in Python (multiple inheritance: `FormatError` is also a
 //! `ValueError`, `KmerflowIOError` also an `OSError`) and looked up here when an error is raised.
 
-use kmerflow_core::run::{Level, RunContext};
 use kmerflow_core::Error;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 /// The `kmerflow.errors` class called `name`.
-fn error_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
+pub fn error_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
     Ok(py.import("kmerflow.errors")?.getattr(name)?.cast_into::<PyType>()?)
-}
-
-/// Issues the warnings of a finished run `ctx` (and the errors it went past) through Python's
-/// `warnings.warn` as `kmerflow.KmerflowWarning`s.
-pub fn warn_messages(py: Python<'_>, ctx: &RunContext) -> PyResult<()> {
-    let messages: Vec<_> = ctx.messages().into_iter().filter(|m| m.level != Level::Info).collect();
-    if messages.is_empty() {
-        return Ok(());
-    }
-    let category = error_class(py, "KmerflowWarning")?;
-    let warn = py.import("warnings")?.getattr("warn")?;
-    for message in messages {
-        warn.call1((message.text, &category, 2))?;
-    }
-    Ok(())
 }
 
 /// The OS error number of `e`; for an error that carries only its kind (the temporary files of
@@ -65,11 +49,23 @@ pub fn to_pyerr(err: Error) -> PyErr {
     })
 }
 
-/// A `kmerflow.errors.KmerflowError` with `message` and the command's exit `code`.
-pub fn command_error(code: i32, message: String) -> PyErr {
-    Python::attach(|py| match error_class(py, "CommandError") {
-        Ok(cls) => PyErr::from_type(cls, (message, code)),
-        Err(e) => e,
+/// The Python exception of a failed command: a `kmerflow.KmerflowIOError` when it failed on a
+/// named file (so a missing input is a `FileNotFoundError`, as elsewhere in the API), else a
+/// `kmerflow.CommandError` with the command's exit code; the message is the command's error line.
+pub fn command_error(err: kmerflow_cli::CliError) -> PyErr {
+    let message = err.message.trim_end().to_owned();
+    Python::attach(|py| {
+        let built = match err.file {
+            Some(file) => error_class(py, "KmerflowIOError").map(|cls| {
+                let source = match file.os_code {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::from(file.kind),
+                };
+                PyErr::from_type(cls, (os_errno(&source).unwrap_or(0), message, file.path))
+            }),
+            None => error_class(py, "CommandError").map(|cls| PyErr::from_type(cls, (message, err.code))),
+        };
+        built.unwrap_or_else(|e| e)
     })
 }
 

@@ -4,7 +4,8 @@
 //! Python list in one go; Python iterates the list (`kmerflow.open_reads` chains them), so the
 //! per-record cost on the Python side is creating three `str` objects and one `Record`.
 
-use crate::errors::{warn_messages, IntoPyResult};
+use crate::errors::IntoPyResult;
+use crate::interrupt::warn_message;
 use kmerflow_core::io::{FastxReader, PairMode, PairedReader, Record as CoreRecord, RecordBatch};
 use kmerflow_core::run::RunContext;
 use pyo3::exceptions::PyValueError;
@@ -141,7 +142,7 @@ impl ReadReader {
                 (None, None) => Source::Records(reader, min_length),
             })
         });
-        warn_messages(py, &ctx)?;
+        ctx.messages().iter().try_for_each(|m| warn_message(py, m))?;
         Ok(ReadReader { source: source.py()? })
     }
 

@@ -11,6 +11,7 @@ use crate::reads::new_record;
 use crate::tables::Table;
 use kmerflow_core::ops::read_filter::Trim;
 use kmerflow_core::ops::stream::{filter_batch, normalize_batch, trim_first_pass_batch, FirstPass};
+use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{KTable, StorageKind};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -106,6 +107,8 @@ fn push_trimmed<'py>(out: &Bound<'py, PyList>, record: &Bound<'py, PyAny>, trim:
 /// Digital normalization of a stream of reads or bundles (normalize-by-median).
 #[pyclass(subclass, frozen, module = "kmerflow._core")]
 pub struct Normalizer {
+    /// The table.
+    #[pyo3(get)]
     table: Py<Table>,
     cutoff: u32,
     paired: bool,
@@ -120,12 +123,6 @@ impl Normalizer {
     #[pyo3(signature = (table, cutoff = 20, paired = false))]
     fn new(table: &Bound<'_, Table>, cutoff: u32, paired: bool) -> PyResult<Self> {
         Ok(Normalizer { table: counting_table(table)?, cutoff, paired })
-    }
-
-    /// The table.
-    #[getter]
-    fn table(&self, py: Python<'_>) -> Py<Table> {
-        self.table.clone_ref(py)
     }
 
     /// The kept items of one batch (a list), in order.
@@ -143,6 +140,8 @@ impl Normalizer {
 /// Abundance filtering of a stream of reads (filter-abund).
 #[pyclass(subclass, frozen, module = "kmerflow._core")]
 pub struct AbundanceFilter {
+    /// The table.
+    #[pyo3(get)]
     table: Py<Table>,
     cutoff: u32,
     variable_coverage: Option<u32>,
@@ -161,12 +160,6 @@ impl AbundanceFilter {
             cutoff,
             variable_coverage: variable_coverage.then_some(normalize_to),
         })
-    }
-
-    /// The table.
-    #[getter]
-    fn table(&self, py: Python<'_>) -> Py<Table> {
-        self.table.clone_ref(py)
     }
 
     /// The kept (possibly truncated) records of one batch (a list), in order.
@@ -189,6 +182,8 @@ impl AbundanceFilter {
 /// Two-pass trimming of a stream of reads or bundles (trim-low-abund).
 #[pyclass(subclass, frozen, module = "kmerflow._core")]
 pub struct Trimmer {
+    /// The table.
+    #[pyo3(get)]
     table: Py<Table>,
     cutoff: u32,
     trim_at_coverage: u32,
@@ -212,12 +207,6 @@ impl Trimmer {
         paired: bool,
     ) -> PyResult<Self> {
         Ok(Trimmer { table: counting_table(table)?, cutoff, trim_at_coverage, variable_coverage, paired })
-    }
-
-    /// The table.
-    #[getter]
-    fn table(&self, py: Python<'_>) -> Py<Table> {
-        self.table.clone_ref(py)
     }
 
     /// The first pass over one batch: `(trimmed, set_aside)`, the records trimmed now and the

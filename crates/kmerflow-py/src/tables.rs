@@ -11,7 +11,8 @@ use crate::hashing::check_ascii;
 use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
 use kmerflow_core::kmer::twobit;
-use kmerflow_core::table::{HashKind, KTable, StorageKind};
+use kmerflow_core::table::CountingTable;
+use kmerflow_core::table::{add_table_files, HashKind, KTable, StorageKind};
 use numpy::PyArray1;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -266,6 +267,20 @@ impl Table {
         Ok(dist)
     }
 
+    /// Adds `other`'s counts to this table's, counter by counter (khmer's `Nodegraph.update`,
+    /// for every table class): counting two parts of an input into two tables and adding
+    /// them gives the counters of counting the whole input into one. `other` needs the same
+    /// class, k and sizes. GIL released.
+    fn update(&mut self, py: Python<'_>, other: PyRef<'_, Table>) -> PyResult<()> {
+        let (inner, theirs) = (&mut self.inner, &other.inner);
+        py.detach(|| inner.add_table(theirs)).py()
+    }
+
+    /// `table += other`: [`Table::update`].
+    fn __iadd__(&mut self, py: Python<'_>, other: PyRef<'_, Table>) -> PyResult<()> {
+        self.update(py, other)
+    }
+
     /// Saves the table in khmer's format (gzip-compressed when the name ends in `.gz`).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         let inner = &self.inner;
@@ -343,8 +358,18 @@ table_class!(
 );
 table_class!(Nodetable, HashKind::Murmur, StorageKind::Bit, "Bloom filter, Murmur hash (any k).");
 
+/// Adds the saved tables `inputs` (khmer or blocked layout, all of one shape) counter by counter
+/// and saves the sum to `output` in their format. GIL released.
+#[pyfunction]
+fn add_tables(py: Python<'_>, inputs: Vec<PathBuf>, output: PathBuf) -> PyResult<()> {
+    let inputs: Vec<String> = inputs.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let output = output.to_string_lossy().into_owned();
+    py.detach(|| add_table_files(&inputs.iter().map(String::as_str).collect::<Vec<_>>(), &output)).py()
+}
+
 /// Registers the table classes on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(add_tables, m)?)?;
     m.add_class::<Table>()?;
     m.add_class::<Countgraph>()?;
     m.add_class::<SmallCountgraph>()?;

@@ -5,6 +5,7 @@ use super::count::{consume_file, count_owned_file, write_text, ReadTally};
 use super::pyfmt;
 use super::sizing::{self, TableParams};
 use crate::run::RunContext;
+use crate::table::CountingTable;
 use crate::table::{HashKind, KTable, OwnedBatch, OwnedCounting, StorageKind};
 use crate::{Error, Result};
 use std::io::Write;

@@ -6,6 +6,7 @@ use super::pyfmt;
 use crate::io::fastx::for_each_record;
 use crate::kmer::clean::clean_screed;
 use crate::run::RunContext;
+use crate::table::CountingTable;
 use crate::table::KTable;
 use crate::Result;
 

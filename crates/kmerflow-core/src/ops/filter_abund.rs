@@ -13,6 +13,7 @@ use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParam
 use crate::io::{Compression, OutputFile, PairMode};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
+use crate::table::CountingTable;
 use crate::table::KTable;
 use crate::{Error, Result};
 

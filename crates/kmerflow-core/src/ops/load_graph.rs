@@ -8,6 +8,7 @@ use super::sizing::{self, TableParams};
 use crate::io::FastxReader;
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
+use crate::table::CountingTable;
 use crate::table::KTable;
 use crate::Result;
 use rustc_hash::FxHashSet;

@@ -13,6 +13,7 @@ use super::sizing::TableParams;
 use crate::io::{BundleBatch, FastxReader, PairMode, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::run::RunContext;
+use crate::table::CountingTable;
 use crate::table::{trim_position, HashKind, KTable};
 use crate::{Error, Result};
 use std::ops::Range;

@@ -8,6 +8,7 @@
 
 use super::read_filter::{trim_record, Trim};
 use crate::kmer::clean::{clean_parser, clean_screed};
+use crate::table::CountingTable;
 use crate::table::{median_mean_stddev, KTable};
 
 /// normalize-by-median on `bundles` (one or two reads each), in order: a bundle is kept unless

@@ -16,6 +16,7 @@ use super::SummaryFormat;
 use crate::io::{write_record, Compression, OutputFile, PairMode, Staged};
 use crate::pipeline::run_ordered;
 use crate::run::{metrics, RunContext};
+use crate::table::CountingTable;
 use crate::table::{median_mean_stddev, BatchRunner, KTable, KmerPass, ReadCounts};
 use crate::{Error, Result};
 use std::io::Write;

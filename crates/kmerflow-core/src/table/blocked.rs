@@ -33,16 +33,14 @@
 //!   At low fill the blocked layout has about 1.8x the false positives (the load of a line
 //!   varies more than the load of a whole table); near saturation the layouts are equal.
 
-mod any;
 mod hash;
 mod memory;
 
-pub use any::{AnyTable, CountingTable, Layout};
 pub use hash::{BlockedHash, KmerHasher};
 
 use super::alloc::AllocOptions;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
-use super::{median_mean_stddev, prefetch, MedianVote, PassTable, Tally, PREFETCH_AHEAD};
+use super::{prefetch, CountingTable, MedianVote, PassTable, Tally, PREFETCH_AHEAD};
 use crate::io::Staged;
 use crate::{Error, Result};
 use memory::LineMemory;
@@ -281,11 +279,6 @@ impl BlockedTable {
         &self.params
     }
 
-    /// k.
-    pub fn ksize(&self) -> usize {
-        self.params.k
-    }
-
     /// Number of lines.
     pub fn n_lines(&self) -> u64 {
         self.params.n_lines
@@ -294,16 +287,6 @@ impl BlockedTable {
     /// Total number of counters.
     pub fn n_counters(&self) -> u64 {
         self.params.n_lines * self.params.width.slots_per_line()
-    }
-
-    /// Non-zero counters.
-    pub fn n_occupied(&self) -> u64 {
-        self.stats.occupied.load(Relaxed)
-    }
-
-    /// Adds that found at least one zero counter (an estimate of the distinct k-mers added).
-    pub fn n_unique_kmers(&self) -> u64 {
-        self.stats.unique.load(Relaxed)
     }
 
     /// The occupancy counters.
@@ -329,12 +312,6 @@ impl BlockedTable {
     /// The table's k-mer hasher (clone it to hash on other threads).
     pub fn hasher(&self) -> &KmerHasher {
         &self.hasher
-    }
-
-    /// Appends the hash of every k-mer of `seq` (in order) to `out`; `seq` is used as given
-    /// (the caller cleans it).
-    pub fn kmer_hashes(&self, seq: &[u8], out: &mut Vec<u64>) {
-        self.hasher.hashes(seq, out);
     }
 
     /// Line of a hash.
@@ -413,20 +390,6 @@ impl BlockedTable {
         self.stats.added.fetch_add(added, Relaxed);
     }
 
-    /// Adds one hashed k-mer; returns true when it was new (some counter was zero). Thread-safe.
-    pub fn add_hash(&self, hash: u64) -> bool {
-        let line = self.line_of(hash);
-        let tally = with_width!(self.params.width, C => self.update::<C, false>(self.mem.atomics(), hash, line));
-        self.record(tally, 1);
-        tally.unique == 1
-    }
-
-    /// Count of one hashed k-mer (0/1 for 1-bit counters).
-    pub fn get_hash(&self, hash: u64) -> u32 {
-        let line = self.line_of(hash);
-        with_width!(self.params.width, C => self.count::<C>(self.mem.atomics(), hash, line))
-    }
-
     /// Runs `f` with the thread's line buffer.
     fn with_lines<R>(f: impl FnOnce(&mut Vec<u64>) -> R) -> R {
         SCRATCH.with(|cell| f(&mut cell.borrow_mut().lines))
@@ -443,74 +406,12 @@ impl BlockedTable {
         })
     }
 
-    /// Adds each hash once, in order (lines computed first, prefetched). Thread-safe.
-    pub fn add_hashes(&self, hashes: &[u64]) {
-        Self::with_lines(|lines| self.add_all::<false>(hashes, lines));
-    }
-
-    /// [`BlockedTable::add_hashes`] for a single writer (plain loads and stores).
-    pub fn add_hashes_exclusive(&mut self, hashes: &[u64]) {
-        Self::with_lines(|lines| self.add_all::<true>(hashes, lines));
-    }
-
-    /// Counts every k-mer of `seq`; returns the number of k-mers. Thread-safe.
-    pub fn consume(&self, seq: &[u8]) -> u64 {
-        self.consume_many([seq])
-    }
-
-    /// [`BlockedTable::consume`] for a single writer.
-    pub fn consume_exclusive(&mut self, seq: &[u8]) -> u64 {
-        self.consume_many_exclusive([seq])
-    }
-
-    /// Counts every k-mer of every sequence with one prefetch pipeline across all of them;
-    /// returns the number of k-mers. Thread-safe.
-    pub fn consume_many<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
-        self.with_hashes(seqs, |s| self.add_all::<false>(&s.hashes, &mut s.lines))
-    }
-
-    /// [`BlockedTable::consume_many`] for a single writer (plain loads and stores).
-    pub fn consume_many_exclusive<'a>(&mut self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
-        self.with_hashes(seqs, |s| self.add_all::<true>(&s.hashes, &mut s.lines))
-    }
-
-    /// Appends the count of each hash to `out` (lines prefetched).
-    pub fn counts_for_hashes(&self, hashes: &[u64], out: &mut Vec<u32>) {
-        Self::with_lines(|lines| self.counts_of(hashes, lines, out));
-    }
-
     fn counts_of(&self, hashes: &[u64], lines: &mut Vec<u64>, out: &mut Vec<u32>) {
         out.reserve(hashes.len());
         with_width!(self.params.width, C => self.visit_prefetched(hashes, lines, |mem, hash, line| {
             out.push(self.count::<C>(mem, hash, line));
             true
         }));
-    }
-
-    /// Appends the count of every k-mer of `seq` to `out`.
-    pub fn kmer_counts(&self, seq: &[u8], out: &mut Vec<u32>) {
-        self.with_hashes([seq], |s| self.counts_of(&s.hashes, &mut s.lines, out));
-    }
-
-    /// (upper median, mean, population stddev) of the k-mer counts of `seq`, as
-    /// [`super::KTable::median_count`]; `None` without k-mers.
-    pub fn median_count(&self, seq: &[u8]) -> Option<(u32, f32, f32)> {
-        let mut counts = Vec::new();
-        self.kmer_counts(seq, &mut counts);
-        median_mean_stddev(&mut counts)
-    }
-
-    /// Whether the upper median of the k-mer counts of `seq` is >= `cutoff` (the diginorm
-    /// test, as [`super::KTable::median_at_least`]).
-    pub fn median_at_least(&self, seq: &[u8], cutoff: u32) -> bool {
-        let mut result = false;
-        self.with_hashes([seq], |s| result = self.median_at_least_of(&s.hashes, &mut s.lines, cutoff));
-        result
-    }
-
-    /// [`BlockedTable::median_at_least`] of the k-mers with these hashes.
-    pub fn median_at_least_hashes(&self, hashes: &[u64], cutoff: u32) -> bool {
-        Self::with_lines(|lines| self.median_at_least_of(hashes, lines, cutoff))
     }
 
     fn median_at_least_of(&self, hashes: &[u64], lines: &mut Vec<u64>, cutoff: u32) -> bool {
@@ -520,24 +421,6 @@ impl BlockedTable {
             vote.decided().is_none()
         }));
         vote.result()
-    }
-
-    /// Length of the longest prefix of `seq` whose k-mers all have count >= `cutoff`, as
-    /// [`super::KTable::trim_on_abundance`].
-    pub fn trim_on_abundance(&self, seq: &[u8], cutoff: u32) -> usize {
-        self.trim_at(seq, |count| count >= cutoff)
-    }
-
-    /// The same rule keeping k-mers with count <= `cutoff`, as
-    /// [`super::KTable::trim_below_abundance`].
-    pub fn trim_below_abundance(&self, seq: &[u8], cutoff: u32) -> usize {
-        self.trim_at(seq, |count| count <= cutoff)
-    }
-
-    fn trim_at(&self, seq: &[u8], keep: impl Fn(u32) -> bool) -> usize {
-        let mut counts = Vec::new();
-        self.kmer_counts(seq, &mut counts);
-        super::trim_position(&counts, self.params.k, seq.len(), keep)
     }
 
     /// A copy of the counter bytes, read atomically (other threads may be counting; see
@@ -555,9 +438,23 @@ impl BlockedTable {
         super::alloc::for_each_chunk(self.mem.atomics(), visit)
     }
 
-    /// Saves in kmerflow's native format (see [`super::native_format`]).
-    pub fn save(&self, path: &str) -> Result<()> {
-        super::native_format::save(self, path)
+    /// Adds `other`'s counters to this table's, as [`super::KTable::add_table`] (see
+    /// `table/add.rs` for what is exact): both tables need the same shape ([`BlockedParams`]).
+    pub fn add_table(&mut self, other: &BlockedTable) -> Result<()> {
+        if self.params != other.params {
+            return Err(super::add::shape_mismatch("shapes", self.params, other.params));
+        }
+        let mine = self.mem.bytes_mut();
+        let occupied = with_width!(self.params.width, C => {
+            super::add::add_memory::<C>(mine, other.mem.atomics());
+            C::nonzero_counters(mine)
+        });
+        let theirs = other.occupancy();
+        let stats = &mut self.stats;
+        *stats.occupied.get_mut() = occupied;
+        *stats.unique.get_mut() += theirs.unique;
+        *stats.added.get_mut() += theirs.added;
+        Ok(())
     }
 
     /// Loads a native-format file by mapping it (private copy-on-write: updates never reach
@@ -593,6 +490,55 @@ impl BlockedTable {
     pub(super) fn from_map(params: BlockedParams, map: memmap2::MmapMut, offset: usize, stats: OccupancyStats) -> Self {
         let len = params.data_bytes() as usize;
         Self::assemble(params, LineMemory::mapped(map, offset, len), stats)
+    }
+}
+
+impl CountingTable for BlockedTable {
+    fn holds_counts(&self) -> bool {
+        self.params.width != CounterWidth::Bits1
+    }
+    fn ksize(&self) -> usize {
+        self.params.k
+    }
+    fn kmer_hashes(&self, seq: &[u8], out: &mut Vec<u64>) {
+        self.hasher.hashes(seq, out);
+    }
+    fn add_hash(&self, hash: u64) -> bool {
+        let line = self.line_of(hash);
+        let tally = with_width!(self.params.width, C => self.update::<C, false>(self.mem.atomics(), hash, line));
+        self.record(tally, 1);
+        tally.unique == 1
+    }
+    fn get_hash(&self, hash: u64) -> u32 {
+        let line = self.line_of(hash);
+        with_width!(self.params.width, C => self.count::<C>(self.mem.atomics(), hash, line))
+    }
+    fn add_hashes(&self, hashes: &[u64]) {
+        Self::with_lines(|lines| self.add_all::<false>(hashes, lines));
+    }
+    fn add_hashes_exclusive(&mut self, hashes: &[u64]) {
+        Self::with_lines(|lines| self.add_all::<true>(hashes, lines));
+    }
+    fn counts_for_hashes(&self, hashes: &[u64], out: &mut Vec<u32>) {
+        Self::with_lines(|lines| self.counts_of(hashes, lines, out));
+    }
+    fn consume_many<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+        self.with_hashes(seqs, |s| self.add_all::<false>(&s.hashes, &mut s.lines))
+    }
+    fn consume_many_exclusive<'a>(&mut self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+        self.with_hashes(seqs, |s| self.add_all::<true>(&s.hashes, &mut s.lines))
+    }
+    fn median_at_least_hashes(&self, hashes: &[u64], cutoff: u32) -> bool {
+        Self::with_lines(|lines| self.median_at_least_of(hashes, lines, cutoff))
+    }
+    fn n_occupied(&self) -> u64 {
+        self.stats.occupied.load(Relaxed)
+    }
+    fn n_unique_kmers(&self) -> u64 {
+        self.stats.unique.load(Relaxed)
+    }
+    fn save(&self, path: &str) -> Result<()> {
+        super::native_format::save(self, path)
     }
 }
 

@@ -5,9 +5,14 @@
 //! (2-bit, 4-bit counters), Nodegraph (2-bit, bits), and Counttable / SmallCounttable /
 //! Nodetable (Murmur). All updates take `&self` and use atomic instructions, so one table is
 //! shared by all threads and threaded counting gives the same counts as one thread.
+//!
+//! [`CountingTable`] (`counting.rs`) is the interface of both layouts, [`KTable`] and the
+//! cache-line [`BlockedTable`] (`blocked.rs`); [`AnyTable`] (`any.rs`) holds either one.
 
 mod alloc;
+mod any;
 pub mod blocked;
+mod counting;
 mod fastmod;
 pub mod hll;
 mod hll_bias;
@@ -17,7 +22,9 @@ pub mod primes;
 mod storage;
 
 pub use alloc::{AllocOptions, HugePages};
-pub use blocked::{AnyTable, BlockedHash, BlockedParams, BlockedTable, CounterWidth, CountingTable, Layout};
+pub use any::AnyTable;
+pub use blocked::{BlockedHash, BlockedParams, BlockedTable, CounterWidth};
+pub use counting::{CountingTable, Layout};
 pub use fastmod::FastMod;
 
 use crate::kmer::{murmur, twobit};
@@ -77,9 +84,11 @@ macro_rules! with_cells {
     };
 }
 
+mod add;
 pub mod batch;
 mod owned;
 mod pass;
+pub use add::{add_table_files, sum_table_files};
 pub use batch::{BatchLookup, BatchOutcome, BatchRunner, BatchTable, Decider};
 pub use owned::{OwnedBatch, OwnedCounting};
 pub use pass::ReadCounts;
@@ -175,6 +184,8 @@ struct Scratch {
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+    /// The reverse-complement buffer of [`CountingTable::kmer_hashes`] (Murmur hashing).
+    static REVCOMP: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Appends the canonical hash (by `hash`) of every k-mer (k = `k`) of `seq` to `out`.
@@ -271,11 +282,6 @@ impl KTable {
         Self::with_sizes_and_options(k, hash, storage, sizes, options)
     }
 
-    /// k.
-    pub fn ksize(&self) -> usize {
-        self.k
-    }
-
     /// Hash family.
     pub fn hash_kind(&self) -> HashKind {
         self.hash
@@ -286,11 +292,6 @@ impl KTable {
         self.storage
     }
 
-    /// True for counters (a countgraph), false for presence bits (a nodegraph).
-    pub fn holds_counts(&self) -> bool {
-        self.storage != StorageKind::Bit
-    }
-
     /// Per-table sizes (bins).
     pub fn hashsizes(&self) -> &[u64] {
         &self.sizes
@@ -299,16 +300,6 @@ impl KTable {
     /// Number of tables.
     pub fn n_tables(&self) -> usize {
         self.hashsizes().len()
-    }
-
-    /// Bins of table 0 that are non-zero (khmer's `n_occupied`).
-    pub fn n_occupied(&self) -> u64 {
-        self.occupied.load(Relaxed)
-    }
-
-    /// Number of adds that found at least one zero bin (khmer's `n_unique_kmers`; not saved).
-    pub fn n_unique_kmers(&self) -> u64 {
-        self.unique.load(Relaxed)
     }
 
     /// Turns bigcount (counts above 255 up to 65535) on or off; byte storage only.
@@ -334,28 +325,7 @@ impl KTable {
         })
     }
 
-    /// Adds one hashed k-mer; returns true when it was new (some bin was zero). Thread-safe.
-    pub fn add_hash(&self, hash: u64) -> bool {
-        with_cells!(self.storage, C => {
-            let tally = self.update::<C, false>(hash, |t| self.tables[t].modulus.rem(hash));
-            self.record(tally);
-            tally.unique == 1
-        })
-    }
-
-    /// Count of one hashed k-mer (min over tables, bigcount aware; 0/1 for bit storage).
-    pub fn get_hash(&self, hash: u64) -> u32 {
-        with_cells!(self.storage, C => self.count::<C>(hash, |t| self.tables[t].modulus.rem(hash)))
-    }
-
-    /// Appends the hash of every k-mer of `seq` (in order) to `out`. `seq` is used as given (the
-    /// caller cleans it); a sequence shorter than k yields nothing.
-    pub fn kmer_hashes(&self, seq: &[u8], out: &mut Vec<u64>) {
-        let mut revcomp = Vec::new();
-        self.hashes_into(seq, &mut revcomp, out);
-    }
-
-    /// [`KTable::kmer_hashes`] as a function that does not borrow the table (for threads that
+    /// [`CountingTable::kmer_hashes`] as a function that does not borrow the table (for threads that
     /// hash while another one updates the table).
     pub fn kmer_hasher(&self) -> impl Fn(&[u8], &mut Vec<u64>) + Send + Sync + 'static {
         let (hash, k) = (self.hash, self.k);
@@ -440,34 +410,6 @@ impl KTable {
         SCRATCH.with(|cell| f(&mut cell.borrow_mut().bins))
     }
 
-    /// Counts every k-mer of `seq`; returns the number of k-mers. Thread-safe.
-    pub fn consume(&self, seq: &[u8]) -> u64 {
-        self.with_hashes(seq, |s| {
-            self.add_all::<false>(&s.hashes, &mut s.bins);
-            s.hashes.len() as u64
-        })
-    }
-
-    /// [`KTable::consume`] for a single writer: the same counts, updated with plain loads and
-    /// stores instead of atomic read-modify-writes (faster; `&mut` proves no one else writes).
-    pub fn consume_exclusive(&mut self, seq: &[u8]) -> u64 {
-        self.with_hashes(seq, |s| {
-            self.add_all::<true>(&s.hashes, &mut s.bins);
-            s.hashes.len() as u64
-        })
-    }
-
-    /// Counts every k-mer of every sequence (the same as [`KTable::consume`] on each, in order)
-    /// with one prefetch pipeline across all of them; returns the number of k-mers. Thread-safe.
-    pub fn consume_many<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
-        self.with_many_hashes(seqs, |s| self.add_all::<false>(&s.hashes, &mut s.bins))
-    }
-
-    /// [`KTable::consume_many`] for a single writer (see [`KTable::consume_exclusive`]).
-    pub fn consume_many_exclusive<'a>(&mut self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
-        self.with_many_hashes(seqs, |s| self.add_all::<true>(&s.hashes, &mut s.bins))
-    }
-
     /// Runs `f` with the thread's scratch holding the hashes of all `seqs`; returns their number.
     fn with_many_hashes<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>, f: impl FnOnce(&mut Scratch)) -> u64 {
         SCRATCH.with(|cell| {
@@ -481,71 +423,10 @@ impl KTable {
         })
     }
 
-    /// Adds each hash once, in order: the same as [`KTable::add_hash`] on each. Thread-safe.
-    /// Passing the hashes of many reads at once keeps the prefetch pipeline full across reads.
-    pub fn add_hashes(&self, hashes: &[u64]) {
-        Self::with_bins(|bins| self.add_all::<false>(hashes, bins));
-    }
-
     /// [`KTable::add_hashes_exclusive`], calling `each` with every hash, in order, and whether
-    /// it was new (what [`KTable::add_hash`] returns).
+    /// it was new (what [`CountingTable::add_hash`] returns).
     pub fn add_hashes_each_exclusive(&mut self, hashes: &[u64], each: impl FnMut(u64, bool)) {
         Self::with_bins(|bins| self.add_each::<true>(hashes, bins, each));
-    }
-
-    /// [`KTable::add_hashes`] for a single writer (plain loads and stores, see
-    /// [`KTable::consume_exclusive`]).
-    pub fn add_hashes_exclusive(&mut self, hashes: &[u64]) {
-        Self::with_bins(|bins| self.add_all::<true>(hashes, bins));
-    }
-
-    /// Appends the count of every k-mer of `seq` to `out`.
-    pub fn kmer_counts(&self, seq: &[u8], out: &mut Vec<u32>) {
-        self.with_hashes(seq, |s| self.counts_for_hashes(&s.hashes, out));
-    }
-
-    /// Appends the count of each hash to `out` (the same as [`KTable::get_hash`] on each): the
-    /// minimum over the tables taken one table at a time with the bins prefetched (a table's
-    /// huge pages stay in the TLB), then bigcount values where saturated.
-    pub fn counts_for_hashes(&self, hashes: &[u64], out: &mut Vec<u32>) {
-        let start = out.len();
-        with_cells!(self.storage, C => {
-            out.resize(start + hashes.len(), u32::from(C::MAX));
-            let mins = &mut out[start..];
-            for table in &self.tables {
-                table.visit_bins::<C>(hashes, |i, mem, bin| mins[i] = mins[i].min(u32::from(C::count(mem, bin))));
-            }
-            if C::BIGCOUNT && self.use_bigcount {
-                let map = self.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
-                for (count, hash) in mins.iter_mut().zip(hashes) {
-                    if *count == u32::from(C::MAX) {
-                        if let Some(&big) = map.get(hash) {
-                            *count = u32::from(big);
-                        }
-                    }
-                }
-            }
-        });
-    }
-
-    /// khmer's `get_median_count`: (upper median, float32 mean, float32 population stddev) of the
-    /// k-mer counts; `None` when `seq` has no k-mer.
-    pub fn median_count(&self, seq: &[u8]) -> Option<(u32, f32, f32)> {
-        let mut counts = Vec::new();
-        self.kmer_counts(seq, &mut counts);
-        median_mean_stddev(&mut counts)
-    }
-
-    /// khmer's `median_at_least(seq, cutoff)` (the diginorm test): true as soon as
-    /// `(unsigned)(0.5 + n/2.0)` of the n k-mers have count >= `cutoff`, i.e. iff the upper
-    /// median is >= `cutoff`. False when `seq` has no k-mer.
-    pub fn median_at_least(&self, seq: &[u8], cutoff: u32) -> bool {
-        self.with_hashes(seq, |s| self.median_at_least_of(&s.hashes, &mut s.bins, cutoff))
-    }
-
-    /// [`KTable::median_at_least`] of the k-mers with these hashes (in read order).
-    pub fn median_at_least_hashes(&self, hashes: &[u64], cutoff: u32) -> bool {
-        Self::with_bins(|bins| self.median_at_least_of(hashes, bins, cutoff))
     }
 
     fn median_at_least_of(&self, hashes: &[u64], bins: &mut Vec<u64>, cutoff: u32) -> bool {
@@ -558,24 +439,6 @@ impl KTable {
             });
         });
         vote.result()
-    }
-
-    /// khmer's `trim_on_abundance`: length of the longest prefix whose k-mers all have count
-    /// >= `cutoff` (0 when `seq` has exactly one k-mer or none).
-    pub fn trim_on_abundance(&self, seq: &[u8], cutoff: u32) -> usize {
-        self.trim_at(seq, |count| count >= cutoff)
-    }
-
-    /// khmer's `trim_below_abundance`: the same rule keeping k-mers with count <= `cutoff`
-    /// (it cuts at the first k-mer *above* the cutoff; observed with khmer 3.0).
-    pub fn trim_below_abundance(&self, seq: &[u8], cutoff: u32) -> usize {
-        self.trim_at(seq, |count| count <= cutoff)
-    }
-
-    fn trim_at(&self, seq: &[u8], keep: impl Fn(u32) -> bool) -> usize {
-        let mut counts = Vec::new();
-        self.kmer_counts(seq, &mut counts);
-        trim_position(&counts, self.k, seq.len(), keep)
     }
 
     /// One read's share of khmer's `abundance_distribution`: for each k-mer not yet in
@@ -598,11 +461,6 @@ impl KTable {
     /// copy).
     pub fn raw_tables(&self) -> Vec<Vec<u8>> {
         self.tables.iter().map(|t| alloc::snapshot(t.mem.atomics())).collect()
-    }
-
-    /// Saves in khmer's format v4 (gzip for a byte-storage table whose name ends in `.gz`).
-    pub fn save(&self, path: &str) -> Result<()> {
-        khmer_format::save(self, path)
     }
 
     /// Loads a khmer format-v4 file (types 1, 2, 7) with the given hash family (files do not
@@ -665,6 +523,76 @@ impl KTable {
         if tally.unique > 0 {
             self.unique.fetch_add(tally.unique, Relaxed);
         }
+    }
+}
+
+impl CountingTable for KTable {
+    fn ksize(&self) -> usize {
+        self.k
+    }
+    fn holds_counts(&self) -> bool {
+        self.storage != StorageKind::Bit
+    }
+    fn kmer_hashes(&self, seq: &[u8], out: &mut Vec<u64>) {
+        let mut revcomp = REVCOMP.take();
+        self.hashes_into(seq, &mut revcomp, out);
+        REVCOMP.set(revcomp);
+    }
+    fn add_hash(&self, hash: u64) -> bool {
+        with_cells!(self.storage, C => {
+            let tally = self.update::<C, false>(hash, |t| self.tables[t].modulus.rem(hash));
+            self.record(tally);
+            tally.unique == 1
+        })
+    }
+    fn get_hash(&self, hash: u64) -> u32 {
+        with_cells!(self.storage, C => self.count::<C>(hash, |t| self.tables[t].modulus.rem(hash)))
+    }
+    fn add_hashes(&self, hashes: &[u64]) {
+        Self::with_bins(|bins| self.add_all::<false>(hashes, bins));
+    }
+    fn add_hashes_exclusive(&mut self, hashes: &[u64]) {
+        Self::with_bins(|bins| self.add_all::<true>(hashes, bins));
+    }
+    fn counts_for_hashes(&self, hashes: &[u64], out: &mut Vec<u32>) {
+        // The minimum over the tables taken one table at a time with the bins prefetched (a
+        // table's huge pages stay in the TLB), then bigcount values where saturated.
+        let start = out.len();
+        with_cells!(self.storage, C => {
+            out.resize(start + hashes.len(), u32::from(C::MAX));
+            let mins = &mut out[start..];
+            for table in &self.tables {
+                table.visit_bins::<C>(hashes, |i, mem, bin| mins[i] = mins[i].min(u32::from(C::count(mem, bin))));
+            }
+            if C::BIGCOUNT && self.use_bigcount {
+                let map = self.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
+                for (count, hash) in mins.iter_mut().zip(hashes) {
+                    if *count == u32::from(C::MAX) {
+                        if let Some(&big) = map.get(hash) {
+                            *count = u32::from(big);
+                        }
+                    }
+                }
+            }
+        });
+    }
+    fn consume_many<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+        self.with_many_hashes(seqs, |s| self.add_all::<false>(&s.hashes, &mut s.bins))
+    }
+    fn consume_many_exclusive<'a>(&mut self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+        self.with_many_hashes(seqs, |s| self.add_all::<true>(&s.hashes, &mut s.bins))
+    }
+    fn median_at_least_hashes(&self, hashes: &[u64], cutoff: u32) -> bool {
+        Self::with_bins(|bins| self.median_at_least_of(hashes, bins, cutoff))
+    }
+    fn n_occupied(&self) -> u64 {
+        self.occupied.load(Relaxed)
+    }
+    fn n_unique_kmers(&self) -> u64 {
+        self.unique.load(Relaxed)
+    }
+    fn save(&self, path: &str) -> Result<()> {
+        khmer_format::save(self, path)
     }
 }
 

@@ -184,7 +184,7 @@ impl KTable {
     }
 
     /// The k-mers of a counted `batch` (in order) that were new: some bin was empty before
-    /// their increment (what [`KTable::add_hash`] returns true for).
+    /// their increment (what [`super::CountingTable::add_hash`] returns true for).
     pub fn new_kmers<'a>(&self, batch: &'a OwnedBatch) -> impl Iterator<Item = u64> + 'a {
         self.outcomes(batch).filter(|&(_, new, _)| new).map(|(hash, _, _)| hash)
     }

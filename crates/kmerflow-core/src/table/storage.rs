@@ -35,6 +35,11 @@ pub(super) trait Cells {
     fn count(mem: &[AtomicU8], bin: u64) -> u8;
     /// Sets `bin` to `value` (at most [`Cells::MAX`]) by a plain load and store (single writer only).
     fn set_exclusive(mem: &[AtomicU8], bin: u64, value: u8);
+    /// Adds the counters of `src` to those of `dst` (same layout), each sum saturating at
+    /// [`Cells::MAX`]: what counting both inputs' k-mers into one table gives.
+    fn add_counters(dst: &mut [u8], src: &[u8]);
+    /// Number of non-zero counters in `bytes`.
+    fn nonzero_counters(bytes: &[u8]) -> u64;
 }
 
 /// Saturating compare-and-swap increment of the field `(byte >> shift) & mask` (max `mask`).
@@ -92,6 +97,12 @@ impl Cells for ByteCells {
     fn set_exclusive(mem: &[AtomicU8], bin: u64, value: u8) {
         mem[bin as usize].store(value, Relaxed);
     }
+    fn add_counters(dst: &mut [u8], src: &[u8]) {
+        dst.iter_mut().zip(src).for_each(|(d, &s)| *d = d.saturating_add(s));
+    }
+    fn nonzero_counters(bytes: &[u8]) -> u64 {
+        bytes.iter().map(|&b| u64::from(b != 0)).sum()
+    }
 }
 
 /// 4-bit saturating counters, even bin in the high nibble (khmer type 7).
@@ -135,6 +146,13 @@ impl Cells for NibbleCells {
         let (cell, shift) = (&mem[Self::byte_of(bin)], Self::shift(bin));
         cell.store((cell.load(Relaxed) & !(0x0F << shift)) | (value << shift), Relaxed);
     }
+    fn add_counters(dst: &mut [u8], src: &[u8]) {
+        let add = |a: u8, b: u8| (a + b).min(0x0F);
+        dst.iter_mut().zip(src).for_each(|(d, &s)| *d = (add(*d >> 4, s >> 4) << 4) | add(*d & 0x0F, s & 0x0F));
+    }
+    fn nonzero_counters(bytes: &[u8]) -> u64 {
+        bytes.iter().map(|&b| u64::from(b & 0xF0 != 0) + u64::from(b & 0x0F != 0)).sum()
+    }
 }
 
 /// One bit per bin, least significant bit first (khmer type 2).
@@ -170,6 +188,12 @@ impl Cells for BitCells {
     fn set_exclusive(mem: &[AtomicU8], bin: u64, value: u8) {
         let (cell, bit) = (&mem[Self::byte_of(bin)], 1u8 << (bin % 8));
         cell.store(if value > 0 { cell.load(Relaxed) | bit } else { cell.load(Relaxed) & !bit }, Relaxed);
+    }
+    fn add_counters(dst: &mut [u8], src: &[u8]) {
+        dst.iter_mut().zip(src).for_each(|(d, &s)| *d |= s);
+    }
+    fn nonzero_counters(bytes: &[u8]) -> u64 {
+        bytes.iter().map(|&b| u64::from(b.count_ones())).sum()
     }
 }
 
@@ -217,6 +241,26 @@ mod tests {
         }
         assert_eq!(mem[0].load(Relaxed), 0x1F);
         assert_eq!((NibbleCells::count(&mem, 0), NibbleCells::count(&mem, 1)), (1, 15));
+    }
+
+    #[test]
+    fn added_counters_saturate_like_counting_both() {
+        fn check<C: Cells>(size: u64) {
+            let (a, b, both) = (cells(C::bytes_for(size)), cells(C::bytes_for(size)), cells(C::bytes_for(size)));
+            for i in 0..300 * size {
+                let bin = (i * 7 + i / 3) % size;
+                C::increment(if i % 3 == 0 { &a } else { &b }, bin);
+                C::increment(&both, bin);
+            }
+            let bytes = |m: &[AtomicU8]| m.iter().map(|b| b.load(Relaxed)).collect::<Vec<_>>();
+            let mut sum = bytes(&a);
+            C::add_counters(&mut sum, &bytes(&b));
+            assert_eq!(sum, bytes(&both));
+            assert_eq!(C::nonzero_counters(&sum), (0..size).filter(|&bin| C::count(&both, bin) > 0).count() as u64);
+        }
+        check::<ByteCells>(13);
+        check::<NibbleCells>(13);
+        check::<BitCells>(13);
     }
 
     #[test]

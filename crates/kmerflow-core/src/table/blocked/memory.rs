@@ -50,6 +50,13 @@ impl LineMemory {
         unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU8, self.len) }
     }
 
+    /// The bytes, mutably (`&mut self` excludes every other access).
+    pub(super) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: valid and writable for `len` bytes while self lives; `&mut self` excludes
+        // every other access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
     /// The whole writable map (header included) of a mapped memory.
     pub(super) fn map_mut(&mut self) -> Option<&mut memmap2::MmapMut> {
         match &mut self.backing {
