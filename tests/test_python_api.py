@@ -539,7 +539,7 @@ def test_keywords_follow_the_definitions(small_fasta, tmp_path):
                                 metrics=tmp_path / "m.json", quiet=True)
     assert out.exists()
     with pytest.raises(TypeError, match="mate"):
-        kmerflow.normalize_by_median(small_fasta, mate=small_fasta)
+        kmerflow.load_into_counting(out, small_fasta, mate=small_fasta)
 
 
 def test_commands_return_their_summary(small_fasta, tmp_path):

@@ -25,6 +25,7 @@ pub mod filter_abund_single;
 pub mod interleave_reads;
 pub mod load_graph;
 pub mod load_into_counting;
+pub mod mate_args;
 pub mod normalize_by_median;
 pub mod readstats;
 pub mod sample_reads_randomly;

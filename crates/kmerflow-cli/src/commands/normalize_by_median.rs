@@ -1,6 +1,7 @@
 //! `kmerflow normalize-by-median`: khmer's digital normalization (normalize-by-median.py).
 
 use super::counting_args::{CountingArgs, LayoutArgs};
+use super::mate_args::MateArgs;
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::diginorm;
@@ -21,10 +22,18 @@ default 4 tables, about 5 bytes per distinct k-mer of the input give a false-pos
 -M auto does the estimate first (a HyperLogLog pass over the inputs) and sizes the table for
 --fp-rate (default 0.1) within --memory-cap; -U N alone sizes it from N.
 
+R1/R2 files: --mate R2 gives the R2 file of the input before it (one per input); its records
+are the mates of the input's records, in order and by name, and are decided as pairs (as -p on
+the interleaved file). -o OUT1 -O OUT2 write kept pairs as R1/R2 files (else -o gets the kept
+reads interleaved, as khmer writes them; without -o, an input with a mate gets <R1>.keep and
+<R2>.keep). Kept reads without a kept mate (orphans of an interleaved input, -u reads) go to
+--orphans FILE or are left out and counted.
+
 Examples:
   kmerflow normalize-by-median -k 20 -C 20 -M 1G -o normalized.fq reads.fq.gz
   kmerflow normalize-by-median -k 20 -C 20 -M auto -o normalized.fq reads.fq.gz
   kmerflow normalize-by-median -p -k 20 -C 20 -M 4G -o norm.il.fq.gz interleaved.fq.gz
+  kmerflow normalize-by-median -k 20 -C 20 -M auto R1.fq.gz --mate R2.fq.gz -o out1.fq.gz -O out2.fq.gz
   kmerflow normalize-by-median -k 20 -C 5 -M 4G -s table.ct -T 4 -o out.fq a.fq b.fq
   kmerflow normalize-by-median -k 31 -C 20 -M 4G --layout blocked -o out.fq reads.fq")]
 pub struct Args {
@@ -69,6 +78,8 @@ pub struct Args {
     /// read-by-read pass on two cores.
     #[arg(long = "batched")]
     pub batched: bool,
+    #[command(flatten)]
+    pub mates: MateArgs,
     /// Input sequence files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
@@ -78,7 +89,7 @@ pub struct Args {
 
 /// Runs `normalize-by-median` (output is identical for any number of threads).
 pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
-    let inputs: Vec<String> = args.inputs.iter().chain(&args.unpaired).cloned().collect();
+    let inputs: Vec<String> = args.inputs.iter().chain(&args.mates.mate).chain(&args.unpaired).cloned().collect();
     ctx.run.progress().plan_passes(1);
     let table = args.counting.resolved_params(args.force, &inputs, args.loadgraph.is_some(), ctx)?;
     let opts = diginorm::Options {
@@ -92,6 +103,9 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
         report: args.report,
         report_frequency: args.report_frequency.max(1),
         output: args.output,
+        output2: args.mates.output2,
+        orphans: args.mates.orphans,
+        mates: args.mates.mate,
         compression: args.compression.compression(),
         force: args.force,
         batched: args.batched,

@@ -218,6 +218,18 @@ pub struct MateCounts {
     pub orphans_dropped: u64,
 }
 
+impl std::ops::Add for MateCounts {
+    type Output = MateCounts;
+
+    fn add(self, other: MateCounts) -> MateCounts {
+        MateCounts {
+            pairs: self.pairs + other.pairs,
+            orphans_written: self.orphans_written + other.orphans_written,
+            orphans_dropped: self.orphans_dropped + other.orphans_dropped,
+        }
+    }
+}
+
 /// Writes a command's kept reads to a [`PairedOutput`] (see the module documentation).
 pub struct MateWriter {
     first: OutputFile,

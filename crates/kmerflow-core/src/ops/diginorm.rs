@@ -14,7 +14,10 @@ use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, HashedBatch};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, resize_hint, target_rate, TableParams};
-use crate::io::{Compression, OutputFile, PairMode, Staged};
+use crate::io::mates::paired_inputs;
+use crate::io::{
+    Compression, MateBuffers, MateCounts, MateWriter, OutputFile, PairMode, PairedInput, PairedOutput, Staged,
+};
 use crate::kmer::twobit;
 use crate::pipeline::run_ordered;
 use crate::run::metrics;
@@ -39,6 +42,9 @@ pub const MAX_FP_RATE: f64 = 0.8;
 pub struct Options {
     /// Input files, in order.
     pub inputs: Vec<String>,
+    /// R2 files (`--mate`): none, or one per input, whose records are the mates of the input's
+    /// records (see [`crate::io::mates`]).
+    pub mates: Vec<String>,
     /// Table sizing (`-k`, `-N`, `-x`, `-M`, `--small-count`, ...). `ksize` is also the
     /// minimum read length, as in khmer (even with `--loadgraph`).
     pub table: TableParams,
@@ -58,8 +64,13 @@ pub struct Options {
     pub report: Option<String>,
     /// `--report-frequency`.
     pub report_frequency: u64,
-    /// `-o/--output` (`-` = stdout); per-input `<basename>.keep` otherwise.
+    /// `-o/--output` (`-` = stdout); per-input `<basename>.keep` otherwise (for an input with a
+    /// mate file, `<R1 basename>.keep` and `<R2 basename>.keep` as R1/R2 outputs).
     pub output: Option<String>,
+    /// `-O/--output2`: with `output`, kept pairs go to R1/R2 files (`output`, this).
+    pub output2: Option<String>,
+    /// `--orphans`: with R1/R2 outputs, the kept reads without a kept mate (else left out).
+    pub orphans: Option<String>,
     /// `--gzip`/`--bzip`; `None` chooses by the output name's extension.
     pub compression: Option<Compression>,
     /// `-f/--force`: skip unreadable inputs, accept a high FP rate.
@@ -76,6 +87,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             inputs: Vec::new(),
+            mates: Vec::new(),
             table: TableParams::default(),
             cutoff: 20,
             paired: false,
@@ -86,6 +98,8 @@ impl Default for Options {
             report: None,
             report_frequency: 100_000,
             output: None,
+            output2: None,
+            orphans: None,
             compression: None,
             force: false,
             batched: false,
@@ -112,6 +126,10 @@ pub struct Summary {
     /// `[reads examined, reads kept]` every 10,000 reads, at each report point (every
     /// `--report-frequency` reads) and at the end of each file: the keep curve.
     pub keep_curve: Vec<[u64; 2]>,
+    /// With R1/R2 outputs: pairs written, and reads without a kept mate written to `--orphans`
+    /// or left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mates: Option<MateCounts>,
 }
 
 /// The k-mer hash function of a table, usable by the workers while the table is updated.
@@ -160,7 +178,7 @@ const KEEP_CURVE_EVERY: u64 = 10_000;
 
 impl Normalizer<'_> {
     /// Decides, counts and writes the bundles of one cleaned batch, in order.
-    fn process(&mut self, path: &str, table: &mut AnyTable, hb: &HashedBatch, out: &mut Vec<u8>) -> Result<()> {
+    fn process(&mut self, path: &str, table: &mut AnyTable, hb: &HashedBatch, out: &mut MateBuffers) -> Result<()> {
         match table {
             AnyTable::Khmer(t) => self.process_in(path, t, hb, out),
             AnyTable::Blocked(t) => self.process_in(path, t, hb, out),
@@ -173,7 +191,7 @@ impl Normalizer<'_> {
         path: &str,
         table: &mut T,
         hb: &HashedBatch,
-        out: &mut Vec<u8>,
+        out: &mut MateBuffers,
     ) -> Result<()> {
         match self.runner.take() {
             Some(mut runner) => {
@@ -205,7 +223,7 @@ impl Normalizer<'_> {
         pass: &mut impl ReadCounts,
         hb: &HashedBatch,
         bundles: Range<usize>,
-        out: &mut Vec<u8>,
+        out: &mut MateBuffers,
     ) -> Result<()> {
         let cutoff = self.opts.cutoff;
         for b in hb.reads.bundle_reads().skip(bundles.start).take(bundles.len()) {
@@ -214,9 +232,10 @@ impl Normalizer<'_> {
             if !discard {
                 for i in b.iter() {
                     pass.add(hb.kmers[i].clone());
-                    crate::io::write_record(out, &hb.reads.record(i));
                     self.summary.kept += 1;
                 }
+                let [first, second] = b.reads().map(|i| i.map(|i| hb.reads.record(i)));
+                out.push(first.as_ref(), second.as_ref());
             }
             if self.summary.total >= self.next_curve_at {
                 self.next_curve_at = self.summary.total + KEEP_CURVE_EVERY;
@@ -256,13 +275,21 @@ impl Normalizer<'_> {
         Ok(())
     }
 
-    /// Normalizes one input file into `out`.
-    fn run_file(&mut self, table: &mut AnyTable, path: &str, mode: PairMode, out: &mut OutputFile) -> Result<()> {
+    /// Normalizes one input into `out`.
+    fn run_file(
+        &mut self,
+        table: &mut AnyTable,
+        input: &PairedInput,
+        mode: PairMode,
+        out: &mut MateWriter,
+    ) -> Result<()> {
         let start = self.summary.total;
         let ctx = self.ctx;
-        let source = bundle_source(path, mode, self.opts.table.ksize, ctx)?;
+        let name = input.name();
+        let path = name.as_str();
+        let source = bundle_source(input, mode, self.opts.table.ksize, ctx)?;
         let (mut short, mut kmers) = (0, 0);
-        let mut buf = Vec::new();
+        let mut buf = out.buffers();
         let hasher = BatchHasher::of(table);
         run_ordered(
             ctx,
@@ -278,7 +305,7 @@ impl Normalizer<'_> {
                 kmers += hb.hashes.len() as u64;
                 buf.clear();
                 self.process(path, table, &hb, &mut buf)?;
-                write_to(out, &buf)
+                out.write(&buf)
             },
         )?;
         self.summary.short_dropped += short;
@@ -300,6 +327,16 @@ impl Normalizer<'_> {
     }
 }
 
+/// The per-input output when there is no `-o`: `<basename>.keep`, or R1/R2 files
+/// `<R1 basename>.keep` and `<R2 basename>.keep` for an input with a mate file.
+fn keep_output(input: &PairedInput) -> PairedOutput {
+    let keep = |f: &str| derived_name(f, ".keep", None);
+    match &input.mate {
+        Some(mate) => PairedOutput::two_files(keep(&input.path), keep(mate)),
+        None => PairedOutput::single(keep(&input.path)),
+    }
+}
+
 /// Runs normalize-by-median within `ctx` (threads, messages, cancellation).
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     // khmer's k <= 32 limit applies to its layout only (checked again once a loaded table's
@@ -311,19 +348,27 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         return Err(Error::invalid(format!("cutoff {} must be in 0..256", opts.cutoff)));
     }
     ctx.progress().begin_pass("normalizing");
-    let reads: Vec<&String> = opts.inputs.iter().chain(&opts.unpaired).collect();
-    let keep: Vec<String> = match &opts.output {
-        Some(path) => vec![path.clone()],
-        None => reads.iter().map(|f| derived_name(f, ".keep", None)).collect(),
+    let mut inputs = paired_inputs(&opts.inputs, &opts.mates)?;
+    inputs.extend(opts.unpaired.iter().map(PairedInput::single));
+    let single = PairedOutput::from_flags(opts.output.clone(), opts.output2.clone(), opts.orphans.clone())?;
+    let keep: Vec<PairedOutput> = match &single {
+        Some(out) => vec![out.clone()],
+        None => inputs.iter().map(keep_output).collect(),
     };
     let side = [&opts.savegraph, &opts.report].into_iter().flatten();
-    crate::io::refuse_inputs_as_outputs(reads.iter().copied().chain(&opts.loadgraph), keep.iter().chain(side))?;
+    crate::io::refuse_inputs_as_outputs(
+        inputs.iter().flat_map(PairedInput::paths).chain(&opts.loadgraph),
+        keep.iter().flat_map(PairedOutput::paths).chain(side),
+    )?;
     if opts.paired && opts.force_single {
         return Err(Error::invalid("-p/--paired and --force_single cannot both be set"));
     }
+    if opts.force_single && keep.iter().any(PairedOutput::is_split) {
+        return Err(Error::invalid("--force_single decides reads alone: R1/R2 outputs need pairs (use one -o)"));
+    }
     if opts.output.is_none() {
         let mut seen = std::collections::HashSet::new();
-        for f in &opts.inputs {
+        for f in inputs.iter().flat_map(PairedInput::paths) {
             if is_stdin(f) {
                 return Err(Error::invalid("reading from stdin requires -o/--output"));
             }
@@ -386,29 +431,27 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         PairMode::BrokenPaired
     };
     let extra_mode = if opts.force_single { PairMode::ForceSingle } else { PairMode::BrokenPaired };
-    let mut files: Vec<(&str, PairMode)> = opts.inputs.iter().map(|f| (f.as_str(), main_mode)).collect();
-    if let Some(u) = &opts.unpaired {
-        files.push((u.as_str(), extra_mode));
-    }
+    let n_main = opts.inputs.len();
+    let files = inputs.iter().enumerate().map(|(i, input)| (input, if i < n_main { main_mode } else { extra_mode }));
 
-    let mut single = match &opts.output {
-        Some(path) => Some(create_output(path, opts.compression, ctx)?),
-        None => None,
-    };
+    let mut single = single.map(|out| MateWriter::create(&out, opts.compression, ctx)).transpose()?;
+    let mut mates: Option<MateCounts> = single.as_ref().filter(|w| w.is_split()).map(MateWriter::counts);
     // Every output appears only once the run has passed its final check.
     let mut staged = Vec::new();
-    for (path, mode) in files {
+    for (i, (input, mode)) in files.enumerate() {
+        let path = &input.path;
         let result = match single.as_mut() {
-            Some(out) => norm.run_file(&mut table, path, mode, out),
-            None => {
-                let name = derived_name(path, ".keep", None);
-                create_output(&name, opts.compression, ctx).and_then(|mut out| {
-                    norm.run_file(&mut table, path, mode, &mut out)?;
-                    ctx.info(format!("output in {name}"));
-                    staged.push(out.close()?);
-                    Ok(())
-                })
-            }
+            Some(writer) => norm.run_file(&mut table, input, mode, writer),
+            None => MateWriter::create(&keep[i], opts.compression, ctx).and_then(|mut writer| {
+                norm.run_file(&mut table, input, mode, &mut writer)?;
+                let names: Vec<&str> = keep[i].paths().map(String::as_str).collect();
+                ctx.info(format!("output in {}", names.join(" and ")));
+                if writer.is_split() {
+                    mates = Some(mates.unwrap_or_default() + writer.counts());
+                }
+                staged.extend(writer.close()?);
+                Ok(())
+            }),
         };
         if let Err(e) = result {
             if !opts.force || e.is_broken_pipe() {
@@ -420,9 +463,19 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             norm.summary.skipped_files.push(path.to_string());
         }
     }
-    staged.extend(single.map(OutputFile::close).transpose()?);
+    if let Some(writer) = single {
+        mates = mates.map(|_| writer.counts());
+        staged.extend(writer.close()?);
+    }
     staged.extend(norm.report.take().map(OutputFile::close).transpose()?);
     let mut summary = norm.summary;
+    if let Some(m) = mates.filter(|m| m.orphans_dropped > 0) {
+        ctx.info(format!(
+            "{} kept reads without a kept mate were left out of the R1/R2 outputs (--orphans FILE keeps them)",
+            m.orphans_dropped
+        ));
+    }
+    summary.mates = mates;
     summary.unique_kmers = table.n_unique_kmers();
     ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
     summary.fp_rate = any_fp_rate(&table);

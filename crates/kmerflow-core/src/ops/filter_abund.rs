@@ -10,7 +10,7 @@ use super::count::consume_file;
 use super::read_filter::{bundle_source, check_ksize, clean_batch, trim_record, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParams};
-use crate::io::{Compression, OutputFile, PairMode};
+use crate::io::{Compression, OutputFile, PairMode, PairedInput};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
 use crate::table::CountingTable;
@@ -120,7 +120,7 @@ fn filter_file(
     ctx: &RunContext,
 ) -> Result<()> {
     let z = p.variable_coverage.then_some(p.normalize_to);
-    let source = bundle_source(input, PairMode::ForceSingle, table.ksize(), ctx)?;
+    let source = bundle_source(&PairedInput::single(input), PairMode::ForceSingle, table.ksize(), ctx)?;
     run_ordered(
         ctx,
         source,

@@ -10,7 +10,7 @@
 //! table cells ahead, so that the memory latency of the large tables overlaps.
 
 use super::sizing::TableParams;
-use crate::io::{BundleBatch, FastxReader, PairMode, PairedReader, Record};
+use crate::io::{BundleBatch, PairMode, PairedInput, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::run::RunContext;
 use crate::table::CountingTable;
@@ -75,6 +75,11 @@ impl BundleReads {
     /// The record indices, read 1 first.
     pub fn iter(&self) -> impl Iterator<Item = usize> {
         std::iter::once(self.first).chain(self.second)
+    }
+
+    /// The record index of read 1 and of its mate, if any.
+    pub fn reads(&self) -> [Option<usize>; 2] {
+        [Some(self.first), self.second]
     }
 }
 
@@ -143,16 +148,16 @@ impl HashedBatch {
     }
 }
 
-/// The batches of bundles of `path` (khmer's `broken_paired_reader` with `mode` and
-/// `min_length`), read within the run `ctx`, as a source for the ordered pipeline.
+/// The batches of bundles of `input` (one file: khmer's `broken_paired_reader` with `mode` and
+/// `min_length`; R1/R2 files: see [`PairedInput::open`]), read within the run `ctx`, as a
+/// source for the ordered pipeline.
 pub fn bundle_source(
-    path: &str,
+    input: &PairedInput,
     mode: PairMode,
     min_length: usize,
     ctx: &RunContext,
 ) -> Result<impl Iterator<Item = Result<BundleBatch>> + Send> {
-    let reader = PairedReader::new(FastxReader::open_in(path, ctx)?, mode, Some(min_length));
-    Ok(super::reads::bundle_batches(reader))
+    Ok(super::reads::bundle_batches(input.open(mode, Some(min_length), ctx)?))
 }
 
 /// What khmer's `trim_record` does with one read.

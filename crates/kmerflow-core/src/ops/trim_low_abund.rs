@@ -13,7 +13,7 @@ use super::read_filter::{self, bundle_source, check_ksize, clean_batch, trim_rec
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParams};
 use super::SummaryFormat;
-use crate::io::{write_record, Compression, OutputFile, PairMode, Staged};
+use crate::io::{write_record, Compression, OutputFile, PairMode, PairedInput, Staged};
 use crate::pipeline::run_ordered;
 use crate::run::{metrics, RunContext};
 use crate::table::CountingTable;
@@ -270,7 +270,7 @@ fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, 
 /// Trims the reads of one non-empty set-aside file into `out`.
 fn pass2_reads(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
     let ctx = t.ctx;
-    let source = bundle_source(&job.pass2, PairMode::ForceSingle, table.ksize(), ctx)?;
+    let source = bundle_source(&PairedInput::single(&job.pass2), PairMode::ForceSingle, table.ksize(), ctx)?;
     run_ordered(
         ctx,
         source,
@@ -436,7 +436,7 @@ fn run_passes<'a>(
         let (mut buf, mut aside) = (Vec::new(), Vec::new());
         run_ordered(
             ctx,
-            bundle_source(input, mode, table.ksize(), ctx)?,
+            bundle_source(&PairedInput::single(input), mode, table.ksize(), ctx)?,
             || |bb| Ok(HashedBatch::new(bb, Cleaning::Parser, &hasher)),
             |hb: HashedBatch| {
                 ctx.metrics().add_count(metrics::KMERS, hb.hashes.len() as u64);
