@@ -130,7 +130,7 @@ def test_usage_of_the_mate_flags(mates, tmp_path: Path) -> None:
 
 def test_python_keywords(mates, tmp_path: Path) -> None:
     _, r1, r2 = mates
-    result = kmerflow.normalize_by_median([r1], mate=[r2], output=tmp_path / "a", output2=tmp_path / "b",
+    result = kmerflow.normalize_by_median([r1], mate=[r2], output=tmp_path / "a", mate_output=tmp_path / "b",
                                           ksize=17, cutoff=5, max_tablesize=1e6, n_tables=2, quiet=True)
     assert result.summary["mates"]["pairs"] * 2 == result.summary["kept"] > 0
     assert (tmp_path / "a").read_bytes().count(b">") == result.summary["mates"]["pairs"]

@@ -1,5 +1,5 @@
 //! The R1/R2 flags shared by the commands that keep pairs (see `kmerflow_core::io::mates`):
-//! `--mate R2` beside each input, `-O/--output2 R2_OUT` beside `-o`, `--orphans FILE`.
+//! `--mate R2` beside each input, `-O/--mate-output R2_OUT` beside `-o`, `--orphans FILE`.
 
 use clap::Args;
 
@@ -11,7 +11,7 @@ pub struct MateArgs {
     #[arg(long, value_name = "R2")]
     pub mate: Vec<String>,
     /// Write kept pairs as R1/R2 files: first mates to -o, second mates to this file
-    #[arg(short = 'O', long = "output2", value_name = "R2_OUT", requires = "output")]
+    #[arg(short = 'O', long = "mate-output", value_name = "R2_OUT", requires = "output")]
     pub output2: Option<String>,
     /// With -O: write kept reads whose mate is not kept here (else they are left out and counted)
     #[arg(long, value_name = "FILE", requires = "output2")]

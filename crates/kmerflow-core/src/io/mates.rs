@@ -122,8 +122,8 @@ impl PairedOutput {
     pub fn from_flags(path: Option<String>, mate: Option<String>, orphans: Option<String>) -> Result<Option<Self>> {
         match (path, mate, orphans) {
             (None, None, None) => Ok(None),
-            (None, _, _) => Err(Error::invalid("-O/--output2 and --orphans need -o/--output (the R1 output)")),
-            (Some(_), None, Some(_)) => Err(Error::invalid("--orphans needs -O/--output2 (R1/R2 outputs)")),
+            (None, _, _) => Err(Error::invalid("-O/--mate-output and --orphans need -o/--output (the R1 output)")),
+            (Some(_), None, Some(_)) => Err(Error::invalid("--orphans needs -O/--mate-output (R1/R2 outputs)")),
             (Some(path), mate, orphans) => Ok(Some(PairedOutput { path, mate, orphans })),
         }
     }

@@ -67,7 +67,7 @@ pub struct Options {
     /// `-o/--output` (`-` = stdout); per-input `<basename>.keep` otherwise (for an input with a
     /// mate file, `<R1 basename>.keep` and `<R2 basename>.keep` as R1/R2 outputs).
     pub output: Option<String>,
-    /// `-O/--output2`: with `output`, kept pairs go to R1/R2 files (`output`, this).
+    /// `-O/--mate-output`: with `output`, kept pairs go to R1/R2 files (`output`, this).
     pub output2: Option<String>,
     /// `--orphans`: with R1/R2 outputs, the kept reads without a kept mate (else left out).
     pub orphans: Option<String>,
