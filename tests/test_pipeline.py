@@ -182,11 +182,14 @@ def test_failing_sample_with_keep_going(inputs: Path, client, tmp_path: Path):
     (tmp_path / "bad.fq").write_text("@r1\nACGTACGTAC\n+\nIII\n")
     sheet = tmp_path / "samples.csv"
     sheet.write_text(f"sample,r1\nc,{inputs / 'c_1.fq'}\nbad,bad.fq\n")
-    out = tmp_path / "out"
+    out, scratch = tmp_path / "out", tmp_path / "scratch"
     # By scheduler address, as for any running cluster.
     result = run(sheet, out, config=inputs / "steps.toml", scheduler=client.scheduler.address,
-                 keep_going=True, log=lambda m: None)
+                 keep_going=True, scratch=scratch, log=lambda m: None)
     assert result.status == {"c": "done", "bad": "failed"}
+    # The completed sample's intermediates are removed from --scratch, the failed one's kept.
+    assert not (scratch / "c").exists() and (scratch / "bad").is_dir()
+    assert not (out / ".scratch").exists()
     assert "normalize" in result.errors["bad"] and "bad.fq" in result.errors["bad"]
     assert (out / "c" / "c.renormalize.fq").stat().st_size > 0
     summary = json.loads((out / "bad" / "bad.summary.json").read_text())
@@ -219,11 +222,42 @@ def test_resume_after_killed_run(inputs: Path, finished: Path, tmp_path: Path):
     # Whatever final output exists is complete (equal to the clean run's).
     for p in out.glob("*/*.fq"):
         assert p.read_bytes() == (finished / p.parent.name / p.name).read_bytes(), p
+    # A temporary an interrupted write leaves (the kill may have left real ones too).
+    (out / "a" / ".a.filter.fq.tmp-999999-x1").write_text("@half")
     rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert "resuming after" in rerun.stderr
+    assert list(out.glob("*/.*")) == []  # the interrupted run's temporaries removed
     for p in finished.glob("*/*.fq"):
         assert (out / p.parent.name / p.name).read_bytes() == p.read_bytes(), p
+
+
+def test_one_run_per_outdir_and_a_dead_holder_is_taken_over(inputs: Path, tmp_path: Path):
+    from kmerflow.pipeline.lock import LOCK_NAME, OutdirLock
+
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, pathlib; from kmerflow.pipeline.lock import OutdirLock; "
+         "OutdirLock(pathlib.Path(sys.argv[1])).acquire(); print('held', flush=True); "
+         "sys.stdin.read()", str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        proc = subprocess.run(_pipeline_cmd(inputs / "samples.tsv", "-o", out, "--config",
+                                            inputs / "steps.toml"),
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"pid {holder.pid} on " in lines[0] and str(out) in lines[0], \
+            proc.stderr
+        assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]  # nothing started
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder died without cleaning up: its lock file is taken over.
+    assert f"pid {holder.pid} " in (out / LOCK_NAME).read_text()
+    with OutdirLock(out):
+        assert (out / LOCK_NAME).read_text().startswith(f"pid {os.getpid()} on ")
 
 
 @pytest.mark.parametrize("sheet, message", [

@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from distributed.diagnostics.plugin import WorkerPlugin
+
 from kmerflow.pipeline import tasks
+from kmerflow.pipeline.lock import remove_leftovers
 from kmerflow.pipeline.manifest import Manifest, resume_index
 from kmerflow.pipeline.plan import SampleDirs, StepPlan, plan_steps, sample_dirs
 from kmerflow.pipeline.samplesheet import Sample
@@ -148,6 +151,7 @@ class Driver:
     def _start_more(self, waiting: deque[SampleRun], completed: Any) -> None:
         while waiting and sum(r.status == "running" for r in self.runs) < self.max_active:
             sample_run = waiting.popleft()
+            remove_leftovers(sample_run.dirs.out)
             first = resume_index(sample_run.plans, sample_run.manifest)
             sample_run.skipped_steps = [p.name for p in sample_run.plans[:first]]
             if first == len(sample_run.plans) and sample_run.manifest.data.get("complete"):
@@ -273,12 +277,40 @@ class Driver:
         return rows
 
 
-def local_cluster(n_workers: Optional[int]) -> Any:
+def local_cluster(n_workers: Optional[int], pin_cpus: bool = False) -> Any:
     """A LocalCluster of single-thread worker processes (one per CPU by default), without a
-    memory limit (the tables are sized by the steps' parameters) or dashboard."""
+    memory limit (the tables are sized by the steps' parameters) or dashboard. ``pin_cpus``
+    gives worker ``i`` the ``i``-th CPU of this process's affinity mask alone (see
+    :class:`PinCpu`)."""
     import dask
-    from distributed import LocalCluster
+    from distributed import Client, LocalCluster
 
     with dask.config.set({"distributed.scheduler.worker-saturation": WORKER_SATURATION}):
-        return LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
-                            processes=True, memory_limit=0, dashboard_address=None)
+        cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
+                               processes=True, memory_limit=0, dashboard_address=None)
+    if pin_cpus:
+        with Client(cluster) as client:
+            client.register_plugin(PinCpu(sorted(os.sched_getaffinity(0))))
+    return cluster
+
+
+class PinCpu(WorkerPlugin):
+    """A Dask worker plugin that confines each worker process of a LocalCluster, all its threads
+    and the ones it starts later (a command's reader and writer threads), to one CPU: worker
+    ``i`` (LocalCluster names its workers 0, 1, ...) gets ``cpus[i % len(cpus)]``. A
+    single-thread worker then uses one core, whatever the command's own threads, like a worker
+    with a dedicated core."""
+
+    name = "kmerflow-pin-cpu"
+
+    def __init__(self, cpus: list[int]) -> None:
+        self.cpus = cpus
+
+    def setup(self, worker: Any) -> None:
+        """Pin every thread of the worker process."""
+        cpu = self.cpus[int(worker.name) % len(self.cpus)]
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                os.sched_setaffinity(int(tid), {cpu})
+            except ProcessLookupError:  # a thread that just ended
+                pass
