@@ -153,6 +153,10 @@ def test_reports_and_multiqc(finished: Path, tmp_path: Path):
     assert 0 < run_info["stats"]["utilisation"] <= 1
     assert {t["step"] for t in run_info["timeline"]} >= {"normalize", "filter", "extract"}
     assert any(t["kind"] == "chunk" for t in run_info["timeline"])
+    # The histogram: chunk counts, their tables added in a tree (3 chunks: 2 additions), then
+    # abundance-dist (its output equals abundance-dist-single's: the test above).
+    kinds = [t["kind"] for t in run_info["timeline"] if t["sample"] == "a" and t["step"] == "histogram"]
+    assert sorted(kinds) == ["add", "add", "chunk", "chunk", "chunk", "step"]
     page = (finished / "kmerflow_report.html").read_text()
     assert page.count("<svg") == 4 and "samples/hour" in page and "src=" not in page
     # The real MultiQC picks the custom-content files up unmodified.
@@ -286,6 +290,25 @@ def test_help_lists_the_pipeline():
     assert "kmerflow pipeline SAMPLESHEET" in kmerflow("--help").stdout.decode()
     usage = subprocess.run(_pipeline_cmd("--help"), capture_output=True, text=True)
     assert usage.returncode == 0 and "--keep-going" in usage.stdout
+
+
+def test_counted_histogram_falls_back_when_a_sum_may_pass_255(tmp_path: Path):
+    """A k-mer seen 150 times in each of two chunks: its summed counter reads 255 where counting
+    the whole file (bigcount) gives 300; the step then runs abundance-dist-single."""
+    from kmerflow.pipeline import tasks
+
+    reads = tmp_path / "r.fa"
+    reads.write_text("".join(f">r{i}\n{'ACGTTGCAAGGCTTAACCGGTA'}\n" for i in range(300)))
+    opts = {"ksize": 20, "n_tables": 2, "max_tablesize": 1e5}
+    tables = [tasks.count_chunk(str(reads), 2, i, opts, str(tmp_path / f"{i}.ct")) for i in (0, 1)]
+    total = tasks.add_tables(*tables, str(tmp_path / "sum.ct"))
+    hist = tmp_path / "hist.csv"
+    result = tasks.run_counted(total, "abundance_dist", {}, "abundance_dist_single", opts,
+                               [str(reads), str(hist)], {"histogram": str(hist)})
+    kmerflow("abundance-dist-single", "-k", "20", "-N", "2", "-x", "1e5", reads, tmp_path / "one.csv")
+    assert hist.read_bytes() == (tmp_path / "one.csv").read_bytes()
+    assert b"\n300," in hist.read_bytes()
+    assert result["outputs"]["histogram"]["size"] > 0 and not list(tmp_path.glob("*.ct"))
 
 
 def test_chunk_cuts_fall_between_pairs_at_record_starts(tmp_path: Path):
