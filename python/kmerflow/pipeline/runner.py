@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from distributed.diagnostics.plugin import WorkerPlugin
-
 from kmerflow.pipeline import tasks
 from kmerflow.pipeline.lock import remove_leftovers
 from kmerflow.pipeline.manifest import Manifest, resume_index
@@ -312,40 +310,12 @@ class Driver:
         return rows
 
 
-def local_cluster(n_workers: Optional[int], pin_cpus: bool = False) -> Any:
+def local_cluster(n_workers: Optional[int]) -> Any:
     """A LocalCluster of single-thread worker processes (one per CPU by default), without a
-    memory limit (the tables are sized by the steps' parameters) or dashboard. ``pin_cpus``
-    gives worker ``i`` the ``i``-th CPU of this process's affinity mask alone (see
-    :class:`PinCpu`)."""
+    memory limit (the tables are sized by the steps' parameters) or dashboard."""
     import dask
-    from distributed import Client, LocalCluster
+    from distributed import LocalCluster
 
     with dask.config.set({"distributed.scheduler.worker-saturation": WORKER_SATURATION}):
-        cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
-                               processes=True, memory_limit=0, dashboard_address=None)
-    if pin_cpus:
-        with Client(cluster) as client:
-            client.register_plugin(PinCpu(sorted(os.sched_getaffinity(0))))
-    return cluster
-
-
-class PinCpu(WorkerPlugin):
-    """A Dask worker plugin that confines each worker process of a LocalCluster, all its threads
-    and the ones it starts later (a command's reader and writer threads), to one CPU: worker
-    ``i`` (LocalCluster names its workers 0, 1, ...) gets ``cpus[i % len(cpus)]``. A
-    single-thread worker then uses one core, whatever the command's own threads, like a worker
-    with a dedicated core."""
-
-    name = "kmerflow-pin-cpu"
-
-    def __init__(self, cpus: list[int]) -> None:
-        self.cpus = cpus
-
-    def setup(self, worker: Any) -> None:
-        """Pin every thread of the worker process."""
-        cpu = self.cpus[int(worker.name) % len(self.cpus)]
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                os.sched_setaffinity(int(tid), {cpu})
-            except ProcessLookupError:  # a thread that just ended
-                pass
+        return LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
+                            processes=True, memory_limit=0, dashboard_address=None)
