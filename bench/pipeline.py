@@ -10,8 +10,9 @@ reads (``ecoli50_1.fq`` / ``ecoli50_2.fq.gz``, made by ``../shared/bench/make-da
 runs the default protocol on a LocalCluster of 2 single-thread workers twice: samples
 concurrently (the default scheduling) and one after another (``max_active=1``, the same task
 graph per sample). Reports utilisation (busy worker-thread seconds / available worker-thread
-seconds), samples/hour and their ratio, writes a Markdown table and both runs' HTML reports
-(with the per-worker timeline) to ``--out``.
+seconds), samples/hour and their ratio, the CPU seconds of the workers and of this process
+(client and scheduler) and ``uptime``'s load before and after each run; writes a Markdown table
+and both runs' HTML reports (with the per-worker timeline) to ``--out``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import argparse
 import datetime
 import gzip
 import itertools
-import os
 import shutil
 import subprocess
 import sys
@@ -64,8 +64,18 @@ def build_samples(data: Path, work: Path) -> Path:
     return sheet
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far (all its threads)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_once(sheet: Path, out: Path, max_active: int | None) -> dict:
-    """One pipeline run on a fresh LocalCluster of 2 single-thread workers."""
+    """One pipeline run on a fresh LocalCluster of 2 single-thread workers; its stats plus the
+    CPU seconds the workers and this process (the client and, in a LocalCluster, the scheduler)
+    spent during the run."""
     import distributed
 
     from kmerflow.pipeline import run
@@ -75,37 +85,51 @@ def run_once(sheet: Path, out: Path, max_active: int | None) -> dict:
     cluster = local_cluster(2)
     try:
         with distributed.Client(cluster) as client:
+            before = (client.run(_cpu_seconds), _cpu_seconds())
             result = run(sheet, out, config=sheet.parent / "steps.toml", client=client,
                          max_active=max_active, log=lambda m: print(f"  {m}", flush=True))
+            after = (client.run(_cpu_seconds), _cpu_seconds())
     finally:
         cluster.close()
     assert result.ok, result.errors
-    return result.stats
+    stats = dict(result.stats)
+    stats["worker_cpu_seconds"] = sum(after[0].values()) - sum(before[0].values())
+    stats["client_cpu_seconds"] = after[1] - before[1]
+    return stats
 
 
-def write_results(stats: dict[str, dict], loads: dict[str, float], work: Path, out: Path) -> str:
+def load_average() -> str:
+    """``uptime``'s load averages (1, 5, 15 minutes)."""
+    text = subprocess.run(["uptime"], capture_output=True, text=True).stdout
+    return text.rsplit("load average:", 1)[-1].strip()
+
+
+def write_results(stats: dict[str, dict], loads: dict[str, tuple[str, str]], work: Path,
+                  out: Path, name: str) -> str:
     """The Markdown table of both runs and the copies of their HTML reports in ``out``."""
     day = datetime.date.today().isoformat()
     out.mkdir(parents=True, exist_ok=True)
     for label in stats:
         shutil.copy(work / label.replace(" ", "-") / "kmerflow_report.html",
-                    out / f"{day}-pipeline-{label.replace(' ', '-')}.html")
+                    out / f"{name}-{label.replace(' ', '-')}.html")
     conc, seq = stats["concurrent"], stats["one after another"]
     lines = [f"# kmerflow pipeline, 8 samples ({min(SIZES) // 1000}k-{max(SIZES) // 1000}k "
              f"pairs), LocalCluster 2 x 1 thread, {day}", "",
-             "| run | wall s | busy thread-s | utilisation | samples/hour | load average |",
-             "|---|---|---|---|---|---|"]
+             "| run | wall s | busy thread-s | utilisation | samples/hour | worker CPU-s | "
+             "client+scheduler CPU-s | load before | load after |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for label, s in stats.items():
         lines.append(f"| {label} | {s['wall_seconds']:.1f} | {s['busy_thread_seconds']:.1f} | "
                      f"{100 * s['utilisation']:.1f} % | {s['samples_per_hour']:.1f} | "
-                     f"{loads.get(label, float('nan')):.1f} |")
+                     f"{s['worker_cpu_seconds']:.1f} | {s['client_cpu_seconds']:.1f} | "
+                     f"{loads[label][0]} | {loads[label][1]} |")
     lines += ["",
               f"Throughput ratio concurrent / one after another: measured "
               f"{conc['samples_per_hour'] / seq['samples_per_hour']:.2f}x; at equal task "
-              f"durations (the utilisation ratio, what dedicated cores give) "
+              f"durations (the utilisation ratio) "
               f"{conc['utilisation'] / seq['utilisation']:.2f}x.", ""]
     text = "\n".join(lines)
-    (out / f"{day}-pipeline.md").write_text(text)
+    (out / f"{name}.md").write_text(text)
     return text
 
 
@@ -114,16 +138,20 @@ def main() -> int:
     p.add_argument("--data", type=Path, default=Path("/tmp/bench-data"))
     p.add_argument("--work", type=Path, default=Path("/tmp/kmerflow-pipeline-bench"))
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    p.add_argument("--name", help="results file name without .md "
+                   "(default DATE-pipeline; the HTML reports get -concurrent/-one-after-another)")
     args = p.parse_args()
     sheet = build_samples(args.data, args.work)
     stats, loads = {}, {}
     for label, max_active in (("concurrent", None), ("one after another", 1)):
         print(f"{label}:", flush=True)
         out = args.work / label.replace(" ", "-")
+        before = load_average()
         stats[label] = run_once(sheet, out, max_active)
-        loads[label] = os.getloadavg()[2]  # 15-minute average: the run's duration
-        print(f"  {stats[label]}", flush=True)
-    print(write_results(stats, loads, args.work, args.out))
+        loads[label] = (before, load_average())
+        print(f"  {stats[label]} load {loads[label]}", flush=True)
+    name = args.name or f"{datetime.date.today().isoformat()}-pipeline"
+    print(write_results(stats, loads, args.work, args.out, name))
     return 0
 
 

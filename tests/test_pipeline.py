@@ -153,6 +153,10 @@ def test_reports_and_multiqc(finished: Path, tmp_path: Path):
     assert 0 < run_info["stats"]["utilisation"] <= 1
     assert {t["step"] for t in run_info["timeline"]} >= {"normalize", "filter", "extract"}
     assert any(t["kind"] == "chunk" for t in run_info["timeline"])
+    # The histogram: chunk counts, their tables added in a tree (3 chunks: 2 additions), then
+    # abundance-dist (its output equals abundance-dist-single's: the test above).
+    kinds = [t["kind"] for t in run_info["timeline"] if t["sample"] == "a" and t["step"] == "histogram"]
+    assert sorted(kinds) == ["add", "add", "chunk", "chunk", "chunk", "step"]
     page = (finished / "kmerflow_report.html").read_text()
     assert page.count("<svg") == 4 and "samples/hour" in page and "src=" not in page
     # The real MultiQC picks the custom-content files up unmodified.
@@ -182,11 +186,14 @@ def test_failing_sample_with_keep_going(inputs: Path, client, tmp_path: Path):
     (tmp_path / "bad.fq").write_text("@r1\nACGTACGTAC\n+\nIII\n")
     sheet = tmp_path / "samples.csv"
     sheet.write_text(f"sample,r1\nc,{inputs / 'c_1.fq'}\nbad,bad.fq\n")
-    out = tmp_path / "out"
+    out, scratch = tmp_path / "out", tmp_path / "scratch"
     # By scheduler address, as for any running cluster.
     result = run(sheet, out, config=inputs / "steps.toml", scheduler=client.scheduler.address,
-                 keep_going=True, log=lambda m: None)
+                 keep_going=True, scratch=scratch, log=lambda m: None)
     assert result.status == {"c": "done", "bad": "failed"}
+    # The completed sample's intermediates are removed from --scratch, the failed one's kept.
+    assert not (scratch / "c").exists() and (scratch / "bad").is_dir()
+    assert not (out / ".scratch").exists()
     assert "normalize" in result.errors["bad"] and "bad.fq" in result.errors["bad"]
     assert (out / "c" / "c.renormalize.fq").stat().st_size > 0
     summary = json.loads((out / "bad" / "bad.summary.json").read_text())
@@ -219,11 +226,42 @@ def test_resume_after_killed_run(inputs: Path, finished: Path, tmp_path: Path):
     # Whatever final output exists is complete (equal to the clean run's).
     for p in out.glob("*/*.fq"):
         assert p.read_bytes() == (finished / p.parent.name / p.name).read_bytes(), p
+    # A temporary an interrupted write leaves (the kill may have left real ones too).
+    (out / "a" / ".a.filter.fq.tmp-999999-x1").write_text("@half")
     rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert "resuming after" in rerun.stderr
+    assert list(out.glob("*/.*")) == []  # the interrupted run's temporaries removed
     for p in finished.glob("*/*.fq"):
         assert (out / p.parent.name / p.name).read_bytes() == p.read_bytes(), p
+
+
+def test_one_run_per_outdir_and_a_dead_holder_is_taken_over(inputs: Path, tmp_path: Path):
+    from kmerflow.pipeline.lock import LOCK_NAME, OutdirLock
+
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, pathlib; from kmerflow.pipeline.lock import OutdirLock; "
+         "OutdirLock(pathlib.Path(sys.argv[1])).acquire(); print('held', flush=True); "
+         "sys.stdin.read()", str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        proc = subprocess.run(_pipeline_cmd(inputs / "samples.tsv", "-o", out, "--config",
+                                            inputs / "steps.toml"),
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"pid {holder.pid} on " in lines[0] and str(out) in lines[0], \
+            proc.stderr
+        assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]  # nothing started
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder died without cleaning up: its lock file is taken over.
+    assert f"pid {holder.pid} " in (out / LOCK_NAME).read_text()
+    with OutdirLock(out):
+        assert (out / LOCK_NAME).read_text().startswith(f"pid {os.getpid()} on ")
 
 
 @pytest.mark.parametrize("sheet, message", [
@@ -252,6 +290,25 @@ def test_help_lists_the_pipeline():
     assert "kmerflow pipeline SAMPLESHEET" in kmerflow("--help").stdout.decode()
     usage = subprocess.run(_pipeline_cmd("--help"), capture_output=True, text=True)
     assert usage.returncode == 0 and "--keep-going" in usage.stdout
+
+
+def test_counted_histogram_falls_back_when_a_sum_may_pass_255(tmp_path: Path):
+    """A k-mer seen 150 times in each of two chunks: its summed counter reads 255 where counting
+    the whole file (bigcount) gives 300; the step then runs abundance-dist-single."""
+    from kmerflow.pipeline import tasks
+
+    reads = tmp_path / "r.fa"
+    reads.write_text("".join(f">r{i}\n{'ACGTTGCAAGGCTTAACCGGTA'}\n" for i in range(300)))
+    opts = {"ksize": 20, "n_tables": 2, "max_tablesize": 1e5}
+    tables = [tasks.count_chunk(str(reads), 2, i, opts, str(tmp_path / f"{i}.ct")) for i in (0, 1)]
+    total = tasks.add_tables(*tables, str(tmp_path / "sum.ct"))
+    hist = tmp_path / "hist.csv"
+    result = tasks.run_counted(total, "abundance_dist", {}, "abundance_dist_single", opts,
+                               [str(reads), str(hist)], {"histogram": str(hist)})
+    kmerflow("abundance-dist-single", "-k", "20", "-N", "2", "-x", "1e5", reads, tmp_path / "one.csv")
+    assert hist.read_bytes() == (tmp_path / "one.csv").read_bytes()
+    assert b"\n300," in hist.read_bytes()
+    assert result["outputs"]["histogram"]["size"] > 0 and not list(tmp_path.glob("*.ct"))
 
 
 def test_chunk_cuts_fall_between_pairs_at_record_starts(tmp_path: Path):

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from kmerflow.pipeline.config import ConfigError, PipelineConfig, load_config
+from kmerflow.pipeline.lock import OutdirBusy, OutdirLock
 from kmerflow.pipeline.samplesheet import Sample, SampleSheetError, read_samplesheet
 
-__all__ = ["run", "PipelineResult", "ConfigError", "SampleSheetError", "PipelineConfig",
-           "load_config", "read_samplesheet"]
+__all__ = ["run", "PipelineResult", "ConfigError", "SampleSheetError", "OutdirBusy",
+           "PipelineConfig", "load_config", "read_samplesheet"]
 
 
 @dataclass
@@ -58,7 +59,8 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
     ``scratch`` holds intermediate files (default ``OUTDIR/.scratch``); ``max_active`` bounds
     the samples running at once (default: worker threads + 1; 1 runs them one after another).
     Without ``keep_going`` the first failing sample stops the run. A bad sample sheet or
-    configuration raises :class:`SampleSheetError` / :class:`ConfigError` before anything runs.
+    configuration raises :class:`SampleSheetError` / :class:`ConfigError` before anything runs,
+    an OUTDIR that another run is using :class:`OutdirBusy` (see :mod:`kmerflow.pipeline.lock`).
     """
     if local_cluster is not None and local_cluster < 1:
         raise ConfigError("local_cluster must be at least 1")
@@ -67,6 +69,15 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
     out = Path(outdir).resolve()
     scratch_dir = Path(scratch).resolve() if scratch is not None else out / ".scratch"
     out.mkdir(parents=True, exist_ok=True)
+    with OutdirLock(out):
+        return _run_locked(samples, out, scratch_dir, client, scheduler, local_cluster,
+                           keep_going, max_active, log)
+
+
+def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any,
+                scheduler: Optional[str], local_cluster: Optional[int], keep_going: bool,
+                max_active: Optional[int], log: Optional[Callable[[str], None]]
+                ) -> PipelineResult:
     say = log or (lambda message: print(f"kmerflow pipeline: {message}", file=sys.stderr))
 
     from distributed import Client

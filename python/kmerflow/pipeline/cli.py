@@ -27,7 +27,10 @@ examples:
   kmerflow pipeline samples.tsv -o results --scheduler tcp://head:8786 --scratch /local/tmp
   kmerflow pipeline samples.csv -o results --config steps.toml --keep-going
 
-exit status: 0 all samples done, 1 a sample failed, 2 bad sample sheet or options.
+One run at a time per OUTDIR (a lock file, OUTDIR/.kmerflow.lock, names the holder's pid).
+
+exit status: 0 all samples done, 1 a sample failed or OUTDIR is in use by another run,
+  2 bad sample sheet or options.
 """
 
 
@@ -67,7 +70,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run ``kmerflow pipeline ARGS``; returns the exit status."""
     args = parser().parse_args(argv)
     try:
-        from kmerflow.pipeline import ConfigError, SampleSheetError, run
+        from kmerflow.pipeline import ConfigError, OutdirBusy, SampleSheetError, run
     except ImportError as e:  # distributed missing
         print(f"kmerflow pipeline: error: {e} (install kmerflow[dask])", file=sys.stderr)
         return 2
@@ -81,6 +84,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (SampleSheetError, ConfigError) as e:
         print(f"kmerflow pipeline: error: {e}", file=sys.stderr)
         return 2
+    except OutdirBusy as e:
+        print(f"kmerflow pipeline: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("kmerflow pipeline: interrupted (a rerun resumes from the manifest)", file=sys.stderr)
         return 130

@@ -2,6 +2,11 @@
 
 Final outputs go to ``OUTDIR/SAMPLE/``; the interleaved input, the saved table and chunk files
 go to ``SCRATCH/SAMPLE/`` and are removed when the sample completes.
+
+The histogram step (``abundance-dist-single``) counts per chunk: each chunk task counts its
+chunk into a table (``load-into-counting`` with the step's table parameters), the tables are
+added pairwise (a tree: tables are additive), and ``abundance-dist`` writes the histogram of
+the whole file against the sum, which equals the single command's (see :class:`Counted`).
 """
 
 from __future__ import annotations
@@ -11,9 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from kmerflow.errors import KmerflowError
-from kmerflow.pipeline.config import STEP_COMMANDS
+from kmerflow.pipeline.config import STEP_COMMANDS, command_keywords
 from kmerflow.pipeline.samplesheet import Sample
 from kmerflow.reads import open_reads
+
+
+@dataclass
+class Counted:
+    """The per-chunk form of a counting step: chunk tables counted by ``load_into_counting``
+    with ``count_options``, added pairwise, then ``function`` run with the sum before the
+    step's positional arguments and ``options``."""
+
+    count_options: dict[str, Any]
+    function: str
+    options: dict[str, Any]
 
 
 @dataclass
@@ -40,6 +56,8 @@ class StepPlan:
     scratch_roles: frozenset[str] = frozenset()
     #: Leave empty files out of the list arguments (readstats).
     skip_empty_inputs: bool = False
+    #: For a counting step run per chunk (``chunk_source`` is what is counted): its form.
+    counted: Counted | None = None
 
     @property
     def chunked(self) -> bool:
@@ -115,8 +133,11 @@ def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
             single = se
         elif step == "histogram":
             dest = out / f"{name}.histogram.csv"
+            # Chunks only of a file the pipeline wrote (plain, see chunks.py).
+            counted = _counted_histogram(opts) if reads_from is not None else None
             plan = StepPlan(step, function, {"histogram": dest}, {reads: reads_from}, opts,
-                            positional=[reads, dest])
+                            positional=[reads, dest], counted=counted,
+                            chunk_source=reads if counted else None)
         else:  # readstats
             dest = out / f"{name}.readstats.txt"
             files = list(dict.fromkeys(all_reads))
@@ -131,6 +152,16 @@ def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
             if plan.outputs.get("single"):
                 all_reads.append(plan.outputs["single"])
     return plans
+
+
+def _counted_histogram(opts: dict[str, Any]) -> Counted | None:
+    """``abundance-dist-single`` with ``opts`` as chunk counts, additions and ``abundance-dist``;
+    None when an option needs the one command (tables sized from the input by ``-M auto``)."""
+    if str(opts.get("max_memory_usage", "")).lower() == "auto":
+        return None
+    counting, dist = command_keywords("load_into_counting"), command_keywords("abundance_dist")
+    return Counted({k: v for k, v in opts.items() if k in counting}, "abundance_dist",
+                   {k: v for k, v in opts.items() if k in dist})
 
 
 def _producer(plans: list[StepPlan], path: Path) -> str | None:

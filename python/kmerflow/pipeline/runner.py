@@ -5,10 +5,10 @@ files are ready, so every task reaches the scheduler without Dask dependencies a
 scheduler's queue (``distributed.scheduler.worker-saturation`` = 1.0: a worker thread gets one
 task at a time), where Dask's ``priority`` decides which ready task goes next:
 
-* a sample's one-task steps (interleave, the normalizations, concatenations, histogram,
-  readstats) are its critical path: high priority;
-* chunk tasks (filter-abund and extract-paired-reads on chunks) come after every critical task
-  and fill the workers the narrow steps leave idle;
+* a sample's one-task steps (interleave, the normalizations, concatenations, additions of
+  tables, abundance-dist, readstats) are its critical path: high priority;
+* chunk tasks (filter-abund, extract-paired-reads and the histogram's counting on chunks) come
+  after every critical task and fill the workers the narrow steps leave idle;
 * within each class, the sample started first goes first.
 
 Samples start largest input first (the small ones then fill the end of the run) and at most
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from kmerflow.pipeline import tasks
+from kmerflow.pipeline.lock import remove_leftovers
 from kmerflow.pipeline.manifest import Manifest, resume_index
 from kmerflow.pipeline.plan import SampleDirs, StepPlan, plan_steps, sample_dirs
 from kmerflow.pipeline.samplesheet import Sample
@@ -45,7 +46,7 @@ class TaskInfo:
 
     sample: str
     step: str
-    kind: str  # "step", "chunk" or "join"
+    kind: str  # "step", "chunk", "join" or "add"
     chunk: Optional[int] = None
 
 
@@ -65,6 +66,9 @@ class SampleRun:
     finished: Optional[float] = None
     skipped_steps: list[str] = field(default_factory=list)
     parts: dict[int, dict[str, str]] = field(default_factory=dict)
+    #: A counted step: summed tables not yet added, and its chunk and add tasks in flight.
+    tables: list[str] = field(default_factory=list)
+    outstanding: int = 0
     step_started: float = 0.0
 
     @property
@@ -148,6 +152,7 @@ class Driver:
     def _start_more(self, waiting: deque[SampleRun], completed: Any) -> None:
         while waiting and sum(r.status == "running" for r in self.runs) < self.max_active:
             sample_run = waiting.popleft()
+            remove_leftovers(sample_run.dirs.out)
             first = resume_index(sample_run.plans, sample_run.manifest)
             sample_run.skipped_steps = [p.name for p in sample_run.plans[:first]]
             if first == len(sample_run.plans) and sample_run.manifest.data.get("complete"):
@@ -180,6 +185,14 @@ class Driver:
                          completed=completed)
             return
         n = sample_run.sample.config.chunks
+        if plan.counted is not None:
+            sample_run.tables, sample_run.outstanding = [], n
+            for i in range(n):
+                table = str(sample_run.dirs.scratch / f"{plan.name}.{i}.ct")
+                self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "chunk", i),
+                             tasks.count_chunk, str(plan.chunk_source), n, i,
+                             plan.counted.count_options, table, completed=completed)
+            return
         for i in range(n):
             parts = {kw: str(sample_run.dirs.scratch / f"{plan.name}.{i}.{role}")
                      for role, kw in plan.part_keywords.items()}
@@ -190,6 +203,9 @@ class Driver:
     def _advance(self, sample_run: SampleRun, key: str, result: Any, completed: Any) -> None:
         info = self.info[key]
         plan = sample_run.plan
+        if plan.counted is not None and info.kind in ("chunk", "add"):
+            self._add_tables(sample_run, result, completed)
+            return
         if info.kind == "chunk":
             assert info.chunk is not None
             sample_run.parts[info.chunk] = result
@@ -204,6 +220,27 @@ class Driver:
         sample_run.manifest.record(plan, result, time.time() - sample_run.step_started)
         sample_run.step_index += 1
         self._begin_step(sample_run, completed)
+
+    def _add_tables(self, sample_run: SampleRun, table: Optional[str], completed: Any) -> None:
+        """A chunk's table (None for an empty chunk) or a sum arrived: add ready tables two by
+        two (a tree, as they come), then run the step's command with the last one."""
+        plan = sample_run.plan
+        assert plan.counted is not None
+        sample_run.outstanding -= 1
+        if table is not None:
+            sample_run.tables.append(table)
+        while len(sample_run.tables) >= 2:
+            first, second = sample_run.tables.pop(0), sample_run.tables.pop(0)
+            total = str(sample_run.dirs.scratch / f"{plan.name}.sum{next(self.counter)}.ct")
+            sample_run.outstanding += 1
+            self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "add"),
+                         tasks.add_tables, first, second, total, completed=completed)
+        if sample_run.outstanding == 0:
+            table = sample_run.tables.pop() if sample_run.tables else None
+            self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "step"),
+                         tasks.run_counted, table, plan.counted.function, plan.counted.options,
+                         plan.function, plan.options, plan.positional,
+                         {r: str(p) for r, p in plan.outputs.items()}, completed=completed)
 
     def _release(self, sample_run: SampleRun) -> None:
         """Drop the sample's futures. They are held until then so that the scheduler's task

@@ -1,4 +1,5 @@
-"""The functions Dask workers run: one command, one chunk of a per-chunk step, a concatenation.
+"""The functions Dask workers run: one command, one chunk of a per-chunk step, a concatenation,
+the count of a chunk, the sum of two tables, a command over a summed table.
 
 Every function takes and returns plain data (paths, dicts), so any worker with kmerflow
 installed can run it; files are exchanged through the output and scratch folders, which all
@@ -7,11 +8,13 @@ workers must see.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Optional
 
+import kmerflow
 from kmerflow import commands
 from kmerflow.pipeline import chunks
 
@@ -62,25 +65,83 @@ def run_step(function: str, positional: list[Any], options: dict[str, Any],
             "summary": summary}
 
 
-def run_chunk(function: str, source: str, n_chunks: int, index: int, before: list[Any],
-              options: dict[str, Any], parts: dict[str, str]) -> dict[str, str]:
-    """Cut chunk ``index`` of ``n_chunks`` out of ``source`` (records between two safe
-    boundaries) and run the command on it; ``before`` are positional arguments ahead of the
-    chunk (the table of filter-abund), ``parts`` maps an output keyword to its part file.
-    Returns ``parts``. An empty chunk gives empty parts without running the command."""
+@contextlib.contextmanager
+def chunk_file(source: str, n_chunks: int, index: int, scratch: str) -> Iterator[Optional[Path]]:
+    """Chunk ``index`` of ``n_chunks`` of ``source`` (records between two safe boundaries)
+    copied to ``scratch`` for the duration of the block; None for an empty chunk."""
     cuts = chunks.cut_points(source, n_chunks)
     start, end = cuts[index], cuts[index + 1]
     if start == end:
-        for part in parts.values():
-            Path(part).write_bytes(b"")
-        return parts
-    chunk = Path(next(iter(parts.values()))).with_suffix(".in")
+        yield None
+        return
+    chunk = Path(scratch)
     chunks.copy_range(source, start, end, chunk)
     try:
-        call_command(function, *before, chunk, **options, **parts)
+        yield chunk
     finally:
         chunk.unlink(missing_ok=True)
+
+
+def run_chunk(function: str, source: str, n_chunks: int, index: int, before: list[Any],
+              options: dict[str, Any], parts: dict[str, str]) -> dict[str, str]:
+    """Run the command on chunk ``index`` of ``n_chunks`` of ``source`` (see
+    :func:`chunk_file`); ``before`` are positional arguments ahead of the chunk (the table of
+    filter-abund), ``parts`` maps an output keyword to its part file. Returns ``parts``. An
+    empty chunk gives empty parts without running the command."""
+    with chunk_file(source, n_chunks, index, str(Path(next(iter(parts.values()))).with_suffix(".in"))) as chunk:
+        if chunk is None:
+            for part in parts.values():
+                Path(part).write_bytes(b"")
+        else:
+            call_command(function, *before, chunk, **options, **parts)
     return parts
+
+
+def count_chunk(source: str, n_chunks: int, index: int, options: dict[str, Any],
+                table: str) -> Optional[str]:
+    """Count chunk ``index`` of ``n_chunks`` of ``source`` into the saved table ``table``
+    (``load-into-counting`` with ``options``); returns ``table``, None for an empty chunk."""
+    with chunk_file(source, n_chunks, index, f"{table}.in") as chunk:
+        if chunk is None:
+            return None
+        call_command("load_into_counting", table, [chunk], **options)
+    return table
+
+
+def add_tables(first: str, second: str, output: str) -> str:
+    """Save the sum of two saved tables as ``output`` and delete them; returns ``output``."""
+    try:
+        kmerflow.add_tables([first, second], output)
+    except Exception as e:
+        raise StepFailed(str(e)) from None
+    Path(first).unlink()
+    Path(second).unlink()
+    return output
+
+
+def run_counted(table: Optional[str], function: str, options: dict[str, Any],
+                whole_function: str, whole_options: dict[str, Any], positional: list[Any],
+                outputs: dict[str, str]) -> dict[str, Any]:
+    """Run ``function`` with the summed ``table`` before ``positional`` (abundance-dist), or the
+    whole-file command ``whole_function`` (abundance-dist-single) when there is no table (every
+    chunk was empty) or the sum may differ from counting the whole file: with 8-bit counters
+    and bigcount, a k-mer whose count passes 255 only in the sum reads 255 (its counter is then
+    255). Deletes ``table``; returns what :func:`run_step` returns."""
+    try:
+        if table is None or _may_pass_255(table, whole_options):
+            return run_step(whole_function, positional, whole_options, outputs)
+        return run_step(function, [table, *positional], options, outputs)
+    finally:
+        if table is not None:
+            Path(table).unlink(missing_ok=True)
+
+
+def _may_pass_255(table: str, options: dict[str, Any]) -> bool:
+    """Whether a saved 8-bit bigcount table has a counter at 255."""
+    if options.get("no_bigcount") or options.get("small_count"):
+        return False
+    graph = kmerflow.Countgraph.load(table)
+    return any(bool((counters == 255).any()) for counters in graph.get_raw_tables())
 
 
 def join_parts(parts: dict[str, list[str]], outputs: dict[str, str]) -> dict[str, Any]:
