@@ -52,6 +52,14 @@ impl CleanBatch {
     pub fn bundle_reads(&self) -> impl Iterator<Item = BundleReads> + '_ {
         self.bundles.bundles.iter().map(|b| BundleReads { first: b.first, second: b.second })
     }
+
+    /// Appends the records of bundle `index`, as read, to `out`.
+    pub fn write_bundle(&self, index: usize, out: &mut Vec<u8>) {
+        let b = self.bundles.bundles[index];
+        for i in std::iter::once(b.first).chain(b.second) {
+            crate::io::write_record(out, &self.record(i));
+        }
+    }
 }
 
 /// The record indices of one bundle.
@@ -192,14 +200,19 @@ impl Trim {
     /// Appends the (possibly truncated) record to `out` unless it is dropped; returns the
     /// number of bases written, `None` when dropped.
     pub fn write(self, rec: &Record<'_>, out: &mut Vec<u8>) -> Option<usize> {
+        let cut = self.apply(rec)?;
+        crate::io::write_record(out, &cut);
+        Some(cut.seq.len())
+    }
+
+    /// The record as trimmed (its first bases and qualities), `None` when dropped.
+    pub fn apply<'r>(self, rec: &Record<'r>) -> Option<Record<'r>> {
         let n = match self {
             Trim::Keep => rec.seq.len(),
             Trim::Truncate(n) => n,
             Trim::Drop => return None,
         };
-        let cut = Record { name: rec.name, seq: &rec.seq[..n], qual: rec.qual.map(|q| &q[..n]) };
-        crate::io::write_record(out, &cut);
-        Some(n)
+        Some(Record { name: rec.name, seq: &rec.seq[..n], qual: rec.qual.map(|q| &q[..n]) })
     }
 }
 
