@@ -43,22 +43,21 @@ KHMER = "/usr/lib/khmer/bin"
 
 
 def kmerflow_exe() -> str:
-    """The installed kmerflow, else the release build."""
-    exe = shutil.which("kmerflow")
-    if exe:
-        return exe
+    """This checkout's release build, else the installed kmerflow."""
     built = REPO / "target" / "release" / "kmerflow"
-    if not built.exists():
+    exe = str(built) if built.exists() else shutil.which("kmerflow")
+    if not exe:
         sys.exit("build kmerflow first: cargo build --release -p kmerflow-cli")
-    return str(built)
+    return exe
 
 
 def load() -> float:
     return os.getloadavg()[0]
 
 
-def timed(script: str, log: Path) -> tuple[float, float]:
-    """Runs the shell `script` under /usr/bin/time -v; returns (wall seconds, peak RSS in GB)."""
+def timed(script: str, log: Path) -> tuple[float, float, float]:
+    """Runs the shell `script` under /usr/bin/time -v; returns (wall seconds, peak RSS in GB, CPU
+    seconds: user + system)."""
     with log.open("w") as err:
         proc = subprocess.run(["/usr/bin/time", "-v", "bash", "-euo", "pipefail", "-c", script],
                               stdout=subprocess.DEVNULL, stderr=err)
@@ -68,7 +67,8 @@ def timed(script: str, log: Path) -> tuple[float, float]:
     wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", text).group(1)
     seconds = sum(float(x) * 60 ** i for i, x in enumerate(reversed(wall.split(":"))))
     rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1))
-    return seconds, rss_kb / 1e6 * 1.024
+    cpu = sum(float(re.search(rf"{kind} time \(seconds\): (\S+)", text).group(1)) for kind in ("User", "System"))
+    return seconds, rss_kb / 1e6 * 1.024, cpu
 
 
 def main() -> int:
@@ -101,16 +101,17 @@ def main() -> int:
         cases["BBNorm target=20 min=2 passes=2 (hist, histout)"] = bb
     if "khmer" in args.only:
         cases["kmerflow normalize --target 5 (khmer's protocol)"] = kf_protocol
-    results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in cases}
+    results: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in cases}
     khmer_name = "khmer chain (interleave, -C 20, filter-abund -V, extract, -C 5, split)"
     if "khmer" in args.only:
         results[khmer_name] = []
     for run in range(args.runs):
         for name, script in cases.items():
             before = load()
-            wall, rss = timed(script, scratch / "time.log")
-            results[name].append((wall, rss, before))
-            print(f"run {run + 1}: {name}: {wall:.1f} s, {rss:.2f} GB (load {before:.1f})", flush=True)
+            wall, rss, cpu = timed(script, scratch / "time.log")
+            results[name].append((wall, rss, cpu, before))
+            print(f"run {run + 1}: {name}: {wall:.1f} s, {rss:.2f} GB, CPU {cpu:.1f} s (load {before:.1f})", flush=True)
+            write_report(args, results, o)
         if "khmer" in args.only:
             memory = json.loads((o / "kf5.json").read_text())["summary"]["first_pass"]["table"]["bytes"]
             kh = f"/usr/bin/python3 {KHMER}"
@@ -124,20 +125,41 @@ def main() -> int:
             ]
             before = load()
             steps = [timed(step, scratch / "time.log") for step in chain]
-            wall, rss = sum(s[0] for s in steps), max(s[1] for s in steps)
-            results[khmer_name].append((wall, rss, before))
-            print(f"run {run + 1}: khmer chain: {wall:.1f} s, {rss:.2f} GB (load {before:.1f})", flush=True)
+            wall, rss, cpu = sum(s[0] for s in steps), max(s[1] for s in steps), sum(s[2] for s in steps)
+            results[khmer_name].append((wall, rss, cpu, before))
+            print(f"run {run + 1}: khmer chain: {wall:.1f} s, {rss:.2f} GB, CPU {cpu:.1f} s (load {before:.1f})",
+                  flush=True)
             same = all((o / f"kp{i}.fq").read_bytes() == (o / f"kh{i}.fq").read_bytes() for i in range(3))
-            print(f"  kmerflow --target 5 outputs identical to the khmer chain's: {same}", flush=True)
+            identical.append(same)
+            write_report(args, results, o)
+    print(write_report(args, results, o))
+    shutil.rmtree(scratch)
+    return 0
+
+
+#: Whether kmerflow's --target 5 outputs equalled the khmer chain's, per run.
+identical: list[bool] = []
+
+
+def write_report(args: argparse.Namespace, results: dict, o: Path) -> str:
+    """Writes the results so far to ``args.out``; returns the text."""
+    t = args.threads
     lines = [f"# kmerflow normalize vs BBNorm and khmer's protocol ({datetime.date.today()})", "",
              f"Inputs: ecoli50_1/2 (1.17 M pairs of 100 bp, plain FASTQ), `-T {t}` / `threads={t}`; "
              f"{args.runs} runs alternating; machine: {os.cpu_count()} cores; "
              f"uptime at the end: `{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}`.",
-             "", "| case | median wall s | median peak GB | runs (s @ load) |", "|---|---|---|---|"]
+             "", "| case | median wall s | median CPU s | median peak GB | runs (wall s / CPU s @ load) |",
+             "|---|---|---|---|---|"]
     for name, rs in results.items():
-        per_run = ", ".join(f"{w:.1f} @ {ld:.1f}" for w, _, ld in rs)
+        if not rs:
+            continue
+        per_run = ", ".join(f"{w:.1f} / {c:.1f} @ {ld:.1f}" for w, _, c, ld in rs)
         lines.append(f"| {name} | {statistics.median(r[0] for r in rs):.1f} | "
-                     f"{statistics.median(r[1] for r in rs):.2f} | {per_run} |")
+                     f"{statistics.median(r[2] for r in rs):.1f} | {statistics.median(r[1] for r in rs):.2f} | "
+                     f"{per_run} |")
+    if identical:
+        lines.append(f"\nkmerflow `--target 5` outputs (R1, R2, orphans) byte-identical to the khmer chain's: "
+                     f"{identical}")
     for report in ("kf20.json", "kf5.json"):
         if (o / report).exists():
             s = json.loads((o / report).read_text())["summary"]
@@ -153,9 +175,7 @@ def main() -> int:
         lines.append(f"- BBNorm: {n} pairs out")
     text = "\n".join(lines) + "\n"
     args.out.write_text(text)
-    print(text)
-    shutil.rmtree(scratch)
-    return 0
+    return text
 
 
 if __name__ == "__main__":

@@ -193,7 +193,8 @@ def test_usage_errors(tmp_path, reads):
 
 def test_python_function(tmp_path, reads):
     _, r1, r2 = reads
-    result = kmerflow.normalize([r1, r2], output=tmp_path / "a.fq", output2=tmp_path / "b.fq", target=5)
+    with pytest.warns(kmerflow.KmerflowWarning, match="--orphans"):
+        result = kmerflow.normalize([r1, r2], output=tmp_path / "a.fq", output2=tmp_path / "b.fq", target=5)
     assert result.command == "normalize"
     assert result.summary["pairs_out"] == len(records(tmp_path / "a.fq")) == len(records(tmp_path / "b.fq"))
     assert result.summary["second_pass"]["cutoff"] == 5 and result.summary["first_pass"]["cutoff"] == 20
