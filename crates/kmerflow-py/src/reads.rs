@@ -135,9 +135,12 @@ impl ReadReader {
         let source = py.detach(|| -> kmerflow_core::Result<Source> {
             let reader = FastxReader::open_in(&path, &ctx)?;
             Ok(match (mate, mode) {
-                (Some(m), _) => {
-                    Source::Pairs(PairedReader::from_two_files(reader, FastxReader::open_in(&m, &ctx)?, min_length))
-                }
+                (Some(m), _) => Source::Pairs(PairedReader::mates(
+                    reader,
+                    FastxReader::open_in(&m, &ctx)?,
+                    mode.unwrap_or(PairMode::RequirePaired),
+                    min_length,
+                )),
                 (None, Some(mode)) => Source::Pairs(PairedReader::new(reader, mode, min_length)),
                 (None, None) => Source::Records(reader, min_length),
             })

@@ -2,8 +2,8 @@
 
 use crate::common::{summary_json, CommonArgs, Ctx, ReadOutputArgs};
 use clap::Args as ClapArgs;
+use kmerflow_core::io::PairedInput;
 use kmerflow_core::ops::reads::extract_paired::{extract_paired_reads, ExtractPairedOptions};
-use kmerflow_core::ops::reads::PairedInput;
 use serde_json::Value;
 
 /// Arguments of `extract-paired-reads` (khmer's extract-paired-reads.py).

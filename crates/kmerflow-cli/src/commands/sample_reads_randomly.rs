@@ -2,7 +2,7 @@
 
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
-use kmerflow_core::ops::reads::paired_inputs;
+use kmerflow_core::io::mates::paired_inputs;
 use kmerflow_core::ops::reads::sample::{sample_reads_randomly, SampleOptions, DEFAULT_SEED};
 use serde_json::Value;
 

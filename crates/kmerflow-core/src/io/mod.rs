@@ -5,7 +5,8 @@
 //! decompressed byte stream; [`pump`] reads it in large chunks on its own thread;
 //! [`fastx::FastxReader`] cuts chunks at record boundaries into [`fastx::RecordBatch`]es whose
 //! records are borrowed slices of the chunk; [`pairs::PairedReader`] groups records into
-//! khmer's "bundles" (pairs or single reads).
+//! khmer's "bundles" (pairs or single reads); [`mates`] reads R1/R2 files as pairs and writes
+//! kept pairs to R1/R2 files.
 //!
 //! gzip inputs in BGZF form are decompressed in parallel ([`bgzf`]); `.gz` outputs are
 //! compressed in parallel (BGZF) when the run has more than one thread
@@ -23,6 +24,7 @@ pub mod compress;
 pub mod fastx;
 mod gzip;
 pub mod limits;
+pub mod mates;
 pub mod output;
 pub mod pairs;
 mod parse;
@@ -31,6 +33,7 @@ pub mod same_file;
 
 pub use compress::Compression;
 pub use fastx::{FastxReader, Format, OwnedRecord, Record, RecordBatch};
+pub use mates::{MateBuffers, MateCounts, MateWriter, PairedInput, PairedOutput};
 pub use output::{write_record, OutputFile, Staged};
 pub use pairs::{Bundle, BundleBatch, PairMode, PairedReader};
 pub use same_file::{refuse_inputs_as_outputs, same_file};

@@ -107,6 +107,10 @@ struct Zip {
     r2: FastxReader,
     left: Option<(RecordBatch, usize)>,
     right: Option<(RecordBatch, usize)>,
+    /// Whether record i of both files must be mates by name ([`are_mates`]).
+    check_names: bool,
+    /// Every record is its own bundle (`--force_single`), in the interleaved order.
+    single: bool,
 }
 
 /// Groups records of one interleaved file, or of two files (R1 + R2), into bundles.
@@ -123,12 +127,26 @@ impl PairedReader {
         PairedReader { source: Source::One { reader, mode, carried: None }, min_length: min_length.unwrap_or(0) }
     }
 
-    /// Pairs record i of `r1` with record i of `r2`; unequal record counts are an error.
-    /// Names are not compared. With `min_length`, a pair with a short mate is dropped whole
+    /// Pairs record i of `r1` with record i of `r2`; unequal record counts are an error naming
+    /// both files and the first record without a mate. Names are not compared (interleave-reads
+    /// checks them its own way). With `min_length`, a pair with a short mate is dropped whole
     /// (both records count in `n_short_dropped`), as khmer's `require_paired` reading does.
     pub fn from_two_files(r1: FastxReader, r2: FastxReader, min_length: Option<usize>) -> Self {
+        Self::zip(r1, r2, min_length, false, false)
+    }
+
+    /// R1 and R2 files read as pairs: [`PairedReader::from_two_files`], and record i of both
+    /// files must also be mates by name ([`are_mates`]), else an error naming both files, the
+    /// record number and the two names. With [`PairMode::ForceSingle`] every record is a bundle
+    /// of its own, in the order of the interleaved file (R1 record, its R2 mate, ...); the other
+    /// modes give pairs.
+    pub fn mates(r1: FastxReader, r2: FastxReader, mode: PairMode, min_length: Option<usize>) -> Self {
+        Self::zip(r1, r2, min_length, true, mode == PairMode::ForceSingle)
+    }
+
+    fn zip(r1: FastxReader, r2: FastxReader, min_length: Option<usize>, check_names: bool, single: bool) -> Self {
         PairedReader {
-            source: Source::Two(Zip { r1, r2, left: None, right: None }),
+            source: Source::Two(Zip { r1, r2, left: None, right: None, check_names, single }),
             min_length: min_length.unwrap_or(0),
         }
     }
@@ -145,10 +163,7 @@ impl PairedReader {
                     return Ok(Some(out));
                 }
             },
-            Source::Two(zip) => {
-                let Zip { r1, r2, left, right } = zip;
-                next_two(r1, r2, left, right, min_length)
-            }
+            Source::Two(zip) => next_two(zip, min_length),
         }
     }
 }
@@ -250,28 +265,32 @@ fn refill(reader: &mut FastxReader, slot: &mut Option<(RecordBatch, usize)>) -> 
     Ok(())
 }
 
+/// The error for the first record of `longer` (at `used` in `batch`) that has no mate in
+/// `shorter`, which ended after `count` records.
+fn count_mismatch(longer: &str, shorter: &str, batch: &RecordBatch, used: usize) -> Error {
+    let number = batch.first_record_number() + used as u64;
+    Error::format(
+        longer,
+        Some(number),
+        Some(batch.line_of(used)),
+        format!(
+            "no mate: {shorter} ends after {} records (R1 and R2 files must hold the same number of records)",
+            number - 1
+        ),
+    )
+}
+
 /// The next batch of two zipped files: as many pairs as both current batches can give,
 /// copied into one interleaved batch (R1, R2, R1, R2, ...).
-fn next_two(
-    r1: &mut FastxReader,
-    r2: &mut FastxReader,
-    left: &mut Option<(RecordBatch, usize)>,
-    right: &mut Option<(RecordBatch, usize)>,
-    min_length: usize,
-) -> Result<Option<BundleBatch>> {
+fn next_two(zip: &mut Zip, min_length: usize) -> Result<Option<BundleBatch>> {
+    let Zip { r1, r2, left, right, check_names, single } = zip;
     refill(r1, left)?;
     refill(r2, right)?;
     let (b1, used1, b2, used2) = match (left.as_mut(), right.as_mut()) {
         (None, None) => return Ok(None),
         (Some((b1, used1)), Some((b2, used2))) => (b1, used1, b2, used2),
-        (longer, _) => {
-            let more = if longer.is_some() { r1.path() } else { r2.path() };
-            return Err(Error::invalid(format!(
-                "{} and {} have different numbers of records ({more} has more)",
-                r1.path(),
-                r2.path()
-            )));
-        }
+        (Some((b, used)), None) => return Err(count_mismatch(r1.path(), r2.path(), b, *used)),
+        (None, Some((b, used))) => return Err(count_mismatch(r2.path(), r1.path(), b, *used)),
     };
     if b1.format() != b2.format() {
         return Err(Error::invalid(format!("{} and {}: both files must be FASTA or both FASTQ", r1.path(), r2.path())));
@@ -279,14 +298,39 @@ fn next_two(
     let n = (b1.len() - *used1).min(b2.len() - *used2);
     let pair_number = b1.first_record_number() + *used1 as u64;
     let mut batch = RecordBatch::empty(b1.format(), 2 * pair_number - 1);
-    let mut bundles = Vec::with_capacity(n);
+    let mut bundles = Vec::with_capacity(if *single { 2 * n } else { n });
     let mut n_short_dropped = 0;
+    let mut names = MateNames::default();
     for j in 0..n {
         let (i1, i2) = (*used1 + j, *used2 + j);
         let (a, b) = (b1.get(i1), b2.get(i2));
+        if *check_names && !names.are_mates(&a, &b)? {
+            return Err(Error::format(
+                r1.path(),
+                Some(pair_number + j as u64),
+                Some(b1.line_of(i1)),
+                format!(
+                    "\"{}\" and record {} of {} (line {}), \"{}\", are not mates by name",
+                    String::from_utf8_lossy(a.name),
+                    pair_number + j as u64,
+                    r2.path(),
+                    b2.line_of(i2),
+                    String::from_utf8_lossy(b.name)
+                ),
+            ));
+        }
         batch.push(&a, b1.line_of(i1));
         batch.push(&b, b2.line_of(i2));
-        if is_short(&a, min_length) || is_short(&b, min_length) {
+        let (short_a, short_b) = (is_short(&a, min_length), is_short(&b, min_length));
+        if *single {
+            for (i, short) in [(2 * j, short_a), (2 * j + 1, short_b)] {
+                if short {
+                    n_short_dropped += 1;
+                } else {
+                    bundles.push(Bundle { first: i, second: None });
+                }
+            }
+        } else if short_a || short_b {
             n_short_dropped += 2;
         } else {
             bundles.push(Bundle { first: 2 * j, second: Some(2 * j + 1) });
@@ -295,6 +339,41 @@ fn next_two(
     *used1 += n;
     *used2 += n;
     Ok(Some(BundleBatch { batch, bundles, n_short_dropped }))
+}
+
+/// Appends `/1` (or `/2` for the second mate) to `name` in `out` unless `name` already marks
+/// that mate (khmer's interleave-reads renaming).
+pub fn mate_name(name: &[u8], first: bool, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(name);
+    let marked = if first { check_is_left(name) } else { check_is_right(name) };
+    if !marked {
+        out.extend_from_slice(if first { b"/1" } else { b"/2" });
+    }
+}
+
+/// Scratch space for [`are_mates`] over many records.
+#[derive(Default)]
+struct MateNames {
+    first: Vec<u8>,
+    second: Vec<u8>,
+}
+
+impl MateNames {
+    fn are_mates(&mut self, r1: &Record<'_>, r2: &Record<'_>) -> Result<bool> {
+        mate_name(r1.name, true, &mut self.first);
+        mate_name(r2.name, false, &mut self.second);
+        check_is_pair(&Record { name: &self.first, ..*r1 }, &Record { name: &self.second, ..*r2 })
+    }
+}
+
+/// True when `r1` (from an R1 file) and `r2` (the record at the same place in the R2 file) are
+/// mates by name, by khmer's interleave-reads rule: a name that does not already mark its mate
+/// gets `/1` (`/2`) appended, and the two names must then pass [`check_is_pair`]. So `x/1` and
+/// `x/2`, Casava's `x 1:N:..` and `x 2:N:..`, and the same name twice (`x`, `x`) are mates; `x/1`
+/// and `y/2` are not. Mixing FASTA and FASTQ is an error.
+pub fn are_mates(r1: &Record<'_>, r2: &Record<'_>) -> Result<bool> {
+    MateNames::default().are_mates(r1, r2)
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! `extract-paired-reads`: separates the pairs of a broken-paired file from its orphans
 //! (khmer's extract-paired-reads.py).
 
-use super::{bundle_batches, create_output, route_bundles, two_outputs, write_to, PairedInput, Routed};
-use crate::io::{Compression, PairMode};
+use super::{bundle_batches, create_output, route_bundles, two_outputs, write_to, Routed};
+use crate::io::{Compression, PairMode, PairedInput};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
 use crate::{Error, Result};
@@ -43,7 +43,7 @@ pub fn extract_paired_reads(opts: &ExtractPairedOptions, ctx: &RunContext) -> Re
     let explicit = [&opts.output_paired, &opts.output_single];
     let [paired_path, single_path] = two_outputs(input, explicit, [".pe", ".se"], dir, "-p and -s")?;
     crate::io::refuse_inputs_as_outputs(opts.input.paths(), [&paired_path, &single_path])?;
-    let reader = opts.input.open(PairMode::BrokenPaired, ctx)?;
+    let reader = opts.input.open(PairMode::BrokenPaired, None, ctx)?;
     let mut paired = create_output(&paired_path, opts.compression, ctx)?;
     let mut single = create_output(&single_path, opts.compression, ctx)?;
     let (mut pairs, mut singles) = (0u64, 0u64);

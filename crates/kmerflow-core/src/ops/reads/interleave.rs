@@ -3,7 +3,7 @@
 //! not already mark them, and checking that each couple is a pair.
 
 use super::{bundle_batches, create_output, write_to};
-use crate::io::pairs::{check_is_left, check_is_pair, check_is_right};
+use crate::io::pairs::{check_is_pair, mate_name};
 use crate::io::{write_record, BundleBatch, Compression, FastxReader, PairedReader, Record};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
@@ -29,16 +29,6 @@ pub struct InterleaveOptions {
 pub struct InterleaveSummary {
     /// Pairs written.
     pub pairs: u64,
-}
-
-/// Appends `/1` (or `/2`) to `name` unless it is already recognised as that mate.
-fn mate_name(name: &[u8], left: bool, scratch: &mut Vec<u8>) {
-    scratch.clear();
-    scratch.extend_from_slice(name);
-    let recognised = if left { check_is_left(name) } else { check_is_right(name) };
-    if !recognised {
-        scratch.extend_from_slice(if left { b"/1" } else { b"/2" });
-    }
 }
 
 /// Formats the pairs of one batch.

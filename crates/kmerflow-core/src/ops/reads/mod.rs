@@ -14,7 +14,7 @@ pub mod readstats;
 pub mod sample;
 pub mod split_paired;
 
-use crate::io::{write_record, BundleBatch, Compression, FastxReader, OutputFile, PairMode, PairedReader, RecordBatch};
+use crate::io::{write_record, BundleBatch, Compression, FastxReader, OutputFile, PairedReader, RecordBatch};
 use crate::run::RunContext;
 use crate::{Error, Result};
 use std::io::Write;
@@ -123,51 +123,6 @@ pub(crate) fn route_bundles(bb: &BundleBatch, interleave: bool) -> Routed {
     r
 }
 
-/// A paired-read input: one interleaved file, or an R1 file and its R2 `mate` file (a kmerflow
-/// extension: record i of the mate file is the mate of record i of the first file).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PairedInput {
-    /// The (first) file.
-    pub path: String,
-    /// The R2 file, when reads come as two files.
-    pub mate: Option<String>,
-}
-
-impl PairedInput {
-    /// An interleaved (or single-read) input.
-    pub fn single(path: impl Into<String>) -> Self {
-        PairedInput { path: path.into(), mate: None }
-    }
-
-    /// The file and its mate file, if any.
-    pub fn paths(&self) -> impl Iterator<Item = &String> {
-        std::iter::once(&self.path).chain(&self.mate)
-    }
-
-    /// Opens the input as bundles within the run `ctx`; two files always give pairs, whatever
-    /// `mode` says.
-    pub fn open(&self, mode: PairMode, ctx: &RunContext) -> Result<PairedReader> {
-        let first = FastxReader::open_in(&self.path, ctx)?;
-        Ok(match &self.mate {
-            Some(mate) => PairedReader::from_two_files(first, FastxReader::open_in(mate, ctx)?, None),
-            None => PairedReader::new(first, mode, None),
-        })
-    }
-}
-
-/// Builds a list of paired inputs from files and their optional mate files, which must be
-/// either absent or one per file.
-pub fn paired_inputs(files: &[String], mates: &[String]) -> Result<Vec<PairedInput>> {
-    if !mates.is_empty() && mates.len() != files.len() {
-        return Err(Error::invalid(format!(
-            "{} input files but {} mate files; give one --mate per input file",
-            files.len(),
-            mates.len()
-        )));
-    }
-    Ok(files.iter().enumerate().map(|(i, f)| PairedInput { path: f.clone(), mate: mates.get(i).cloned() }).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,13 +132,5 @@ mod tests {
         assert_eq!(derived_name("/a/b/reads.fq.gz", ".pe", None), "reads.fq.gz.pe");
         assert_eq!(derived_name("reads.fq", ".1", Some("out/")), "out/reads.fq.1");
         assert_eq!(derived_name("x/reads.fq", ".subset", Some("")), "reads.fq.subset");
-    }
-
-    #[test]
-    fn mates_must_match_files() {
-        let files = vec!["a".to_string(), "b".to_string()];
-        assert!(paired_inputs(&files, &["c".to_string()]).is_err());
-        let p = paired_inputs(&files, &[]).unwrap();
-        assert_eq!(p[1], PairedInput::single("b"));
     }
 }

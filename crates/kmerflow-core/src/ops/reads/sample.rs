@@ -11,8 +11,8 @@
 //!   lets the reservoir grow past `num_reads` with several inputs). The `max_reads` limit is,
 //!   as in khmer, checked every 10,000 bundles.
 
-use super::{create_output, derived_name, is_stdin, write_to, PairedInput};
-use crate::io::{write_record, Compression, OwnedRecord, PairMode};
+use super::{create_output, derived_name, is_stdin, write_to};
+use crate::io::{write_record, Compression, OwnedRecord, PairMode, PairedInput};
 use crate::run::RunContext;
 use crate::{Error, Result};
 use rand::{Rng, SeedableRng};
@@ -95,7 +95,7 @@ pub fn sample_reads_randomly(opts: &SampleOptions, ctx: &RunContext) -> Result<S
     let mut reservoirs: Vec<Vec<Sampled>> = vec![Vec::new(); paths.len()];
     let mut sum = SampleSummary::default();
     'inputs: for input in &opts.inputs {
-        let mut reader = input.open(mode, ctx)?;
+        let mut reader = input.open(mode, None, ctx)?;
         while let Some(bb) = reader.next_batch()? {
             for b in &bb.bundles {
                 let count = sum.scanned;
