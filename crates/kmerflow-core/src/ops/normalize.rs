@@ -25,11 +25,11 @@ use super::autosize::{self, AutoSize};
 use super::count::write_text;
 use super::diginorm::{self, BatchHasher, Normalizer};
 use super::read_filter::{check_ksize, trim_record, Cleaning, HashedBatch, Trim};
-use super::reads::{bundle_batches, create_output, write_to};
+use super::reads::bundle_batches;
 use super::sizing::{create_counting_table, expected_fp_rate, target_rate, TableParams};
 use crate::io::{
-    check_rereadable, refuse_inputs_as_outputs, write_record, Bundle, BundleBatch, Compression, FastxReader,
-    OutputFile, PairMode, PairedReader, RecordBatch, Staged,
+    check_rereadable, refuse_inputs_as_outputs, Bundle, BundleBatch, Compression, MateBuffers, MateWriter, PairMode,
+    PairedInput, PairedOutput, RecordBatch, Staged,
 };
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::{run_ordered, Workload};
@@ -290,12 +290,8 @@ impl Options {
     /// The input as bundles: pairs recognised by name in one file (khmer's broken-paired
     /// reading), or R1/R2 files zipped; reads shorter than k dropped.
     fn bundles(&self, ctx: &RunContext) -> Result<impl Iterator<Item = Result<Numbered>> + Send> {
-        let k = Some(self.table.ksize);
-        let first = FastxReader::open_in(&self.input, ctx)?;
-        let reader = match &self.mate {
-            Some(mate) => PairedReader::from_two_files(first, FastxReader::open_in(mate, ctx)?, k),
-            None => PairedReader::new(first, PairMode::BrokenPaired, k),
-        };
+        let input = PairedInput { path: self.input.clone(), mate: self.mate.clone() };
+        let reader = input.open(PairMode::BrokenPaired, Some(self.table.ksize), ctx)?;
         let mut next = 0;
         Ok(bundle_batches(reader).map(move |bb| {
             bb.map(|bundles| {
@@ -355,64 +351,34 @@ fn trimmed(mut dist: Vec<u64>) -> Vec<u64> {
     dist
 }
 
-/// The output files and the routing of kept bundles into them.
+/// The outputs ([`MateWriter`]), the current batch's buffers and the reads written.
 struct Sinks {
-    first: OutputFile,
-    second: Option<OutputFile>,
-    singles: Option<OutputFile>,
-    bufs: [Vec<u8>; 3],
+    writer: MateWriter,
+    bufs: MateBuffers,
     reads: u64,
     pairs: u64,
-    orphans_dropped: u64,
 }
 
 impl Sinks {
     fn create(opts: &Options, ctx: &RunContext) -> Result<Self> {
-        let open = |path: &Option<String>| path.as_deref().map(|p| create_output(p, opts.compression, ctx)).transpose();
-        Ok(Sinks {
-            first: create_output(&opts.output, opts.compression, ctx)?,
-            second: open(&opts.output2)?,
-            singles: open(&opts.orphans)?,
-            bufs: Default::default(),
-            reads: 0,
-            pairs: 0,
-            orphans_dropped: 0,
-        })
+        let out = PairedOutput { path: opts.output.clone(), mate: opts.output2.clone(), orphans: opts.orphans.clone() };
+        let writer = MateWriter::create(&out, opts.compression, ctx)?;
+        Ok(Sinks { bufs: writer.buffers(), writer, reads: 0, pairs: 0 })
     }
 
-    /// Formats bundle `b` of `batch`: a pair interleaved, or split between the two outputs;
-    /// a single read to the first output, or to the singles output when pairs are split.
+    /// Formats bundle `b` of `batch` (a pair, or a read without its mate).
     fn bundle(&mut self, batch: &RecordBatch, b: Bundle) {
-        let split = self.second.is_some();
-        match b.second {
-            Some(second) => {
-                write_record(&mut self.bufs[0], &batch.get(b.first));
-                write_record(&mut self.bufs[usize::from(split)], &batch.get(second));
-                self.pairs += 1;
-                self.reads += 2;
-            }
-            None if split && self.singles.is_none() => self.orphans_dropped += 1,
-            None => {
-                write_record(&mut self.bufs[if split { 2 } else { 0 }], &batch.get(b.first));
-                self.reads += 1;
-            }
-        }
+        let second = b.second.map(|i| batch.get(i));
+        self.bufs.push(Some(&batch.get(b.first)), second.as_ref());
+        self.pairs += u64::from(second.is_some());
+        self.reads += 1 + u64::from(second.is_some());
     }
 
     /// Writes what [`Sinks::bundle`] formatted.
     fn flush(&mut self) -> Result<()> {
-        let outs = [Some(&mut self.first), self.second.as_mut(), self.singles.as_mut()];
-        for (out, buf) in outs.into_iter().zip(&mut self.bufs) {
-            if let Some(out) = out {
-                write_to(out, buf)?;
-            }
-            buf.clear();
-        }
+        self.writer.write(&self.bufs)?;
+        self.bufs.clear();
         Ok(())
-    }
-
-    fn close(self) -> Result<Vec<Staged>> {
-        [Some(self.first), self.second, self.singles].into_iter().flatten().map(OutputFile::close).collect()
     }
 }
 
@@ -650,10 +616,10 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         }
     }
     summary.trim = trim;
-    summary.reads_out = sinks.reads;
+    summary.orphans_dropped = sinks.writer.counts().orphans_dropped;
+    summary.reads_out = sinks.reads - summary.orphans_dropped;
     summary.pairs_out = sinks.pairs;
-    summary.orphans_dropped = sinks.orphans_dropped;
-    let staged = sinks.close()?;
+    let staged = sinks.writer.close()?;
     let mut last_unique = t1k.n_unique_kmers();
     summary.fp_rate = summary.first_pass.table.fp_rate;
     if let (Some((t2, _, sized_for, p2)), Some((reads, kept))) = (&second, second_done) {
