@@ -285,9 +285,9 @@ def normalize(inputs: Paths) -> None:
     """The normalization protocol in one run: ``inputs`` is R1 and R2, or one interleaved or
     single-end file; normalize to ``first_target`` (default 4 × ``target``), trim reads at k-mers
     counted fewer than ``min_depth`` times, normalize to ``target`` (default 20) with a new table
-    (``passes=1``: without this last step). Writes ``output`` (and ``output2`` for R2); tables
-    sized automatically unless ``max_memory_usage``; ``hist``/``hist_out`` histograms. Khmer's
-    protocol is ``target=5``."""
+    (``passes=1``: without this last step). Writes ``output`` (and ``output2`` for R2, ``orphans``
+    for reads left without their mate); tables sized automatically unless ``max_memory_usage``;
+    ``hist``/``hist_out`` histograms. Khmer's protocol is ``target=5``."""
 
 
 @_command("filter-abund")
