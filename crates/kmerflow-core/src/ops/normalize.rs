@@ -216,7 +216,7 @@ struct KeepBits {
 
 impl KeepBits {
     fn push(&mut self, keep: bool) {
-        if self.len % 64 == 0 {
+        if self.len / 64 == self.words.len() {
             self.words.push(0);
         }
         if keep {
