@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import kmerflow
-from conftest import khmer, kmerflow as run_kmerflow
+from conftest import khmer
+from conftest import kmerflow as run_kmerflow
 
 #: Fixed table sizes, so that khmer's commands and ours count into identical tables.
 TABLE = ["-k", "20", "-N", "4", "-x", "2e5"]
@@ -38,7 +39,7 @@ def write_pairs(directory: Path, seed: int = 7, genome_len: int = 4000, pairs: i
         for i in range(pairs):
             start = rng.randrange(genome_len - 300)
             mates = (read(start, False), read(start + 200, True))
-            for n, (seq, out) in enumerate(zip(mates, (f1, f2)), 1):
+            for n, (seq, out) in enumerate(zip(mates, (f1, f2), strict=True), 1):
                 record = f"@p{i}/{n}\n{seq}\n+\n{'I' * len(seq)}\n"
                 fi.write(record)
                 out.write(record)
