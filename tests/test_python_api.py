@@ -492,14 +492,16 @@ def _help_flags(command: str) -> set[str]:
 def _help_positionals(command: str) -> int:
     """The number of positional arguments of the usage line of `kmerflow COMMAND --help`."""
     usage = run_kmerflow(command, "--help").stdout.decode().split("Usage:")[1].splitlines()[0]
-    return len(re.findall(r"(?:<\w+>|\[\w+\])(?:\.\.\.)?(?=\s|$)", usage.split("[OPTIONS]")[-1]))
+    # Required options (`--output <OUTPUT>`) are shown in the usage line too.
+    usage = re.sub(r"--[\w-]+ <\w+>", "", usage.split("[OPTIONS]")[-1])
+    return len(re.findall(r"(?:<\w+>|\[\w+\])(?:\.\.\.)?(?=\s|$)", usage))
 
 
 def test_every_command_has_a_function_and_no_more():
     assert set(COMMAND_FUNCTIONS) == {
         "fastq_to_fasta", "interleave_reads", "split_paired_reads", "extract_paired_reads",
         "extract_long_sequences", "sample_reads_randomly", "readstats", "load_into_counting",
-        "abundance_dist", "abundance_dist_single", "normalize_by_median", "filter_abund",
+        "abundance_dist", "abundance_dist_single", "normalize_by_median", "normalize", "filter_abund",
         "filter_abund_single", "trim_low_abund", "count_median", "unique_kmers", "load_graph"}
 
 

@@ -36,6 +36,8 @@ RUNS: dict[str, tuple[str, ...]] = {
     "interleave-reads": ("paired.fq.1", "paired.fq.2", "-o", "interleaved.fq"),
     "load-graph": (*TABLE, "graph.pt", "reads.fa"),
     "load-into-counting": (*TABLE, "t2.ct", "reads.fa"),
+    "normalize": ("-k", "17", "paired.fq.1", "paired.fq.2", "-o", "n1.fq", "-O", "n2.fq", "--hist", "nh.csv",
+                  "--hist-out", "nho.csv"),
     "normalize-by-median": (*TABLE, "-C", "5", "reads.fa", "-o", "keep.fa"),
     "readstats": ("reads.fa", "-o", "stats.txt"),
     "sample-reads-randomly": ("-N", "10", "reads.fa", "-o", "sample.fa"),

@@ -280,6 +280,16 @@ def normalize_by_median(inputs: Paths) -> None:
     ``cutoff`` (default 20). Outputs ``<input>.keep`` per input, or ``output``."""
 
 
+@_command("normalize")
+def normalize(inputs: Paths) -> None:
+    """The normalization protocol in one run: ``inputs`` is R1 and R2, or one interleaved or
+    single-end file; normalize to ``first_target`` (default 4 × ``target``), trim reads at k-mers
+    counted fewer than ``min_depth`` times, normalize to ``target`` (default 20) with a new table
+    (``passes=1``: without this last step). Writes ``output`` (and ``mate_output`` for R2, ``orphans``
+    for reads left without their mate); tables sized automatically unless ``max_memory_usage``;
+    ``hist``/``hist_out`` histograms. Khmer's protocol is ``target=5``."""
+
+
 @_command("filter-abund")
 def filter_abund(graph: PathLike, inputs: Paths) -> None:
     """Trim reads at the first k-mer whose count (in a saved countgraph) is below ``cutoff``
@@ -317,6 +327,6 @@ __all__ = [
     "fastq_to_fasta", "interleave_reads", "split_paired_reads", "extract_paired_reads",
     "extract_long_sequences", "sample_reads_randomly", "readstats",
     "load_into_counting", "abundance_dist", "abundance_dist_single", "normalize_by_median",
-    "filter_abund", "filter_abund_single", "trim_low_abund", "count_median", "unique_kmers",
-    "load_graph",
+    "normalize", "filter_abund", "filter_abund_single", "trim_low_abund", "count_median",
+    "unique_kmers", "load_graph",
 ]

@@ -26,6 +26,7 @@ pub mod interleave_reads;
 pub mod load_graph;
 pub mod load_into_counting;
 pub mod mate_args;
+pub mod normalize;
 pub mod normalize_by_median;
 pub mod readstats;
 pub mod sample_reads_randomly;
@@ -93,6 +94,8 @@ commands! {
     "load-graph" => LoadGraph(load_graph),
     /// Build a countgraph of k-mer counts from reads and save it
     "load-into-counting" => LoadIntoCounting(load_into_counting),
+    /// The normalization protocol in one run: normalize, trim errors, normalize again (R1/R2 in and out)
+    "normalize" => Normalize(normalize),
     /// Digital normalization: drop reads whose median k-mer count already reaches the cutoff
     "normalize-by-median" => NormalizeByMedian(normalize_by_median),
     /// Display summary statistics for one or more FASTA/FASTQ files

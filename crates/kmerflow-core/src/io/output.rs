@@ -214,6 +214,15 @@ impl Staged {
         &self.path
     }
 
+    /// Where the complete bytes are until committed: the temporary of a replaced file, else the
+    /// path as given (for a caller that reads its own output back before committing it).
+    pub fn written_path(&self) -> &std::path::Path {
+        match &self.rename {
+            Some((temp, _)) => temp,
+            None => std::path::Path::new(&self.path),
+        }
+    }
+
     /// Renames the temporary over the final name.
     pub fn commit(mut self) -> Result<()> {
         if let Some((temp, target)) = self.rename.take() {

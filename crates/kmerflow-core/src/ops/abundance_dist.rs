@@ -20,13 +20,22 @@ pub const HISTOGRAM_LEN: usize = 65535;
 /// in file order for each of its tables, so which k-mers are new does not depend on the
 /// threads of `ctx`.
 pub fn histogram(table: &KTable, path: &str, ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
+    histogram_of_files(table, &[path], ctx)
+}
+
+/// [`histogram`] of several files read in order, each distinct k-mer counted once over all of
+/// them (one tracking filter).
+pub fn histogram_of_files(table: &KTable, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
     let tracker = Tracker {
         tracking: KTable::with_sizes(table.ksize(), HashKind::TwoBit, StorageKind::Bit, table.hashsizes().to_vec())?,
         table,
         dist: Mutex::new(vec![0u64; HISTOGRAM_LEN + 1]),
     };
     let hash = |seq: &[u8], out: &mut Vec<u64>| table.kmer_hashes(seq, out);
-    let tally = count_owned_file(&tracker, table.ksize(), &hash, path, ctx)?;
+    let mut tally = ReadTally::default();
+    for path in paths {
+        tally.add(count_owned_file(&tracker, table.ksize(), &hash, path, ctx)?);
+    }
     let mut dist = tracker.dist.into_inner().unwrap_or_else(PoisonError::into_inner);
     dist.truncate(HISTOGRAM_LEN);
     Ok((dist, tally))
@@ -200,15 +209,8 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     crate::io::check_rereadable(&opts.seqs)?;
     opts.output.check()?;
     let mut summary = Summary::default();
-    let mut table = sizing::create_countgraph(&opts.params, SINGLE_MULTIPLIER, ctx)?;
-    if opts.bigcount && table.storage_kind() == StorageKind::Byte {
-        table.set_use_bigcount(true)?;
-    }
-    ctx.progress().begin_pass("counting");
-    consume_file(&mut table, &opts.seqs, ctx)?;
+    let (table, histogram, tally) = counted_histogram(&opts.params, opts.bigcount, &[&opts.seqs], ctx)?;
     summary.unique_kmers = table.n_unique_kmers();
-    ctx.progress().begin_pass("histogram");
-    let (histogram, tally) = histogram(&table, &opts.seqs, ctx)?;
     opts.output.write(&histogram, ctx)?;
     if let Some(path) = &opts.savegraph {
         table.save(path)?;
@@ -217,6 +219,28 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     summary.tally = tally;
     summary.histogram = histogram;
     Ok(summary)
+}
+
+/// abundance-dist-single's counting and histogram over `paths` (each read twice): a countgraph
+/// sized from `params` (with the tracking filter within its memory), counting above 255 with
+/// `bigcount`; returns the table, the histogram and the histogram pass's tally.
+pub fn counted_histogram(
+    params: &TableParams,
+    bigcount: bool,
+    paths: &[&str],
+    ctx: &RunContext,
+) -> Result<(KTable, Vec<u64>, ReadTally)> {
+    let mut table = sizing::create_countgraph(params, SINGLE_MULTIPLIER, ctx)?;
+    if bigcount && table.storage_kind() == StorageKind::Byte {
+        table.set_use_bigcount(true)?;
+    }
+    ctx.progress().begin_pass("counting");
+    for path in paths {
+        consume_file(&mut table, path, ctx)?;
+    }
+    ctx.progress().begin_pass("histogram");
+    let (histogram, tally) = histogram_of_files(&table, paths, ctx)?;
+    Ok((table, histogram, tally))
 }
 
 #[cfg(test)]

@@ -15,9 +15,7 @@ use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleani
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, resize_hint, target_rate, TableParams};
 use crate::io::mates::paired_inputs;
-use crate::io::{
-    Compression, MateBuffers, MateCounts, MateWriter, OutputFile, PairMode, PairedInput, PairedOutput, Staged,
-};
+use crate::io::{Compression, MateCounts, MateWriter, OutputFile, PairMode, PairedInput, PairedOutput, Staged};
 use crate::kmer::twobit;
 use crate::pipeline::run_ordered;
 use crate::run::metrics;
@@ -134,7 +132,7 @@ pub struct Summary {
 
 /// The k-mer hash function of a table, usable by the workers while the table is updated.
 #[derive(Clone)]
-enum BatchHasher {
+pub(crate) enum BatchHasher {
     /// khmer's canonical 2-bit hash of k-mers of this size.
     Khmer(usize),
     /// The blocked table's hasher.
@@ -142,14 +140,16 @@ enum BatchHasher {
 }
 
 impl BatchHasher {
-    fn of(table: &AnyTable) -> Self {
+    /// The hash function of `table`.
+    pub(crate) fn of(table: &AnyTable) -> Self {
         match table {
             AnyTable::Khmer(t) => BatchHasher::Khmer(t.ksize()),
             AnyTable::Blocked(t) => BatchHasher::Blocked(t.hasher().clone()),
         }
     }
 
-    fn hashes(&self, seq: &[u8], out: &mut Vec<u64>) {
+    /// Appends the hashes of the k-mers of `seq` to `out`.
+    pub(crate) fn hashes(&self, seq: &[u8], out: &mut Vec<u64>) {
         match self {
             BatchHasher::Khmer(k) => twobit::canonical_hashes(seq, *k, out),
             BatchHasher::Blocked(h) => h.hashes(seq, out),
@@ -157,8 +157,9 @@ impl BatchHasher {
     }
 }
 
-/// The running state of a normalization: table, counters and the optional report.
-struct Normalizer<'a> {
+/// The running state of a normalization: table, counters and the optional report. Besides
+/// normalize-by-median, the `normalize` protocol ([`super::normalize`]) runs its passes on it.
+pub(crate) struct Normalizer<'a> {
     opts: &'a Options,
     ctx: &'a RunContext,
     /// Probe scratch of the read-by-read passes (one thread).
@@ -176,12 +177,44 @@ struct Normalizer<'a> {
 /// Reads examined between two points of the keep curve (besides the report points).
 const KEEP_CURVE_EVERY: u64 = 10_000;
 
-impl Normalizer<'_> {
-    /// Decides, counts and writes the bundles of one cleaned batch, in order.
-    fn process(&mut self, path: &str, table: &mut AnyTable, hb: &HashedBatch, out: &mut MateBuffers) -> Result<()> {
+impl<'a> Normalizer<'a> {
+    /// A normalization at `opts.cutoff` into `table` (three-phase with `opts.batched`), without
+    /// a report file.
+    pub(crate) fn new(opts: &'a Options, ctx: &'a RunContext, table: &AnyTable) -> Self {
+        let runner = opts.batched.then(|| match table {
+            AnyTable::Khmer(t) => BatchRunner::new(t, ctx.threads()),
+            AnyTable::Blocked(t) => BatchRunner::new(t, ctx.threads()),
+        });
+        Normalizer {
+            opts,
+            ctx,
+            probes: Vec::new(),
+            runner,
+            summary: Summary::default(),
+            report: None,
+            next_report_at: opts.report_frequency,
+            last_report_at: opts.report_frequency,
+            next_curve_at: KEEP_CURVE_EVERY,
+        }
+    }
+
+    /// What the normalization did so far.
+    pub(crate) fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Decides and counts the bundles of one cleaned batch, in order, calling `kept` with the
+    /// index (in `hb`) of each bundle kept.
+    pub(crate) fn process(
+        &mut self,
+        path: &str,
+        table: &mut AnyTable,
+        hb: &HashedBatch,
+        kept: &mut dyn FnMut(usize),
+    ) -> Result<()> {
         match table {
-            AnyTable::Khmer(t) => self.process_in(path, t, hb, out),
-            AnyTable::Blocked(t) => self.process_in(path, t, hb, out),
+            AnyTable::Khmer(t) => self.process_in(path, t, hb, kept),
+            AnyTable::Blocked(t) => self.process_in(path, t, hb, kept),
         }
     }
 
@@ -191,14 +224,14 @@ impl Normalizer<'_> {
         path: &str,
         table: &mut T,
         hb: &HashedBatch,
-        out: &mut MateBuffers,
+        kept: &mut dyn FnMut(usize),
     ) -> Result<()> {
         match self.runner.take() {
             Some(mut runner) => {
                 let mut decided = Ok(());
                 for (bundles, kmers) in hb.pieces(BATCH_KMERS) {
                     decided =
-                        runner.run(&*table, &hb.hashes, kmers, |batch| self.decide(path, batch, hb, bundles, out))?;
+                        runner.run(&*table, &hb.hashes, kmers, |batch| self.decide(path, batch, hb, bundles, kept))?;
                     if decided.is_err() {
                         break;
                     }
@@ -209,24 +242,25 @@ impl Normalizer<'_> {
             None => {
                 let mut probes = std::mem::take(&mut self.probes);
                 let bundles = 0..hb.reads.bundles.bundles.len();
-                let decided = self.decide(path, &mut KmerPass::new(table, &hb.hashes, &mut probes), hb, bundles, out);
+                let decided = self.decide(path, &mut KmerPass::new(table, &hb.hashes, &mut probes), hb, bundles, kept);
                 self.probes = probes;
                 decided
             }
         }
     }
 
-    /// Decides, counts (through `pass`) and writes the bundles `bundles` of `hb`, in order.
+    /// Decides and counts (through `pass`) the bundles `bundles` of `hb`, in order, calling
+    /// `kept` with the index of each bundle kept.
     fn decide(
         &mut self,
         path: &str,
         pass: &mut impl ReadCounts,
         hb: &HashedBatch,
         bundles: Range<usize>,
-        out: &mut MateBuffers,
+        kept: &mut dyn FnMut(usize),
     ) -> Result<()> {
         let cutoff = self.opts.cutoff;
-        for b in hb.reads.bundle_reads().skip(bundles.start).take(bundles.len()) {
+        for (index, b) in bundles.clone().zip(hb.reads.bundle_reads().skip(bundles.start)) {
             self.summary.total += b.len() as u64;
             let discard = b.iter().all(|i| pass.median_at_least(hb.kmers[i].clone(), cutoff));
             if !discard {
@@ -234,8 +268,7 @@ impl Normalizer<'_> {
                     pass.add(hb.kmers[i].clone());
                     self.summary.kept += 1;
                 }
-                let [first, second] = b.reads().map(|i| i.map(|i| hb.reads.record(i)));
-                out.push(first.as_ref(), second.as_ref());
+                kept(index);
             }
             if self.summary.total >= self.next_curve_at {
                 self.next_curve_at = self.summary.total + KEEP_CURVE_EVERY;
@@ -304,7 +337,10 @@ impl Normalizer<'_> {
                 short += hb.reads.bundles.n_short_dropped;
                 kmers += hb.hashes.len() as u64;
                 buf.clear();
-                self.process(path, table, &hb, &mut buf)?;
+                self.process(path, table, &hb, &mut |index| {
+                    let [first, second] = hb.reads.bundle(index).reads().map(|i| i.map(|i| hb.reads.record(i)));
+                    buf.push(first.as_ref(), second.as_ref())
+                })?;
                 out.write(&buf)
             },
         )?;
@@ -407,21 +443,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         }
         None => None,
     };
-    let runner = opts.batched.then(|| match &table {
-        AnyTable::Khmer(t) => BatchRunner::new(t, ctx.threads()),
-        AnyTable::Blocked(t) => BatchRunner::new(t, ctx.threads()),
-    });
-    let mut norm = Normalizer {
-        opts,
-        ctx,
-        probes: Vec::new(),
-        runner,
-        summary: Summary::default(),
-        report,
-        next_report_at: opts.report_frequency,
-        last_report_at: opts.report_frequency,
-        next_curve_at: KEEP_CURVE_EVERY,
-    };
+    let mut norm = Normalizer { report, ..Normalizer::new(opts, ctx, &table) };
 
     let main_mode = if opts.force_single {
         PairMode::ForceSingle

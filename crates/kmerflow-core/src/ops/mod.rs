@@ -12,6 +12,7 @@ pub mod filter_abund;
 pub mod kmer_slices;
 pub mod load_graph;
 pub mod memory;
+pub mod normalize;
 pub mod pyfmt;
 pub mod read_filter;
 pub mod reads;

@@ -50,7 +50,13 @@ impl CleanBatch {
 
     /// The record indices of each bundle, in input order (one or two per bundle).
     pub fn bundle_reads(&self) -> impl Iterator<Item = BundleReads> + '_ {
-        self.bundles.bundles.iter().map(|b| BundleReads { first: b.first, second: b.second })
+        (0..self.bundles.bundles.len()).map(|i| self.bundle(i))
+    }
+
+    /// The record indices of bundle `index`.
+    pub fn bundle(&self, index: usize) -> BundleReads {
+        let b = self.bundles.bundles[index];
+        BundleReads { first: b.first, second: b.second }
     }
 }
 
@@ -197,14 +203,19 @@ impl Trim {
     /// Appends the (possibly truncated) record to `out` unless it is dropped; returns the
     /// number of bases written, `None` when dropped.
     pub fn write(self, rec: &Record<'_>, out: &mut Vec<u8>) -> Option<usize> {
+        let cut = self.apply(rec)?;
+        crate::io::write_record(out, &cut);
+        Some(cut.seq.len())
+    }
+
+    /// The record as trimmed (its first bases and qualities), `None` when dropped.
+    pub fn apply<'r>(self, rec: &Record<'r>) -> Option<Record<'r>> {
         let n = match self {
             Trim::Keep => rec.seq.len(),
             Trim::Truncate(n) => n,
             Trim::Drop => return None,
         };
-        let cut = Record { name: rec.name, seq: &rec.seq[..n], qual: rec.qual.map(|q| &q[..n]) };
-        crate::io::write_record(out, &cut);
-        Some(n)
+        Some(Record { name: rec.name, seq: &rec.seq[..n], qual: rec.qual.map(|q| &q[..n]) })
     }
 }
 

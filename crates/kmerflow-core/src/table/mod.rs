@@ -302,6 +302,11 @@ impl KTable {
         self.hashsizes().len()
     }
 
+    /// Bytes of counter memory of all its tables.
+    pub fn memory_bytes(&self) -> u64 {
+        self.hashsizes().iter().map(|&size| bytes_for(self.storage_kind(), size) as u64).sum()
+    }
+
     /// Turns bigcount (counts above 255 up to 65535) on or off; byte storage only.
     pub fn set_use_bigcount(&mut self, on: bool) -> Result<()> {
         if self.storage != StorageKind::Byte {

@@ -1,0 +1,682 @@
+//! `normalize`: khmer's normalization protocol in one run, with no intermediate file.
+//!
+//! With `passes = 2` the run gives what this chain of khmer commands gives (paired input
+//! interleaved; `C1` the first target, by default 4 × `target`, as BBNorm's first pass):
+//!
+//! ```text
+//! normalize-by-median -k K -C C1 -s t1.ct IN -o n1          # first pass
+//! filter-abund -C MIN_DEPTH -V -Z C1 t1.ct n1 -o f          # error trimming (variable coverage)
+//! extract-paired-reads f                                    # -> f.pe, f.se
+//! normalize-by-median -k K -C TARGET -p f.pe -u f.se -o OUT # second pass, a new table
+//! ```
+//!
+//! so khmer's protocol (`-C 20`, `filter-abund -V`, `-C 5`) is `--target 5` (first target 20,
+//! min depth 2). With `passes = 1` it is the first two commands at `-C TARGET`.
+//!
+//! Nothing is written between the steps: the first pass records which bundles it keeps (one bit
+//! each); the input is then read again, the kept bundles are trimmed against the first table by
+//! the workers and normalized into the second table in input order, pairs first and single
+//! reads (orphans whose mate was trimmed away, unpaired input reads) after them, held in memory
+//! until the pairs are done. The passes are [`super::diginorm`]'s normalizer, the trimming is
+//! filter-abund's [`trim_record`], the histograms abundance-dist-single's.
+
+use super::abundance_dist::{counted_histogram, write_histogram};
+use super::autosize::{self, AutoSize};
+use super::count::write_text;
+use super::diginorm::{self, BatchHasher, Normalizer};
+use super::read_filter::{check_ksize, trim_record, Cleaning, HashedBatch, Trim};
+use super::reads::bundle_batches;
+use super::sizing::{create_counting_table, expected_fp_rate, target_rate, TableParams};
+use crate::io::{
+    check_rereadable, refuse_inputs_as_outputs, Bundle, BundleBatch, Compression, MateBuffers, MateWriter, PairMode,
+    PairedInput, PairedOutput, RecordBatch, Staged,
+};
+use crate::kmer::clean::clean_parser;
+use crate::pipeline::{run_ordered, Workload};
+use crate::run::RunContext;
+use crate::table::{AnyTable, CountingTable, KTable};
+use crate::{Error, Result};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Options of `normalize`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The reads: one file (interleaved pairs and/or single reads), or R1 with `mate`.
+    pub input: String,
+    /// The R2 file: record i is the mate of record i of `input`.
+    pub mate: Option<String>,
+    /// The output (`-o`): every kept read, or read 1 of the kept pairs with `mate_output`.
+    pub output: String,
+    /// Read 2 of the kept pairs (`-O`); without it, pairs are written interleaved to `output`.
+    pub mate_output: Option<String>,
+    /// With `mate_output`: where kept reads without a kept mate go (else they are dropped, counted).
+    pub orphans: Option<String>,
+    /// The k-mer depth of the output: the last pass's median cutoff (0..=255).
+    pub target: u32,
+    /// The first pass's cutoff with two passes (default 4 × `target`, at most 255); it is also
+    /// the median from which the error trimming applies (filter-abund's `-Z`).
+    pub first_target: Option<u32>,
+    /// Reads are cut before their first k-mer counted fewer times than this in the first pass's
+    /// table (filter-abund's `-C`; 0 or 1: no trimming).
+    pub min_depth: u32,
+    /// 1: normalize, trim. 2: normalize, trim, normalize again with a new table.
+    pub passes: u32,
+    /// Table sizing of every table (`auto_memory`: each sized for its k-mers; see [`run`]).
+    pub table: TableParams,
+    /// Save the first pass's table (the one the trimming reads), khmer's format.
+    pub save_table: Option<String>,
+    /// k-mer abundance histogram of the input (abundance-dist-single's CSV).
+    pub hist: Option<String>,
+    /// k-mer abundance histogram of the output.
+    pub hist_out: Option<String>,
+    /// Output compression; `None` chooses by each output name's extension.
+    pub compression: Option<Compression>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            input: String::new(),
+            mate: None,
+            output: String::new(),
+            mate_output: None,
+            orphans: None,
+            target: 20,
+            first_target: None,
+            min_depth: 2,
+            passes: 2,
+            table: TableParams { ksize: 20, auto_memory: true, ..TableParams::default() },
+            save_table: None,
+            hist: None,
+            hist_out: None,
+            compression: None,
+        }
+    }
+}
+
+/// A table of the run.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct TableSummary {
+    /// Memory of its counters, in bytes.
+    pub bytes: u64,
+    /// Number of tables (hash functions).
+    pub n_tables: usize,
+    /// The distinct k-mers it was sized for (automatic sizing only).
+    pub sized_for_kmers: Option<f64>,
+    /// k-mers new to the table when counted (khmer's `n_unique_kmers`).
+    pub unique_kmers: u64,
+    /// Estimated false-positive rate of the final table.
+    pub fp_rate: f64,
+}
+
+impl TableSummary {
+    fn of(table: &KTable, sized_for_kmers: Option<f64>) -> Self {
+        TableSummary {
+            bytes: table.memory_bytes(),
+            n_tables: table.n_tables(),
+            sized_for_kmers,
+            unique_kmers: table.n_unique_kmers(),
+            fp_rate: expected_fp_rate(table),
+        }
+    }
+}
+
+/// One normalization pass.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct PassSummary {
+    /// The median cutoff.
+    pub cutoff: u32,
+    /// Reads examined.
+    pub reads: u64,
+    /// Reads kept.
+    pub kept: u64,
+    /// Its table.
+    pub table: TableSummary,
+    /// Seconds it took (the second pass's include the trimming it runs with).
+    pub seconds: f64,
+}
+
+/// The error trimming.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct TrimSummary {
+    /// The cutoff (`--min-depth`).
+    pub min_depth: u32,
+    /// Only reads whose median reaches this are trimmed (filter-abund's `-Z` with `-V`).
+    pub from_median: u32,
+    /// Reads examined (the first pass's kept reads).
+    pub reads: u64,
+    /// Reads cut short.
+    pub truncated: u64,
+    /// Reads dropped (fewer than k bases left).
+    pub removed: u64,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Summary {
+    /// Reads in the input (reads shorter than k excluded).
+    pub reads_in: u64,
+    /// Pairs among them.
+    pub pairs_in: u64,
+    /// Reads dropped for being shorter than k (a pair of R1/R2 files loses both mates).
+    pub short_dropped: u64,
+    /// How the first table was sized automatically: seconds of the pre-pass.
+    pub prepass_seconds: f64,
+    /// The first normalization.
+    pub first_pass: PassSummary,
+    /// The error trimming.
+    pub trim: TrimSummary,
+    /// The second normalization (two passes).
+    pub second_pass: Option<PassSummary>,
+    /// Reads written (to every output).
+    pub reads_out: u64,
+    /// Pairs written.
+    pub pairs_out: u64,
+    /// Reads left without their mate by the trimming and not written (R1/R2 output without
+    /// `orphans`).
+    pub orphans_dropped: u64,
+    /// Estimated false-positive rate of the last table.
+    pub fp_rate: f64,
+    /// Reads after each step: input, first pass, trimming, second pass, written.
+    pub steps: Vec<Step>,
+    /// The first pass's keep curve: `[examined, kept]` points.
+    pub keep_curve: Vec<[u64; 2]>,
+    /// k-mer abundance histograms (abundance 0.., trailing zeros left out): `input` with
+    /// `hist`, `output` with `hist_out`.
+    pub histograms: BTreeMap<String, Vec<u64>>,
+    /// Seconds of the whole run.
+    pub seconds: f64,
+}
+
+/// The reads left after one step.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Step {
+    /// The step.
+    pub name: String,
+    /// Reads after it.
+    pub reads: u64,
+}
+
+impl Step {
+    fn new(name: impl Into<String>, reads: u64) -> Self {
+        Step { name: name.into(), reads }
+    }
+}
+
+/// Largest cutoff (one-byte counters).
+const MAX_CUTOFF: u32 = 255;
+
+/// One bit per bundle of the input: kept by the first pass.
+#[derive(Default)]
+struct KeepBits {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl KeepBits {
+    fn push(&mut self, keep: bool) {
+        if self.len / 64 == self.words.len() {
+            self.words.push(0);
+        }
+        if keep {
+            self.words[self.len / 64] |= 1 << (self.len % 64);
+        }
+        self.len += 1;
+    }
+
+    fn get(&self, i: usize) -> bool {
+        self.words.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+}
+
+/// A batch of bundles with the input index of its first bundle.
+struct Numbered {
+    first: usize,
+    bundles: BundleBatch,
+}
+
+impl Workload for Numbered {
+    fn records(&self) -> u64 {
+        self.bundles.records()
+    }
+    fn bytes(&self) -> u64 {
+        self.bundles.bytes()
+    }
+}
+
+impl Options {
+    /// The first pass's cutoff.
+    fn first_cutoff(&self) -> u32 {
+        match self.passes {
+            2 => self.first_target.unwrap_or((4 * self.target).min(MAX_CUTOFF)),
+            _ => self.target,
+        }
+    }
+
+    fn inputs(&self) -> Vec<String> {
+        std::iter::once(&self.input).chain(&self.mate).cloned().collect()
+    }
+
+    fn check(&self) -> Result<()> {
+        check_ksize(self.table.ksize)?;
+        if !(1..=2).contains(&self.passes) {
+            return Err(Error::invalid(format!("--passes must be 1 or 2, not {}", self.passes)));
+        }
+        for (flag, value) in [("--target", Some(self.target)), ("--first-target", self.first_target)] {
+            if value.is_some_and(|v| v > MAX_CUTOFF) {
+                return Err(Error::invalid(format!("{flag} must be in 0..={MAX_CUTOFF}")));
+            }
+        }
+        if self.orphans.is_some() && self.mate_output.is_none() {
+            return Err(Error::invalid(
+                "--orphans needs -O/--mate-output (without it, reads without their mate go to -o)",
+            ));
+        }
+        let written = [Some(&self.output), self.mate_output.as_ref(), self.orphans.as_ref()];
+        if self.hist_out.is_some() && written.iter().flatten().any(|p| p.as_str() == "-") {
+            return Err(Error::invalid("--hist-out reads the outputs back: they must be files, not stdout"));
+        }
+        let inputs = self.inputs();
+        let side = [&self.save_table, &self.hist, &self.hist_out];
+        refuse_inputs_as_outputs(&inputs, written.into_iter().flatten().chain(side.into_iter().flatten()))?;
+        let mut outputs: Vec<&String> = written.into_iter().flatten().chain(side.into_iter().flatten()).collect();
+        outputs.sort();
+        if let Some(twice) = outputs.windows(2).find(|w| w[0] == w[1] && w[0] != "-") {
+            return Err(Error::invalid(format!("{} is given as two outputs", twice[0])));
+        }
+        // Every input is read two to four times.
+        inputs.iter().try_for_each(|p| check_rereadable(p))
+    }
+
+    /// The input as bundles: pairs recognised by name in one file (khmer's broken-paired
+    /// reading), or R1/R2 files zipped; reads shorter than k dropped.
+    fn bundles(&self, ctx: &RunContext) -> Result<impl Iterator<Item = Result<Numbered>> + Send> {
+        let input = PairedInput { path: self.input.clone(), mate: self.mate.clone() };
+        let reader = input.open(PairMode::BrokenPaired, Some(self.table.ksize), ctx)?;
+        let mut next = 0;
+        Ok(bundle_batches(reader).map(move |bb| {
+            bb.map(|bundles| {
+                let first = next;
+                next += bundles.bundles.len();
+                Numbered { first, bundles }
+            })
+        }))
+    }
+}
+
+/// The parameters of a table after the first one: with automatic sizing (`auto`), sized for
+/// `kmers`, what the table before it counted (an upper bound: later steps only remove reads and
+/// k-mers), which is returned too; fixed sizes are kept.
+fn sized_after(params: &TableParams, auto: bool, kmers: u64) -> Result<(TableParams, Option<f64>)> {
+    if !auto {
+        return Ok((params.clone(), None));
+    }
+    let kmers = kmers as f64;
+    let (memory, _, _) = autosize::size_for(params, kmers)?;
+    Ok((TableParams { max_memory: Some(memory), ..params.clone() }, Some(kmers)))
+}
+
+/// The khmer-layout table inside `table` (the protocol's tables are all of khmer's layout).
+fn khmer(table: &AnyTable) -> &KTable {
+    match table {
+        AnyTable::Khmer(t) => t,
+        AnyTable::Blocked(_) => unreachable!("the protocol's tables are made in khmer's layout"),
+    }
+}
+
+/// A normalization pass's options for [`Normalizer`] (no progress lines of its own).
+fn pass_options(params: &TableParams, cutoff: u32) -> diginorm::Options {
+    diginorm::Options { table: params.clone(), cutoff, report_frequency: u64::MAX, ..Default::default() }
+}
+
+/// Fails when `table`'s rate is over normalize-by-median's ceiling (or warns, with `force`).
+fn check_rate(table: &KTable, params: &TableParams, ctx: &RunContext) -> Result<f64> {
+    super::count::check_fp_rate(table, diginorm::MAX_FP_RATE, params.force, target_rate(params), ctx)
+}
+
+/// The CSV of an abundance histogram (only the header when it is empty).
+fn histogram_csv(dist: &[u64]) -> Result<Vec<u8>> {
+    let mut text = Vec::new();
+    if dist.iter().all(|&n| n == 0) {
+        text.extend_from_slice(b"abundance,count,cumulative,cumulative_fraction\r\n");
+    } else {
+        write_histogram(dist, false, &mut text)?;
+    }
+    Ok(text)
+}
+
+/// A histogram without its trailing zeros.
+fn trimmed(mut dist: Vec<u64>) -> Vec<u64> {
+    let len = dist.iter().rposition(|&n| n != 0).map_or(0, |i| i + 1);
+    dist.truncate(len);
+    dist
+}
+
+/// The outputs ([`MateWriter`]), the current batch's buffers and the reads written.
+struct Sinks {
+    writer: MateWriter,
+    bufs: MateBuffers,
+    reads: u64,
+    pairs: u64,
+}
+
+impl Sinks {
+    fn create(opts: &Options, ctx: &RunContext) -> Result<Self> {
+        let out =
+            PairedOutput { path: opts.output.clone(), mate: opts.mate_output.clone(), orphans: opts.orphans.clone() };
+        let writer = MateWriter::create(&out, opts.compression, ctx)?;
+        Ok(Sinks { bufs: writer.buffers(), writer, reads: 0, pairs: 0 })
+    }
+
+    /// Formats bundle `b` of `batch` (a pair, or a read without its mate).
+    fn bundle(&mut self, batch: &RecordBatch, b: Bundle) {
+        let second = b.second.map(|i| batch.get(i));
+        self.bufs.push(Some(&batch.get(b.first)), second.as_ref());
+        self.pairs += u64::from(second.is_some());
+        self.reads += 1 + u64::from(second.is_some());
+    }
+
+    /// Writes what [`Sinks::bundle`] formatted.
+    fn flush(&mut self) -> Result<()> {
+        self.writer.write(&self.bufs)?;
+        self.bufs.clear();
+        Ok(())
+    }
+}
+
+/// The trimmed survivors of one batch: bundles in input order, or, when `split`, pairs here and
+/// single reads in `singles`; each hashed for the second pass.
+struct Trimmed {
+    kept: HashedBatch,
+    singles: Option<HashedBatch>,
+    reads: u64,
+    truncated: u64,
+    removed: u64,
+}
+
+/// An empty bundle batch of records in `like`'s format.
+fn empty_like(like: &RecordBatch) -> BundleBatch {
+    BundleBatch {
+        batch: RecordBatch::empty(like.format(), like.first_record_number()),
+        bundles: Vec::new(),
+        n_short_dropped: 0,
+    }
+}
+
+/// Appends record `rec` (from line `line`) to `bb` as a new single bundle or as the mate of the
+/// last one.
+fn push_read(bb: &mut BundleBatch, rec: &crate::io::Record<'_>, line: u64, mate_of_last: bool) {
+    bb.batch.push(rec, line);
+    let i = bb.batch.len() - 1;
+    match bb.bundles.last_mut() {
+        Some(last) if mate_of_last => last.second = Some(i),
+        _ => bb.bundles.push(Bundle { first: i, second: None }),
+    }
+}
+
+/// The trimming step's parameters (read by every worker).
+struct Trimming<'a> {
+    table: &'a KTable,
+    keep: &'a KeepBits,
+    min_depth: u32,
+    from_median: u32,
+    split: bool,
+    hasher: Option<BatchHasher>,
+}
+
+impl Trimming<'_> {
+    /// Trims the bundles of `nb` the first pass kept (filter-abund `-V`): a pair whose two reads
+    /// survive stays a pair; a read whose mate was removed becomes a single read.
+    fn batch(&self, nb: Numbered) -> Trimmed {
+        let input = &nb.bundles.batch;
+        let (mut kept, mut singles) = (empty_like(input), empty_like(input));
+        let mut clean = Vec::new();
+        let (mut reads, mut truncated, mut removed) = (0, 0, 0);
+        for (j, b) in nb.bundles.bundles.iter().enumerate() {
+            if !self.keep.get(nb.first + j) {
+                continue;
+            }
+            let mut survivors = Vec::with_capacity(2);
+            for i in std::iter::once(b.first).chain(b.second) {
+                let rec = input.get(i);
+                clean_parser(rec.seq, &mut clean);
+                let trim = trim_record(self.table, &clean, self.min_depth, Some(self.from_median));
+                reads += 1;
+                match trim {
+                    Trim::Drop => removed += 1,
+                    Trim::Truncate(_) => truncated += 1,
+                    Trim::Keep => {}
+                }
+                survivors.extend(trim.apply(&rec).map(|r| (r, input.line_of(i))));
+            }
+            let pair = survivors.len() == 2;
+            let dest = if self.split && !pair { &mut singles } else { &mut kept };
+            for (n, (rec, line)) in survivors.iter().enumerate() {
+                push_read(dest, rec, *line, pair && n == 1);
+            }
+        }
+        let hash = |bb| match &self.hasher {
+            Some(h) => HashedBatch::new(bb, Cleaning::Screed, |seq: &[u8], out: &mut Vec<u64>| h.hashes(seq, out)),
+            None => HashedBatch::new(bb, Cleaning::Screed, |_: &[u8], _: &mut Vec<u64>| {}),
+        };
+        Trimmed { kept: hash(kept), singles: self.split.then(|| hash(singles)), reads, truncated, removed }
+    }
+}
+
+/// Writes the bundles of `hb` the second pass keeps (all of them with one pass) into `sinks`.
+fn write_kept(
+    norm2: &mut Option<(Normalizer<'_>, &mut AnyTable)>,
+    path: &str,
+    hb: &HashedBatch,
+    sinks: &mut Sinks,
+) -> Result<()> {
+    let bundles = &hb.reads.bundles;
+    match norm2 {
+        Some((norm, table)) => {
+            norm.process(path, table, hb, &mut |i| sinks.bundle(&bundles.batch, bundles.bundles[i]))?
+        }
+        None => bundles.bundles.iter().for_each(|&b| sinks.bundle(&bundles.batch, b)),
+    }
+    sinks.flush()
+}
+
+/// Runs the protocol within `ctx`. Tables are of khmer's layout; with `opts.table.auto_memory`
+/// the first is sized for the distinct k-mers of the input (a HyperLogLog pre-pass, as `-M
+/// auto`), each later one for the k-mers the table before it counted. The outputs appear only
+/// once every table has passed its false-positive check.
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
+    let started = Instant::now();
+    opts.check()?;
+    let c1 = opts.first_cutoff();
+    let mut summary = Summary::default();
+    let mut params = opts.table.clone();
+    let auto: Option<AutoSize> = autosize::resolve(&mut params, &opts.inputs(), ctx)?;
+    summary.prepass_seconds = auto.as_ref().map_or(0.0, |a| a.prepass_seconds);
+    let inputs = opts.inputs();
+    let input_paths: Vec<&str> = inputs.iter().map(String::as_str).collect();
+
+    let mut hist_in = None;
+    if opts.hist.is_some() {
+        ctx.info("k-mer abundance histogram of the input");
+        let (_, dist, _) = counted_histogram(&params, true, &input_paths, ctx)?;
+        hist_in = Some(dist);
+    }
+
+    // First pass: normalize, keeping one bit per bundle.
+    let pass_started = Instant::now();
+    ctx.info(format!("first pass: normalizing to a median k-mer count of {c1}"));
+    ctx.progress().begin_pass("first pass");
+    let mut t1 = create_counting_table(&params, crate::table::Layout::Khmer, 1.0, ctx)?;
+    let first_opts = pass_options(&params, c1);
+    let mut keep = KeepBits::default();
+    let mut pairs_in = 0;
+    let mut short = 0;
+    {
+        let mut norm = Normalizer::new(&first_opts, ctx, &t1);
+        let hasher = BatchHasher::of(&t1);
+        run_ordered(
+            ctx,
+            opts.bundles(ctx)?,
+            || {
+                let hasher = hasher.clone();
+                move |nb: Numbered| {
+                    let hash = |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out);
+                    Ok(HashedBatch::new(nb.bundles, Cleaning::Screed, hash))
+                }
+            },
+            |hb: HashedBatch| {
+                let bundles = &hb.reads.bundles;
+                short += bundles.n_short_dropped;
+                pairs_in += bundles.bundles.iter().filter(|b| b.second.is_some()).count() as u64;
+                let mut kept = vec![false; bundles.bundles.len()];
+                norm.process(&opts.input, &mut t1, &hb, &mut |i| kept[i] = true)?;
+                kept.into_iter().for_each(|k| keep.push(k));
+                Ok(())
+            },
+        )?;
+        let s = norm.summary();
+        summary.first_pass = PassSummary { cutoff: c1, reads: s.total, kept: s.kept, ..Default::default() };
+        summary.keep_curve = s.keep_curve.clone();
+    }
+    summary.reads_in = summary.first_pass.reads;
+    summary.pairs_in = pairs_in;
+    summary.short_dropped = short;
+    let t1k = khmer(&t1);
+    summary.first_pass.table = TableSummary::of(t1k, auto.as_ref().map(|a| a.distinct_kmers));
+    summary.first_pass.seconds = pass_started.elapsed().as_secs_f64();
+    ctx.info(format!(
+        "first pass: kept {} of {} reads; table fp rate {:.3}",
+        summary.first_pass.kept, summary.first_pass.reads, summary.first_pass.table.fp_rate
+    ));
+    check_rate(t1k, &params, ctx)?;
+
+    // Trimming, then (two passes) the second normalization into a new table, in one stream.
+    let pass_started = Instant::now();
+    let split = opts.passes == 2 && pairs_in > 0;
+    let mut second = match opts.passes {
+        2 => {
+            let (p2, sized_for) = sized_after(&params, auto.is_some(), t1k.n_unique_kmers())?;
+            let table = create_counting_table(&p2, crate::table::Layout::Khmer, 1.0, ctx)?;
+            Some((table, pass_options(&p2, opts.target), sized_for, p2))
+        }
+        _ => None,
+    };
+    ctx.info(match second {
+        Some(_) => format!(
+            "trimming reads at k-mers counted fewer than {} times (reads of median >= {c1}), normalizing to {}",
+            opts.min_depth, opts.target
+        ),
+        None => {
+            format!("trimming reads at k-mers counted fewer than {} times (reads of median >= {c1})", opts.min_depth)
+        }
+    });
+    ctx.progress().begin_pass(if second.is_some() { "trimming, second pass" } else { "trimming" });
+    let trimming = Trimming {
+        table: t1k,
+        keep: &keep,
+        min_depth: opts.min_depth,
+        from_median: c1,
+        split,
+        hasher: second.as_ref().map(|(t, ..)| BatchHasher::of(t)),
+    };
+    let mut sinks = Sinks::create(opts, ctx)?;
+    let mut trim = TrimSummary { min_depth: opts.min_depth, from_median: c1, ..Default::default() };
+    let mut deferred: Option<BundleBatch> = None;
+    let mut second_done = None;
+    {
+        let mut norm2 = second.as_mut().map(|(t, o, ..)| (Normalizer::new(o, ctx, t), t));
+        run_ordered(
+            ctx,
+            opts.bundles(ctx)?,
+            || |nb: Numbered| Ok(trimming.batch(nb)),
+            |t: Trimmed| {
+                trim.reads += t.reads;
+                trim.truncated += t.truncated;
+                trim.removed += t.removed;
+                write_kept(&mut norm2, &opts.input, &t.kept, &mut sinks)?;
+                if let Some(singles) = t.singles {
+                    let singles = singles.reads.bundles;
+                    let held = deferred.get_or_insert_with(|| empty_like(&singles.batch));
+                    for b in &singles.bundles {
+                        push_read(held, &singles.batch.get(b.first), singles.batch.line_of(b.first), false);
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        if let Some(held) = deferred.take() {
+            let hasher = trimming.hasher.clone();
+            let hb = HashedBatch::new(held, Cleaning::Screed, |seq: &[u8], out: &mut Vec<u64>| {
+                if let Some(h) = &hasher {
+                    h.hashes(seq, out)
+                }
+            });
+            write_kept(&mut norm2, &opts.input, &hb, &mut sinks)?;
+        }
+        if let Some((norm, _)) = norm2 {
+            second_done = Some((norm.summary().total, norm.summary().kept));
+        }
+    }
+    summary.trim = trim;
+    summary.orphans_dropped = sinks.writer.counts().orphans_dropped;
+    summary.reads_out = sinks.reads - summary.orphans_dropped;
+    summary.pairs_out = sinks.pairs;
+    let staged = sinks.writer.close()?;
+    let mut last_unique = t1k.n_unique_kmers();
+    summary.fp_rate = summary.first_pass.table.fp_rate;
+    if let (Some((t2, _, sized_for, p2)), Some((reads, kept))) = (&second, second_done) {
+        let t2k = khmer(t2);
+        let table = TableSummary::of(t2k, *sized_for);
+        let t2k_fp = table.fp_rate;
+        ctx.info(format!("second pass: kept {kept} of {reads} reads; table fp rate {:.3}", table.fp_rate));
+        let seconds = pass_started.elapsed().as_secs_f64();
+        summary.second_pass = Some(PassSummary { cutoff: opts.target, reads, kept, table, seconds });
+        check_rate(t2k, p2, ctx)?;
+        last_unique = t2k.n_unique_kmers();
+        summary.fp_rate = t2k_fp;
+    }
+    drop(second);
+    if summary.orphans_dropped > 0 {
+        ctx.warning(format!(
+            "{} reads whose mate was trimmed away were not written (give --orphans FILE to keep them)",
+            summary.orphans_dropped
+        ));
+    }
+    ctx.info(format!("wrote {} reads ({} pairs)", summary.reads_out, summary.pairs_out));
+
+    let mut hist_out = None;
+    if opts.hist_out.is_some() {
+        ctx.info("k-mer abundance histogram of the output");
+        let paths: Vec<String> = staged.iter().map(|s| s.written_path().to_string_lossy().into_owned()).collect();
+        let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let (hist_params, _) = sized_after(&params, auto.is_some(), last_unique)?;
+        let (_, dist, _) = counted_histogram(&hist_params, true, &paths, ctx)?;
+        hist_out = Some(dist);
+    }
+    if let Some(path) = &opts.save_table {
+        ctx.info(format!("saving the first pass's table to {path}"));
+        t1k.save(path)?;
+        ctx.files().add_output(path);
+    }
+    drop(t1);
+    for (path, dist) in [(&opts.hist, &hist_in), (&opts.hist_out, &hist_out)] {
+        if let (Some(path), Some(dist)) = (path, dist) {
+            write_text(path, histogram_csv(dist)?, ctx)?;
+        }
+    }
+    for (name, dist) in [("input", hist_in), ("output", hist_out)] {
+        if let Some(dist) = dist {
+            summary.histograms.insert(name.to_string(), trimmed(dist));
+        }
+    }
+    summary.steps = vec![Step::new("input", summary.reads_in), Step::new("first pass", summary.first_pass.kept)];
+    summary.steps.push(Step::new("trimming", summary.trim.reads - summary.trim.removed));
+    if let Some(second) = &summary.second_pass {
+        summary.steps.push(Step::new("second pass", second.kept));
+    }
+    summary.steps.push(Step::new("written", summary.reads_out));
+    summary.seconds = started.elapsed().as_secs_f64();
+    staged.into_iter().try_for_each(Staged::commit)?;
+    Ok(summary)
+}

@@ -1,0 +1,201 @@
+"""kmerflow normalize: the protocol in one command equals the chain of khmer 3.0 commands it
+replaces; R1/R2 in and out equal the interleaved run; histograms; no intermediate files; errors."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+import kmerflow
+from conftest import khmer
+from conftest import kmerflow as run_kmerflow
+
+#: Fixed table sizes, so that khmer's commands and ours count into identical tables.
+TABLE = ["-k", "20", "-N", "4", "-x", "2e5"]
+
+
+def write_pairs(directory: Path, seed: int = 7, genome_len: int = 4000, pairs: int = 1500,
+                error_rate: float = 0.01) -> tuple[Path, Path, Path]:
+    """Simulated pairs over a random genome (100 bp reads, 300 bp fragments, errors and a few
+    N), as interleaved FASTQ and as R1/R2 files. Returns (interleaved, r1, r2)."""
+    rng = random.Random(seed)
+    genome = "".join(rng.choice("ACGT") for _ in range(genome_len))
+    comp = str.maketrans("ACGT", "TGCA")
+
+    def read(start: int, reverse: bool) -> str:
+        seq = genome[start:start + 100]
+        if reverse:
+            seq = seq.translate(comp)[::-1]
+        bases = [rng.choice("ACGT".replace(b, "")) if rng.random() < error_rate else b for b in seq]
+        if rng.random() < 0.02:
+            bases[rng.randrange(100)] = "N"
+        return "".join(bases)
+
+    il, r1, r2 = (directory / n for n in ("il.fq", "r1.fq", "r2.fq"))
+    with il.open("w") as fi, r1.open("w") as f1, r2.open("w") as f2:
+        for i in range(pairs):
+            start = rng.randrange(genome_len - 300)
+            mates = (read(start, False), read(start + 200, True))
+            for n, (seq, out) in enumerate(zip(mates, (f1, f2), strict=True), 1):
+                record = f"@p{i}/{n}\n{seq}\n+\n{'I' * len(seq)}\n"
+                fi.write(record)
+                out.write(record)
+    return il, r1, r2
+
+
+@pytest.fixture(scope="module")
+def reads(tmp_path_factory) -> tuple[Path, Path, Path]:
+    return write_pairs(tmp_path_factory.mktemp("reads"))
+
+
+def khmer_chain(tmp: Path, il: Path, target: int, first: int, min_depth: int, passes: int) -> Path:
+    """khmer's protocol by hand: normalize-by-median, filter-abund -V, (extract-paired-reads,
+    normalize-by-median -p PE -u SE)."""
+    c1 = first if passes == 2 else target
+    khmer("normalize-by-median", "-p", *TABLE, "-C", c1, "-s", tmp / "t1.ct", "-o", tmp / "n1.fq", il)
+    khmer("filter-abund", "-C", min_depth, "-V", "-Z", c1, "-o", tmp / "f.fq", tmp / "t1.ct", tmp / "n1.fq")
+    if passes == 1:
+        return tmp / "f.fq"
+    khmer("extract-paired-reads", "-p", tmp / "f.pe", "-s", tmp / "f.se", tmp / "f.fq")
+    singles = ["-u", tmp / "f.se"] if (tmp / "f.se").stat().st_size else []
+    khmer("normalize-by-median", "-p", *TABLE, "-C", target, *singles, "-o", tmp / "out.fq", tmp / "f.pe")
+    return tmp / "out.fq"
+
+
+def records(path: Path) -> list[tuple[str, ...]]:
+    lines = path.read_text().splitlines()
+    return [tuple(lines[i:i + 4]) for i in range(0, len(lines), 4)]
+
+
+@pytest.mark.parametrize("target,first,min_depth,passes", [
+    (5, 20, 2, 2),   # khmer's protocol: -C 20, filter-abund -V, -C 5
+    (4, 10, 3, 2),
+    (10, 10, 2, 1),
+])
+def test_equals_the_khmer_chain(tmp_path, reads, target, first, min_depth, passes):
+    il = reads[0]
+    (tmp_path / "khmer").mkdir()
+    expected = khmer_chain(tmp_path / "khmer", il, target, first, min_depth, passes)
+    report = tmp_path / "report.json"
+    flags = ["--first-target", first] if first != 4 * target else []
+    run_kmerflow("normalize", il, "-o", tmp_path / "out.fq", *TABLE, "--target", target, *flags,
+                 "--min-depth", min_depth, "--passes", passes, "--report-json", report)
+    out = (tmp_path / "out.fq").read_bytes()
+    assert out == expected.read_bytes()
+    summary = json.loads(report.read_text())["summary"]
+    assert summary["reads_in"] == 3000 and summary["pairs_in"] == 1500
+    # The data exercise every step: the first pass drops reads, the trimming cuts some.
+    assert summary["first_pass"]["kept"] < summary["reads_in"]
+    assert summary["trim"]["truncated"] > 0 and summary["trim"]["removed"] > 0
+    assert summary["reads_out"] == out.count(b"\n") // 4
+    if passes == 2:
+        assert summary["second_pass"]["kept"] == summary["reads_out"] < summary["first_pass"]["kept"]
+
+
+def test_r1_r2_equal_the_interleaved_run_split(tmp_path, reads):
+    il, r1, r2 = reads
+    run_kmerflow("normalize", il, "-o", tmp_path / "il.fq", "--target", "5")
+    run_kmerflow("normalize", r1, r2, "-o", tmp_path / "o1.fq", "-O", tmp_path / "o2.fq",
+                 "--orphans", tmp_path / "o0.fq", "--target", "5")
+    interleaved = records(tmp_path / "il.fq")
+    pairs, singles = [], []
+    i = 0
+    while i < len(interleaved):
+        a = interleaved[i]
+        b = interleaved[i + 1] if i + 1 < len(interleaved) else None
+        if b is not None and a[0][:-2] == b[0][:-2]:
+            pairs.append((a, b))
+            i += 2
+        else:
+            singles.append(a)
+            i += 1
+    assert pairs and singles
+    assert records(tmp_path / "o1.fq") == [a for a, _ in pairs]
+    assert records(tmp_path / "o2.fq") == [b for _, b in pairs]
+    assert records(tmp_path / "o0.fq") == singles
+    # Without --orphans, the orphans are counted, not written.
+    proc = run_kmerflow("normalize", r1, r2, "-o", tmp_path / "p1.fq", "-O", tmp_path / "p2.fq",
+                        "--target", "5", "--report-json", tmp_path / "r.json")
+    assert (tmp_path / "p1.fq").read_bytes() == (tmp_path / "o1.fq").read_bytes()
+    assert json.loads((tmp_path / "r.json").read_text())["summary"]["orphans_dropped"] == len(singles)
+    assert b"--orphans" in proc.stderr
+
+
+def test_histograms_are_abundance_dist_singles(tmp_path, reads):
+    il = reads[0]
+    run_kmerflow("normalize", il, "-o", tmp_path / "out.fq", *TABLE, "--target", "5",
+                 "--hist", tmp_path / "in.csv", "--hist-out", tmp_path / "out.csv",
+                 "--report-json", tmp_path / "r.json")
+    for reads_file, ours in ((il, "in.csv"), (tmp_path / "out.fq", "out.csv")):
+        theirs = tmp_path / f"khmer-{ours}"
+        khmer("abundance-dist-single", *TABLE, "-z", reads_file, theirs)
+        assert (tmp_path / ours).read_bytes() == theirs.read_bytes(), ours
+    summary = json.loads((tmp_path / "r.json").read_text())["summary"]
+    before, after = summary["histograms"]["input"], summary["histograms"]["output"]
+    # Normalization removes most of the deep k-mers; the error trimming most of the count-1 ones.
+    assert sum(before) > sum(after) > 0 and before[1] > 2 * after[1]
+
+
+def test_nothing_but_the_outputs_is_written(tmp_path, reads, monkeypatch):
+    _, r1, r2 = reads
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    out = tmp_path / "out"
+    out.mkdir()
+    run_kmerflow("normalize", r1, r2, "-o", out / "a.fq.gz", "-O", out / "b.fq.gz", cwd=out)
+    assert sorted(p.name for p in out.iterdir()) == ["a.fq.gz", "b.fq.gz"]
+    assert list(scratch.iterdir()) == []
+    run_kmerflow("normalize", r1, r2, "-o", out / "a.fq", "--save-table", out / "t.ct", cwd=out)
+    assert sorted(p.name for p in out.iterdir()) == ["a.fq", "a.fq.gz", "b.fq.gz", "t.ct"]
+
+
+def test_tables_are_sized_automatically(tmp_path, reads):
+    run_kmerflow("normalize", reads[0], "-o", tmp_path / "out.fq", "--report-json", tmp_path / "r.json")
+    summary = json.loads((tmp_path / "r.json").read_text())["summary"]
+    first, second = summary["first_pass"]["table"], summary["second_pass"]["table"]
+    assert first["sized_for_kmers"] > 0 and first["fp_rate"] <= 0.1
+    assert second["sized_for_kmers"] == first["unique_kmers"] and second["fp_rate"] <= 0.1
+    assert second["bytes"] <= first["bytes"]
+
+
+@pytest.mark.parametrize("case", ["missing", "counts", "truncated", "stdin"])
+def test_bad_input_is_one_error_and_no_output(tmp_path, reads, case):
+    _, r1, r2 = reads
+    bad = tmp_path / "bad.fq"
+    if case == "missing":
+        inputs = [tmp_path / "nope.fq"]
+    elif case == "counts":
+        bad.write_text("".join(r2.read_text().splitlines(keepends=True)[:-8]))
+        inputs = [r1, bad]
+    elif case == "truncated":
+        bad.write_text(r1.read_text() + "@x/1\nACGT\n+\n")
+        inputs = [bad]
+    else:
+        inputs = ["-"]
+    proc = run_kmerflow("normalize", *inputs, "-o", tmp_path / "out.fq", check=False)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert str(inputs[-1]) in err or "stdin" in err or "-" in err, err
+    assert not (tmp_path / "out.fq").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["bad.fq"] if bad.exists() else [])
+
+
+def test_usage_errors(tmp_path, reads):
+    for args in (["--passes", "3"], ["--target", "300"], ["--orphans", "s.fq"]):
+        proc = run_kmerflow("normalize", reads[0], "-o", tmp_path / "o.fq", *args, check=False)
+        assert proc.returncode == 2, (args, proc.stderr)
+    proc = run_kmerflow("normalize", reads[0], "-o", reads[0], check=False)
+    assert proc.returncode != 0 and not list(tmp_path.iterdir())
+
+
+def test_python_function(tmp_path, reads):
+    _, r1, r2 = reads
+    with pytest.warns(kmerflow.KmerflowWarning, match="--orphans"):
+        result = kmerflow.normalize([r1, r2], output=tmp_path / "a.fq", mate_output=tmp_path / "b.fq", target=5)
+    assert result.command == "normalize"
+    assert result.summary["pairs_out"] == len(records(tmp_path / "a.fq")) == len(records(tmp_path / "b.fq"))
+    assert result.summary["second_pass"]["cutoff"] == 5 and result.summary["first_pass"]["cutoff"] == 20
