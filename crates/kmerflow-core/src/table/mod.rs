@@ -87,9 +87,10 @@ macro_rules! with_cells {
 mod add;
 pub mod batch;
 mod owned;
+pub mod shard;
 mod pass;
 pub use add::{add_table_files, sum_table_files};
-pub use batch::{BatchLookup, BatchOutcome, BatchRunner, BatchTable, Decider};
+pub use batch::{BatchLookup, BatchOutcome, BatchRules, BatchRunner, BatchTable, Decider};
 pub use owned::{OwnedBatch, OwnedCounting};
 pub use pass::ReadCounts;
 pub(crate) use pass::{KmerPass, PassTable};
