@@ -87,7 +87,6 @@ macro_rules! with_cells {
 mod add;
 pub mod batch;
 mod owned;
-pub mod shard;
 mod pass;
 pub use add::{add_table_files, sum_table_files};
 pub use batch::{BatchLookup, BatchOutcome, BatchRules, BatchRunner, BatchTable, Decider};

@@ -188,7 +188,11 @@ impl Shard {
     /// A shard holding `cells` (counters from `start`), checked against `max`.
     pub fn from_cells(start: u64, max: u8, cells: Vec<u8>) -> Result<Self> {
         if let Some(i) = cells.iter().position(|&c| c > max) {
-            return Err(Error::invalid(format!("counter {} holds {} above the maximum {max}", start + i as u64, cells[i])));
+            return Err(Error::invalid(format!(
+                "counter {} holds {} above the maximum {max}",
+                start + i as u64,
+                cells[i]
+            )));
         }
         Ok(Shard { start, max, cells })
     }
@@ -406,7 +410,11 @@ impl ShardClient {
     pub fn kmer_counts(&self, hashes: &[u64], values: &[u8]) -> Result<Vec<u32>> {
         let n = hashes.len();
         if values.len() != n * self.map.probes() {
-            return Err(Error::invalid(format!("{} values for {n} k-mers x {} tables", values.len(), self.map.probes())));
+            return Err(Error::invalid(format!(
+                "{} values for {n} k-mers x {} tables",
+                values.len(),
+                self.map.probes()
+            )));
         }
         Ok((0..n)
             .map(|o| {
@@ -423,7 +431,10 @@ impl ShardClient {
     pub fn gather(&self, shards: &[&[u8]]) -> Result<KTable> {
         let total: usize = shards.iter().map(|s| s.len()).sum();
         if total as u64 != *self.map.bounds.last().unwrap() {
-            return Err(Error::invalid(format!("the shards hold {total} counters, the table {}", self.map.bounds.last().unwrap())));
+            return Err(Error::invalid(format!(
+                "the shards hold {total} counters, the table {}",
+                self.map.bounds.last().unwrap()
+            )));
         }
         let mut cells = shards.iter().flat_map(|s| s.iter().copied());
         let mut tables = Vec::with_capacity(self.map.probes());
