@@ -104,6 +104,10 @@ pub struct ShardClient {
 
 /// A shard's part of a batch: counter indices (uint64).
 type Parts<'py> = Vec<Bound<'py, PyArray1<u64>>>;
+/// The k-mer hashes of sequences end to end and where each sequence's end.
+type HashedReads<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
+/// One shard's updates: counters and their deltas.
+type ShardUpdates<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>);
 
 #[pymethods]
 impl ShardClient {
@@ -151,7 +155,7 @@ impl ShardClient {
         py: Python<'py>,
         sequences: Vec<Bound<'py, PyString>>,
         screed: bool,
-    ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+    ) -> PyResult<HashedReads<'py>> {
         let seqs: Vec<&str> = sequences.iter().map(|s| s.to_str()).collect::<PyResult<_>>()?;
         let k = self.inner.ksize();
         let (hashes, ends) = py.detach(|| {
@@ -244,7 +248,7 @@ impl ShardClient {
         read_ends: PyReadonlyArray1<'py, u64>,
         bundle_ends: PyReadonlyArray1<'py, u64>,
         cutoff: u32,
-    ) -> PyResult<(Bound<'py, PyArray1<bool>>, Vec<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>)>)> {
+    ) -> PyResult<(Bound<'py, PyArray1<bool>>, Vec<ShardUpdates<'py>>)> {
         let (hashes, counters, values) =
             (slice(&hashes, "hashes")?, slice(&counters, "counters")?, slice(&values, "values")?);
         let (read_ends, bundle_ends) = (slice(&read_ends, "read_ends")?, slice(&bundle_ends, "bundle_ends")?);
