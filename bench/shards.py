@@ -11,7 +11,8 @@ Usage::
     single-thread workers with a 256 MB memory limit each: outputs compared byte for byte, time
     ratio.
 (b) DLM's experiment: normalize-by-median (first ``--reads`` reads, -N 4 -x 2.5e7, 10 shards)
-    with 100/50/25/10 % of the shards held in the client process and the rest on the workers,
+    with 100/50/30/10 % of the shards (10, 5, 3, 1 of 10) held in the client process and the
+    rest on the workers,
     at 64k k-mers per message; then 1k/64k/1M k-mers per message at 50 % local. A Markdown
     table and a PNG plot go to ``--out``.
 

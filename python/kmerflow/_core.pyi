@@ -12,7 +12,8 @@ __all__ = [
     "Nodegraph", "Counttable", "SmallCounttable", "Nodetable", "forward_hash", "forward_hash_no_rc",
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
     "is_prime", "cli_main", "run_command", "command_specs", "Normalizer", "AbundanceFilter", "Trimmer",
-    "BatchDecision", "batch_lookup", "batch_decide", "batch_apply", "add_tables",
+    "BatchDecision", "batch_lookup", "batch_decide", "batch_apply", "add_tables", "Shard",
+    "ShardClient",
 ]
 
 __version__: str
