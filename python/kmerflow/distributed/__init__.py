@@ -124,7 +124,8 @@ class ShardedCountgraph:
         if not 0 <= n_local <= shards:
             raise ParameterError(f"local must be 0..{shards} shards, not {n_local}")
         self._where: List[str] = []
-        placement = _place(client, [bounds[s + 1] - bounds[s] for s in range(n_local, shards)], n_local)
+        placement = _place(client, [bounds[s + 1] - bounds[s] for s in range(n_local, shards)], n_local,
+                           _message_bytes(batch_kmers, len(sizes)))
         self._shards: List[Any] = []
         for s in range(shards):
             start, size = bounds[s], bounds[s + 1] - bounds[s]
@@ -319,10 +320,20 @@ def _sequence_batches(batches: Iterable[list], kmers: int) -> Iterator[List[str]
         yield out
 
 
-def _place(client: Any, sizes: Sequence[int], first: int) -> List[str]:
+def _message_bytes(batch_kmers: int, n_tables: int) -> int:
+    """What one batch's messages hold in a worker at once (counters in, values out, updates,
+    and their copies while (de)serialized): a generous bound."""
+    return 4 * batch_kmers * n_tables * (8 + 1 + 9)
+
+
+def _place(client: Any, sizes: Sequence[int], first: int, messages: int) -> List[str]:
     """A worker for each shard of ``sizes`` bytes, in turn over the workers (sorted by address),
-    refusing before anything is allocated a worker whose shards would pass its memory limit
-    (shards are numbered from ``first``)."""
+    refusing before anything is allocated a worker whose shards, what it holds already and
+    ``messages`` bytes of messages would pass the fraction of its memory limit at which Dask
+    restarts it (shards are numbered from ``first``)."""
+    import dask
+
+    terminate = dask.config.get("distributed.worker.memory.terminate") or 1.0
     if not sizes:
         return []
     workers = client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(client) \
@@ -337,11 +348,12 @@ def _place(client: Any, sizes: Sequence[int], first: int) -> List[str]:
         held = int(info.get("metrics", {}).get("memory", 0))
         mine = [s for s, w in enumerate(placement) if w == address]
         need = sum(sizes[s] for s in mine)
-        if limit and held + need > limit:
+        if mine and limit and held + need + messages > limit * terminate:
             raise ParameterError(
                 f"shards {', '.join(str(first + s) for s in mine)} ({need / 1e6:.1f} MB) do not fit in worker "
-                f"{address}: memory limit {limit / 1e6:.1f} MB, {held / 1e6:.1f} MB in use; "
-                "use more workers or shards held locally")
+                f"{address}: memory limit {limit / 1e6:.1f} MB ({terminate:.0%} before Dask restarts it), "
+                f"{held / 1e6:.1f} MB in use, {messages / 1e6:.1f} MB for messages; use more workers "
+                "or shards held locally")
     return placement
 
 
