@@ -88,6 +88,7 @@ mod add;
 pub mod batch;
 mod owned;
 mod pass;
+pub mod shard;
 pub use add::{add_table_files, sum_table_files};
 pub use batch::{BatchLookup, BatchOutcome, BatchRules, BatchRunner, BatchTable, Decider};
 pub use owned::{OwnedBatch, OwnedCounting};

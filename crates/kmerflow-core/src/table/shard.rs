@@ -456,7 +456,7 @@ impl ShardClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::median_min_required;
+    use crate::table::{median_min_required, CountingTable as _};
     use rand::{Rng, SeedableRng};
 
     const SIZES: [u64; 3] = [97, 89, 83];
