@@ -1,7 +1,9 @@
 """Entry point of the ``kmerflow`` command (``python -m kmerflow`` too).
 
-``kmerflow pipeline ...`` runs in Python (on Dask); every other command is the native command
-line, whose run report this renders when asked (``--html``, ``--plots``, ``--multiqc``).
+``kmerflow pipeline ...`` runs in Python (on Dask), and so do the counting commands given
+``--scheduler``, ``--local-cluster`` or ``--shards`` (:mod:`kmerflow.distributed.cli`); every
+other command line is the native one, whose run report this renders when asked (``--html``,
+``--plots``, ``--multiqc``).
 """
 
 import json
@@ -21,6 +23,12 @@ def main() -> None:
         from kmerflow.pipeline.cli import main as pipeline_main
 
         sys.exit(pipeline_main(sys.argv[2:]))
+    from kmerflow.distributed.cli import wants_shards
+
+    if wants_shards(sys.argv[1:]):
+        from kmerflow.distributed.cli import main as sharded_main
+
+        sys.exit(sharded_main(sys.argv[1:]))
     from kmerflow._core import cli_main
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -1,6 +1,7 @@
 //! `kmerflow._core`: thin PyO3 bindings over kmerflow-core.
 //!
 //! - [`batch`]: the three phases of batched decisions on numpy arrays of hashes.
+//! - [`shards`]: `Shard` and `ShardClient`, tables split over processes (Dask workers).
 //! - [`reads`]: `ReadReader`/`Record`, batches of records crossing into Python at once.
 //! - [`tables`]: khmer's table classes over the core `KTable`.
 //! - [`hll`]: the `HLLCounter` class.
@@ -21,6 +22,7 @@ mod hll;
 mod interrupt;
 mod reads;
 mod seqfile;
+mod shards;
 mod streaming;
 mod tables;
 
@@ -35,6 +37,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hll::PyHllCounter>()?;
     tables::register(m)?;
     batch::register(m)?;
+    shards::register(m)?;
     hashing::register(m)?;
     commands::register(m)?;
     streaming::register(m)?;

@@ -78,6 +78,11 @@ fn load_checked(py: Python<'_>, path: PathBuf, hash: HashKind, storage: StorageK
 }
 
 impl Table {
+    /// A table over a core table.
+    pub fn from_core(inner: KTable) -> Self {
+        Table { inner }
+    }
+
     /// The core table.
     pub fn inner(&self) -> &KTable {
         &self.inner

@@ -92,12 +92,11 @@ impl SeenCounters {
     }
 }
 
-/// A table whose reads can be decided batch by batch (see the module documentation).
-pub trait BatchTable: Sync {
+/// The counting rules that phase 2 needs of a table, wherever its counters are held (in this
+/// process, or in shards elsewhere: [`super::shard`]).
+pub trait BatchRules: Sync {
     /// Counters of one k-mer (`P`: tables of khmer's layout, probes of the blocked layout).
     fn batch_probes(&self) -> usize;
-    /// Number of owners among `threads` threads (at least 1).
-    fn batch_owners(&self, threads: usize) -> usize;
     /// Largest value of a counter.
     fn counter_max(&self) -> u8;
     /// Probes whose counters leaving zero count as newly occupied (khmer: table 0 only).
@@ -106,6 +105,12 @@ pub trait BatchTable: Sync {
     fn batch_uses_bigcount(&self) -> bool;
     /// The bigcount value of a k-mer, if it has one.
     fn bigcount_of(&self, hash: u64) -> Option<u16>;
+}
+
+/// A table whose reads can be decided batch by batch (see the module documentation).
+pub trait BatchTable: BatchRules {
+    /// Number of owners among `threads` threads (at least 1).
+    fn batch_owners(&self, threads: usize) -> usize;
     /// Phase 1 for the counters `owner` (of `owners`) owns: fills their base and slot in
     /// `lookup`; `seen` is the owner's scratch map.
     fn lookup_owned(&self, hashes: &[u64], lookup: &BatchLookup, owner: usize, owners: usize, seen: &mut SeenCounters);
@@ -217,7 +222,7 @@ pub struct BatchOutcome {
 
 /// Phase 2 over one batch: counts and adds on the simulated counters (see the module
 /// documentation). Reads must be decided in input order.
-pub struct Decider<'a, T: BatchTable + ?Sized> {
+pub struct Decider<'a, T: BatchRules + ?Sized> {
     table: &'a T,
     hashes: &'a [u64],
     lookup: &'a BatchLookup,
@@ -230,7 +235,7 @@ pub struct Decider<'a, T: BatchTable + ?Sized> {
     offset: usize,
 }
 
-impl<T: BatchTable + ?Sized> Decider<'_, T> {
+impl<T: BatchRules + ?Sized> Decider<'_, T> {
     /// The simulated value of position `q` and its slot.
     #[inline(always)]
     fn value(&self, q: usize) -> (u8, usize) {
@@ -264,7 +269,7 @@ impl<T: BatchTable + ?Sized> Decider<'_, T> {
     }
 }
 
-impl<T: BatchTable + ?Sized> ReadCounts for Decider<'_, T> {
+impl<T: BatchRules + ?Sized> ReadCounts for Decider<'_, T> {
     fn counts(&mut self, kmers: Range<usize>, out: &mut Vec<u32>) {
         out.extend(self.local(kmers).map(|o| self.count(o)));
     }
@@ -397,7 +402,7 @@ pub fn look_up<T: BatchTable + ?Sized>(table: &T, hashes: &[u64], threads: usize
 
 /// Phase 2 alone: calls `decide` with the [`Decider`] of `lookup` (made from `hashes`); returns
 /// its result, the deltas (per position) and the outcome, for [`apply`].
-pub fn decide<T: BatchTable + ?Sized, R>(
+pub fn decide<T: BatchRules + ?Sized, R>(
     table: &T,
     hashes: &[u64],
     lookup: &BatchLookup,
@@ -464,13 +469,9 @@ fn by_owners(owners: usize, seen: &mut [SeenCounters], f: impl Fn(usize, &mut Se
     });
 }
 
-impl BatchTable for KTable {
+impl BatchRules for KTable {
     fn batch_probes(&self) -> usize {
         self.n_tables()
-    }
-
-    fn batch_owners(&self, threads: usize) -> usize {
-        threads.clamp(1, self.n_tables())
     }
 
     fn counter_max(&self) -> u8 {
@@ -487,6 +488,12 @@ impl BatchTable for KTable {
 
     fn bigcount_of(&self, hash: u64) -> Option<u16> {
         self.bigcounts.lock().unwrap_or_else(|e| e.into_inner()).get(&hash).copied()
+    }
+}
+
+impl BatchTable for KTable {
+    fn batch_owners(&self, threads: usize) -> usize {
+        threads.clamp(1, self.n_tables())
     }
 
     fn lookup_owned(&self, hashes: &[u64], lookup: &BatchLookup, owner: usize, owners: usize, seen: &mut SeenCounters) {

@@ -2,7 +2,7 @@
 //! belongs to owner `l mod owners`; a position's counter is identified by its line and slot.
 
 use super::{probe_slots, BitCells, BlockedTable, ByteCells, Cells, CounterWidth, LineCells, NibbleCells, LINE_BYTES};
-use crate::table::batch::{BatchLookup, BatchOutcome, BatchTable, SeenCounters};
+use crate::table::batch::{BatchLookup, BatchOutcome, BatchRules, BatchTable, SeenCounters};
 use crate::table::{prefetch, Tally, PREFETCH_AHEAD};
 
 impl BlockedTable {
@@ -45,13 +45,9 @@ impl BlockedTable {
     }
 }
 
-impl BatchTable for BlockedTable {
+impl BatchRules for BlockedTable {
     fn batch_probes(&self) -> usize {
         self.params.probes
-    }
-
-    fn batch_owners(&self, threads: usize) -> usize {
-        threads.clamp(1, self.n_lines().max(1) as usize)
     }
 
     fn counter_max(&self) -> u8 {
@@ -68,6 +64,12 @@ impl BatchTable for BlockedTable {
 
     fn bigcount_of(&self, _hash: u64) -> Option<u16> {
         None
+    }
+}
+
+impl BatchTable for BlockedTable {
+    fn batch_owners(&self, threads: usize) -> usize {
+        threads.clamp(1, self.n_lines().max(1) as usize)
     }
 
     fn lookup_owned(&self, hashes: &[u64], lookup: &BatchLookup, owner: usize, owners: usize, seen: &mut SeenCounters) {

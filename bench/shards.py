@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Benchmark of tables sharded over Dask workers (``kmerflow.distributed``).
+
+Usage::
+
+    python3 bench/shards.py [--data /tmp/bench-data] [--out bench/results] [--reads N]
+                            [--only a|b]
+
+(a) ``ecoli50_1.fq`` counted (load-into-counting) and normalized (normalize-by-median -k 20
+    -C 20) with a 400 MB table (-N 4 -M 400M), one process vs sharded over a LocalCluster of 2
+    single-thread workers with a 256 MB memory limit each: outputs compared byte for byte, time
+    ratio.
+(b) DLM's experiment: normalize-by-median (first ``--reads`` reads, -N 4 -x 2.5e7, 10 shards)
+    with 100/50/30/10 % of the shards (10, 5, 3, 1 of 10) held in the client process and the
+    rest on the workers,
+    at 64k k-mers per message; then 1k/64k/1M k-mers per message at 50 % local. A Markdown
+    table and a PNG plot go to ``--out``.
+
+Every row records the machine load (1-minute load average from ``uptime``) when it ran. The
+bench data is made by ``../shared/bench/make-data.sh DIR`` when DIR lacks it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MAKE_DATA = REPO.parent / "shared" / "bench" / "make-data.sh"
+KMERFLOW = [sys.executable, "-m", "kmerflow"]
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def timed(argv: list) -> tuple[float, float]:
+    """Wall seconds of a command and the load average when it ended."""
+    start = time.perf_counter()
+    subprocess.run([*KMERFLOW, *map(str, argv)], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start, load()
+
+
+def same(a: Path, b: Path) -> bool:
+    return subprocess.run(["cmp", "-s", str(a), str(b)]).returncode == 0
+
+
+def part_a(reads: Path, work: Path, rows: list) -> None:
+    from distributed import LocalCluster
+
+    table = ["-k", "20", "-N", "4", "-M", "400M"]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit="256MB",
+                      dashboard_address=None) as cluster:
+        # 8 shards of 50 MB: 6 in the client, 1 on each 256 MB worker (2 per worker, 100 MB,
+        # passed Dask's 95 % restart threshold with the worker's own 110 MB and the messages);
+        # the whole table (400 MB) fits in no worker.
+        sharding = ["--scheduler", cluster.scheduler_address, "--shards", "8", "--local-shards", "6"]
+        for name, command, outputs in (
+            ("load-into-counting", ["load-into-counting", *table, "{out}.ct", reads], [".ct"]),
+            ("normalize-by-median", ["normalize-by-median", *table, "-C", "20", "-o", "{out}.keep",
+                                     reads], [".keep"]),
+        ):
+            times = {}
+            for tag, extra in (("one", []), ("sharded", sharding)):
+                argv = [str(a).format(out=work / tag) for a in command] + extra
+                times[tag] = timed(argv)
+            identical = all(same(work / f"one{o}", work / f"sharded{o}") for o in outputs)
+            rows.append(("a", name, f"{times['one'][0]:.1f}", f"{times['sharded'][0]:.1f}",
+                         f"{times['sharded'][0] / times['one'][0]:.2f}x", identical,
+                         f"{times['one'][1]:.1f} / {times['sharded'][1]:.1f}"))
+            print(rows[-1], flush=True)
+
+
+def part_b(reads: Path, work: Path, n_reads: int, rows: list, points: list) -> None:
+    from distributed import LocalCluster
+
+    subset = work / "subset.fq"
+    with open(reads) as src, open(subset, "w") as dst:
+        for i, line in enumerate(src):
+            if i >= 4 * n_reads:
+                break
+            dst.write(line)
+    table = ["-k", "20", "-N", "4", "-x", "2.5e7", "-C", "20"]
+    base = work / "b-one.keep"
+    t_one, l_one = timed(["normalize-by-median", *table, "-o", base, subset])
+    rows.append(("b", "one process", "100 %", "-", f"{t_one:.1f}", True, f"{l_one:.1f}"))
+    print(rows[-1], flush=True)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        for local, batch in ((10, 65536), (5, 65536), (3, 65536), (1, 65536),
+                             (5, 1024), (5, 1 << 20)):
+            out = work / f"b-{local}-{batch}.keep"
+            t, ld = timed(["normalize-by-median", *table, "-o", out, subset,
+                           "--scheduler", cluster.scheduler_address, "--shards", "10",
+                           "--local-shards", local, "--batch-kmers", batch])
+            rows.append(("b", "sharded", f"{local * 10} %", batch, f"{t:.1f}", same(out, base),
+                         f"{ld:.1f}"))
+            points.append((local * 10, batch, t))
+            print(rows[-1], flush=True)
+
+
+def plot(points: list, t_one: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    local = sorted((p, t) for p, b, t in points if b == 65536)
+    left.plot([p for p, _ in local], [t for _, t in local], "o-", label="sharded, 64k k-mers/message")
+    left.axhline(t_one, color="grey", ls="--", label="one process")
+    left.set_xlabel("shards held in the client process (%)")
+    left.set_ylabel("normalize-by-median wall time (s)")
+    left.invert_xaxis()
+    left.legend()
+    sizes = sorted((b, t) for p, b, t in points if p == 50)
+    right.plot([b for b, _ in sizes], [t for _, t in sizes], "o-")
+    right.set_xscale("log")
+    right.set_xlabel("k-mers per message (50 % local)")
+    right.set_ylabel("wall time (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("/tmp/bench-data"))
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--reads", type=int, default=200_000)
+    parser.add_argument("--only", choices=["a", "b"])
+    args = parser.parse_args()
+    reads = args.data / "ecoli50_1.fq"
+    if not reads.exists():
+        subprocess.run(["bash", str(MAKE_DATA), str(args.data)], check=True)
+    rows: list = []
+    points: list = []
+    with tempfile.TemporaryDirectory(prefix="kmerflow-shards-bench-") as tmp:
+        work = Path(tmp)
+        if args.only in (None, "a"):
+            part_a(reads, work, rows)
+        if args.only in (None, "b"):
+            part_b(reads, work, args.reads, rows, points)
+    stamp = datetime.date.today().isoformat()
+    args.out.mkdir(parents=True, exist_ok=True)
+    lines = [f"# Sharded tables, {stamp} (`python3 bench/shards.py`)", ""]
+    a_rows = [r for r in rows if r[0] == "a"]
+    if a_rows:
+        lines += ["(a) ecoli50_1.fq, -k 20 -N 4 -M 400M; sharded = 8 shards, 6 in the client, "
+                  "1 on each of 2 workers (256 MB limit)", "",
+                  "| command | one process s | sharded s | ratio | identical | load (one / sharded) |",
+                  "|---|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(map(str, r[1:])) + " |" for r in a_rows]
+        lines.append("")
+    b_rows = [r for r in rows if r[0] == "b"]
+    if b_rows:
+        lines += [f"(b) normalize-by-median, first {args.reads} reads of ecoli50_1.fq, -k 20 -C 20 "
+                  "-N 4 -x 2.5e7, 10 shards, 2 workers", "",
+                  "| run | shards local | k-mers/message | wall s | identical | load |",
+                  "|---|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(map(str, r[1:])) + " |" for r in b_rows]
+        plot(points, float(b_rows[0][4]), args.out / f"{stamp}-shards.png")
+        lines += ["", f"![plot]({stamp}-shards.png)"]
+    (args.out / f"{stamp}-shards.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,619 @@
+//! Counting tables of khmer's layout split into shards: contiguous ranges of counters that can
+//! live in other processes (Dask workers), reached by batches of counter indices.
+//!
+//! The counters of a table of sizes `s_0 .. s_{N-1}` form one space: bin `i` of table `t` is
+//! counter `offset_t + i`, `offset_t = s_0 + .. + s_{t-1}`. A [`ShardMap`] cuts that space into
+//! contiguous ranges, whole tables when there are at least as many tables as shards, and routes
+//! the counters of a batch to their shards with one counting sort (input order kept within a
+//! shard). A [`Shard`] holds one range (one byte per counter) and answers in batches: the counts
+//! of counters, adding one to counters (returning the values before each add), and applying
+//! deltas. A [`ShardClient`] holds the rest of the table (the bigcount map, `n_occupied`,
+//! `n_unique_kmers`) and makes the per-k-mer decisions from the values the shards return, by the
+//! rules of [`super::batch`]: counting a batch (phase 3 alone: the shards add in input order and
+//! return each counter's previous value, from which the statistics and bigcounts follow exactly
+//! as in a sequential add), counts of k-mers, and the three phases of the read-by-read decisions.
+//!
+//! Everything equals the one-process table with the same sizes: counters, bigcounts and the
+//! statistics ([`ShardClient::gather`] rebuilds it).
+
+use super::batch::{self, BatchLookup, BatchOutcome, BatchRules, Decider, SeenCounters};
+use super::{FastMod, HashKind, KTable, ReadCounts, StorageKind, Table};
+use crate::{Error, Result};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+/// Where each counter of a khmer-layout table is: its index in the table's counter space and
+/// its shard (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct ShardMap {
+    moduli: Vec<FastMod>,
+    offsets: Vec<u64>,
+    bounds: Vec<u64>,
+}
+
+impl ShardMap {
+    /// The map of tables of `sizes` cut into `shards` ranges: whole tables grouped as evenly as
+    /// can be when there are at least as many tables as shards, else equal ranges of the space.
+    pub fn new(sizes: &[u64], shards: usize) -> Result<Self> {
+        if sizes.is_empty() || sizes.contains(&0) {
+            return Err(Error::invalid("a sharded table needs at least one table, each of at least one bin"));
+        }
+        let mut offsets = vec![0u64];
+        for &size in sizes {
+            offsets.push(offsets.last().unwrap().checked_add(size).ok_or_else(|| Error::invalid("table too large"))?);
+        }
+        let total = *offsets.last().unwrap();
+        if shards == 0 || shards as u64 > total {
+            return Err(Error::invalid(format!("the number of shards must be 1..={total}, got {shards}")));
+        }
+        let even = |s: usize| (u128::from(total) * s as u128 / shards as u128) as u64;
+        let bounds: Vec<u64> = if shards <= sizes.len() {
+            // Shard s ends at the table boundary nearest to its even share, leaving every later
+            // shard at least one table.
+            let mut bounds = vec![0];
+            for s in 1..shards {
+                let previous = offsets.iter().position(|&o| o == bounds[s - 1]).unwrap();
+                let last_allowed = sizes.len() - (shards - s);
+                let t = (previous + 1..=last_allowed)
+                    .min_by_key(|&t| offsets[t].abs_diff(even(s)))
+                    .expect("a table left for every shard");
+                bounds.push(offsets[t]);
+            }
+            bounds.push(total);
+            bounds
+        } else {
+            (0..=shards).map(even).collect()
+        };
+        Ok(ShardMap { moduli: sizes.iter().map(|&s| FastMod::new(s)).collect(), offsets, bounds })
+    }
+
+    /// Counters per k-mer (the number of tables).
+    pub fn probes(&self) -> usize {
+        self.moduli.len()
+    }
+
+    /// The table sizes.
+    pub fn sizes(&self) -> Vec<u64> {
+        self.moduli.iter().map(FastMod::divisor).collect()
+    }
+
+    /// Shard `s` holds counters `bounds[s]..bounds[s + 1]`.
+    pub fn bounds(&self) -> &[u64] {
+        &self.bounds
+    }
+
+    /// Number of shards.
+    pub fn shards(&self) -> usize {
+        self.bounds.len() - 1
+    }
+
+    /// The counter of every position of `hashes` (probe-major: position `p * n + o` is table
+    /// `p`'s counter of k-mer `o`).
+    pub fn counters(&self, hashes: &[u64]) -> Vec<u64> {
+        let mut out = Vec::with_capacity(hashes.len() * self.probes());
+        for (modulus, &offset) in self.moduli.iter().zip(&self.offsets) {
+            out.extend(hashes.iter().map(|&h| offset + modulus.rem(h)));
+        }
+        out
+    }
+
+    /// The shard of a counter.
+    fn shard_of(&self, counter: u64) -> usize {
+        self.bounds[1..].partition_point(|&end| end <= counter)
+    }
+
+    /// Splits `counters` by shard with one counting sort: each shard's counters in input order,
+    /// and `order`, the input position of each entry of the shards' arrays laid end to end.
+    pub fn route(&self, counters: &[u64]) -> Result<(Vec<Vec<u64>>, Vec<u32>)> {
+        if counters.len() > u32::MAX as usize {
+            return Err(Error::invalid(format!("a batch of {} counters is too large", counters.len())));
+        }
+        let total = *self.bounds.last().unwrap();
+        if let Some(&bad) = counters.iter().find(|&&c| c >= total) {
+            return Err(Error::invalid(format!("counter {bad} is outside the table's {total} counters")));
+        }
+        let owner: Vec<u32> = counters.iter().map(|&c| self.shard_of(c) as u32).collect();
+        let mut sizes = vec![0usize; self.shards()];
+        owner.iter().for_each(|&s| sizes[s as usize] += 1);
+        let mut starts: Vec<usize> = sizes
+            .iter()
+            .scan(0, |at, &n| {
+                *at += n;
+                Some(*at - n)
+            })
+            .collect();
+        let mut parts: Vec<Vec<u64>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+        let mut order = vec![0u32; counters.len()];
+        for (q, (&c, &s)) in counters.iter().zip(&owner).enumerate() {
+            parts[s as usize].push(c);
+            order[starts[s as usize]] = q as u32;
+            starts[s as usize] += 1;
+        }
+        Ok((parts, order))
+    }
+
+    /// Splits `updates` by shard: each shard's counters and their deltas.
+    pub fn route_updates(&self, updates: &Updates) -> Result<Vec<(Vec<u64>, Vec<u8>)>> {
+        if updates.counters.len() != updates.deltas.len() {
+            return Err(Error::invalid("as many deltas as counters are needed"));
+        }
+        let (parts, order) = self.route(&updates.counters)?;
+        let mut at = 0;
+        Ok(parts
+            .into_iter()
+            .map(|counters| {
+                let deltas = order[at..at + counters.len()].iter().map(|&q| updates.deltas[q as usize]).collect();
+                at += counters.len();
+                (counters, deltas)
+            })
+            .collect())
+    }
+
+    /// The inverse of [`ShardMap::route`] for the shards' answers: `values[order[j]]` is entry
+    /// `j` of the answers laid end to end.
+    pub fn unroute<T: Copy + Default>(order: &[u32], answers: &[&[T]]) -> Result<Vec<T>> {
+        let len: usize = answers.iter().map(|a| a.len()).sum();
+        if len != order.len() {
+            return Err(Error::invalid(format!("the shards answered {len} values for {} counters", order.len())));
+        }
+        let mut values = vec![T::default(); len];
+        for (&q, &v) in order.iter().zip(answers.iter().flat_map(|a| a.iter())) {
+            values[q as usize] = v;
+        }
+        Ok(values)
+    }
+}
+
+/// One shard: counters `start..start + len` of a table's counter space, one byte each.
+pub struct Shard {
+    start: u64,
+    max: u8,
+    cells: Vec<u8>,
+}
+
+impl Shard {
+    /// A zeroed shard of `len` counters from `start`, each at most `max`; an allocation that
+    /// fails is an error, not an abort.
+    pub fn new(start: u64, len: u64, max: u8) -> Result<Self> {
+        let n = usize::try_from(len).map_err(|_| Error::invalid(format!("a shard of {len} counters is too large")))?;
+        let mut cells = Vec::new();
+        cells
+            .try_reserve_exact(n)
+            .map_err(|e| Error::invalid(format!("cannot allocate a shard of {len} counters: {e}")))?;
+        cells.resize(n, 0);
+        Ok(Shard { start, max, cells })
+    }
+
+    /// A shard holding `cells` (counters from `start`), checked against `max`.
+    pub fn from_cells(start: u64, max: u8, cells: Vec<u8>) -> Result<Self> {
+        if let Some(i) = cells.iter().position(|&c| c > max) {
+            return Err(Error::invalid(format!(
+                "counter {} holds {} above the maximum {max}",
+                start + i as u64,
+                cells[i]
+            )));
+        }
+        Ok(Shard { start, max, cells })
+    }
+
+    /// First counter.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// Largest counter value.
+    pub fn max(&self) -> u8 {
+        self.max
+    }
+
+    /// The counters, in order.
+    pub fn cells(&self) -> &[u8] {
+        &self.cells
+    }
+
+    /// The local index of every counter, refusing one outside the shard before anything is done.
+    fn local(&self, counters: &[u64]) -> Result<Vec<usize>> {
+        let end = self.start + self.cells.len() as u64;
+        counters
+            .iter()
+            .map(|&c| match c.checked_sub(self.start) {
+                Some(i) if c < end => Ok(i as usize),
+                _ => Err(Error::invalid(format!("counter {c} is outside the shard {}..{end}", self.start))),
+            })
+            .collect()
+    }
+
+    /// The values of `counters`.
+    pub fn counts(&self, counters: &[u64]) -> Result<Vec<u8>> {
+        Ok(self.local(counters)?.into_iter().map(|i| self.cells[i]).collect())
+    }
+
+    /// Adds one to each of `counters` in order (saturating) and returns each one's value before
+    /// its add.
+    pub fn add(&mut self, counters: &[u64]) -> Result<Vec<u8>> {
+        let max = self.max;
+        Ok(self
+            .local(counters)?
+            .into_iter()
+            .map(|i| {
+                let previous = self.cells[i];
+                self.cells[i] = previous + u8::from(previous < max);
+                previous
+            })
+            .collect())
+    }
+
+    /// Adds `deltas[j]` to counter `counters[j]` (distinct counters); a delta that would take a
+    /// counter past the maximum is refused before anything is changed.
+    pub fn apply(&mut self, counters: &[u64], deltas: &[u8]) -> Result<()> {
+        if counters.len() != deltas.len() {
+            return Err(Error::invalid(format!("{} counters but {} deltas", counters.len(), deltas.len())));
+        }
+        let local = self.local(counters)?;
+        if let Some(j) = (0..local.len()).find(|&j| deltas[j] > self.max - self.cells[local[j]]) {
+            return Err(Error::invalid(format!("a delta takes counter {} past its maximum {}", counters[j], self.max)));
+        }
+        local.into_iter().zip(deltas).for_each(|(i, &d)| self.cells[i] += d);
+        Ok(())
+    }
+
+    /// How many counters hold each value 0..=255.
+    pub fn histogram(&self) -> Vec<u64> {
+        let mut hist = vec![0u64; 256];
+        self.cells.iter().for_each(|&c| hist[usize::from(c)] += 1);
+        hist
+    }
+}
+
+/// The part of a sharded table that stays with the client: the counter map, the bigcount map
+/// and the statistics. It makes every per-k-mer decision from values the shards return.
+pub struct ShardClient {
+    map: ShardMap,
+    k: usize,
+    hash: HashKind,
+    use_bigcount: bool,
+    bigcounts: Mutex<HashMap<u64, u16>>,
+    occupied: AtomicU64,
+    unique: AtomicU64,
+}
+
+impl BatchRules for ShardClient {
+    fn batch_probes(&self) -> usize {
+        self.map.probes()
+    }
+
+    fn counter_max(&self) -> u8 {
+        u8::MAX
+    }
+
+    fn occupancy_probes(&self) -> usize {
+        1
+    }
+
+    fn batch_uses_bigcount(&self) -> bool {
+        self.use_bigcount
+    }
+
+    fn bigcount_of(&self, hash: u64) -> Option<u16> {
+        self.bigcounts.lock().unwrap_or_else(|e| e.into_inner()).get(&hash).copied()
+    }
+}
+
+/// What a decided batch changes in the shards: counter `counters[j]` grows by `deltas[j]`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Updates {
+    /// Distinct counters with a non-zero delta.
+    pub counters: Vec<u64>,
+    /// Their deltas.
+    pub deltas: Vec<u8>,
+}
+
+impl ShardClient {
+    /// The client of a byte-counter table (khmer's Countgraph or Counttable) of `sizes` cut
+    /// into `shards` shards.
+    pub fn new(k: usize, hash: HashKind, sizes: &[u64], shards: usize, use_bigcount: bool) -> Result<Self> {
+        super::check_parameters(k, hash, sizes.len())?;
+        Ok(ShardClient {
+            map: ShardMap::new(sizes, shards)?,
+            k,
+            hash,
+            use_bigcount,
+            bigcounts: Mutex::new(HashMap::new()),
+            occupied: AtomicU64::new(0),
+            unique: AtomicU64::new(0),
+        })
+    }
+
+    /// The counter map.
+    pub fn map(&self) -> &ShardMap {
+        &self.map
+    }
+
+    /// k.
+    pub fn ksize(&self) -> usize {
+        self.k
+    }
+
+    /// The hash family.
+    pub fn hash_kind(&self) -> HashKind {
+        self.hash
+    }
+
+    /// Counters of table 0 that are not zero (khmer's `n_occupied`).
+    pub fn n_occupied(&self) -> u64 {
+        self.occupied.load(Relaxed)
+    }
+
+    /// k-mers counted while one of their counters was zero (khmer's `n_unique_kmers`).
+    pub fn n_unique_kmers(&self) -> u64 {
+        self.unique.load(Relaxed)
+    }
+
+    /// Records the statistics and bigcount increments of a batch.
+    fn record(&self, outcome: &BatchOutcome) {
+        self.occupied.fetch_add(outcome.occupied, Relaxed);
+        self.unique.fetch_add(outcome.unique, Relaxed);
+        let mut map = self.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
+        for &hash in &outcome.bigcounts {
+            let next = match map.get(&hash).copied().unwrap_or(0) {
+                0 => 256,
+                big => big.saturating_add(1),
+            };
+            map.insert(hash, next);
+        }
+    }
+
+    /// Counting `hashes` after the shards added them in input order and returned `previous`,
+    /// every position's value before its add (probe-major): the statistics and bigcounts of the
+    /// sequential add, recorded.
+    pub fn record_adds(&self, hashes: &[u64], previous: &[u8]) -> Result<()> {
+        // Each position is its own slot: it is read once, by its own k-mer, as the sequential add reads it.
+        let slots: Vec<u32> = (0..previous.len() as u32).collect();
+        let lookup = BatchLookup::from_arrays(hashes.len(), self.map.probes(), previous, &slots)?;
+        let ((), _, outcome) = batch::decide(self, hashes, &lookup, |d| d.add(0..hashes.len()))?;
+        self.record(&outcome);
+        Ok(())
+    }
+
+    /// The look-up of a batch from the counters of its positions and their values.
+    pub fn lookup(&self, hashes: &[u64], counters: &[u64], values: &[u8]) -> Result<BatchLookup> {
+        let mut seen = SeenCounters::default();
+        seen.start(counters.len());
+        let slots: Vec<u32> = counters.iter().enumerate().map(|(q, &c)| seen.first(c, q as u32)).collect();
+        BatchLookup::from_arrays(hashes.len(), self.map.probes(), values, &slots)
+    }
+
+    /// Phase 2 on the client: `decide` with the batch's [`Decider`]; then records the outcome
+    /// and returns its result and the shard updates of phase 3.
+    pub fn decide<R>(
+        &self,
+        hashes: &[u64],
+        counters: &[u64],
+        lookup: &BatchLookup,
+        decide: impl FnOnce(&mut Decider<'_, Self>) -> R,
+    ) -> Result<(R, Updates)> {
+        let (result, delta, outcome) = batch::decide(self, hashes, lookup, decide)?;
+        let mut updates = Updates::default();
+        for (q, &d) in delta.iter().enumerate() {
+            if d > 0 {
+                updates.counters.push(counters[q]);
+                updates.deltas.push(d);
+            }
+        }
+        self.record(&outcome);
+        Ok((result, updates))
+    }
+
+    /// The count of each k-mer from the values of its counters (probe-major): the minimum,
+    /// or its bigcount when all are saturated.
+    pub fn kmer_counts(&self, hashes: &[u64], values: &[u8]) -> Result<Vec<u32>> {
+        let n = hashes.len();
+        if values.len() != n * self.map.probes() {
+            return Err(Error::invalid(format!(
+                "{} values for {n} k-mers x {} tables",
+                values.len(),
+                self.map.probes()
+            )));
+        }
+        Ok((0..n)
+            .map(|o| {
+                let min = (0..self.map.probes()).map(|p| values[p * n + o]).min().unwrap_or(0);
+                match (min, self.use_bigcount) {
+                    (u8::MAX, true) => self.bigcount_of(hashes[o]).map_or(u32::from(min), u32::from),
+                    _ => u32::from(min),
+                }
+            })
+            .collect())
+    }
+
+    /// The whole table (in this process) from the shards' counters, in shard order.
+    pub fn gather(&self, shards: &[&[u8]]) -> Result<KTable> {
+        let total: usize = shards.iter().map(|s| s.len()).sum();
+        if total as u64 != *self.map.bounds.last().unwrap() {
+            return Err(Error::invalid(format!(
+                "the shards hold {total} counters, the table {}",
+                self.map.bounds.last().unwrap()
+            )));
+        }
+        let mut cells = shards.iter().flat_map(|s| s.iter().copied());
+        let mut tables = Vec::with_capacity(self.map.probes());
+        for size in self.map.sizes() {
+            let mut table = Table::new(StorageKind::Byte, size)?;
+            table.mem.bytes_mut().iter_mut().zip(&mut cells).for_each(|(byte, cell)| *byte = cell);
+            tables.push(table);
+        }
+        let mut table = KTable::assemble(self.k, self.hash, StorageKind::Byte, tables);
+        table.use_bigcount = self.use_bigcount;
+        table.occupied.store(self.n_occupied(), Relaxed);
+        table.unique.store(self.n_unique_kmers(), Relaxed);
+        *table.bigcounts.get_mut().unwrap_or_else(|e| e.into_inner()) =
+            self.bigcounts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        Ok(table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::{median_min_required, CountingTable as _};
+    use rand::{Rng, SeedableRng};
+
+    const SIZES: [u64; 3] = [97, 89, 83];
+
+    fn reference() -> KTable {
+        let mut t = KTable::with_sizes(20, HashKind::TwoBit, StorageKind::Byte, SIZES.to_vec()).unwrap();
+        t.set_use_bigcount(true).unwrap();
+        t
+    }
+
+    /// Reads of hashes from a small pool: collisions, saturation and bigcounts.
+    fn reads(seed: u64, n: usize, distinct: usize) -> Vec<Vec<u64>> {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+        let pool: Vec<u64> = (0..distinct).map(|_| rng.random()).collect();
+        (0..n).map(|_| (0..rng.random_range(0..12)).map(|_| pool[rng.random_range(0..distinct)]).collect()).collect()
+    }
+
+    /// The client and its shards, with one-message-per-shard calls.
+    struct Sharded {
+        client: ShardClient,
+        shards: Vec<Shard>,
+    }
+
+    impl Sharded {
+        fn new(n: usize) -> Self {
+            let client = ShardClient::new(20, HashKind::TwoBit, &SIZES, n, true).unwrap();
+            let b = client.map().bounds().to_vec();
+            let shards = (0..n).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+            Sharded { client, shards }
+        }
+
+        fn call(&mut self, counters: &[u64], f: impl Fn(&mut Shard, &[u64]) -> Vec<u8>) -> Vec<u8> {
+            let (parts, order) = self.client.map().route(counters).unwrap();
+            let answers: Vec<Vec<u8>> = self.shards.iter_mut().zip(&parts).map(|(s, p)| f(s, p)).collect();
+            ShardMap::unroute(&order, &answers.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap()
+        }
+
+        fn gather(&self) -> KTable {
+            self.client.gather(&self.shards.iter().map(Shard::cells).collect::<Vec<_>>()).unwrap()
+        }
+    }
+
+    fn assert_same(a: &KTable, b: &KTable, hashes: &[u64]) {
+        assert_eq!(a.raw_tables(), b.raw_tables());
+        assert_eq!((a.n_occupied(), a.n_unique_kmers()), (b.n_occupied(), b.n_unique_kmers()));
+        hashes.iter().for_each(|&h| assert_eq!(a.get_hash(h), b.get_hash(h)));
+    }
+
+    #[test]
+    fn maps_cut_whole_tables_or_even_ranges() {
+        assert_eq!(ShardMap::new(&SIZES, 1).unwrap().bounds(), &[0, 269]);
+        assert_eq!(ShardMap::new(&SIZES, 2).unwrap().bounds(), &[0, 97, 269]);
+        assert_eq!(ShardMap::new(&SIZES, 3).unwrap().bounds(), &[0, 97, 186, 269]);
+        assert_eq!(ShardMap::new(&[10, 10, 10, 10], 2).unwrap().bounds(), &[0, 20, 40]);
+        assert_eq!(ShardMap::new(&[10, 10], 4).unwrap().bounds(), &[0, 5, 10, 15, 20]);
+        assert!(ShardMap::new(&[3], 4).is_err());
+        let map = ShardMap::new(&[10, 10], 3).unwrap();
+        let (parts, order) = map.route(&[19, 0, 7, 12, 1]).unwrap();
+        assert_eq!(parts, vec![vec![0, 1], vec![7, 12], vec![19]]);
+        assert_eq!(order, vec![1, 4, 2, 3, 0]);
+        assert!(map.route(&[20]).is_err());
+    }
+
+    #[test]
+    fn counting_matches_one_table_at_one_to_four_shards() {
+        let reads = reads(3, 3000, 150);
+        let hashes = reads.concat();
+        let expected = reference();
+        hashes.iter().for_each(|&h| {
+            expected.add_hash(h);
+        });
+        assert!(hashes.iter().any(|&h| expected.get_hash(h) > 255));
+        for n in 1..=4 {
+            let mut sharded = Sharded::new(n);
+            for batch in hashes.chunks(700) {
+                let counters = sharded.client.map().counters(batch);
+                let previous = sharded.call(&counters, |s, c| s.add(c).unwrap());
+                sharded.client.record_adds(batch, &previous).unwrap();
+            }
+            assert_same(&sharded.gather(), &expected, &hashes);
+            let counters = sharded.client.map().counters(&hashes);
+            let values = sharded.call(&counters, |s, c| s.counts(c).unwrap());
+            let counts = sharded.client.kmer_counts(&hashes, &values).unwrap();
+            assert_eq!(counts, hashes.iter().map(|&h| expected.get_hash(h)).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn decisions_match_read_by_read_at_one_to_three_shards() {
+        let cutoff = 300;
+        let reads = reads(5, 2500, 120);
+        let expected = reference();
+        let keep_of = |counts: &[u32]| {
+            counts.is_empty() || counts.iter().filter(|&&c| c >= cutoff).count() < median_min_required(counts.len())
+        };
+        let expected_keep: Vec<bool> = reads
+            .iter()
+            .map(|r| {
+                let counts: Vec<u32> = r.iter().map(|&h| expected.get_hash(h)).collect();
+                let keep = keep_of(&counts);
+                if keep {
+                    r.iter().for_each(|&h| {
+                        expected.add_hash(h);
+                    });
+                }
+                keep
+            })
+            .collect();
+        for n in 1..=3 {
+            let mut sharded = Sharded::new(n);
+            let mut kept = Vec::new();
+            for batch in reads.chunks(300) {
+                let hashes = batch.concat();
+                let counters = sharded.client.map().counters(&hashes);
+                let values = sharded.call(&counters, |s, c| s.counts(c).unwrap());
+                let lookup = sharded.client.lookup(&hashes, &counters, &values).unwrap();
+                let (keep, updates) = sharded
+                    .client
+                    .decide(&hashes, &counters, &lookup, |d| {
+                        let mut start = 0;
+                        batch
+                            .iter()
+                            .map(|r| {
+                                let read = start..start + r.len();
+                                start += r.len();
+                                let mut counts = Vec::new();
+                                d.counts(read.clone(), &mut counts);
+                                let keep = keep_of(&counts);
+                                if keep {
+                                    d.add(read);
+                                }
+                                keep
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap();
+                kept.extend(keep);
+                let routed = sharded.client.map().route_updates(&updates).unwrap();
+                for (shard, (counters, deltas)) in sharded.shards.iter_mut().zip(&routed) {
+                    shard.apply(counters, deltas).unwrap();
+                }
+            }
+            assert_eq!(kept, expected_keep, "{n} shards");
+            assert_same(&sharded.gather(), &expected, &reads.concat());
+        }
+    }
+
+    #[test]
+    fn shards_refuse_foreign_counters_and_overflows() {
+        let mut shard = Shard::new(10, 5, 255).unwrap();
+        assert!(shard.counts(&[9]).is_err());
+        assert!(shard.add(&[15]).is_err());
+        assert_eq!(shard.add(&[10, 10, 14]).unwrap(), vec![0, 1, 0]);
+        assert!(shard.apply(&[10, 11], &[254, 1]).is_err());
+        assert_eq!(shard.cells(), &[2, 0, 0, 0, 1]);
+        shard.apply(&[10, 11], &[253, 1]).unwrap();
+        assert_eq!(shard.histogram()[255], 1);
+        assert!(Shard::from_cells(0, 15, vec![16]).is_err());
+    }
+}

@@ -1,0 +1,304 @@
+//! Sharded tables (`kmerflow-core`'s `table::shard`) on numpy arrays: `Shard`, one range of
+//! counters (held by a Dask worker or locally), and `ShardClient`, the client's part (routing,
+//! statistics, bigcounts, decisions). Every call on many counters releases the GIL.
+
+use crate::errors::IntoPyResult;
+use crate::tables::{Countgraph, Table};
+use kmerflow_core::kmer::clean::{clean_parser, clean_screed};
+use kmerflow_core::kmer::twobit;
+use kmerflow_core::table::shard::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
+use kmerflow_core::table::{HashKind, ReadCounts};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use std::sync::Mutex;
+
+/// A contiguous numpy array as a slice (a clear error for a strided view).
+fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
+    array.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be a contiguous 1-D array")))
+}
+
+/// One shard: counters `start .. start + size` of a table, one byte each.
+#[pyclass(module = "kmerflow._core", frozen)]
+pub struct Shard {
+    inner: Mutex<CoreShard>,
+}
+
+impl Shard {
+    fn with<R>(&self, f: impl FnOnce(&mut CoreShard) -> R) -> R {
+        f(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[pymethods]
+impl Shard {
+    /// A zeroed shard of `size` counters from `start`, each at most `max`.
+    #[new]
+    #[pyo3(signature = (start, size, max = 255))]
+    fn new(py: Python<'_>, start: u64, size: u64, max: u8) -> PyResult<Self> {
+        let inner = py.detach(|| CoreShard::new(start, size, max)).py()?;
+        Ok(Shard { inner: Mutex::new(inner) })
+    }
+
+    /// A shard holding `cells` (uint8, counters from `start`).
+    #[staticmethod]
+    #[pyo3(signature = (start, cells, max = 255))]
+    fn from_cells(start: u64, cells: PyReadonlyArray1<'_, u8>, max: u8) -> PyResult<Self> {
+        let inner = CoreShard::from_cells(start, max, slice(&cells, "cells")?.to_vec()).py()?;
+        Ok(Shard { inner: Mutex::new(inner) })
+    }
+
+    /// First counter.
+    #[getter]
+    fn start(&self) -> u64 {
+        self.with(|s| s.start())
+    }
+
+    /// Number of counters (= bytes held).
+    #[getter]
+    fn size(&self) -> u64 {
+        self.with(|s| s.cells().len() as u64)
+    }
+
+    /// The values of `counters` (uint64 array) as uint8.
+    fn counts<'py>(&self, py: Python<'py>, counters: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let counters = slice(&counters, "counters")?;
+        Ok(py.detach(|| self.with(|s| s.counts(counters))).py()?.into_pyarray(py))
+    }
+
+    /// Adds one to each counter in order (saturating); returns each one's value before its add.
+    fn add<'py>(&self, py: Python<'py>, counters: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let counters = slice(&counters, "counters")?;
+        Ok(py.detach(|| self.with(|s| s.add(counters))).py()?.into_pyarray(py))
+    }
+
+    /// Adds `deltas` (uint8) to distinct `counters`; refused whole if one would pass the maximum.
+    fn apply(
+        &self,
+        py: Python<'_>,
+        counters: PyReadonlyArray1<'_, u64>,
+        deltas: PyReadonlyArray1<'_, u8>,
+    ) -> PyResult<()> {
+        let (counters, deltas) = (slice(&counters, "counters")?, slice(&deltas, "deltas")?);
+        py.detach(|| self.with(|s| s.apply(counters, deltas))).py()
+    }
+
+    /// How many counters hold each value 0..=255 (uint64, 256 entries).
+    fn histogram<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
+        py.detach(|| self.with(|s| s.histogram())).into_pyarray(py)
+    }
+
+    /// A copy of the counters (uint8).
+    fn cells<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u8>> {
+        py.detach(|| self.with(|s| s.cells().to_vec())).into_pyarray(py)
+    }
+}
+
+/// The client's part of a sharded byte-counter table: where counters are, the statistics, the
+/// bigcount map, and the decisions made from the values the shards return.
+#[pyclass(module = "kmerflow._core", frozen)]
+pub struct ShardClient {
+    inner: CoreClient,
+}
+
+/// A shard's part of a batch: counter indices (uint64).
+type Parts<'py> = Vec<Bound<'py, PyArray1<u64>>>;
+/// The k-mer hashes of sequences end to end and where each sequence's end.
+type HashedReads<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
+/// One shard's updates: counters and their deltas.
+type ShardUpdates<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>);
+
+#[pymethods]
+impl ShardClient {
+    /// A Countgraph of k `ksize` and tables of `sizes` cut into `shards` shards.
+    #[new]
+    #[pyo3(signature = (ksize, sizes, shards, use_bigcount = true))]
+    fn new(ksize: usize, sizes: Vec<u64>, shards: usize, use_bigcount: bool) -> PyResult<Self> {
+        Ok(ShardClient { inner: CoreClient::new(ksize, HashKind::TwoBit, &sizes, shards, use_bigcount).py()? })
+    }
+
+    /// k.
+    #[getter]
+    fn ksize(&self) -> usize {
+        self.inner.ksize()
+    }
+
+    /// The table sizes.
+    #[getter]
+    fn sizes(&self) -> Vec<u64> {
+        self.inner.map().sizes()
+    }
+
+    /// Shard `s` holds counters `bounds[s] .. bounds[s + 1]`.
+    #[getter]
+    fn bounds(&self) -> Vec<u64> {
+        self.inner.map().bounds().to_vec()
+    }
+
+    /// khmer's `n_occupied` (counters of table 0 that are not zero).
+    fn n_occupied(&self) -> u64 {
+        self.inner.n_occupied()
+    }
+
+    /// khmer's `n_unique_kmers`.
+    fn n_unique_kmers(&self) -> u64 {
+        self.inner.n_unique_kmers()
+    }
+
+    /// The hashes of the k-mers of `sequences` laid end to end (uint64) and where each
+    /// sequence's k-mers end (uint64); each cleaned by khmer's C++ parser rule, or screed's
+    /// when `screed` (normalize-by-median).
+    #[pyo3(signature = (sequences, screed = false))]
+    fn hash_reads<'py>(
+        &self,
+        py: Python<'py>,
+        sequences: Vec<Bound<'py, PyString>>,
+        screed: bool,
+    ) -> PyResult<HashedReads<'py>> {
+        let seqs: Vec<&str> = sequences.iter().map(|s| s.to_str()).collect::<PyResult<_>>()?;
+        let k = self.inner.ksize();
+        let (hashes, ends) = py.detach(|| {
+            let (mut hashes, mut ends, mut clean) = (Vec::new(), Vec::new(), Vec::new());
+            for seq in &seqs {
+                if screed {
+                    clean_screed(seq.as_bytes(), &mut clean)
+                } else {
+                    clean_parser(seq.as_bytes(), &mut clean)
+                }
+                twobit::canonical_hashes(&clean, k, &mut hashes);
+                ends.push(hashes.len() as u64);
+            }
+            (hashes, ends)
+        });
+        Ok((hashes.into_pyarray(py), ends.into_pyarray(py)))
+    }
+
+    /// The counter of every position of `hashes` (probe-major: table `p`'s counter of k-mer
+    /// `o` at `p * n + o`).
+    fn counters<'py>(
+        &self,
+        py: Python<'py>,
+        hashes: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let hashes = slice(&hashes, "hashes")?;
+        Ok(py.detach(|| self.inner.map().counters(hashes)).into_pyarray(py))
+    }
+
+    /// `counters` split by shard (input order kept) and the input position of each entry of
+    /// the parts laid end to end (uint32), for `unroute`.
+    fn route<'py>(
+        &self,
+        py: Python<'py>,
+        counters: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<(Parts<'py>, Bound<'py, PyArray1<u32>>)> {
+        let counters = slice(&counters, "counters")?;
+        let (parts, order) = py.detach(|| self.inner.map().route(counters)).py()?;
+        Ok((parts.into_iter().map(|p| p.into_pyarray(py)).collect(), order.into_pyarray(py)))
+    }
+
+    /// The shards' answers (uint8 arrays, in shard order) put back in input order.
+    #[staticmethod]
+    fn unroute<'py>(
+        py: Python<'py>,
+        order: PyReadonlyArray1<'py, u32>,
+        answers: Vec<PyReadonlyArray1<'py, u8>>,
+    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let order = slice(&order, "order")?;
+        let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
+        Ok(py.detach(|| ShardMap::unroute(order, &answers)).py()?.into_pyarray(py))
+    }
+
+    /// Records counting `hashes`, given every position's value before its add (`previous`,
+    /// probe-major, from the shards' `add`): statistics and bigcounts as a sequential add.
+    fn record_adds(
+        &self,
+        py: Python<'_>,
+        hashes: PyReadonlyArray1<'_, u64>,
+        previous: PyReadonlyArray1<'_, u8>,
+    ) -> PyResult<()> {
+        let (hashes, previous) = (slice(&hashes, "hashes")?, slice(&previous, "previous")?);
+        py.detach(|| self.inner.record_adds(hashes, previous)).py()
+    }
+
+    /// The count of each k-mer (uint32) from the values of its counters (probe-major).
+    fn kmer_counts<'py>(
+        &self,
+        py: Python<'py>,
+        hashes: PyReadonlyArray1<'py, u64>,
+        values: PyReadonlyArray1<'py, u8>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let (hashes, values) = (slice(&hashes, "hashes")?, slice(&values, "values")?);
+        Ok(py.detach(|| self.inner.kmer_counts(hashes, values)).py()?.into_pyarray(py))
+    }
+
+    /// Digital normalization of one batch (phase 2): bundle `b` holds reads
+    /// `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `read_ends[i-1] .. read_ends[i]`
+    /// of `hashes`, whose counters and values before the batch are `counters` and `values`.
+    /// A bundle is dropped when every read's upper-median count, with the batch's earlier kept
+    /// bundles counted, is at least `cutoff`; kept bundles are counted. Returns whether each
+    /// bundle is kept and, per shard, the counters and deltas to apply.
+    #[allow(clippy::too_many_arguments)]
+    fn normalize<'py>(
+        &self,
+        py: Python<'py>,
+        hashes: PyReadonlyArray1<'py, u64>,
+        counters: PyReadonlyArray1<'py, u64>,
+        values: PyReadonlyArray1<'py, u8>,
+        read_ends: PyReadonlyArray1<'py, u64>,
+        bundle_ends: PyReadonlyArray1<'py, u64>,
+        cutoff: u32,
+    ) -> PyResult<(Bound<'py, PyArray1<bool>>, Vec<ShardUpdates<'py>>)> {
+        let (hashes, counters, values) =
+            (slice(&hashes, "hashes")?, slice(&counters, "counters")?, slice(&values, "values")?);
+        let (read_ends, bundle_ends) = (slice(&read_ends, "read_ends")?, slice(&bundle_ends, "bundle_ends")?);
+        let ordered = |ends: &[u64], limit: usize| {
+            !ends.windows(2).any(|w| w[0] > w[1]) && ends.last().is_none_or(|&e| e as usize <= limit)
+        };
+        if !ordered(read_ends, hashes.len()) || !ordered(bundle_ends, read_ends.len()) {
+            return Err(PyValueError::new_err("read_ends and bundle_ends must be non-decreasing and in range"));
+        }
+        if counters.len() != values.len() {
+            return Err(PyValueError::new_err("counters and values must have the same length"));
+        }
+        let (keep, routed) = py
+            .detach(|| {
+                let lookup = self.inner.lookup(hashes, counters, values)?;
+                let read = |i: usize| (if i == 0 { 0 } else { read_ends[i - 1] as usize })..read_ends[i] as usize;
+                let (keep, updates): (Vec<bool>, Updates) = self.inner.decide(hashes, counters, &lookup, |d| {
+                    let mut first = 0;
+                    bundle_ends
+                        .iter()
+                        .map(|&end| {
+                            let reads = first..end as usize;
+                            first = end as usize;
+                            let keep = !reads.clone().all(|i| d.median_at_least(read(i), cutoff));
+                            if keep {
+                                reads.for_each(|i| d.add(read(i)));
+                            }
+                            keep
+                        })
+                        .collect()
+                })?;
+                Ok::<_, kmerflow_core::Error>((keep, self.inner.map().route_updates(&updates)?))
+            })
+            .py()?;
+        let routed = routed.into_iter().map(|(c, d)| (c.into_pyarray(py), d.into_pyarray(py))).collect();
+        Ok((keep.into_pyarray(py), routed))
+    }
+
+    /// The whole table as a `Countgraph` (in this process) from the shards' counters (uint8
+    /// arrays in shard order), with the statistics and bigcounts.
+    fn gather(&self, py: Python<'_>, cells: Vec<PyReadonlyArray1<'_, u8>>) -> PyResult<Py<Countgraph>> {
+        let cells: Vec<&[u8]> = cells.iter().map(|c| slice(c, "cells")).collect::<PyResult<_>>()?;
+        let table = py.detach(|| self.inner.gather(&cells)).py()?;
+        Py::new(py, PyClassInitializer::from(Table::from_core(table)).add_subclass(Countgraph))
+    }
+}
+
+/// Adds the shard classes to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Shard>()?;
+    m.add_class::<ShardClient>()?;
+    Ok(())
+}

@@ -1,0 +1,366 @@
+"""Counting tables split over Dask workers (``pip install kmerflow[dask]``).
+
+A :class:`ShardedCountgraph` is a Countgraph (khmer's layout, 8-bit counters with bigcount)
+whose counters are cut into shards, contiguous ranges of counters each held by one Dask worker
+as an actor (:class:`ShardActor`), or in this process. The client hashes reads, turns hashes into
+counter indices (it needs only the table sizes), splits them by shard with one counting sort and
+sends each shard one message per batch of k-mers (numpy arrays). It keeps the bigcount map and the
+statistics and makes every decision, with the rules of the one-process table, so counts, saved
+tables, kept reads and histograms equal a one-process run with the same table sizes.
+
+>>> from distributed import Client, LocalCluster                     # doctest: +SKIP
+>>> with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster) as client:
+...     graph = ShardedCountgraph(20, 1e7, 4, client=client, shards=4)
+...     graph.consume_seqfile("reads.fq.gz")
+...     graph.save("reads.ct")                                         # khmer's format
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from kmerflow import _core
+from kmerflow.errors import KmerflowError, ParameterError
+from kmerflow.reads import open_reads
+
+#: k-mers per message to every shard (the batch of the three phases).
+BATCH_KMERS = 65_536
+
+
+class ShardError(KmerflowError):
+    """A shard could not answer (its worker was lost, or it refused the call)."""
+
+
+def _array(values: Any, dtype: Any) -> np.ndarray:
+    """``values`` as an aligned, contiguous array of ``dtype`` (arrays arriving from other
+    processes may lie unaligned in a message's buffer)."""
+    return np.require(values, dtype=dtype, requirements=["C", "A"])
+
+
+class ShardActor:
+    """One shard in a Dask worker's memory (submitted with ``actor=True``).
+
+    Each method takes and returns numpy arrays; the native calls release the GIL.
+    """
+
+    def __init__(self, start: int, size: int) -> None:
+        self.shard = _core.Shard(start, size)
+
+    def step(self, apply_counters: np.ndarray, apply_deltas: np.ndarray,
+             counters: np.ndarray) -> np.ndarray:
+        """Applies the deltas of the previous batch, then returns the values of ``counters``."""
+        if len(apply_counters):
+            self.shard.apply(_array(apply_counters, np.uint64), _array(apply_deltas, np.uint8))
+        return self.shard.counts(_array(counters, np.uint64))
+
+    def add(self, counters: np.ndarray) -> np.ndarray:
+        """Counts ``counters`` in order; returns each one's value before its add."""
+        return self.shard.add(_array(counters, np.uint64))
+
+    def cells(self) -> np.ndarray:
+        """A copy of the counters."""
+        return self.shard.cells()
+
+    def histogram(self) -> np.ndarray:
+        """How many counters hold each value 0..255."""
+        return self.shard.histogram()
+
+
+class _Done:
+    """The answer of a shard held in this process (computed at once)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+class _Local:
+    """A shard held in this process, with the actor's interface."""
+
+    def __init__(self, start: int, size: int) -> None:
+        self.actor = ShardActor(start, size)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.actor, name)
+        return lambda *args: _Done(method(*args))
+
+
+def _default_sizes(n_tables: int, starting_size: float,
+                   primes: Optional[Sequence[int]]) -> List[int]:
+    if primes is not None:
+        return [int(p) for p in primes]
+    return list(_core.get_n_primes_near_x(n_tables, starting_size))
+
+
+class ShardedCountgraph:
+    """A Countgraph cut into ``shards`` shards held by the workers of ``client``.
+
+    ``ShardedCountgraph(ksize, starting_size, n_tables, client=..., shards=N, local=L,
+    primes=None, batch_kmers=65536)``: the table sizes are khmer's (``primes`` overrides them);
+    shards ``0 .. L-1`` are held in this process and the others by the workers, assigned in
+    turn. Without a client every shard is local. Before anything is allocated, each worker's
+    shards are checked against its memory limit (what the worker holds already included):
+    a table that does not fit raises :class:`ParameterError` naming the shard and the worker.
+    A shard whose worker is lost raises :class:`ShardError` naming it (Dask cannot rebuild an
+    actor's state).
+    """
+
+    def __init__(self, ksize: int, starting_size: float, n_tables: int, *,
+                 client: Any = None, shards: int = 1, local: Optional[int] = None,
+                 primes: Optional[Sequence[int]] = None, batch_kmers: int = BATCH_KMERS,
+                 use_bigcount: bool = True) -> None:
+        sizes = _default_sizes(n_tables, starting_size, primes)
+        if batch_kmers < 1:
+            raise ParameterError("batch_kmers must be at least 1")
+        self._table = _core.ShardClient(ksize, sizes, shards, use_bigcount)
+        self.batch_kmers = batch_kmers
+        bounds = self._table.bounds
+        n_local = shards if client is None else (0 if local is None else local)
+        if not 0 <= n_local <= shards:
+            raise ParameterError(f"local must be 0..{shards} shards, not {n_local}")
+        self._where: List[str] = []
+        placement = _place(client, [bounds[s + 1] - bounds[s] for s in range(n_local, shards)], n_local,
+                           _message_bytes(batch_kmers, len(sizes)))
+        self._shards: List[Any] = []
+        for s in range(shards):
+            start, size = bounds[s], bounds[s + 1] - bounds[s]
+            if s < n_local:
+                self._shards.append(_Local(start, size))
+                self._where.append("this process")
+            else:
+                worker = placement[s - n_local]
+                future = client.submit(ShardActor, start, size, actor=True, workers=[worker],
+                                       allow_other_workers=False, pure=False)
+                self._shards.append(self._answer(s, future))
+                self._where.append(worker)
+        self._pending: List[Tuple[np.ndarray, np.ndarray]] = [_no_update() for _ in range(shards)]
+
+    # --- messages -----------------------------------------------------------------------------
+
+    def _describe(self, s: int) -> str:
+        bounds = self._table.bounds
+        return f"shard {s} (counters {bounds[s]}..{bounds[s + 1]}) on {self._where[s]}"
+
+    def _answer(self, s: int, future: Any) -> Any:
+        try:
+            return future.result()
+        except Exception as e:  # the worker's error or its loss, whichever Dask reports
+            raise ShardError(f"{self._describe(s)} failed: {type(e).__name__}: {e}") from e
+
+    def _call(self, method: str, args: Sequence[Sequence[Any]]) -> List[Any]:
+        """Calls ``method`` on every shard with its arguments (remote shards first, so that
+        local work overlaps theirs) and returns the answers in shard order."""
+        order = sorted(range(len(self._shards)), key=lambda s: isinstance(self._shards[s], _Local))
+        futures = {s: getattr(self._shards[s], method)(*args[s]) for s in order}
+        return [self._answer(s, futures[s]) for s in range(len(self._shards))]
+
+    def _values(self, counters: np.ndarray) -> np.ndarray:
+        """The values of ``counters`` (after the pending updates), in input order."""
+        parts, order = self._table.route(counters)
+        answers = self._call("step", [(*self._pending[s], parts[s]) for s in range(len(parts))])
+        self._pending = [_no_update() for _ in parts]
+        return _core.ShardClient.unroute(order, answers)
+
+    def flush(self) -> None:
+        """Sends the updates still held by the client (done by every reading method)."""
+        if any(len(c) for c, _ in self._pending):
+            self._values(np.zeros(0, dtype=np.uint64))
+
+    # --- khmer's Countgraph interface ------------------------------------------------------------
+
+    def ksize(self) -> int:
+        return self._table.ksize
+
+    def hashsizes(self) -> List[int]:
+        return list(self._table.sizes)
+
+    def n_tables(self) -> int:
+        return len(self._table.sizes)
+
+    def n_occupied(self) -> int:
+        return self._table.n_occupied()
+
+    def n_unique_kmers(self) -> int:
+        return self._table.n_unique_kmers()
+
+    @property
+    def shard_bounds(self) -> List[int]:
+        """Shard ``s`` holds counters ``shard_bounds[s] .. shard_bounds[s + 1]``."""
+        return list(self._table.bounds)
+
+    def add_hashes(self, hashes: np.ndarray) -> None:
+        """Counts k-mer hashes in order (one message per shard per batch)."""
+        hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+        self.flush()
+        for start in range(0, len(hashes), self.batch_kmers):
+            batch = hashes[start:start + self.batch_kmers]
+            parts, order = self._table.route(self._table.counters(batch))
+            previous = _core.ShardClient.unroute(order, self._call("add", [(p,) for p in parts]))
+            self._table.record_adds(batch, previous)
+
+    def get_hash_counts(self, hashes: np.ndarray) -> np.ndarray:
+        """The count of each k-mer hash (uint32)."""
+        hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+        return self._table.kmer_counts(hashes, self._values(self._table.counters(hashes)))
+
+    def hash_reads(self, sequences: Sequence[str], screed: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+        """k-mer hashes of ``sequences`` end to end, and where each sequence's end."""
+        return self._table.hash_reads(list(sequences), screed)
+
+    def add(self, kmer: Union[str, int]) -> None:
+        self.add_hashes(np.array([self._hash(kmer)], dtype=np.uint64))
+
+    def get(self, kmer: Union[str, int]) -> int:
+        return int(self.get_hash_counts(np.array([self._hash(kmer)], dtype=np.uint64))[0])
+
+    def _hash(self, kmer: Union[str, int]) -> int:
+        return kmer if isinstance(kmer, int) else _core.forward_hash(kmer, self.ksize())
+
+    def consume(self, sequence: str) -> int:
+        """Counts the k-mers of ``sequence`` (as given); returns how many."""
+        hashes, _ = self._table.hash_reads([sequence])
+        self.add_hashes(hashes)
+        return len(hashes)
+
+    def get_kmer_counts(self, sequence: str) -> List[int]:
+        hashes, _ = self._table.hash_reads([sequence])
+        return [int(c) for c in self.get_hash_counts(hashes)]
+
+    def get_median_count(self, sequence: str) -> Tuple[int, float, float]:
+        """khmer's (median, mean, population standard deviation) of the k-mer counts."""
+        counts = sorted(self.get_kmer_counts(sequence))
+        if not counts:
+            return 0, 0.0, 0.0
+        mean = sum(counts) / len(counts)
+        sd = (sum((c - mean) ** 2 for c in counts) / len(counts)) ** 0.5
+        return counts[len(counts) // 2], mean, sd
+
+    def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
+        """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers)."""
+        n_reads = n_kmers = 0
+        for sequences in _sequence_batches(open_reads(path).batches(), self.batch_kmers):
+            hashes, _ = self._table.hash_reads(sequences)
+            self.add_hashes(hashes)
+            n_reads += len(sequences)
+            n_kmers += len(hashes)
+        return n_reads, n_kmers
+
+    def normalize(self, bundles: Sequence[Sequence[Any]], cutoff: int) -> np.ndarray:
+        """Digital normalization of one batch of bundles (tuples of records with at least k
+        bases): whether each is kept; kept bundles are counted. Phase 1 and 3 in the shards,
+        phase 2 here."""
+        reads = [r for bundle in bundles for r in bundle]
+        hashes, read_ends = self._table.hash_reads([r.sequence for r in reads], True)
+        bundle_ends = np.cumsum([len(b) for b in bundles], dtype=np.uint64)
+        counters = self._table.counters(hashes)
+        values = self._values(counters)
+        keep, updates = self._table.normalize(hashes, counters, values, read_ends, bundle_ends, cutoff)
+        self._pending = list(updates)
+        return keep
+
+    def histogram(self) -> np.ndarray:
+        """How many counters of the whole table hold each value 0..255."""
+        self.flush()
+        return np.sum(self._call("histogram", [() for _ in self._shards]), axis=0)
+
+    def to_countgraph(self) -> Any:
+        """The whole table as a :class:`kmerflow.Countgraph` in this process."""
+        self.flush()
+        return self._table.gather(self._call("cells", [() for _ in self._shards]))
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """Saves the gathered table in khmer's format (through this process's memory)."""
+        self.to_countgraph().save(os.fspath(path))
+
+    def abundance_distribution(self, path: Union[str, os.PathLike], tracking: Any) -> List[int]:
+        """khmer's ``abundance_distribution`` of a file, on the gathered table."""
+        return self.to_countgraph().abundance_distribution(os.fspath(path), tracking)
+
+    def normalize_reads(self, bundles: Iterable[Sequence[Any]], cutoff: int) -> Iterator[Any]:
+        """The kept bundles of ``bundles``, in order, in batches of about ``batch_kmers`` k-mers."""
+        k = self.ksize()
+        batch: List[Sequence[Any]] = []
+        kmers = 0
+        for bundle in bundles:
+            batch.append(bundle)
+            kmers += sum(len(r.sequence) - k + 1 for r in bundle)
+            if kmers >= self.batch_kmers:
+                yield from _kept(batch, self.normalize(batch, cutoff))
+                batch, kmers = [], 0
+        if batch:
+            yield from _kept(batch, self.normalize(batch, cutoff))
+        self.flush()
+
+
+def _kept(batch: Sequence[Any], keep: np.ndarray) -> Iterator[Any]:
+    return (bundle for bundle, kept in zip(batch, keep.tolist(), strict=True) if kept)
+
+
+def _no_update() -> Tuple[np.ndarray, np.ndarray]:
+    return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint8)
+
+
+def _sequence_batches(batches: Iterable[list], kmers: int) -> Iterator[List[str]]:
+    """Sequences of records in lists of about ``kmers`` bases."""
+    out: List[str] = []
+    size = 0
+    for records in batches:
+        for r in records:
+            out.append(r.sequence)
+            size += len(r.sequence)
+            if size >= kmers:
+                yield out
+                out, size = [], 0
+    if out:
+        yield out
+
+
+def _message_bytes(batch_kmers: int, n_tables: int) -> int:
+    """What one batch's messages hold in a worker at once (counters in, values out, updates,
+    and their copies while (de)serialized): a generous bound."""
+    return 4 * batch_kmers * n_tables * (8 + 1 + 9)
+
+
+def _place(client: Any, sizes: Sequence[int], first: int, messages: int) -> List[str]:
+    """A worker for each shard of ``sizes`` bytes, in turn over the workers (sorted by address),
+    refusing before anything is allocated a worker whose shards, what it holds already and
+    ``messages`` bytes of messages would pass the fraction of its memory limit at which Dask
+    restarts it (shards are numbered from ``first``)."""
+    import dask
+
+    terminate = dask.config.get("distributed.worker.memory.terminate") or 1.0
+    if not sizes:
+        return []
+    workers = client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(client) \
+        else client.scheduler_info()["workers"]
+    if not workers:
+        raise ParameterError("the Dask cluster has no workers")
+    addresses = sorted(workers)
+    placement = [addresses[s % len(addresses)] for s in range(len(sizes))]
+    for address in addresses:
+        info = workers[address]
+        limit = int(info.get("memory_limit") or 0)
+        held = int(info.get("metrics", {}).get("memory", 0))
+        mine = [s for s, w in enumerate(placement) if w == address]
+        need = sum(sizes[s] for s in mine)
+        if mine and limit and held + need + messages > limit * terminate:
+            raise ParameterError(
+                f"shards {', '.join(str(first + s) for s in mine)} ({need / 1e6:.1f} MB) do not fit in worker "
+                f"{address}: memory limit {limit / 1e6:.1f} MB ({terminate:.0%} before Dask restarts it), "
+                f"{held / 1e6:.1f} MB in use, {messages / 1e6:.1f} MB for messages; use more workers "
+                "or shards held locally")
+    return placement
+
+
+def _takes_n_workers(client: Any) -> bool:
+    import inspect
+
+    return "n_workers" in inspect.signature(client.scheduler_info).parameters
+
+
+__all__ = ["ShardedCountgraph", "ShardActor", "ShardError", "BATCH_KMERS"]

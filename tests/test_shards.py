@@ -1,0 +1,173 @@
+"""Tables sharded over Dask workers (kmerflow.distributed): the same tables, kept reads and
+histograms as the one-process run with the same table sizes, on khmer's test data and on
+generated reads with colliding and saturating counters (255, bigcount), single and paired, at
+1-3 shards; and the faults: a lost worker, a shard over its worker's memory limit, an
+unreachable scheduler. One real LocalCluster (2 workers) serves the module."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import kmerflow
+
+distributed = pytest.importorskip("distributed")
+
+import kmerflow as kf  # noqa: E402
+from kmerflow.distributed import ShardedCountgraph, ShardError  # noqa: E402
+from kmerflow.errors import ParameterError  # noqa: E402
+
+WORKER_MEMORY = 400e6
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  memory_limit=WORKER_MEMORY, dashboard_address=None) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with distributed.Client(cluster) as c:
+        yield c
+
+
+def _genome_reads(path: Path, paired: bool = False, seed: int = 7, n: int = 1500) -> Path:
+    """Reads from a 1 kb genome at high coverage (counts pass 255), some with N, pairs named
+    /1 /2 when ``paired`` (a few orphans)."""
+    rng = random.Random(seed)
+    genome = "".join(rng.choice("ACGT") for _ in range(1000))
+    lines = []
+    for i in range(n):
+        start = rng.randrange(0, len(genome) - 80)
+        seq = list(genome[start:start + rng.randrange(40, 80)])
+        if rng.random() < 0.2:
+            seq[rng.randrange(len(seq))] = rng.choice("ACGTN")
+        mates = ["/1", "/2"] if paired and i % 7 else [""]
+        for mate in mates:
+            lines.append(f"@r{i}{mate}\n{''.join(seq)}\n+\n{'I' * len(seq)}\n")
+    path.write_text("".join(lines))
+    return path
+
+
+def _countgraph(sizes) -> kf.Countgraph:
+    table = kf.Countgraph(20, 1, len(sizes), primes=sizes)
+    table.set_use_bigcount(True)
+    return table
+
+
+@pytest.mark.parametrize("shards", [1, 2, 3])
+def test_local_shards_count_like_one_table(tmp_path, shards):
+    reads = _genome_reads(tmp_path / "r.fq")
+    sizes = [401, 397, 389]
+    graph = ShardedCountgraph(20, 1, 3, primes=sizes, shards=shards, batch_kmers=1000)
+    assert graph.consume_seqfile(reads) == _countgraph(sizes).consume_seqfile(str(reads))
+    expected = _countgraph(sizes)
+    expected.consume_seqfile(str(reads))
+    gathered = graph.to_countgraph()
+    for a, b in zip(gathered.get_raw_tables(), expected.get_raw_tables(), strict=True):
+        assert np.array_equal(a, b)
+    assert (graph.n_occupied(), graph.n_unique_kmers()) == (expected.n_occupied(),
+                                                            expected.n_unique_kmers())
+    seq = reads.read_text().splitlines()[1]
+    assert graph.get_kmer_counts(seq) == expected.get_kmer_counts(seq)
+    assert max(graph.get_kmer_counts(seq)) > 255
+    assert graph.get_median_count(seq)[0] == expected.get_median_count(seq)[0]
+    assert graph.histogram().sum() == sum(sizes)
+
+
+@pytest.mark.parametrize("shards,local", [(1, 0), (2, 0), (3, 1)])
+def test_worker_shards_count_khmer_data_like_one_table(client, data, tmp_path, shards, local):
+    graph = ShardedCountgraph(20, 1e4, 4, client=client, shards=shards, local=local,
+                              batch_kmers=500)
+    expected = kf.Countgraph(20, 1e4, 4)
+    expected.set_use_bigcount(True)
+    for name in ("test-abund-read-2.fa", "random-20-a.fa"):
+        graph.consume_seqfile(data / name)
+        expected.consume_seqfile(str(data / name))
+    graph.save(tmp_path / "sharded.ct")
+    expected.save(str(tmp_path / "one.ct"))
+    assert (tmp_path / "sharded.ct").read_bytes() == (tmp_path / "one.ct").read_bytes()
+
+
+def _cli(tmp_path: Path, reads: Path, sharding: tuple[str, ...]):
+    """normalize-by-median, load-into-counting, abundance-dist-single and filter-abund-single
+    outputs of one configuration (sharded when ``sharding`` is given)."""
+    tag = "s" if sharding else "o"
+    table = ["-k", "20", "-N", "3", "-x", "250", "-f"]
+    kmerflow("normalize-by-median", *table, "-C", "200", "-o", tmp_path / f"{tag}.keep",
+             "-s", tmp_path / f"{tag}.norm.ct", reads, *sharding)
+    kmerflow("load-into-counting", *table, tmp_path / f"{tag}.ct", reads, *sharding)
+    kmerflow("abundance-dist-single", *table[:-1], reads, tmp_path / f"{tag}.hist", *sharding)
+    kmerflow("filter-abund-single", *table, "-C", "3", reads, "-o", tmp_path / f"{tag}.filt",
+             *sharding)
+    return [(tmp_path / f"{tag}{suffix}").read_bytes()
+            for suffix in (".keep", ".norm.ct", ".ct", ".hist", ".filt")]
+
+
+@pytest.mark.parametrize("shards", [1, 2, 3])
+def test_commands_match_the_one_process_run(cluster, tmp_path, shards):
+    reads = _genome_reads(tmp_path / "reads.fq", seed=shards)
+    one = _cli(tmp_path, reads, sharding=())
+    sharded = _cli(tmp_path, reads, sharding=("--scheduler", cluster.scheduler_address,
+                                              "--shards", str(shards), "--batch-kmers", "700"))
+    assert sharded == one
+    kept = one[0].count(b"\n@") + 1
+    assert 0 < kept < reads.read_bytes().count(b"\n@") + 1
+
+
+def test_paired_bundles_stay_together(cluster, tmp_path):
+    reads = _genome_reads(tmp_path / "pairs.fq", paired=True, n=600)
+    out = {}
+    for tag, sharding in (("o", ()), ("s", ("--scheduler", cluster.scheduler_address))):
+        kmerflow("normalize-by-median", "-k", "20", "-x", "300", "-N", "2", "-C", "40", "-f",
+                 "-o", tmp_path / tag, reads, *sharding)
+        out[tag] = (tmp_path / tag).read_bytes()
+    assert out["s"] == out["o"]
+
+
+def test_one_worker_local_cluster(data, tmp_path):
+    reads = data / "test-abund-read-2.fa"
+    kmerflow("normalize-by-median", "-C", "2", "-o", tmp_path / "o", reads)
+    kmerflow("normalize-by-median", "-C", "2", "-o", tmp_path / "s", reads,
+             "--local-cluster", "1", "--shards", "2")
+    assert (tmp_path / "s").read_bytes() == (tmp_path / "o").read_bytes()
+
+
+def test_unreachable_scheduler_is_one_line(tmp_path, data):
+    proc = kmerflow("load-into-counting", tmp_path / "t.ct", data / "random-20-a.fa",
+                    "--scheduler", "tcp://127.0.0.1:9", check=False)
+    lines = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, lines
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in lines[0]
+    assert not (tmp_path / "t.ct").exists()
+    proc = kmerflow("load-into-counting", tmp_path / "t.ct", data / "random-20-a.fa",
+                    "--scheduler", tmp_path / "missing.json", check=False)
+    assert proc.returncode == 1 and b"no such scheduler file" in proc.stderr
+
+
+def test_shard_over_the_memory_limit_is_refused(cluster, client, tmp_path, data):
+    with pytest.raises(ParameterError, match="do not fit in worker"):
+        ShardedCountgraph(20, WORKER_MEMORY, 2, client=client, shards=2)
+    proc = kmerflow("load-into-counting", "-M", "2G", tmp_path / "t.ct", data / "random-20-a.fa",
+                    "--scheduler", cluster.scheduler_address, check=False)
+    assert proc.returncode == 1 and b"do not fit in worker" in proc.stderr
+    assert not (tmp_path / "t.ct").exists()
+
+
+def test_lost_worker_names_the_shard():
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        graph = ShardedCountgraph(20, 1e4, 2, client=client, shards=2, local=1)
+        graph.add("A" * 20)
+        worker = list(client.scheduler_info()["workers"])[0]
+        os.kill(client.run(os.getpid)[worker], signal.SIGKILL)
+        with pytest.raises(ShardError, match=r"shard 1 \(counters \d+\.\.\d+\) on tcp://"):
+            graph.get("A" * 20)
