@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import kmerflow
-from conftest import khmer, kmerflow as run
+from conftest import khmer
+from conftest import kmerflow as run
 
 NORMALIZE = ("normalize-by-median", "-q", "-k", "17", "-C", "5", "-x", "1e6", "-N", "2")
 
