@@ -14,6 +14,7 @@ Setup actions (paths relative to the case directory, sources relative to tests/c
 ``copy SRC DST``, ``write DST TEXT``, ``write_hex DST HEX``, ``gen FUNCTION DST [ARGS...]``
 (a generator of make_corpus.py), ``fifo PATH`` (the runner drains it while kmerflow runs),
 ``fifo_feed PATH TEXT`` (a FIFO the runner writes TEXT into, for inputs), ``symlink TARGET LINK``,
+``hardlink TARGET LINK``,
 ``chmod PATH OCTAL``, ``mkdir PATH``. In ``outputs`` the name ``<stdout>`` stands for kmerflow's
 standard output, and besides ``{"equals": TEXT}`` an output may be given as ``{"sha256": HEX}``.
 
@@ -171,6 +172,9 @@ def _setup(case: dict, root: Path) -> list[FifoPump]:
         elif action == "symlink":
             target, link = params
             os.symlink(target, root / link)
+        elif action == "hardlink":
+            target, link = params
+            os.link(root / target, root / link)
         elif action == "chmod":
             path, mode = params
             os.chmod(root / path, int(mode, 8), follow_symlinks=False)

@@ -243,7 +243,7 @@ pub fn write_text(path: &str, bytes: impl AsRef<[u8]>, ctx: &RunContext) -> Resu
 /// messages of `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let side_files = [".info", ".info.json", ".info.tsv"].map(|suffix| format!("{}{suffix}", opts.output));
-    crate::io::refuse_inputs_as_outputs(&opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
+    crate::io::refuse_inputs_as_outputs(ctx, &opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
     ctx.progress().begin_pass("counting");
     let mut summary = Summary::default();
     let mut info = String::from(INFO_VERSION_LINE);
