@@ -28,6 +28,10 @@ use crate::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// The most worker threads a run uses: far more than any machine's cores, few enough that
+/// starting them cannot exhaust the process's memory for thread stacks (100,000 threads did).
+pub const MAX_THREADS: usize = 1024;
+
 /// How important a message is; front ends show warnings and errors even when asked to be quiet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -179,11 +183,11 @@ impl RunContext {
         }))
     }
 
-    /// Sets the number of worker threads (at least 1): the pipelines' workers, BGZF
-    /// decompression and `.gz` output compression (with 1, `.gz` outputs are one streaming gzip
-    /// member).
+    /// Sets the number of worker threads (at least 1, at most [`MAX_THREADS`]): the pipelines'
+    /// workers, BGZF decompression and `.gz` output compression (with 1, `.gz` outputs are one
+    /// streaming gzip member).
     pub fn set_threads(&self, threads: usize) {
-        self.0.threads.store(threads.max(1), Ordering::Relaxed);
+        self.0.threads.store(threads.clamp(1, MAX_THREADS), Ordering::Relaxed);
     }
 
     /// [`RunContext::set_threads`], returning the context.
