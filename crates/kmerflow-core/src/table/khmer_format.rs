@@ -109,7 +109,7 @@ pub fn load(path: &str, hash: HashKind) -> Result<KTable> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     // The length of a regular file bounds its table sizes; a stream (a pipe, a FIFO) has none.
-    let file_len = meta.is_file().then(|| meta.len());
+    let file_len = meta.is_file().then_some(meta.len());
     let mut buffered = BufReader::with_capacity(1 << 20, file);
     let head = std::io::BufRead::fill_buf(&mut buffered).map_err(|e| Error::io(path, e))?;
     let gzip = head.starts_with(&GZIP_MAGIC);
