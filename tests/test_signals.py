@@ -153,7 +153,7 @@ def _stalled_fifo_run(tmp_path: Path, args: list[str], name: str, feed=None) -> 
             if feeder:
                 feeder.join()
         _check(status, took, err, sig, name, " ".join(args))
-        assert _left(tmp_path, {"in.fq", "out.fifo"}) == [], err
+        assert _left(tmp_path, {"in.fq", "out.fifo", "small.fq"}) == [], err
 
 
 def test_a_signal_cancels_a_run_opening_a_fifo_nobody_writes(tmp_path: Path):
@@ -201,3 +201,11 @@ def test_a_signal_cancels_a_run_waiting_on_a_stalled_input(tmp_path: Path):
             feeder.join()
         _check(status, took, err, sig, "fastq-to-fasta", "stalled input")
         assert _left(tmp_path, {"in.fq"}) == [], err
+
+
+def test_a_signal_after_load_into_counting_saved_its_checkpoint_leaves_no_table(tmp_path: Path):
+    # The table is saved after the 11th input (as khmer does); the 12th, a FIFO nobody writes,
+    # holds the run there until the signal.
+    _reads(tmp_path / "small.fq", 200)
+    args = ["load-into-counting", "-k", "20", "-x", "1e5", "counted.ct", *["small.fq"] * 11, "in.fq"]
+    _stalled_fifo_run(tmp_path, args, "load-into-counting")
