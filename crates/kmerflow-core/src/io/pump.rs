@@ -15,7 +15,7 @@
 //! behind and ends at its next read, when it finds the pump gone.
 
 use super::compress::read_until_error;
-use super::interruptible::{cancelled_read, CANCEL_POLL};
+use super::interruptible::{cancelled_read, is_cancelled_read, CANCEL_POLL};
 use crate::run::metrics::{thread_cpu_time, InputCounters, StageMetrics};
 use crate::run::CancelToken;
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
@@ -101,6 +101,8 @@ impl Pump {
             }
             match chunks.recv_timeout(CANCEL_POLL) {
                 Ok(chunk) => return Ok(Some(chunk)),
+                // A reader thread that gave up because the run was cancelled sends nothing.
+                Err(RecvTimeoutError::Disconnected) if cancel.is_cancelled() => return Err(cancelled_read()),
                 Err(RecvTimeoutError::Disconnected) => return Ok(None),
                 Err(RecvTimeoutError::Timeout) => {}
             }
@@ -136,6 +138,11 @@ fn read_chunks(
         // The bytes read before a failure are delivered first, so that the consumer can say
         // where in its input the damage is.
         let (filled, failure) = m.time_busy(|| read_until_error(&mut reader, &mut buf));
+        if failure.as_ref().is_some_and(is_cancelled_read) {
+            // The run is cancelled: its consumer stops by itself; a partial chunk handed over
+            // now could be taken for input that came before the cancellation.
+            return delivered;
+        }
         buf.truncate(filled);
         m.count_bytes(filled);
         delivered += filled as u64;
