@@ -13,7 +13,9 @@ every file set up before the run and not named in ``outputs`` is unchanged.
 Setup actions (paths relative to the case directory, sources relative to tests/corpus/files/):
 ``copy SRC DST``, ``write DST TEXT``, ``write_hex DST HEX``, ``gen FUNCTION DST [ARGS...]``
 (a generator of make_corpus.py), ``fifo PATH`` (the runner drains it while kmerflow runs),
-``fifo_feed PATH TEXT`` (a FIFO the runner writes TEXT into, for inputs), ``symlink TARGET LINK``,
+``fifo_feed PATH TEXT`` (a FIFO the runner writes TEXT into, for inputs), ``fifo_feed_file PATH
+SRC`` (the same with the bytes of SRC, a file set up before it), ``symlink TARGET LINK``,
+``hardlink TARGET LINK``,
 ``chmod PATH OCTAL``, ``mkdir PATH``. In ``outputs`` the name ``<stdout>`` stands for kmerflow's
 standard output, and besides ``{"equals": TEXT}`` an output may be given as ``{"sha256": HEX}``.
 
@@ -168,9 +170,16 @@ def _setup(case: dict, root: Path) -> list[FifoPump]:
             path, text = params
             os.mkfifo(root / path)
             pumps.append(FifoPump(root / path, feed=text.encode()))
+        elif action == "fifo_feed_file":
+            path, src = params
+            os.mkfifo(root / path)
+            pumps.append(FifoPump(root / path, feed=(root / src).read_bytes()))
         elif action == "symlink":
             target, link = params
             os.symlink(target, root / link)
+        elif action == "hardlink":
+            target, link = params
+            os.link(root / target, root / link)
         elif action == "chmod":
             path, mode = params
             os.chmod(root / path, int(mode, 8), follow_symlinks=False)

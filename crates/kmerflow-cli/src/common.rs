@@ -4,7 +4,7 @@
 use crate::console::Console;
 use clap::Args;
 use kmerflow_core::io::Compression;
-use kmerflow_core::run::RunContext;
+use kmerflow_core::run::{RunContext, MAX_THREADS};
 use std::sync::Arc;
 
 /// The settings every command has.
@@ -32,8 +32,8 @@ pub struct CommonArgs {
     /// Do not print informational messages or the resource summary
     #[arg(short, long)]
     pub quiet: bool,
-    /// Number of worker threads [default: all available cores]
-    #[arg(short = 'T', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Number of worker threads, 1 to 1024 [default: all available cores]
+    #[arg(short = 'T', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS as i64))]
     pub threads: Option<u32>,
     /// Write per-stage timings, byte and record counts and throughput as JSON to FILE
     #[arg(long, value_name = "FILE")]

@@ -203,8 +203,10 @@ fn execute_cli(
     let Parsed { cli, parameters } = parsed;
     let name = cli.command.name();
     let settings = cli.command.settings();
+    // Once cancelled, whatever error ends the run (a decoder's, a closed pipe's) is the
+    // interruption's.
     let failed = |e: kmerflow_core::Error| match e {
-        kmerflow_core::Error::Cancelled => CliError {
+        _ if e.is_cancelled() || run.cancel_token().is_cancelled() => CliError {
             code: match run.cancel_token().reason() {
                 r @ 2.. => i32::try_from(r).unwrap_or(EXIT_INTERRUPTED),
                 _ => EXIT_INTERRUPTED,
@@ -233,6 +235,9 @@ fn execute_cli(
     run.set_threads(settings.threads.unwrap_or_else(kmerflow_core::pipeline::available_threads));
     if let Some(console) = console {
         console.start_progress(name, run);
+    }
+    if let Some(path) = &settings.metrics {
+        run.add_side_output(path);
     }
     let mut ctx = Ctx { run: run.clone(), metrics: settings.metrics, console: console.cloned() };
     let started = std::time::Instant::now();

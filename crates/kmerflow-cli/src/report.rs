@@ -14,7 +14,7 @@
 //! from [`READS_IN_OUT`].
 
 use clap::ArgMatches;
-use kmerflow_core::io::{refuse_inputs_as_outputs, same_file, OutputFile};
+use kmerflow_core::io::{refuse_same_files, same_file, OutputFile};
 use kmerflow_core::run::{Level, RunContext};
 use kmerflow_core::{Error, Result};
 use serde_json::{json, Map, Value};
@@ -155,7 +155,7 @@ pub fn check_path(path: &str, parameters: &Value) -> Result<()> {
 pub fn write(path: &str, document: &Value, run: &RunContext) -> Result<()> {
     let files = run.files();
     let inputs = files.inputs().into_iter().map(|i| i.path);
-    refuse_inputs_as_outputs(inputs.chain(files.outputs()), [path])?;
+    refuse_same_files(inputs.chain(files.outputs()), [path])?;
     let mut text = serde_json::to_vec_pretty(document).map_err(|e| Error::invalid(e.to_string()))?;
     text.push(b'\n');
     let mut out = OutputFile::create(path)?;

@@ -3,10 +3,11 @@
 //! input, the run unwinds (removing temporary files and directories) and the command exits
 //! with that status.
 //!
-//! A watchdog covers the few places where the core cannot notice the cancellation (a blocking
-//! `open` of a FIFO that no program writes to, the first bytes of a stalled input read to
-//! recognise its compression): should the run still be going [`WATCHDOG_GRACE`] after the
-//! signal, the process exits with the signal's status.
+//! Waiting on a stalled input or output FIFO, terminal or stdin notices the cancellation too
+//! (see `kmerflow_core::io::interruptible`). A watchdog is the last resort for a place that
+//! cannot (a write blocked on a pipe whose reader stalls, a table file read from a FIFO): should
+//! the run still be going [`WATCHDOG_GRACE`] after the signal, the process exits with the
+//! signal's status, leaving its temporaries to the next run's sweep of stale ones.
 
 use kmerflow_core::run::CancelToken;
 use signal_hook::consts::{SIGINT, SIGTERM};

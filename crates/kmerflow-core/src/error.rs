@@ -58,8 +58,12 @@ pub enum Error {
 }
 
 impl Error {
-    /// An I/O error on `path`.
+    /// An I/O error on `path`; [`Error::Cancelled`] for a read or open given up because the
+    /// run was cancelled ([`crate::io::interruptible::is_cancelled_read`]).
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
+        if crate::io::interruptible::is_cancelled_read(&source) {
+            return Error::Cancelled;
+        }
         Error::Io { path: path.into(), source }
     }
 

@@ -48,6 +48,9 @@ pub struct Args {
 /// Runs `unique-kmers`. The estimates are the command's result, so they are printed even with
 /// `-q`, as khmer does.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
+    if let Some(path) = &args.report {
+        ctx.run.add_side_output(path);
+    }
     let opts = unique_kmers::Options {
         ksize: args.ksize,
         error_rate: args.error_rate,

@@ -7,11 +7,11 @@
 
 use super::bgzf::{self, BgzfWriter};
 use super::gzip::GzipMembers;
+use super::interruptible::{self, is_cancelled_read, Interruptible};
 use super::pump::advise_sequential;
 use crate::run::metrics::InputCounters;
 use crate::run::RunContext;
 use crate::{Error, Result};
-use std::fs::File;
 use std::io::{self, Cursor, Read, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -77,7 +77,9 @@ impl Compression {
 }
 
 /// Opens `path` (`-` = stdin) and returns the decompressed byte stream, the compression being
-/// detected from magic bytes. Errors name the path. BGZF files are decompressed in parallel on
+/// detected from magic bytes. Errors name the path. Opening a FIFO and every wait for the
+/// bytes of a FIFO, terminal or stdin (the compression sniff included) give up once the run is
+/// cancelled ([`super::interruptible`]). BGZF files are decompressed in parallel on
 /// the threads of `ctx`, whose metrics and progress count the bytes read.
 pub fn open_input(path: &str, ctx: &RunContext) -> Result<Box<dyn Read + Send>> {
     open_counted(path, ctx).map(|(r, _)| r)
@@ -87,14 +89,11 @@ pub fn open_input(path: &str, ctx: &RunContext) -> Result<Box<dyn Read + Send>> 
 /// from the file are counted there and in the run's progress).
 pub(crate) fn open_counted(path: &str, ctx: &RunContext) -> Result<(Box<dyn Read + Send>, Arc<InputCounters>)> {
     let counters = ctx.metrics().register_input();
-    let (file, size): (Box<dyn Read + Send>, Option<u64>) = if path == "-" {
-        (Box::new(io::stdin()), None)
-    } else {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        advise_sequential(&file);
-        let size = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
-        (Box::new(file), size)
-    };
+    let file = if path == "-" { interruptible::stdin_file() } else { interruptible::open_read(path) };
+    let file = file.map_err(|e| Error::io(path, e))?;
+    advise_sequential(&file);
+    let size = (path != "-").then(|| file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len())).flatten();
+    let file: Box<dyn Read + Send> = Box::new(Interruptible::new(file, ctx.cancel_token().clone()));
     if let Some(size) = size {
         ctx.progress().add_input_size(size);
     }
@@ -155,7 +154,7 @@ pub(crate) fn read_until_error(r: &mut impl Read, buf: &mut [u8]) -> (usize, Opt
         match r.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted && !is_cancelled_read(&e) => {}
             Err(e) => return (n, Some(e)),
         }
     }
@@ -173,7 +172,7 @@ struct Corruption<R> {
 impl<R: Read> Read for Corruption<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.inner.read(buf).map_err(|e| {
-            if e.kind() == io::ErrorKind::Interrupted || e.raw_os_error().is_some() {
+            if e.kind() == io::ErrorKind::Interrupted || e.raw_os_error().is_some() || is_cancelled_read(&e) {
                 return e;
             }
             io::Error::new(
@@ -188,9 +187,7 @@ impl<R: Read> Read for Corruption<R> {
 /// error, a read given up because the run was cancelled is [`Error::Cancelled`], anything else
 /// an I/O error.
 pub(crate) fn read_error(path: &str, e: io::Error) -> Error {
-    if super::pump::is_cancelled_read(&e) {
-        Error::Cancelled
-    } else if e.kind() == io::ErrorKind::InvalidData {
+    if e.kind() == io::ErrorKind::InvalidData {
         Error::format(path, None, None, e.to_string())
     } else {
         Error::io(path, e)
@@ -292,6 +289,7 @@ pub fn encoder(inner: Box<dyn Write + Send>, compression: Compression) -> io::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
 
     #[test]
     fn sniffs_magic_bytes() {

@@ -11,8 +11,8 @@
 //! gzip inputs in BGZF form are decompressed in parallel ([`bgzf`]); `.gz` outputs are
 //! compressed in parallel (BGZF) when the run has more than one thread
 //! ([`crate::run::RunContext::set_threads`]). Readers and outputs opened within a run count
-//! their bytes in its metrics and progress, and readers stop waiting for input once the run is
-//! cancelled.
+//! their bytes in its metrics and progress, and readers stop waiting for input (or for a FIFO to
+//! be opened, see [`interruptible`]) once the run is cancelled.
 //!
 //! Writing path: [`output::OutputFile`] writes a regular file under a temporary name and renames
 //! it on success (special files in place), compressing by the output name's extension;
@@ -23,6 +23,7 @@ pub mod bgzf;
 pub mod compress;
 pub mod fastx;
 mod gzip;
+pub mod interruptible;
 pub mod limits;
 pub mod mates;
 pub mod output;
@@ -36,7 +37,7 @@ pub use fastx::{FastxReader, Format, OwnedRecord, Record, RecordBatch};
 pub use mates::{MateBuffers, MateCounts, MateWriter, PairedInput, PairedOutput};
 pub use output::{write_record, OutputFile, Staged};
 pub use pairs::{Bundle, BundleBatch, PairMode, PairedReader};
-pub use same_file::{refuse_inputs_as_outputs, same_file};
+pub use same_file::{refuse_inputs_as_outputs, refuse_same_files, same_file};
 
 use crate::pipeline::Workload;
 use crate::{Error, Result};

@@ -16,6 +16,7 @@
 
 use super::compress::{Compression, Encoder};
 use super::fastx::Record;
+use super::interruptible::open_append;
 use crate::run::RunContext;
 use crate::{Error, Result};
 use std::fs::File;
@@ -283,7 +284,7 @@ impl OutputFile {
             (Sink::Stdout(BufWriter::with_capacity(WRITE_BUFFER, io::stdout())), None)
         } else {
             let (file, rename) = match target_of(path)? {
-                Target::InPlace => (File::options().append(true).open(path).map_err(io_err)?, None),
+                Target::InPlace => (open_append(path, ctx.cancel_token()).map_err(io_err)?, None),
                 Target::Replace { path: target, mode } => {
                     let (file, temp) = create_temporary(&target, mode).map_err(io_err)?;
                     (file, Some((temp, target)))

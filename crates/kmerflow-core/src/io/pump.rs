@@ -9,38 +9,19 @@
 //! the bytes it delivered to the input's [`InputCounters`] (cargo feature `metrics`).
 //!
 //! Cancellation: the consumer waits for chunks in slices of [`CANCEL_POLL`] and gives up with a
-//! cancelled read (see [`is_cancelled_read`]) once its run is cancelled, so that a reader
-//! thread stuck in a `read` (a stalled FIFO or terminal) never holds the run; that thread is
-//! left behind and ends at its next read, when it finds the pump gone.
+//! cancelled read (see [`super::interruptible::is_cancelled_read`]) once its run is cancelled,
+//! so that a reader thread stuck in a `read` never holds the run (reads of FIFOs, terminals and
+//! stdin give up by themselves, see [`super::interruptible`]); a thread still stuck is left
+//! behind and ends at its next read, when it finds the pump gone.
 
 use super::compress::read_until_error;
+use super::interruptible::{cancelled_read, is_cancelled_read, CANCEL_POLL};
 use crate::run::metrics::{thread_cpu_time, InputCounters, StageMetrics};
 use crate::run::CancelToken;
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use std::fs::File;
 use std::io::{self, Read};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How often a consumer waiting for input checks whether its run was cancelled.
-pub const CANCEL_POLL: Duration = Duration::from_millis(50);
-
-/// The error of a read given up because the run was cancelled.
-#[derive(Debug)]
-struct CancelledRead;
-
-impl std::fmt::Display for CancelledRead {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
-    }
-}
-
-impl std::error::Error for CancelledRead {}
-
-/// True when `e` is a read given up because the run was cancelled.
-pub fn is_cancelled_read(e: &io::Error) -> bool {
-    e.get_ref().is_some_and(|inner| inner.is::<CancelledRead>())
-}
 
 /// Size of the chunks read by the pump.
 pub const CHUNK_SIZE: usize = 1 << 20;
@@ -116,10 +97,12 @@ impl Pump {
         let (chunks, cancel) = (&self.chunks, &self.cancel);
         let received = self.starved.time_wait(|| loop {
             if cancel.is_cancelled() {
-                return Err(io::Error::new(io::ErrorKind::Interrupted, CancelledRead));
+                return Err(cancelled_read());
             }
             match chunks.recv_timeout(CANCEL_POLL) {
                 Ok(chunk) => return Ok(Some(chunk)),
+                // A reader thread that gave up because the run was cancelled sends nothing.
+                Err(RecvTimeoutError::Disconnected) if cancel.is_cancelled() => return Err(cancelled_read()),
                 Err(RecvTimeoutError::Disconnected) => return Ok(None),
                 Err(RecvTimeoutError::Timeout) => {}
             }
@@ -155,6 +138,11 @@ fn read_chunks(
         // The bytes read before a failure are delivered first, so that the consumer can say
         // where in its input the damage is.
         let (filled, failure) = m.time_busy(|| read_until_error(&mut reader, &mut buf));
+        if failure.as_ref().is_some_and(is_cancelled_read) {
+            // The run is cancelled: its consumer stops by itself; a partial chunk handed over
+            // now could be taken for input that came before the cancellation.
+            return delivered;
+        }
         buf.truncate(filled);
         m.count_bytes(filled);
         delivered += filled as u64;

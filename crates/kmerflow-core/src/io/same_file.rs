@@ -1,8 +1,11 @@
 //! The check that no output of a command is one of its inputs (`-o in.fq in.fq` would
 //! otherwise replace the reads it is reading). Every command calls [`refuse_inputs_as_outputs`]
 //! with all its inputs (reads and tables) and outputs (including derived names such as
-//! `<input>.keep` and side files) before it reads anything.
+//! `<input>.keep` and side files) before it reads anything; the files its front end writes
+//! beside them (`--metrics`, unique-kmers' `-R`), declared on the run
+//! ([`RunContext::add_side_output`]), are checked with them.
 
+use crate::run::RunContext;
 use crate::{Error, Result};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
@@ -21,9 +24,23 @@ pub fn same_file(a: &str, b: &str) -> bool {
     a == b || identity(a).is_some_and(|id| Some(id) == identity(b))
 }
 
-/// Refuses, naming both, an output that is the same file as an input: the same path, or the
-/// same device and inode (a hard link, a symbolic link, `./in.fq`).
-pub fn refuse_inputs_as_outputs<I, O>(inputs: I, outputs: O) -> Result<()>
+/// Refuses, naming both, an output (one of `outputs` or of the side outputs declared on `ctx`)
+/// that is the same file as an input: the same path, or the same device and inode (a hard
+/// link, a symbolic link, `./in.fq`).
+pub fn refuse_inputs_as_outputs<I, O>(ctx: &RunContext, inputs: I, outputs: O) -> Result<()>
+where
+    I: IntoIterator,
+    I::Item: AsRef<str>,
+    O: IntoIterator,
+    O::Item: AsRef<str>,
+{
+    let outputs: Vec<String> = outputs.into_iter().map(|p| p.as_ref().to_string()).chain(ctx.side_outputs()).collect();
+    refuse_same_files(inputs, outputs)
+}
+
+/// The check of [`refuse_inputs_as_outputs`] on the given paths only (for a file written after
+/// the run, checked against what the run read and wrote).
+pub fn refuse_same_files<I, O>(inputs: I, outputs: O) -> Result<()>
 where
     I: IntoIterator,
     I::Item: AsRef<str>,
@@ -61,12 +78,28 @@ mod tests {
         let hard = dir.path().join("hard.fq");
         std::fs::hard_link(&input, &hard).unwrap();
         let input = input.to_str().unwrap();
+        let ctx = RunContext::new();
         for output in [input, link.to_str().unwrap(), hard.to_str().unwrap()] {
-            let err = refuse_inputs_as_outputs([input], [output]).unwrap_err().to_string();
+            let err = refuse_inputs_as_outputs(&ctx, [input], [output]).unwrap_err().to_string();
             assert!(err.contains(output) && err.contains(input), "{err}");
         }
         let other = dir.path().join("out.fa");
-        assert!(refuse_inputs_as_outputs([input, "-"], [other.to_str().unwrap(), "-"]).is_ok());
-        assert!(refuse_inputs_as_outputs(["-"], ["-"]).is_ok());
+        assert!(refuse_inputs_as_outputs(&ctx, [input, "-"], [other.to_str().unwrap(), "-"]).is_ok());
+        assert!(refuse_inputs_as_outputs(&ctx, ["-"], ["-"]).is_ok());
+    }
+
+    #[test]
+    fn a_side_output_declared_on_the_run_is_checked_with_the_outputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.fq");
+        std::fs::write(&input, "@a\nACGT\n+\nIIII\n").unwrap();
+        let input = input.to_str().unwrap();
+        let ctx = RunContext::new();
+        ctx.add_side_output("-");
+        ctx.add_side_output(dir.path().join("metrics.json").to_str().unwrap());
+        assert!(refuse_inputs_as_outputs(&ctx, [input], ["-"]).is_ok());
+        ctx.add_side_output(input);
+        let err = refuse_inputs_as_outputs(&ctx, [input], ["-"]).unwrap_err().to_string();
+        assert!(err.contains("refusing to overwrite an input"), "{err}");
     }
 }

@@ -165,7 +165,7 @@ pub struct Options {
 
 /// Runs `abundance-dist` within `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
-    crate::io::refuse_inputs_as_outputs([&opts.graph, &opts.seqs], [&opts.output.path])?;
+    crate::io::refuse_inputs_as_outputs(ctx, [&opts.graph, &opts.seqs], [&opts.output.path])?;
     let mut summary = Summary::default();
     let mut table = super::read_filter::load_countgraph(&opts.graph)?;
     if table.storage_kind() == StorageKind::Byte {
@@ -205,7 +205,7 @@ pub const SINGLE_MULTIPLIER: f64 = 8.0 / 9.3;
 
 /// Runs `abundance-dist-single` within `ctx`: count, then histogram, then optionally save.
 pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
-    crate::io::refuse_inputs_as_outputs([&opts.seqs], std::iter::once(&opts.output.path).chain(&opts.savegraph))?;
+    crate::io::refuse_inputs_as_outputs(ctx, [&opts.seqs], std::iter::once(&opts.output.path).chain(&opts.savegraph))?;
     crate::io::check_rereadable(&opts.seqs)?;
     opts.output.check()?;
     let mut summary = Summary::default();

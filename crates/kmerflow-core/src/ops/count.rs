@@ -234,7 +234,8 @@ pub fn write_text(path: &str, bytes: impl AsRef<[u8]>, ctx: &RunContext) -> Resu
 /// `OUT.info` (and `OUT.info.json|tsv`). A table over the 0.2 false-positive ceiling ends the
 /// run before anything is written (khmer writes the table and `OUT.info` first: a failed run
 /// leaving its outputs behind is what kmerflow avoids). With khmer's layout the table is also saved mid-run
-/// after every 10th file, as khmer does. A blocked table is counted in anonymous (huge-page)
+/// after every 10th file, as khmer does; a run that then fails or is interrupted (SIGINT,
+/// SIGTERM) removes that checkpoint, a killed one (SIGKILL) leaves it. A blocked table is counted in anonymous (huge-page)
 /// memory and written once at the end, unless it is larger than half the physical memory:
 /// then it is counted straight into a mapped file (which may page to disk) under a temporary
 /// name, renamed to the output once its header is written at the end. Counting into the file map is
@@ -243,7 +244,7 @@ pub fn write_text(path: &str, bytes: impl AsRef<[u8]>, ctx: &RunContext) -> Resu
 /// messages of `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let side_files = [".info", ".info.json", ".info.tsv"].map(|suffix| format!("{}{suffix}", opts.output));
-    crate::io::refuse_inputs_as_outputs(&opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
+    crate::io::refuse_inputs_as_outputs(ctx, &opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
     ctx.progress().begin_pass("counting");
     let mut summary = Summary::default();
     let mut info = String::from(INFO_VERSION_LINE);
@@ -253,13 +254,21 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             if opts.bigcount && !opts.params.small_count {
                 table.set_use_bigcount(true)?;
             }
-            count_inputs(ctx, opts, &mut table, &mut summary, &mut info, |t, index| {
+            let mut checkpointed = false;
+            let counted = count_inputs(ctx, opts, &mut table, &mut summary, &mut info, |t, index| {
                 if index > 0 && index % 10 == 0 {
                     t.save(&opts.output)?;
+                    checkpointed = true;
                 }
                 Ok(())
-            })?;
-            let fp = check_fp_rate(&table, 0.2, opts.params.force, sizing::target_rate(&opts.params), ctx)?;
+            });
+            let checked = counted
+                .and_then(|()| check_fp_rate(&table, 0.2, opts.params.force, sizing::target_rate(&opts.params), ctx));
+            if checked.is_err() && checkpointed {
+                // A run that fails or is interrupted leaves no table under the final name.
+                let _ = std::fs::remove_file(&opts.output);
+            }
+            let fp = checked?;
             table.save(&opts.output)?;
             ctx.files().add_output(&opts.output);
             fp

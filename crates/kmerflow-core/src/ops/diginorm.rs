@@ -393,6 +393,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     };
     let side = [&opts.savegraph, &opts.report].into_iter().flatten();
     crate::io::refuse_inputs_as_outputs(
+        ctx,
         inputs.iter().flat_map(PairedInput::paths).chain(&opts.loadgraph),
         keep.iter().flat_map(PairedOutput::paths).chain(side),
     )?;

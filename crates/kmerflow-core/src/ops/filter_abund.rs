@@ -36,10 +36,11 @@ pub struct FilterParams {
 }
 
 impl FilterParams {
-    /// Refuses an output (`-o` or `<input>.abundfilt`, `--report-json`, `savegraph`) that is one
+    /// Refuses an output (`-o` or `<input>.abundfilt`, `savegraph`, the run's side outputs) that is one
     /// of the `inputs` or the `table` read.
     fn refuse_inputs_as_outputs<'a>(
         &'a self,
+        ctx: &RunContext,
         table: impl IntoIterator<Item = &'a String>,
         inputs: &'a [String],
         savegraph: Option<&'a String>,
@@ -48,7 +49,7 @@ impl FilterParams {
             Some(path) => vec![path.clone()],
             None => inputs.iter().map(|f| derived_name(f, ".abundfilt", None)).collect(),
         };
-        crate::io::refuse_inputs_as_outputs(inputs.iter().chain(table), filtered.iter().chain(savegraph))
+        crate::io::refuse_inputs_as_outputs(ctx, inputs.iter().chain(table), filtered.iter().chain(savegraph))
     }
 }
 
@@ -202,7 +203,7 @@ fn filter_all(
 
 /// Runs filter-abund within `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
-    opts.filter.refuse_inputs_as_outputs(std::iter::once(&opts.graph), &opts.inputs, None)?;
+    opts.filter.refuse_inputs_as_outputs(ctx, std::iter::once(&opts.graph), &opts.inputs, None)?;
     ctx.info(format!("loading countgraph: {}", opts.graph));
     let table = super::read_filter::load_countgraph(&opts.graph)?;
     ctx.info(format!("K: {}", table.ksize()));
@@ -214,7 +215,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
 
 /// Runs filter-abund-single within `ctx`.
 pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
-    opts.filter.refuse_inputs_as_outputs(None, std::slice::from_ref(&opts.input), opts.savegraph.as_ref())?;
+    opts.filter.refuse_inputs_as_outputs(ctx, None, std::slice::from_ref(&opts.input), opts.savegraph.as_ref())?;
     crate::io::check_rereadable(&opts.input)?;
     check_ksize(opts.table.ksize)?;
     ctx.info("making countgraph");

@@ -126,7 +126,7 @@ pub struct Summary {
 /// written.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let side_files = [".info", ".tagset"].map(|suffix| format!("{}{suffix}", opts.output));
-    crate::io::refuse_inputs_as_outputs(&opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
+    crate::io::refuse_inputs_as_outputs(ctx, &opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
     let mut summary = Summary::default();
     let mut graph = sizing::create_nodegraph(&opts.params, ctx)?;
     let k = graph.ksize();

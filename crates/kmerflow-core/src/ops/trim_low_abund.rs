@@ -357,7 +357,7 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
         None => o.inputs.iter().map(|f| derived_name(f, ".abundtrim", None)).collect(),
     };
     let side = o.savegraph.iter();
-    crate::io::refuse_inputs_as_outputs(o.inputs.iter().chain(&o.loadgraph), trimmed.iter().chain(side))?;
+    crate::io::refuse_inputs_as_outputs(ctx, o.inputs.iter().chain(&o.loadgraph), trimmed.iter().chain(side))?;
     let mut table = match &o.loadgraph {
         Some(path) => {
             ctx.info(format!("loading countgraph from {path}"));

@@ -45,7 +45,9 @@ pub struct Summary {
 
 /// Runs `unique-kmers`; with `stream_records`, `on_records` receives the records of each batch,
 /// formatted as FASTA/FASTQ, in file order. The estimate does not depend on the run's threads.
+/// Its only outputs are the front end's (the report, declared as side outputs of `ctx`).
 pub fn run(opts: &Options, ctx: &RunContext, mut on_records: impl FnMut(&[u8]) -> Result<()>) -> Result<Summary> {
+    crate::io::refuse_inputs_as_outputs(ctx, &opts.inputs, None::<&str>)?;
     let mut summary = Summary::default();
     let mut total = HllCounter::new(opts.error_rate, opts.ksize)?;
     for path in &opts.inputs {

@@ -14,6 +14,9 @@
 //! * [`CancelToken`]: set by a front end (a signal handler, a Python `KeyboardInterrupt`); the
 //!   core checks it between batches and while waiting for input, and stops with
 //!   [`crate::Error::Cancelled`];
+//! * side outputs: files a front end writes beside the operation's own (`--metrics`, reports),
+//!   which the operation refuses, with its own outputs, when they are one of its inputs
+//!   ([`crate::io::refuse_inputs_as_outputs`]);
 //! * messages: the core never prints; it emits [`Message`]s (level and text) that the context
 //!   keeps in order and hands, as they come, to the handler a front end installed.
 
@@ -24,6 +27,10 @@ pub mod progress;
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// The most worker threads a run uses: far more than any machine's cores, few enough that
+/// starting them cannot exhaust the process's memory for thread stacks (100,000 threads did).
+pub const MAX_THREADS: usize = 1024;
 
 /// How important a message is; front ends show warnings and errors even when asked to be quiet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -127,6 +134,7 @@ struct State {
     cancel: CancelToken,
     messages: Mutex<Vec<Message>>,
     handler: Option<MessageHandler>,
+    side_outputs: Mutex<Vec<String>>,
 }
 
 /// The context of one run; see the [module documentation](self).
@@ -171,14 +179,15 @@ impl RunContext {
             cancel,
             messages: Mutex::new(Vec::new()),
             handler,
+            side_outputs: Mutex::new(Vec::new()),
         }))
     }
 
-    /// Sets the number of worker threads (at least 1): the pipelines' workers, BGZF
-    /// decompression and `.gz` output compression (with 1, `.gz` outputs are one streaming gzip
-    /// member).
+    /// Sets the number of worker threads (at least 1, at most [`MAX_THREADS`]): the pipelines'
+    /// workers, BGZF decompression and `.gz` output compression (with 1, `.gz` outputs are one
+    /// streaming gzip member).
     pub fn set_threads(&self, threads: usize) {
-        self.0.threads.store(threads.max(1), Ordering::Relaxed);
+        self.0.threads.store(threads.clamp(1, MAX_THREADS), Ordering::Relaxed);
     }
 
     /// [`RunContext::set_threads`], returning the context.
@@ -228,6 +237,17 @@ impl RunContext {
     #[inline]
     pub fn check_cancelled(&self) -> Result<()> {
         self.0.cancel.check()
+    }
+
+    /// Declares `path` as a file the front end will write beside the operation's outputs (`-`,
+    /// stdout, is ignored): the operation refuses it too when it is one of its inputs.
+    pub fn add_side_output(&self, path: impl Into<String>) {
+        self.0.side_outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(path.into());
+    }
+
+    /// The side outputs declared so far ([`RunContext::add_side_output`]).
+    pub fn side_outputs(&self) -> Vec<String> {
+        self.0.side_outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Emits a message: kept in order and handed to the handler, if any.

@@ -32,8 +32,13 @@ impl AnyTable {
     }
 
     /// Loads a table file of either format, told apart by its first bytes; a khmer file is
-    /// read with `khmer_hash` (khmer files do not record their hash family).
+    /// read with `khmer_hash` (khmer files do not record their hash family). A stream (a pipe,
+    /// a FIFO) cannot be looked at and opened again, and kmerflow's tables are memory-mapped
+    /// from regular files, so a stream is read as a khmer table.
     pub fn load(path: &str, khmer_hash: HashKind) -> Result<Self> {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Ok(AnyTable::Khmer(KTable::load(path, khmer_hash)?));
+        }
         let mut start = [0u8; 8];
         let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let n = file.read(&mut start).map_err(|e| Error::io(path, e))?;

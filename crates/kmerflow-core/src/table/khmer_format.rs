@@ -107,7 +107,9 @@ impl FieldReader<'_> {
 /// Loads a table from `path` (gzip detected), with hash family `hash`.
 pub fn load(path: &str, hash: HashKind) -> Result<KTable> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    // The length of a regular file bounds its table sizes; a stream (a pipe, a FIFO) has none.
+    let file_len = meta.is_file().then_some(meta.len());
     let mut buffered = BufReader::with_capacity(1 << 20, file);
     let head = std::io::BufRead::fill_buf(&mut buffered).map_err(|e| Error::io(path, e))?;
     let gzip = head.starts_with(&GZIP_MAGIC);
@@ -138,14 +140,14 @@ pub fn load(path: &str, hash: HashKind) -> Result<KTable> {
     super::check_parameters(k, hash, usize::from(n_tables)).map_err(|e| reader.invalid(e.to_string()))?;
 
     // Each table's size comes just before its bytes; a size is checked against the file length
-    // before allocating (compressed files are checked by reading).
+    // before allocating (compressed files and streams are checked by reading).
     let mut tables = Vec::with_capacity(usize::from(n_tables));
     let mut consumed: u64 = if storage == StorageKind::Byte { 20 } else { 19 };
     for t in 0..n_tables {
         let size = reader.u64("a table size")?;
         // Saturating: a size field near 2^64 must not wrap around below the file length.
         consumed = consumed.saturating_add(8).saturating_add(super::bytes_for(storage, size) as u64);
-        if !gzip && consumed > file_len {
+        if !gzip && file_len.is_some_and(|len| consumed > len) {
             return Err(reader.invalid(format!("truncated khmer table file (table {t} of size {size})")));
         }
         let mut table = Table::new(storage, size).map_err(|e| reader.invalid(e.to_string()))?;

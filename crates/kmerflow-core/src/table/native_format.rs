@@ -171,7 +171,11 @@ pub fn save(table: &BlockedTable, path: &str) -> Result<()> {
 pub fn load(path: &str) -> Result<BlockedTable> {
     let io = |e| Error::io(path, e);
     let file = File::open(path).map_err(io)?;
-    let file_len = file.metadata().map_err(io)?.len();
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(Error::format(path, None, None, "a kmerflow table is memory-mapped: it needs a regular file"));
+    }
+    let file_len = meta.len();
     if file_len < DATA_OFFSET as u64 {
         return Err(Error::format(path, None, None, "not a kmerflow table file (too short)"));
     }

@@ -31,7 +31,7 @@ pub struct ExtractLongSummary {
 
 /// Writes the records of all inputs that are at least `min_length` long.
 pub fn extract_long_sequences(opts: &ExtractLongOptions, ctx: &RunContext) -> Result<ExtractLongSummary> {
-    crate::io::refuse_inputs_as_outputs(&opts.inputs, [&opts.output])?;
+    crate::io::refuse_inputs_as_outputs(ctx, &opts.inputs, [&opts.output])?;
     let mut out = create_output(&opts.output, opts.compression, ctx)?;
     let mut sum = ExtractLongSummary::default();
     let min = opts.min_length;

@@ -42,7 +42,7 @@ pub fn extract_paired_reads(opts: &ExtractPairedOptions, ctx: &RunContext) -> Re
     let dir = opts.output_dir.as_deref();
     let explicit = [&opts.output_paired, &opts.output_single];
     let [paired_path, single_path] = two_outputs(input, explicit, [".pe", ".se"], dir, "-p and -s")?;
-    crate::io::refuse_inputs_as_outputs(opts.input.paths(), [&paired_path, &single_path])?;
+    crate::io::refuse_inputs_as_outputs(ctx, opts.input.paths(), [&paired_path, &single_path])?;
     let reader = opts.input.open(PairMode::BrokenPaired, None, ctx)?;
     let mut paired = create_output(&paired_path, opts.compression, ctx)?;
     let mut single = create_output(&single_path, opts.compression, ctx)?;

@@ -50,7 +50,7 @@ fn convert(batch: RecordBatch, keep_n: bool) -> Chunk {
 
 /// Converts `opts.input` to FASTA in `opts.output`.
 pub fn fastq_to_fasta(opts: &FastqToFastaOptions, ctx: &RunContext) -> Result<FastqToFastaSummary> {
-    crate::io::refuse_inputs_as_outputs([&opts.input], [&opts.output])?;
+    crate::io::refuse_inputs_as_outputs(ctx, [&opts.input], [&opts.output])?;
     let reader = FastxReader::open_in(&opts.input, ctx)?;
     let mut out = create_output(&opts.output, opts.compression, ctx)?;
     let mut sum = FastqToFastaSummary::default();

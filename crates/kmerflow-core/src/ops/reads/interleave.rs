@@ -63,7 +63,7 @@ fn interleave_batch(bb: &BundleBatch, reformat: bool, files: &str) -> Result<(Ve
 
 /// Interleaves `opts.left` and `opts.right` within `ctx`.
 pub fn interleave_reads(opts: &InterleaveOptions, ctx: &RunContext) -> Result<InterleaveSummary> {
-    crate::io::refuse_inputs_as_outputs([&opts.left, &opts.right], [&opts.output])?;
+    crate::io::refuse_inputs_as_outputs(ctx, [&opts.left, &opts.right], [&opts.output])?;
     if crate::io::same_file(&opts.left, &opts.right) {
         // One stream cannot be read by both readers.
         crate::io::check_rereadable(&opts.left)?;

@@ -94,7 +94,7 @@ pub fn format_report(stats: &[FileStats], csv: bool, n_files: usize) -> String {
 
 /// Computes the statistics of every input and writes the report; returns the statistics.
 pub fn readstats(opts: &ReadstatsOptions, ctx: &RunContext) -> Result<Vec<FileStats>> {
-    crate::io::refuse_inputs_as_outputs(&opts.inputs, [&opts.output])?;
+    crate::io::refuse_inputs_as_outputs(ctx, &opts.inputs, [&opts.output])?;
     let stats = opts.inputs.iter().map(|p| file_stats(p, ctx)).collect::<Result<Vec<_>>>()?;
     let mut out = create_output(&opts.output, None, ctx)?;
     write_to(&mut out, format_report(&stats, opts.csv, opts.inputs.len()).as_bytes())?;

@@ -87,7 +87,7 @@ fn output_paths(opts: &SampleOptions) -> Result<Vec<String>> {
 /// Draws `opts.samples` reservoir samples of `opts.num_reads` bundles and writes them.
 pub fn sample_reads_randomly(opts: &SampleOptions, ctx: &RunContext) -> Result<SampleSummary> {
     let paths = output_paths(opts)?;
-    crate::io::refuse_inputs_as_outputs(opts.inputs.iter().flat_map(PairedInput::paths), &paths)?;
+    crate::io::refuse_inputs_as_outputs(ctx, opts.inputs.iter().flat_map(PairedInput::paths), &paths)?;
     let seed = if opts.seed == 0 { DEFAULT_SEED } else { opts.seed };
     let mut rng = Pcg64::seed_from_u64(seed);
     let mode = if opts.force_single { PairMode::ForceSingle } else { PairMode::BrokenPaired };

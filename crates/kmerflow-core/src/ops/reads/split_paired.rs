@@ -43,6 +43,7 @@ pub fn split_paired_reads(opts: &SplitPairedOptions, ctx: &RunContext) -> Result
     let explicit = [&opts.output_first, &opts.output_second];
     let [out1, out2] = two_outputs(&opts.input, explicit, [".1", ".2"], dir, "-1 and -2")?;
     crate::io::refuse_inputs_as_outputs(
+        ctx,
         [&opts.input],
         [Some(&out1), Some(&out2), opts.output_orphans.as_ref()].into_iter().flatten(),
     )?;
