@@ -258,7 +258,7 @@ impl Options {
         std::iter::once(&self.input).chain(&self.mate).cloned().collect()
     }
 
-    fn check(&self) -> Result<()> {
+    fn check(&self, ctx: &RunContext) -> Result<()> {
         check_ksize(self.table.ksize)?;
         if !(1..=2).contains(&self.passes) {
             return Err(Error::invalid(format!("--passes must be 1 or 2, not {}", self.passes)));
@@ -279,7 +279,7 @@ impl Options {
         }
         let inputs = self.inputs();
         let side = [&self.save_table, &self.hist, &self.hist_out];
-        refuse_inputs_as_outputs(&inputs, written.into_iter().flatten().chain(side.into_iter().flatten()))?;
+        refuse_inputs_as_outputs(ctx, &inputs, written.into_iter().flatten().chain(side.into_iter().flatten()))?;
         let mut outputs: Vec<&String> = written.into_iter().flatten().chain(side.into_iter().flatten()).collect();
         outputs.sort();
         if let Some(twice) = outputs.windows(2).find(|w| w[0] == w[1] && w[0] != "-") {
@@ -487,7 +487,7 @@ fn write_kept(
 /// once every table has passed its false-positive check.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let started = Instant::now();
-    opts.check()?;
+    opts.check(ctx)?;
     let c1 = opts.first_cutoff();
     let mut summary = Summary::default();
     let mut params = opts.table.clone();
