@@ -96,7 +96,7 @@ fn with_file(data: &[u8], f: impl FnOnce(&str)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::{BlockedTable, CounterWidth, KTable, StorageKind};
+    use crate::table::{BlockedTable, CounterWidth, KhmerTable, StorageKind};
     use rand::{Rng, SeedableRng};
 
     /// Mutations per seed: 300 (a quick deterministic run), or `KMERFLOW_FUZZ_MUTATIONS` for a
@@ -183,7 +183,7 @@ mod tests {
         let seeds: Vec<Vec<u8>> = [(StorageKind::Byte, "t"), (StorageKind::Nibble, "t"), (StorageKind::Bit, "t")]
             .into_iter()
             .map(|(storage, _)| {
-                let mut table = KTable::new(5, HashKind::TwoBit, storage, 61, 2).expect("valid parameters");
+                let mut table = KhmerTable::new(5, HashKind::TwoBit, storage, 61, 2).expect("valid parameters");
                 table.consume_exclusive(b"ACGTACGGTACCA");
                 file_bytes(|p| table.save(p).expect("saved"))
             })

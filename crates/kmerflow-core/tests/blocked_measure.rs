@@ -10,7 +10,7 @@
 use kmerflow_core::io::FastxReader;
 use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{
-    AllocOptions, BlockedParams, BlockedTable, CounterWidth, HashKind, HugePages, KTable, StorageKind,
+    AllocOptions, BlockedParams, BlockedTable, CounterWidth, HashKind, HugePages, KhmerTable, StorageKind,
 };
 use std::collections::HashMap;
 use std::time::Instant;
@@ -25,7 +25,7 @@ trait Consume: Sync {
     fn many_exclusive(&mut self, reads: &[Vec<u8>]) -> u64;
 }
 
-impl Consume for KTable {
+impl Consume for KhmerTable {
     fn many(&self, reads: &[Vec<u8>]) -> u64 {
         self.consume_many(reads.iter().map(Vec::as_slice))
     }
@@ -72,8 +72,8 @@ fn throughput() {
     let reads = random_reads(500_000, 120, 7);
     let options = AllocOptions { huge_pages: HugePages::Auto, populate: true };
     run_throughput(
-        "KTable 4 x 1e8 byte counters (400 MB)",
-        || KTable::new_with_options(20, HashKind::TwoBit, StorageKind::Byte, 100_000_000, 4, options).unwrap(),
+        "KhmerTable 4 x 1e8 byte counters (400 MB)",
+        || KhmerTable::new_with_options(20, HashKind::TwoBit, StorageKind::Byte, 100_000_000, 4, options).unwrap(),
         &reads,
     );
     run_throughput(
@@ -110,7 +110,7 @@ struct Exact {
     counts: HashMap<u64, (u64, u32)>,
 }
 
-fn exact_counts(segments: &[Vec<u8>], khmer: &KTable, blocked: &BlockedTable) -> Exact {
+fn exact_counts(segments: &[Vec<u8>], khmer: &KhmerTable, blocked: &BlockedTable) -> Exact {
     let mut counts: HashMap<u64, (u64, u32)> = HashMap::new();
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for seg in segments {
@@ -141,7 +141,7 @@ fn overcount(exact: &Exact, max: u32, estimate: impl Fn(u64, u64) -> u32) -> (f6
 }
 
 /// Fraction of `n` random k-mers absent from the data that a table reports present.
-fn false_positive_rate(exact: &Exact, n: usize, present: impl Fn(&[u8]) -> bool, khmer: &KTable) -> f64 {
+fn false_positive_rate(exact: &Exact, n: usize, present: impl Fn(&[u8]) -> bool, khmer: &KhmerTable) -> f64 {
     let mut rng = rand_pcg::Pcg64::seed_from_u64(12345);
     let (mut tried, mut hits) = (0, 0);
     while tried < n {
@@ -160,7 +160,7 @@ fn false_positive_rate(exact: &Exact, n: usize, present: impl Fn(&[u8]) -> bool,
 fn accuracy() {
     let start = Instant::now();
     let segments = read_segments(ECOLI, 300_000);
-    let probe_khmer = KTable::new(K, HashKind::TwoBit, StorageKind::Byte, 1000, 1).unwrap();
+    let probe_khmer = KhmerTable::new(K, HashKind::TwoBit, StorageKind::Byte, 1000, 1).unwrap();
     let probe_blocked = BlockedTable::new(K, 4096, CounterWidth::Bits8, 1).unwrap();
     let exact = exact_counts(&segments, &probe_khmer, &probe_blocked);
     let total: u64 = exact.counts.values().map(|&(_, c)| u64::from(c)).sum();
@@ -177,7 +177,7 @@ fn accuracy() {
             [(StorageKind::Byte, CounterWidth::Bits8, "8-bit counts"), (StorageKind::Bit, CounterWidth::Bits1, "Bloom")]
         {
             let bins = if storage == StorageKind::Bit { bytes * 8 / 4 } else { bytes / 4 };
-            let khmer = KTable::new(K, HashKind::TwoBit, storage, bins, 4).unwrap();
+            let khmer = KhmerTable::new(K, HashKind::TwoBit, storage, bins, 4).unwrap();
             let blocked = BlockedTable::new(K, bytes, width, 4).unwrap();
             for seg in &segments {
                 khmer.consume(seg);

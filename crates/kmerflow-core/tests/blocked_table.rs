@@ -2,7 +2,7 @@
 //! file format (save/load, mmap load, file-backed counting, corruption), and AnyTable.
 
 use kmerflow_core::table::{
-    AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, CountingTable, HashKind, KTable, Layout,
+    AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, CountingTable, HashKind, KhmerTable, Layout,
     StorageKind,
 };
 use rand::{Rng, SeedableRng};
@@ -232,7 +232,7 @@ fn corrupt_files_are_refused_with_the_file_named() {
 fn any_table_dispatches_and_loads_both_formats() {
     let dir = tempfile::tempdir().unwrap();
     let reads = random_reads(50, 100, 4);
-    let khmer = AnyTable::Khmer(KTable::new(21, HashKind::TwoBit, StorageKind::Byte, 100_003, 4).unwrap());
+    let khmer = AnyTable::Khmer(KhmerTable::new(21, HashKind::TwoBit, StorageKind::Byte, 100_003, 4).unwrap());
     let blocked = AnyTable::Blocked(BlockedTable::new(21, 1 << 20, CounterWidth::Bits8, 4).unwrap());
     for (table, name) in [(khmer, "a.ct"), (blocked, "a.kf")] {
         fn fill(t: &impl CountingTable, reads: &[Vec<u8>]) -> u64 {

@@ -7,7 +7,7 @@ use kmerflow_core::io::{FastxReader, OwnedRecord};
 use kmerflow_core::kmer::{murmur, twobit};
 use kmerflow_core::table::hll::HllCounter;
 use kmerflow_core::table::CountingTable;
-use kmerflow_core::table::{BlockedTable, CounterWidth, HashKind, KTable, StorageKind};
+use kmerflow_core::table::{BlockedTable, CounterWidth, HashKind, KhmerTable, StorageKind};
 use proptest::prelude::*;
 
 /// How a generated file is written.
@@ -135,7 +135,7 @@ proptest! {
     fn counts_do_not_depend_on_the_order_of_reads(a in reads(), b in reads(), k in 1usize..=32, nibble in any::<bool>()) {
         let storage = if nibble { StorageKind::Nibble } else { StorageKind::Byte };
         let count = |first: &[Vec<u8>], second: &[Vec<u8>]| {
-            let mut table = KTable::new(k, HashKind::TwoBit, storage, 997, 3).expect("valid parameters");
+            let mut table = KhmerTable::new(k, HashKind::TwoBit, storage, 997, 3).expect("valid parameters");
             table.consume_many_exclusive(first.iter().chain(second).map(Vec::as_slice));
             (table.raw_tables().iter().map(|t| t.to_vec()).collect::<Vec<_>>(), table.n_occupied())
         };
@@ -160,7 +160,7 @@ proptest! {
         let (a, b) = reads.split_at(split.index(reads.len() + 1));
         let hash = if murmur { HashKind::Murmur } else { HashKind::TwoBit };
         let khmer = |part: &[Vec<u8>]| {
-            let mut table = KTable::new(k, hash, storage, size + 3, 3).expect("valid parameters");
+            let mut table = KhmerTable::new(k, hash, storage, size + 3, 3).expect("valid parameters");
             table.consume_many_exclusive(part.iter().map(Vec::as_slice));
             table
         };

@@ -4,7 +4,7 @@
 use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::table::hll::HllCounter;
 use kmerflow_core::table::CountingTable;
-use kmerflow_core::table::{HashKind, KTable, StorageKind};
+use kmerflow_core::table::{HashKind, KhmerTable, StorageKind};
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -27,7 +27,7 @@ fn fasta_reads(name: &str) -> Vec<Vec<u8>> {
     reads
 }
 
-fn consume_all(table: &KTable, reads: &[Vec<u8>]) {
+fn consume_all(table: &KhmerTable, reads: &[Vec<u8>]) {
     for read in reads {
         table.consume(read);
     }
@@ -36,7 +36,7 @@ fn consume_all(table: &KTable, reads: &[Vec<u8>]) {
 #[test]
 fn countgraph_occupancy_on_random_20() {
     let reads = fasta_reads("random-20-a.fa");
-    let table = KTable::new(12, HashKind::TwoBit, StorageKind::Byte, 100_000, 4).unwrap();
+    let table = KhmerTable::new(12, HashKind::TwoBit, StorageKind::Byte, 100_000, 4).unwrap();
     consume_all(&table, &reads);
     assert_eq!((table.n_occupied(), table.n_unique_kmers()), (3886, 3966));
 }
@@ -45,7 +45,7 @@ fn countgraph_occupancy_on_random_20() {
 fn nodegraph_occupancy_on_random_20() {
     let reads = fasta_reads("random-20-a.fa");
     for (n, unique) in [(1, 3884), (3, 3960)] {
-        let table = KTable::new(20, HashKind::TwoBit, StorageKind::Bit, 100_000, n).unwrap();
+        let table = KhmerTable::new(20, HashKind::TwoBit, StorageKind::Bit, 100_000, n).unwrap();
         consume_all(&table, &reads);
         assert_eq!((table.n_occupied(), table.n_unique_kmers()), (3884, unique));
     }
@@ -55,11 +55,11 @@ fn nodegraph_occupancy_on_random_20() {
 fn small_tables_match_khmer_raw_contents() {
     // SmallCountgraph(20, 1000, 3) and Counttable(20, 1000, 3) on random-20-a.fa.
     let reads = fasta_reads("random-20-a.fa");
-    let small = KTable::new(20, HashKind::TwoBit, StorageKind::Nibble, 1000, 3).unwrap();
+    let small = KhmerTable::new(20, HashKind::TwoBit, StorageKind::Nibble, 1000, 3).unwrap();
     consume_all(&small, &reads);
     let nibble_sum: u64 = small.raw_tables()[0].iter().map(|&b| u64::from(b)).sum();
     assert_eq!((small.n_occupied(), small.n_unique_kmers(), nibble_sum), (983, 1757, 33465));
-    let murmur = KTable::new(20, HashKind::Murmur, StorageKind::Byte, 1000, 3).unwrap();
+    let murmur = KhmerTable::new(20, HashKind::Murmur, StorageKind::Byte, 1000, 3).unwrap();
     consume_all(&murmur, &reads);
     let byte_sum: u64 = murmur.raw_tables()[1].iter().map(|&b| u64::from(b)).sum();
     assert_eq!((murmur.n_occupied(), murmur.n_unique_kmers(), byte_sum), (975, 1776, 3960));
@@ -68,7 +68,7 @@ fn small_tables_match_khmer_raw_contents() {
 #[test]
 fn median_of_the_error_read() {
     let reads = fasta_reads("test-abund-read-2.fa");
-    let mut table = KTable::new(8, HashKind::TwoBit, StorageKind::Byte, 10_000_000, 2).unwrap();
+    let mut table = KhmerTable::new(8, HashKind::TwoBit, StorageKind::Byte, 10_000_000, 2).unwrap();
     table.set_use_bigcount(true).unwrap();
     consume_all(&table, &reads);
     assert_eq!(table.median_count(&reads[0]), Some((1, 103.803_74, 303.702_94)));
@@ -80,11 +80,11 @@ fn median_of_the_error_read() {
 #[test]
 fn abundance_distribution_with_bigcount() {
     let reads = fasta_reads("test-abund-read-2.fa");
-    let mut table = KTable::new(17, HashKind::TwoBit, StorageKind::Byte, 10_000_000, 2).unwrap();
+    let mut table = KhmerTable::new(17, HashKind::TwoBit, StorageKind::Byte, 10_000_000, 2).unwrap();
     table.set_use_bigcount(true).unwrap();
     consume_all(&table, &reads);
     let sizes = table.hashsizes().to_vec();
-    let tracking = KTable::with_sizes(17, HashKind::TwoBit, StorageKind::Bit, sizes).unwrap();
+    let tracking = KhmerTable::with_sizes(17, HashKind::TwoBit, StorageKind::Bit, sizes).unwrap();
     let mut dist = vec![0u64; 65536];
     for read in &reads {
         table.abundance_distribution_seq(read, &tracking, &mut dist);
@@ -95,7 +95,7 @@ fn abundance_distribution_with_bigcount() {
 
 #[test]
 fn tiny_countgraph_file_is_byte_exact() {
-    let mut table = KTable::with_sizes(4, HashKind::TwoBit, StorageKind::Byte, vec![11, 7]).unwrap();
+    let mut table = KhmerTable::with_sizes(4, HashKind::TwoBit, StorageKind::Byte, vec![11, 7]).unwrap();
     table.set_use_bigcount(true).unwrap();
     for _ in 0..300 {
         table.consume(b"ACGT");
@@ -118,7 +118,7 @@ fn tiny_countgraph_file_is_byte_exact() {
     table.save(gz.to_str().unwrap()).unwrap();
     assert_eq!(&std::fs::read(&gz).unwrap()[..2], b"\x1f\x8b");
     for path in [&raw, &gz] {
-        let loaded = KTable::load(path.to_str().unwrap(), HashKind::TwoBit).unwrap();
+        let loaded = KhmerTable::load(path.to_str().unwrap(), HashKind::TwoBit).unwrap();
         assert_eq!((loaded.ksize(), loaded.hashsizes(), loaded.n_occupied()), (4, &[11u64, 7][..], 2));
         assert!(loaded.use_bigcount());
         assert_eq!((loaded.get_hash(45), loaded.n_unique_kmers()), (300, 0));
@@ -128,7 +128,7 @@ fn tiny_countgraph_file_is_byte_exact() {
 
 #[test]
 fn tiny_small_countgraph_file_is_byte_exact() {
-    let table = KTable::with_sizes(4, HashKind::TwoBit, StorageKind::Nibble, vec![11, 7]).unwrap();
+    let table = KhmerTable::with_sizes(4, HashKind::TwoBit, StorageKind::Nibble, vec![11, 7]).unwrap();
     for _ in 0..300 {
         table.consume(b"ACGT");
     }
@@ -141,18 +141,18 @@ fn tiny_small_countgraph_file_is_byte_exact() {
     assert_eq!(bytes.len(), 45);
     assert_eq!(&bytes[..19], b"OXLI\x04\x07\x04\0\0\0\x02\x02\0\0\0\0\0\0\0");
     assert_eq!(&bytes[19..33], b"\x0b\0\0\0\0\0\0\0\x1f\0\0\0\0\0");
-    let loaded = KTable::load(path.to_str().unwrap(), HashKind::TwoBit).unwrap();
+    let loaded = KhmerTable::load(path.to_str().unwrap(), HashKind::TwoBit).unwrap();
     let got = (loaded.storage_kind(), loaded.get_hash(45), loaded.get_hash(0));
     assert_eq!(got, (StorageKind::Nibble, 15, 1));
 }
 
 #[test]
 fn khmer_files_load() {
-    let norm = KTable::load(data("normC20k20.ct.gz").to_str().unwrap(), HashKind::TwoBit).unwrap();
+    let norm = KhmerTable::load(data("normC20k20.ct.gz").to_str().unwrap(), HashKind::TwoBit).unwrap();
     assert_eq!((norm.ksize(), norm.n_tables(), norm.storage_kind()), (20, 4, StorageKind::Byte));
     assert_eq!(norm.hashsizes()[0], 999_983);
     for name in ["goodversion-k12.ht", "goodversion-k12.ht.gz"] {
-        let ht = KTable::load(data(name).to_str().unwrap(), HashKind::TwoBit).unwrap();
+        let ht = KhmerTable::load(data(name).to_str().unwrap(), HashKind::TwoBit).unwrap();
         assert_eq!((ht.ksize(), ht.hashsizes(), ht.storage_kind()), (12, &[2u64][..], StorageKind::Bit));
         assert_eq!((ht.n_occupied(), &ht.raw_tables()[0][..]), (2, &[3u8][..]));
     }
@@ -162,7 +162,7 @@ fn khmer_files_load() {
 fn bad_table_files_give_clear_errors() {
     for name in ["badversion-k12.ct", "badversion-k12.ht", "empty-file", "test-abund-read.fa"] {
         let path = data(name);
-        let err = KTable::load(path.to_str().unwrap(), HashKind::TwoBit).err().unwrap().to_string();
+        let err = KhmerTable::load(path.to_str().unwrap(), HashKind::TwoBit).err().unwrap().to_string();
         assert!(err.starts_with(path.to_str().unwrap()), "{err}");
         assert!(err.contains("OXLI") || err.contains("truncated"), "{err}");
     }
@@ -178,7 +178,7 @@ fn bad_table_files_give_clear_errors() {
     for (name, bytes, message) in cases {
         let path = dir.path().join(name);
         std::fs::write(&path, bytes).unwrap();
-        let err = KTable::load(path.to_str().unwrap(), HashKind::TwoBit).err().unwrap().to_string();
+        let err = KhmerTable::load(path.to_str().unwrap(), HashKind::TwoBit).err().unwrap().to_string();
         assert!(err.contains(name) && err.contains(message), "{err}");
     }
 }
@@ -234,7 +234,7 @@ fn threads_give_the_same_tables_as_one_thread() {
     let mut reads = fasta_reads("test-abund-read-2.fa");
     reads.extend(fasta_reads("random-20-a.fa"));
     let build = |threads: usize| {
-        let table = KTable::new(17, HashKind::TwoBit, StorageKind::Byte, 5_000, 3).unwrap();
+        let table = KhmerTable::new(17, HashKind::TwoBit, StorageKind::Byte, 5_000, 3).unwrap();
         std::thread::scope(|scope| {
             for t in 0..threads {
                 let (table, reads) = (&table, &reads);
@@ -266,7 +266,7 @@ fn consume_throughput() {
     let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
     let reads: Vec<Vec<u8>> =
         (0..500_000).map(|_| (0..120).map(|_| b"ACGT"[rng.random_range(0..4)]).collect()).collect();
-    let table = KTable::new(20, HashKind::TwoBit, StorageKind::Byte, 100_000_000, 4).unwrap();
+    let table = KhmerTable::new(20, HashKind::TwoBit, StorageKind::Byte, 100_000_000, 4).unwrap();
     let (start, cpu_start) = (std::time::Instant::now(), thread_cpu_seconds());
     let kmers: u64 = reads.iter().map(|r| table.consume(r)).sum();
     let (secs, cpu) = (start.elapsed().as_secs_f64(), thread_cpu_seconds() - cpu_start);

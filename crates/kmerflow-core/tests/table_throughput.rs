@@ -6,7 +6,7 @@
 //! and of the measuring thread's CPU time (the box may be shared).
 
 use kmerflow_core::table::CountingTable;
-use kmerflow_core::table::{AllocOptions, HashKind, HugePages, KTable, StorageKind};
+use kmerflow_core::table::{AllocOptions, HashKind, HugePages, KhmerTable, StorageKind};
 use std::time::Instant;
 
 mod common;
@@ -18,15 +18,15 @@ fn reads() -> Vec<Vec<u8>> {
     random_reads(READS, 120, 7)
 }
 
-fn table(options: AllocOptions) -> KTable {
+fn table(options: AllocOptions) -> KhmerTable {
     let start = Instant::now();
-    let table = KTable::new_with_options(20, HashKind::TwoBit, StorageKind::Byte, 100_000_000, 4, options).unwrap();
+    let table = KhmerTable::new_with_options(20, HashKind::TwoBit, StorageKind::Byte, 100_000_000, 4, options).unwrap();
     eprintln!("  allocate {options:?}: {:.2} s", start.elapsed().as_secs_f64());
     table
 }
 
 /// Hashes of all reads, concatenated in batches of `batch` reads.
-fn hash_batches(table: &KTable, reads: &[Vec<u8>], batch: usize) -> Vec<Vec<u64>> {
+fn hash_batches(table: &KhmerTable, reads: &[Vec<u8>], batch: usize) -> Vec<Vec<u64>> {
     reads
         .chunks(batch)
         .map(|chunk| {

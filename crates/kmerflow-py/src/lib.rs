@@ -3,7 +3,7 @@
 //! - [`batch`]: the three phases of batched decisions on numpy arrays of hashes.
 //! - [`shards`]: `Shard` and `ShardClient`, tables split over processes (Dask workers).
 //! - [`reads`]: `ReadReader`/`Record`, batches of records crossing into Python at once.
-//! - [`tables`]: khmer's table classes over the core `KTable`.
+//! - [`tables`]: khmer's table classes over the core `KhmerTable`.
 //! - [`hll`]: the `HLLCounter` class.
 //! - [`streaming`]: `Normalizer`, `AbundanceFilter`, `Trimmer` over batches of records.
 //! - [`hashing`]: module-level hash and prime functions.

@@ -12,7 +12,7 @@ use crate::tables::Table;
 use kmerflow_core::ops::read_filter::Trim;
 use kmerflow_core::ops::stream::{filter_batch, normalize_batch, trim_first_pass_batch, FirstPass};
 use kmerflow_core::table::CountingTable;
-use kmerflow_core::table::{KTable, StorageKind};
+use kmerflow_core::table::{KhmerTable, StorageKind};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
@@ -129,7 +129,7 @@ impl Normalizer {
     fn filter_batch<'py>(&self, batch: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
         let py = batch.py();
         let table = self.table.bind(py).borrow();
-        let inner: &KTable = table.inner();
+        let inner: &KhmerTable = table.inner();
         let b = Batch::new(batch, self.paired, inner.ksize())?;
         let cutoff = self.cutoff;
         let keep = py.detach(|| normalize_batch(inner, &b.seqs, cutoff));
@@ -166,7 +166,7 @@ impl AbundanceFilter {
     fn filter_batch<'py>(&self, batch: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
         let py = batch.py();
         let table = self.table.bind(py).borrow();
-        let inner: &KTable = table.inner();
+        let inner: &KhmerTable = table.inner();
         let b = Batch::new(batch, false, inner.ksize())?;
         let seqs: Vec<&Vec<u8>> = b.seqs.iter().map(|s| &s[0]).collect();
         let (cutoff, z) = (self.cutoff, self.variable_coverage);
@@ -214,7 +214,7 @@ impl Trimmer {
     fn first_pass_batch<'py>(&self, batch: &Bound<'py, PyList>) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
         let py = batch.py();
         let table = self.table.bind(py).borrow();
-        let inner: &KTable = table.inner();
+        let inner: &KhmerTable = table.inner();
         let b = Batch::new(batch, self.paired, inner.ksize())?;
         let (cutoff, z) = (self.cutoff, self.trim_at_coverage);
         let decisions = py.detach(|| trim_first_pass_batch(inner, &b.seqs, cutoff, z));
@@ -237,7 +237,7 @@ impl Trimmer {
     fn second_pass_batch<'py>(&self, batch: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
         let py = batch.py();
         let table = self.table.bind(py).borrow();
-        let inner: &KTable = table.inner();
+        let inner: &KhmerTable = table.inner();
         let b = Batch::new(batch, false, inner.ksize())?;
         let seqs: Vec<&Vec<u8>> = b.seqs.iter().map(|s| &s[0]).collect();
         let (cutoff, z) = (self.cutoff, self.variable_coverage.then_some(self.trim_at_coverage));

@@ -1,6 +1,6 @@
 //! khmer's table classes: `Countgraph`, `SmallCountgraph`, `Nodegraph` (2-bit hash) and
 //! `Counttable`, `SmallCounttable`, `Nodetable` (Murmur hash), all subclasses of `Table`,
-//! which holds one core [`KTable`] and every method.
+//! which holds one core [`KhmerTable`] and every method.
 //!
 //! Sequence arguments are not cleaned (as in khmer's API); files read by `consume_seqfile` and
 //! `abundance_distribution` are cleaned with khmer's C++ rule. Heavy methods release the GIL, and
@@ -12,7 +12,7 @@ use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
 use kmerflow_core::kmer::twobit;
 use kmerflow_core::table::CountingTable;
-use kmerflow_core::table::{add_table_files, HashKind, KTable, StorageKind};
+use kmerflow_core::table::{add_table_files, HashKind, KhmerTable, StorageKind};
 use numpy::PyArray1;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -34,7 +34,7 @@ const DIST_LEN: usize = 65535;
 /// Base class of all tables; not constructed directly.
 #[pyclass(subclass, module = "kmerflow._core")]
 pub struct Table {
-    inner: KTable,
+    inner: KhmerTable,
 }
 
 /// Builds a table of the given family, from explicit primes or from khmer's sizing rule.
@@ -53,12 +53,12 @@ fn build(
         )));
     }
     let inner = match primes {
-        Some(sizes) => KTable::with_sizes(k, hash, storage, sizes),
+        Some(sizes) => KhmerTable::with_sizes(k, hash, storage, sizes),
         None => {
             if starting_size.is_nan() || starting_size < 1.0 {
                 return Err(PyValueError::new_err(format!("starting_size must be at least 1, not {starting_size}")));
             }
-            KTable::new(k, hash, storage, starting_size as u64, n_tables)
+            KhmerTable::new(k, hash, storage, starting_size as u64, n_tables)
         }
     };
     Ok(Table { inner: inner.py()? })
@@ -67,7 +67,7 @@ fn build(
 /// Loads a saved table and checks that its storage matches the class.
 fn load_checked(py: Python<'_>, path: PathBuf, hash: HashKind, storage: StorageKind, class: &str) -> PyResult<Table> {
     let path = path.to_string_lossy().into_owned();
-    let inner = py.detach(|| KTable::load(&path, hash)).py()?;
+    let inner = py.detach(|| KhmerTable::load(&path, hash)).py()?;
     if inner.storage_kind() != storage {
         return Err(PyValueError::new_err(format!(
             "{path}: the file holds a {:?}-storage table, not a {class}",
@@ -79,12 +79,12 @@ fn load_checked(py: Python<'_>, path: PathBuf, hash: HashKind, storage: StorageK
 
 impl Table {
     /// A table over a core table.
-    pub fn from_core(inner: KTable) -> Self {
+    pub fn from_core(inner: KhmerTable) -> Self {
         Table { inner }
     }
 
     /// The core table.
-    pub fn inner(&self) -> &KTable {
+    pub fn inner(&self) -> &KhmerTable {
         &self.inner
     }
 

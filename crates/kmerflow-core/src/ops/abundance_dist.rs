@@ -6,7 +6,7 @@ use super::pyfmt;
 use super::sizing::{self, TableParams};
 use crate::run::RunContext;
 use crate::table::CountingTable;
-use crate::table::{HashKind, KTable, OwnedBatch, OwnedCounting, StorageKind};
+use crate::table::{HashKind, KhmerTable, OwnedBatch, OwnedCounting, StorageKind};
 use crate::{Error, Result};
 use std::io::Write;
 use std::sync::{Mutex, PoisonError};
@@ -19,15 +19,20 @@ pub const HISTOGRAM_LEN: usize = 65535;
 /// count in `table`. The tracking filter is filled like a countgraph ([`count_owned_file`]):
 /// in file order for each of its tables, so which k-mers are new does not depend on the
 /// threads of `ctx`.
-pub fn histogram(table: &KTable, path: &str, ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
+pub fn histogram(table: &KhmerTable, path: &str, ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
     histogram_of_files(table, &[path], ctx)
 }
 
 /// [`histogram`] of several files read in order, each distinct k-mer counted once over all of
 /// them (one tracking filter).
-pub fn histogram_of_files(table: &KTable, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
+pub fn histogram_of_files(table: &KhmerTable, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
     let tracker = Tracker {
-        tracking: KTable::with_sizes(table.ksize(), HashKind::TwoBit, StorageKind::Bit, table.hashsizes().to_vec())?,
+        tracking: KhmerTable::with_sizes(
+            table.ksize(),
+            HashKind::TwoBit,
+            StorageKind::Bit,
+            table.hashsizes().to_vec(),
+        )?,
         table,
         dist: Mutex::new(vec![0u64; HISTOGRAM_LEN + 1]),
     };
@@ -44,8 +49,8 @@ pub fn histogram_of_files(table: &KTable, paths: &[&str], ctx: &RunContext) -> R
 /// The histogram pass: a tracking filter counted by owners; settling a batch adds its new
 /// k-mers to the histogram at their count in `table` (sums, so in any batch order).
 struct Tracker<'a> {
-    tracking: KTable,
-    table: &'a KTable,
+    tracking: KhmerTable,
+    table: &'a KhmerTable,
     dist: Mutex<Vec<u64>>,
 }
 
@@ -229,7 +234,7 @@ pub fn counted_histogram(
     bigcount: bool,
     paths: &[&str],
     ctx: &RunContext,
-) -> Result<(KTable, Vec<u64>, ReadTally)> {
+) -> Result<(KhmerTable, Vec<u64>, ReadTally)> {
     let mut table = sizing::create_countgraph(params, SINGLE_MULTIPLIER, ctx)?;
     if bigcount && table.storage_kind() == StorageKind::Byte {
         table.set_use_bigcount(true)?;
@@ -286,9 +291,10 @@ mod tests {
         }
         file.flush().unwrap();
         // Small tables: the tracking filter has false positives, so the order of its updates matters.
-        let table = KTable::new(12, HashKind::TwoBit, StorageKind::Byte, 20_000, 4).unwrap();
+        let table = KhmerTable::new(12, HashKind::TwoBit, StorageKind::Byte, 20_000, 4).unwrap();
         reads.iter().for_each(|read| _ = table.consume(read));
-        let tracking = KTable::with_sizes(12, HashKind::TwoBit, StorageKind::Bit, table.hashsizes().to_vec()).unwrap();
+        let tracking =
+            KhmerTable::with_sizes(12, HashKind::TwoBit, StorageKind::Bit, table.hashsizes().to_vec()).unwrap();
         let mut expected = vec![0u64; HISTOGRAM_LEN + 1];
         reads.iter().for_each(|read| table.abundance_distribution_seq(read, &tracking, &mut expected));
         expected.truncate(HISTOGRAM_LEN);

@@ -12,7 +12,7 @@ use crate::kmer::clean::clean_parser;
 use crate::pipeline::run_ordered;
 use crate::run::metrics;
 use crate::run::RunContext;
-use crate::table::{BlockedTable, CountingTable, KTable, Layout, OwnedBatch, OwnedCounting};
+use crate::table::{BlockedTable, CountingTable, KhmerTable, Layout, OwnedBatch, OwnedCounting};
 use crate::{Error, Result};
 use std::io::Write;
 use std::sync::Arc;
@@ -180,7 +180,7 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
 
 /// khmer's `calc_expected_collisions` check: an error when the estimated false-positive rate
 /// exceeds `max_fp` (with `force`, a warning to `ctx`); returns the rate.
-pub fn check_fp_rate(table: &KTable, max_fp: f64, force: bool, target: f64, ctx: &RunContext) -> Result<f64> {
+pub fn check_fp_rate(table: &KhmerTable, max_fp: f64, force: bool, target: f64, ctx: &RunContext) -> Result<f64> {
     let fp = sizing::expected_fp_rate(table);
     fp_rate_check(fp, max_fp, force, &sizing::khmer_resize_hint(table, fp, target), ctx)
 }
@@ -395,7 +395,7 @@ mod tests {
         for storage in [StorageKind::Byte, StorageKind::Nibble, StorageKind::Bit] {
             // Small tables: k-mers collide, bins saturate, bigcount entries appear.
             let count = |threads: usize| {
-                let mut table = KTable::new(12, HashKind::TwoBit, storage, 5000, 4).unwrap();
+                let mut table = KhmerTable::new(12, HashKind::TwoBit, storage, 5000, 4).unwrap();
                 if storage == StorageKind::Byte {
                     table.set_use_bigcount(true).unwrap();
                 }

@@ -7,7 +7,7 @@ use crate::io::fastx::for_each_record;
 use crate::kmer::clean::clean_screed;
 use crate::run::RunContext;
 use crate::table::CountingTable;
-use crate::table::KTable;
+use crate::table::KhmerTable;
 use crate::Result;
 
 /// Options of `count-median`.
@@ -32,7 +32,7 @@ pub struct Summary {
 
 /// One CSV row (CRLF-terminated, as Python's `csv` writes it) for a read, or `None` when the
 /// read is shorter than k. `clean` is scratch space.
-pub fn median_row(table: &KTable, name: &[u8], seq: &[u8], clean: &mut Vec<u8>) -> Option<String> {
+pub fn median_row(table: &KhmerTable, name: &[u8], seq: &[u8], clean: &mut Vec<u8>) -> Option<String> {
     clean_screed(seq, clean);
     let (median, mean, stddev) = table.median_count(clean)?;
     Some(format!(

@@ -14,7 +14,7 @@ use crate::io::{Compression, OutputFile, PairMode, PairedInput};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
 use crate::table::CountingTable;
-use crate::table::KTable;
+use crate::table::KhmerTable;
 use crate::{Error, Result};
 
 /// Largest false-positive rate filter-abund-single accepts (checked before filtering).
@@ -113,7 +113,7 @@ struct Filtered {
 
 /// Filters `input` through `table` into `out`, adding to `summary`.
 fn filter_file(
-    table: &KTable,
+    table: &KhmerTable,
     input: &str,
     p: &FilterParams,
     out: &mut OutputFile,
@@ -164,7 +164,7 @@ fn filter_file(
 
 /// Filters every input (into `-o` or `<basename>.abundfilt`).
 fn filter_all(
-    table: &KTable,
+    table: &KhmerTable,
     inputs: &[String],
     p: &FilterParams,
     summary: &mut Summary,

@@ -9,7 +9,7 @@ use crate::io::FastxReader;
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
 use crate::table::CountingTable;
-use crate::table::KTable;
+use crate::table::KhmerTable;
 use crate::Result;
 use rustc_hash::FxHashSet;
 
@@ -30,7 +30,7 @@ impl Tagset {
     /// (the pieces of a read in order; see [`ReadTagging`]): adds each k-mer to `graph` and tags
     /// one k-mer in about every [`TAG_DENSITY`], plus the last k-mer of the read when enough
     /// k-mers passed since the previous tag.
-    pub fn consume_and_tag(&mut self, graph: &mut KTable, hashes: &[u64], read: &mut ReadTagging) {
+    pub fn consume_and_tag(&mut self, graph: &mut KhmerTable, hashes: &[u64], read: &mut ReadTagging) {
         graph.add_hashes_each_exclusive(hashes, |hash, is_new| {
             if !is_new && self.tags.contains(&hash) {
                 read.since = 1;

@@ -34,7 +34,7 @@ use crate::io::{
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::{run_ordered, Workload};
 use crate::run::RunContext;
-use crate::table::{AnyTable, CountingTable, KTable};
+use crate::table::{AnyTable, CountingTable, KhmerTable};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -111,7 +111,7 @@ pub struct TableSummary {
 }
 
 impl TableSummary {
-    fn of(table: &KTable, sized_for_kmers: Option<f64>) -> Self {
+    fn of(table: &KhmerTable, sized_for_kmers: Option<f64>) -> Self {
         TableSummary {
             bytes: table.memory_bytes(),
             n_tables: table.n_tables(),
@@ -318,7 +318,7 @@ fn sized_after(params: &TableParams, auto: bool, kmers: u64) -> Result<(TablePar
 }
 
 /// The khmer-layout table inside `table` (the protocol's tables are all of khmer's layout).
-fn khmer(table: &AnyTable) -> &KTable {
+fn khmer(table: &AnyTable) -> &KhmerTable {
     match table {
         AnyTable::Khmer(t) => t,
         AnyTable::Blocked(_) => unreachable!("the protocol's tables are made in khmer's layout"),
@@ -331,7 +331,7 @@ fn pass_options(params: &TableParams, cutoff: u32) -> diginorm::Options {
 }
 
 /// Fails when `table`'s rate is over normalize-by-median's ceiling (or warns, with `force`).
-fn check_rate(table: &KTable, params: &TableParams, ctx: &RunContext) -> Result<f64> {
+fn check_rate(table: &KhmerTable, params: &TableParams, ctx: &RunContext) -> Result<f64> {
     super::count::check_fp_rate(table, diginorm::MAX_FP_RATE, params.force, target_rate(params), ctx)
 }
 
@@ -417,7 +417,7 @@ fn push_read(bb: &mut BundleBatch, rec: &crate::io::Record<'_>, line: u64, mate_
 
 /// The trimming step's parameters (read by every worker).
 struct Trimming<'a> {
-    table: &'a KTable,
+    table: &'a KhmerTable,
     keep: &'a KeepBits,
     min_depth: u32,
     from_median: u32,

@@ -6,7 +6,7 @@
 //! reader thread parses, workers clean the reads ([`clean_batch`]) and, where the table is
 //! only read (filter-abund, trim-low-abund's second pass), trim them too; the ordered stage
 //! makes the decisions that depend on earlier reads and updates the table. Table look-ups go
-//! through the sequence-level `KTable` methods, which hash a whole read and prefetch its
+//! through the sequence-level `KhmerTable` methods, which hash a whole read and prefetch its
 //! table cells ahead, so that the memory latency of the large tables overlaps.
 
 use super::sizing::TableParams;
@@ -14,7 +14,7 @@ use crate::io::{BundleBatch, PairMode, PairedInput, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::run::RunContext;
 use crate::table::CountingTable;
-use crate::table::{trim_position, HashKind, KTable};
+use crate::table::{trim_position, HashKind, KhmerTable};
 use crate::{Error, Result};
 use std::ops::Range;
 
@@ -223,7 +223,7 @@ impl Trim {
 /// cleaned sequence: with `variable_coverage = Some(Z)` a read whose median is below Z is kept
 /// untrimmed; otherwise the read is cut before its first k-mer with count < `cutoff`
 /// (docs/khmer-compat.md §2.8, `trim_on_abundance`), and dropped if fewer than k bases remain.
-pub fn trim_record(table: &KTable, clean_seq: &[u8], cutoff: u32, variable_coverage: Option<u32>) -> Trim {
+pub fn trim_record(table: &KhmerTable, clean_seq: &[u8], cutoff: u32, variable_coverage: Option<u32>) -> Trim {
     if let Some(z) = variable_coverage {
         if !table.median_at_least(clean_seq, z) {
             return Trim::Keep;
@@ -267,8 +267,8 @@ pub fn check_counts(path: &str, holds_counts: bool) -> Result<()> {
 }
 
 /// Loads the khmer-format countgraph at `path` (a nodegraph is refused).
-pub fn load_countgraph(path: &str) -> Result<KTable> {
-    let table = KTable::load(path, HashKind::TwoBit)?;
+pub fn load_countgraph(path: &str) -> Result<KhmerTable> {
+    let table = KhmerTable::load(path, HashKind::TwoBit)?;
     check_counts(path, table.holds_counts())?;
     Ok(table)
 }
@@ -309,9 +309,9 @@ pub fn check_fp_rate(fp: f64, limit: f64, force: bool, resize: &str, ctx: &RunCo
 mod tests {
     use super::*;
 
-    fn table_with(reads: &[&[u8]]) -> KTable {
+    fn table_with(reads: &[&[u8]]) -> KhmerTable {
         use crate::table::{HashKind, StorageKind};
-        let t = KTable::new(4, HashKind::TwoBit, StorageKind::Byte, 1_000_003, 2).unwrap();
+        let t = KhmerTable::new(4, HashKind::TwoBit, StorageKind::Byte, 1_000_003, 2).unwrap();
         reads.iter().for_each(|r| {
             t.consume(r);
         });

@@ -6,7 +6,7 @@ use super::pyfmt::{general, repr};
 use crate::run::RunContext;
 use crate::table::CountingTable;
 use crate::table::{
-    AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, HashKind, KTable, Layout, StorageKind,
+    AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, HashKind, KhmerTable, Layout, StorageKind,
 };
 use crate::{Error, Result};
 
@@ -216,7 +216,7 @@ pub fn blocked_resize_hint(table: &BlockedTable, fp: f64, target: f64) -> String
 }
 
 /// [`resize_hint`] of a table of khmer's layout.
-pub fn khmer_resize_hint(table: &KTable, fp: f64, target: f64) -> String {
+pub fn khmer_resize_hint(table: &KhmerTable, fp: f64, target: f64) -> String {
     let kind = match table.storage_kind() {
         StorageKind::Byte => GraphKind::Countgraph,
         StorageKind::Nibble => GraphKind::SmallCountgraph,
@@ -343,14 +343,14 @@ fn checked_khmer_size(
 /// `create_countgraph(args, multiplier)` does, including the `-U` / FP-rate logic; the
 /// warnings and notes khmer prints are emitted to `ctx`.
 /// Bigcount is left off (the caller turns it on).
-pub fn create_countgraph(params: &TableParams, multiplier: f64, ctx: &RunContext) -> Result<KTable> {
+pub fn create_countgraph(params: &TableParams, multiplier: f64, ctx: &RunContext) -> Result<KhmerTable> {
     let (kind, storage) = if params.small_count {
         (GraphKind::SmallCountgraph, StorageKind::Nibble)
     } else {
         (GraphKind::Countgraph, StorageKind::Byte)
     };
     let size = checked_khmer_size(params, kind, multiplier, COUNTGRAPH_FP_TARGET, ctx)?;
-    KTable::new_with_options(params.ksize, HashKind::TwoBit, storage, size, params.n_tables, params.alloc)
+    KhmerTable::new_with_options(params.ksize, HashKind::TwoBit, storage, size, params.n_tables, params.alloc)
 }
 
 /// The shape of a blocked countgraph of the same total memory as khmer's countgraph for
@@ -388,13 +388,13 @@ pub fn create_counting_table(
 }
 
 /// A nodegraph sized as khmer's `create_nodegraph`.
-pub fn create_nodegraph(params: &TableParams, ctx: &RunContext) -> Result<KTable> {
+pub fn create_nodegraph(params: &TableParams, ctx: &RunContext) -> Result<KhmerTable> {
     let size = checked_khmer_size(params, GraphKind::Nodegraph, 1.0, NODEGRAPH_FP_TARGET, ctx)?;
-    KTable::new_with_options(params.ksize, HashKind::TwoBit, StorageKind::Bit, size, params.n_tables, params.alloc)
+    KhmerTable::new_with_options(params.ksize, HashKind::TwoBit, StorageKind::Bit, size, params.n_tables, params.alloc)
 }
 
 /// khmer's `calc_expected_collisions`: (n_occupied / min(hashsizes)) ^ n_tables.
-pub fn expected_fp_rate(table: &KTable) -> f64 {
+pub fn expected_fp_rate(table: &KhmerTable) -> f64 {
     let min = table.hashsizes().iter().copied().min().unwrap_or(1) as f64;
     (table.n_occupied() as f64 / min).powf(table.n_tables() as f64)
 }

@@ -9,12 +9,12 @@
 use super::read_filter::{trim_record, Trim};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::table::CountingTable;
-use crate::table::{median_mean_stddev, KTable};
+use crate::table::{median_mean_stddev, KhmerTable};
 
 /// normalize-by-median on `bundles` (one or two reads each), in order: a bundle is kept unless
 /// every one of its reads already has an upper-median k-mer count >= `cutoff`, and a kept
 /// bundle's reads are counted. Returns whether each bundle is kept.
-pub fn normalize_batch<S: AsRef<[u8]>>(table: &KTable, bundles: &[Vec<S>], cutoff: u32) -> Vec<bool> {
+pub fn normalize_batch<S: AsRef<[u8]>>(table: &KhmerTable, bundles: &[Vec<S>], cutoff: u32) -> Vec<bool> {
     let mut clean = Vec::new();
     let cleaned = |seq: &S, clean: &mut Vec<u8>| clean_screed(seq.as_ref(), clean);
     bundles
@@ -39,7 +39,7 @@ pub fn normalize_batch<S: AsRef<[u8]>>(table: &KTable, bundles: &[Vec<S>], cutof
 /// (kept whole when `variable_coverage` is `Some(z)` and its median is below z), dropped when
 /// fewer than k bases remain. The table is only read.
 pub fn filter_batch<S: AsRef<[u8]>>(
-    table: &KTable,
+    table: &KhmerTable,
     reads: &[S],
     cutoff: u32,
     variable_coverage: Option<u32>,
@@ -67,7 +67,7 @@ pub enum FirstPass {
 /// reaches `trim_at_coverage` is trimmed at `cutoff` against the current table; any other is
 /// counted and set aside.
 pub fn trim_first_pass_batch<S: AsRef<[u8]>>(
-    table: &KTable,
+    table: &KhmerTable,
     bundles: &[Vec<S>],
     cutoff: u32,
     trim_at_coverage: u32,
@@ -107,8 +107,8 @@ mod tests {
     use super::*;
     use crate::table::{HashKind, StorageKind};
 
-    fn table() -> KTable {
-        KTable::new(4, HashKind::TwoBit, StorageKind::Byte, 100_003, 2).unwrap()
+    fn table() -> KhmerTable {
+        KhmerTable::new(4, HashKind::TwoBit, StorageKind::Byte, 100_003, 2).unwrap()
     }
 
     #[test]

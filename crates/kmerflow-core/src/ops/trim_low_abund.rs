@@ -17,7 +17,7 @@ use crate::io::{write_record, Compression, OutputFile, PairMode, PairedInput, St
 use crate::pipeline::run_ordered;
 use crate::run::{metrics, RunContext};
 use crate::table::CountingTable;
-use crate::table::{median_mean_stddev, BatchRunner, KTable, KmerPass, ReadCounts};
+use crate::table::{median_mean_stddev, BatchRunner, KhmerTable, KmerPass, ReadCounts};
 use crate::{Error, Result};
 use std::io::Write;
 use std::ops::Range;
@@ -161,7 +161,7 @@ impl Tally<'_> {
 /// Pass 1 over one hashed batch: writes trimmed reads to `out` and set-aside reads to `aside`.
 fn pass1_batch(
     o: &Options,
-    table: &mut KTable,
+    table: &mut KhmerTable,
     runner: Option<&mut BatchRunner>,
     hb: &HashedBatch,
     t: &mut Tally<'_>,
@@ -258,7 +258,7 @@ struct FileJob {
 }
 
 /// Pass 2 over one set-aside file.
-fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
+fn pass2_file(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
     t.ctx.info(format!("second pass: looking at sequences kept aside in {}", job.pass2));
     t.watermark = REPORT_EVERY_N_READS;
     if job.set_aside > 0 {
@@ -268,7 +268,7 @@ fn pass2_file(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, 
 }
 
 /// Trims the reads of one non-empty set-aside file into `out`.
-fn pass2_reads(o: &Options, table: &KTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
+fn pass2_reads(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
     let ctx = t.ctx;
     let source = bundle_source(&PairedInput::single(&job.pass2), PairMode::ForceSingle, table.ksize(), ctx)?;
     run_ordered(
@@ -406,7 +406,7 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
 /// Both passes over all inputs; the outputs are complete under their temporary names on success.
 fn run_passes<'a>(
     o: &'a Options,
-    table: &mut KTable,
+    table: &mut KhmerTable,
     tempdir: &std::path::Path,
     ctx: &'a RunContext,
 ) -> Result<(Tally<'a>, Vec<Staged>)> {

@@ -16,7 +16,7 @@
 
 use super::alloc::for_each_chunk;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
-use super::{AnyTable, CountingTable, KTable, StorageKind, MAX_BIGCOUNT};
+use super::{AnyTable, CountingTable, KhmerTable, StorageKind, MAX_BIGCOUNT};
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -38,10 +38,10 @@ pub(super) fn shape_mismatch(what: &str, mine: impl std::fmt::Debug, theirs: imp
     Error::invalid(format!("cannot add tables of different {what}: {mine:?} and {theirs:?}"))
 }
 
-impl KTable {
+impl KhmerTable {
     /// Adds `other`'s counters to this table's (see the module documentation for what is
     /// exact). Both tables need the same k, hash family, storage and table sizes.
-    pub fn add_table(&mut self, other: &KTable) -> Result<()> {
+    pub fn add_table(&mut self, other: &KhmerTable) -> Result<()> {
         let checks = [
             (self.k != other.k, "k-mer sizes"),
             (self.hash != other.hash, "hash families"),
@@ -49,7 +49,7 @@ impl KTable {
             (self.sizes != other.sizes, "table sizes"),
         ];
         if let Some((_, what)) = checks.iter().find(|(differ, _)| *differ) {
-            let describe = |t: &KTable| format!("k={} {:?} {:?} sizes {:?}", t.k, t.hash, t.storage, t.sizes);
+            let describe = |t: &KhmerTable| format!("k={} {:?} {:?} sizes {:?}", t.k, t.hash, t.storage, t.sizes);
             return Err(shape_mismatch(what, describe(self), describe(other)));
         }
         let big = self.summed_bigcounts(other);
@@ -67,7 +67,7 @@ impl KTable {
 
     /// The bigcount entries of the sum: every k-mer in either map with the sum of its counts,
     /// when this table keeps bigcounts (computed before the counters change).
-    fn summed_bigcounts(&self, other: &KTable) -> Vec<(u64, u16)> {
+    fn summed_bigcounts(&self, other: &KhmerTable) -> Vec<(u64, u16)> {
         if !(self.use_bigcount && self.storage == StorageKind::Byte) {
             return Vec::new();
         }
@@ -83,7 +83,7 @@ impl KTable {
 }
 
 impl AnyTable {
-    /// Adds `other`'s counters to this table's ([`KTable::add_table`],
+    /// Adds `other`'s counters to this table's ([`KhmerTable::add_table`],
     /// [`super::BlockedTable::add_table`]); both tables need the same layout and shape.
     pub fn add_table(&mut self, other: &AnyTable) -> Result<()> {
         match (self, other) {
@@ -123,8 +123,8 @@ mod tests {
     use super::*;
     use crate::table::{BlockedTable, CounterWidth, HashKind};
 
-    fn counted(kmer: &[u8], times: usize, bigcount: bool) -> KTable {
-        let mut table = KTable::new(kmer.len(), HashKind::TwoBit, StorageKind::Byte, 1000, 2).unwrap();
+    fn counted(kmer: &[u8], times: usize, bigcount: bool) -> KhmerTable {
+        let mut table = KhmerTable::new(kmer.len(), HashKind::TwoBit, StorageKind::Byte, 1000, 2).unwrap();
         table.set_use_bigcount(bigcount).unwrap();
         (0..times).for_each(|_| {
             table.consume(kmer);
@@ -157,13 +157,13 @@ mod tests {
 
     #[test]
     fn tables_of_different_shapes_are_refused() {
-        let mut table = KTable::new(10, HashKind::TwoBit, StorageKind::Byte, 1000, 2).unwrap();
-        let err = |other: &KTable, table: &mut KTable| table.add_table(other).unwrap_err().to_string();
-        let other = KTable::new(11, HashKind::TwoBit, StorageKind::Byte, 1000, 2).unwrap();
+        let mut table = KhmerTable::new(10, HashKind::TwoBit, StorageKind::Byte, 1000, 2).unwrap();
+        let err = |other: &KhmerTable, table: &mut KhmerTable| table.add_table(other).unwrap_err().to_string();
+        let other = KhmerTable::new(11, HashKind::TwoBit, StorageKind::Byte, 1000, 2).unwrap();
         assert!(err(&other, &mut table).contains("different k-mer sizes"));
-        let other = KTable::new(10, HashKind::TwoBit, StorageKind::Byte, 2000, 2).unwrap();
+        let other = KhmerTable::new(10, HashKind::TwoBit, StorageKind::Byte, 2000, 2).unwrap();
         assert!(err(&other, &mut table).contains("different table sizes"));
-        let other = KTable::new(10, HashKind::TwoBit, StorageKind::Nibble, 1000, 2).unwrap();
+        let other = KhmerTable::new(10, HashKind::TwoBit, StorageKind::Nibble, 1000, 2).unwrap();
         assert!(err(&other, &mut table).contains("different storages"));
         let mut blocked = BlockedTable::new(10, 4096, CounterWidth::Bits8, 4).unwrap();
         let other = BlockedTable::new(10, 4096, CounterWidth::Bits8, 3).unwrap();
@@ -179,7 +179,7 @@ mod tests {
         let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
         let reads: [&[u8]; 3] = [b"ACGTTGCAAGTTTGACCA", b"GGGTTGCAAGTTTGAC", b"TTTTTGCAAGTAAC"];
         let khmer = |part: &[&[u8]]| {
-            let table = KTable::new(8, HashKind::TwoBit, StorageKind::Byte, 101, 2).unwrap();
+            let table = KhmerTable::new(8, HashKind::TwoBit, StorageKind::Byte, 101, 2).unwrap();
             part.iter().for_each(|r| {
                 table.consume(r);
             });

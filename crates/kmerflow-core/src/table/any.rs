@@ -1,13 +1,13 @@
 //! A table of either layout, chosen at run time (`--layout`), so that commands work on both.
 
-use super::{native_format, BlockedTable, CountingTable, HashKind, KTable, Layout};
+use super::{native_format, BlockedTable, CountingTable, HashKind, KhmerTable, Layout};
 use crate::{Error, Result};
 use std::io::Read;
 
 /// A table of either layout.
 pub enum AnyTable {
     /// khmer's layout.
-    Khmer(KTable),
+    Khmer(KhmerTable),
     /// The blocked layout.
     Blocked(BlockedTable),
 }
@@ -37,7 +37,7 @@ impl AnyTable {
     /// from regular files, so a stream is read as a khmer table.
     pub fn load(path: &str, khmer_hash: HashKind) -> Result<Self> {
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-            return Ok(AnyTable::Khmer(KTable::load(path, khmer_hash)?));
+            return Ok(AnyTable::Khmer(KhmerTable::load(path, khmer_hash)?));
         }
         let mut start = [0u8; 8];
         let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
@@ -45,7 +45,7 @@ impl AnyTable {
         if native_format::is_native(&start[..n]) {
             Ok(AnyTable::Blocked(BlockedTable::load(path)?))
         } else {
-            Ok(AnyTable::Khmer(KTable::load(path, khmer_hash)?))
+            Ok(AnyTable::Khmer(KhmerTable::load(path, khmer_hash)?))
         }
     }
 }

@@ -23,7 +23,7 @@
 //! statistics and decisions are exactly those of the read-by-read run, for any number of owners.
 
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
-use super::{prefetch, KTable, MedianVote, ReadCounts, StorageKind};
+use super::{prefetch, KhmerTable, MedianVote, ReadCounts, StorageKind};
 use crate::{Error, Result};
 use rustc_hash::FxHashMap;
 use std::ops::Range;
@@ -469,7 +469,7 @@ fn by_owners(owners: usize, seen: &mut [SeenCounters], f: impl Fn(usize, &mut Se
     });
 }
 
-impl BatchRules for KTable {
+impl BatchRules for KhmerTable {
     fn batch_probes(&self) -> usize {
         self.n_tables()
     }
@@ -491,7 +491,7 @@ impl BatchRules for KTable {
     }
 }
 
-impl BatchTable for KTable {
+impl BatchTable for KhmerTable {
     fn batch_owners(&self, threads: usize) -> usize {
         threads.clamp(1, self.n_tables())
     }
@@ -620,15 +620,15 @@ mod tests {
         result
     }
 
-    fn ktable(storage: StorageKind, bigcount: bool) -> KTable {
-        let mut t = KTable::with_sizes(20, crate::table::HashKind::TwoBit, storage, vec![97, 89, 83]).unwrap();
+    fn ktable(storage: StorageKind, bigcount: bool) -> KhmerTable {
+        let mut t = KhmerTable::with_sizes(20, crate::table::HashKind::TwoBit, storage, vec![97, 89, 83]).unwrap();
         if bigcount {
             t.set_use_bigcount(true).unwrap();
         }
         t
     }
 
-    fn assert_same_ktables(a: &KTable, b: &KTable, hashes: &[u64]) {
+    fn assert_same_ktables(a: &KhmerTable, b: &KhmerTable, hashes: &[u64]) {
         assert_eq!(a.raw_tables(), b.raw_tables());
         assert_eq!(a.n_occupied(), b.n_occupied());
         assert_eq!(a.n_unique_kmers(), b.n_unique_kmers());

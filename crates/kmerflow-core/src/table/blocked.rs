@@ -236,7 +236,7 @@ fn probe_slots<C: LineCells>(hash: u64, probes: usize) -> [u16; MAX_PROBES] {
 
 /// A Count-Min sketch / Bloom filter with all counters of a k-mer in one cache line.
 ///
-/// Concurrency: as for [`super::KTable`], every counter update is atomic and saturating, so the
+/// Concurrency: as for [`super::KhmerTable`], every counter update is atomic and saturating, so the
 /// counters and `n_occupied` do not depend on the thread interleaving; `n_unique_kmers` may.
 pub struct BlockedTable {
     params: BlockedParams,
@@ -438,7 +438,7 @@ impl BlockedTable {
         super::alloc::for_each_chunk(self.mem.atomics(), visit)
     }
 
-    /// Adds `other`'s counters to this table's, as [`super::KTable::add_table`] (see
+    /// Adds `other`'s counters to this table's, as [`super::KhmerTable::add_table`] (see
     /// `table/add.rs` for what is exact): both tables need the same shape ([`BlockedParams`]).
     pub fn add_table(&mut self, other: &BlockedTable) -> Result<()> {
         if self.params != other.params {

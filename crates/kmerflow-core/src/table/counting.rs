@@ -1,7 +1,7 @@
 //! The interface of a k-mer counting table, shared by both layouts.
 //!
 //! [`CountingTable`] holds the operations each layout implements in its own way (hashing, the
-//! prefetching update and lookup loops, statistics, files): [`super::KTable`] (khmer's
+//! prefetching update and lookup loops, statistics, files): [`super::KhmerTable`] (khmer's
 //! prime-sized tables) and [`super::BlockedTable`] (one cache line a k-mer) implement them, and
 //! [`super::AnyTable`] (either one, chosen at run time) by dispatch. What the layouts share is
 //! written once here as default methods over those primitives: counting one sequence, the

@@ -5,7 +5,7 @@
 //! its counter bytes; type 1 ends with the bigcount entries (u64 count, then hash u64 + count
 //! u16 each, written here in ascending hash order).
 
-use super::{HashKind, KTable, StorageKind, Table};
+use super::{HashKind, KhmerTable, StorageKind, Table};
 use crate::io::{Compression, OutputFile};
 use crate::{Error, Result};
 use std::io::{BufReader, Read, Write};
@@ -27,14 +27,14 @@ fn type_byte(storage: StorageKind) -> u8 {
 }
 
 /// Saves `table` to `path` (type 1 gzip-compressed when the name ends in `.gz`).
-pub fn save(table: &KTable, path: &str) -> Result<()> {
+pub fn save(table: &KhmerTable, path: &str) -> Result<()> {
     let gzip = table.storage == StorageKind::Byte && path.rsplit_once('.').is_some_and(|(_, ext)| ext == "gz");
     let mut out = OutputFile::create_with(path, if gzip { Compression::Gzip } else { Compression::None })?;
     write_table(table, &mut out).map_err(|e| Error::io(path, e))?;
     out.finish()
 }
 
-fn write_table(table: &KTable, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_table(table: &KhmerTable, out: &mut dyn Write) -> std::io::Result<()> {
     out.write_all(MAGIC)?;
     out.write_all(&[VERSION, type_byte(table.storage)])?;
     if table.storage == StorageKind::Byte {
@@ -105,7 +105,7 @@ impl FieldReader<'_> {
 }
 
 /// Loads a table from `path` (gzip detected), with hash family `hash`.
-pub fn load(path: &str, hash: HashKind) -> Result<KTable> {
+pub fn load(path: &str, hash: HashKind) -> Result<KhmerTable> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     // The length of a regular file bounds its table sizes; a stream (a pipe, a FIFO) has none.
@@ -154,7 +154,7 @@ pub fn load(path: &str, hash: HashKind) -> Result<KTable> {
         reader.fill(table.mem.bytes_mut(), "table contents")?;
         tables.push(table);
     }
-    let mut table = KTable::assemble(k, hash, storage, tables);
+    let mut table = KhmerTable::assemble(k, hash, storage, tables);
     table.occupied.store(occupied, Relaxed);
     if storage == StorageKind::Byte {
         table.use_bigcount = use_bigcount;

@@ -1,12 +1,12 @@
 //! Counting and presence tables (Count-Min sketch, Bloom filter), HyperLogLog, file formats.
 //!
-//! [`KTable`] is khmer's hashtable family behind one type: the hash family ([`HashKind`]) times
+//! [`KhmerTable`] is khmer's hashtable family behind one type: the hash family ([`HashKind`]) times
 //! the storage ([`StorageKind`]) gives Countgraph (2-bit, byte counters), SmallCountgraph
 //! (2-bit, 4-bit counters), Nodegraph (2-bit, bits), and Counttable / SmallCounttable /
 //! Nodetable (Murmur). All updates take `&self` and use atomic instructions, so one table is
 //! shared by all threads and threaded counting gives the same counts as one thread.
 //!
-//! [`CountingTable`] (`counting.rs`) is the interface of both layouts, [`KTable`] and the
+//! [`CountingTable`] (`counting.rs`) is the interface of both layouts, [`KhmerTable`] and the
 //! cache-line [`BlockedTable`] (`blocked.rs`); [`AnyTable`] (`any.rs`) holds either one.
 
 mod alloc;
@@ -216,7 +216,7 @@ fn prefetch<T>(cell: &T) {
 /// `n_occupied`) are the same for any thread interleaving. Two values can depend on the
 /// interleaving, as in khmer: `n_unique_kmers` (two threads adding the same new k-mer may both
 /// see an empty bin) and bigcount values when k-mers collide in every table.
-pub struct KTable {
+pub struct KhmerTable {
     k: usize,
     hash: HashKind,
     storage: StorageKind,
@@ -228,14 +228,14 @@ pub struct KTable {
     bigcounts: Mutex<HashMap<u64, u16>>,
 }
 
-impl KTable {
+impl KhmerTable {
     /// A table with explicit per-table sizes (khmer's `primes=[...]`). A 2-bit table with k > 32
     /// is refused with a clear error.
     pub fn with_sizes(k: usize, hash: HashKind, storage: StorageKind, sizes: Vec<u64>) -> Result<Self> {
         Self::with_sizes_and_options(k, hash, storage, sizes, AllocOptions::default())
     }
 
-    /// [`KTable::with_sizes`] with explicit memory options (huge pages, pre-faulting).
+    /// [`KhmerTable::with_sizes`] with explicit memory options (huge pages, pre-faulting).
     pub fn with_sizes_and_options(
         k: usize,
         hash: HashKind,
@@ -270,7 +270,7 @@ impl KTable {
         Self::with_sizes(k, hash, storage, primes::get_n_primes_near_x(n_tables, starting_size)?)
     }
 
-    /// [`KTable::new`] with explicit memory options (huge pages, pre-faulting).
+    /// [`KhmerTable::new`] with explicit memory options (huge pages, pre-faulting).
     pub fn new_with_options(
         k: usize,
         hash: HashKind,
@@ -396,7 +396,7 @@ impl KTable {
         self.add_each::<EXCLUSIVE>(hashes, bins, |_, _| ());
     }
 
-    /// [`KTable::add_all`], telling `each` for every hash, in order, whether it was new.
+    /// [`KhmerTable::add_all`], telling `each` for every hash, in order, whether it was new.
     fn add_each<const EXCLUSIVE: bool>(&self, hashes: &[u64], bins: &mut Vec<u64>, mut each: impl FnMut(u64, bool)) {
         self.compute_bins(hashes, bins);
         let mut total = Tally::default();
@@ -429,7 +429,7 @@ impl KTable {
         })
     }
 
-    /// [`KTable::add_hashes_exclusive`], calling `each` with every hash, in order, and whether
+    /// [`KhmerTable::add_hashes_exclusive`], calling `each` with every hash, in order, and whether
     /// it was new (what [`CountingTable::add_hash`] returns).
     pub fn add_hashes_each_exclusive(&mut self, hashes: &[u64], each: impl FnMut(u64, bool)) {
         Self::with_bins(|bins| self.add_each::<true>(hashes, bins, each));
@@ -449,7 +449,7 @@ impl KTable {
 
     /// One read's share of khmer's `abundance_distribution`: for each k-mer not yet in
     /// `tracking`, mark it there and add one to `dist[count]` (`dist.len() == 65536`).
-    pub fn abundance_distribution_seq(&self, seq: &[u8], tracking: &KTable, dist: &mut [u64]) {
+    pub fn abundance_distribution_seq(&self, seq: &[u8], tracking: &KhmerTable, dist: &mut [u64]) {
         self.with_hashes(seq, |s| {
             let mut counts = Vec::with_capacity(s.hashes.len());
             self.counts_for_hashes(&s.hashes, &mut counts);
@@ -532,7 +532,7 @@ impl KTable {
     }
 }
 
-impl CountingTable for KTable {
+impl CountingTable for KhmerTable {
     fn ksize(&self) -> usize {
         self.k
     }
@@ -602,7 +602,7 @@ impl CountingTable for KTable {
     }
 }
 
-impl PassTable for KTable {
+impl PassTable for KhmerTable {
     fn probes_per_kmer(&self) -> usize {
         self.tables.len()
     }

@@ -17,7 +17,7 @@
 
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
 use super::StorageKind;
-use super::{FastMod, KTable};
+use super::{FastMod, KhmerTable};
 use crate::table::blocked::BlockedTable;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
@@ -127,7 +127,7 @@ fn split_branch_free<const N: usize>(hashes: &[u64], owner_of: impl Fn(u64) -> u
     }
 }
 
-impl OwnedCounting for KTable {
+impl OwnedCounting for KhmerTable {
     fn owners(&self, threads: usize) -> usize {
         threads.clamp(1, self.n_tables())
     }
@@ -166,7 +166,7 @@ impl OwnedCounting for KTable {
     }
 }
 
-impl KTable {
+impl KhmerTable {
     /// Each k-mer of a counted `batch` (in order) with whether some bin was empty before its
     /// increment (the k-mer was new) and whether every bin was saturated.
     fn outcomes<'a>(&self, batch: &'a OwnedBatch) -> impl Iterator<Item = (u64, bool, bool)> + 'a {

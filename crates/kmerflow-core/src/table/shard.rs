@@ -17,7 +17,7 @@
 //! statistics ([`ShardClient::gather`] rebuilds it).
 
 use super::batch::{self, BatchLookup, BatchOutcome, BatchRules, Decider, SeenCounters};
-use super::{FastMod, HashKind, KTable, ReadCounts, StorageKind, Table};
+use super::{FastMod, HashKind, KhmerTable, ReadCounts, StorageKind, Table};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -428,7 +428,7 @@ impl ShardClient {
     }
 
     /// The whole table (in this process) from the shards' counters, in shard order.
-    pub fn gather(&self, shards: &[&[u8]]) -> Result<KTable> {
+    pub fn gather(&self, shards: &[&[u8]]) -> Result<KhmerTable> {
         let total: usize = shards.iter().map(|s| s.len()).sum();
         if total as u64 != *self.map.bounds.last().unwrap() {
             return Err(Error::invalid(format!(
@@ -443,7 +443,7 @@ impl ShardClient {
             table.mem.bytes_mut().iter_mut().zip(&mut cells).for_each(|(byte, cell)| *byte = cell);
             tables.push(table);
         }
-        let mut table = KTable::assemble(self.k, self.hash, StorageKind::Byte, tables);
+        let mut table = KhmerTable::assemble(self.k, self.hash, StorageKind::Byte, tables);
         table.use_bigcount = self.use_bigcount;
         table.occupied.store(self.n_occupied(), Relaxed);
         table.unique.store(self.n_unique_kmers(), Relaxed);
@@ -461,8 +461,8 @@ mod tests {
 
     const SIZES: [u64; 3] = [97, 89, 83];
 
-    fn reference() -> KTable {
-        let mut t = KTable::with_sizes(20, HashKind::TwoBit, StorageKind::Byte, SIZES.to_vec()).unwrap();
+    fn reference() -> KhmerTable {
+        let mut t = KhmerTable::with_sizes(20, HashKind::TwoBit, StorageKind::Byte, SIZES.to_vec()).unwrap();
         t.set_use_bigcount(true).unwrap();
         t
     }
@@ -494,12 +494,12 @@ mod tests {
             ShardMap::unroute(&order, &answers.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap()
         }
 
-        fn gather(&self) -> KTable {
+        fn gather(&self) -> KhmerTable {
             self.client.gather(&self.shards.iter().map(Shard::cells).collect::<Vec<_>>()).unwrap()
         }
     }
 
-    fn assert_same(a: &KTable, b: &KTable, hashes: &[u64]) {
+    fn assert_same(a: &KhmerTable, b: &KhmerTable, hashes: &[u64]) {
         assert_eq!(a.raw_tables(), b.raw_tables());
         assert_eq!((a.n_occupied(), a.n_unique_kmers()), (b.n_occupied(), b.n_unique_kmers()));
         hashes.iter().for_each(|&h| assert_eq!(a.get_hash(h), b.get_hash(h)));

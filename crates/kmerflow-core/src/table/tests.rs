@@ -1,9 +1,9 @@
-//! Unit tests of `KTable` semantics against values observed with khmer 3.0.
+//! Unit tests of `KhmerTable` semantics against values observed with khmer 3.0.
 
 use super::*;
 
-fn countgraph(k: usize, sizes: &[u64]) -> KTable {
-    KTable::with_sizes(k, HashKind::TwoBit, StorageKind::Byte, sizes.to_vec()).unwrap()
+fn countgraph(k: usize, sizes: &[u64]) -> KhmerTable {
+    KhmerTable::with_sizes(k, HashKind::TwoBit, StorageKind::Byte, sizes.to_vec()).unwrap()
 }
 
 #[test]
@@ -29,7 +29,7 @@ fn bigcount_counts_up_to_65535() {
 
 #[test]
 fn bigcount_only_for_byte_storage() {
-    let mut small = KTable::with_sizes(4, HashKind::TwoBit, StorageKind::Nibble, vec![11]).unwrap();
+    let mut small = KhmerTable::with_sizes(4, HashKind::TwoBit, StorageKind::Nibble, vec![11]).unwrap();
     let err = small.set_use_bigcount(true).unwrap_err().to_string();
     assert_eq!(err, "bigcount is not supported for this storage");
     for _ in 0..20 {
@@ -40,7 +40,7 @@ fn bigcount_only_for_byte_storage() {
 
 #[test]
 fn bit_storage_is_presence() {
-    let bits = KTable::with_sizes(4, HashKind::TwoBit, StorageKind::Bit, vec![11, 7]).unwrap();
+    let bits = KhmerTable::with_sizes(4, HashKind::TwoBit, StorageKind::Bit, vec![11, 7]).unwrap();
     assert!(bits.add_hash(45));
     assert!(!bits.add_hash(45));
     assert_eq!((bits.get_hash(45), bits.get_hash(0)), (1, 0));
@@ -50,9 +50,9 @@ fn bit_storage_is_presence() {
 
 #[test]
 fn two_bit_k_above_32_is_refused() {
-    let err = KTable::new(33, HashKind::TwoBit, StorageKind::Byte, 1000, 2).err().unwrap().to_string();
+    let err = KhmerTable::new(33, HashKind::TwoBit, StorageKind::Byte, 1000, 2).err().unwrap().to_string();
     assert!(err.contains("k-mer size 33 is not supported by 2-bit tables (max 32)"), "{err}");
-    assert!(KTable::new(33, HashKind::Murmur, StorageKind::Byte, 1000, 2).is_ok());
+    assert!(KhmerTable::new(33, HashKind::Murmur, StorageKind::Byte, 1000, 2).is_ok());
 }
 
 #[test]
@@ -116,7 +116,7 @@ fn trimming_rules() {
 fn abundance_distribution_counts_each_kmer_once() {
     let table = countgraph(4, &[1_000_003]);
     table.consume(b"AAAAAAAC");
-    let tracking = KTable::with_sizes(4, HashKind::TwoBit, StorageKind::Bit, vec![1_000_003]).unwrap();
+    let tracking = KhmerTable::with_sizes(4, HashKind::TwoBit, StorageKind::Bit, vec![1_000_003]).unwrap();
     let mut dist = vec![0u64; 65536];
     table.abundance_distribution_seq(b"AAAAAAAC", &tracking, &mut dist);
     table.abundance_distribution_seq(b"AAAAAAAC", &tracking, &mut dist);
@@ -125,7 +125,7 @@ fn abundance_distribution_counts_each_kmer_once() {
 
 #[test]
 fn murmur_table_counts_canonical_kmers() {
-    let table = KTable::new(33, HashKind::Murmur, StorageKind::Byte, 1_000_000, 2).unwrap();
+    let table = KhmerTable::new(33, HashKind::Murmur, StorageKind::Byte, 1_000_000, 2).unwrap();
     let s = b"ATGGATATGGAGGACAAGTATATGGAGGACAAGTATATGGAGGACAAGTAT";
     let mut hashes = Vec::new();
     table.kmer_hashes(&s[..34], &mut hashes);
@@ -141,7 +141,7 @@ fn murmur_table_counts_canonical_kmers() {
 fn trimming_matches_khmer_probe() {
     // khmer: Countgraph(4, 1e5, 2); consume AAAACCCC x3 and AAAACCCCGT x1; then for
     // AAAACCCCGTTT (counts 4 4 4 4 4 1 1 0 4) trim_on / trim_below for cutoffs 0..=4.
-    let table = KTable::new(4, HashKind::TwoBit, StorageKind::Byte, 100_000, 2).unwrap();
+    let table = KhmerTable::new(4, HashKind::TwoBit, StorageKind::Byte, 100_000, 2).unwrap();
     for (read, times) in [(&b"AAAACCCC"[..], 3), (b"AAAACCCCGT", 1)] {
         for _ in 0..times {
             table.consume(read);
@@ -160,14 +160,17 @@ fn repetitive_reads() -> Vec<Vec<u8>> {
     (0..60).map(|i| base[i % 7..base.len() - i % 5].to_vec()).collect()
 }
 
-fn all_kinds(k: usize) -> Vec<KTable> {
+fn all_kinds(k: usize) -> Vec<KhmerTable> {
     let kinds = [
         (HashKind::TwoBit, StorageKind::Byte),
         (HashKind::TwoBit, StorageKind::Nibble),
         (HashKind::TwoBit, StorageKind::Bit),
         (HashKind::Murmur, StorageKind::Byte),
     ];
-    kinds.iter().map(|&(hash, storage)| KTable::with_sizes(k, hash, storage, vec![1009, 997, 983]).unwrap()).collect()
+    kinds
+        .iter()
+        .map(|&(hash, storage)| KhmerTable::with_sizes(k, hash, storage, vec![1009, 997, 983]).unwrap())
+        .collect()
 }
 
 #[test]
