@@ -46,8 +46,24 @@ impl BatchDecision {
 }
 
 /// A contiguous numpy array as a slice (a clear error for a strided view).
-fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
+pub(crate) fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
     array.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be a contiguous 1-D array")))
+}
+
+/// Whether `ends` (the end offsets of consecutive spans) never decrease and end at most at
+/// `limit`.
+pub(crate) fn ends_in_order(ends: &[u64], limit: usize) -> bool {
+    !ends.windows(2).any(|w| w[0] > w[1]) && ends.last().is_none_or(|&e| e as usize <= limit)
+}
+
+/// The spans `ends[i-1] .. ends[i]` (the first from 0) of `ends` checked by [`ends_in_order`].
+pub(crate) fn spans(ends: &[u64]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut start = 0;
+    ends.iter().map(move |&end| {
+        let span = start..end as usize;
+        start = end as usize;
+        span
+    })
 }
 
 /// `(bases, slots)` of a batch as numpy arrays.
@@ -84,18 +100,15 @@ fn batch_decide(
     let inner = table.inner();
     let (hashes, bases, slots) = (slice(&hashes, "hashes")?, slice(&bases, "bases")?, slice(&slots, "slots")?);
     let ends = slice(&read_ends, "read_ends")?;
-    if ends.windows(2).any(|w| w[0] > w[1]) || ends.last().is_some_and(|&e| e as usize > hashes.len()) {
+    if !ends_in_order(ends, hashes.len()) {
         return Err(PyValueError::new_err("read_ends must be non-decreasing and at most len(hashes)"));
     }
     let (keep, delta, outcome) = py
         .detach(|| {
             let lookup = BatchLookup::from_arrays(hashes.len(), inner.n_tables(), bases, slots)?;
             batch::decide(inner, hashes, &lookup, |d| {
-                let mut start = 0;
-                ends.iter()
-                    .map(|&end| {
-                        let read = start..end as usize;
-                        start = end as usize;
+                spans(ends)
+                    .map(|read| {
                         let keep = !d.median_at_least(read.clone(), cutoff);
                         if keep {
                             d.add(read);

@@ -2,6 +2,7 @@
 //! counters (held by a Dask worker or locally), and `ShardClient`, the client's part (routing,
 //! statistics, bigcounts, decisions). Every call on many counters releases the GIL.
 
+use crate::batch::{ends_in_order, slice, spans};
 use crate::errors::IntoPyResult;
 use crate::tables::{Countgraph, Table};
 use kmerflow_core::kmer::clean::{clean_parser, clean_screed};
@@ -13,11 +14,6 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use std::sync::Mutex;
-
-/// A contiguous numpy array as a slice (a clear error for a strided view).
-fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    array.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be a contiguous 1-D array")))
-}
 
 /// One shard: counters `start .. start + size` of a table, one byte each.
 #[pyclass(module = "kmerflow._core", frozen)]
@@ -252,10 +248,7 @@ impl ShardClient {
         let (hashes, counters, values) =
             (slice(&hashes, "hashes")?, slice(&counters, "counters")?, slice(&values, "values")?);
         let (read_ends, bundle_ends) = (slice(&read_ends, "read_ends")?, slice(&bundle_ends, "bundle_ends")?);
-        let ordered = |ends: &[u64], limit: usize| {
-            !ends.windows(2).any(|w| w[0] > w[1]) && ends.last().is_none_or(|&e| e as usize <= limit)
-        };
-        if !ordered(read_ends, hashes.len()) || !ordered(bundle_ends, read_ends.len()) {
+        if !ends_in_order(read_ends, hashes.len()) || !ends_in_order(bundle_ends, read_ends.len()) {
             return Err(PyValueError::new_err("read_ends and bundle_ends must be non-decreasing and in range"));
         }
         if counters.len() != values.len() {
@@ -266,12 +259,8 @@ impl ShardClient {
                 let lookup = self.inner.lookup(hashes, counters, values)?;
                 let read = |i: usize| (if i == 0 { 0 } else { read_ends[i - 1] as usize })..read_ends[i] as usize;
                 let (keep, updates): (Vec<bool>, Updates) = self.inner.decide(hashes, counters, &lookup, |d| {
-                    let mut first = 0;
-                    bundle_ends
-                        .iter()
-                        .map(|&end| {
-                            let reads = first..end as usize;
-                            first = end as usize;
+                    spans(bundle_ends)
+                        .map(|reads| {
                             let keep = !reads.clone().all(|i| d.median_at_least(read(i), cutoff));
                             if keep {
                                 reads.for_each(|i| d.add(read(i)));
