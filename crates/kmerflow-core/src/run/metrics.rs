@@ -105,12 +105,7 @@ impl StageMetrics {
     #[inline]
     pub fn time_busy<R>(&mut self, f: impl FnOnce() -> R) -> R {
         #[cfg(feature = "metrics")]
-        {
-            let t = Instant::now();
-            let r = f();
-            self.busy += t.elapsed();
-            r
-        }
+        return add_elapsed(&mut self.busy, f);
         #[cfg(not(feature = "metrics"))]
         f()
     }
@@ -119,12 +114,7 @@ impl StageMetrics {
     #[inline]
     pub fn time_wait<R>(&mut self, f: impl FnOnce() -> R) -> R {
         #[cfg(feature = "metrics")]
-        {
-            let t = Instant::now();
-            let r = f();
-            self.wait += t.elapsed();
-            r
-        }
+        return add_elapsed(&mut self.wait, f);
         #[cfg(not(feature = "metrics"))]
         f()
     }
@@ -416,3 +406,13 @@ impl Metrics {
 
 /// The label of pipelines run by [`crate::pipeline::run_ordered`] (records through workers).
 pub const RECORDS_LABEL: &str = "records";
+
+/// Runs `f`, adding its duration to `total`.
+#[cfg(feature = "metrics")]
+#[inline]
+fn add_elapsed<R>(total: &mut Duration, f: impl FnOnce() -> R) -> R {
+    let t = Instant::now();
+    let r = f();
+    *total += t.elapsed();
+    r
+}
