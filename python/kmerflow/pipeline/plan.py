@@ -3,10 +3,13 @@
 Final outputs go to ``OUTDIR/SAMPLE/``; the interleaved input, the saved table and chunk files
 go to ``SCRATCH/SAMPLE/`` and are removed when the sample completes.
 
-The histogram step (``abundance-dist-single``) counts per chunk: each chunk task counts its
-chunk into a table (``load-into-counting`` with the step's table parameters), the tables are
-added pairwise (a tree: tables are additive), and ``abundance-dist`` writes the histogram of
-the whole file against the sum, which equals the single command's (see :class:`Counted`).
+A plan says what a step *may* run as chunk tasks; whether it does, and in how many chunks, is
+decided by the runner when the step becomes ready (:mod:`kmerflow.pipeline.runner`). Every
+step can run as one task over whole files (:meth:`StepPlan.whole_call`). The histogram step
+(``abundance-dist-single``) may count per chunk: each chunk task counts its chunk into a table
+(``load-into-counting`` with the step's table parameters), the tables are added pairwise (a
+tree: tables are additive), and ``abundance-dist`` writes the histogram of the whole file
+against the sum, which equals the single command's (see :class:`Counted`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ class Counted:
     count_options: dict[str, Any]
     function: str
     options: dict[str, Any]
+    #: Bytes of one chunk's table (what each chunk task saves and each addition reads twice).
+    table_bytes: float
 
 
 @dataclass
@@ -47,8 +52,8 @@ class StepPlan:
     options: dict[str, Any]
     #: Positional arguments of a whole-file run.
     positional: list[Any] = field(default_factory=list)
-    #: For a per-chunk step: the file cut into chunks, positional arguments before the chunk,
-    #: and role → output keyword of each part.
+    #: For a step that may run per chunk: the file cut into chunks, positional arguments before
+    #: the chunk, and role → output keyword of each part (of the output in a whole-file run).
     chunk_source: Path | None = None
     chunk_before: list[Any] = field(default_factory=list)
     part_keywords: dict[str, str] = field(default_factory=dict)
@@ -60,9 +65,15 @@ class StepPlan:
     counted: Counted | None = None
 
     @property
-    def chunked(self) -> bool:
-        """Whether the step runs as chunk tasks and a concatenation."""
+    def chunkable(self) -> bool:
+        """Whether the step may run as chunk tasks (then a concatenation or a sum of tables)."""
         return self.chunk_source is not None
+
+    def whole_call(self) -> tuple[list[Any], dict[str, Any]]:
+        """Positional and keyword arguments of the step's command over whole files, writing
+        its final outputs (for a chunkable step: the chunk's place taken by the whole file)."""
+        outputs = {kw: self.outputs[role] for role, kw in self.part_keywords.items()}
+        return list(self.positional), {**self.options, **outputs}
 
 
 @dataclass
@@ -123,12 +134,12 @@ def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
             dest = out / f"{name}.filter{ext}"
             plan = StepPlan(step, function, {"reads": dest},
                             {reads: reads_from, table: "normalize"}, opts,
-                            chunk_source=reads, chunk_before=[table],
+                            positional=[table, reads], chunk_source=reads, chunk_before=[table],
                             part_keywords={"reads": "output"})
         elif step == "extract":
             pe, se = out / f"{name}.extract.pe{ext}", out / f"{name}.extract.se{ext}"
             plan = StepPlan(step, function, {"reads": pe, "single": se}, {reads: reads_from},
-                            opts, chunk_source=reads,
+                            opts, positional=[reads], chunk_source=reads,
                             part_keywords={"reads": "output_paired", "single": "output_single"})
             single = se
         elif step == "histogram":
@@ -156,12 +167,34 @@ def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
 
 def _counted_histogram(opts: dict[str, Any]) -> Counted | None:
     """``abundance-dist-single`` with ``opts`` as chunk counts, additions and ``abundance-dist``;
-    None when an option needs the one command (tables sized from the input by ``-M auto``)."""
-    if str(opts.get("max_memory_usage", "")).lower() == "auto":
+    None when an option needs the one command or leaves the table size unknown before the run
+    (tables sized from the input: ``-M auto``, or ``-U`` without ``-x``/``-M``)."""
+    size = table_bytes(opts)
+    if size is None:
         return None
     counting, dist = command_keywords("load_into_counting"), command_keywords("abundance_dist")
     return Counted({k: v for k, v in opts.items() if k in counting}, "abundance_dist",
-                   {k: v for k, v in opts.items() if k in dist})
+                   {k: v for k, v in opts.items() if k in dist}, size)
+
+
+#: The counting commands' table defaults (``-N``, ``-x``).
+DEFAULT_N_TABLES, DEFAULT_TABLESIZE = 4, 1e6
+
+
+def table_bytes(opts: dict[str, Any]) -> float | None:
+    """The bytes of the table a counting command makes with ``opts``: ``-M`` if given, else
+    ``-N`` x ``-x`` (half for 4-bit counters); None when it is sized from the input."""
+    memory = opts.get("max_memory_usage")
+    if memory is not None and str(memory).lower() == "auto":
+        return None
+    if memory is not None:
+        from dask.utils import parse_bytes
+
+        return float(parse_bytes(str(memory)))
+    if opts.get("unique_kmers") and opts.get("max_tablesize") is None:
+        return None
+    size = float(opts.get("n_tables", DEFAULT_N_TABLES)) * float(opts.get("max_tablesize", DEFAULT_TABLESIZE))
+    return size / 2 if opts.get("small_count") else size
 
 
 def _producer(plans: list[StepPlan], path: Path) -> str | None:

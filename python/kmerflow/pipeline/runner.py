@@ -5,11 +5,22 @@ files are ready, so every task reaches the scheduler without Dask dependencies a
 scheduler's queue (``distributed.scheduler.worker-saturation`` = 1.0: a worker thread gets one
 task at a time), where Dask's ``priority`` decides which ready task goes next:
 
-* a sample's one-task steps (interleave, the normalizations, concatenations, additions of
-  tables, abundance-dist, readstats) are its critical path: high priority;
+* a sample's one-task steps (interleave, the normalizations, a step run whole, concatenations,
+  additions of tables, abundance-dist, readstats) are its critical path: high priority;
 * chunk tasks (filter-abund, extract-paired-reads and the histogram's counting on chunks) come
   after every critical task and fill the workers the narrow steps leave idle;
 * within each class, the sample started first goes first.
+
+Chunking is decided when a chunkable step becomes ready (:meth:`Driver.chunks_for`), from what
+the cluster is doing then: chunks exist to spread one sample's step over workers that would
+otherwise idle, so a step gets as many chunks as there are worker threads without a task
+(threads minus the tasks submitted and not yet finished, the step's own slot included), at
+most the configured ``chunks``; with every thread taken by other samples' tasks the step runs as
+one task over the whole file (no chunk files, concatenation or tables to add), which is the
+least work. The histogram counts per chunk only when its reads are at least
+:data:`COUNT_RATIO` times its table's bytes: each chunk saves a full-size table and each
+addition reads two and saves one, so smaller reads cost more in table I/O than the counting
+the chunks spread.
 
 Samples start largest input first (the small ones then fill the end of the run) and at most
 ``max_active`` at a time (by default the number of worker threads plus one), a new one whenever
@@ -39,6 +50,9 @@ CRITICAL = 1_000_000
 #: Worker saturation set for clusters this module starts (see the module docstring).
 WORKER_SATURATION = 1.0
 
+#: Reads bytes per table byte from which the histogram may count per chunk (module docstring).
+COUNT_RATIO = 10
+
 
 @dataclass
 class TaskInfo:
@@ -65,6 +79,8 @@ class SampleRun:
     started: Optional[float] = None
     finished: Optional[float] = None
     skipped_steps: list[str] = field(default_factory=list)
+    #: Chunk tasks of the step now running (1: one task over whole files).
+    n_chunks: int = 1
     parts: dict[int, dict[str, str]] = field(default_factory=dict)
     #: A counted step: summed tables not yet added, and its chunk and add tasks in flight.
     tables: list[str] = field(default_factory=list)
@@ -106,10 +122,12 @@ class Driver:
             plans = plan_steps(sample, dirs)
             manifest = Manifest(dirs.out / f"{sample.name}.manifest.json", sample.name, dirs)
             self.runs.append(SampleRun(sample, dirs, plans, manifest))
-        threads = sum(client.nthreads().values()) or 1
-        self.max_active = max_active or threads + 1
+        self.threads = sum(client.nthreads().values()) or 1
+        self.max_active = max_active or self.threads + 1
         self.info: dict[str, TaskInfo] = {}
         self.futures: dict[str, Any] = {}
+        #: Keys submitted and not yet seen finished (what occupies or waits for a thread).
+        self.in_flight: set[str] = set()
         self.owner: dict[str, SampleRun] = {}
         self.counter = itertools.count()
         self.ranks = itertools.count()
@@ -126,6 +144,7 @@ class Driver:
             self._start_more(waiting, completed)
             for future in completed:
                 key = future.key
+                self.in_flight.discard(key)
                 sample_run = self.owner.get(key)
                 if sample_run is None or sample_run.status != "running":
                     continue
@@ -178,13 +197,14 @@ class Driver:
         plan = sample_run.plan
         sample_run.step_started = time.time()
         sample_run.parts = {}
-        if not plan.chunked:
+        n = sample_run.n_chunks = self.chunks_for(sample_run, plan)
+        if n == 1:
+            positional, options = plan.whole_call()
             self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "step"),
-                         tasks.run_step, plan.function, plan.positional, plan.options,
+                         tasks.run_step, plan.function, positional, options,
                          {r: str(p) for r, p in plan.outputs.items()}, plan.skip_empty_inputs,
                          completed=completed)
             return
-        n = sample_run.sample.config.chunks
         if plan.counted is not None:
             sample_run.tables, sample_run.outstanding = [], n
             for i in range(n):
@@ -200,6 +220,21 @@ class Driver:
                          tasks.run_chunk, plan.function, str(plan.chunk_source), n, i,
                          plan.chunk_before, plan.options, parts, completed=completed)
 
+    def chunks_for(self, sample_run: SampleRun, plan: StepPlan) -> int:
+        """How many chunk tasks ``plan`` runs as, now that it is ready (see the module doc):
+        the threads without a task, at least 1 and at most the configured ``chunks``; 1 for a
+        step that cannot be cut and for a histogram whose reads are under :data:`COUNT_RATIO`
+        times its table's bytes."""
+        if not plan.chunkable:
+            return 1
+        assert plan.chunk_source is not None
+        free = self.threads - len(self.in_flight)
+        n = max(1, min(sample_run.sample.config.chunks, free))
+        if n > 1 and plan.counted is not None and \
+                os.path.getsize(plan.chunk_source) < COUNT_RATIO * plan.counted.table_bytes:
+            return 1
+        return n
+
     def _advance(self, sample_run: SampleRun, key: str, result: Any, completed: Any) -> None:
         info = self.info[key]
         plan = sample_run.plan
@@ -209,7 +244,7 @@ class Driver:
         if info.kind == "chunk":
             assert info.chunk is not None
             sample_run.parts[info.chunk] = result
-            if len(sample_run.parts) < sample_run.sample.config.chunks:
+            if len(sample_run.parts) < sample_run.n_chunks:
                 return
             parts = {role: [sample_run.parts[i][kw] for i in sorted(sample_run.parts)]
                      for role, kw in plan.part_keywords.items()}
@@ -248,6 +283,7 @@ class Driver:
         for key in [k for k, owner in self.owner.items() if owner is sample_run]:
             del self.owner[key]
             del self.futures[key]
+            self.in_flight.discard(key)
 
     def _finish(self, sample_run: SampleRun) -> None:
         self._release(sample_run)
@@ -275,6 +311,7 @@ class Driver:
         self.client.cancel(list(self.futures.values()))
         self.futures.clear()
         self.owner.clear()
+        self.in_flight.clear()
 
     # --- tasks --------------------------------------------------------------------------------
 
@@ -291,6 +328,7 @@ class Driver:
         self.info[key] = info
         self.futures[key] = future
         self.owner[key] = sample_run
+        self.in_flight.add(key)
         completed.add(future)
 
     def _timeline(self, stream: list[dict[str, Any]]) -> list[dict[str, Any]]:

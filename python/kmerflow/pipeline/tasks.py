@@ -100,11 +100,13 @@ def run_chunk(function: str, source: str, n_chunks: int, index: int, before: lis
 def count_chunk(source: str, n_chunks: int, index: int, options: dict[str, Any],
                 table: str) -> Optional[str]:
     """Count chunk ``index`` of ``n_chunks`` of ``source`` into the saved table ``table``
-    (``load-into-counting`` with ``options``); returns ``table``, None for an empty chunk."""
+    (``load-into-counting`` with ``options``); returns ``table``, None for an empty chunk.
+    The chunk's table is forced past load-into-counting's false-positive-rate limit: it is a
+    part of the whole file's count, which abundance-dist-single does not limit."""
     with chunk_file(source, n_chunks, index, f"{table}.in") as chunk:
         if chunk is None:
             return None
-        call_command("load_into_counting", table, [chunk], **options)
+        call_command("load_into_counting", table, [chunk], **{**options, "force": True})
     return table
 
 
