@@ -53,7 +53,7 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
     """Run the pipeline over a sample sheet; returns a :class:`PipelineResult`.
 
     ``steps``, ``config`` (a TOML file), ``params`` (``"STEP.PARAM=VALUE"`` strings) and
-    ``chunks`` (chunk tasks per per-chunk step) choose what runs; the cluster is ``client``
+    ``chunks`` (the most chunk tasks of a per-chunk step) choose what runs; the cluster is ``client``
     (a :class:`distributed.Client`), else the scheduler at ``scheduler``, else a new
     LocalCluster of ``local_cluster`` single-thread workers (one per CPU by default).
     ``scratch`` holds intermediate files (default ``OUTDIR/.scratch``); ``max_active`` bounds

@@ -48,7 +48,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="TOML", help="steps and parameters from a TOML file")
     p.add_argument("--param", action="append", default=[], metavar="STEP.PARAM=VALUE",
                    help="set a step parameter, e.g. normalize.max_memory_usage=2G (repeatable)")
-    p.add_argument("--chunks", type=int, help="chunk tasks per per-chunk step (default 4)")
+    p.add_argument("--chunks", type=int,
+                   help="the most chunk tasks of a per-chunk step (default 4; it gets one per idle "
+                        "worker thread when it is ready, one task when other samples hold them)")
     cluster = p.add_mutually_exclusive_group()
     cluster.add_argument("--scheduler", metavar="ADDRESS",
                          help="a running Dask scheduler (e.g. tcp://host:8786)")

@@ -5,8 +5,8 @@ Steps, in protocol order (each consumes the reads of the latest earlier step tha
 ========== ================================================================================
 interleave ``interleave-reads R1 R2`` (paired samples only)
 normalize  ``normalize-by-median -k 20 -C 20 [-p] --savegraph TABLE`` (one task: order-dependent)
-filter     ``filter-abund -V TABLE`` with ``normalize``'s table (per chunk, concatenated)
-extract    ``extract-paired-reads`` (paired samples only; per chunk, concatenated)
+filter     ``filter-abund -V TABLE`` with ``normalize``'s table (may run per chunk, concatenated)
+extract    ``extract-paired-reads`` (paired samples only; may run per chunk, concatenated)
 renormalize ``normalize-by-median -k 20 -C 5 [-p PE -u SE]`` (one task)
 histogram  ``abundance-dist-single -k 20`` of the last reads
 readstats  ``readstats`` of the input and of every reads output
@@ -81,7 +81,8 @@ class PipelineConfig:
     steps: list[str] = field(default_factory=lambda: list(STEP_ORDER))
     params: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {s: dict(p) for s, p in DEFAULT_PARAMS.items()})
-    #: Chunk tasks per per-chunk step (``filter``, ``extract``) of one sample.
+    #: The most chunk tasks of a per-chunk step (``filter``, ``extract``, the histogram's
+    #: counting) of one sample; the runner picks how many when the step is ready.
     chunks: int = 4
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> PipelineConfig:

@@ -17,7 +17,11 @@ otherwise idle, so a step gets as many chunks as there are worker threads withou
 (threads minus the tasks submitted and not yet finished, the step's own slot included), at
 most the configured ``chunks``; with every thread taken by other samples' tasks the step runs as
 one task over the whole file (no chunk files, concatenation or tables to add), which is the
-least work. The histogram counts per chunk only when its reads are at least
+least work. The same count sets a task's own threads (every command takes ``threads``): a
+task submitted while the other threads hold or await tasks runs on one thread (as its worker
+thread promises the scheduler), a task that finds threads idle keeps the command's default (all
+the cores of its node), so one sample alone still uses the whole machine; chunk tasks run on
+one thread each. The histogram counts per chunk only when its reads are at least
 :data:`COUNT_RATIO` times its table's bytes: each chunk saves a full-size table and each
 addition reads two and saves one, so smaller reads cost more in table I/O than the counting
 the chunks spread.
@@ -52,6 +56,9 @@ WORKER_SATURATION = 1.0
 
 #: Reads bytes per table byte from which the histogram may count per chunk (module docstring).
 COUNT_RATIO = 10
+
+#: The option that runs a command on one thread.
+ONE_THREAD = {"threads": 1}
 
 
 @dataclass
@@ -201,7 +208,7 @@ class Driver:
         if n == 1:
             positional, options = plan.whole_call()
             self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "step"),
-                         tasks.run_step, plan.function, positional, options,
+                         tasks.run_step, plan.function, positional, {**options, **self._threads()},
                          {r: str(p) for r, p in plan.outputs.items()}, plan.skip_empty_inputs,
                          completed=completed)
             return
@@ -211,14 +218,16 @@ class Driver:
                 table = str(sample_run.dirs.scratch / f"{plan.name}.{i}.ct")
                 self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "chunk", i),
                              tasks.count_chunk, str(plan.chunk_source), n, i,
-                             plan.counted.count_options, table, completed=completed)
+                             {**plan.counted.count_options, **ONE_THREAD}, table,
+                             completed=completed)
             return
         for i in range(n):
             parts = {kw: str(sample_run.dirs.scratch / f"{plan.name}.{i}.{role}")
                      for role, kw in plan.part_keywords.items()}
             self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "chunk", i),
                          tasks.run_chunk, plan.function, str(plan.chunk_source), n, i,
-                         plan.chunk_before, plan.options, parts, completed=completed)
+                         plan.chunk_before, {**plan.options, **ONE_THREAD}, parts,
+                         completed=completed)
 
     def chunks_for(self, sample_run: SampleRun, plan: StepPlan) -> int:
         """How many chunk tasks ``plan`` runs as, now that it is ready (see the module doc):
@@ -234,6 +243,11 @@ class Driver:
                 os.path.getsize(plan.chunk_source) < COUNT_RATIO * plan.counted.table_bytes:
             return 1
         return n
+
+    def _threads(self) -> dict[str, int]:
+        """The ``threads`` option of a one-task step submitted now: one thread when at most one
+        thread is free (this task's), else none (the command's default: all its node's cores)."""
+        return ONE_THREAD if self.threads - len(self.in_flight) <= 1 else {}
 
     def _advance(self, sample_run: SampleRun, key: str, result: Any, completed: Any) -> None:
         info = self.info[key]
@@ -272,9 +286,11 @@ class Driver:
                          tasks.add_tables, first, second, total, completed=completed)
         if sample_run.outstanding == 0:
             table = sample_run.tables.pop() if sample_run.tables else None
+            threads = self._threads()
             self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "step"),
-                         tasks.run_counted, table, plan.counted.function, plan.counted.options,
-                         plan.function, plan.options, plan.positional,
+                         tasks.run_counted, table, plan.counted.function,
+                         {**plan.counted.options, **threads}, plan.function,
+                         {**plan.options, **threads}, plan.positional,
                          {r: str(p) for r, p in plan.outputs.items()}, completed=completed)
 
     def _release(self, sample_run: SampleRun) -> None:
