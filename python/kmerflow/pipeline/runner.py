@@ -237,17 +237,21 @@ class Driver:
         if not plan.chunkable:
             return 1
         assert plan.chunk_source is not None
-        free = self.threads - len(self.in_flight)
-        n = max(1, min(sample_run.sample.config.chunks, free))
+        n = max(1, min(sample_run.sample.config.chunks, self._free_threads()))
         if n > 1 and plan.counted is not None and \
                 os.path.getsize(plan.chunk_source) < COUNT_RATIO * plan.counted.table_bytes:
             return 1
         return n
 
+    def _free_threads(self) -> int:
+        """Worker threads without a task: the cluster's threads minus the tasks submitted and
+        not yet seen finished (running or queued; negative when tasks wait)."""
+        return self.threads - len(self.in_flight)
+
     def _threads(self) -> dict[str, int]:
         """The ``threads`` option of a one-task step submitted now: one thread when at most one
         thread is free (this task's), else none (the command's default: all its node's cores)."""
-        return ONE_THREAD if self.threads - len(self.in_flight) <= 1 else {}
+        return ONE_THREAD if self._free_threads() <= 1 else {}
 
     def _advance(self, sample_run: SampleRun, key: str, result: Any, completed: Any) -> None:
         info = self.info[key]
