@@ -121,7 +121,7 @@ def test_normalize_report_unpaired_and_report_json_match_one_process(cluster, tm
 def test_load_into_counting_info_and_summary_files_match_one_process(cluster, tmp_path):
     reads = _reads(tmp_path / "r.fq", 500, seed=5)
     outputs = {}
-    for tag, sharding in (("o", []), ("s", ["--local-cluster", "1", "--shards", "2"])):
+    for tag, sharding in (("o", []), ("s", ["--scheduler", cluster.scheduler_address, "--shards", "2"])):
         table = tmp_path / tag / "t.ct"
         table.parent.mkdir()
         kmerflow("load-into-counting", *TABLE, "-s", "json", table, reads, "--report-json",
