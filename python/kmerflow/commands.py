@@ -17,6 +17,16 @@ and :func:`warnings.warn` while the command runs.
 Counting options shared by the k-mer commands: ``ksize`` (k), ``n_tables`` (number of tables),
 ``max_tablesize`` (bins per table), ``max_memory_usage`` (total table memory, e.g. ``"1G"``),
 ``small_count`` (4-bit counters), ``threads``.
+
+A table sharded over Dask workers (``pip install kmerflow[dask]``): ``load_into_counting``,
+``normalize_by_median``, ``abundance_dist_single`` and ``filter_abund_single`` given
+``scheduler=`` (an address ``"tcp://HOST:PORT"``, a scheduler file, ``"local"`` for a
+LocalCluster of one worker per core, or a ``distributed.Client``) or ``local_cluster=N``, and
+optionally ``shards=N``, run on the shards and return the same :class:`RunResult` (the same
+summary fields) as the one-process run::
+
+    kmerflow.normalize_by_median(["reads.fq"], cutoff=20, max_memory_usage="8G",
+                                 output="kept.fq", scheduler="tcp://head:8786", shards=8)
 """
 
 from __future__ import annotations
@@ -172,15 +182,33 @@ def run(command: str, positional: Iterable[Any] = (), **options: Any) -> RunResu
     to the ``kmerflow`` logger (level INFO; errors a run went past with ``force``: ERROR), its
     warnings to :func:`warnings.warn` (:class:`kmerflow.KmerflowWarning`); an exception from
     either (a warning filter set to ``"error"``) stops the run. ``html``, ``plots`` and
-    ``multiqc`` render the run report (:func:`kmerflow.report.render`)."""
+    ``multiqc`` render the run report (:func:`kmerflow.report.render`).
+
+    ``scheduler`` (a Dask scheduler's address, a scheduler file, ``"local"``, or a
+    ``distributed.Client``) or ``local_cluster=N``, with ``shards``, run ``load-into-counting``,
+    ``normalize-by-median``, ``abundance-dist-single`` and ``filter-abund-single`` on a table
+    sharded over Dask workers (:mod:`kmerflow.distributed.cli`); the result has the same
+    summary fields as the one-process run."""
+    client = options.get("scheduler")
+    if client is not None and not isinstance(client, (str, os.PathLike)):
+        options["scheduler"] = client.scheduler.address  # a distributed.Client: run on it
+    else:
+        client = None
     argv = command_argv(command, positional, **options)
-    summary, report_text = _core.run_command(argv, _forward)
-    report = json.loads(report_text)
+    from kmerflow.distributed.cli import wants_shards
+
+    if wants_shards(argv):
+        from kmerflow.distributed.cli import run as run_sharded
+
+        summary, report = run_sharded(argv, _forward, client=client) or (None, None)
+    else:
+        summary_text, report_text = _core.run_command(argv, _forward)
+        summary, report = json.loads(summary_text), json.loads(report_text)
     if report and any(report["parameters"].get(k) for k in ("html", "plots", "multiqc")):
         from kmerflow.report import render
 
         render(report)
-    return RunResult(command, tuple(argv[1:]), json.loads(summary), report)
+    return RunResult(command, tuple(argv[1:]), summary, report)
 
 
 def _command(name: str) -> Callable[[Callable[..., None]], Callable[..., RunResult]]:

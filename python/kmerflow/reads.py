@@ -28,6 +28,12 @@ class Reads:
         """The records as lists of about 1 MiB of input each."""
         return iter(self._reader)
 
+    @property
+    def short_dropped(self) -> int:
+        """Reads dropped so far for being shorter than ``min_length`` (with pairs that must
+        stay together, their mates too)."""
+        return self._reader.short_dropped
+
 
 @overload
 def open_reads(path: Union[str, os.PathLike], pairs: Literal[False] = False,

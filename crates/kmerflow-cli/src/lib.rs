@@ -21,6 +21,7 @@ pub mod info;
 pub mod metrics;
 pub mod progress;
 pub mod report;
+pub mod sharded;
 pub mod signals;
 pub mod spec;
 
@@ -158,7 +159,10 @@ fn parse(argv: &[OsString]) -> Result<Option<Parsed>, CliError> {
 /// flag, see [`run`]).
 pub fn execute_with(argv: Vec<OsString>, run: &RunContext) -> Result<Outcome, CliError> {
     match parse(&argv)? {
-        Some(parsed) => execute_cli(parsed, &argv, run, None),
+        Some(parsed) => match sharded::refusal(&parsed.cli.command) {
+            Some(refused) => Err(refused),
+            None => execute_cli(parsed, &argv, run, None),
+        },
         None => Ok(Outcome { summary: serde_json::Value::Null, messages: Vec::new(), report: serde_json::Value::Null }),
     }
 }
@@ -170,6 +174,9 @@ pub fn execute_with(argv: Vec<OsString>, run: &RunContext) -> Result<Outcome, Cl
 /// (anywhere else those flags are refused before the run).
 fn execute_printing(argv: Vec<OsString>, cancel: CancelToken, renders: bool) -> Result<Option<Value>, CliError> {
     let Some(parsed) = parse(&argv)? else { return Ok(None) };
+    if let Some(refused) = sharded::refusal(&parsed.cli.command) {
+        return Err(refused);
+    }
     let settings = parsed.cli.command.settings();
     if settings.renders && !renders {
         return Err(CliError {

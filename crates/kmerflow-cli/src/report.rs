@@ -74,6 +74,13 @@ impl Report {
         Report { command_line, started: Instant::now() }
     }
 
+    /// Measures the command line `argv` of a run that began `elapsed` ago (a run carried out
+    /// elsewhere, reported here: [`crate::sharded::finish`]).
+    pub fn started_before(argv: &[OsString], elapsed: std::time::Duration) -> Self {
+        let report = Report::start(argv);
+        Report { started: report.started.checked_sub(elapsed).unwrap_or(report.started), ..report }
+    }
+
     /// The summary line.
     pub fn line(&self) -> String {
         let (cpu, rss) = usage();

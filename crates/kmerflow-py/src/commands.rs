@@ -69,10 +69,42 @@ pub fn command_specs(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         .collect()
 }
 
+/// The run of a sharded command line (`argv`, program name first) as JSON text
+/// (`kmerflow_cli::sharded::plan`): parsed and checked with the command definitions, the table
+/// sized as the native command sizes it; `None` for a help, version or `--info` request
+/// (printed). Raises `kmerflow.CommandError` (exit status 2 for a usage error, 1 for an input
+/// that cannot be read while sizing) with the message to print.
+#[pyfunction]
+pub fn shard_plan(py: Python<'_>, argv: Vec<OsString>) -> PyResult<Option<String>> {
+    let plan = py.detach(|| kmerflow_cli::sharded::plan(argv)).map_err(command_error)?;
+    Ok(plan.map(|p| p.to_string()))
+}
+
+/// Finishes a sharded run (`kmerflow_cli::sharded::finish`): writes load-into-counting's
+/// `OUT.info` (and `-s` file) and `--report-json` from `summary` (JSON text, the native
+/// command's fields); returns the run report as JSON text.
+#[pyfunction]
+pub fn shard_finish(
+    py: Python<'_>,
+    argv: Vec<OsString>,
+    summary: &str,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    wall_s: f64,
+) -> PyResult<String> {
+    let summary: serde_json::Value = serde_json::from_str(summary)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("summary is not JSON: {e}")))?;
+    let report =
+        py.detach(|| kmerflow_cli::sharded::finish(argv, summary, &inputs, &outputs, wall_s)).map_err(command_error)?;
+    Ok(report.to_string())
+}
+
 /// Registers the functions on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(run_command, m)?)?;
     m.add_function(wrap_pyfunction!(command_specs, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_finish, m)?)?;
     Ok(())
 }

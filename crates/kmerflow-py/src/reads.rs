@@ -108,6 +108,8 @@ fn pair_mode(pairs: &Bound<'_, PyAny>) -> PyResult<Option<PairMode>> {
 #[pyclass(module = "kmerflow._core")]
 pub struct ReadReader {
     source: Source,
+    /// Reads dropped so far for being shorter than `min_length`.
+    short_dropped: u64,
 }
 
 #[pymethods]
@@ -146,11 +148,18 @@ impl ReadReader {
             })
         });
         ctx.messages().iter().try_for_each(|m| warn_message(py, m))?;
-        Ok(ReadReader { source: source.py()? })
+        Ok(ReadReader { source: source.py()?, short_dropped: 0 })
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
+    }
+
+    /// Reads dropped so far for being shorter than `min_length` (with pairs that must stay
+    /// together, their mates too), as khmer's scripts count them.
+    #[getter]
+    fn short_dropped(&self) -> u64 {
+        self.short_dropped
     }
 
     /// The next batch as a list (never empty), `StopIteration` at the end.
@@ -176,10 +185,12 @@ impl ReadReader {
                     .filter(|r| r.seq.len() >= min)
                     .map(|r| to_py_record(py, &r))
                     .collect::<PyResult<Vec<_>>>()?;
+                self.short_dropped += (batch.len() - items.len()) as u64;
                 Ok(Some(PyList::new(py, items)?))
             }
             Source::Pairs(reader) => {
                 let Some(bundles) = py.detach(|| reader.next_batch()).py()? else { return Ok(None) };
+                self.short_dropped += bundles.n_short_dropped;
                 let records: &RecordBatch = &bundles.batch;
                 let items = bundles
                     .bundles

@@ -139,6 +139,8 @@ class ShardedCountgraph:
                 self._shards.append(self._answer(s, future))
                 self._where.append(worker)
         self._pending: List[Tuple[np.ndarray, np.ndarray]] = [_no_update() for _ in range(shards)]
+        #: Reads of :meth:`consume_seqfile` shorter than k (they contribute no k-mers).
+        self.short_reads = 0
 
     # --- messages -----------------------------------------------------------------------------
 
@@ -241,11 +243,13 @@ class ShardedCountgraph:
         return counts[len(counts) // 2], mean, sd
 
     def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
-        """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers)."""
+        """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers)
+        (and adds the reads shorter than k to :attr:`short_reads`)."""
         n_reads = n_kmers = 0
         for sequences in _sequence_batches(open_reads(path).batches(), self.batch_kmers):
-            hashes, _ = self._table.hash_reads(sequences)
+            hashes, ends = self._table.hash_reads(sequences)
             self.add_hashes(hashes)
+            self.short_reads += int(np.count_nonzero(np.diff(ends, prepend=np.uint64(0)) == 0))
             n_reads += len(sequences)
             n_kmers += len(hashes)
         return n_reads, n_kmers

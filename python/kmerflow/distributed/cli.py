@@ -1,135 +1,189 @@
 """The counting commands on a table sharded over Dask workers: ``kmerflow COMMAND ...
---scheduler ADDRESS | --local-cluster N [--shards N]`` (dispatched here by ``kmerflow``).
+--scheduler ADDRESS | --local-cluster N [--shards N]`` (dispatched here by ``kmerflow``, and by
+the command functions given ``scheduler=`` or ``local_cluster=``).
 
-``load-into-counting`` and ``normalize-by-median`` run on the shards throughout;
-``abundance-dist-single`` and ``filter-abund-single`` count on the shards, then gather the table
-into this process and finish with the one-process ``abundance-dist`` / ``filter-abund``. Outputs
-are written under temporary names and renamed at the end, so a failed run (a lost worker)
-leaves none. Exit status 0, 1 on an error (one line), 2 on a usage error.
+The command line is parsed by the native command definitions (``_core.shard_plan``): flags,
+defaults, range checks, usage errors and the table's sizing are the one-process command's, and
+a flag the sharded run does not have is a usage error naming it. ``load-into-counting`` and
+``normalize-by-median`` run on the shards throughout; ``abundance-dist-single`` and
+``filter-abund-single`` count on the shards, then gather the table into this process and finish
+with the one-process ``abundance-dist`` / ``filter-abund``. The summary has the native
+command's fields; ``load-into-counting``'s ``OUT.info`` (and ``-s`` file) and ``--report-json``
+are written by the native code (``_core.shard_finish``). Outputs are written under temporary
+names and renamed at the end, so a failed run (a lost worker) leaves none. Exit status 0, 1 on
+an error (one line), 2 on a usage error.
 """
 
 from __future__ import annotations
 
-import argparse
+import collections
 import contextlib
+import json
 import os
 import sys
 import tempfile
-from typing import IO, Any, Iterator, List
+import time
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from kmerflow import _core
-from kmerflow.distributed import BATCH_KMERS, ShardedCountgraph
-from kmerflow.errors import KmerflowError
+from kmerflow.distributed import ShardedCountgraph
+from kmerflow.errors import CommandError, KmerflowError
 from kmerflow.reads import open_reads
 
 #: Commands that take ``--scheduler``/``--local-cluster``/``--shards``.
 COMMANDS = ("load-into-counting", "abundance-dist-single", "normalize-by-median",
             "filter-abund-single")
 #: The flags that send a command here.
-FLAGS = ("--scheduler", "--local-cluster", "--shards")
+FLAGS = ("--scheduler", "--local-cluster", "--shards", "--local-shards", "--batch-kmers")
+
+#: A receiver of the run's messages: ``(level, text)``, level ``info``, ``warning`` or ``error``.
+OnMessage = Callable[[str, str], None]
+#: The run's summary (the native command's fields) and the paths it wrote.
+Outcome = Tuple[Dict[str, Any], List[str]]
 
 
-def wants_shards(argv: List[str]) -> bool:
+def wants_shards(argv: Sequence[str]) -> bool:
     """Whether ``kmerflow`` arguments ``argv`` (command first) ask for a sharded run."""
     return bool(argv) and argv[0] in COMMANDS and any(
         a.split("=", 1)[0] in FLAGS for a in argv[1:])
 
 
-class UsageError(Exception):
-    """A command line this path cannot run (exit status 2)."""
+def run(argv: Sequence[str], on_message: OnMessage, client: Any = None,
+        console: bool = False) -> Optional[Tuple[Dict[str, Any], Dict[str, Any]]]:
+    """Runs the sharded command line ``argv`` (command first) on ``client`` (a
+    ``distributed.Client``; else the cluster its flags name) and returns the command's summary
+    and run report; ``None`` for a help or version request (printed). Messages go to
+    ``on_message`` (informational ones not under ``-q`` when ``console``). Raises
+    :class:`kmerflow.CommandError` (exit status 2 for a usage error, else 1)."""
+    full = ["kmerflow", *argv]
+    text = _core.shard_plan(full)
+    if text is None:
+        return None
+    plan = json.loads(text)
+    name = plan["command"]
+
+    def say(level: str, message: str) -> None:
+        if level != "info" or not (console and plan["quiet"]):
+            on_message(level, message)
+
+    for m in plan["messages"]:
+        say(m["level"], m["text"])
+    started = time.monotonic()
+    try:
+        with _connected(plan["cluster"], client) as dask_client:
+            graph = _graph(plan, dask_client)
+            summary, outputs = _RUNS[name](plan, graph, say)
+    except CommandError:
+        raise
+    except (KmerflowError, OSError, ValueError) as e:
+        raise CommandError(f"kmerflow {name}: error: {e}", 1) from e
+    inputs = [*plan["inputs"], *([plan["unpaired"]] if plan.get("unpaired") else [])]
+    report = _core.shard_finish(full, json.dumps(summary), inputs, outputs,
+                                time.monotonic() - started)
+    return summary, json.loads(report)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:
-        raise UsageError(message)
+def main(argv: List[str]) -> int:
+    """Runs ``argv`` (command first) as the ``kmerflow`` command line; returns the exit status."""
+    command = argv[0]
+    try:
+        result = run(argv, lambda _level, text: print(text, file=sys.stderr), console=True)
+        if result is not None and any(result[1]["parameters"].get(k)
+                                      for k in ("html", "plots", "multiqc")):
+            from kmerflow.report import render
+
+            render(result[1])
+    except CommandError as e:
+        print(str(e).rstrip(), file=sys.stderr)
+        return e.code
+    except (OSError, RuntimeError) as e:  # rendering the report
+        print(f"kmerflow {command}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"kmerflow {command}: interrupted", file=sys.stderr)
+        return 130
+    return 0
 
 
-def _parser(command: str) -> _Parser:
-    p = _Parser(prog=f"kmerflow {command}", description=__doc__.splitlines()[0])
-    cluster = p.add_mutually_exclusive_group()
-    cluster.add_argument("--scheduler", metavar="ADDRESS",
-                         help="a running Dask scheduler: tcp://HOST:PORT or a scheduler file")
-    cluster.add_argument("--local-cluster", type=int, metavar="N",
-                         help="start a LocalCluster of N single-thread workers")
-    p.add_argument("--shards", type=int, default=None, metavar="N",
-                   help="shards of the table (default: one per worker)")
-    p.add_argument("--local-shards", type=int, default=0, metavar="N",
-                   help="shards held in this process (the first N)")
-    p.add_argument("--batch-kmers", type=int, default=BATCH_KMERS, metavar="N",
-                   help=f"k-mers per message to every shard (default {BATCH_KMERS})")
-    p.add_argument("-k", "--ksize", type=int, default=20)
-    p.add_argument("-N", "--n_tables", "--n-tables", type=int, default=4)
-    size = p.add_mutually_exclusive_group()
-    size.add_argument("-x", "--max-tablesize", type=float, default=1e6)
-    size.add_argument("-M", "--max-memory-usage", type=_bytes, default=None)
-    p.add_argument("-q", "--quiet", action="store_true")
-    p.add_argument("-T", "--threads", type=int, default=1, help="accepted; the shards use one each")
-    p.add_argument("-b", "--no-bigcount", action="store_true")
-    p.add_argument("-f", "--force", action="store_true",
-                   help="go on when the table is too small (a warning)")
-    if command == "load-into-counting":
-        p.add_argument("output")
-        p.add_argument("inputs", nargs="+")
-    elif command == "normalize-by-median":
-        p.add_argument("inputs", nargs="+")
-        p.add_argument("-C", "--cutoff", type=int, default=20)
-        pairs = p.add_mutually_exclusive_group()
-        pairs.add_argument("-p", "--paired", action="store_true")
-        pairs.add_argument("--force_single", "--force-single", action="store_true")
-        p.add_argument("-o", "--output")
-        p.add_argument("-s", "--savegraph")
-    elif command == "abundance-dist-single":
-        p.add_argument("input")
-        p.add_argument("output")
-        p.add_argument("-z", "--no-zero", action="store_true")
-        p.add_argument("-s", "--squash", action="store_true")
-        p.add_argument("--savegraph")
-    else:  # filter-abund-single
-        p.add_argument("input")
-        p.add_argument("-C", "--cutoff", type=int, default=2)
-        p.add_argument("-o", "--outfile")
-        p.add_argument("--savegraph")
-    return p
+# --- the cluster and the table -------------------------------------------------------------------
 
-
-def _bytes(text: str) -> float:
-    units = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
-    text = text.strip()
-    scale = units.get(text[-1:].lower(), 1.0)
-    return float(text[:-1] if scale != 1.0 else text) * scale
-
-
-def _connect(args: argparse.Namespace) -> Any:
-    """A Dask client for the flags, and what to close after the run."""
-    from distributed import Client, LocalCluster
-
-    if args.local_cluster is not None:
-        if args.local_cluster < 1:
-            raise UsageError("--local-cluster must be at least 1")
-        cluster = LocalCluster(n_workers=args.local_cluster, threads_per_worker=1,
-                               processes=True, dashboard_address=None)
-        return Client(cluster), cluster
-    address = args.scheduler
+@contextlib.contextmanager
+def _connected(cluster: Dict[str, Any], client: Any) -> Iterator[Any]:
+    """The Dask client of the run: ``client``, or one for ``--local-cluster N`` /
+    ``--scheduler local`` (a LocalCluster started here, closed after the run) or
+    ``--scheduler ADDRESS``."""
+    if client is not None:
+        yield client
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as e:
+        raise KmerflowError(f"a sharded run needs Dask: pip install 'kmerflow[dask]' ({e})") from e
+    address = cluster["scheduler"]
+    workers = cluster["local_cluster"]
+    if workers is None and address == "local":
+        workers = os.cpu_count() or 1
+    if workers is not None:
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as local, Client(local) as own:
+            yield own
+        return
     try:
         if address.startswith(("tcp://", "tls://", "inproc://", "ws://", "wss://")):
-            return Client(address, timeout="5s"), None
-        if not os.path.isfile(address):
+            own = Client(address, timeout="5s")
+        elif not os.path.isfile(address):
             raise KmerflowError(f"{address}: no such scheduler file (give tcp://HOST:PORT or a file)")
-        return Client(scheduler_file=address, timeout="5s"), None
+        else:
+            own = Client(scheduler_file=address, timeout="5s")
     except (OSError, TimeoutError) as e:
         raise KmerflowError(f"cannot reach the Dask scheduler at {address}: {e}") from e
+    with own:
+        yield own
+
+
+def _graph(plan: Dict[str, Any], client: Any) -> ShardedCountgraph:
+    cluster, table = plan["cluster"], plan["table"]
+    local = cluster["local_shards"]
+    shards = cluster["shards"] or max(1, len(client.scheduler_info()["workers"])) + local
+    return ShardedCountgraph(table["ksize"], 1, len(table["sizes"]), client=client, shards=shards,
+                             local=local, primes=table["sizes"], batch_kmers=cluster["batch_kmers"],
+                             use_bigcount=plan["bigcount"])
+
+
+#: The false-positive ceilings of the commands that check it (the native commands').
+FP_CEILING = {"load-into-counting": 0.2, "normalize-by-median": 0.8, "filter-abund-single": 0.2}
+
+
+def _fp_rate(graph: ShardedCountgraph) -> float:
+    """khmer's estimate (n_occupied / smallest table) ^ tables."""
+    return float((graph.n_occupied() / min(graph.hashsizes())) ** graph.n_tables())
+
+
+def _check_fp(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> float:
+    """The false-positive rate against the command's ceiling: an error (a warning with ``-f``)
+    before any output is renamed into place."""
+    fp = _fp_rate(graph)
+    ceiling = FP_CEILING.get(plan["command"])
+    if ceiling is None or fp <= ceiling:
+        return fp
+    text = (f"the graph structure is too small for this data set (estimated false positive rate "
+            f"of {fp:.3f}; max recommended {ceiling:.3f}); increase -M or -x")
+    if not plan["table"]["force"]:
+        raise KmerflowError(text + ", or use --force")
+    say("warning", f"WARNING: {text}")
+    return fp
 
 
 @contextlib.contextmanager
-def _staged(path: str, mode: str = "w") -> Iterator[IO[Any]]:
-    """A file written under a temporary name beside ``path``, renamed over it on success."""
+def _staged(path: str) -> Iterator[IO[str]]:
+    """A text file written under a temporary name beside ``path``, renamed over it on success."""
     if path == "-":
         yield sys.stdout
         return
     directory = os.path.dirname(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.tmp-", dir=directory)
     try:
-        with os.fdopen(fd, mode) as out:
+        with os.fdopen(fd, "w") as out:
             yield out
         os.replace(temp, path)
     except BaseException:
@@ -138,139 +192,190 @@ def _staged(path: str, mode: str = "w") -> Iterator[IO[Any]]:
         raise
 
 
+# --- the commands -------------------------------------------------------------------------------
+
+def _load_into_counting(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+    tally = {"reads": 0, "short_reads": 0, "kmers": 0}
+    for path in plan["inputs"]:
+        short = graph.short_reads
+        reads, kmers = graph.consume_seqfile(path)
+        tally["reads"] += reads
+        tally["kmers"] += kmers
+        tally["short_reads"] += graph.short_reads - short
+    fp = _check_fp(plan, graph, say)
+    graph.save(plan["output"])
+    summary = {"tally": tally, "unique_kmers": graph.n_unique_kmers(), "fp_rate": fp}
+    say("info", f"Total number of unique k-mers: {summary['unique_kmers']}")
+    say("info", f"fp rate estimated to be {fp:.3f}")
+    say("info", f"wrote to: {plan['output']}.info")
+    say("info", f"{tally['reads']} reads, {tally['kmers']} k-mers; {tally['short_reads']} reads "
+        "shorter than k contributed no k-mers")
+    return summary, [plan["output"]]
+
+
+def _decided(graph: ShardedCountgraph, bundles: Iterable[tuple],
+             cutoff: int) -> Iterator[Tuple[tuple, bool]]:
+    """Each bundle of ``bundles`` in input order with whether digital normalization kept it."""
+    pending: collections.deque = collections.deque()
+
+    def pulled() -> Iterator[tuple]:
+        for bundle in bundles:
+            pending.append(bundle)
+            yield bundle
+
+    for kept in graph.normalize_reads(pulled(), cutoff):
+        while pending[0] is not kept:
+            yield pending.popleft(), False
+        yield pending.popleft(), True
+    while pending:
+        yield pending.popleft(), False
+
+
+#: Reads examined between two points of the keep curve (the native command's).
+KEEP_CURVE_EVERY = 10_000
+
+
+class _KeepCounts:
+    """normalize-by-median's counts as reads are decided: the keep curve, the ``-R`` report
+    lines every ``--report-frequency`` reads and at the end of each file, and the progress
+    messages, as the native command makes them."""
+
+    def __init__(self, report: Optional[IO[str]], frequency: int, say: OnMessage) -> None:
+        self.report, self.frequency, self.say = report, frequency, say
+        self.total = self.kept = 0
+        self.keep_curve: List[List[int]] = []
+        self.next_curve_at = KEEP_CURVE_EVERY
+        self.next_report_at = self.last_report_at = frequency
+        if report is not None:
+            report.write("total,kept,f_kept\n")
+
+    def bundle(self, reads: int, kept: bool, path: str) -> None:
+        self.total += reads
+        self.kept += reads if kept else 0
+        if self.total >= self.next_curve_at:
+            self.next_curve_at = self.total + KEEP_CURVE_EVERY
+            self.curve_point()
+        if self.total >= self.next_report_at:
+            self.next_report_at += self.frequency
+            self.last_report_at = self.total
+            self.say("info", f"... kept {self.kept} of {self.total} or "
+                     f"{self.kept / self.total * 100:.1f}% sofar")
+            self.say("info", f"... in file {path}")
+            self.report_line()
+
+    def file_done(self, path: str, start: int, short: int) -> None:
+        if self.total == start:
+            self.say("info", f"SKIPPED empty file {path}")
+        else:
+            self.say("info", f"DONE with {path}; kept {self.kept} of {self.total} or "
+                     f"{self.kept / self.total * 100:.1f}%")
+        if short:
+            self.say("info", f"{path}: dropped {short} reads shorter than k")
+        if self.total != self.last_report_at and self.total > 0:
+            self.report_line()
+
+    def curve_point(self) -> None:
+        point = [self.total, self.kept]
+        if self.keep_curve[-1:] != [point]:
+            self.keep_curve.append(point)
+
+    def report_line(self) -> None:
+        self.curve_point()
+        if self.report is not None:
+            fraction = format(self.kept / self.total if self.total else 0.0, ".4g")
+            point = "" if "." in fraction or "e" in fraction else ".0"
+            self.report.write(f"{self.total},{self.kept},{fraction}{point}\n")
+            self.report.flush()
+
+
 def _record_text(r: Any) -> str:
     if r.quality is None:
         return f">{r.name}\n{r.sequence}\n"
     return f"@{r.name}\n{r.sequence}\n+\n{r.quality}\n"
 
 
-def _graph(command: str, args: argparse.Namespace, client: Any) -> ShardedCountgraph:
-    size = args.max_tablesize
-    if args.max_memory_usage is not None:
-        size = args.max_memory_usage / args.n_tables
-    workers = len(client.scheduler_info()["workers"])
-    shards = args.shards if args.shards is not None else max(1, workers) + args.local_shards
-    return ShardedCountgraph(args.ksize, size, args.n_tables, client=client, shards=shards,
-                             local=args.local_shards, batch_kmers=args.batch_kmers,
-                             use_bigcount=not args.no_bigcount and command != "normalize-by-median")
-
-
-#: The false-positive ceilings of the commands that check it (khmer's).
-FP_CEILING = {"load-into-counting": 0.2, "normalize-by-median": 0.8, "filter-abund-single": 0.2}
-
-
-def _check_fp(command: str, args: argparse.Namespace, graph: ShardedCountgraph) -> None:
-    """khmer's estimate (n_occupied / smallest table) ^ tables against the command's ceiling:
-    an error (a warning with ``-f``) before any output is renamed into place."""
-    fp = (graph.n_occupied() / min(graph.hashsizes())) ** graph.n_tables()
-    _info(args, f"fp rate estimated to be {fp:.3f}")
-    ceiling = FP_CEILING.get(command)
-    if ceiling is None or fp <= ceiling:
-        return
-    text = (f"the graph structure is too small for this data set (estimated false positive rate "
-            f"of {fp:.3f}; max recommended {ceiling:.3f}); increase -M or -x")
-    if not args.force:
-        raise KmerflowError(text + ", or use --force")
-    print(f"WARNING: {text}", file=sys.stderr)
-
-
-def _info(args: argparse.Namespace, text: str) -> None:
-    if not args.quiet:
-        print(text, file=sys.stderr)
-
-
-def _normalize(args: argparse.Namespace, graph: ShardedCountgraph) -> None:
-    mode: Any = "require" if args.paired else ("single" if args.force_single else True)
-    outputs = [args.output] if args.output else [os.path.basename(i) + ".keep" for i in args.inputs]
-    total = kept = 0
+def _normalize(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+    k, single = plan["table"]["ksize"], plan["force_single"]
+    main_mode: Any = "require" if plan["paired"] else ("single" if single else True)
+    files = [(path, main_mode) for path in plan["inputs"]]
+    if plan["unpaired"]:
+        files.append((plan["unpaired"], "single" if single else True))
+    output = plan["output"]
+    if output is None and any(path == "-" for path, _ in files):
+        raise KmerflowError("reading from stdin requires -o/--output")
+    outputs = [output] if output else [os.path.basename(path) + ".keep" for path, _ in files]
+    side = [p for p in (plan["report"], plan["savegraph"]) if p]
+    short_dropped = 0
     with contextlib.ExitStack() as stack:
-        files = [stack.enter_context(_staged(o)) for o in outputs]
-        for n, path in enumerate(args.inputs):
-            out = files[0] if args.output else files[n]
-            reads = open_reads(path, pairs=mode, min_length=args.ksize)
+        staged = [stack.enter_context(_staged(o)) for o in outputs]
+        report = stack.enter_context(_staged(plan["report"])) if plan["report"] else None
+        counts = _KeepCounts(report, plan["report_frequency"], say)
+        for n, (path, mode) in enumerate(files):
+            out = staged[0] if output else staged[n]
+            reads = open_reads(path, pairs=mode, min_length=k)
             bundles = (tuple(r for r in item if r is not None) for item in reads)
-            counted = _Counted(bundles)
-            for bundle in graph.normalize_reads(counted, args.cutoff):
-                out.write("".join(_record_text(r) for r in bundle))
-                kept += len(bundle)
-            total += counted.reads
-        _check_fp("normalize-by-median", args, graph)
-        if args.savegraph:
-            graph.save(args.savegraph)
-    _info(args, f"Total number of unique k-mers: {graph.n_unique_kmers()}")
-    _info(args, f"kept {kept} of {total} reads")
+            start = counts.total
+            for bundle, kept in _decided(graph, bundles, plan["cutoff"]):
+                if kept:
+                    out.write("".join(_record_text(r) for r in bundle))
+                counts.bundle(len(bundle), kept, path)
+            short_dropped += reads.short_dropped
+            counts.file_done(path, start, reads.short_dropped)
+            if not output:
+                say("info", f"output in {outputs[n]}")
+        unique = graph.n_unique_kmers()
+        say("info", f"Total number of unique k-mers: {unique}")
+        fp = _check_fp(plan, graph, say)
+        if plan["savegraph"]:
+            say("info", f"...saving to {plan['savegraph']}")
+            graph.save(plan["savegraph"])
+    say("info", f"fp rate estimated to be {fp:.3f}")
+    if short_dropped:
+        say("info", f"dropped {short_dropped} reads shorter than k={k}")
+    summary = {"total": counts.total, "kept": counts.kept, "short_dropped": short_dropped,
+               "unique_kmers": unique, "fp_rate": fp, "skipped_files": [],
+               "keep_curve": counts.keep_curve}
+    return summary, [o for o in outputs if o != "-"] + side
 
 
-class _Counted:
-    """Bundles passed through, their reads counted."""
-
-    def __init__(self, bundles: Iterator[tuple]) -> None:
-        self.bundles, self.reads = bundles, 0
-
-    def __iter__(self) -> Iterator[tuple]:
-        for bundle in self.bundles:
-            self.reads += len(bundle)
-            yield bundle
-
-
-def _count_then(args: argparse.Namespace, graph: ShardedCountgraph, finish: List[str]) -> int:
-    """Counts the input on the shards, then runs the one-process ``finish`` command on the
-    gathered table (saved in a temporary directory beside the output)."""
-    graph.consume_seqfile(args.input)
-    _check_fp(finish[0] + "-single", args, graph)
-    with tempfile.TemporaryDirectory(prefix=".kmerflow-shards-", dir=".") as tmp:
-        table = args.savegraph or os.path.join(tmp, "table.ct")
+def _count_then(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage,
+                finish: List[str]) -> Outcome:
+    """Counts the input on the shards, then runs the one-process command ``finish`` (its
+    arguments after the table's path) on the gathered table (saved in a temporary directory
+    beside the output unless ``--savegraph``); the summary is that command's with the counting
+    pass's unique k-mers (and false-positive rate)."""
+    (path,) = plan["inputs"]
+    graph.consume_seqfile(path)
+    fp = _check_fp(plan, graph, say)
+    where = os.path.dirname(os.path.abspath(plan["output"])) if plan["output"] else os.getcwd()
+    with tempfile.TemporaryDirectory(prefix=".kmerflow-shards-", dir=where) as tmp:
+        table = plan["savegraph"] or os.path.join(tmp, "table.ct")
         graph.save(table)
-        argv = ["kmerflow", finish[0], table, *finish[1:]] + (["-q"] if args.quiet else [])
-        code, _ = _core.cli_main(argv)
-        return int(code)
+        summary_text, report_text = _core.run_command([finish[0], table, *finish[1:]], say)
+    summary = json.loads(summary_text)
+    summary["unique_kmers"] = graph.n_unique_kmers()
+    if "fp_rate" in summary:
+        summary["fp_rate"] = fp
+    say("info", f"Total number of unique k-mers: {summary['unique_kmers']}")
+    outputs = [o["path"] for o in json.loads(report_text)["outputs"]]
+    return summary, outputs + ([plan["savegraph"]] if plan["savegraph"] else [])
 
 
-def _run(command: str, args: argparse.Namespace, graph: ShardedCountgraph) -> int:
-    if command == "load-into-counting":
-        for path in args.inputs:
-            graph.consume_seqfile(path)
-        _check_fp("load-into-counting", args, graph)
-        graph.save(args.output)
-        _info(args, f"Total number of unique k-mers: {graph.n_unique_kmers()}")
-        return 0
-    if command == "normalize-by-median":
-        _normalize(args, graph)
-        return 0
-    if command == "abundance-dist-single":
-        flags = ["-z"] * args.no_zero + ["-s"] * args.squash + ["-b"] * args.no_bigcount
-        return _count_then(args, graph, ["abundance-dist", args.input, args.output, *flags])
-    outfile = args.outfile or os.path.basename(args.input) + ".abundfilt"
-    return _count_then(args, graph, ["filter-abund", args.input, "-C", str(args.cutoff), "-o", outfile])
+def _abundance_dist(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+    flags = ["-z"] * plan["no_zero"] + ["-s"] * plan["squash"] + ["-b"] * (not plan["bigcount"])
+    return _count_then(plan, graph, say, ["abundance-dist", plan["inputs"][0], plan["output"], *flags])
 
 
-def main(argv: List[str]) -> int:
-    """Runs ``argv`` (command first); returns the exit status."""
-    command = argv[0]
-    try:
-        args = _parser(command).parse_args(argv[1:])
-        if args.shards is not None and args.shards < 1:
-            raise UsageError("--shards must be at least 1")
-        if args.scheduler is None and args.local_cluster is None:
-            raise UsageError("--shards needs --scheduler ADDRESS or --local-cluster N")
-    except UsageError as e:
-        print(f"kmerflow {command}: error: {e}", file=sys.stderr)
-        return 2
-    client = cluster = None
-    try:
-        client, cluster = _connect(args)
-        return _run(command, args, _graph(command, args, client))
-    except UsageError as e:
-        print(f"kmerflow {command}: error: {e}", file=sys.stderr)
-        return 2
-    except (KmerflowError, OSError, ValueError) as e:
-        print(f"kmerflow {command}: error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"kmerflow {command}: interrupted", file=sys.stderr)
-        return 130
-    finally:
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
+def _filter_abund(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+    flags = ["-C", str(plan["cutoff"]), "-Z", str(plan["normalize_to"])]
+    flags += ["-V"] * plan["variable_coverage"] + ["--gzip"] * plan["gzip"] + ["--bzip"] * plan["bzip"]
+    flags += ["-o", plan["output"]] if plan["output"] else []
+    return _count_then(plan, graph, say, ["filter-abund", plan["inputs"][0], *flags])
+
+
+_RUNS: Dict[str, Callable[[Dict[str, Any], ShardedCountgraph, OnMessage], Outcome]] = {
+    "load-into-counting": _load_into_counting,
+    "normalize-by-median": _normalize,
+    "abundance-dist-single": _abundance_dist,
+    "filter-abund-single": _filter_abund,
+}

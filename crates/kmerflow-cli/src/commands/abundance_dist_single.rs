@@ -3,6 +3,7 @@
 
 use super::abundance_dist::HistogramArgs;
 use super::counting_args::{CountingArgs, RunArgs};
+use super::shard_args::ShardArgs;
 use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::abundance_dist;
 use serde_json::Value;
@@ -16,7 +17,8 @@ count on stderr are identical for any -T.
 
 Examples:
   kmerflow abundance-dist-single -k 20 -M 2G reads.fq reads.hist.csv
-  kmerflow abundance-dist-single -z --savegraph reads.ct reads.fq reads.hist.csv")]
+  kmerflow abundance-dist-single -z --savegraph reads.ct reads.fq reads.hist.csv
+  kmerflow abundance-dist-single -k 20 -M 8G --local-cluster 2 reads.fq reads.hist.csv")]
 pub struct Args {
     #[command(flatten)]
     /// Table sizing (-M is shared with the tracking filter).
@@ -34,6 +36,9 @@ pub struct Args {
     pub seqs: String,
     /// Output CSV (`-` for stdout).
     pub output: String,
+    #[command(flatten)]
+    /// Sharding over Dask workers (run by the Python package).
+    pub sharding: ShardArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -3,6 +3,7 @@
 
 use super::counting_args::CountingArgs;
 use super::filter_abund::FilterArgs;
+use super::shard_args::ShardArgs;
 use crate::common::{summary_json, CommonArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::filter_abund;
@@ -20,7 +21,8 @@ reads whose median count reaches -Z are trimmed. Identical for any -T and equal 
 
 Examples:
   kmerflow filter-abund-single -k 20 -M 4G -C 2 -o reads.filt.fq reads.fq.gz
-  kmerflow filter-abund-single -k 20 -M 4G -V --savegraph reads.ct reads.fq.gz")]
+  kmerflow filter-abund-single -k 20 -M 4G -V --savegraph reads.ct reads.fq.gz
+  kmerflow filter-abund-single -k 20 -M 8G --local-cluster 2 -o reads.abundfilt reads.fq")]
 pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,
@@ -31,6 +33,9 @@ pub struct Args {
     pub savegraph: Option<String>,
     /// Input sequence file.
     pub input: String,
+    #[command(flatten)]
+    /// Sharding over Dask workers (run by the Python package).
+    pub sharding: ShardArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -2,6 +2,7 @@
 //! load-into-counting.py).
 
 use super::counting_args::{CountingArgs, LayoutArgs, RunArgs, SummaryFormatArg};
+use super::shard_args::ShardArgs;
 use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::count;
 use serde_json::Value;
@@ -26,7 +27,8 @@ disk); smaller ones are counted in memory, which is faster, and written at the e
 Examples:
   kmerflow load-into-counting -k 20 -M 4G reads.ct reads.fq.gz
   kmerflow load-into-counting -k 21 -N 4 -x 1e8 -T 4 -s json all.ct a.fq b.fq
-  kmerflow load-into-counting -k 41 -N 4 -M 4G --layout blocked reads.kf reads.fq.gz")]
+  kmerflow load-into-counting -k 41 -N 4 -M 4G --layout blocked reads.kf reads.fq.gz
+  kmerflow load-into-counting -k 20 -M 8G --local-cluster 4 reads.ct reads.fq.gz")]
 pub struct Args {
     #[command(flatten)]
     /// Table sizing.
@@ -48,6 +50,9 @@ pub struct Args {
     /// Read files (FASTA/FASTQ, optionally compressed).
     #[arg(required = true)]
     pub inputs: Vec<String>,
+    #[command(flatten)]
+    /// Sharding over Dask workers (run by the Python package).
+    pub sharding: ShardArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -30,6 +30,7 @@ pub mod normalize;
 pub mod normalize_by_median;
 pub mod readstats;
 pub mod sample_reads_randomly;
+pub mod shard_args;
 pub mod split_paired_reads;
 pub mod trim_low_abund;
 pub mod unique_kmers;

@@ -2,6 +2,7 @@
 
 use super::counting_args::{CountingArgs, LayoutArgs};
 use super::mate_args::MateArgs;
+use super::shard_args::ShardArgs;
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::diginorm;
@@ -35,7 +36,8 @@ Examples:
   kmerflow normalize-by-median -p -k 20 -C 20 -M 4G -o norm.il.fq.gz interleaved.fq.gz
   kmerflow normalize-by-median -k 20 -C 20 -M auto R1.fq.gz --mate R2.fq.gz -o out1.fq.gz -O out2.fq.gz
   kmerflow normalize-by-median -k 20 -C 5 -M 4G -s table.ct -T 4 -o out.fq a.fq b.fq
-  kmerflow normalize-by-median -k 31 -C 20 -M 4G --layout blocked -o out.fq reads.fq")]
+  kmerflow normalize-by-median -k 31 -C 20 -M 4G --layout blocked -o out.fq reads.fq
+  kmerflow normalize-by-median -k 20 -C 20 -M 8G --scheduler tcp://head:8786 -o out.fq reads.fq")]
 pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,
@@ -83,6 +85,9 @@ pub struct Args {
     /// Input sequence files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
+    #[command(flatten)]
+    /// Sharding over Dask workers (run by the Python package).
+    pub sharding: ShardArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -247,7 +247,6 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs(ctx, &opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
     ctx.progress().begin_pass("counting");
     let mut summary = Summary::default();
-    let mut info = String::from(INFO_VERSION_LINE);
     let fp = match opts.layout {
         Layout::Khmer => {
             let mut table = sizing::create_countgraph(&opts.params, 1.0, ctx)?;
@@ -255,7 +254,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                 table.set_use_bigcount(true)?;
             }
             let mut checkpointed = false;
-            let counted = count_inputs(ctx, opts, &mut table, &mut summary, &mut info, |t, index| {
+            let counted = count_inputs(ctx, opts, &mut table, &mut summary, |t, index| {
                 if index > 0 && index % 10 == 0 {
                     t.save(&opts.output)?;
                     checkpointed = true;
@@ -289,7 +288,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             } else {
                 (BlockedTable::with_params(shape, opts.params.alloc)?, None)
             };
-            count_inputs(ctx, opts, &mut table, &mut summary, &mut info, |_, _| Ok(()))?;
+            count_inputs(ctx, opts, &mut table, &mut summary, |_, _| Ok(()))?;
             let fp = table.expected_fp_rate();
             let resize = sizing::blocked_resize_hint(&table, fp, sizing::target_rate(&opts.params));
             let fp = fp_rate_check(fp, 0.2, opts.params.force, &resize, ctx)?;
@@ -301,44 +300,65 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             fp
         }
     };
-    info.push_str(&format!("Total number of unique k-mers: {}\n", summary.unique_kmers));
-    let info_path = format!("{}.info", opts.output);
     summary.fp_rate = fp;
-    info.push_str(&format!("fp rate estimated to be {:.3}\n\n", summary.fp_rate));
-    write_text(&info_path, &info, ctx)?;
-    if let Some(format) = opts.summary {
-        write_summary(opts, &summary, format, ctx)?;
-    }
+    write_side_files(&opts.output, &opts.inputs, &summary, opts.summary, ctx)?;
     Ok(summary)
 }
 
-/// Counts every input into `table` in order, noting each in `info` and calling `after_file`
-/// with the file's index; records the tallies and the unique k-mer count in `summary`.
+/// Writes what `load-into-counting` writes beside the table `output` counted from `inputs`:
+/// `OUT.info` (the inputs, unique k-mers, false-positive rate) and, with `format`,
+/// `OUT.info.json` or `OUT.info.tsv` exactly as khmer does. The Python package's run on a table
+/// sharded over Dask workers writes them here too.
+pub fn write_side_files(
+    output: &str,
+    inputs: &[String],
+    summary: &Summary,
+    format: Option<SummaryFormat>,
+    ctx: &RunContext,
+) -> Result<()> {
+    let mut info = String::from(INFO_VERSION_LINE);
+    for input in inputs {
+        info.push_str(&format!("through {input}\n"));
+    }
+    info.push_str(&format!("Total number of unique k-mers: {}\n", summary.unique_kmers));
+    info.push_str(&format!("fp rate estimated to be {:.3}\n\n", summary.fp_rate));
+    write_text(&format!("{output}.info"), &info, ctx)?;
+    match format {
+        Some(format) => write_summary(output, inputs, summary, format, ctx),
+        None => Ok(()),
+    }
+}
+
+/// Counts every input into `table` in order, calling `after_file` with the file's index;
+/// records the tallies and the unique k-mer count in `summary`.
 fn count_inputs<T: CountingTable + OwnedCounting>(
     ctx: &RunContext,
     opts: &Options,
     table: &mut T,
     summary: &mut Summary,
-    info: &mut String,
     mut after_file: impl FnMut(&T, usize) -> Result<()>,
 ) -> Result<()> {
     for (index, input) in opts.inputs.iter().enumerate() {
         summary.tally.add(consume_file(table, input, ctx)?);
         after_file(table, index)?;
-        info.push_str(&format!("through {input}\n"));
     }
     summary.unique_kmers = table.n_unique_kmers();
     Ok(())
 }
 
 /// Writes `OUT.info.json` or `OUT.info.tsv` exactly as khmer does.
-fn write_summary(opts: &Options, summary: &Summary, format: SummaryFormat, ctx: &RunContext) -> Result<()> {
-    let base =
-        std::path::Path::new(&opts.output).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+fn write_summary(
+    output: &str,
+    inputs: &[String],
+    summary: &Summary,
+    format: SummaryFormat,
+    ctx: &RunContext,
+) -> Result<()> {
+    let base = std::path::Path::new(output).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let (path, text) = match format {
         SummaryFormat::Json => {
             let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
-            let files: Vec<String> = opts.inputs.iter().map(|f| quote(f)).collect();
+            let files: Vec<String> = inputs.iter().map(|f| quote(f)).collect();
             let text = format!(
                 "{{\"ht_name\": {}, \"fpr\": {}, \"num_kmers\": {}, \"files\": [{}], \
                  \"mrinfo_version\": \"0.2.0\", \"num_reads\": {}}}\n",
@@ -348,7 +368,7 @@ fn write_summary(opts: &Options, summary: &Summary, format: SummaryFormat, ctx: 
                 files.join(", "),
                 summary.tally.reads
             );
-            (format!("{}.info.json", opts.output), text)
+            (format!("{output}.info.json"), text)
         }
         SummaryFormat::Tsv => {
             let text = format!(
@@ -356,9 +376,9 @@ fn write_summary(opts: &Options, summary: &Summary, format: SummaryFormat, ctx: 
                 summary.fp_rate,
                 summary.unique_kmers,
                 summary.tally.reads,
-                opts.inputs.join(";")
+                inputs.join(";")
             );
-            (format!("{}.info.tsv", opts.output), text)
+            (format!("{output}.info.tsv"), text)
         }
     };
     write_text(&path, &text, ctx)

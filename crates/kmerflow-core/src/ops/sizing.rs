@@ -353,6 +353,14 @@ pub fn create_countgraph(params: &TableParams, multiplier: f64, ctx: &RunContext
     KhmerTable::new_with_options(params.ksize, HashKind::TwoBit, storage, size, params.n_tables, params.alloc)
 }
 
+/// The table sizes (primes) of the countgraph [`create_countgraph`] makes for `params` (8-bit
+/// counters), with the same checks and messages, without allocating it: for a table whose
+/// counters are held elsewhere (the Python package's tables sharded over Dask workers).
+pub fn countgraph_sizes(params: &TableParams, multiplier: f64, ctx: &RunContext) -> Result<Vec<u64>> {
+    let size = checked_khmer_size(params, GraphKind::Countgraph, multiplier, COUNTGRAPH_FP_TARGET, ctx)?;
+    crate::table::primes::get_n_primes_near_x(params.n_tables, size)
+}
+
 /// The shape of a blocked countgraph of the same total memory as khmer's countgraph for
 /// `params` (`-x` × `-N` bytes of 8-bit counters, or `-M` bytes; 4-bit with `--small-count`),
 /// with `-N` counters per k-mer. Any k >= 1 is accepted.

@@ -1,0 +1,380 @@
+//! The command line of a run on a table sharded over Dask workers (`--scheduler`,
+//! `--local-cluster`; [`crate::commands::shard_args`]), parsed and checked here with the same
+//! clap definitions as every other run, and carried out by the Python package
+//! (`kmerflow.distributed.cli`):
+//! - [`plan`] parses the command line (help, usage errors, range checks and the table's sizing
+//!   are the native ones), refuses the flags a sharded run does not have (exit 2, the flag
+//!   named) and hands over what the run needs, table sizes included, as JSON;
+//! - [`finish`] writes what the native command writes besides its main outputs
+//!   (`load-into-counting`'s `OUT.info` and `-s` file) and the run report (`--report-json`),
+//!   from the run's summary.
+//!
+//! This executable alone cannot run them: [`refusal`] is its usage error.
+
+use crate::commands::counting_args::CountingArgs;
+use crate::commands::shard_args::ShardArgs;
+use crate::commands::Command;
+use crate::common::Ctx;
+use crate::{cli_command, parse, report, CliError, Parsed, EXIT_DATA, EXIT_USAGE};
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use kmerflow_core::ops::count::{self, ReadTally};
+use kmerflow_core::ops::sizing;
+use kmerflow_core::run::RunContext;
+use kmerflow_core::table::Layout;
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::time::Duration;
+
+/// The arguments every sharded command may be given (besides its own, [`command_args`]).
+const SHARED_ARGS: &[&str] = &[
+    "quiet",
+    "threads",
+    "report_json",
+    "html",
+    "plots",
+    "multiqc",
+    "scheduler",
+    "local_cluster",
+    "shards",
+    "local_shards",
+    "batch_kmers",
+    "ksize",
+    "n_tables",
+    "max_tablesize",
+    "max_memory",
+    "unique_kmers",
+    "fp_rate",
+    "memory_cap",
+    "huge_pages",
+    "layout",
+    "force",
+];
+
+/// The command's own arguments that a sharded run has (`None` for a command without one).
+fn command_args(command: &str) -> Option<&'static [&'static str]> {
+    Some(match command {
+        "load-into-counting" => &["no_bigcount", "summary_info", "output", "inputs"],
+        "normalize-by-median" => &[
+            "cutoff",
+            "paired",
+            "force_single",
+            "unpaired",
+            "savegraph",
+            "report",
+            "report_frequency",
+            "output",
+            "inputs",
+        ],
+        "abundance-dist-single" => &["no_zero", "squash", "no_bigcount", "savegraph", "seqs", "output"],
+        "filter-abund-single" => {
+            &["cutoff", "variable_coverage", "normalize_to", "output", "gzip", "bzip", "savegraph", "input"]
+        }
+        _ => return None,
+    })
+}
+
+/// Why a flag is not available with shards (the default: not implemented there).
+fn why_not(id: &str) -> &'static str {
+    match id {
+        "small_count" => "the shards hold 8-bit counters",
+        "loadgraph" => "a saved table is not loaded into shards; count from the reads",
+        "metrics" => "per-stage metrics are measured in one process; use --report-json",
+        "gzip" | "bzip" => "the sharded normalize-by-median writes uncompressed reads",
+        "mate" | "output2" | "orphans" => "the sharded run reads interleaved or single files",
+        "batched" => "the sharded run is batched already",
+        _ => "it is not implemented for sharded tables",
+    }
+}
+
+/// The sharding flags of a parsed command, when it has them.
+fn shard_args(command: &Command) -> Option<&ShardArgs> {
+    match command {
+        Command::LoadIntoCounting(a) => Some(&a.sharding),
+        Command::NormalizeByMedian(a) => Some(&a.sharding),
+        Command::AbundanceDistSingle(a) => Some(&a.sharding),
+        Command::FilterAbundSingle(a) => Some(&a.sharding),
+        _ => None,
+    }
+}
+
+/// The usage error of this executable given a sharded command line (the Python package runs
+/// them), `None` for any other.
+pub(crate) fn refusal(command: &Command) -> Option<CliError> {
+    shard_args(command).filter(|s| s.requested()).map(|_| CliError {
+        code: EXIT_USAGE,
+        message: format!(
+            "kmerflow {}: --scheduler and --local-cluster run the table on Dask workers, which the kmerflow \
+             Python package's `kmerflow` command does (pip install 'kmerflow[dask]'; then `kmerflow ...` or \
+             `python -m kmerflow ...`); this executable counts in one process",
+            command.name()
+        ),
+        file: None,
+    })
+}
+
+/// A usage error of `command` rendered as clap renders its own (exit 2).
+fn usage_error(command: &str, kind: ErrorKind, message: String) -> CliError {
+    let mut cmd = cli_command();
+    let sub = cmd.find_subcommand_mut(command).expect("a parsed subcommand exists");
+    CliError { code: EXIT_USAGE, message: sub.error(kind, message).render().to_string(), file: None }
+}
+
+/// Refuses an argument given on the command line that the sharded run of `command` does not
+/// have, naming its flag.
+fn check_supported(command: &str, argv: &[OsString]) -> Result<(), CliError> {
+    let own = command_args(command).unwrap_or(&[]);
+    let matches = cli_command().try_get_matches_from(argv).map_err(|e| CliError {
+        code: EXIT_USAGE,
+        message: e.render().to_string(),
+        file: None,
+    })?;
+    let Some((_, sub)) = matches.subcommand() else { return Ok(()) };
+    let root = cli_command();
+    let cmd = root.find_subcommand(command).expect("a parsed subcommand exists");
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        let given = matches!(sub.value_source(id), Some(ValueSource::CommandLine));
+        if given && !SHARED_ARGS.contains(&id) && !own.contains(&id) && id != "info" {
+            let flag = arg.get_long().map(|l| format!("--{l}")).unwrap_or_else(|| id.to_string());
+            let message = format!(
+                "the argument '{flag}' cannot be used with '--scheduler' or '--local-cluster': {}",
+                why_not(id)
+            );
+            return Err(usage_error(command, ErrorKind::ArgumentConflict, message));
+        }
+    }
+    Ok(())
+}
+
+/// The table of a sharded run: k, the table sizes as the native command sizes them (`-x`,
+/// `-M`, `-M auto` and `-U` with their checks and messages), `-f`.
+fn table(
+    command: &str,
+    counting: &CountingArgs,
+    layout: Option<Layout>,
+    force: bool,
+    inputs: &[String],
+    ctx: &Ctx,
+) -> Result<Value, CliError> {
+    let conflict = |flag: &str, why: &str| {
+        let message = format!("the argument '{flag}' cannot be used with '--scheduler' or '--local-cluster': {why}");
+        Err(usage_error(command, ErrorKind::ArgumentConflict, message))
+    };
+    if counting.small_count {
+        return conflict("--small-count", why_not("small_count"));
+    }
+    if layout == Some(Layout::Blocked) {
+        return conflict("--layout blocked", "the shards hold khmer's layout");
+    }
+    let data = |e: kmerflow_core::Error| CliError {
+        code: EXIT_DATA,
+        message: format!("kmerflow {command}: error: {e}"),
+        file: None,
+    };
+    let params = counting.resolved_params(force, inputs, false, ctx).map_err(data)?;
+    let sizes = sizing::countgraph_sizes(&params, 1.0, &ctx.run).map_err(data)?;
+    Ok(json!({"ksize": params.ksize, "sizes": sizes, "force": force}))
+}
+
+/// Parses the sharded command line `argv` (program name first) with the command definitions
+/// and returns the run to carry out as JSON: `command`, `quiet`, `cluster` (`scheduler`,
+/// `local_cluster`, `shards`, `local_shards`, `batch_kmers`), `table` (`ksize`, `sizes`, `force`),
+/// `report_json`, `renders`, the command's own arguments by clap id (`inputs`, `output`,
+/// `cutoff`, ...) and `messages` (the sizing's notes and warnings, `{level, text}`). `None` for a
+/// help, version or `--info` request (printed here). A usage error (exit 2) names the flag,
+/// including a flag the sharded run does not have; an input that cannot be read while sizing
+/// the table (`-M auto`) is a data error (exit 1).
+pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
+    let Some(Parsed { cli, .. }) = parse(&argv)? else { return Ok(None) };
+    let command = cli.command;
+    let name = command.name();
+    let Some(sharding) = shard_args(&command) else {
+        return Err(usage_error(name, ErrorKind::InvalidSubcommand, format!("{name} has no sharded run")));
+    };
+    if !sharding.requested() {
+        let message = "--scheduler ADDRESS or --local-cluster N is required for a sharded run".to_string();
+        return Err(usage_error(name, ErrorKind::MissingRequiredArgument, message));
+    }
+    check_supported(name, &argv)?;
+    let settings = command.settings();
+    let cluster = json!({
+        "scheduler": sharding.cluster.scheduler,
+        "local_cluster": sharding.cluster.local_cluster,
+        "shards": sharding.shards,
+        "local_shards": sharding.local_shards,
+        "batch_kmers": sharding.batch_kmers,
+    });
+    let run = RunContext::new();
+    let ctx = Ctx { run: run.clone(), metrics: None, console: None };
+    let mut out = match &command {
+        Command::LoadIntoCounting(a) => json!({
+            "table": table(name, &a.counting, Some(a.layout.layout), a.run.force, &a.inputs, &ctx)?,
+            "bigcount": !a.no_bigcount,
+            "output": a.output,
+            "inputs": a.inputs,
+        }),
+        Command::NormalizeByMedian(a) => {
+            let all: Vec<String> = a.inputs.iter().chain(&a.unpaired).cloned().collect();
+            json!({
+                "table": table(name, &a.counting, Some(a.layout.layout), a.force, &all, &ctx)?,
+                "bigcount": false,
+                "cutoff": a.cutoff,
+                "paired": a.paired,
+                "force_single": a.force_single,
+                "unpaired": a.unpaired,
+                "savegraph": a.savegraph,
+                "report": a.report,
+                "report_frequency": a.report_frequency.max(1),
+                "output": a.output,
+                "inputs": a.inputs,
+            })
+        }
+        Command::AbundanceDistSingle(a) => json!({
+            "table": table(name, &a.counting, None, a.run.force, std::slice::from_ref(&a.seqs), &ctx)?,
+            "bigcount": !a.histogram.no_bigcount,
+            "no_zero": a.histogram.no_zero,
+            "squash": a.histogram.squash,
+            "savegraph": a.savegraph,
+            "inputs": [a.seqs],
+            "output": a.output,
+        }),
+        Command::FilterAbundSingle(a) => json!({
+            "table": table(name, &a.counting, None, a.filter.force, std::slice::from_ref(&a.input), &ctx)?,
+            "bigcount": true,
+            "cutoff": a.filter.cutoff,
+            "variable_coverage": a.filter.variable_coverage,
+            "normalize_to": a.filter.normalize_to,
+            "gzip": a.filter.compression.gzip,
+            "bzip": a.filter.compression.bzip,
+            "savegraph": a.savegraph,
+            "inputs": [a.input],
+            "output": a.filter.output,
+        }),
+        _ => unreachable!("shard_args answers for these commands only"),
+    };
+    let map = out.as_object_mut().expect("an object");
+    map.insert("command".into(), json!(name));
+    map.insert("quiet".into(), json!(settings.quiet));
+    map.insert("cluster".into(), cluster);
+    map.insert("report_json".into(), json!(settings.report_json));
+    map.insert("renders".into(), json!(settings.renders));
+    map.insert("messages".into(), serde_json::to_value(run.messages()).unwrap_or_default());
+    Ok(Some(out))
+}
+
+/// Finishes the sharded run of `argv` (program name first) that returned `summary` (the
+/// native command's summary fields) after `wall_s` seconds, having read `inputs` and written
+/// `outputs`: writes `load-into-counting`'s `OUT.info` (and `-s` file) and the `--report-json`
+/// document; returns the run report.
+pub fn finish(
+    argv: Vec<OsString>,
+    summary: Value,
+    inputs: &[String],
+    outputs: &[String],
+    wall_s: f64,
+) -> Result<Value, CliError> {
+    let Some(Parsed { cli, parameters }) = parse(&argv)? else { return Ok(Value::Null) };
+    let command = cli.command;
+    let name = command.name();
+    let run = RunContext::new();
+    let failed = |e: kmerflow_core::Error| CliError {
+        code: EXIT_DATA,
+        message: format!("kmerflow {name}: error: {e}"),
+        file: None,
+    };
+    run.set_threads(command.settings().threads.unwrap_or(1));
+    for input in inputs.iter().filter(|i| *i != "-") {
+        // Opened to record its size and compression, as a native run's report does.
+        kmerflow_core::io::compress::open_input(input, &run).map_err(failed)?;
+    }
+    for output in outputs {
+        run.files().add_output(output);
+    }
+    if let Command::LoadIntoCounting(a) = &command {
+        let number = |key: &str| summary.pointer(key).and_then(Value::as_u64).unwrap_or(0);
+        let counted = count::Summary {
+            tally: ReadTally {
+                reads: number("/tally/reads"),
+                short_reads: number("/tally/short_reads"),
+                kmers: number("/tally/kmers"),
+            },
+            unique_kmers: number("/unique_kmers"),
+            fp_rate: summary["fp_rate"].as_f64().unwrap_or(0.0),
+        };
+        count::write_side_files(&a.output, &a.inputs, &counted, a.summary_info.map(Into::into), &run)
+            .map_err(failed)?;
+    }
+    let document = report::Report::started_before(&argv, Duration::from_secs_f64(wall_s.max(0.0)))
+        .document(name, parameters, &run, &summary);
+    if let Some(path) = &command.settings().report_json {
+        report::check_path(path, &document["parameters"]).map_err(failed)?;
+        report::write(path, &document, &run).map_err(failed)?;
+    }
+    Ok(document)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(args: &[&str]) -> Vec<OsString> {
+        std::iter::once("kmerflow").chain(args.iter().copied()).map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_plan_carries_the_native_sizes_and_defaults() {
+        let counted =
+            plan(argv(&["load-into-counting", "-N", "3", "-x", "1000", "--local-cluster", "2", "o.ct", "a.fq"]))
+                .unwrap()
+                .unwrap();
+        let sizes: Vec<u64> = kmerflow_core::table::primes::get_n_primes_near_x(3, 1000).unwrap();
+        assert_eq!(counted["table"]["sizes"], json!(sizes));
+        assert_eq!(counted["table"]["ksize"], json!(sizing::DEFAULT_K));
+        assert_eq!(counted["cluster"]["local_cluster"], json!(2));
+        assert_eq!(counted["cluster"]["batch_kmers"], json!(crate::commands::shard_args::DEFAULT_BATCH_KMERS));
+        assert_eq!((counted["output"].as_str(), counted["bigcount"].as_bool()), (Some("o.ct"), Some(true)));
+        let memory =
+            plan(argv(&["normalize-by-median", "-M", "4e6", "--scheduler", "s.json", "a.fq"])).unwrap().unwrap();
+        let expected: Vec<u64> = kmerflow_core::table::primes::get_n_primes_near_x(4, 1_000_000).unwrap();
+        assert_eq!(memory["table"]["sizes"], json!(expected));
+        assert_eq!(memory["cutoff"], json!(20));
+    }
+
+    #[test]
+    fn usage_errors_are_the_native_ones() {
+        for args in [
+            &["load-into-counting", "-k", "0", "--local-cluster", "2", "o.ct", "a.fq"][..],
+            &["normalize-by-median", "-C", "300", "--local-cluster", "2", "a.fq"],
+            &["normalize-by-median", "--shards", "2", "a.fq"],
+            &["normalize-by-median", "--local-cluster", "0", "a.fq"],
+            &["normalize-by-median", "--local-cluster", "1", "--scheduler", "x", "a.fq"],
+        ] {
+            let err = plan(argv(args)).unwrap_err();
+            assert_eq!(err.code, EXIT_USAGE, "{args:?}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn flags_without_a_sharded_run_are_named() {
+        for (args, flag) in [
+            (&["load-into-counting", "--small-count", "--local-cluster", "2", "o.ct", "a.fq"][..], "--small-count"),
+            (&["normalize-by-median", "-l", "t.ct", "--local-cluster", "2", "a.fq"], "--loadgraph"),
+            (&["normalize-by-median", "--layout", "blocked", "--local-cluster", "2", "a.fq"], "--layout blocked"),
+            (&["abundance-dist-single", "--metrics", "m.json", "--local-cluster", "2", "a.fq", "h"], "--metrics"),
+        ] {
+            let err = plan(argv(args)).unwrap_err();
+            assert_eq!(err.code, EXIT_USAGE);
+            assert!(err.message.contains(&format!("'{flag}'")), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn this_executable_refuses_sharded_runs() {
+        let err = crate::execute(argv(&["load-into-counting", "--local-cluster", "2", "o.ct", "a.fq"])).unwrap_err();
+        assert_eq!(err.code, EXIT_USAGE);
+        assert!(err.message.contains("pip install 'kmerflow[dask]'"), "{}", err.message);
+        let help = cli_command().find_subcommand_mut("normalize-by-median").unwrap().render_long_help().to_string();
+        assert!(help.contains("--scheduler <ADDRESS>") && help.contains("kmerflow[dask]"), "{help}");
+    }
+}

@@ -1,0 +1,156 @@
+"""The front end of the sharded commands: their flags are the native command definitions'
+(help, defaults, range checks, usage errors naming the flag), the native executable refuses
+them clearly, normalize-by-median's -R, -u and --report-json and load-into-counting's .info
+and -s files equal the one-process run's, and the command functions run on the shards given
+``scheduler=`` with the same summaries. One real LocalCluster (2 workers) serves the module."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from conftest import kmerflow
+
+distributed = pytest.importorskip("distributed")
+
+import kmerflow as kf  # noqa: E402
+from kmerflow import _core  # noqa: E402
+
+TABLE = ["-k", "20", "-N", "3", "-x", "400", "-f"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  memory_limit=400e6, dashboard_address=None) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with distributed.Client(cluster) as c:
+        yield c
+
+
+def _reads(path: Path, n: int, seed: int, prefix: str = "r", paired: bool = False) -> Path:
+    """Reads from a 600 bp genome (counts pass the cutoffs; some shorter than k), mates named
+    /1 /2 when ``paired``."""
+    rng = random.Random(seed)
+    genome = "".join(random.Random(1).choice("ACGT") for _ in range(600))
+    lines = []
+    for i in range(n):
+        start = rng.randrange(0, len(genome) - 80)
+        seq = genome[start:start + rng.choice([12, 50, 70])]
+        for mate in (["/1", "/2"] if paired else [""]):
+            lines.append(f"@{prefix}{i}{mate}\n{seq}\n+\n{'I' * len(seq)}\n")
+    path.write_text("".join(lines))
+    return path
+
+
+def test_help_shows_the_shard_flags():
+    for args in (("normalize-by-median", "--help"), ("load-into-counting", "--help", "--local-cluster", "2")):
+        proc = kmerflow(*args)
+        text = proc.stdout.decode()
+        assert "--scheduler <ADDRESS>" in text and "--local-cluster <N>" in text, text
+        assert "--shards <N>" in text and "kmerflow[dask]" in text
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["-k", "0"], "--ksize"),
+    (["-C", "300"], "--cutoff"),
+    (["-x", "nan"], "--max-tablesize"),
+    (["--small-count"], "'--small-count'"),
+    (["-l", "table.ct"], "'--loadgraph'"),
+    (["--gzip"], "'--gzip'"),
+    (["--local-cluster", "0"], "--local-cluster"),
+    (["--scheduler", "tcp://127.0.0.1:9"], "--scheduler"),
+])
+def test_usage_errors_are_the_native_ones(tmp_path, args, flag):
+    extra = [] if "--local-cluster" in args else ["--local-cluster", "1"]
+    proc = kmerflow("normalize-by-median", *args, *extra, "-o", tmp_path / "o", tmp_path / "r.fq",
+                    check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert flag in proc.stderr.decode()
+    assert not (tmp_path / "o").exists()
+
+
+def test_shards_alone_need_a_cluster(tmp_path):
+    proc = kmerflow("load-into-counting", "--shards", "2", tmp_path / "t.ct", tmp_path / "r.fq",
+                    check=False)
+    assert proc.returncode == 2 and b"--scheduler" in proc.stderr, proc.stderr
+
+
+def test_the_native_command_line_refuses_them(tmp_path, capfd):
+    code, _ = _core.cli_main(["kmerflow", "load-into-counting", "--local-cluster", "2",
+                              str(tmp_path / "t.ct"), str(tmp_path / "r.fq")])
+    err = capfd.readouterr().err
+    assert code == 2 and "pip install 'kmerflow[dask]'" in err and "python -m kmerflow" in err, err
+    with pytest.raises(kf.CommandError) as refused:
+        _core.run_command(["filter-abund-single", "--scheduler", "local", "r.fq"], lambda *_: None)
+    assert refused.value.code == 2
+
+
+def _normalize(tmp_path: Path, tag: str, reads: Path, unpaired: Path, sharding: list) -> dict:
+    out = {s: tmp_path / f"{tag}.{s}" for s in ("keep", "csv", "json", "ct")}
+    kmerflow("normalize-by-median", *TABLE, "-C", "12", "-p", reads, "-u", unpaired,
+             "-o", out["keep"], "-R", out["csv"], "--report-frequency", "150",
+             "--report-json", out["json"], "-s", out["ct"], *sharding)
+    report = json.loads(out["json"].read_text())
+    return {"keep": out["keep"].read_bytes(), "csv": out["csv"].read_text(),
+            "ct": out["ct"].read_bytes(), "summary": report["summary"],
+            "inputs": [i["path"] for i in report["inputs"]],
+            "outputs": sorted(Path(o["path"]).name[len(tag):] for o in report["outputs"])}
+
+
+def test_normalize_report_unpaired_and_report_json_match_one_process(cluster, tmp_path):
+    reads = _reads(tmp_path / "pairs.fq", 400, seed=3, paired=True)
+    unpaired = _reads(tmp_path / "single.fq", 300, seed=4, prefix="u")
+    one = _normalize(tmp_path, "o", reads, unpaired, [])
+    sharded = _normalize(tmp_path, "s", reads, unpaired,
+                         ["--scheduler", cluster.scheduler_address, "--shards", "3",
+                          "--batch-kmers", "900"])
+    assert sharded == one
+    assert one["csv"].count("\n") > 4 and one["csv"].startswith("total,kept,f_kept\n")
+    assert 0 < one["summary"]["kept"] < one["summary"]["total"]
+    assert one["summary"]["short_dropped"] > 0
+
+
+def test_load_into_counting_info_and_summary_files_match_one_process(cluster, tmp_path):
+    reads = _reads(tmp_path / "r.fq", 500, seed=5)
+    outputs = {}
+    for tag, sharding in (("o", []), ("s", ["--scheduler", cluster.scheduler_address, "--shards", "2"])):
+        table = tmp_path / tag / "t.ct"
+        table.parent.mkdir()
+        kmerflow("load-into-counting", *TABLE, "-s", "json", table, reads, "--report-json",
+                 tmp_path / f"{tag}.json", *sharding)
+        report = json.loads((tmp_path / f"{tag}.json").read_text())
+        outputs[tag] = ([(table.parent / n).read_bytes() for n in ("t.ct", "t.ct.info", "t.ct.info.json")],
+                        report["summary"],
+                        sorted(Path(o["path"]).name for o in report["outputs"]))
+    assert outputs["s"] == outputs["o"]
+    assert outputs["o"][1]["tally"]["short_reads"] > 0
+
+
+def _functions(tmp_path: Path, reads: Path, tag: str, **sharding) -> list:
+    """The results of the four sharded commands' functions (one-process without ``sharding``)."""
+    table = {"ksize": 20, "n_tables": 3, "max_tablesize": 400, "force": True, **sharding}
+    return [
+        kf.load_into_counting(tmp_path / f"{tag}.ct", reads, **table),
+        kf.normalize_by_median(reads, cutoff=10, output=tmp_path / f"{tag}.keep", **table),
+        kf.abundance_dist_single(reads, tmp_path / f"{tag}.hist", **table),
+        kf.filter_abund_single(reads, cutoff=3, output=tmp_path / f"{tag}.filt", **table),
+    ]
+
+
+def test_command_functions_run_on_the_shards(client, tmp_path):
+    reads = _reads(tmp_path / "r.fq", 400, seed=6)
+    one = _functions(tmp_path, reads, "o")
+    sharded = _functions(tmp_path, reads, "s", scheduler=client, shards=2)
+    assert [r.summary for r in sharded] == [r.summary for r in one]
+    assert [r.report["command"] for r in sharded] == [r.command for r in one]
+    assert "--scheduler" in sharded[0].argv and "--shards" in sharded[0].argv
+    for suffix in (".ct", ".keep", ".hist", ".filt"):
+        assert (tmp_path / f"s{suffix}").read_bytes() == (tmp_path / f"o{suffix}").read_bytes()
