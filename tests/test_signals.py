@@ -1,12 +1,16 @@
 """SIGINT and SIGTERM cancel a run within a second or two: exit 130 / 143, one line saying so,
 and nothing left behind (no temporary files or directories, no final output), wherever in the
 run the signal comes: at random points of a long run of each command family (the seed is
-printed), and while waiting on a FIFO nobody writes or reads."""
+printed), at the end of the input, while waiting on a FIFO nobody writes or reads, while
+writing to a FIFO or pipe whose reader stopped reading, and while loading a table from a FIFO.
+Every run must stop by itself: the last-resort watchdog (which says `kmerflow: interrupted`)
+is never what ends it."""
 
 from __future__ import annotations
 
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -19,6 +23,9 @@ import pytest
 
 #: How long a cancelled run may take to exit after the signal (generous for a loaded machine).
 GRACE_S = 2.0
+#: How long a run blocked on one stalled file may take (the issue's "within a second"); below
+#: the watchdog's 1.5 s.
+PROMPT_S = 1.0
 
 
 def _command() -> list[str]:
@@ -45,29 +52,56 @@ def reads(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _catches_sigterm(pid: int) -> bool:
+    """True when process `pid` has a SIGTERM handler (kmerflow's, installed after SIGINT's;
+    Python alone catches SIGINT only)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(caught >> (signal.SIGTERM - 1) & 1)
+
+
+def _wait_for_handlers(proc: subprocess.Popen) -> None:
+    """Waits until kmerflow has installed its signal handlers: on a loaded machine starting
+    Python can take longer than a test's delay, and a signal before then is Python's."""
+    deadline = time.monotonic() + 30
+    while not _catches_sigterm(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def _interrupt(args: list[str], cwd: Path, sig: signal.Signals, delay: float,
-               stdin=None, env=None) -> tuple[int, float, str]:
+               stdin=None, env=None, stdout=subprocess.DEVNULL) -> tuple[int, float, str]:
     """Starts kmerflow ARGS in `cwd`, sends `sig` after `delay` seconds; returns the exit
-    status, the seconds from the signal to the exit, and stderr."""
+    status, the seconds from the signal to the exit, and stderr. A `stdout` pipe is left
+    unread: a run writing to it finds it full."""
     proc = subprocess.Popen([*_command(), *args], cwd=cwd, stdin=stdin, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=stdout, stderr=subprocess.PIPE)
     time.sleep(delay)
+    _wait_for_handlers(proc)
     assert proc.poll() is None, f"the run ended before the signal: {proc.stderr.read().decode()}"
     proc.send_signal(sig)
     sent = time.monotonic()
     try:
-        _, err = proc.communicate(timeout=30)
+        proc.wait(timeout=30)
+        took = time.monotonic() - sent
+        err = proc.stderr.read()
     finally:
         proc.kill()
-    return proc.returncode, time.monotonic() - sent, err.decode(errors="replace")
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+    return proc.returncode, took, err.decode(errors="replace")
 
 
-def _check(status: int, took: float, err: str, sig: signal.Signals, name: str, where: str = "") -> None:
-    """The run exited with the signal's status within GRACE_S, saying so on its last line in
-    the command's own words (the last-resort watchdog says `kmerflow: interrupted`)."""
+def _check(status: int, took: float, err: str, sig: signal.Signals, name: str, where: str = "",
+           grace: float = GRACE_S) -> None:
+    """The run exited with the signal's status within `grace` seconds, saying so on its last
+    line in the command's own words (the last-resort watchdog says `kmerflow: interrupted`)."""
     expected = 130 if sig == signal.SIGINT else 143
     assert status == expected, f"{where}: {err}"
-    assert took < GRACE_S, f"{where}: {took:.2f} s to stop"
+    assert took < grace, f"{where}: {took:.2f} s to stop"
     assert "Traceback" not in err, f"{where}: {err}"
     assert err.rstrip("\n").splitlines()[-1] == f"kmerflow {name}: interrupted", f"{where}: {err}"
 
@@ -90,14 +124,16 @@ COPIES = 1000
 
 #: One command line per command family: reads filtered through a table (digital normalization),
 #: a table counted and saved, a two-pass command spooling to its temporary directory, a table
-#: read and applied. (extract-long-sequences is left out: a SIGINT at 19 s of a run was ended by
-#: the last-resort watchdog, not by the run itself; not yet understood.) `r{i}.fq` are the
-#: copies of the reads, `table.ct` a small table made beforehand.
+#: read and applied, a streaming read tool (whose output grows by gigabytes: removing it once
+#: took the kernel longer than the watchdog's grace, seed 3409747399, until the blocks of a
+#: discarded temporary were freed outside the exiting process). `r{i}.fq` are the copies of the
+#: reads, `table.ct` a small table made beforehand.
 FAMILIES = {
     "normalize-by-median": ["-T", "2", "-k", "20", "-M", "40e6", "-o", "out.fq", "{reads}"],
     "load-into-counting": ["-T", "2", "-k", "20", "-M", "40e6", "counted.ct", "{reads}"],
     "trim-low-abund": ["--threads", "2", "-k", "20", "-M", "40e6", "--tempdir", ".", "-o", "out.fq", "{reads}"],
     "filter-abund": ["-T", "2", "-o", "out.fq", "table.ct", "{reads}"],
+    "extract-long-sequences": ["-l", "50", "-o", "out.fa", "{reads}"],
 }
 
 
@@ -209,3 +245,130 @@ def test_a_signal_after_load_into_counting_saved_its_checkpoint_leaves_no_table(
     _reads(tmp_path / "small.fq", 200)
     args = ["load-into-counting", "-k", "20", "-x", "1e5", "counted.ct", *["small.fq"] * 11, "in.fq"]
     _stalled_fifo_run(tmp_path, args, "load-into-counting")
+
+
+def _stalled_reader(fifo: Path, stop: threading.Event) -> None:
+    """Opens `fifo` for reading, reads a little, then stops reading with it held open until
+    `stop`. Never waits beyond `stop` (opened without blocking; on Linux such a FIFO polls as
+    readable only once a writer wrote or came and went)."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        got = 0
+        while got < 1000 and not stop.is_set():
+            if select.select([fd], [], [], 0.05)[0]:
+                data = os.read(fd, 1000 - got)
+                if not data:
+                    break
+                got += len(data)
+        stop.wait(30)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("name, args", [
+    ("fastq-to-fasta", ["small.fq", "-o", "out.fifo"]),
+    ("extract-long-sequences", ["-l", "10", "-o", "out.fifo", "small.fq"]),
+    ("normalize-by-median", ["-k", "20", "-M", "1e6", "-C", "255", "-o", "out.fifo", "small.fq"]),
+])
+def test_a_signal_cancels_a_run_writing_to_an_output_fifo_whose_reader_stalls(tmp_path: Path, name, args):
+    _reads(tmp_path / "small.fq", 60_000)  # 14 MB: far more than the FIFO and the write buffer hold
+    os.mkfifo(tmp_path / "out.fifo")
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        stop = threading.Event()
+        reader = threading.Thread(target=_stalled_reader, args=(tmp_path / "out.fifo", stop))
+        reader.start()
+        try:
+            status, took, err = _interrupt([name, *args], tmp_path, sig, random.uniform(1.0, 1.5))
+        finally:
+            stop.set()
+            reader.join()
+        _check(status, took, err, sig, name, f"{name} writing to a stalled FIFO", PROMPT_S)
+        assert _left(tmp_path, {"small.fq", "out.fifo"}) == [], err
+
+
+def test_a_signal_cancels_a_run_writing_to_a_stdout_pipe_nobody_reads(tmp_path: Path):
+    _reads(tmp_path / "small.fq", 60_000)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        status, took, err = _interrupt(["fastq-to-fasta", "small.fq"], tmp_path, sig, random.uniform(1.0, 1.5),
+                                       stdout=subprocess.PIPE)
+        _check(status, took, err, sig, "fastq-to-fasta", "writing to a full stdout pipe", PROMPT_S)
+        assert _left(tmp_path, {"small.fq"}) == [], err
+
+
+@pytest.fixture(scope="module")
+def table_bytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A small countgraph's file."""
+    root = tmp_path_factory.mktemp("signal-table")
+    _reads(root / "small.fq", 200)
+    subprocess.run([*_command(), "load-into-counting", "-q", "-k", "20", "-x", "1e5", "t.ct", "small.fq"],
+                   cwd=root, check=True, capture_output=True)
+    return (root / "t.ct").read_bytes()
+
+
+TABLE_READERS = {
+    "abundance-dist": ["in.fq", "small.fq", "out.hist"],
+    "filter-abund": ["-o", "out.fq", "in.fq", "small.fq"],
+    "count-median": ["in.fq", "small.fq", "out.txt"],
+    "normalize-by-median": ["-k", "20", "--loadgraph", "in.fq", "-o", "out.fq", "small.fq"],
+}
+
+
+@pytest.mark.parametrize("name", TABLE_READERS)
+@pytest.mark.parametrize("written", ["nothing", "half"])
+def test_a_signal_cancels_a_run_loading_a_table_from_a_stalled_fifo(tmp_path: Path, table_bytes: bytes,
+                                                                   name: str, written: str):
+    # The table is given as the FIFO in.fq; its writer sends nothing, or half the table, and
+    # then holds the FIFO open.
+    _reads(tmp_path / "small.fq", 200)
+
+    def feed(fifo: Path, stop: threading.Event) -> None:
+        with open(fifo, "wb") as w:
+            w.write(table_bytes[: len(table_bytes) // 2])
+            w.flush()
+            stop.wait(30)
+
+    fifo = tmp_path / "in.fq"
+    os.mkfifo(fifo)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        stop = threading.Event()
+        feeder = threading.Thread(target=feed, args=(fifo, stop)) if written == "half" else None
+        if feeder:
+            feeder.start()
+        try:
+            status, took, err = _interrupt([name, *TABLE_READERS[name]], tmp_path, sig, random.uniform(0.8, 1.2))
+        finally:
+            stop.set()
+            if feeder:
+                feeder.join()
+        _check(status, took, err, sig, name, f"{name} loading a table from a FIFO ({written} written)", PROMPT_S)
+        assert _left(tmp_path, {"in.fq", "small.fq"}) == [], err
+
+
+def test_a_signal_at_the_end_of_the_input_ends_the_run_or_completes_it(tmp_path: Path):
+    # extract-long-sequences reads a FIFO closed after its last record; the signal comes 0 to
+    # 50 ms after the end of the input, while the run writes and renames its output: the run
+    # either completes (exit 0, the whole output) or is cancelled by itself (nothing left).
+    fifo = tmp_path / "in.fq"
+    os.mkfifo(fifo)
+    record = b"@r\n" + b"ACGT" * 25 + b"\n+\n" + b"I" * 100 + b"\n"
+    records = record * 100_000
+    for point in range(6):
+        sig = (signal.SIGINT, signal.SIGTERM)[point % 2]
+        proc = subprocess.Popen([*_command(), "extract-long-sequences", "-l", "10", "-o", "out.fq", str(fifo)],
+                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with open(fifo, "wb") as w:
+            w.write(records)
+        time.sleep(point * 0.01)
+        proc.send_signal(sig)
+        sent = time.monotonic()
+        proc.wait(timeout=30)
+        took = time.monotonic() - sent
+        err = proc.stderr.read().decode(errors="replace")
+        proc.stderr.close()
+        where = f"{sig.name} {point * 10} ms after the end of the input"
+        if proc.returncode == 0:
+            assert (tmp_path / "out.fq").read_bytes() == records, where
+            (tmp_path / "out.fq").unlink()
+        else:
+            _check(proc.returncode, took, err, sig, "extract-long-sequences", where, PROMPT_S)
+        assert _left(tmp_path, {"in.fq"}) == [], f"{where}: {err}"

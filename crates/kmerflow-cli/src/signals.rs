@@ -3,11 +3,15 @@
 //! input, the run unwinds (removing temporary files and directories) and the command exits
 //! with that status.
 //!
-//! Waiting on a stalled input or output FIFO, terminal or stdin notices the cancellation too
-//! (see `kmerflow_core::io::interruptible`). A watchdog is the last resort for a place that
-//! cannot (a write blocked on a pipe whose reader stalls, a table file read from a FIFO): should
-//! the run still be going [`WATCHDOG_GRACE`] after the signal, the process exits with the
-//! signal's status, leaving its temporaries to the next run's sweep of stale ones.
+//! Waiting on a stalled input or output FIFO, pipe, terminal or stdin (reads, writes to a
+//! reader that stopped reading, table files read from a FIFO) notices the cancellation too (see
+//! `kmerflow_core::io::interruptible`), and a large unfinished temporary is removed without
+//! waiting for the kernel to free its blocks (`kmerflow_core::io::discard`). A watchdog is the
+//! last resort for a place that still cannot (a write to a regular file on a hung disk or
+//! network file system, say): should the run still be going [`WATCHDOG_GRACE`] after the
+//! signal, the process exits with the signal's status and the line `kmerflow: interrupted`
+//! (the command's own line names the command), leaving its temporaries to the next run's sweep
+//! of stale ones.
 
 use kmerflow_core::run::CancelToken;
 use signal_hook::consts::{SIGINT, SIGTERM};

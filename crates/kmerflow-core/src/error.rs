@@ -59,9 +59,9 @@ pub enum Error {
 
 impl Error {
     /// An I/O error on `path`; [`Error::Cancelled`] for a read or open given up because the
-    /// run was cancelled ([`crate::io::interruptible::is_cancelled_read`]).
+    /// run was cancelled ([`crate::io::interruptible::is_cancelled`]).
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
-        if crate::io::interruptible::is_cancelled_read(&source) {
+        if crate::io::interruptible::is_cancelled(&source) {
             return Error::Cancelled;
         }
         Error::Io { path: path.into(), source }

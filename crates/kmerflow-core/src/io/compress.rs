@@ -7,7 +7,7 @@
 
 use super::bgzf::{self, BgzfWriter};
 use super::gzip::GzipMembers;
-use super::interruptible::{self, is_cancelled_read, Interruptible};
+use super::interruptible::{self, is_cancelled, Interruptible};
 use super::pump::advise_sequential;
 use crate::run::metrics::InputCounters;
 use crate::run::RunContext;
@@ -154,7 +154,7 @@ pub(crate) fn read_until_error(r: &mut impl Read, buf: &mut [u8]) -> (usize, Opt
         match r.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted && !is_cancelled_read(&e) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted && !is_cancelled(&e) => {}
             Err(e) => return (n, Some(e)),
         }
     }
@@ -172,7 +172,7 @@ struct Corruption<R> {
 impl<R: Read> Read for Corruption<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.inner.read(buf).map_err(|e| {
-            if e.kind() == io::ErrorKind::Interrupted || e.raw_os_error().is_some() || is_cancelled_read(&e) {
+            if e.kind() == io::ErrorKind::Interrupted || e.raw_os_error().is_some() || is_cancelled(&e) {
                 return e;
             }
             io::Error::new(

@@ -21,6 +21,7 @@
 
 pub mod bgzf;
 pub mod compress;
+pub mod discard;
 pub mod fastx;
 mod gzip;
 pub mod interruptible;

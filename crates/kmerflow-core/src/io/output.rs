@@ -9,14 +9,18 @@
 //! that output. Where the target cannot be replaced without harm it is written in place: a
 //! FIFO, a character or block device or a socket, and a process's open file (`/dev/stdout`,
 //! `/dev/stderr`, `/dev/fd/3`, anything under `/proc/`, or a symbolic link to them), which is
-//! opened for appending without truncating. An existing target whose owner-write bit is unset (or that
+//! opened for appending without truncating; a FIFO, and stdout when it is a pipe, are written
+//! without blocking, so that a reader that stops reading never holds a cancelled run (see
+//! [`super::interruptible`]). A temporary left unfinished is removed without waiting for the
+//! kernel to free its blocks (see [`super::discard`]). An existing target whose owner-write bit is unset (or that
 //! the process may not write) is refused with "Permission denied" before anything is read, even
 //! for root, as khmer refuses it for users. A symbolic link to a regular file is followed: the
 //! file it points to is replaced and the link stays.
 
 use super::compress::{Compression, Encoder};
+use super::discard;
 use super::fastx::Record;
-use super::interruptible::open_append;
+use super::interruptible::{open_append, stdout_pipe, Interruptible};
 use crate::run::RunContext;
 use crate::{Error, Result};
 use std::fs::File;
@@ -30,9 +34,10 @@ const WRITE_BUFFER: usize = 1 << 20;
 /// Random characters in a temporary name.
 const TEMP_RANDOM: usize = 8;
 
-/// The destination under the encoder.
+/// The destination under the encoder: a file (a pipe or FIFO written without blocking a
+/// cancelled run, see [`Interruptible`]), or stdout when it is not a pipe.
 enum Sink {
-    File(BufWriter<File>),
+    File(BufWriter<Interruptible>),
     Stdout(BufWriter<io::Stdout>),
 }
 
@@ -197,6 +202,42 @@ fn create_temporary(path: &Path, mode: Option<u32>) -> io::Result<(File, tempfil
     Ok((file, temp))
 }
 
+/// A temporary and the name it is renamed to once complete; dropped unrenamed, it is removed
+/// without waiting for the kernel to free its blocks (see [`discard`]): a cancelled run with a
+/// large partial output exits at once.
+struct Rename {
+    /// `None` once renamed.
+    temp: Option<tempfile::TempPath>,
+    target: PathBuf,
+}
+
+impl Rename {
+    fn new(temp: tempfile::TempPath, target: PathBuf) -> Self {
+        Rename { temp: Some(temp), target }
+    }
+
+    /// The temporary's path.
+    fn temp_path(&self) -> &Path {
+        self.temp.as_deref().unwrap_or(&self.target)
+    }
+
+    /// Renames the temporary over the target.
+    fn persist(mut self) -> io::Result<()> {
+        match self.temp.take() {
+            Some(temp) => temp.persist(&self.target).map_err(|e| e.error),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Rename {
+    fn drop(&mut self) {
+        if let Some(path) = self.temp.take().and_then(|temp| temp.keep().ok()) {
+            let _ = discard::remove_file(&path);
+        }
+    }
+}
+
 /// A complete output under its temporary name, renamed into place by [`Staged::commit`] (or
 /// removed when dropped uncommitted), so that a command can finish all its outputs and check
 /// its results before any appears. Outputs written in place and stdout have nothing to rename.
@@ -204,7 +245,7 @@ fn create_temporary(path: &Path, mode: Option<u32>) -> io::Result<(File, tempfil
 pub struct Staged {
     path: String,
     /// The temporary and the name it is renamed to.
-    rename: Option<(tempfile::TempPath, PathBuf)>,
+    rename: Option<Rename>,
     /// The run whose outputs list gets the path once committed.
     run: Option<RunContext>,
 }
@@ -219,15 +260,15 @@ impl Staged {
     /// path as given (for a caller that reads its own output back before committing it).
     pub fn written_path(&self) -> &std::path::Path {
         match &self.rename {
-            Some((temp, _)) => temp,
+            Some(rename) => rename.temp_path(),
             None => std::path::Path::new(&self.path),
         }
     }
 
     /// Renames the temporary over the final name.
     pub fn commit(mut self) -> Result<()> {
-        if let Some((temp, target)) = self.rename.take() {
-            temp.persist(&target).map_err(|e| Error::io(&self.path, e.error))?;
+        if let Some(rename) = self.rename.take() {
+            rename.persist().map_err(|e| Error::io(&self.path, e))?;
         }
         if let Some(run) = &self.run {
             run.files().add_output(&self.path);
@@ -243,7 +284,7 @@ pub fn create_regular(path: &str) -> Result<(File, Staged)> {
     match target_of(path)? {
         Target::Replace { path: target, mode } => {
             let (file, temp) = create_temporary(&target, mode).map_err(|e| Error::io(path, e))?;
-            Ok((file, Staged { path: path.to_string(), rename: Some((temp, target)), run: None }))
+            Ok((file, Staged { path: path.to_string(), rename: Some(Rename::new(temp, target)), run: None }))
         }
         _ => Err(Error::invalid(format!("{path}: needs to be a regular file (it is written through a memory map)"))),
     }
@@ -259,7 +300,7 @@ pub struct OutputFile {
     /// `None` once finished.
     writer: Option<Encoder<Sink>>,
     /// The temporary file and the name it is renamed to, for replaced files.
-    rename: Option<(tempfile::TempPath, PathBuf)>,
+    rename: Option<Rename>,
     /// The run it belongs to (its outputs list gets the path once the file is in place).
     run: RunContext,
 }
@@ -280,17 +321,23 @@ impl OutputFile {
     /// which its metrics record.
     pub fn create_in(path: &str, compression: Compression, ctx: &RunContext) -> Result<Self> {
         let io_err = |e| Error::io(path, e);
+        let buffered = |file| {
+            Sink::File(BufWriter::with_capacity(WRITE_BUFFER, Interruptible::new(file, ctx.cancel_token().clone())))
+        };
         let (sink, rename) = if path == "-" {
-            (Sink::Stdout(BufWriter::with_capacity(WRITE_BUFFER, io::stdout())), None)
+            match stdout_pipe() {
+                Some(pipe) => (buffered(pipe), None),
+                None => (Sink::Stdout(BufWriter::with_capacity(WRITE_BUFFER, io::stdout())), None),
+            }
         } else {
             let (file, rename) = match target_of(path)? {
                 Target::InPlace => (open_append(path, ctx.cancel_token()).map_err(io_err)?, None),
                 Target::Replace { path: target, mode } => {
                     let (file, temp) = create_temporary(&target, mode).map_err(io_err)?;
-                    (file, Some((temp, target)))
+                    (file, Some(Rename::new(temp, target)))
                 }
             };
-            (Sink::File(BufWriter::with_capacity(WRITE_BUFFER, file)), rename)
+            (buffered(file), rename)
         };
         let writer = Encoder::new(sink, compression, ctx).map_err(io_err)?;
         Ok(OutputFile { path: path.to_string(), writer: Some(writer), rename, run: ctx.clone() })

@@ -9,13 +9,13 @@
 //! the bytes it delivered to the input's [`InputCounters`] (cargo feature `metrics`).
 //!
 //! Cancellation: the consumer waits for chunks in slices of [`CANCEL_POLL`] and gives up with a
-//! cancelled read (see [`super::interruptible::is_cancelled_read`]) once its run is cancelled,
+//! cancelled read (see [`super::interruptible::is_cancelled`]) once its run is cancelled,
 //! so that a reader thread stuck in a `read` never holds the run (reads of FIFOs, terminals and
 //! stdin give up by themselves, see [`super::interruptible`]); a thread still stuck is left
 //! behind and ends at its next read, when it finds the pump gone.
 
 use super::compress::read_until_error;
-use super::interruptible::{cancelled_read, is_cancelled_read, CANCEL_POLL};
+use super::interruptible::{cancelled, is_cancelled, CANCEL_POLL};
 use crate::run::metrics::{thread_cpu_time, InputCounters, StageMetrics};
 use crate::run::CancelToken;
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
@@ -92,17 +92,17 @@ impl Pump {
     }
 
     /// The next chunk, `None` at the end of the stream; a cancelled read (see
-    /// [`is_cancelled_read`]) once the run is cancelled.
+    /// [`is_cancelled`]) once the run is cancelled.
     pub fn next_chunk(&mut self) -> io::Result<Option<Vec<u8>>> {
         let (chunks, cancel) = (&self.chunks, &self.cancel);
         let received = self.starved.time_wait(|| loop {
             if cancel.is_cancelled() {
-                return Err(cancelled_read());
+                return Err(cancelled());
             }
             match chunks.recv_timeout(CANCEL_POLL) {
                 Ok(chunk) => return Ok(Some(chunk)),
                 // A reader thread that gave up because the run was cancelled sends nothing.
-                Err(RecvTimeoutError::Disconnected) if cancel.is_cancelled() => return Err(cancelled_read()),
+                Err(RecvTimeoutError::Disconnected) if cancel.is_cancelled() => return Err(cancelled()),
                 Err(RecvTimeoutError::Disconnected) => return Ok(None),
                 Err(RecvTimeoutError::Timeout) => {}
             }
@@ -138,7 +138,7 @@ fn read_chunks(
         // The bytes read before a failure are delivered first, so that the consumer can say
         // where in its input the damage is.
         let (filled, failure) = m.time_busy(|| read_until_error(&mut reader, &mut buf));
-        if failure.as_ref().is_some_and(is_cancelled_read) {
+        if failure.as_ref().is_some_and(is_cancelled) {
             // The run is cancelled: its consumer stops by itself; a partial chunk handed over
             // now could be taken for input that came before the cancellation.
             return delivered;

@@ -172,7 +172,7 @@ pub struct Options {
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs(ctx, [&opts.graph, &opts.seqs], [&opts.output.path])?;
     let mut summary = Summary::default();
-    let mut table = super::read_filter::load_countgraph(&opts.graph)?;
+    let mut table = super::read_filter::load_countgraph(&opts.graph, ctx)?;
     if table.storage_kind() == StorageKind::Byte {
         if !table.use_bigcount() && opts.bigcount {
             ctx.warning(

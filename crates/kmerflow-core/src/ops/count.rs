@@ -282,11 +282,14 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             let shape = sizing::blocked_countgraph_params(&opts.params, 1.0, ctx)?;
             let in_file = shape.data_bytes() > memory::physical_memory() / 2;
             memory::check_table_fits(shape.data_bytes() as f64, if in_file { Backing::File } else { Backing::Memory })?;
-            let (mut table, file) = if in_file {
+            // `file` is bound first so that it is dropped last: a failed or cancelled run unmaps
+            // the table before its file is removed, whose blocks are then freed outside this
+            // process (see `io::discard`) instead of in the unmapping.
+            let (file, mut table) = if in_file {
                 let (table, file) = BlockedTable::create_file_backed(&opts.output, shape)?;
-                (table, Some(file))
+                (Some(file), table)
             } else {
-                (BlockedTable::with_params(shape, opts.params.alloc)?, None)
+                (None, BlockedTable::with_params(shape, opts.params.alloc)?)
             };
             count_inputs(ctx, opts, &mut table, &mut summary, |_, _| Ok(()))?;
             let fp = table.expected_fp_rate();

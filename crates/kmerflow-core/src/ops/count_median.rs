@@ -47,7 +47,7 @@ pub fn median_row(table: &KhmerTable, name: &[u8], seq: &[u8], clean: &mut Vec<u
 /// Runs `count-median` within `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs(ctx, [&opts.graph, &opts.input], [&opts.output])?;
-    let table = super::read_filter::load_countgraph(&opts.graph)?;
+    let table = super::read_filter::load_countgraph(&opts.graph, ctx)?;
     let mut text = String::from("name,median,average,stddev,seqlen\r\n");
     let mut summary = Summary::default();
     let mut clean = Vec::new();

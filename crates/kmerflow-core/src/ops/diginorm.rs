@@ -417,7 +417,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let mut table = match &opts.loadgraph {
         Some(path) => {
             ctx.info(format!("loading k-mer countgraph from {path}"));
-            let table = AnyTable::load(path, HashKind::TwoBit)?;
+            let table = AnyTable::load_in(path, HashKind::TwoBit, ctx)?;
             read_filter::check_counts(path, table.holds_counts())?;
             table
         }

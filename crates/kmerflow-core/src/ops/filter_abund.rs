@@ -205,7 +205,7 @@ fn filter_all(
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     opts.filter.refuse_inputs_as_outputs(ctx, std::iter::once(&opts.graph), &opts.inputs, None)?;
     ctx.info(format!("loading countgraph: {}", opts.graph));
-    let table = super::read_filter::load_countgraph(&opts.graph)?;
+    let table = super::read_filter::load_countgraph(&opts.graph, ctx)?;
     ctx.info(format!("K: {}", table.ksize()));
     let mut summary = Summary::default();
     filter_all(&table, &opts.inputs, &opts.filter, &mut summary, ctx)?;

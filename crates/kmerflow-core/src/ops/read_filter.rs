@@ -266,9 +266,9 @@ pub fn check_counts(path: &str, holds_counts: bool) -> Result<()> {
     Ok(())
 }
 
-/// Loads the khmer-format countgraph at `path` (a nodegraph is refused).
-pub fn load_countgraph(path: &str) -> Result<KhmerTable> {
-    let table = KhmerTable::load(path, HashKind::TwoBit)?;
+/// Loads the khmer-format countgraph at `path` (a nodegraph is refused) within the run `ctx`.
+pub fn load_countgraph(path: &str, ctx: &RunContext) -> Result<KhmerTable> {
+    let table = KhmerTable::load_in(path, HashKind::TwoBit, ctx)?;
     check_counts(path, table.holds_counts())?;
     Ok(table)
 }

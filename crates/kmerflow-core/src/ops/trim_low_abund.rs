@@ -361,7 +361,7 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     let mut table = match &o.loadgraph {
         Some(path) => {
             ctx.info(format!("loading countgraph from {path}"));
-            read_filter::load_countgraph(path)?
+            read_filter::load_countgraph(path, ctx)?
         }
         None => {
             ctx.info("making countgraph");
@@ -375,7 +375,7 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     let tempdir = make_tempdir(&o.tempdir)?;
     ctx.info(format!("created temporary directory {};\nuse -T to change location", tempdir.display()));
     let result = run_passes(o, &mut table, &tempdir, ctx);
-    let _ = std::fs::remove_dir_all(&tempdir);
+    let _ = crate::io::discard::remove_dir_all(&tempdir);
     let (mut t, staged) = result?;
     let s = &mut t.s;
     s.fp_rate = expected_fp_rate(&table);

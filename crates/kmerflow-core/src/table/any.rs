@@ -1,6 +1,7 @@
 //! A table of either layout, chosen at run time (`--layout`), so that commands work on both.
 
 use super::{native_format, BlockedTable, CountingTable, HashKind, KhmerTable, Layout};
+use crate::run::RunContext;
 use crate::{Error, Result};
 use std::io::Read;
 
@@ -36,8 +37,14 @@ impl AnyTable {
     /// a FIFO) cannot be looked at and opened again, and kmerflow's tables are memory-mapped
     /// from regular files, so a stream is read as a khmer table.
     pub fn load(path: &str, khmer_hash: HashKind) -> Result<Self> {
+        Self::load_in(path, khmer_hash, &RunContext::new())
+    }
+
+    /// [`AnyTable::load`] within the run `ctx`: a table read from a FIFO or other stream stops
+    /// waiting for it once the run is cancelled.
+    pub fn load_in(path: &str, khmer_hash: HashKind, ctx: &RunContext) -> Result<Self> {
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-            return Ok(AnyTable::Khmer(KhmerTable::load(path, khmer_hash)?));
+            return Ok(AnyTable::Khmer(KhmerTable::load_in(path, khmer_hash, ctx)?));
         }
         let mut start = [0u8; 8];
         let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
@@ -45,7 +52,7 @@ impl AnyTable {
         if native_format::is_native(&start[..n]) {
             Ok(AnyTable::Blocked(BlockedTable::load(path)?))
         } else {
-            Ok(AnyTable::Khmer(KhmerTable::load(path, khmer_hash)?))
+            Ok(AnyTable::Khmer(KhmerTable::load_in(path, khmer_hash, ctx)?))
         }
     }
 }

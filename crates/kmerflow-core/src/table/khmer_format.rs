@@ -6,7 +6,9 @@
 //! u16 each, written here in ascending hash order).
 
 use super::{HashKind, KhmerTable, StorageKind, Table};
+use crate::io::interruptible::{open_read, Interruptible};
 use crate::io::{Compression, OutputFile};
+use crate::run::CancelToken;
 use crate::{Error, Result};
 use std::io::{BufReader, Read, Write};
 use std::sync::atomic::Ordering::Relaxed;
@@ -104,13 +106,15 @@ impl FieldReader<'_> {
     }
 }
 
-/// Loads a table from `path` (gzip detected), with hash family `hash`.
-pub fn load(path: &str, hash: HashKind) -> Result<KhmerTable> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+/// Loads a table from `path` (gzip detected), with hash family `hash`. A FIFO or other stream
+/// is opened and read without holding the run once `cancel` is cancelled (see
+/// [`crate::io::interruptible`]).
+pub fn load(path: &str, hash: HashKind, cancel: &CancelToken) -> Result<KhmerTable> {
+    let file = open_read(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     // The length of a regular file bounds its table sizes; a stream (a pipe, a FIFO) has none.
     let file_len = meta.is_file().then_some(meta.len());
-    let mut buffered = BufReader::with_capacity(1 << 20, file);
+    let mut buffered = BufReader::with_capacity(1 << 20, Interruptible::new(file, cancel.clone()));
     let head = std::io::BufRead::fill_buf(&mut buffered).map_err(|e| Error::io(path, e))?;
     let gzip = head.starts_with(&GZIP_MAGIC);
     let input: Box<dyn Read> =

@@ -472,7 +472,13 @@ impl KhmerTable {
     /// Loads a khmer format-v4 file (types 1, 2, 7) with the given hash family (files do not
     /// record it).
     pub fn load(path: &str, hash: HashKind) -> Result<Self> {
-        khmer_format::load(path, hash)
+        Self::load_in(path, hash, &crate::run::RunContext::new())
+    }
+
+    /// [`KhmerTable::load`] within the run `ctx`: a table read from a FIFO or other stream
+    /// stops waiting for it once the run is cancelled.
+    pub fn load_in(path: &str, hash: HashKind, ctx: &crate::run::RunContext) -> Result<Self> {
+        khmer_format::load(path, hash, ctx.cancel_token())
     }
 
     /// Increments the bins of one k-mer (bin of table t given by `bin_of(t)`), updating the

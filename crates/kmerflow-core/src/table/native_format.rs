@@ -33,7 +33,6 @@ use crate::io::output::create_regular;
 use crate::io::{Compression, OutputFile, Staged};
 use crate::{Error, Result};
 use memmap2::{MmapMut, MmapOptions};
-use std::fs::File;
 use std::io::Write;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -170,7 +169,8 @@ pub fn save(table: &BlockedTable, path: &str) -> Result<()> {
 /// Loads `path` by mapping it copy-on-write.
 pub fn load(path: &str) -> Result<BlockedTable> {
     let io = |e| Error::io(path, e);
-    let file = File::open(path).map_err(io)?;
+    // Opened without waiting for a FIFO's writer: anything but a regular file is refused.
+    let file = crate::io::interruptible::open_read(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
         return Err(Error::format(path, None, None, "a kmerflow table is memory-mapped: it needs a regular file"));
