@@ -269,6 +269,8 @@ def _stalled_reader(fifo: Path, stop: threading.Event) -> None:
     ("fastq-to-fasta", ["small.fq", "-o", "out.fifo"]),
     ("extract-long-sequences", ["-l", "10", "-o", "out.fifo", "small.fq"]),
     ("normalize-by-median", ["-k", "20", "-M", "1e6", "-C", "255", "-o", "out.fifo", "small.fq"]),
+    ("load-into-counting", ["-k", "20", "-x", "8e6", "out.fifo", "small.fq"]),
+    ("load-into-counting", ["-k", "20", "-M", "64e6", "--layout", "blocked", "out.fifo", "small.fq"]),
 ])
 def test_a_signal_cancels_a_run_writing_to_an_output_fifo_whose_reader_stalls(tmp_path: Path, name, args):
     _reads(tmp_path / "small.fq", 60_000)  # 14 MB: far more than the FIFO and the write buffer hold

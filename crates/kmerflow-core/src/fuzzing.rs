@@ -199,7 +199,7 @@ mod tests {
     fn native_table_smoke() {
         let mut table = BlockedTable::new(7, 64 * 4, CounterWidth::Bits4, 2).expect("valid parameters");
         table.consume_exclusive(b"ACGTACGGTACCAGT");
-        let seed = file_bytes(|p| native_format::save(&table, p).expect("saved"));
+        let seed = file_bytes(|p| native_format::save(&table, p, &crate::run::RunContext::new()).expect("saved"));
         smoke(&[seed], native_table);
     }
 }

@@ -218,7 +218,7 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     summary.unique_kmers = table.n_unique_kmers();
     opts.output.write(&histogram, ctx)?;
     if let Some(path) = &opts.savegraph {
-        table.save(path)?;
+        table.save_in(path, ctx)?;
         ctx.files().add_output(path);
     }
     summary.tally = tally;

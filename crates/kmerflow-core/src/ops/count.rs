@@ -289,7 +289,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             let mut checkpointed = false;
             let counted = count_inputs(ctx, opts, &mut table, &mut summary, |t, index| {
                 if index > 0 && index % 10 == 0 {
-                    t.save(&opts.output)?;
+                    t.save_in(&opts.output, ctx)?;
                     checkpointed = true;
                 }
                 Ok(())
@@ -301,7 +301,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                 let _ = std::fs::remove_file(&opts.output);
             }
             let fp = checked?;
-            table.save(&opts.output)?;
+            table.save_in(&opts.output, ctx)?;
             ctx.files().add_output(&opts.output);
             fp
         }
@@ -330,7 +330,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             let fp = fp_rate_check(fp, 0.2, opts.params.force, &resize, ctx)?;
             match file {
                 Some(file) => table.finish(file)?,
-                None => table.save(&opts.output)?,
+                None => table.save_in(&opts.output, ctx)?,
             }
             ctx.files().add_output(&opts.output);
             fp

@@ -507,7 +507,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     if let Some(path) = &opts.savegraph {
         ctx.info(format!("...saving to {path}"));
         if fp_checked.is_ok() {
-            table.save(path)?;
+            table.save_in(path, ctx)?;
             ctx.files().add_output(path);
         }
     }

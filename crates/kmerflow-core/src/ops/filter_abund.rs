@@ -232,7 +232,7 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     filter_all(&table, std::slice::from_ref(&opts.input), &opts.filter, &mut summary, ctx)?;
     if let Some(path) = &opts.savegraph {
         ctx.info(format!("Saving k-mer countgraph filename {path}"));
-        table.save(path)?;
+        table.save_in(path, ctx)?;
         ctx.files().add_output(path);
     }
     Ok(summary)

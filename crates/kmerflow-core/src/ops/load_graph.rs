@@ -178,7 +178,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     summary.unique_kmers = graph.n_unique_kmers();
     summary.tags = tagset.tags.len();
     summary.fp_rate = check_fp_rate(&graph, 0.15, opts.params.force, super::sizing::NODEGRAPH_FP_TARGET, ctx)?;
-    graph.save(&opts.output)?;
+    graph.save_in(&opts.output, ctx)?;
     ctx.files().add_output(&opts.output);
     if opts.build_tagset {
         tagset.save(k, &format!("{}.tagset", opts.output), ctx)?;

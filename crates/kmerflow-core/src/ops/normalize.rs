@@ -771,7 +771,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let hist_out = histogram_pass(out_table, "histogram of the output", &paths, ctx)?;
     if let Some(path) = &opts.save_table {
         ctx.info(format!("saving the first pass's table to {path}"));
-        t1k.save(path)?;
+        t1k.save_in(path, ctx)?;
         ctx.files().add_output(path);
     }
     drop(t1);

@@ -394,7 +394,7 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     }
     if let Some(path) = &o.savegraph {
         ctx.info(format!("Saving k-mer countgraph to {path}"));
-        table.save(path)?;
+        table.save_in(path, ctx)?;
         ctx.files().add_output(path);
     }
     if let Some(format) = o.summary_info {

@@ -98,7 +98,7 @@ impl CountingTable for AnyTable {
     fn n_unique_kmers(&self) -> u64 {
         dispatch!(self, t => t.n_unique_kmers())
     }
-    fn save(&self, path: &str) -> Result<()> {
-        dispatch!(self, t => t.save(path))
+    fn save_in(&self, path: &str, ctx: &RunContext) -> Result<()> {
+        dispatch!(self, t => t.save_in(path, ctx))
     }
 }

@@ -42,6 +42,7 @@ use super::alloc::AllocOptions;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
 use super::{prefetch, CountingTable, MedianVote, PassTable, Tally, PREFETCH_AHEAD};
 use crate::io::Staged;
+use crate::run::RunContext;
 use crate::{Error, Result};
 use memory::LineMemory;
 use std::cell::RefCell;
@@ -537,8 +538,8 @@ impl CountingTable for BlockedTable {
     fn n_unique_kmers(&self) -> u64 {
         self.stats.unique.load(Relaxed)
     }
-    fn save(&self, path: &str) -> Result<()> {
-        super::native_format::save(self, path)
+    fn save_in(&self, path: &str, ctx: &RunContext) -> Result<()> {
+        super::native_format::save(self, path, ctx)
     }
 }
 

@@ -9,6 +9,7 @@
 //! hashes from the same table's [`CountingTable::kmer_hashes`].
 
 use super::{median_mean_stddev, trim_position};
+use crate::run::RunContext;
 use crate::{Error, Result};
 use std::cell::Cell;
 
@@ -85,8 +86,14 @@ pub trait CountingTable: Sync {
     /// Adds that found a zero counter (khmer's `n_unique_kmers`; may vary with the thread
     /// interleaving).
     fn n_unique_kmers(&self) -> u64;
-    /// Saves in the layout's own file format.
-    fn save(&self, path: &str) -> Result<()>;
+    /// Saves in the layout's own file format within the run `ctx` (a write to a stalled FIFO
+    /// gives up when the run is cancelled).
+    fn save_in(&self, path: &str, ctx: &RunContext) -> Result<()>;
+
+    /// [`CountingTable::save_in`] outside any run.
+    fn save(&self, path: &str) -> Result<()> {
+        self.save_in(path, &RunContext::new())
+    }
 
     /// Counts every k-mer of `seq`; returns the number of k-mers. Thread-safe.
     fn consume(&self, seq: &[u8]) -> u64 {

@@ -8,7 +8,7 @@
 use super::{HashKind, KhmerTable, StorageKind, Table};
 use crate::io::interruptible::{open_read, Interruptible};
 use crate::io::{Compression, OutputFile};
-use crate::run::CancelToken;
+use crate::run::{CancelToken, RunContext};
 use crate::{Error, Result};
 use std::io::{BufReader, Read, Write};
 use std::sync::atomic::Ordering::Relaxed;
@@ -29,9 +29,9 @@ fn type_byte(storage: StorageKind) -> u8 {
 }
 
 /// Saves `table` to `path` (type 1 gzip-compressed when the name ends in `.gz`).
-pub fn save(table: &KhmerTable, path: &str) -> Result<()> {
+pub fn save(table: &KhmerTable, path: &str, ctx: &RunContext) -> Result<()> {
     let gzip = table.storage == StorageKind::Byte && path.rsplit_once('.').is_some_and(|(_, ext)| ext == "gz");
-    let mut out = OutputFile::create_with(path, if gzip { Compression::Gzip } else { Compression::None })?;
+    let mut out = OutputFile::create_in(path, if gzip { Compression::Gzip } else { Compression::None }, ctx)?;
     write_table(table, &mut out).map_err(|e| Error::io(path, e))?;
     out.finish()
 }

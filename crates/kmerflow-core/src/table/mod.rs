@@ -28,6 +28,7 @@ pub use counting::{CountingTable, Layout};
 pub use fastmod::FastMod;
 
 use crate::kmer::{murmur, twobit};
+use crate::run::RunContext;
 use crate::{Error, Result};
 use alloc::ZeroedBytes;
 use std::cell::RefCell;
@@ -603,8 +604,8 @@ impl CountingTable for KhmerTable {
     fn n_unique_kmers(&self) -> u64 {
         self.unique.load(Relaxed)
     }
-    fn save(&self, path: &str) -> Result<()> {
-        khmer_format::save(self, path)
+    fn save_in(&self, path: &str, ctx: &RunContext) -> Result<()> {
+        khmer_format::save(self, path, ctx)
     }
 }
 

@@ -31,6 +31,7 @@
 use super::blocked::{BlockedHash, BlockedParams, BlockedTable, CounterWidth, OccupancyStats};
 use crate::io::output::create_regular;
 use crate::io::{Compression, OutputFile, Staged};
+use crate::run::RunContext;
 use crate::{Error, Result};
 use memmap2::{MmapMut, MmapOptions};
 use std::io::Write;
@@ -141,7 +142,7 @@ fn finished_header(params: &BlockedParams, stats: OccupancyStats, data: &[u8]) -
 }
 
 /// Writes `table` to `path` (through a temporary name, renamed when complete).
-pub fn save(table: &BlockedTable, path: &str) -> Result<()> {
+pub fn save(table: &BlockedTable, path: &str, ctx: &RunContext) -> Result<()> {
     let io = |e| Error::io(path, e);
     // The counters are read atomically twice (checksum, then writing, checksummed again), so
     // that counting by other threads in between is detected instead of saved as corrupt.
@@ -156,7 +157,7 @@ pub fn save(table: &BlockedTable, path: &str) -> Result<()> {
     let data_checksum = checksum(&mut |_| Ok(())).map_err(io)?;
     let header = Header { params: *table.params(), flags: FLAG_CANONICAL, stats: table.occupancy(), data_checksum };
     // A temporary name renamed when complete: no half-written table under `path`.
-    let mut out = OutputFile::create_with(path, Compression::None)?;
+    let mut out = OutputFile::create_in(path, Compression::None, ctx)?;
     let mut page = vec![0u8; DATA_OFFSET];
     page[..HEADER_LEN].copy_from_slice(&header.encode());
     out.write_all(&page).map_err(io)?;
