@@ -623,8 +623,8 @@ INTERRUPTED = """
 import os, signal, sys, threading, time
 import kmerflow
 fifo = sys.argv[1]
-writer = os.open(fifo, os.O_RDWR)               # one record, then a stalled input
-os.write(writer, b"@r1\\n" + b"ACGT" * 10 + b"\\n+\\n" + b"I" * 40 + b"\\n")
+writer = os.open(fifo, os.O_RDWR)               # {head!r}, then a stalled input (or output)
+os.write(writer, {head!r})
 threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
 started = time.monotonic()
 try:
@@ -634,15 +634,20 @@ except KeyboardInterrupt:
 """
 
 
-@pytest.mark.parametrize("call", [
-    "kmerflow.readstats([fifo])",
-    "kmerflow.Countgraph(20, 1e5, 2).consume_seqfile(fifo)",
-    "kmerflow.HLLCounter().consume_seqfile(fifo)",
+RECORD = b"@r1\n" + b"ACGT" * 10 + b"\n+\n" + b"I" * 40 + b"\n"
+
+
+@pytest.mark.parametrize("call, head", [
+    ("kmerflow.readstats([fifo])", RECORD),
+    ("kmerflow.Countgraph(20, 1e5, 2).consume_seqfile(fifo)", RECORD),
+    ("kmerflow.HLLCounter().consume_seqfile(fifo)", RECORD),
+    ("kmerflow.Countgraph.load(fifo)", b"OXLI"),                 # a table that stops after its magic
+    ("kmerflow.Countgraph(20, 1e6, 2).save(fifo)", b""),         # 2 MB into a FIFO nobody reads
 ])
-def test_ctrl_c_interrupts_a_running_call(tmp_path, call):
+def test_ctrl_c_interrupts_a_running_call(tmp_path, call, head):
     fifo = tmp_path / "stalled.fq"
     os.mkfifo(fifo)
-    proc = subprocess.run([sys.executable, "-c", INTERRUPTED.format(call=call), str(fifo)],
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED.format(call=call, head=head), str(fifo)],
                           capture_output=True, timeout=30, text=True)
     assert proc.returncode == 0, proc.stderr
     seconds = float(proc.stdout.split()[2])

@@ -67,7 +67,7 @@ fn build(
 /// Loads a saved table and checks that its storage matches the class.
 fn load_checked(py: Python<'_>, path: PathBuf, hash: HashKind, storage: StorageKind, class: &str) -> PyResult<Table> {
     let path = path.to_string_lossy().into_owned();
-    let inner = py.detach(|| KhmerTable::load(&path, hash)).py()?;
+    let inner = interruptible(py, |ctx| KhmerTable::load_in(&path, hash, ctx))?.py()?;
     if inner.storage_kind() != storage {
         return Err(PyValueError::new_err(format!(
             "{path}: the file holds a {:?}-storage table, not a {class}",
@@ -286,11 +286,12 @@ impl Table {
         self.update(py, other)
     }
 
-    /// Saves the table in khmer's format (gzip-compressed when the name ends in `.gz`).
+    /// Saves the table in khmer's format (gzip-compressed when the name ends in `.gz`);
+    /// Ctrl-C stops a save blocked on a FIFO nobody reads.
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         let inner = &self.inner;
         let path = path.to_string_lossy().into_owned();
-        py.detach(|| inner.save(&path)).py()
+        interruptible(py, |ctx| inner.save_in(&path, ctx))?.py()
     }
 
     /// A copy of the counters of each table as numpy `uint8` arrays (the caller's to keep or
