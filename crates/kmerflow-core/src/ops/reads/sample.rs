@@ -171,14 +171,14 @@ pub fn sample_reads_randomly(opts: &SampleOptions, ctx: &RunContext) -> Result<S
         }
         out.write(&bufs)?;
         let counts = out.finish()?;
-        match (&output.mate, &output.orphans) {
-            (Some(mate), orphans) => {
+        match output.mate {
+            Some(mate) => {
                 sum.outputs.push((output.path, counts.pairs));
-                sum.outputs.push((mate.clone(), counts.pairs));
-                sum.outputs.extend(orphans.clone().map(|path| (path, counts.orphans_written)));
+                sum.outputs.push((mate, counts.pairs));
+                sum.outputs.extend(output.orphans.map(|path| (path, counts.orphans_written)));
                 sum.mates = Some(sum.mates.unwrap_or_default() + counts);
             }
-            (None, _) => {
+            None => {
                 let records = reservoir.iter().map(|b| 1 + u64::from(b.1.is_some())).sum();
                 sum.outputs.push((output.path, records));
             }
