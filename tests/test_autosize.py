@@ -72,6 +72,14 @@ def test_auto_size_meets_the_rate(tmp_path, reads, rate):
     assert float(rate) * 0.8 <= fp_of(report) <= float(rate) * 1.1, (fp_of(report), memory)
     # One byte per counter in the table file: the size chosen is the size used.
     assert (tmp_path / "t.ct").stat().st_size == pytest.approx(size_of(memory), rel=0.01)
+    # The report gives the size chosen and the rate it is expected to give.
+    sizing = json.loads(report.read_text())["table_sizing"]
+    assert (sizing["distinct_kmers"], sizing["estimated"], sizing["n_tables"]) == (estimated, True, 4)
+    assert sizing["memory_bytes"] == pytest.approx(size_of(memory), rel=0.01)
+    assert sizing["tablesize"] == sizing["memory_bytes"] // 4
+    assert (tmp_path / "t.ct").stat().st_size == pytest.approx(4 * sizing["tablesize"], rel=1e-3)
+    assert sizing["expected_fp_rate"] == pytest.approx(float(rate), rel=1e-4)
+    assert sizing["target_fp_rate"] == float(rate)
 
 
 def test_unique_kmers_alone_sizes_the_table(tmp_path, reads):
@@ -80,11 +88,14 @@ def test_unique_kmers_alone_sizes_the_table(tmp_path, reads):
     proc = kmerflow("load-into-counting", "-k", K, "-U", distinct, "--report-json", report, tmp_path / "t.ct", path)
     assert "given with -U" in proc.stderr.decode()
     assert 0.08 <= fp_of(report) <= 0.105
+    sizing = json.loads(report.read_text())["table_sizing"]
+    assert (sizing["distinct_kmers"], sizing["estimated"], sizing["prepass_s"]) == (distinct, False, 0)
     # With -x, khmer's rules: the given table (it only warns when that is too small).
     fixed = kmerflow("load-into-counting", "-k", K, "-U", distinct, "-x", "1e6", "--report-json", report,
                      tmp_path / "x.ct", path)
     stderr = fixed.stderr.decode()
     assert "sized automatically" not in stderr
+    assert json.loads(report.read_text())["table_sizing"] is None
     assert "set memory ceiling automatically" in stderr or "Recommended tablesize" in stderr, stderr
 
 

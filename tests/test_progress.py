@@ -1,6 +1,6 @@
 """The progress line on a terminal (a pseudo-terminal here): erased before every other line so
 that it never reaches the scrollback, and its overall percentage never falls when a command
-starts its second pass over the input."""
+starts its second pass over the input or opens another file."""
 
 from __future__ import annotations
 
@@ -82,16 +82,25 @@ def _scrollback(stream: str) -> list[str]:
     return lines
 
 
+def _drawn(stream: str, label: str) -> list[str]:
+    """The progress lines of ``kmerflow LABEL`` drawn in ``stream``."""
+    return [d.split("\r")[0] for d in stream.split("\x1b[K")[1:] if d.startswith(f"[kmerflow {label}]")]
+
+
+def _overall(drawn: list[str]) -> list[int]:
+    return [int(m.group(1)) for d in drawn if (m := re.search(r"overall (\d+)%", d))]
+
+
 def test_progress_line_is_erased_and_overall_progress_never_falls(tmp_path: Path) -> None:
     _reads(tmp_path / "reads.fa")
     args = ["abundance-dist-single", "-k", "20", "-x", "2e6", "-N", "2", "-T", "1", "-s", "reads.fa", "hist.csv"]
     status, received = _on_terminal(args, tmp_path)
     assert status == 0, received.decode(errors="replace")
     stream = received.decode()
-    drawn = [d.split("\r")[0] for d in stream.split("\x1b[K")[1:] if d.startswith(PROGRESS)]
+    drawn = _drawn(stream, "abundance-dist-single")
     assert any("pass 1/2 counting" in d for d in drawn), drawn
     assert any("pass 2/2 histogram" in d for d in drawn), drawn
-    overall = [int(m.group(1)) for d in drawn if (m := re.search(r"overall (\d+)%", d))]
+    overall = _overall(drawn)
     assert overall == sorted(overall) and overall[-1] >= 50, overall
     lines = _scrollback(stream)
     assert not [line for line in lines if PROGRESS in line], lines
@@ -100,3 +109,18 @@ def test_progress_line_is_erased_and_overall_progress_never_falls(tmp_path: Path
     assert quiet.stderr == b""
     assert [line for line in lines if not line.startswith("[kmerflow] Version")] == \
         [line for line in expected if not line.startswith("[kmerflow] Version")]
+
+
+def test_trim_low_abund_second_pass_is_a_pass_of_its_own(tmp_path: Path) -> None:
+    """The set-aside file opened by the second pass does not pull the percentage back."""
+    _reads(tmp_path / "reads.fa")
+    # -V -Z 1000: every read is set aside, so the second pass reads as much as the first.
+    args = ["trim-low-abund", "-k", "20", "-x", "2e6", "-N", "2", "--threads", "1", "-V", "-Z", "1000",
+            "-o", "out.fa", "reads.fa"]
+    status, received = _on_terminal(args, tmp_path)
+    assert status == 0, received.decode(errors="replace")
+    drawn = _drawn(received.decode(), "trim-low-abund")
+    assert any("pass 1/2 trimming" in d for d in drawn), drawn
+    assert any("pass 2/2 second pass" in d for d in drawn), drawn
+    overall = _overall(drawn)
+    assert overall == sorted(overall) and overall[-1] >= 75, overall

@@ -332,7 +332,8 @@ def filter_abund_single(input: PathLike) -> None:
 @_command("trim-low-abund")
 def trim_low_abund(inputs: Paths) -> None:
     """Streaming two-pass trimming of low-abundance k-mers (``<input>.abundtrim`` or ``output``);
-    ``tempdir`` holds the second-pass reads."""
+    ``tempdir`` holds the second-pass reads. R1/R2 files: ``mate=[r2]`` beside each input,
+    ``mate_output`` (and ``orphans``) beside ``output``."""
 
 
 @_command("count-median")

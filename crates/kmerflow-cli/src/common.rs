@@ -4,11 +4,12 @@
 use crate::console::Console;
 use clap::Args;
 use kmerflow_core::io::Compression;
+use kmerflow_core::ops::autosize::AutoSize;
 use kmerflow_core::run::{RunContext, MAX_THREADS};
 use std::sync::Arc;
 
 /// The settings every command has.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Settings {
     /// Suppress informational messages and the resource summary.
     pub quiet: bool,
@@ -21,6 +22,10 @@ pub struct Settings {
     /// Whether the report is also to be rendered (`--html`, `--plots` or `--multiqc`), which
     /// the Python package's `kmerflow` command does.
     pub renders: bool,
+    /// The HTML page to render (`--html`).
+    pub html: Option<String>,
+    /// The directory of the PNG plots to render (`--plots`).
+    pub plots: Option<String>,
 }
 
 /// `-q/--quiet`, `-T/--threads`, `--metrics`, `--info` and the report flags (`--report-json`,
@@ -65,6 +70,8 @@ impl CommonArgs {
             metrics: self.metrics.clone(),
             report_json: self.report_json.clone(),
             renders: self.html.is_some() || self.plots.is_some() || self.multiqc.is_some(),
+            html: self.html.clone(),
+            plots: self.plots.clone(),
         }
     }
 }
@@ -107,7 +114,8 @@ pub struct ReadOutputArgs {
 }
 
 /// What a running command gets: the run's context (threads, messages, progress, cancellation),
-/// where to write `--metrics`, and the console when the command line prints.
+/// where to write `--metrics`, and the console when the command line prints; the command leaves
+/// here how its table was sized automatically, for the report.
 pub struct Ctx {
     /// The run's context, handed to the core's operations.
     pub run: RunContext,
@@ -115,6 +123,9 @@ pub struct Ctx {
     pub metrics: Option<String>,
     /// The terminal the command line speaks to (`None` when called as a library).
     pub console: Option<Arc<Console>>,
+    /// How the command's table was sized by `-M auto` or `-U` alone (the report's
+    /// `table_sizing`).
+    pub table_sizing: Option<AutoSize>,
 }
 
 impl Ctx {

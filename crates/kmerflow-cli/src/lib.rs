@@ -246,7 +246,10 @@ fn execute_cli(
     if let Some(path) = &settings.metrics {
         run.add_side_output(path);
     }
-    let mut ctx = Ctx { run: run.clone(), metrics: settings.metrics, console: console.cloned() };
+    for path in report::rendered_files(name, &settings) {
+        run.add_side_output(path);
+    }
+    let mut ctx = Ctx { run: run.clone(), metrics: settings.metrics, console: console.cloned(), table_sizing: None };
     let started = std::time::Instant::now();
     let report = report::Report::start(argv);
     let result = cli.command.run(&mut ctx);
@@ -263,7 +266,7 @@ fn execute_cli(
     if let Some(path) = &ctx.metrics {
         metrics::write(path, name, argv, run, started).map_err(failed)?;
     }
-    let document = report.document(name, parameters, run, &summary);
+    let document = report.document(name, parameters, run, &summary, ctx.table_sizing.as_ref());
     if let Some(path) = &settings.report_json {
         report::write(path, &document, run).map_err(failed)?;
     }

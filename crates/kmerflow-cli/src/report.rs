@@ -13,8 +13,10 @@
 //! (`{name, reads}` in order) and `fp_rate`; commands without `steps` get reads in → reads out
 //! from [`READS_IN_OUT`].
 
+use crate::common::Settings;
 use clap::ArgMatches;
 use kmerflow_core::io::{refuse_same_files, same_file, OutputFile};
+use kmerflow_core::ops::autosize::AutoSize;
 use kmerflow_core::run::{Level, RunContext};
 use kmerflow_core::{Error, Result};
 use serde_json::{json, Map, Value};
@@ -35,6 +37,21 @@ pub const READS_IN_OUT: &[(&str, &str, &str)] = &[
     ("trim-low-abund", "reads", "reads_written"),
     ("extract-long-sequences", "records", "kept"),
 ];
+
+/// The idents of the report's charts (`kmerflow.report.chart_list`), which name the PNG files
+/// of `--plots DIR`: `DIR/COMMAND_CHART.png`.
+pub const CHARTS: &[&str] = &["histogram", "steps", "keep_curve", "table"];
+
+/// The files rendering the report of command `name` may write, known before the run: the
+/// `--html` page and the `--plots` PNGs. The run declares them as side outputs, so that they
+/// are refused as inputs like any other output.
+pub fn rendered_files(name: &str, settings: &Settings) -> Vec<String> {
+    let pngs = settings
+        .plots
+        .iter()
+        .flat_map(|dir| CHARTS.iter().map(move |chart| std::path::Path::new(dir).join(format!("{name}_{chart}.png"))));
+    settings.html.iter().cloned().chain(pngs.map(|p| p.to_string_lossy().into_owned())).collect()
+}
 
 /// A run being measured.
 pub struct Report {
@@ -95,8 +112,16 @@ impl Report {
     }
 
     /// The report document of command `name` run within `run` with `parameters` (see
-    /// [`parameters`]), which returned `summary`.
-    pub fn document(&self, name: &str, parameters: Value, run: &RunContext, summary: &Value) -> Value {
+    /// [`parameters`]), which returned `summary`, its table sized as `table_sizing` says when
+    /// it was sized automatically.
+    pub fn document(
+        &self,
+        name: &str,
+        parameters: Value,
+        run: &RunContext,
+        summary: &Value,
+        table_sizing: Option<&AutoSize>,
+    ) -> Value {
         let (cpu, rss) = usage();
         let inputs: Vec<Value> = run
             .files()
@@ -128,6 +153,7 @@ impl Report {
             "command": name,
             "command_line": self.command_line,
             "parameters": parameters,
+            "table_sizing": table_sizing.map(sizing_json),
             "threads": run.threads(),
             "inputs": inputs,
             "outputs": outputs,
@@ -139,6 +165,21 @@ impl Report {
             "summary": details,
         })
     }
+}
+
+/// The report's `table_sizing`: the size an automatically sized table got.
+fn sizing_json(s: &AutoSize) -> Value {
+    json!({
+        "distinct_kmers": s.distinct_kmers.round() as u64,
+        "estimated": s.estimated,
+        "prepass_s": s.prepass_seconds,
+        "target_fp_rate": s.fp_rate,
+        "memory_cap_bytes": s.cap.round() as u64,
+        "memory_bytes": s.memory.round() as u64,
+        "n_tables": s.n_tables,
+        "tablesize": s.tablesize,
+        "expected_fp_rate": s.expected_fp_rate,
+    })
 }
 
 /// Refuses a report path (`--report-json`) that is the same file as a path given to another
@@ -293,6 +334,22 @@ mod tests {
         assert!(line.starts_with("[kmerflow] Version: 0.1.0; CMD: kmerflow readstats a.fq; Real time: "), "{line}");
         assert!(line.ends_with(" GB"));
         assert!(usage().1 > 0);
+    }
+
+    #[test]
+    fn rendered_files_are_the_page_and_every_chart_png() {
+        let settings = Settings { html: Some("r.html".into()), plots: Some("p".into()), ..Settings::default() };
+        assert_eq!(
+            rendered_files("readstats", &settings),
+            [
+                "r.html",
+                "p/readstats_histogram.png",
+                "p/readstats_steps.png",
+                "p/readstats_keep_curve.png",
+                "p/readstats_table.png"
+            ]
+        );
+        assert!(rendered_files("readstats", &Settings::default()).is_empty());
     }
 
     #[test]

@@ -155,7 +155,7 @@ fn table(
     layout: Option<Layout>,
     force: bool,
     inputs: &[String],
-    ctx: &Ctx,
+    ctx: &mut Ctx,
 ) -> Result<Value, CliError> {
     let conflict = |flag: &str, why: &str| {
         let message = format!("the argument '{flag}' cannot be used with '--scheduler' or '--local-cluster': {why}");
@@ -206,10 +206,10 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
         "batch_kmers": sharding.batch_kmers,
     });
     let run = RunContext::new();
-    let ctx = Ctx { run: run.clone(), metrics: None, console: None };
+    let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
     let mut out = match &command {
         Command::LoadIntoCounting(a) => json!({
-            "table": table(name, &a.counting, Some(a.layout.layout), a.run.force, &a.inputs, &ctx)?,
+            "table": table(name, &a.counting, Some(a.layout.layout), a.run.force, &a.inputs, &mut ctx)?,
             "bigcount": !a.no_bigcount,
             "output": a.output,
             "inputs": a.inputs,
@@ -217,7 +217,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
         Command::NormalizeByMedian(a) => {
             let all: Vec<String> = a.inputs.iter().chain(&a.unpaired).cloned().collect();
             json!({
-                "table": table(name, &a.counting, Some(a.layout.layout), a.force, &all, &ctx)?,
+                "table": table(name, &a.counting, Some(a.layout.layout), a.force, &all, &mut ctx)?,
                 "bigcount": false,
                 "cutoff": a.cutoff,
                 "paired": a.paired,
@@ -231,7 +231,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
             })
         }
         Command::AbundanceDistSingle(a) => json!({
-            "table": table(name, &a.counting, None, a.run.force, std::slice::from_ref(&a.seqs), &ctx)?,
+            "table": table(name, &a.counting, None, a.run.force, std::slice::from_ref(&a.seqs), &mut ctx)?,
             "bigcount": !a.histogram.no_bigcount,
             "no_zero": a.histogram.no_zero,
             "squash": a.histogram.squash,
@@ -240,7 +240,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
             "output": a.output,
         }),
         Command::FilterAbundSingle(a) => json!({
-            "table": table(name, &a.counting, None, a.filter.force, std::slice::from_ref(&a.input), &ctx)?,
+            "table": table(name, &a.counting, None, a.filter.force, std::slice::from_ref(&a.input), &mut ctx)?,
             "bigcount": true,
             "cutoff": a.filter.cutoff,
             "variable_coverage": a.filter.variable_coverage,
@@ -266,7 +266,8 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
 /// Finishes the sharded run of `argv` (program name first) that returned `summary` (the
 /// native command's summary fields) after `wall_s` seconds, having read `inputs` and written
 /// `outputs`: writes `load-into-counting`'s `OUT.info` (and `-s` file) and the `--report-json`
-/// document; returns the run report.
+/// document; returns the run report. Its `table_sizing` is null: the size [`plan`] chose for
+/// `-M auto` is told in its messages but not handed back here.
 pub fn finish(
     argv: Vec<OsString>,
     summary: Value,
@@ -306,7 +307,7 @@ pub fn finish(
             .map_err(failed)?;
     }
     let document = report::Report::started_before(&argv, Duration::from_secs_f64(wall_s.max(0.0)))
-        .document(name, parameters, &run, &summary);
+        .document(name, parameters, &run, &summary, None);
     if let Some(path) = &command.settings().report_json {
         report::check_path(path, &document["parameters"]).map_err(failed)?;
         report::write(path, &document, &run).map_err(failed)?;

@@ -165,6 +165,15 @@ def page(report: Mapping[str, Any], found: list[charts.Chart]) -> str:
               "<tr><th>output</th><th>size</th><th></th></tr>",
               "".join(f"<tr><td>{html.escape(o['path'])}</td><td>{_size(o['bytes'])}</td>"
                       "<td></td></tr>" for o in report["outputs"]), "</table>"]
+    sizing = report.get("table_sizing")
+    if sizing:
+        rows = [("distinct k-mers", f"{sizing['distinct_kmers']} ("
+                 + ("estimated" if sizing["estimated"] else "given with -U") + ")"),
+                ("memory (-M)", f"{sizing['memory_bytes']} bytes"),
+                ("tables", f"{sizing['n_tables']} of {sizing['tablesize']} counters"),
+                ("expected false-positive rate", f"{sizing['expected_fp_rate']:.4f} "
+                 f"(target {sizing['target_fp_rate']})")]
+        parts += ["<h2>Table sized automatically</h2>", f"<table>{_rows(rows)}</table>"]
     if report["counters"]:
         parts += ["<h2>Counts</h2>", f"<table>{_rows(list(report['counters'].items()))}</table>"]
     for chart in found:

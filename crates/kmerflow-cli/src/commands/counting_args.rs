@@ -138,10 +138,11 @@ impl CountingArgs {
 
 impl CountingArgs {
     /// [`Self::params`] with an automatic size (`-M auto`, `-U` alone) resolved by a pre-pass
-    /// over `inputs` (none when `loading` a saved table); the size chosen is told unless `-q`.
+    /// over `inputs` (none when `loading` a saved table); the size chosen is told unless `-q`
+    /// and kept in `ctx` for the report.
     /// The command plans its own passes over the inputs first (`progress().plan_passes`), so
     /// that the progress line's overall fraction counts the pre-pass as one more.
-    pub fn resolved_params(&self, force: bool, inputs: &[String], loading: bool, ctx: &Ctx) -> Result<TableParams> {
+    pub fn resolved_params(&self, force: bool, inputs: &[String], loading: bool, ctx: &mut Ctx) -> Result<TableParams> {
         let mut params = self.params(force);
         if loading {
             params.auto_memory = false;
@@ -149,7 +150,7 @@ impl CountingArgs {
             if params.auto_memory && params.unique_kmers <= 0.0 {
                 ctx.run.progress().plan_passes(1);
             }
-            autosize::resolve(&mut params, inputs, &ctx.run)?;
+            ctx.table_sizing = autosize::resolve(&mut params, inputs, &ctx.run)?;
         }
         Ok(params)
     }

@@ -14,12 +14,15 @@ Separates properly paired reads (written interleaved to <input>.pe) from orphans
 without any pair is an error. Reading stdin requires -p and -s.
 
 Two-file input (kmerflow extension): with --mate R2, record i of R2 is the mate of record i of
-the input file, so every read goes to the paired output.
+the input file, so every read goes to the paired output. R1/R2 output (kmerflow extension):
+with -O/--mate-output R2_OUT the pairs are written as two files, first mates to the paired
+output (-p, or <input>.pe) and second mates to R2_OUT; orphans still go to the single output.
 
 Examples:
   kmerflow extract-paired-reads paired-mixed.fq
   kmerflow extract-paired-reads -p pairs.fq -s orphans.fq reads.fq.gz
-  kmerflow extract-paired-reads R1.fq.gz --mate R2.fq.gz -p interleaved.fq")]
+  kmerflow extract-paired-reads R1.fq.gz --mate R2.fq.gz -p interleaved.fq
+  kmerflow extract-paired-reads -p pairs_1.fq -O pairs_2.fq -s orphans.fq reads.fq.gz")]
 pub struct Args {
     /// The input file (broken-paired, interleaved)
     #[arg(default_value = "/dev/stdin")]
@@ -33,6 +36,10 @@ pub struct Args {
     /// Output paired reads to this file
     #[arg(short = 'p', long = "output-paired", value_name = "filename")]
     pub output_paired: Option<String>,
+    /// Write the pairs as R1/R2 files: first mates to the paired output, second mates to this
+    /// file (kmerflow extension)
+    #[arg(short = 'O', long = "mate-output", value_name = "R2_OUT")]
+    pub mate_output: Option<String>,
     /// Output orphaned reads to this file
     #[arg(short = 's', long = "output-single", value_name = "filename")]
     pub output_single: Option<String>,
@@ -48,6 +55,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
         input: PairedInput { path: args.infile, mate: args.mate },
         output_dir: args.output_dir,
         output_paired: args.output_paired,
+        mate_output: args.mate_output,
         output_single: args.output_single,
         compression: args.output_flags.compression.compression(),
     };
@@ -58,6 +66,9 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
         s.pairs,
         s.singles
     ));
-    ctx.info(format_args!("wrote to: {} and {}", s.paired_path, s.single_path));
+    match &s.mate_path {
+        Some(mate) => ctx.info(format_args!("wrote to: {}, {mate} and {}", s.paired_path, s.single_path)),
+        None => ctx.info(format_args!("wrote to: {} and {}", s.paired_path, s.single_path)),
+    }
     summary_json(&s)
 }

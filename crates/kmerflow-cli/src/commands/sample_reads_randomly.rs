@@ -1,5 +1,6 @@
 //! `kmerflow sample-reads-randomly`.
 
+use super::mate_args::MateArgs;
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::io::mates::paired_inputs;
@@ -18,13 +19,15 @@ Random numbers: kmerflow's own generator (PCG64). -R/--seed makes a run reproduc
 it (or with 0) the seed is 1, so repeated runs give the same sample. Samples are not the
 reads khmer would pick for the same seed. The read count runs across all input files.
 
-Two-file input (kmerflow extension): give one --mate R2 per input file to sample pairs from
-R1/R2 files.
+R1/R2 files (kmerflow extension): give one --mate R2 per input file to sample pairs from
+R1/R2 files; -o OUT1 -O OUT2 write each sample's pairs as R1/R2 files (with -S S: OUT1.i and
+OUT2.i), its single reads to --orphans FILE or left out and counted.
 
 Examples:
   kmerflow sample-reads-randomly -N 1000 reads.fq.gz
   kmerflow sample-reads-randomly -N 100 -S 3 -R 42 reads.fq
-  kmerflow sample-reads-randomly -N 1000 R1.fq.gz --mate R2.fq.gz -o sample.fq")]
+  kmerflow sample-reads-randomly -N 1000 R1.fq.gz --mate R2.fq.gz -o sample.fq
+  kmerflow sample-reads-randomly -N 1000 R1.fq.gz --mate R2.fq.gz -o sample_1.fq -O sample_2.fq")]
 pub struct Args {
     /// Input FASTA/FASTQ files
     #[arg(required = true)]
@@ -44,9 +47,6 @@ pub struct Args {
     /// Ignore read pair information if present
     #[arg(long = "force_single")]
     pub force_single: bool,
-    /// R2 file of the corresponding input file (kmerflow extension; repeat per input)
-    #[arg(long, value_name = "R2")]
-    pub mate: Vec<String>,
     /// Output file (with -S > 1 and --force: FILE.0 .. FILE.S-1)
     #[arg(short, long, value_name = "filename")]
     pub output: Option<String>,
@@ -56,19 +56,23 @@ pub struct Args {
     #[command(flatten)]
     pub compression: CompressionArgs,
     #[command(flatten)]
+    pub mates: MateArgs,
+    #[command(flatten)]
     pub common: CommonArgs,
 }
 
 /// Runs `sample-reads-randomly`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = SampleOptions {
-        inputs: paired_inputs(&args.filenames, &args.mate)?,
+        inputs: paired_inputs(&args.filenames, &args.mates.mate)?,
         num_reads: args.num_reads,
         max_reads: args.max_reads,
         samples: args.samples,
         seed: args.random_seed,
         force_single: args.force_single,
         output: args.output,
+        output2: args.mates.output2,
+        orphans: args.mates.orphans,
         force: args.force,
         compression: args.compression.compression(),
     };

@@ -1,6 +1,7 @@
 //! `kmerflow trim-low-abund`: streaming two-pass k-mer trimming (khmer's trim-low-abund.py).
 
 use super::counting_args::{CountingArgs, SummaryFormatArg};
+use super::mate_args::MateArgs;
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::trim_low_abund;
@@ -20,10 +21,18 @@ holds the whole input. -V keeps low-coverage reads untrimmed (variable-coverage 
 --diginorm also normalizes to --diginorm-coverage while counting. Identical for any --threads
 and equal to khmer's.
 
+R1/R2 files: --mate R2 gives the R2 file of the input before it (one per input); its records
+are the mates of the input's records, in order and by name, and are trimmed as the pairs of
+the interleaved file. -o OUT1 -O OUT2 write kept pairs as R1/R2 files (else -o gets the kept
+reads interleaved, as khmer writes them; without -o, an input with a mate gets <R1>.abundtrim
+and <R2>.abundtrim). A read whose mate is trimmed away (or an orphan of an interleaved input)
+goes to --orphans FILE, or is left out and counted.
+
 Examples:
   kmerflow trim-low-abund -k 20 -M 4G -C 3 -Z 18 -o reads.trim.fq reads.fq.gz
   kmerflow trim-low-abund -k 20 -M 4G -V --threads 4 -T /scratch -o out.fq a.fq b.fq
-  kmerflow trim-low-abund -k 20 -M 4G --diginorm --diginorm-coverage 20 -o out.fq reads.fq")]
+  kmerflow trim-low-abund -k 20 -M 4G --diginorm --diginorm-coverage 20 -o out.fq reads.fq
+  kmerflow trim-low-abund -k 20 -M auto -V R1.fq.gz --mate R2.fq.gz -o out1.fq.gz -O out2.fq.gz")]
 pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,
@@ -73,6 +82,8 @@ pub struct Args {
     /// read-by-read pass on two cores.
     #[arg(long = "batched")]
     pub batched: bool,
+    #[command(flatten)]
+    pub mates: MateArgs,
     /// Input sequence files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
@@ -83,8 +94,10 @@ pub struct Args {
 
 /// Runs `trim-low-abund` (output is identical for any number of threads).
 pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
-    ctx.run.progress().plan_passes(1);
-    let table = args.counting.resolved_params(args.force, &args.inputs, args.loadgraph.is_some(), ctx)?;
+    // Pass 2 reads the reads set aside, a pass of its own on the progress line.
+    ctx.run.progress().plan_passes(if args.single_pass { 1 } else { 2 });
+    let inputs: Vec<String> = args.inputs.iter().chain(&args.mates.mate).cloned().collect();
+    let table = args.counting.resolved_params(args.force, &inputs, args.loadgraph.is_some(), ctx)?;
     let opts = trim_low_abund::Options {
         table,
         cutoff: args.cutoff,
@@ -97,6 +110,9 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
         loadgraph: args.loadgraph,
         savegraph: args.savegraph,
         output: args.output,
+        output2: args.mates.output2,
+        orphans: args.mates.orphans,
+        mates: args.mates.mate,
         compression: args.compression.compression(),
         summary_info: args.summary_info.map(Into::into),
         batched: args.batched,

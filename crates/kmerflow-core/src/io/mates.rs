@@ -62,6 +62,12 @@ impl PairedInput {
         }
     }
 
+    /// The output a command derives from this input's name(s) by `name` (for example
+    /// `<basename>.keep`): one file, or R1/R2 files for an input with a mate file.
+    pub fn derived_output(&self, name: impl Fn(&str) -> String) -> PairedOutput {
+        PairedOutput { path: name(&self.path), mate: self.mate.as_deref().map(name), orphans: None }
+    }
+
     /// Opens the input as bundles within the run `ctx`, dropping reads shorter than
     /// `min_length` as khmer does. One file is read by `mode` ([`PairedReader::new`]); two
     /// files give pairs whose names are checked ([`PairedReader::mates`]), a pair with a short
@@ -120,12 +126,22 @@ impl PairedOutput {
     /// From a command's flags: `-o path`, `-O mate`, `--orphans`; a mate or an orphans file
     /// without `path`, or orphans without a mate, is an error naming the flags.
     pub fn from_flags(path: Option<String>, mate: Option<String>, orphans: Option<String>) -> Result<Option<Self>> {
-        match (path, mate, orphans) {
-            (None, None, None) => Ok(None),
-            (None, _, _) => Err(Error::invalid("-O/--mate-output and --orphans need -o/--output (the R1 output)")),
-            (Some(_), None, Some(_)) => Err(Error::invalid("--orphans needs -O/--mate-output (R1/R2 outputs)")),
-            (Some(path), mate, orphans) => Ok(Some(PairedOutput { path, mate, orphans })),
+        match path {
+            None if mate.is_some() || orphans.is_some() => {
+                Err(Error::invalid("-O/--mate-output and --orphans need -o/--output (the R1 output)"))
+            }
+            None => Ok(None),
+            Some(path) => Self::new(path, mate, orphans).map(Some),
         }
+    }
+
+    /// `path` with its `mate` (R2) file and `orphans` file; orphans without a mate file is an
+    /// error naming the flags.
+    pub fn new(path: String, mate: Option<String>, orphans: Option<String>) -> Result<Self> {
+        if orphans.is_some() && mate.is_none() {
+            return Err(Error::invalid("--orphans needs -O/--mate-output (R1/R2 outputs)"));
+        }
+        Ok(PairedOutput { path, mate, orphans })
     }
 
     /// True when the reads go to R1/R2 files.
@@ -140,14 +156,18 @@ impl PairedOutput {
 
     /// Refuses two of the outputs naming the same file (both `-` included).
     pub fn check(&self) -> Result<()> {
-        let paths: Vec<&String> = self.paths().collect();
-        for (i, a) in paths.iter().enumerate() {
-            if let Some(b) = paths[i + 1..].iter().find(|b| same_file(a, b)) {
-                return Err(Error::invalid(format!("outputs {a} and {b} are the same file; give each output its own")));
-            }
-        }
-        Ok(())
+        refuse_shared_outputs(&self.paths().collect::<Vec<_>>())
     }
+}
+
+/// Refuses two of `paths` (a command's outputs) naming the same file (both `-` included).
+pub fn refuse_shared_outputs(paths: &[&String]) -> Result<()> {
+    for (i, a) in paths.iter().enumerate() {
+        if let Some(b) = paths[i + 1..].iter().find(|b| same_file(a, b)) {
+            return Err(Error::invalid(format!("outputs {a} and {b} are the same file; give each output its own")));
+        }
+    }
+    Ok(())
 }
 
 /// The formatted reads a batch keeps, laid out for a [`MateWriter`]: for one output file, every
@@ -216,6 +236,18 @@ pub struct MateCounts {
     pub orphans_written: u64,
     /// Reads without their mate left out (no orphans file).
     pub orphans_dropped: u64,
+}
+
+impl MateCounts {
+    /// Tells, within the run `ctx`, how many reads were left out for want of an orphans file.
+    pub fn tell_dropped(&self, ctx: &RunContext) {
+        if self.orphans_dropped > 0 {
+            ctx.info(format!(
+                "{} kept reads without a kept mate were left out of the R1/R2 outputs (--orphans FILE keeps them)",
+                self.orphans_dropped
+            ));
+        }
+    }
 }
 
 impl std::ops::Add for MateCounts {

@@ -3,7 +3,7 @@
 //! target false-positive rate, refused before counting when it is above the memory cap.
 
 use super::pyfmt::repr;
-use super::sizing::{memory_arg, memory_for_rate, target_rate, GraphKind, TableParams};
+use super::sizing::{graph_size, memory_arg, memory_for_rate, target_rate, GraphKind, TableParams};
 use super::{memory, unique_kmers};
 use crate::run::RunContext;
 use crate::{Error, Result};
@@ -30,6 +30,12 @@ pub struct AutoSize {
     pub memory: f64,
     /// The memory cap it had to fit in, in bytes.
     pub cap: f64,
+    /// The number of tables.
+    pub n_tables: usize,
+    /// The size of each table in counters (khmer's layout makes it the primes just below).
+    pub tablesize: u64,
+    /// The false-positive rate `distinct_kmers` give in tables of that size.
+    pub expected_fp_rate: f64,
 }
 
 /// The default memory cap: half of [`memory::available_memory`].
@@ -90,7 +96,21 @@ pub fn resolve(params: &mut TableParams, inputs: &[String], ctx: &RunContext) ->
     params.max_memory = Some(memory);
     params.unique_kmers = 0.0;
     params.auto_memory = false;
-    let chosen = AutoSize { distinct_kmers, estimated, prepass_seconds, fp_rate, memory, cap };
+    let kind = if params.small_count { GraphKind::SmallCountgraph } else { GraphKind::Countgraph };
+    let tablesize = graph_size(params, Some(memory), kind, 1.0) as u64;
+    let n_tables = params.n_tables;
+    let expected_fp_rate = (-(-distinct_kmers / tablesize.max(1) as f64).exp_m1()).powi(n_tables as i32);
+    let chosen = AutoSize {
+        distinct_kmers,
+        estimated,
+        prepass_seconds,
+        fp_rate,
+        memory,
+        cap,
+        n_tables,
+        tablesize,
+        expected_fp_rate,
+    };
     ctx.info(chosen.describe());
     Ok(Some(chosen))
 }
@@ -104,10 +124,13 @@ impl AutoSize {
             "given with -U".to_string()
         };
         format!(
-            "table sized automatically: about {} distinct k-mers ({source}), -M {} for a false-positive rate of {}",
+            "table sized automatically: about {} distinct k-mers ({source}), -M {} for a false-positive rate of {} \
+             ({} tables of {} counters)",
             self.distinct_kmers.round(),
             memory_arg(self.memory),
-            repr(self.fp_rate)
+            repr(self.fp_rate),
+            self.n_tables,
+            self.tablesize
         )
     }
 }
@@ -133,6 +156,8 @@ mod tests {
         assert!(!p.auto_memory && p.unique_kmers == 0.0 && !chosen.estimated);
         let rate = (1.0 - (-1e6 / (chosen.memory / 4.0)).exp()).powi(4);
         assert!((rate - 0.1).abs() < 1e-6, "{rate}");
+        assert_eq!((chosen.n_tables, chosen.tablesize), (4, (chosen.memory / 4.0) as u64));
+        assert!((chosen.expected_fp_rate - 0.1).abs() < 1e-6, "{chosen:?}");
         let mut small = auto(|p| {
             p.unique_kmers = 1e6;
             p.small_count = true;

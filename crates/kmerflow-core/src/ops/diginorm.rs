@@ -363,16 +363,6 @@ impl<'a> Normalizer<'a> {
     }
 }
 
-/// The per-input output when there is no `-o`: `<basename>.keep`, or R1/R2 files
-/// `<R1 basename>.keep` and `<R2 basename>.keep` for an input with a mate file.
-fn keep_output(input: &PairedInput) -> PairedOutput {
-    let keep = |f: &str| derived_name(f, ".keep", None);
-    match &input.mate {
-        Some(mate) => PairedOutput::two_files(keep(&input.path), keep(mate)),
-        None => PairedOutput::single(keep(&input.path)),
-    }
-}
-
 /// Runs normalize-by-median within `ctx` (threads, messages, cancellation).
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     // khmer's k <= 32 limit applies to its layout only (checked again once a loaded table's
@@ -389,7 +379,8 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let single = PairedOutput::from_flags(opts.output.clone(), opts.output2.clone(), opts.orphans.clone())?;
     let keep: Vec<PairedOutput> = match &single {
         Some(out) => vec![out.clone()],
-        None => inputs.iter().map(keep_output).collect(),
+        // `<basename>.keep`, or `<R1 basename>.keep` and `<R2 basename>.keep`.
+        None => inputs.iter().map(|input| input.derived_output(|f| derived_name(f, ".keep", None))).collect(),
     };
     let side = [&opts.savegraph, &opts.report].into_iter().flatten();
     crate::io::refuse_inputs_as_outputs(
@@ -492,11 +483,8 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     }
     staged.extend(norm.report.take().map(OutputFile::close).transpose()?);
     let mut summary = norm.summary;
-    if let Some(m) = mates.filter(|m| m.orphans_dropped > 0) {
-        ctx.info(format!(
-            "{} kept reads without a kept mate were left out of the R1/R2 outputs (--orphans FILE keeps them)",
-            m.orphans_dropped
-        ));
+    if let Some(m) = &mates {
+        m.tell_dropped(ctx);
     }
     summary.mates = mates;
     summary.unique_kmers = table.n_unique_kmers();

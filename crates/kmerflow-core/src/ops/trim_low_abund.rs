@@ -7,13 +7,22 @@
 //! reads the table, so workers trim batches in parallel. In pass 1 workers clean and hash the
 //! reads; the ordered stage decides read by read, or with `batched` through the three phases
 //! of [`crate::table::batch`] (look-ups and updates by owner threads), with the same output.
+//!
+//! R1/R2 files ([`crate::io::mates`]): an input with a `--mate` file is read as the pairs of
+//! its interleaved form. With R1/R2 outputs, a bundle's kept reads are routed as a bundle
+//! (both kept: to R1 and R2; one kept: to the orphans), in pass 1 as in pass 2, which reads the
+//! set-aside file back as bundles (it holds whole bundles, in order): the files equal the
+//! one-file output split by split-paired-reads.
 
 use super::diginorm::BATCH_KMERS;
 use super::read_filter::{self, bundle_source, check_ksize, clean_batch, trim_record, Cleaning, HashedBatch, Trim};
-use super::reads::{create_output, derived_name, is_stdin, write_to};
+use super::reads::{derived_name, is_stdin};
 use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParams};
 use super::SummaryFormat;
-use crate::io::{write_record, Compression, OutputFile, PairMode, PairedInput, Staged};
+use crate::io::mates::paired_inputs;
+use crate::io::{
+    write_record, Compression, MateBuffers, MateCounts, MateWriter, PairMode, PairedInput, PairedOutput, Record, Staged,
+};
 use crate::pipeline::run_ordered;
 use crate::run::{metrics, RunContext};
 use crate::table::CountingTable;
@@ -21,6 +30,7 @@ use crate::table::{median_mean_stddev, BatchRunner, KhmerTable, KmerPass, ReadCo
 use crate::{Error, Result};
 use std::io::Write;
 use std::ops::Range;
+use std::path::Path;
 
 /// Largest false-positive rate trim-low-abund accepts.
 pub const MAX_FP_RATE: f64 = 0.8;
@@ -32,6 +42,9 @@ const REPORT_EVERY_N_READS: u64 = 10_000;
 pub struct Options {
     /// Inputs (distinct names).
     pub inputs: Vec<String>,
+    /// R2 files (`--mate`): none, or one per input, whose records are the mates of the input's
+    /// records (see [`crate::io::mates`]).
+    pub mates: Vec<String>,
     /// Table sizing; `force` also accepts a high FP rate.
     pub table: TableParams,
     /// `-C/--cutoff` (default 2).
@@ -52,8 +65,13 @@ pub struct Options {
     pub loadgraph: Option<String>,
     /// `-s/--savegraph`.
     pub savegraph: Option<String>,
-    /// `-o/--output` (`-` = stdout); per-input `<basename>.abundtrim` otherwise.
+    /// `-o/--output` (`-` = stdout); per-input `<basename>.abundtrim` otherwise (for an input
+    /// with a mate file, `<R1 basename>.abundtrim` and `<R2 basename>.abundtrim` as R1/R2 outputs).
     pub output: Option<String>,
+    /// `-O/--mate-output`: with `output`, kept pairs go to R1/R2 files (`output`, this).
+    pub output2: Option<String>,
+    /// `--orphans`: with R1/R2 outputs, the kept reads without a kept mate (else left out).
+    pub orphans: Option<String>,
     /// `--gzip`/`--bzip`; `None` chooses by the output name's extension.
     pub compression: Option<Compression>,
     /// `--summary-info`.
@@ -68,6 +86,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             inputs: Vec::new(),
+            mates: Vec::new(),
             table: TableParams::default(),
             cutoff: 2,
             trim_at_coverage: 20,
@@ -79,6 +98,8 @@ impl Default for Options {
             loadgraph: None,
             savegraph: None,
             output: None,
+            output2: None,
+            orphans: None,
             compression: None,
             summary_info: None,
             batched: false,
@@ -108,6 +129,10 @@ pub struct Summary {
     pub short_dropped: u64,
     /// Estimated false-positive rate.
     pub fp_rate: f64,
+    /// With R1/R2 outputs: pairs written, and reads without a written mate written to
+    /// `--orphans` or left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mates: Option<MateCounts>,
 }
 
 /// Running counters plus khmer's progress line.
@@ -158,14 +183,15 @@ impl Tally<'_> {
     }
 }
 
-/// Pass 1 over one hashed batch: writes trimmed reads to `out` and set-aside reads to `aside`.
+/// Pass 1 over one hashed batch: formats trimmed reads into `out` and set-aside reads into
+/// `aside`.
 fn pass1_batch(
     o: &Options,
     table: &mut KhmerTable,
     runner: Option<&mut BatchRunner>,
     hb: &HashedBatch,
     t: &mut Tally<'_>,
-    out: &mut Vec<u8>,
+    out: &mut MateBuffers,
     aside: &mut Vec<u8>,
 ) -> Result<()> {
     t.s.short_dropped += hb.reads.bundles.n_short_dropped;
@@ -195,7 +221,7 @@ fn pass1_bundles(
     hb: &HashedBatch,
     bundles: Range<usize>,
     t: &mut Tally<'_>,
-    out: &mut Vec<u8>,
+    out: &mut MateBuffers,
     aside: &mut Vec<u8>,
 ) {
     let cb = &hb.reads;
@@ -217,19 +243,19 @@ fn pass1_bundles(
             continue;
         }
         if cov >= o.trim_at_coverage {
-            for (read_counts, i) in counts.iter().zip(b.iter()) {
-                let rec = cb.record(i);
+            let mut kept: [Option<Record<'_>>; 2] = [None, None];
+            for ((read_counts, i), slot) in counts.iter().zip(b.iter()).zip(&mut kept) {
                 let trim = Trim::of_counts(read_counts, k, cb.clean_seq(i).len(), o.cutoff);
                 if trim.did_trim() {
                     t.s.reads_trimmed += 1;
                 }
-                if trim != Trim::Drop {
+                *slot = trim.apply(&cb.record(i));
+                if let Some(read) = slot {
                     t.progress_pass1();
-                    if let Some(n) = trim.write(&rec, out) {
-                        t.wrote(n);
-                    }
+                    t.wrote(read.seq.len());
                 }
             }
+            out.push(kept[0].as_ref(), kept[1].as_ref());
         } else {
             for i in b.iter() {
                 pass.add(hb.kmers[i].clone());
@@ -258,7 +284,7 @@ struct FileJob {
 }
 
 /// Pass 2 over one set-aside file.
-fn pass2_file(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
+fn pass2_file(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut MateWriter, t: &mut Tally<'_>) -> Result<()> {
     t.ctx.info(format!("second pass: looking at sequences kept aside in {}", job.pass2));
     t.watermark = REPORT_EVERY_N_READS;
     if job.set_aside > 0 {
@@ -267,30 +293,37 @@ fn pass2_file(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut OutputFi
     std::fs::remove_file(&job.pass2).map_err(|e| Error::io(&job.pass2, e))
 }
 
-/// Trims the reads of one non-empty set-aside file into `out`.
-fn pass2_reads(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut OutputFile, t: &mut Tally<'_>) -> Result<()> {
+/// Trims the reads of one non-empty set-aside file into `out`, one by one (read back as the
+/// bundles they were set aside in when `out` writes R1/R2 files, so that pairs stay pairs).
+fn pass2_reads(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut MateWriter, t: &mut Tally<'_>) -> Result<()> {
     let ctx = t.ctx;
-    let source = bundle_source(&PairedInput::single(&job.pass2), PairMode::ForceSingle, table.ksize(), ctx)?;
+    let split = out.is_split();
+    let mode = if split { PairMode::BrokenPaired } else { PairMode::ForceSingle };
+    let source = bundle_source(&PairedInput::single(&job.pass2), mode, table.ksize(), ctx)?;
     run_ordered(
         ctx,
         source,
         || {
             move |bb| {
                 let cb = clean_batch(bb, Cleaning::Parser);
-                let mut bytes = Vec::new();
+                let mut bufs = MateBuffers::new(split);
                 let mut reads = Vec::new();
-                for i in cb.bundle_reads().flat_map(|b| b.iter()) {
-                    let rec = cb.record(i);
-                    let seq = cb.clean_seq(i);
-                    let low = o.variable_coverage && !table.median_at_least(seq, o.trim_at_coverage);
-                    let trim = if low { Trim::Keep } else { trim_record(table, seq, o.cutoff, None) };
-                    trim.write(&rec, &mut bytes);
-                    reads.push(Pass2Read { len: rec.seq.len(), trim, skipped: low });
+                for b in cb.bundle_reads() {
+                    let mut kept: [Option<Record<'_>>; 2] = [None, None];
+                    for (i, slot) in b.iter().zip(&mut kept) {
+                        let rec = cb.record(i);
+                        let seq = cb.clean_seq(i);
+                        let low = o.variable_coverage && !table.median_at_least(seq, o.trim_at_coverage);
+                        let trim = if low { Trim::Keep } else { trim_record(table, seq, o.cutoff, None) };
+                        *slot = trim.apply(&rec);
+                        reads.push(Pass2Read { len: rec.seq.len(), trim, skipped: low });
+                    }
+                    bufs.push(kept[0].as_ref(), kept[1].as_ref());
                 }
-                Ok((bytes, reads))
+                Ok((bufs, reads))
             }
         },
-        |(bytes, reads): (Vec<u8>, Vec<Pass2Read>)| {
+        |(bufs, reads): (MateBuffers, Vec<Pass2Read>)| {
             for r in reads {
                 t.pass2_reads += 1;
                 t.pass2_basepairs += r.len as u64;
@@ -307,7 +340,7 @@ fn pass2_reads(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut OutputF
                 t.progress_pass2(&job.pass2);
                 t.wrote(written);
             }
-            write_to(out, &bytes)
+            out.write(&bufs)
         },
     )?;
     Ok(())
@@ -328,7 +361,7 @@ fn check_options(o: &Options) -> Result<()> {
     if o.diginorm.is_some() && o.single_pass {
         return Err(Error::invalid("--diginorm and --single-pass are incompatible!"));
     }
-    if o.output.is_none() && o.inputs.iter().any(|f| is_stdin(f)) {
+    if o.output.is_none() && o.inputs.iter().chain(&o.mates).any(|f| is_stdin(f)) {
         return Err(Error::invalid("Accepting input from stdin; output filename must be provided with -o."));
     }
     Ok(())
@@ -352,12 +385,20 @@ fn make_tempdir(parent: &str) -> Result<std::path::PathBuf> {
 pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     check_options(o)?;
     ctx.progress().begin_pass("trimming");
-    let trimmed: Vec<String> = match &o.output {
-        Some(path) => vec![path.clone()],
-        None => o.inputs.iter().map(|f| derived_name(f, ".abundtrim", None)).collect(),
-    };
-    let side = o.savegraph.iter();
-    crate::io::refuse_inputs_as_outputs(ctx, o.inputs.iter().chain(&o.loadgraph), trimmed.iter().chain(side))?;
+    let inputs = paired_inputs(&o.inputs, &o.mates)?;
+    let outputs: Vec<PairedOutput> =
+        match PairedOutput::from_flags(o.output.clone(), o.output2.clone(), o.orphans.clone())? {
+            Some(out) => vec![out],
+            None => inputs.iter().map(|input| input.derived_output(|f| derived_name(f, ".abundtrim", None))).collect(),
+        };
+    crate::io::refuse_inputs_as_outputs(
+        ctx,
+        inputs.iter().flat_map(PairedInput::paths).chain(&o.loadgraph),
+        outputs.iter().flat_map(PairedOutput::paths).chain(&o.savegraph),
+    )?;
+    if o.ignore_pairs && outputs.iter().any(PairedOutput::is_split) {
+        return Err(Error::invalid("--ignore-pairs trims reads alone: R1/R2 outputs need pairs (use one -o)"));
+    }
     let mut table = match &o.loadgraph {
         Some(path) => {
             ctx.info(format!("loading countgraph from {path}"));
@@ -374,9 +415,12 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     let k = table.ksize();
     let tempdir = make_tempdir(&o.tempdir)?;
     ctx.info(format!("created temporary directory {};\nuse -T to change location", tempdir.display()));
-    let result = run_passes(o, &mut table, &tempdir, ctx);
+    let result = run_passes(o, &inputs, &outputs, &mut table, &tempdir, ctx);
     let _ = crate::io::discard::remove_dir_all(&tempdir);
     let (mut t, staged) = result?;
+    if let Some(counts) = &t.s.mates {
+        counts.tell_dropped(ctx);
+    }
     let s = &mut t.s;
     s.fp_rate = expected_fp_rate(&table);
     print_summary(o, s, ctx);
@@ -403,47 +447,47 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     Ok(t.s)
 }
 
-/// Both passes over all inputs; the outputs are complete under their temporary names on success.
+/// Both passes over all `inputs`, written to `outputs` (one, or one per input); the outputs
+/// are complete under their temporary names on success.
 fn run_passes<'a>(
     o: &'a Options,
+    inputs: &'a [PairedInput],
+    outputs: &[PairedOutput],
     table: &mut KhmerTable,
-    tempdir: &std::path::Path,
+    tempdir: &Path,
     ctx: &'a RunContext,
 ) -> Result<(Tally<'a>, Vec<Staged>)> {
     let mut runner = o.batched.then(|| BatchRunner::new(&*table, ctx.threads()));
     let hasher = table.kmer_hasher();
-    let mut outs: Vec<OutputFile> = Vec::new();
+    let mut outs: Vec<MateWriter> = Vec::new();
     let mut jobs = Vec::new();
     let mut t =
         Tally { s: Summary::default(), pass2_reads: 0, pass2_basepairs: 0, ctx, file: "", n_start: 0, watermark: 0 };
-    if let Some(path) = &o.output {
-        outs.push(create_output(path, o.compression, ctx)?);
-    }
     let mode = if o.ignore_pairs { PairMode::ForceSingle } else { PairMode::BrokenPaired };
-    for input in &o.inputs {
-        let pass2 = tempdir.join(format!("{}.pass2", input.replace('/', "-"))).to_string_lossy().into_owned();
-        if o.output.is_none() {
-            outs.push(create_output(&derived_name(input, ".abundtrim", None), o.compression, ctx)?);
+    for (input, output) in inputs.iter().zip(outputs.iter().cycle()) {
+        let pass2 = tempdir.join(format!("{}.pass2", input.path.replace('/', "-"))).to_string_lossy().into_owned();
+        if outs.is_empty() || o.output.is_none() {
+            outs.push(MateWriter::create(output, o.compression, ctx)?);
         }
-        let mut job = FileJob { input: input.clone(), pass2, out: outs.len() - 1, set_aside: 0 };
+        let mut job = FileJob { input: input.name(), pass2, out: outs.len() - 1, set_aside: 0 };
         let mut aside_file =
             std::io::BufWriter::new(std::fs::File::create(&job.pass2).map_err(|e| Error::io(&job.pass2, e))?);
-        t.file = input;
+        t.file = &input.path;
         t.n_start = t.s.reads;
         t.watermark = REPORT_EVERY_N_READS;
         let save_start = t.s.reads_set_aside;
         let out = &mut outs[job.out];
-        let (mut buf, mut aside) = (Vec::new(), Vec::new());
+        let (mut bufs, mut aside) = (out.buffers(), Vec::new());
         run_ordered(
             ctx,
-            bundle_source(&PairedInput::single(input), mode, table.ksize(), ctx)?,
+            bundle_source(input, mode, table.ksize(), ctx)?,
             || |bb| Ok(HashedBatch::new(bb, Cleaning::Parser, &hasher)),
             |hb: HashedBatch| {
                 ctx.metrics().add_count(metrics::KMERS, hb.hashes.len() as u64);
-                buf.clear();
+                bufs.clear();
                 aside.clear();
-                pass1_batch(o, table, runner.as_mut(), &hb, &mut t, &mut buf, &mut aside)?;
-                write_to(out, &buf)?;
+                pass1_batch(o, table, runner.as_mut(), &hb, &mut t, &mut bufs, &mut aside)?;
+                out.write(&bufs)?;
                 aside_file.write_all(&aside).map_err(|e| Error::io(&job.pass2, e))
             },
         )?;
@@ -453,11 +497,14 @@ fn run_passes<'a>(
         jobs.push(job);
     }
     if !o.single_pass {
+        ctx.progress().begin_pass("second pass");
         for job in &jobs {
             pass2_file(o, table, job, &mut outs[job.out], &mut t)?;
         }
     }
-    let staged = outs.into_iter().map(OutputFile::close).collect::<Result<_>>()?;
+    let split = outs.iter().filter(|w| w.is_split()).map(MateWriter::counts);
+    t.s.mates = split.reduce(|a, b| a + b);
+    let staged = outs.into_iter().map(MateWriter::close).collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
     Ok((t, staged))
 }
 

@@ -9,7 +9,10 @@
 //! An operation that reads its inputs more than once (counting, then filtering; the `-M auto`
 //! pre-pass) declares its passes with [`Progress::plan_passes`] and starts each with
 //! [`Progress::begin_pass`]; the snapshot then gives the current pass's bytes against that
-//! pass's inputs and the fraction of the whole run, which never goes back when a pass starts.
+//! pass's inputs and the fraction of the whole run. That fraction never goes back: not when a
+//! pass starts, nor when a pass opens another input (a second input file, trim-low-abund's
+//! set-aside reads), which raises the total it is measured against; it then holds until the
+//! bytes read catch up.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -29,6 +32,8 @@ pub struct Progress {
 struct Passes {
     planned: usize,
     started: Vec<Pass>,
+    /// The largest overall fraction given so far.
+    overall_shown: f64,
 }
 
 /// One started pass: its name, when it began, and the bytes read and the input size counted
@@ -103,17 +108,26 @@ impl Progress {
     /// Where the run stands.
     pub fn snapshot(&self) -> Snapshot {
         let (read, total) = (self.read.load(Ordering::Relaxed), self.total.load(Ordering::Relaxed));
-        let passes = self.lock();
-        let Some(current) = passes.started.last() else {
-            let overall = (total > 0).then(|| (read as f64 / total as f64).min(1.0));
-            return Snapshot { read, total, pass: None, overall };
+        let mut passes = self.lock();
+        let mut snapshot = match passes.started.last() {
+            None => {
+                let overall = (total > 0).then(|| (read as f64 / total as f64).min(1.0));
+                Snapshot { read, total, pass: None, overall }
+            }
+            Some(current) => {
+                let (read, total) = (read - current.read_before, total - current.total_before);
+                let number = passes.started.len();
+                let done_before = (number - 1) as f64;
+                let overall =
+                    (total > 0).then(|| (done_before + (read as f64 / total as f64).min(1.0)) / passes.planned as f64);
+                Snapshot { read, total, pass: Some((number, passes.planned, current.name)), overall }
+            }
         };
-        let (read, total) = (read - current.read_before, total - current.total_before);
-        let number = passes.started.len();
-        let done_before = (number - 1) as f64;
-        let overall =
-            (total > 0).then(|| (done_before + (read as f64 / total as f64).min(1.0)) / passes.planned as f64);
-        Snapshot { read, total, pass: Some((number, passes.planned, current.name)), overall }
+        if let Some(overall) = &mut snapshot.overall {
+            passes.overall_shown = passes.overall_shown.max(*overall);
+            *overall = passes.overall_shown;
+        }
+        snapshot
     }
 
     /// The records handled so far (0 for commands that do not report them).
@@ -151,5 +165,28 @@ mod tests {
         assert_eq!((second.read, second.total, second.pass), (4, 100, Some((2, 2, "histogram"))));
         assert_eq!(second.overall, Some(0.52));
         assert_eq!(p.pass_times().iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["counting", "histogram"]);
+    }
+
+    /// An input opened within a pass raises the total: the pass's own percentage falls, the
+    /// overall fraction holds until the reads catch up.
+    #[test]
+    fn overall_progress_never_falls_when_a_pass_opens_another_input() {
+        let p = Progress::default();
+        p.plan_passes(2);
+        p.begin_pass("trimming");
+        p.add_input_size(100);
+        p.add_read(100);
+        assert_eq!(p.snapshot().overall, Some(0.5));
+        p.add_input_size(100);
+        let opened = p.snapshot();
+        assert_eq!((opened.read, opened.total, opened.overall), (100, 200, Some(0.5)));
+        p.add_read(60);
+        assert_eq!(p.snapshot().overall, Some(0.5));
+        p.add_read(40);
+        assert_eq!(p.snapshot().overall, Some(0.5));
+        p.begin_pass("second pass");
+        p.add_input_size(50);
+        p.add_read(25);
+        assert_eq!(p.snapshot().overall, Some(0.75));
     }
 }

@@ -10,9 +10,13 @@
 //! * the bundle count runs across all input files (khmer restarts it for each file, which
 //!   lets the reservoir grow past `num_reads` with several inputs). The `max_reads` limit is,
 //!   as in khmer, checked every 10,000 bundles.
+//!
+//! A sample is written as one file (its bundles in reservoir order, pairs interleaved) or, with
+//! a mate output (a kmerflow extension), as R1/R2 files with the single reads to an orphans
+//! file or left out ([`crate::io::mates`]): the one file split by split-paired-reads.
 
-use super::{create_output, derived_name, is_stdin, write_to};
-use crate::io::{write_record, Compression, OwnedRecord, PairMode, PairedInput};
+use super::{derived_name, is_stdin};
+use crate::io::{Compression, MateCounts, MateWriter, OwnedRecord, PairMode, PairedInput, PairedOutput};
 use crate::run::RunContext;
 use crate::{Error, Result};
 use rand::{Rng, SeedableRng};
@@ -42,6 +46,10 @@ pub struct SampleOptions {
     pub force_single: bool,
     /// Output file (`-o`); default `<base of first input>.subset`.
     pub output: Option<String>,
+    /// Second mates' file (`-O/--mate-output`, with `output`): samples written as R1/R2 files.
+    pub output2: Option<String>,
+    /// With `output2`, the sampled single reads (else left out).
+    pub orphans: Option<String>,
     /// Allow `-o` with several samples (written to `<output>.<i>`).
     pub force: bool,
     /// Explicit output compression; `None` chooses by each output's extension.
@@ -57,15 +65,36 @@ pub struct SampleSummary {
     pub hit_limit: bool,
     /// Each output path with the number of records written to it.
     pub outputs: Vec<(String, u64)>,
+    /// With R1/R2 outputs: pairs written, single reads written to the orphans files or left
+    /// out (all samples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mates: Option<MateCounts>,
 }
 
 /// A sampled bundle, shared between the samples that hold it.
 type Sampled = Rc<(OwnedRecord, Option<OwnedRecord>)>;
 
-/// The output path of each sample.
-fn output_paths(opts: &SampleOptions) -> Result<Vec<String>> {
+/// The outputs of each sample: `-o` (or its default) with `-O` and `--orphans`, each numbered
+/// `.0` .. `.S-1` when there are several samples.
+fn sample_outputs(opts: &SampleOptions) -> Result<Vec<PairedOutput>> {
+    let base = PairedOutput::new(output_base(opts)?, opts.output2.clone(), opts.orphans.clone())?;
+    if opts.samples <= 1 {
+        return Ok(vec![base]);
+    }
+    let numbered = |path: &String, i: usize| format!("{path}.{i}");
+    Ok((0..opts.samples)
+        .map(|i| PairedOutput {
+            path: numbered(&base.path, i),
+            mate: base.mate.as_ref().map(|m| numbered(m, i)),
+            orphans: base.orphans.as_ref().map(|o| numbered(o, i)),
+        })
+        .collect())
+}
+
+/// The output path of the (one or first) sample before numbering.
+fn output_base(opts: &SampleOptions) -> Result<String> {
     let samples = opts.samples.max(1);
-    let base = match &opts.output {
+    Ok(match &opts.output {
         Some(o) if samples > 1 && !opts.force => {
             return Err(Error::invalid(format!(
                 "cannot write {samples} samples to one output ({o}); use --force to write {o}.0 .. {o}.{}",
@@ -80,19 +109,25 @@ fn output_paths(opts: &SampleOptions) -> Result<Vec<String>> {
             }
             derived_name(first, ".subset", None)
         }
-    };
-    Ok(if samples == 1 { vec![base] } else { (0..samples).map(|i| format!("{base}.{i}")).collect() })
+    })
 }
 
 /// Draws `opts.samples` reservoir samples of `opts.num_reads` bundles and writes them.
 pub fn sample_reads_randomly(opts: &SampleOptions, ctx: &RunContext) -> Result<SampleSummary> {
-    let paths = output_paths(opts)?;
-    crate::io::refuse_inputs_as_outputs(ctx, opts.inputs.iter().flat_map(PairedInput::paths), &paths)?;
+    let outputs = sample_outputs(opts)?;
+    crate::io::refuse_inputs_as_outputs(
+        ctx,
+        opts.inputs.iter().flat_map(PairedInput::paths),
+        outputs.iter().flat_map(PairedOutput::paths),
+    )?;
+    if opts.force_single && opts.output2.is_some() {
+        return Err(Error::invalid("--force_single samples reads alone: R1/R2 outputs need pairs (use one -o)"));
+    }
     let seed = if opts.seed == 0 { DEFAULT_SEED } else { opts.seed };
     let mut rng = Pcg64::seed_from_u64(seed);
     let mode = if opts.force_single { PairMode::ForceSingle } else { PairMode::BrokenPaired };
     let n = opts.num_reads;
-    let mut reservoirs: Vec<Vec<Sampled>> = vec![Vec::new(); paths.len()];
+    let mut reservoirs: Vec<Vec<Sampled>> = vec![Vec::new(); outputs.len()];
     let mut sum = SampleSummary::default();
     'inputs: for input in &opts.inputs {
         let mut reader = input.open(mode, None, ctx)?;
@@ -128,21 +163,29 @@ pub fn sample_reads_randomly(opts: &SampleOptions, ctx: &RunContext) -> Result<S
             }
         }
     }
-    for (path, reservoir) in paths.into_iter().zip(&reservoirs) {
-        let mut out = create_output(&path, opts.compression, ctx)?;
-        let mut buf = Vec::new();
-        let mut records = 0;
+    for (output, reservoir) in outputs.into_iter().zip(&reservoirs) {
+        let mut out = MateWriter::create(&output, opts.compression, ctx)?;
+        let mut bufs = out.buffers();
         for bundle in reservoir {
-            write_record(&mut buf, &bundle.0.as_record());
-            records += 1;
-            if let Some(mate) = &bundle.1 {
-                write_record(&mut buf, &mate.as_record());
-                records += 1;
+            bufs.push(Some(&bundle.0.as_record()), bundle.1.as_ref().map(OwnedRecord::as_record).as_ref());
+        }
+        out.write(&bufs)?;
+        let counts = out.finish()?;
+        match output.mate {
+            Some(mate) => {
+                sum.outputs.push((output.path, counts.pairs));
+                sum.outputs.push((mate, counts.pairs));
+                sum.outputs.extend(output.orphans.map(|path| (path, counts.orphans_written)));
+                sum.mates = Some(sum.mates.unwrap_or_default() + counts);
+            }
+            None => {
+                let records = reservoir.iter().map(|b| 1 + u64::from(b.1.is_some())).sum();
+                sum.outputs.push((output.path, records));
             }
         }
-        write_to(&mut out, &buf)?;
-        out.finish()?;
-        sum.outputs.push((path, records));
+    }
+    if let Some(counts) = &sum.mates {
+        counts.tell_dropped(ctx);
     }
     Ok(sum)
 }
