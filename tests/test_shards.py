@@ -132,6 +132,24 @@ def test_paired_bundles_stay_together(cluster, tmp_path):
     assert out["s"] == out["o"]
 
 
+@pytest.mark.parametrize("paired", [False, True])
+def test_normalize_file_with_local_and_worker_shards(client, tmp_path, paired):
+    """The native file run (look-ups and updates riding one message per shard and batch) with
+    shards both here and on the workers: the kept reads, table and statistics of one process."""
+    reads = _genome_reads(tmp_path / "r.fq", paired=paired, seed=11, n=900)
+    kmerflow("normalize-by-median", "-k", "20", "-N", "3", "-x", "250", "-C", "30", "-f",
+             "-o", tmp_path / "one.keep", "-s", tmp_path / "one.ct", reads)
+    graph = ShardedCountgraph(20, 250, 3, client=client, shards=3, local=1, batch_kmers=600,
+                              use_bigcount=False)
+    with open(tmp_path / "sharded.keep", "wb") as out:
+        n_reads, kept = graph.normalize_file(reads, out, 30, pairs=True)
+    graph.save(tmp_path / "sharded.ct")
+    assert (tmp_path / "sharded.keep").read_bytes() == (tmp_path / "one.keep").read_bytes()
+    assert (tmp_path / "sharded.ct").read_bytes() == (tmp_path / "one.ct").read_bytes()
+    assert n_reads == reads.read_text().count("\n+\n")
+    assert 0 < kept == (tmp_path / "one.keep").read_text().count("\n+\n") < n_reads
+
+
 def test_one_worker_local_cluster(data, tmp_path):
     reads = data / "test-abund-read-2.fa"
     kmerflow("normalize-by-median", "-C", "2", "-o", tmp_path / "o", reads)

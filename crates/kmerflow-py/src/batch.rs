@@ -50,21 +50,7 @@ pub(crate) fn slice<'a, T: numpy::Element>(array: &'a PyReadonlyArray1<'_, T>, n
     array.as_slice().map_err(|_| PyValueError::new_err(format!("{name} must be a contiguous 1-D array")))
 }
 
-/// Whether `ends` (the end offsets of consecutive spans) never decrease and end at most at
-/// `limit`.
-pub(crate) fn ends_in_order(ends: &[u64], limit: usize) -> bool {
-    !ends.windows(2).any(|w| w[0] > w[1]) && ends.last().is_none_or(|&e| e as usize <= limit)
-}
-
-/// The spans `ends[i-1] .. ends[i]` (the first from 0) of `ends` checked by [`ends_in_order`].
-pub(crate) fn spans(ends: &[u64]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-    let mut start = 0;
-    ends.iter().map(move |&end| {
-        let span = start..end as usize;
-        start = end as usize;
-        span
-    })
-}
+pub(crate) use kmerflow_core::table::batch::{ends_in_order, spans};
 
 /// `(bases, slots)` of a batch as numpy arrays.
 type LookupArrays<'py> = (Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u32>>);

@@ -90,7 +90,7 @@ enum Source {
 }
 
 /// Parses the `pairs` argument of `open_reads`.
-fn pair_mode(pairs: &Bound<'_, PyAny>) -> PyResult<Option<PairMode>> {
+pub(crate) fn pair_mode(pairs: &Bound<'_, PyAny>) -> PyResult<Option<PairMode>> {
     if let Ok(flag) = pairs.extract::<bool>() {
         return Ok(flag.then_some(PairMode::BrokenPaired));
     }

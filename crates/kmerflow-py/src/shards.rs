@@ -2,18 +2,22 @@
 //! counters (held by a Dask worker or locally), and `ShardClient`, the client's part (routing,
 //! statistics, bigcounts, decisions). Every call on many counters releases the GIL.
 
-use crate::batch::{ends_in_order, slice, spans};
+use crate::batch::slice;
 use crate::errors::IntoPyResult;
+use crate::interrupt::warn_message;
+use crate::reads::pair_mode;
 use crate::tables::{Countgraph, Table};
+use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::kmer::clean::{clean_parser, clean_screed};
 use kmerflow_core::kmer::twobit;
+use kmerflow_core::run::RunContext;
 use kmerflow_core::table::shard::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
-use kmerflow_core::table::{HashKind, ReadCounts};
+use kmerflow_core::table::shard_runs::{BundleBatches, Cleaning, Message, ShardedCount, ShardedNormalize};
+use kmerflow_core::table::HashKind;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
-use std::sync::Mutex;
+use pyo3::types::{PyBytes, PyString};
+use std::sync::{Mutex, MutexGuard};
 
 /// One shard: counters `start .. start + size` of a table, one byte each.
 #[pyclass(module = "kmerflow._core", frozen)]
@@ -22,8 +26,12 @@ pub struct Shard {
 }
 
 impl Shard {
+    fn lock(&self) -> MutexGuard<'_, CoreShard> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn with<R>(&self, f: impl FnOnce(&mut CoreShard) -> R) -> R {
-        f(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()))
+        f(&mut self.lock())
     }
 }
 
@@ -248,32 +256,13 @@ impl ShardClient {
         let (hashes, counters, values) =
             (slice(&hashes, "hashes")?, slice(&counters, "counters")?, slice(&values, "values")?);
         let (read_ends, bundle_ends) = (slice(&read_ends, "read_ends")?, slice(&bundle_ends, "bundle_ends")?);
-        if !ends_in_order(read_ends, hashes.len()) || !ends_in_order(bundle_ends, read_ends.len()) {
-            return Err(PyValueError::new_err("read_ends and bundle_ends must be non-decreasing and in range"));
-        }
-        if counters.len() != values.len() {
-            return Err(PyValueError::new_err("counters and values must have the same length"));
-        }
         let (keep, routed) = py
             .detach(|| {
-                let lookup = self.inner.lookup(hashes, counters, values)?;
-                let read = |i: usize| (if i == 0 { 0 } else { read_ends[i - 1] as usize })..read_ends[i] as usize;
-                let (keep, updates): (Vec<bool>, Updates) = self.inner.decide(hashes, counters, &lookup, |d| {
-                    spans(bundle_ends)
-                        .map(|reads| {
-                            let keep = !reads.clone().all(|i| d.median_at_least(read(i), cutoff));
-                            if keep {
-                                reads.for_each(|i| d.add(read(i)));
-                            }
-                            keep
-                        })
-                        .collect()
-                })?;
+                let (keep, updates) = self.inner.normalize(hashes, counters, values, read_ends, bundle_ends, cutoff)?;
                 Ok::<_, kmerflow_core::Error>((keep, self.inner.map().route_updates(&updates)?))
             })
             .py()?;
-        let routed = routed.into_iter().map(|(c, d)| (c.into_pyarray(py), d.into_pyarray(py))).collect();
-        Ok((keep.into_pyarray(py), routed))
+        Ok((keep.into_pyarray(py), routed.into_iter().map(|u| updates_arrays(py, u)).collect()))
     }
 
     /// The whole table as a `Countgraph` (in this process) from the shards' counters (uint8
@@ -285,9 +274,189 @@ impl ShardClient {
     }
 }
 
+/// One shard's updates as numpy arrays.
+fn updates_arrays(py: Python<'_>, updates: Updates) -> ShardUpdates<'_> {
+    (updates.counters.into_pyarray(py), updates.deltas.into_pyarray(py))
+}
+
+/// One remote shard's message: (counters to update, their deltas, counters to answer for).
+type MessageArrays<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u64>>);
+
+fn message_arrays(py: Python<'_>, messages: Vec<Message>) -> Vec<MessageArrays<'_>> {
+    messages
+        .into_iter()
+        .map(|m| {
+            let (counters, deltas) = updates_arrays(py, m.apply);
+            (counters, deltas, m.counters.into_pyarray(py))
+        })
+        .collect()
+}
+
+/// The bundles of `path` in batches of about `batch_kmers` k-mers (warnings about the input
+/// go to Python's `warnings`).
+fn open_batches(
+    py: Python<'_>,
+    client: &CoreClient,
+    path: std::path::PathBuf,
+    mode: PairMode,
+    min_length: Option<usize>,
+    batch_kmers: usize,
+    cleaning: Cleaning,
+) -> PyResult<BundleBatches> {
+    let path = path.to_string_lossy().into_owned();
+    let ctx = RunContext::new();
+    let reader = py.detach(|| FastxReader::open_in(&path, &ctx));
+    ctx.messages().iter().try_for_each(|m| warn_message(py, m))?;
+    let reader = PairedReader::new(reader.py()?, mode, min_length);
+    Ok(BundleBatches::new(reader, client.ksize(), batch_kmers, cleaning))
+}
+
+/// The shards of a run held in this process (`None` for a remote one), locked for one call.
+struct LocalShards(Vec<Option<Py<Shard>>>);
+
+impl LocalShards {
+    fn call<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut [Option<&mut CoreShard>]) -> R + Send) -> R {
+        let mut guards: Vec<Option<MutexGuard<'_, CoreShard>>> =
+            self.0.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
+        let mut shards: Vec<Option<&mut CoreShard>> = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
+        py.detach(|| f(&mut shards))
+    }
+}
+
+/// Counting a file on a sharded table (`ShardedCountgraph.consume_seqfile`): `send()` reads
+/// the next batch, counts it on the local shards and returns one message per remote shard
+/// (for its `add`), or `None` at the end; `record(answers)` records the batch from the remote
+/// shards' answers.
+#[pyclass(module = "kmerflow._core")]
+pub struct ShardedCountRun {
+    client: Py<ShardClient>,
+    local: LocalShards,
+    run: ShardedCount,
+}
+
+#[pymethods]
+impl ShardedCountRun {
+    /// Counting `path` (every record, khmer's C++ cleaning) on `client`'s table, whose shard `s`
+    /// is `local[s]` when held in this process (a `Shard`) and remote when `None`.
+    #[new]
+    #[pyo3(signature = (client, local, path, batch_kmers))]
+    fn new(
+        py: Python<'_>,
+        client: Py<ShardClient>,
+        local: Vec<Option<Py<Shard>>>,
+        path: std::path::PathBuf,
+        batch_kmers: usize,
+    ) -> PyResult<Self> {
+        let batches =
+            open_batches(py, &client.get().inner, path, PairMode::ForceSingle, None, batch_kmers, Cleaning::Parser)?;
+        Ok(ShardedCountRun { client, local: LocalShards(local), run: ShardedCount::new(batches) })
+    }
+
+    /// The next batch's messages to the remote shards, `None` at the end.
+    fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
+        let (client, run) = (self.client.get(), &mut self.run);
+        let messages = self.local.call(py, |local| run.send(&client.inner, local)).py()?;
+        Ok(messages.map(|m| message_arrays(py, m)))
+    }
+
+    /// Counts the batch sent last on the local shards (call while the remote shards work).
+    fn local(&mut self, py: Python<'_>) -> PyResult<()> {
+        let (client, run) = (self.client.get(), &mut self.run);
+        self.local.call(py, |local| run.local(&client.inner, local)).py()
+    }
+
+    /// Records the batch sent last from the remote shards' answers (uint8, in shard order).
+    fn record(&mut self, py: Python<'_>, answers: Vec<PyReadonlyArray1<'_, u8>>) -> PyResult<()> {
+        let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
+        let (client, run) = (self.client.get(), &mut self.run);
+        self.local.call(py, |local| run.record(&client.inner, local, &answers)).py()
+    }
+
+    /// (reads, k-mers) counted so far.
+    #[getter]
+    fn totals(&self) -> (u64, u64) {
+        self.run.totals
+    }
+}
+
+/// normalize-by-median of a file on a sharded table (`ShardedCountgraph.normalize_file`):
+/// `send()` reads the next batch and returns one message per remote shard (updates to apply,
+/// then counters to look up), or `None` at the end; `decide(answers)` decides the batch and
+/// returns the kept bundles' records as FASTA/FASTQ bytes; `unsent()` the updates left for the
+/// remote shards at the end.
+#[pyclass(module = "kmerflow._core")]
+pub struct ShardedNormalizeRun {
+    client: Py<ShardClient>,
+    local: LocalShards,
+    run: ShardedNormalize,
+}
+
+#[pymethods]
+impl ShardedNormalizeRun {
+    /// Normalizing `path` to `cutoff` on `client`'s table (`local` as for `ShardedCountRun`);
+    /// `pairs` as for `open_reads`; reads shorter than k are dropped, as khmer does.
+    #[new]
+    #[pyo3(signature = (client, local, path, pairs, cutoff, batch_kmers))]
+    fn new(
+        py: Python<'_>,
+        client: Py<ShardClient>,
+        local: Vec<Option<Py<Shard>>>,
+        path: std::path::PathBuf,
+        pairs: &Bound<'_, PyAny>,
+        cutoff: u32,
+        batch_kmers: usize,
+    ) -> PyResult<Self> {
+        let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
+        let k = client.get().inner.ksize();
+        let batches =
+            open_batches(py, &client.get().inner, path, mode, Some(k), batch_kmers, Cleaning::ScreedWithText)?;
+        Ok(ShardedNormalizeRun { client, local: LocalShards(local), run: ShardedNormalize::new(batches, cutoff) })
+    }
+
+    /// The next batch's messages to the remote shards, `None` at the end.
+    fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
+        let (client, run) = (self.client.get(), &mut self.run);
+        let messages = self.local.call(py, |local| run.send(&client.inner, local)).py()?;
+        Ok(messages.map(|m| message_arrays(py, m)))
+    }
+
+    /// Looks up the batch sent last on the local shards (call while the remote shards work).
+    fn local(&mut self, py: Python<'_>) -> PyResult<()> {
+        let (client, run) = (self.client.get(), &mut self.run);
+        self.local.call(py, |local| run.local(&client.inner, local)).py()
+    }
+
+    /// Decides the batch sent last from the remote shards' answers (uint8, in shard order);
+    /// returns the kept records' text.
+    fn decide<'py>(
+        &mut self,
+        py: Python<'py>,
+        answers: Vec<PyReadonlyArray1<'py, u8>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
+        let (client, run) = (self.client.get(), &mut self.run);
+        let mut out = Vec::new();
+        self.local.call(py, |local| run.decide(&client.inner, local, &answers, &mut out)).py()?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// The updates not sent yet, per shard (counters, deltas; empty for the local shards).
+    fn unsent<'py>(&mut self, py: Python<'py>) -> Vec<ShardUpdates<'py>> {
+        self.run.unsent().into_iter().map(|u| updates_arrays(py, u)).collect()
+    }
+
+    /// (reads, reads kept) so far.
+    #[getter]
+    fn totals(&self) -> (u64, u64) {
+        self.run.totals
+    }
+}
+
 /// Adds the shard classes to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Shard>()?;
     m.add_class::<ShardClient>()?;
+    m.add_class::<ShardedCountRun>()?;
+    m.add_class::<ShardedNormalizeRun>()?;
     Ok(())
 }

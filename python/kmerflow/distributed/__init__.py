@@ -24,7 +24,6 @@ import numpy as np
 
 from kmerflow import _core
 from kmerflow.errors import KmerflowError, ParameterError
-from kmerflow.reads import open_reads
 
 #: k-mers per message to every shard (the batch of the three phases).
 BATCH_KMERS = 65_536
@@ -161,6 +160,20 @@ class ShardedCountgraph:
         futures = {s: getattr(self._shards[s], method)(*args[s]) for s in order}
         return [self._answer(s, futures[s]) for s in range(len(self._shards))]
 
+    def _held_here(self) -> List[Any]:
+        """The shards held in this process (``None`` for a remote one), in shard order."""
+        return [s.actor.shard if isinstance(s, _Local) else None for s in self._shards]
+
+    def _send_remote(self, method: str, args: Sequence[Sequence[Any]]) -> List[Tuple[int, Any]]:
+        """Calls ``method`` on every remote shard (``args`` in shard order) without waiting:
+        each shard and its future."""
+        remote = [s for s, shard in enumerate(self._shards) if not isinstance(shard, _Local)]
+        return [(s, getattr(self._shards[s], method)(*a)) for s, a in zip(remote, args, strict=True)]
+
+    def _answers(self, futures: List[Tuple[int, Any]]) -> List[Any]:
+        """The answers of :meth:`_send_remote`'s futures, in shard order."""
+        return [self._answer(s, f) for s, f in futures]
+
     def _values(self, counters: np.ndarray) -> np.ndarray:
         """The values of ``counters`` (after the pending updates), in input order."""
         parts, order = self._table.route(counters)
@@ -243,16 +256,34 @@ class ShardedCountgraph:
         return counts[len(counts) // 2], mean, sd
 
     def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
-        """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers)
-        (and adds the reads shorter than k to :attr:`short_reads`)."""
-        n_reads = n_kmers = 0
-        for sequences in _sequence_batches(open_reads(path).batches(), self.batch_kmers):
-            hashes, ends = self._table.hash_reads(sequences)
-            self.add_hashes(hashes)
-            self.short_reads += int(np.count_nonzero(np.diff(ends, prepend=np.uint64(0)) == 0))
-            n_reads += len(sequences)
-            n_kmers += len(hashes)
-        return n_reads, n_kmers
+        """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).
+        The file is read, hashed and routed natively; the shards held here count at once, the
+        others get one message per batch."""
+        self.flush()
+        run = _core.ShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers)
+        while (messages := run.send()) is not None:
+            futures = self._send_remote("add", [(counters,) for _, _, counters in messages])
+            run.local()
+            run.record(self._answers(futures))
+        return run.totals
+
+    def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int,
+                       pairs: Any = True) -> Tuple[int, int]:
+        """normalize-by-median of a sequence file to ``cutoff``: the kept bundles' records are
+        written to ``out`` (a binary or text file object) as khmer writes them; ``pairs`` as for
+        :func:`kmerflow.open_reads` (reads shorter than k are dropped). The file is read,
+        hashed, decided and written natively; each remote shard gets one message per batch (the
+        previous batch's updates and this batch's look-ups). Returns (reads, reads kept)."""
+        self.flush()
+        write = _binary_writer(out)
+        run = _core.ShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
+                                        self.batch_kmers)
+        while (messages := run.send()) is not None:
+            futures = self._send_remote("step", messages)
+            run.local()
+            write(run.decide(self._answers(futures)))
+        self._pending = [(c, d) for c, d in run.unsent()]
+        return run.totals
 
     def normalize(self, bundles: Sequence[Sequence[Any]], cutoff: int) -> np.ndarray:
         """Digital normalization of one batch of bundles (tuples of records with at least k
@@ -301,27 +332,21 @@ class ShardedCountgraph:
         self.flush()
 
 
+def _binary_writer(out: Any) -> Any:
+    """A function writing bytes to ``out``, a binary file or a text file over one."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        return out.write
+    out.flush()
+    return buffer.write
+
+
 def _kept(batch: Sequence[Any], keep: np.ndarray) -> Iterator[Any]:
     return (bundle for bundle, kept in zip(batch, keep.tolist(), strict=True) if kept)
 
 
 def _no_update() -> Tuple[np.ndarray, np.ndarray]:
     return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint8)
-
-
-def _sequence_batches(batches: Iterable[list], kmers: int) -> Iterator[List[str]]:
-    """Sequences of records in lists of about ``kmers`` bases."""
-    out: List[str] = []
-    size = 0
-    for records in batches:
-        for r in records:
-            out.append(r.sequence)
-            size += len(r.sequence)
-            if size >= kmers:
-                yield out
-                out, size = [], 0
-    if out:
-        yield out
 
 
 def _message_bytes(batch_kmers: int, n_tables: int) -> int:
@@ -335,11 +360,11 @@ def _place(client: Any, sizes: Sequence[int], first: int, messages: int) -> List
     refusing before anything is allocated a worker whose shards, what it holds already and
     ``messages`` bytes of messages would pass the fraction of its memory limit at which Dask
     restarts it (shards are numbered from ``first``)."""
+    if not sizes:
+        return []
     import dask
 
     terminate = dask.config.get("distributed.worker.memory.terminate") or 1.0
-    if not sizes:
-        return []
     workers = client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(client) \
         else client.scheduler_info()["workers"]
     if not workers:

@@ -318,6 +318,22 @@ impl<T: BatchRules + ?Sized> ReadCounts for Decider<'_, T> {
     }
 }
 
+/// Whether `ends` (the end offsets of consecutive spans) never decrease and end at most at
+/// `limit`.
+pub fn ends_in_order(ends: &[u64], limit: usize) -> bool {
+    !ends.windows(2).any(|w| w[0] > w[1]) && ends.last().is_none_or(|&e| e as usize <= limit)
+}
+
+/// The spans `ends[i-1] .. ends[i]` (the first from 0) of `ends` checked by [`ends_in_order`].
+pub fn spans(ends: &[u64]) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut start = 0;
+    ends.iter().map(move |&end| {
+        let span = start..end as usize;
+        start = end as usize;
+        span
+    })
+}
+
 /// Runs the three phases batch after batch with a fixed number of owners, reusing its buffers.
 #[derive(Default)]
 pub struct BatchRunner {

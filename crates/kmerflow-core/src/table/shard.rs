@@ -16,10 +16,11 @@
 //! Everything equals the one-process table with the same sizes: counters, bigcounts and the
 //! statistics ([`ShardClient::gather`] rebuilds it).
 
-use super::batch::{self, BatchLookup, BatchOutcome, BatchRules, Decider, SeenCounters};
-use super::{FastMod, HashKind, KhmerTable, ReadCounts, StorageKind, Table};
+use super::batch::{self, ends_in_order, spans, BatchLookup, BatchOutcome, BatchRules, Decider, SeenCounters};
+use super::{prefetch, FastMod, HashKind, KhmerTable, ReadCounts, StorageKind, Table};
 use crate::{Error, Result};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
@@ -99,13 +100,14 @@ impl ShardMap {
     }
 
     /// The shard of a counter.
-    fn shard_of(&self, counter: u64) -> usize {
+    #[inline]
+    pub fn shard_of(&self, counter: u64) -> usize {
         self.bounds[1..].partition_point(|&end| end <= counter)
     }
 
-    /// Splits `counters` by shard with one counting sort: each shard's counters in input order,
-    /// and `order`, the input position of each entry of the shards' arrays laid end to end.
-    pub fn route(&self, counters: &[u64]) -> Result<(Vec<Vec<u64>>, Vec<u32>)> {
+    /// The shard of every counter, refusing a counter outside the table or a batch too large
+    /// for [`ShardMap::split`]'s positions.
+    pub fn owners(&self, counters: &[u64]) -> Result<Vec<u32>> {
         if counters.len() > u32::MAX as usize {
             return Err(Error::invalid(format!("a batch of {} counters is too large", counters.len())));
         }
@@ -113,9 +115,25 @@ impl ShardMap {
         if let Some(&bad) = counters.iter().find(|&&c| c >= total) {
             return Err(Error::invalid(format!("counter {bad} is outside the table's {total} counters")));
         }
-        let owner: Vec<u32> = counters.iter().map(|&c| self.shard_of(c) as u32).collect();
+        Ok(counters.iter().map(|&c| self.shard_of(c) as u32).collect())
+    }
+
+    /// Splits `counters` by shard with one counting sort: each shard's counters in input order,
+    /// and `order`, the input position of each entry of the shards' arrays laid end to end.
+    pub fn route(&self, counters: &[u64]) -> Result<(Vec<Vec<u64>>, Vec<u32>)> {
+        Ok(self.split(counters, &self.owners(counters)?, |_| true))
+    }
+
+    /// [`ShardMap::route`] of the counters of the shards `wanted` (of their `owners`); the
+    /// other shards' parts are empty.
+    pub fn split(&self, counters: &[u64], owners: &[u32], wanted: impl Fn(usize) -> bool) -> (Vec<Vec<u64>>, Vec<u32>) {
         let mut sizes = vec![0usize; self.shards()];
-        owner.iter().for_each(|&s| sizes[s as usize] += 1);
+        owners.iter().for_each(|&s| sizes[s as usize] += 1);
+        for (s, size) in sizes.iter_mut().enumerate() {
+            if !wanted(s) {
+                *size = 0;
+            }
+        }
         let mut starts: Vec<usize> = sizes
             .iter()
             .scan(0, |at, &n| {
@@ -124,17 +142,20 @@ impl ShardMap {
             })
             .collect();
         let mut parts: Vec<Vec<u64>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
-        let mut order = vec![0u32; counters.len()];
-        for (q, (&c, &s)) in counters.iter().zip(&owner).enumerate() {
-            parts[s as usize].push(c);
-            order[starts[s as usize]] = q as u32;
-            starts[s as usize] += 1;
+        let mut order = vec![0u32; sizes.iter().sum()];
+        for (q, (&c, &s)) in counters.iter().zip(owners).enumerate() {
+            let s = s as usize;
+            if sizes[s] > 0 {
+                parts[s].push(c);
+                order[starts[s]] = q as u32;
+                starts[s] += 1;
+            }
         }
-        Ok((parts, order))
+        (parts, order)
     }
 
-    /// Splits `updates` by shard: each shard's counters and their deltas.
-    pub fn route_updates(&self, updates: &Updates) -> Result<Vec<(Vec<u64>, Vec<u8>)>> {
+    /// Splits `updates` by shard.
+    pub fn route_updates(&self, updates: &Updates) -> Result<Vec<Updates>> {
         if updates.counters.len() != updates.deltas.len() {
             return Err(Error::invalid("as many deltas as counters are needed"));
         }
@@ -145,7 +166,7 @@ impl ShardMap {
             .map(|counters| {
                 let deltas = order[at..at + counters.len()].iter().map(|&q| updates.deltas[q as usize]).collect();
                 at += counters.len();
-                (counters, deltas)
+                Updates { counters, deltas }
             })
             .collect())
     }
@@ -164,6 +185,9 @@ impl ShardMap {
         Ok(values)
     }
 }
+
+/// How many counters ahead of its use a shard's cell is prefetched.
+pub const PREFETCH_AHEAD: usize = 16;
 
 /// One shard: counters `start..start + len` of a table's counter space, one byte each.
 pub struct Shard {
@@ -212,49 +236,106 @@ impl Shard {
         &self.cells
     }
 
-    /// The local index of every counter, refusing one outside the shard before anything is done.
-    fn local(&self, counters: &[u64]) -> Result<Vec<usize>> {
+    /// Refuses a counter outside the shard before anything is done.
+    fn check(&self, counters: &[u64]) -> Result<()> {
         let end = self.start + self.cells.len() as u64;
-        counters
-            .iter()
-            .map(|&c| match c.checked_sub(self.start) {
-                Some(i) if c < end => Ok(i as usize),
-                _ => Err(Error::invalid(format!("counter {c} is outside the shard {}..{end}", self.start))),
-            })
-            .collect()
+        match counters.iter().find(|&&c| c < self.start || c >= end) {
+            Some(c) => Err(Error::invalid(format!("counter {c} is outside the shard {}..{end}", self.start))),
+            None => Ok(()),
+        }
+    }
+
+    /// The cell of `counter` (held by the shard).
+    #[inline(always)]
+    fn index(&self, counter: u64) -> usize {
+        (counter - self.start) as usize
+    }
+
+    /// Prefetches the cell of `counters[j + PREFETCH_AHEAD]`, if any.
+    #[inline(always)]
+    fn prefetch_ahead(&self, counters: &[u64], j: usize) {
+        if let Some(&c) = counters.get(j + PREFETCH_AHEAD) {
+            self.prefetch(c);
+        }
+    }
+
+    /// Prefetches the cell of `counter` (held by the shard).
+    #[inline(always)]
+    pub fn prefetch(&self, counter: u64) {
+        prefetch(&self.cells[self.index(counter)]);
+    }
+
+    /// The value of `counter` (held by the shard).
+    #[inline(always)]
+    pub fn get(&self, counter: u64) -> u8 {
+        self.cells[self.index(counter)]
+    }
+
+    /// Adds one to `counter` (held by the shard; saturating) and returns its value before.
+    #[inline(always)]
+    pub fn add_one(&mut self, counter: u64) -> u8 {
+        let (i, max) = (self.index(counter), self.max);
+        let previous = self.cells[i];
+        self.cells[i] = previous + u8::from(previous < max);
+        previous
+    }
+
+    /// Adds `delta` to `counter` (held by the shard); refused when it would pass the maximum.
+    #[inline(always)]
+    pub fn add_delta(&mut self, counter: u64, delta: u8) -> Result<()> {
+        let i = self.index(counter);
+        if delta > self.max - self.cells[i] {
+            return Err(Error::invalid(format!("a delta takes counter {counter} past its maximum {}", self.max)));
+        }
+        self.cells[i] += delta;
+        Ok(())
     }
 
     /// The values of `counters`.
     pub fn counts(&self, counters: &[u64]) -> Result<Vec<u8>> {
-        Ok(self.local(counters)?.into_iter().map(|i| self.cells[i]).collect())
+        self.check(counters)?;
+        Ok(counters
+            .iter()
+            .enumerate()
+            .map(|(j, &c)| {
+                self.prefetch_ahead(counters, j);
+                self.get(c)
+            })
+            .collect())
     }
 
     /// Adds one to each of `counters` in order (saturating) and returns each one's value before
     /// its add.
     pub fn add(&mut self, counters: &[u64]) -> Result<Vec<u8>> {
-        let max = self.max;
-        Ok(self
-            .local(counters)?
-            .into_iter()
-            .map(|i| {
-                let previous = self.cells[i];
-                self.cells[i] = previous + u8::from(previous < max);
-                previous
+        self.check(counters)?;
+        Ok(counters
+            .iter()
+            .enumerate()
+            .map(|(j, &c)| {
+                self.prefetch_ahead(counters, j);
+                self.add_one(c)
             })
             .collect())
     }
 
     /// Adds `deltas[j]` to counter `counters[j]` (distinct counters); a delta that would take a
-    /// counter past the maximum is refused before anything is changed.
+    /// counter past the maximum is refused and nothing is changed.
     pub fn apply(&mut self, counters: &[u64], deltas: &[u8]) -> Result<()> {
         if counters.len() != deltas.len() {
             return Err(Error::invalid(format!("{} counters but {} deltas", counters.len(), deltas.len())));
         }
-        let local = self.local(counters)?;
-        if let Some(j) = (0..local.len()).find(|&j| deltas[j] > self.max - self.cells[local[j]]) {
-            return Err(Error::invalid(format!("a delta takes counter {} past its maximum {}", counters[j], self.max)));
+        self.check(counters)?;
+        for (j, (&c, &d)) in counters.iter().zip(deltas).enumerate() {
+            self.prefetch_ahead(counters, j);
+            if let Err(e) = self.add_delta(c, d) {
+                // Undo the deltas already added (the counters are distinct).
+                counters[..j].iter().zip(deltas).for_each(|(&c, &d)| {
+                    let i = self.index(c);
+                    self.cells[i] -= d;
+                });
+                return Err(e);
+            }
         }
-        local.into_iter().zip(deltas).for_each(|(i, &d)| self.cells[i] += d);
         Ok(())
     }
 
@@ -403,6 +484,42 @@ impl ShardClient {
         }
         self.record(&outcome);
         Ok((result, updates))
+    }
+
+    /// Digital normalization of one batch (phase 2): bundle `b` holds reads
+    /// `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `read_ends[i-1] .. read_ends[i]`
+    /// of `hashes`, whose counters and values before the batch are `counters` and `values`.
+    /// A bundle is dropped when every read's upper-median count, with the batch's earlier kept
+    /// bundles counted, is at least `cutoff`; kept bundles are counted. Returns whether each
+    /// bundle is kept and the updates for the shards.
+    pub fn normalize(
+        &self,
+        hashes: &[u64],
+        counters: &[u64],
+        values: &[u8],
+        read_ends: &[u64],
+        bundle_ends: &[u64],
+        cutoff: u32,
+    ) -> Result<(Vec<bool>, Updates)> {
+        if !ends_in_order(read_ends, hashes.len()) || !ends_in_order(bundle_ends, read_ends.len()) {
+            return Err(Error::invalid("read and bundle ends must be non-decreasing and in range"));
+        }
+        if counters.len() != values.len() {
+            return Err(Error::invalid("counters and values must have the same length"));
+        }
+        let lookup = self.lookup(hashes, counters, values)?;
+        let reads: Vec<Range<usize>> = spans(read_ends).collect();
+        self.decide(hashes, counters, &lookup, |d| {
+            spans(bundle_ends)
+                .map(|bundle| {
+                    let keep = !reads[bundle.clone()].iter().all(|read| d.median_at_least(read.clone(), cutoff));
+                    if keep {
+                        reads[bundle].iter().for_each(|read| d.add(read.clone()));
+                    }
+                    keep
+                })
+                .collect()
+        })
     }
 
     /// The count of each k-mer from the values of its counters (probe-major): the minimum,
@@ -595,8 +712,8 @@ mod tests {
                     .unwrap();
                 kept.extend(keep);
                 let routed = sharded.client.map().route_updates(&updates).unwrap();
-                for (shard, (counters, deltas)) in sharded.shards.iter_mut().zip(&routed) {
-                    shard.apply(counters, deltas).unwrap();
+                for (shard, part) in sharded.shards.iter_mut().zip(&routed) {
+                    shard.apply(&part.counters, &part.deltas).unwrap();
                 }
             }
             assert_eq!(kept, expected_keep, "{n} shards");

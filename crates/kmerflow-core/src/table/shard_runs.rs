@@ -1,0 +1,350 @@
+//! Whole files through a sharded table ([`super::shard`]): the client's side of counting and of
+//! normalize-by-median, batch by batch, with only the remote shards' messages left to the
+//! caller (who sends them to Dask workers and hands back the answers).
+//!
+//! A run reads bundles natively ([`BundleBatches`]: khmer's pairing and length filter, about
+//! `batch_kmers` k-mers per batch), hashes them, turns hashes into counters and routes them;
+//! the shards held in this process answer at once, the others through one message per shard
+//! per batch. Counting ([`ShardedCount`]) adds in input order and records the statistics from
+//! the previous values; normalization ([`ShardedNormalize`]) looks up, decides in this process
+//! and sends each remote shard its updates with the next batch's look-ups (one message per
+//! shard and batch), writing the kept bundles as text. Every result is that of the
+//! one-process table with the same sizes.
+
+use super::batch::spans;
+use super::shard::{Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
+use crate::io::{write_record, BundleBatch, PairedReader};
+use crate::kmer::clean::{clean_parser, clean_screed};
+use crate::kmer::twobit;
+use crate::{Error, Result};
+
+/// A batch of bundles: the canonical hashes of their reads end to end, where each read's and
+/// each bundle's k-mers end, and (when kept for output) each bundle's records as text.
+#[derive(Debug, Default)]
+pub struct HashedBundles {
+    /// k-mer hashes of every read, end to end.
+    pub hashes: Vec<u64>,
+    /// Read `i` holds hashes `read_ends[i-1] .. read_ends[i]`.
+    pub read_ends: Vec<u64>,
+    /// Bundle `b` holds reads `bundle_ends[b-1] .. bundle_ends[b]`.
+    pub bundle_ends: Vec<u64>,
+    text: Vec<u8>,
+    text_ends: Vec<usize>,
+}
+
+impl HashedBundles {
+    /// Appends the text of the bundles with `keep[b]` to `out`.
+    pub fn write_kept(&self, keep: &[bool], out: &mut Vec<u8>) {
+        let mut start = 0;
+        for (&end, &kept) in self.text_ends.iter().zip(keep) {
+            if kept {
+                out.extend_from_slice(&self.text[start..end]);
+            }
+            start = end;
+        }
+    }
+}
+
+/// How the reads of a batch are cleaned before hashing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cleaning {
+    /// khmer's C++ parser (counting).
+    Parser,
+    /// screed's rule (normalize-by-median), the records kept as text for output.
+    ScreedWithText,
+}
+
+/// The bundles of a [`PairedReader`] in batches of at least `batch_kmers` k-mers (the last one
+/// smaller); a bundle is never split.
+pub struct BundleBatches {
+    reader: PairedReader,
+    current: Option<(BundleBatch, usize)>,
+    k: usize,
+    batch_kmers: usize,
+    cleaning: Cleaning,
+    clean: Vec<u8>,
+}
+
+impl BundleBatches {
+    /// Batches of the bundles of `reader`, hashed with k `k` (checked by the table).
+    pub fn new(reader: PairedReader, k: usize, batch_kmers: usize, cleaning: Cleaning) -> Self {
+        BundleBatches { reader, current: None, k, batch_kmers: batch_kmers.max(1), cleaning, clean: Vec::new() }
+    }
+
+    /// The next batch, `None` at the end.
+    pub fn next_batch(&mut self) -> Result<Option<HashedBundles>> {
+        let mut out = HashedBundles::default();
+        while out.hashes.len() < self.batch_kmers {
+            if self.current.as_ref().is_none_or(|(b, next)| *next == b.bundles.len()) {
+                // A batch may hold no bundle (all its reads too short).
+                match self.reader.next_batch()? {
+                    Some(batch) => self.current = Some((batch, 0)),
+                    None => {
+                        self.current = None;
+                        break;
+                    }
+                }
+                continue;
+            }
+            let (batch, next) = self.current.as_mut().expect("a batch was read");
+            let bundle = batch.bundles[*next];
+            *next += 1;
+            for i in std::iter::once(bundle.first).chain(bundle.second) {
+                let record = batch.batch.get(i);
+                match self.cleaning {
+                    Cleaning::Parser => clean_parser(record.seq, &mut self.clean),
+                    Cleaning::ScreedWithText => {
+                        clean_screed(record.seq, &mut self.clean);
+                        write_record(&mut out.text, &record);
+                    }
+                }
+                twobit::canonical_hashes(&self.clean, self.k, &mut out.hashes);
+                out.read_ends.push(out.hashes.len() as u64);
+            }
+            out.bundle_ends.push(out.read_ends.len() as u64);
+            out.text_ends.push(out.text.len());
+        }
+        Ok((!out.bundle_ends.is_empty()).then_some(out))
+    }
+}
+
+/// A batch routed to the shards: its counters, the shard of each, the remote shards' parts
+/// and the order that puts their answers back in input order (the local shards are reached
+/// directly, position by position), and every position's value as it arrives.
+struct Routed {
+    counters: Vec<u64>,
+    owners: Vec<u32>,
+    parts: Vec<Vec<u64>>,
+    order: Vec<u32>,
+    values: Vec<u8>,
+    local_done: bool,
+    remote_shards: Vec<usize>,
+}
+
+impl Routed {
+    fn new(map: &ShardMap, hashes: &[u64], local: &[Option<&mut Shard>]) -> Result<Self> {
+        let counters = map.counters(hashes);
+        let owners = map.owners(&counters)?;
+        let (parts, order) = map.split(&counters, &owners, |s| local[s].is_none());
+        let values = vec![0u8; counters.len()];
+        let remote_shards = (0..local.len()).filter(|&s| local[s].is_none()).collect();
+        Ok(Routed { counters, owners, parts, order, values, local_done: false, remote_shards })
+    }
+
+    /// Sets the value of every position held by a local shard to `f(shard, counter)`, in input
+    /// order, the cells prefetched ahead (once per batch).
+    fn local(&mut self, local: &mut [Option<&mut Shard>], f: impl Fn(&mut Shard, u64) -> u8) {
+        if std::mem::replace(&mut self.local_done, true) {
+            return;
+        }
+        for (q, (&c, &s)) in self.counters.iter().zip(&self.owners).enumerate() {
+            if let Some((&ahead, &s_ahead)) =
+                self.counters.get(q + PREFETCH_AHEAD).zip(self.owners.get(q + PREFETCH_AHEAD))
+            {
+                if let Some(shard) = &local[s_ahead as usize] {
+                    shard.prefetch(ahead);
+                }
+            }
+            if let Some(shard) = local[s as usize].as_deref_mut() {
+                self.values[q] = f(shard, c);
+            }
+        }
+    }
+
+    /// Sets the values of the remote shards' positions from their answers (in shard order).
+    fn remote(&mut self, remote: &[&[u8]]) -> Result<()> {
+        let parts = self.remote_shards.iter().map(|&s| &self.parts[s]);
+        if remote.len() != self.remote_shards.len() || parts.zip(remote).any(|(p, a)| p.len() != a.len()) {
+            return Err(Error::invalid("the remote shards' answers do not match their messages"));
+        }
+        for (&q, &v) in self.order.iter().zip(remote.iter().flat_map(|a| a.iter())) {
+            self.values[q as usize] = v;
+        }
+        Ok(())
+    }
+
+    /// The remote shards' parts (in shard order), each with the updates `apply` holds for it.
+    fn messages(&self, local: &[Option<&mut Shard>], apply: &mut [Updates]) -> Vec<Message> {
+        local
+            .iter()
+            .zip(&self.parts)
+            .zip(apply)
+            .filter(|((shard, _), _)| shard.is_none())
+            .map(|((_, part), apply)| Message { apply: std::mem::take(apply), counters: part.clone() })
+            .collect()
+    }
+}
+
+/// Checks that `local` has one entry per shard of `map`.
+fn check_shards(map: &ShardMap, local: &[Option<&mut Shard>]) -> Result<()> {
+    if local.len() != map.shards() {
+        return Err(Error::invalid(format!("{} shards given for a table of {}", local.len(), map.shards())));
+    }
+    Ok(())
+}
+
+/// One message to a remote shard: the updates to apply first, then the counters whose values
+/// (or previous values, for counting) it returns.
+#[derive(Debug, Default)]
+pub struct Message {
+    /// Counter updates from earlier batches (normalization; empty when counting).
+    pub apply: Updates,
+    /// The counters of this batch held by the shard.
+    pub counters: Vec<u64>,
+}
+
+/// Counting a file on a sharded table, a batch at a time: [`ShardedCount::send`] reads the
+/// next batch and returns the remote shards' messages (their `add`); [`ShardedCount::local`]
+/// adds the batch's counters held by the local shards (while the remote ones work);
+/// [`ShardedCount::record`] takes the remote answers (the previous values) and records the
+/// batch. `local[s]` is shard `s` when it is held in this process.
+pub struct ShardedCount {
+    batches: BundleBatches,
+    waiting: Option<(Vec<u64>, Routed)>,
+    /// Reads and k-mers counted so far.
+    pub totals: (u64, u64),
+}
+
+impl ShardedCount {
+    /// Counting the bundles of `batches` (made with [`Cleaning::Parser`]).
+    pub fn new(batches: BundleBatches) -> Self {
+        ShardedCount { batches, waiting: None, totals: (0, 0) }
+    }
+
+    /// Reads, hashes and routes the next batch and returns one message per remote shard, in
+    /// shard order; `None` at the end of the input.
+    pub fn send(&mut self, client: &ShardClient, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
+        check_shards(client.map(), local)?;
+        if self.waiting.is_some() {
+            return Err(Error::invalid("the previous batch was not recorded"));
+        }
+        let Some(batch) = self.batches.next_batch()? else { return Ok(None) };
+        self.totals.0 += batch.read_ends.len() as u64;
+        self.totals.1 += batch.hashes.len() as u64;
+        let routed = Routed::new(client.map(), &batch.hashes, local)?;
+        let messages = routed.messages(local, &mut vec![Updates::default(); local.len()]);
+        self.waiting = Some((batch.hashes, routed));
+        Ok(Some(messages))
+    }
+
+    /// Adds the counters of the batch sent last held by the local shards (once).
+    pub fn local(&mut self, client: &ShardClient, local: &mut [Option<&mut Shard>]) -> Result<()> {
+        check_shards(client.map(), local)?;
+        let (_, routed) = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
+        routed.local(local, |shard, c| shard.add_one(c));
+        Ok(())
+    }
+
+    /// Records the batch sent last, given the remote shards' answers (the previous value of
+    /// every counter of their messages, in shard order).
+    pub fn record(&mut self, client: &ShardClient, local: &mut [Option<&mut Shard>], remote: &[&[u8]]) -> Result<()> {
+        self.local(client, local)?;
+        let (hashes, mut routed) = self.waiting.take().expect("checked by local");
+        routed.remote(remote)?;
+        client.record_adds(&hashes, &routed.values)
+    }
+}
+
+/// Digital normalization of a file on a sharded table, a batch at a time:
+/// [`ShardedNormalize::send`] reads the next batch and returns the remote shards' messages
+/// (the updates of the batch decided last, then this batch's look-ups);
+/// [`ShardedNormalize::local`] looks up the local shards (while the remote ones work);
+/// [`ShardedNormalize::decide`] takes the remote answers, decides the batch (phase 2),
+/// applies its updates to the local shards, keeps the remote ones for the next messages and
+/// appends the kept bundles' text. [`ShardedNormalize::unsent`] gives the updates not yet sent
+/// at the end.
+pub struct ShardedNormalize {
+    batches: BundleBatches,
+    cutoff: u32,
+    waiting: Option<(HashedBundles, Routed)>,
+    unsent: Vec<Updates>,
+    /// Reads seen and reads kept so far.
+    pub totals: (u64, u64),
+}
+
+impl ShardedNormalize {
+    /// Normalizing the bundles of `batches` (made with [`Cleaning::ScreedWithText`]) to
+    /// `cutoff`.
+    pub fn new(batches: BundleBatches, cutoff: u32) -> Self {
+        ShardedNormalize { batches, cutoff, waiting: None, unsent: Vec::new(), totals: (0, 0) }
+    }
+
+    /// Reads, hashes and routes the next batch and returns one message per remote shard, in
+    /// shard order; `None` at the end of the input.
+    pub fn send(&mut self, client: &ShardClient, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
+        check_shards(client.map(), local)?;
+        if self.waiting.is_some() {
+            return Err(Error::invalid("the previous batch was not decided"));
+        }
+        let Some(batch) = self.batches.next_batch()? else { return Ok(None) };
+        let routed = Routed::new(client.map(), &batch.hashes, local)?;
+        self.unsent.resize_with(local.len(), Updates::default);
+        let messages = routed.messages(local, &mut self.unsent);
+        self.waiting = Some((batch, routed));
+        Ok(Some(messages))
+    }
+
+    /// Looks up the counters of the batch sent last held by the local shards (once).
+    pub fn local(&mut self, client: &ShardClient, local: &mut [Option<&mut Shard>]) -> Result<()> {
+        check_shards(client.map(), local)?;
+        let (_, routed) = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
+        routed.local(local, |shard, c| shard.get(c));
+        Ok(())
+    }
+
+    /// Decides the batch sent last given the remote shards' answers (in shard order) and
+    /// appends the kept bundles' records to `out`.
+    pub fn decide(
+        &mut self,
+        client: &ShardClient,
+        local: &mut [Option<&mut Shard>],
+        remote: &[&[u8]],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        self.local(client, local)?;
+        let (batch, mut routed) = self.waiting.take().expect("checked by local");
+        routed.remote(remote)?;
+        let (keep, updates) = client.normalize(
+            &batch.hashes,
+            &routed.counters,
+            &routed.values,
+            &batch.read_ends,
+            &batch.bundle_ends,
+            self.cutoff,
+        )?;
+        self.apply(client.map(), local, &updates)?;
+        self.totals.0 += batch.read_ends.len() as u64;
+        self.totals.1 +=
+            spans(&batch.bundle_ends).zip(&keep).filter(|(_, &kept)| kept).map(|(r, _)| r.len() as u64).sum::<u64>();
+        batch.write_kept(&keep, out);
+        Ok(())
+    }
+
+    /// Applies `updates` to the local shards and adds the others to the unsent ones.
+    fn apply(&mut self, map: &ShardMap, local: &mut [Option<&mut Shard>], updates: &Updates) -> Result<()> {
+        let owners = map.owners(&updates.counters)?;
+        for (j, (&c, &d)) in updates.counters.iter().zip(&updates.deltas).enumerate() {
+            if let Some((&ahead, &s_ahead)) =
+                updates.counters.get(j + PREFETCH_AHEAD).zip(owners.get(j + PREFETCH_AHEAD))
+            {
+                if let Some(shard) = &local[s_ahead as usize] {
+                    shard.prefetch(ahead);
+                }
+            }
+            let s = owners[j] as usize;
+            match local[s].as_deref_mut() {
+                Some(shard) => shard.add_delta(c, d)?,
+                None => {
+                    self.unsent[s].counters.push(c);
+                    self.unsent[s].deltas.push(d);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The updates not sent yet, one per shard (empty for the local shards).
+    pub fn unsent(&mut self) -> Vec<Updates> {
+        std::mem::take(&mut self.unsent)
+    }
+}
