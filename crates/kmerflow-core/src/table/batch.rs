@@ -70,7 +70,7 @@ impl SeenCounters {
 
     /// Prefetches the entry where `counter` is looked for first.
     #[inline(always)]
-    fn prefetch(&self, counter: u64) {
+    pub(super) fn prefetch(&self, counter: u64) {
         prefetch(&self.entries[self.index(counter)]);
     }
 

@@ -357,6 +357,8 @@ pub struct ShardClient {
     bigcounts: Mutex<HashMap<u64, u16>>,
     occupied: AtomicU64,
     unique: AtomicU64,
+    /// The slot map of [`ShardClient::lookup`], kept between batches.
+    seen: Mutex<SeenCounters>,
 }
 
 impl BatchRules for ShardClient {
@@ -403,6 +405,7 @@ impl ShardClient {
             bigcounts: Mutex::new(HashMap::new()),
             occupied: AtomicU64::new(0),
             unique: AtomicU64::new(0),
+            seen: Mutex::new(SeenCounters::default()),
         })
     }
 
@@ -459,9 +462,18 @@ impl ShardClient {
 
     /// The look-up of a batch from the counters of its positions and their values.
     pub fn lookup(&self, hashes: &[u64], counters: &[u64], values: &[u8]) -> Result<BatchLookup> {
-        let mut seen = SeenCounters::default();
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         seen.start(counters.len());
-        let slots: Vec<u32> = counters.iter().enumerate().map(|(q, &c)| seen.first(c, q as u32)).collect();
+        let slots: Vec<u32> = counters
+            .iter()
+            .enumerate()
+            .map(|(q, &c)| {
+                if let Some(&ahead) = counters.get(q + PREFETCH_AHEAD) {
+                    seen.prefetch(ahead);
+                }
+                seen.first(c, q as u32)
+            })
+            .collect();
         BatchLookup::from_arrays(hashes.len(), self.map.probes(), values, &slots)
     }
 
