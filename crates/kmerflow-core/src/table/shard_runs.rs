@@ -239,8 +239,8 @@ impl ShardedCount {
     /// every counter of their messages, in shard order).
     pub fn record(&mut self, client: &ShardClient, local: &mut [Option<&mut Shard>], remote: &[&[u8]]) -> Result<()> {
         self.local(client, local)?;
-        let (hashes, mut routed) = self.waiting.take().expect("checked by local");
-        routed.remote(remote)?;
+        self.waiting.as_mut().expect("checked by local").1.remote(remote)?;
+        let (hashes, routed) = self.waiting.take().expect("checked by local");
         client.record_adds(&hashes, &routed.values)
     }
 }
@@ -302,8 +302,8 @@ impl ShardedNormalize {
         out: &mut Vec<u8>,
     ) -> Result<()> {
         self.local(client, local)?;
-        let (batch, mut routed) = self.waiting.take().expect("checked by local");
-        routed.remote(remote)?;
+        self.waiting.as_mut().expect("checked by local").1.remote(remote)?;
+        let (batch, routed) = self.waiting.take().expect("checked by local");
         let (keep, updates) = client.normalize(
             &batch.hashes,
             &routed.counters,
@@ -346,5 +346,144 @@ impl ShardedNormalize {
     /// The updates not sent yet, one per shard (empty for the local shards).
     pub fn unsent(&mut self) -> Vec<Updates> {
         std::mem::take(&mut self.unsent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{FastxReader, PairMode};
+    use crate::table::{median_min_required, CountingTable as _, HashKind, KhmerTable, StorageKind};
+    use rand::{Rng, SeedableRng};
+
+    const SIZES: [u64; 3] = [97, 89, 83];
+
+    /// FASTQ reads from a 200-base genome (heavy collisions in tables of ~90 bins), some with N,
+    /// some shorter than k.
+    fn fastq(seed: u64, n: usize) -> String {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+        let genome: Vec<u8> = (0..200).map(|_| b"ACGT"[rng.random_range(0..4)]).collect();
+        let mut text = String::new();
+        for i in 0..n {
+            let start = rng.random_range(0..150);
+            let mut seq = genome[start..start + rng.random_range(10..50)].to_vec();
+            if rng.random_range(0..5) == 0 {
+                seq[0] = b'N';
+            }
+            let seq = String::from_utf8(seq).unwrap();
+            text += &format!("@r{i}\n{seq}\n+\n{}\n", "I".repeat(seq.len()));
+        }
+        text
+    }
+
+    fn batches(text: &str, batch_kmers: usize, cleaning: Cleaning, min_length: Option<usize>) -> BundleBatches {
+        let reader = FastxReader::from_stream("reads.fq", Box::new(std::io::Cursor::new(text.to_owned())), 97).unwrap();
+        BundleBatches::new(PairedReader::new(reader, PairMode::ForceSingle, min_length), 20, batch_kmers, cleaning)
+    }
+
+    fn table() -> KhmerTable {
+        KhmerTable::with_sizes(20, HashKind::TwoBit, StorageKind::Byte, SIZES.to_vec()).unwrap()
+    }
+
+    /// A client with shard 0 held "here" and the others answered by the test as a worker would.
+    fn sharded() -> (ShardClient, Vec<Shard>) {
+        let client = ShardClient::new(20, HashKind::TwoBit, &SIZES, 3, false).unwrap();
+        let b = client.map().bounds().to_vec();
+        let shards = (0..3).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+        (client, shards)
+    }
+
+    fn gathered(client: &ShardClient, shards: &[Shard]) -> KhmerTable {
+        client.gather(&shards.iter().map(Shard::cells).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn normalize_runs_match_read_by_read_with_local_and_remote_shards() {
+        let text = fastq(9, 400);
+        let cutoff = 5;
+        let expected = table();
+        let mut expected_out = Vec::new();
+        let (mut hashes, mut clean) = (Vec::new(), Vec::new());
+        for record in text.split('@').filter(|r| !r.is_empty()) {
+            let seq = record.lines().nth(1).unwrap().as_bytes();
+            if seq.len() < 20 {
+                continue;
+            }
+            hashes.clear();
+            clean_screed(seq, &mut clean);
+            twobit::canonical_hashes(&clean, 20, &mut hashes);
+            let high = hashes.iter().filter(|&&h| expected.get_hash(h) >= cutoff).count();
+            if high < median_min_required(hashes.len()) {
+                hashes.iter().for_each(|&h| {
+                    expected.add_hash(h);
+                });
+                expected_out.extend_from_slice(b"@");
+                expected_out.extend_from_slice(record.as_bytes());
+            }
+        }
+        for batch_kmers in [1, 150, 100_000] {
+            let (client, mut shards) = sharded();
+            let (here, remote) = shards.split_at_mut(1);
+            let mut run =
+                ShardedNormalize::new(batches(&text, batch_kmers, Cleaning::ScreedWithText, Some(20)), cutoff);
+            let mut out = Vec::new();
+            let mut local: Vec<Option<&mut Shard>> = vec![Some(&mut here[0]), None, None];
+            while let Some(messages) = run.send(&client, &local).unwrap() {
+                run.local(&client, &mut local).unwrap();
+                let answers: Vec<Vec<u8>> = remote
+                    .iter_mut()
+                    .zip(&messages)
+                    .map(|(shard, m)| {
+                        shard.apply(&m.apply.counters, &m.apply.deltas).unwrap();
+                        shard.counts(&m.counters).unwrap()
+                    })
+                    .collect();
+                let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
+                run.decide(&client, &mut local, &answers, &mut out).unwrap();
+            }
+            for (shard, updates) in remote.iter_mut().zip(&run.unsent()[1..]) {
+                shard.apply(&updates.counters, &updates.deltas).unwrap();
+            }
+            assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected_out), "{batch_kmers}");
+            let kept = expected_out.iter().filter(|&&b| b == b'@').count() as u64;
+            assert!(kept > 10 && run.totals.1 == kept && run.totals.0 > kept);
+            let table = gathered(&client, &shards);
+            assert_eq!(table.raw_tables(), expected.raw_tables());
+            assert_eq!(
+                (table.n_occupied(), table.n_unique_kmers()),
+                (expected.n_occupied(), expected.n_unique_kmers())
+            );
+        }
+    }
+
+    #[test]
+    fn count_runs_match_a_sequential_add_with_local_and_remote_shards() {
+        let text = fastq(4, 900);
+        let expected = table();
+        for record in text.split('@').filter(|r| !r.is_empty()) {
+            let mut clean = Vec::new();
+            clean_parser(record.lines().nth(1).unwrap().as_bytes(), &mut clean);
+            let mut hashes = Vec::new();
+            twobit::canonical_hashes(&clean, 20, &mut hashes);
+            hashes.iter().for_each(|&h| {
+                expected.add_hash(h);
+            });
+        }
+        assert!(expected.raw_tables()[0].iter().any(|&c| c == 255), "saturated counters");
+        let (client, mut shards) = sharded();
+        let (here, remote) = shards.split_at_mut(1);
+        let mut run = ShardedCount::new(batches(&text, 300, Cleaning::Parser, None));
+        let mut local: Vec<Option<&mut Shard>> = vec![Some(&mut here[0]), None, None];
+        while let Some(messages) = run.send(&client, &local).unwrap() {
+            let answers: Vec<Vec<u8>> =
+                remote.iter_mut().zip(&messages).map(|(s, m)| s.add(&m.counters).unwrap()).collect();
+            let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
+            assert!(run.record(&client, &mut local, &answers[1..]).is_err(), "an answer missing");
+            run.record(&client, &mut local, &answers).unwrap();
+        }
+        assert_eq!(run.totals.0, 900);
+        let table = gathered(&client, &shards);
+        assert_eq!(table.raw_tables(), expected.raw_tables());
+        assert_eq!((table.n_occupied(), table.n_unique_kmers()), (expected.n_occupied(), expected.n_unique_kmers()));
     }
 }
