@@ -372,9 +372,9 @@ impl ShardedCountRun {
         self.local.call(py, |local| run.record(&client.inner, local, &answers)).py()
     }
 
-    /// (reads, k-mers) counted so far.
+    /// (reads, k-mers, reads shorter than k) counted so far.
     #[getter]
-    fn totals(&self) -> (u64, u64) {
+    fn totals(&self) -> (u64, u64, u64) {
         self.run.totals
     }
 }

@@ -265,7 +265,9 @@ class ShardedCountgraph:
             futures = self._send_remote("add", [(counters,) for _, _, counters in messages])
             run.local()
             run.record(self._answers(futures))
-        return run.totals
+        reads, kmers, short = run.totals
+        self.short_reads += short
+        return reads, kmers
 
     def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int,
                        pairs: Any = True) -> Tuple[int, int]:

@@ -201,14 +201,14 @@ pub struct Message {
 pub struct ShardedCount {
     batches: BundleBatches,
     waiting: Option<(Vec<u64>, Routed)>,
-    /// Reads and k-mers counted so far.
-    pub totals: (u64, u64),
+    /// Reads, k-mers and reads without a k-mer (shorter than k) counted so far.
+    pub totals: (u64, u64, u64),
 }
 
 impl ShardedCount {
     /// Counting the bundles of `batches` (made with [`Cleaning::Parser`]).
     pub fn new(batches: BundleBatches) -> Self {
-        ShardedCount { batches, waiting: None, totals: (0, 0) }
+        ShardedCount { batches, waiting: None, totals: (0, 0, 0) }
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
@@ -221,6 +221,7 @@ impl ShardedCount {
         let Some(batch) = self.batches.next_batch()? else { return Ok(None) };
         self.totals.0 += batch.read_ends.len() as u64;
         self.totals.1 += batch.hashes.len() as u64;
+        self.totals.2 += spans(&batch.read_ends).filter(|read| read.is_empty()).count() as u64;
         let routed = Routed::new(client.map(), &batch.hashes, local)?;
         let messages = routed.messages(local, &mut vec![Updates::default(); local.len()]);
         self.waiting = Some((batch.hashes, routed));
@@ -482,6 +483,7 @@ mod tests {
             run.record(&client, &mut local, &answers).unwrap();
         }
         assert_eq!(run.totals.0, 900);
+        assert!(run.totals.2 > 0, "reads shorter than k");
         let table = gathered(&client, &shards);
         assert_eq!(table.raw_tables(), expected.raw_tables());
         assert_eq!((table.n_occupied(), table.n_unique_kmers()), (expected.n_occupied(), expected.n_unique_kmers()));
