@@ -643,6 +643,7 @@ RECORD = b"@r1\n" + b"ACGT" * 10 + b"\n+\n" + b"I" * 40 + b"\n"
     ("kmerflow.HLLCounter().consume_seqfile(fifo)", RECORD),
     ("kmerflow.Countgraph.load(fifo)", b"OXLI"),                 # a table that stops after its magic
     ("kmerflow.Countgraph(20, 1e6, 2).save(fifo)", b""),         # 2 MB into a FIFO nobody reads
+    ("kmerflow.add_tables([fifo], fifo + '.sum')", b"OXLI"),
 ])
 def test_ctrl_c_interrupts_a_running_call(tmp_path, call, head):
     fifo = tmp_path / "stalled.fq"

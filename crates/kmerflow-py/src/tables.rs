@@ -365,12 +365,13 @@ table_class!(
 table_class!(Nodetable, HashKind::Murmur, StorageKind::Bit, "Bloom filter, Murmur hash (any k).");
 
 /// Adds the saved tables `inputs` (khmer or blocked layout, all of one shape) counter by counter
-/// and saves the sum to `output` in their format. GIL released.
+/// and saves the sum to `output` in their format. GIL released; Ctrl-C stops it.
 #[pyfunction]
 fn add_tables(py: Python<'_>, inputs: Vec<PathBuf>, output: PathBuf) -> PyResult<()> {
     let inputs: Vec<String> = inputs.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let output = output.to_string_lossy().into_owned();
-    py.detach(|| add_table_files(&inputs.iter().map(String::as_str).collect::<Vec<_>>(), &output)).py()
+    let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+    interruptible(py, |ctx| add_table_files(&inputs, &output, ctx))?.py()
 }
 
 /// Registers the table classes on the module.

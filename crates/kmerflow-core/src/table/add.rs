@@ -17,6 +17,7 @@
 use super::alloc::for_each_chunk;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
 use super::{AnyTable, CountingTable, KhmerTable, StorageKind, MAX_BIGCOUNT};
+use crate::run::RunContext;
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -95,15 +96,15 @@ impl AnyTable {
 }
 
 /// Loads the table files `inputs` (either layout; khmer files read with `khmer_hash`), adds
-/// them in order (two tables in memory at a time) and returns the sum.
+/// them in order (two tables in memory at a time) within the run `ctx` and returns the sum.
 ///
 /// The hash family only decides how the sum hashes k-mers it is asked about later; the sum's
 /// counters do not depend on it (see [`add_table_files`] to write the sum straight to a file).
-pub fn sum_table_files(inputs: &[&str], khmer_hash: super::HashKind) -> Result<AnyTable> {
+pub fn sum_table_files(inputs: &[&str], khmer_hash: super::HashKind, ctx: &RunContext) -> Result<AnyTable> {
     let (first, rest) = inputs.split_first().ok_or_else(|| Error::invalid("no table to add"))?;
-    let mut sum = AnyTable::load(first, khmer_hash)?;
+    let mut sum = AnyTable::load_in(first, khmer_hash, ctx)?;
     for path in rest {
-        let table = AnyTable::load(path, khmer_hash)?;
+        let table = AnyTable::load_in(path, khmer_hash, ctx)?;
         sum.add_table(&table).map_err(|e| Error::invalid(format!("{path}: {e}")))?;
     }
     Ok(sum)
@@ -113,9 +114,9 @@ pub fn sum_table_files(inputs: &[&str], khmer_hash: super::HashKind) -> Result<A
 /// [`sum_table_files`]) and saves the sum to `output` in their format (gzip for a khmer
 /// byte-counter table whose name ends in `.gz`). The output is written under a temporary name
 /// and renamed into place, so it may be one of the inputs.
-pub fn add_table_files(inputs: &[&str], output: &str) -> Result<()> {
+pub fn add_table_files(inputs: &[&str], output: &str, ctx: &RunContext) -> Result<()> {
     // Murmur tables accept every k a khmer file can hold; counters do not depend on the family.
-    sum_table_files(inputs, super::HashKind::Murmur)?.save(output)
+    sum_table_files(inputs, super::HashKind::Murmur, ctx)?.save_in(output, ctx)
 }
 
 #[cfg(test)]
@@ -188,7 +189,7 @@ mod tests {
         khmer(&reads[..1]).save(&path("a.ct")).unwrap();
         khmer(&reads[1..]).save(&path("b.ct")).unwrap();
         khmer(&reads).save(&path("whole.ct")).unwrap();
-        add_table_files(&[&path("a.ct"), &path("b.ct")], &path("sum.ct")).unwrap();
+        add_table_files(&[&path("a.ct"), &path("b.ct")], &path("sum.ct"), &RunContext::new()).unwrap();
         assert_eq!(std::fs::read(path("sum.ct")).unwrap(), std::fs::read(path("whole.ct")).unwrap());
 
         let blocked = |part: &[&[u8]]| {
@@ -198,11 +199,11 @@ mod tests {
         };
         blocked(&reads[..2]).save(&path("a.kf")).unwrap();
         blocked(&reads[2..]).save(&path("b.kf")).unwrap();
-        let sum = sum_table_files(&[&path("a.kf"), &path("b.kf")], HashKind::TwoBit).unwrap();
+        let sum = sum_table_files(&[&path("a.kf"), &path("b.kf")], HashKind::TwoBit, &RunContext::new()).unwrap();
         let AnyTable::Blocked(sum) = sum else { panic!("a blocked file loads as a blocked table") };
         assert_eq!(sum.raw_bytes(), blocked(&reads).raw_bytes());
-        let err = sum_table_files(&[&path("a.kf"), &path("b.ct")], HashKind::TwoBit).err().unwrap();
+        let err = sum_table_files(&[&path("a.kf"), &path("b.ct")], HashKind::TwoBit, &RunContext::new()).err().unwrap();
         assert!(err.to_string().contains("b.ct: cannot add tables of different layouts"), "{err}");
-        assert!(sum_table_files(&[], HashKind::TwoBit).is_err());
+        assert!(sum_table_files(&[], HashKind::TwoBit, &RunContext::new()).is_err());
     }
 }
