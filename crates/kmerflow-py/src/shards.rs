@@ -8,7 +8,7 @@ use crate::interrupt::warn_message;
 use crate::reads::pair_mode;
 use crate::tables::{Countgraph, Table};
 use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
-use kmerflow_core::kmer::clean::{clean_parser, clean_screed};
+use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::kmer::twobit;
 use kmerflow_core::run::RunContext;
 use kmerflow_core::table::shard::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
@@ -151,25 +151,14 @@ impl ShardClient {
     }
 
     /// The hashes of the k-mers of `sequences` laid end to end (uint64) and where each
-    /// sequence's k-mers end (uint64); each cleaned by khmer's C++ parser rule, or screed's
-    /// when `screed` (normalize-by-median).
-    #[pyo3(signature = (sequences, screed = false))]
-    fn hash_reads<'py>(
-        &self,
-        py: Python<'py>,
-        sequences: Vec<Bound<'py, PyString>>,
-        screed: bool,
-    ) -> PyResult<HashedReads<'py>> {
+    /// sequence's k-mers end (uint64); each cleaned by khmer's C++ parser rule.
+    fn hash_reads<'py>(&self, py: Python<'py>, sequences: Vec<Bound<'py, PyString>>) -> PyResult<HashedReads<'py>> {
         let seqs: Vec<&str> = sequences.iter().map(|s| s.to_str()).collect::<PyResult<_>>()?;
         let k = self.inner.ksize();
         let (hashes, ends) = py.detach(|| {
             let (mut hashes, mut ends, mut clean) = (Vec::new(), Vec::new(), Vec::new());
             for seq in &seqs {
-                if screed {
-                    clean_screed(seq.as_bytes(), &mut clean)
-                } else {
-                    clean_parser(seq.as_bytes(), &mut clean)
-                }
+                clean_parser(seq.as_bytes(), &mut clean);
                 twobit::canonical_hashes(&clean, k, &mut hashes);
                 ends.push(hashes.len() as u64);
             }
@@ -234,35 +223,6 @@ impl ShardClient {
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let (hashes, values) = (slice(&hashes, "hashes")?, slice(&values, "values")?);
         Ok(py.detach(|| self.inner.kmer_counts(hashes, values)).py()?.into_pyarray(py))
-    }
-
-    /// Digital normalization of one batch (phase 2): bundle `b` holds reads
-    /// `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `read_ends[i-1] .. read_ends[i]`
-    /// of `hashes`, whose counters and values before the batch are `counters` and `values`.
-    /// A bundle is dropped when every read's upper-median count, with the batch's earlier kept
-    /// bundles counted, is at least `cutoff`; kept bundles are counted. Returns whether each
-    /// bundle is kept and, per shard, the counters and deltas to apply.
-    #[allow(clippy::too_many_arguments)]
-    fn normalize<'py>(
-        &self,
-        py: Python<'py>,
-        hashes: PyReadonlyArray1<'py, u64>,
-        counters: PyReadonlyArray1<'py, u64>,
-        values: PyReadonlyArray1<'py, u8>,
-        read_ends: PyReadonlyArray1<'py, u64>,
-        bundle_ends: PyReadonlyArray1<'py, u64>,
-        cutoff: u32,
-    ) -> PyResult<(Bound<'py, PyArray1<bool>>, Vec<ShardUpdates<'py>>)> {
-        let (hashes, counters, values) =
-            (slice(&hashes, "hashes")?, slice(&counters, "counters")?, slice(&values, "values")?);
-        let (read_ends, bundle_ends) = (slice(&read_ends, "read_ends")?, slice(&bundle_ends, "bundle_ends")?);
-        let (keep, routed) = py
-            .detach(|| {
-                let (keep, updates) = self.inner.normalize(hashes, counters, values, read_ends, bundle_ends, cutoff)?;
-                Ok::<_, kmerflow_core::Error>((keep, self.inner.map().route_updates(&updates)?))
-            })
-            .py()?;
-        Ok((keep.into_pyarray(py), routed.into_iter().map(|u| updates_arrays(py, u)).collect()))
     }
 
     /// The whole table as a `Countgraph` (in this process) from the shards' counters (uint8
@@ -379,10 +339,13 @@ impl ShardedCountRun {
     }
 }
 
+/// A batch's kept records as text, where each bundle's reads end, and whether each was kept.
+type Decisions<'py> = (Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<bool>>);
+
 /// normalize-by-median of a file on a sharded table (`ShardedCountgraph.normalize_file`):
 /// `send()` reads the next batch and returns one message per remote shard (updates to apply,
 /// then counters to look up), or `None` at the end; `decide(answers)` decides the batch and
-/// returns the kept bundles' records as FASTA/FASTQ bytes; `unsent()` the updates left for the
+/// returns the kept bundles' records as FASTA/FASTQ bytes and the batch's decisions; `unsent()` the updates left for the
 /// remote shards at the end.
 #[pyclass(module = "kmerflow._core")]
 pub struct ShardedNormalizeRun {
@@ -427,17 +390,14 @@ impl ShardedNormalizeRun {
     }
 
     /// Decides the batch sent last from the remote shards' answers (uint8, in shard order);
-    /// returns the kept records' text.
-    fn decide<'py>(
-        &mut self,
-        py: Python<'py>,
-        answers: Vec<PyReadonlyArray1<'py, u8>>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
+    /// returns the kept records' text, where each bundle's reads end in the batch (uint64)
+    /// and whether each bundle was kept (bool).
+    fn decide<'py>(&mut self, py: Python<'py>, answers: Vec<PyReadonlyArray1<'py, u8>>) -> PyResult<Decisions<'py>> {
         let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
         let (client, run) = (self.client.get(), &mut self.run);
         let mut out = Vec::new();
-        self.local.call(py, |local| run.decide(&client.inner, local, &answers, &mut out)).py()?;
-        Ok(PyBytes::new(py, &out))
+        let decided = self.local.call(py, |local| run.decide(&client.inner, local, &answers, &mut out)).py()?;
+        Ok((PyBytes::new(py, &out), decided.bundle_ends.into_pyarray(py), decided.keep.into_pyarray(py)))
     }
 
     /// The updates not sent yet, per shard (counters, deltas; empty for the local shards).
@@ -445,10 +405,10 @@ impl ShardedNormalizeRun {
         self.run.unsent().into_iter().map(|u| updates_arrays(py, u)).collect()
     }
 
-    /// (reads, reads kept) so far.
+    /// (reads, reads kept, reads dropped for being shorter than k) so far.
     #[getter]
-    fn totals(&self) -> (u64, u64) {
-        self.run.totals
+    fn totals(&self) -> (u64, u64, u64) {
+        self.run.totals()
     }
 }
 

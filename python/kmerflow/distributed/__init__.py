@@ -18,7 +18,7 @@ tables, kept reads and histograms equal a one-process run with the same table si
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -138,7 +138,8 @@ class ShardedCountgraph:
                 self._shards.append(self._answer(s, future))
                 self._where.append(worker)
         self._pending: List[Tuple[np.ndarray, np.ndarray]] = [_no_update() for _ in range(shards)]
-        #: Reads of :meth:`consume_seqfile` shorter than k (they contribute no k-mers).
+        #: Reads shorter than k: counted by :meth:`consume_seqfile` (they contribute no k-mers)
+        #: and dropped by :meth:`normalize_file`.
         self.short_reads = 0
 
     # --- messages -----------------------------------------------------------------------------
@@ -223,9 +224,10 @@ class ShardedCountgraph:
         hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
         return self._table.kmer_counts(hashes, self._values(self._table.counters(hashes)))
 
-    def hash_reads(self, sequences: Sequence[str], screed: bool = False) -> Tuple[np.ndarray, np.ndarray]:
-        """k-mer hashes of ``sequences`` end to end, and where each sequence's end."""
-        return self._table.hash_reads(list(sequences), screed)
+    def hash_reads(self, sequences: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
+        """k-mer hashes of ``sequences`` end to end (khmer's C++ cleaning), and where each
+        sequence's end."""
+        return self._table.hash_reads(list(sequences))
 
     def add(self, kmer: Union[str, int]) -> None:
         self.add_hashes(np.array([self._hash(kmer)], dtype=np.uint64))
@@ -269,13 +271,16 @@ class ShardedCountgraph:
         self.short_reads += short
         return reads, kmers
 
-    def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int,
-                       pairs: Any = True) -> Tuple[int, int]:
+    def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
+                       on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:
         """normalize-by-median of a sequence file to ``cutoff``: the kept bundles' records are
         written to ``out`` (a binary or text file object) as khmer writes them; ``pairs`` as for
-        :func:`kmerflow.open_reads` (reads shorter than k are dropped). The file is read,
-        hashed, decided and written natively; each remote shard gets one message per batch (the
-        previous batch's updates and this batch's look-ups). Returns (reads, reads kept)."""
+        :func:`kmerflow.open_reads` (reads shorter than k are dropped and counted in
+        :attr:`short_reads`). The file is read, hashed, decided and written natively; each
+        remote shard gets one message per batch (the previous batch's updates and this batch's
+        look-ups). After each batch is written, ``on_batch(bundle_ends, keep)`` is given where
+        each bundle's reads end in the batch (uint64) and whether each was kept (bool).
+        Returns (reads, reads kept)."""
         self.flush()
         write = _binary_writer(out)
         run = _core.ShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
@@ -283,22 +288,14 @@ class ShardedCountgraph:
         while (messages := run.send()) is not None:
             futures = self._send_remote("step", messages)
             run.local()
-            write(run.decide(self._answers(futures)))
+            text, bundle_ends, keep = run.decide(self._answers(futures))
+            write(text)
+            if on_batch is not None:
+                on_batch(bundle_ends, keep)
         self._pending = [(c, d) for c, d in run.unsent()]
-        return run.totals
-
-    def normalize(self, bundles: Sequence[Sequence[Any]], cutoff: int) -> np.ndarray:
-        """Digital normalization of one batch of bundles (tuples of records with at least k
-        bases): whether each is kept; kept bundles are counted. Phase 1 and 3 in the shards,
-        phase 2 here."""
-        reads = [r for bundle in bundles for r in bundle]
-        hashes, read_ends = self._table.hash_reads([r.sequence for r in reads], True)
-        bundle_ends = np.cumsum([len(b) for b in bundles], dtype=np.uint64)
-        counters = self._table.counters(hashes)
-        values = self._values(counters)
-        keep, updates = self._table.normalize(hashes, counters, values, read_ends, bundle_ends, cutoff)
-        self._pending = list(updates)
-        return keep
+        reads, kept, short = run.totals
+        self.short_reads += short
+        return reads, kept
 
     def histogram(self) -> np.ndarray:
         """How many counters of the whole table hold each value 0..255."""
@@ -318,21 +315,6 @@ class ShardedCountgraph:
         """khmer's ``abundance_distribution`` of a file, on the gathered table."""
         return self.to_countgraph().abundance_distribution(os.fspath(path), tracking)
 
-    def normalize_reads(self, bundles: Iterable[Sequence[Any]], cutoff: int) -> Iterator[Any]:
-        """The kept bundles of ``bundles``, in order, in batches of about ``batch_kmers`` k-mers."""
-        k = self.ksize()
-        batch: List[Sequence[Any]] = []
-        kmers = 0
-        for bundle in bundles:
-            batch.append(bundle)
-            kmers += sum(len(r.sequence) - k + 1 for r in bundle)
-            if kmers >= self.batch_kmers:
-                yield from _kept(batch, self.normalize(batch, cutoff))
-                batch, kmers = [], 0
-        if batch:
-            yield from _kept(batch, self.normalize(batch, cutoff))
-        self.flush()
-
 
 def _binary_writer(out: Any) -> Any:
     """A function writing bytes to ``out``, a binary file or a text file over one."""
@@ -341,10 +323,6 @@ def _binary_writer(out: Any) -> Any:
         return out.write
     out.flush()
     return buffer.write
-
-
-def _kept(batch: Sequence[Any], keep: np.ndarray) -> Iterator[Any]:
-    return (bundle for bundle, kept in zip(batch, keep.tolist(), strict=True) if kept)
 
 
 def _no_update() -> Tuple[np.ndarray, np.ndarray]:

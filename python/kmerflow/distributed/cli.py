@@ -16,19 +16,20 @@ an error (one line), 2 on a usage error.
 
 from __future__ import annotations
 
-import collections
 import contextlib
+import functools
 import json
 import os
 import sys
 import tempfile
 import time
-from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from kmerflow import _core
 from kmerflow.distributed import ShardedCountgraph
 from kmerflow.errors import CommandError, KmerflowError
-from kmerflow.reads import open_reads
 
 #: Commands that take ``--scheduler``/``--local-cluster``/``--shards``.
 COMMANDS = ("load-into-counting", "abundance-dist-single", "normalize-by-median",
@@ -213,24 +214,6 @@ def _load_into_counting(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnM
     return summary, [plan["output"]]
 
 
-def _decided(graph: ShardedCountgraph, bundles: Iterable[tuple],
-             cutoff: int) -> Iterator[Tuple[tuple, bool]]:
-    """Each bundle of ``bundles`` in input order with whether digital normalization kept it."""
-    pending: collections.deque = collections.deque()
-
-    def pulled() -> Iterator[tuple]:
-        for bundle in bundles:
-            pending.append(bundle)
-            yield bundle
-
-    for kept in graph.normalize_reads(pulled(), cutoff):
-        while pending[0] is not kept:
-            yield pending.popleft(), False
-        yield pending.popleft(), True
-    while pending:
-        yield pending.popleft(), False
-
-
 #: Reads examined between two points of the keep curve (the native command's).
 KEEP_CURVE_EVERY = 10_000
 
@@ -249,9 +232,27 @@ class _KeepCounts:
         if report is not None:
             report.write("total,kept,f_kept\n")
 
-    def bundle(self, reads: int, kept: bool, path: str) -> None:
-        self.total += reads
-        self.kept += reads if kept else 0
+    def batch(self, bundle_ends: np.ndarray, keep: np.ndarray, path: str) -> None:
+        """Counts a batch of bundles (``normalize_file``'s ``on_batch``: where each bundle's
+        reads end in the batch, whether each was kept), stopping at each bundle after which a
+        curve point or a report line is due."""
+        sizes = np.diff(bundle_ends.astype(np.int64), prepend=0)
+        totals = self.total + np.cumsum(sizes)
+        kepts = self.kept + np.cumsum(np.where(keep, sizes, 0))
+        b = int(np.searchsorted(totals, self.due_at()))
+        while b < len(totals):
+            self.total, self.kept = int(totals[b]), int(kepts[b])
+            self.due(path)
+            b += 1 + int(np.searchsorted(totals[b + 1:], self.due_at()))
+        if len(totals):
+            self.total, self.kept = int(totals[-1]), int(kepts[-1])
+
+    def due_at(self) -> int:
+        """The total of reads at which the next curve point or report line is due."""
+        return min(self.next_curve_at, self.next_report_at)
+
+    def due(self, path: str) -> None:
+        """The curve point and the report line due after the bundle counted last, if any."""
         if self.total >= self.next_curve_at:
             self.next_curve_at = self.total + KEEP_CURVE_EVERY
             self.curve_point()
@@ -288,12 +289,6 @@ class _KeepCounts:
             self.report.flush()
 
 
-def _record_text(r: Any) -> str:
-    if r.quality is None:
-        return f">{r.name}\n{r.sequence}\n"
-    return f"@{r.name}\n{r.sequence}\n+\n{r.quality}\n"
-
-
 def _normalize(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
     k, single = plan["table"]["ksize"], plan["force_single"]
     main_mode: Any = "require" if plan["paired"] else ("single" if single else True)
@@ -312,15 +307,12 @@ def _normalize(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -
         counts = _KeepCounts(report, plan["report_frequency"], say)
         for n, (path, mode) in enumerate(files):
             out = staged[0] if output else staged[n]
-            reads = open_reads(path, pairs=mode, min_length=k)
-            bundles = (tuple(r for r in item if r is not None) for item in reads)
-            start = counts.total
-            for bundle, kept in _decided(graph, bundles, plan["cutoff"]):
-                if kept:
-                    out.write("".join(_record_text(r) for r in bundle))
-                counts.bundle(len(bundle), kept, path)
-            short_dropped += reads.short_dropped
-            counts.file_done(path, start, reads.short_dropped)
+            start, short = counts.total, graph.short_reads
+            graph.normalize_file(path, out, plan["cutoff"], pairs=mode,
+                                 on_batch=functools.partial(counts.batch, path=path))
+            short = graph.short_reads - short
+            short_dropped += short
+            counts.file_done(path, start, short)
             if not output:
                 say("info", f"output in {outputs[n]}")
         unique = graph.n_unique_kmers()

@@ -63,12 +63,22 @@ pub struct BundleBatches {
     batch_kmers: usize,
     cleaning: Cleaning,
     clean: Vec<u8>,
+    /// Reads dropped so far for being shorter than the reader's minimum length.
+    pub short_dropped: u64,
 }
 
 impl BundleBatches {
     /// Batches of the bundles of `reader`, hashed with k `k` (checked by the table).
     pub fn new(reader: PairedReader, k: usize, batch_kmers: usize, cleaning: Cleaning) -> Self {
-        BundleBatches { reader, current: None, k, batch_kmers: batch_kmers.max(1), cleaning, clean: Vec::new() }
+        BundleBatches {
+            reader,
+            current: None,
+            k,
+            batch_kmers: batch_kmers.max(1),
+            cleaning,
+            clean: Vec::new(),
+            short_dropped: 0,
+        }
     }
 
     /// The next batch, `None` at the end.
@@ -78,7 +88,10 @@ impl BundleBatches {
             if self.current.as_ref().is_none_or(|(b, next)| *next == b.bundles.len()) {
                 // A batch may hold no bundle (all its reads too short).
                 match self.reader.next_batch()? {
-                    Some(batch) => self.current = Some((batch, 0)),
+                    Some(batch) => {
+                        self.short_dropped += batch.n_short_dropped;
+                        self.current = Some((batch, 0));
+                    }
                     None => {
                         self.current = None;
                         break;
@@ -259,15 +272,24 @@ pub struct ShardedNormalize {
     cutoff: u32,
     waiting: Option<(HashedBundles, Routed)>,
     unsent: Vec<Updates>,
-    /// Reads seen and reads kept so far.
-    pub totals: (u64, u64),
+    decided: (u64, u64),
+}
+
+/// The decisions of one batch: bundle `b` holds reads `bundle_ends[b-1] .. bundle_ends[b]` of
+/// the batch and was kept when `keep[b]`.
+#[derive(Debug, Default)]
+pub struct Decided {
+    /// Where each bundle's reads end (counted from the batch's first read).
+    pub bundle_ends: Vec<u64>,
+    /// Whether each bundle was kept.
+    pub keep: Vec<bool>,
 }
 
 impl ShardedNormalize {
     /// Normalizing the bundles of `batches` (made with [`Cleaning::ScreedWithText`]) to
     /// `cutoff`.
     pub fn new(batches: BundleBatches, cutoff: u32) -> Self {
-        ShardedNormalize { batches, cutoff, waiting: None, unsent: Vec::new(), totals: (0, 0) }
+        ShardedNormalize { batches, cutoff, waiting: None, unsent: Vec::new(), decided: (0, 0) }
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
@@ -293,15 +315,20 @@ impl ShardedNormalize {
         Ok(())
     }
 
-    /// Decides the batch sent last given the remote shards' answers (in shard order) and
-    /// appends the kept bundles' records to `out`.
+    /// Reads decided, reads kept, and reads dropped for being shorter than k, so far.
+    pub fn totals(&self) -> (u64, u64, u64) {
+        (self.decided.0, self.decided.1, self.batches.short_dropped)
+    }
+
+    /// Decides the batch sent last given the remote shards' answers (in shard order), appends
+    /// the kept bundles' records to `out` and returns the batch's decisions.
     pub fn decide(
         &mut self,
         client: &ShardClient,
         local: &mut [Option<&mut Shard>],
         remote: &[&[u8]],
         out: &mut Vec<u8>,
-    ) -> Result<()> {
+    ) -> Result<Decided> {
         self.local(client, local)?;
         self.waiting.as_mut().expect("checked by local").1.remote(remote)?;
         let (batch, routed) = self.waiting.take().expect("checked by local");
@@ -314,11 +341,11 @@ impl ShardedNormalize {
             self.cutoff,
         )?;
         self.apply(client.map(), local, &updates)?;
-        self.totals.0 += batch.read_ends.len() as u64;
-        self.totals.1 +=
+        self.decided.0 += batch.read_ends.len() as u64;
+        self.decided.1 +=
             spans(&batch.bundle_ends).zip(&keep).filter(|(_, &kept)| kept).map(|(r, _)| r.len() as u64).sum::<u64>();
         batch.write_kept(&keep, out);
-        Ok(())
+        Ok(Decided { bundle_ends: batch.bundle_ends, keep })
     }
 
     /// Applies `updates` to the local shards and adds the others to the unsent ones.
@@ -404,10 +431,11 @@ mod tests {
         let cutoff = 5;
         let expected = table();
         let mut expected_out = Vec::new();
-        let (mut hashes, mut clean) = (Vec::new(), Vec::new());
+        let (mut hashes, mut clean, mut short) = (Vec::new(), Vec::new(), 0);
         for record in text.split('@').filter(|r| !r.is_empty()) {
             let seq = record.lines().nth(1).unwrap().as_bytes();
             if seq.len() < 20 {
+                short += 1;
                 continue;
             }
             hashes.clear();
@@ -427,7 +455,7 @@ mod tests {
             let (here, remote) = shards.split_at_mut(1);
             let mut run =
                 ShardedNormalize::new(batches(&text, batch_kmers, Cleaning::ScreedWithText, Some(20)), cutoff);
-            let mut out = Vec::new();
+            let (mut out, mut decided_kept) = (Vec::new(), 0);
             let mut local: Vec<Option<&mut Shard>> = vec![Some(&mut here[0]), None, None];
             while let Some(messages) = run.send(&client, &local).unwrap() {
                 run.local(&client, &mut local).unwrap();
@@ -440,14 +468,18 @@ mod tests {
                     })
                     .collect();
                 let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-                run.decide(&client, &mut local, &answers, &mut out).unwrap();
+                let decided = run.decide(&client, &mut local, &answers, &mut out).unwrap();
+                assert_eq!(decided.bundle_ends.len(), decided.keep.len());
+                decided_kept += decided.keep.iter().filter(|&&kept| kept).count() as u64;
             }
             for (shard, updates) in remote.iter_mut().zip(&run.unsent()[1..]) {
                 shard.apply(&updates.counters, &updates.deltas).unwrap();
             }
             assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected_out), "{batch_kmers}");
             let kept = expected_out.iter().filter(|&&b| b == b'@').count() as u64;
-            assert!(kept > 10 && run.totals.1 == kept && run.totals.0 > kept);
+            let (reads, reads_kept, short_dropped) = run.totals();
+            assert!(kept > 10 && reads_kept == kept && decided_kept == kept && reads > kept);
+            assert_eq!((reads + short_dropped, short_dropped), (400, short));
             let table = gathered(&client, &shards);
             assert_eq!(table.raw_tables(), expected.raw_tables());
             assert_eq!(
