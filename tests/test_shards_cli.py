@@ -6,10 +6,12 @@ and -s files equal the one-process run's, and the command functions run on the s
 
 from __future__ import annotations
 
+import io
 import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import kmerflow
@@ -154,3 +156,31 @@ def test_command_functions_run_on_the_shards(client, tmp_path):
     assert "--scheduler" in sharded[0].argv and "--shards" in sharded[0].argv
     for suffix in (".ct", ".keep", ".hist", ".filt"):
         assert (tmp_path / f"s{suffix}").read_bytes() == (tmp_path / f"o{suffix}").read_bytes()
+
+
+def test_keep_counts_do_not_depend_on_the_batches():
+    """The -R lines, keep curve and progress messages fed a batch at a time equal those fed a
+    bundle at a time (points and lines due several times within one batch included)."""
+    from kmerflow.distributed.cli import _KeepCounts
+
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(1, 3, 25_000)
+    keep = rng.random(len(sizes)) < 0.4
+    ends = np.cumsum(sizes).astype(np.uint64)
+
+    def fed(cuts: list, frequency: int) -> tuple:
+        report, said = io.StringIO(), []
+        counts = _KeepCounts(report, frequency, lambda level, text: said.append(text))
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+            counts.batch(ends[a:b] - (ends[a - 1] if a else 0), keep[a:b], "f.fq")
+        counts.file_done("f.fq", 0, 0)
+        return report.getvalue(), counts.keep_curve, said, counts.total, counts.kept
+
+    for frequency in (7, 12_345):
+        by_bundle = fed(list(range(len(sizes) + 1)), frequency)
+        assert fed([0, len(sizes)], frequency) == by_bundle
+        assert fed([0, 5, 5, 12_000, 12_001, len(sizes)], frequency) == by_bundle
+        assert by_bundle[3] == int(ends[-1]) and len(by_bundle[1]) > 3
+        assert by_bundle[0].count("\n") == 1 + -(-by_bundle[3] // frequency)
+        first = min(10_000, frequency)  # the first curve point: the first bundle reaching it
+        assert by_bundle[1][0][0] == int(ends[np.searchsorted(ends, first)])
