@@ -3,7 +3,7 @@
 
 Usage::
 
-    python3 bench/pipeline.py [--data /tmp/bench-data] [--work DIR] [--out bench/results]
+    python3 bench/pipeline.py [--data /tmp/bench-data] [--work DIR] [--out bench/results] [--tables fixed|auto]
 
 Builds 8 paired samples of different sizes (40k to 180k pairs) from disjoint slices of the bench
 reads (``ecoli50_1.fq`` / ``ecoli50_2.fq.gz``, made by ``../shared/bench/make-data.sh``), then
@@ -30,18 +30,19 @@ REPO = Path(__file__).resolve().parent.parent
 MAKE_DATA = REPO.parent / "shared" / "bench" / "make-data.sh"
 #: Pairs per sample.
 SIZES = [180_000, 40_000, 140_000, 60_000, 160_000, 80_000, 120_000, 100_000]
-CONFIG = """\
-chunks = 4
-[normalize]
-max_tablesize = 2e7
-n_tables = 4
-[renormalize]
-max_tablesize = 2e7
-n_tables = 4
-[histogram]
-max_tablesize = 2e7
-n_tables = 4
-"""
+#: The steps' table sizes: ``fixed``, 4 x 2e7 bytes for every sample (as khmer's protocol is
+#: usually run); ``auto``, each table sized for its sample's k-mers (``-M auto``).
+TABLES = {
+    "fixed": "max_tablesize = 2e7\nn_tables = 4\n",
+    "auto": "max_memory_usage = \"auto\"\nn_tables = 4\n",
+}
+
+
+def steps_config(tables: str) -> str:
+    """The steps file: khmer's protocol in 4 chunks, the tables of normalize, renormalize and
+    histogram sized as ``TABLES[tables]`` says."""
+    sized = TABLES[tables]
+    return "chunks = 4\n" + "".join(f"[{step}]\n{sized}" for step in ("normalize", "renormalize", "histogram"))
 
 
 def build_samples(data: Path, work: Path) -> Path:
@@ -59,7 +60,6 @@ def build_samples(data: Path, work: Path) -> Path:
             for f, mate in ((f1, 1), (f2, 2)):
                 (work / f"{name}_{mate}.fq").write_text("".join(itertools.islice(f, 4 * n)))
             rows.append(f"{name}\t{name}_1.fq\t{name}_2.fq")
-    (work / "steps.toml").write_text(CONFIG)
     sheet.write_text("\n".join(rows) + "\n")
     return sheet
 
@@ -72,7 +72,7 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_once(sheet: Path, out: Path, max_active: int | None) -> dict:
+def run_once(sheet: Path, steps: Path, out: Path, max_active: int | None) -> dict:
     """One pipeline run on a fresh LocalCluster of 2 single-thread workers; its stats plus the
     CPU seconds the workers and this process (the client and, in a LocalCluster, the scheduler)
     spent during the run."""
@@ -86,7 +86,7 @@ def run_once(sheet: Path, out: Path, max_active: int | None) -> dict:
     try:
         with distributed.Client(cluster) as client:
             before = (client.run(_cpu_seconds), _cpu_seconds())
-            result = run(sheet, out, config=sheet.parent / "steps.toml", client=client,
+            result = run(sheet, out, config=steps, client=client,
                          max_active=max_active, log=lambda m: print(f"  {m}", flush=True))
             after = (client.run(_cpu_seconds), _cpu_seconds())
     finally:
@@ -138,16 +138,20 @@ def main() -> int:
     p.add_argument("--data", type=Path, default=Path("/tmp/bench-data"))
     p.add_argument("--work", type=Path, default=Path("/tmp/kmerflow-pipeline-bench"))
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    p.add_argument("--tables", choices=sorted(TABLES), default="fixed",
+                   help="table sizes of the steps (default fixed: 4 x 2e7 bytes)")
     p.add_argument("--name", help="results file name without .md "
                    "(default DATE-pipeline; the HTML reports get -concurrent/-one-after-another)")
     args = p.parse_args()
     sheet = build_samples(args.data, args.work)
+    steps = args.work / f"steps-{args.tables}.toml"
+    steps.write_text(steps_config(args.tables))
     stats, loads = {}, {}
     for label, max_active in (("concurrent", None), ("one after another", 1)):
         print(f"{label}:", flush=True)
         out = args.work / label.replace(" ", "-")
         before = load_average()
-        stats[label] = run_once(sheet, out, max_active)
+        stats[label] = run_once(sheet, steps, out, max_active)
         loads[label] = (before, load_average())
         print(f"  {stats[label]} load {loads[label]}", flush=True)
     name = args.name or f"{datetime.date.today().isoformat()}-pipeline"
