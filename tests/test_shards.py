@@ -1,11 +1,12 @@
 """Tables sharded over Dask workers (kmerflow.distributed): the same tables, kept reads and
 histograms as the one-process run with the same table sizes, on khmer's test data and on
 generated reads with colliding and saturating counters (255, bigcount), single and paired, at
-1-3 shards; and the faults: a lost worker, a shard over its worker's memory limit, an
+1-3 shards (trim-low-abund and filter-abund included); and the faults: a lost worker, a shard over its worker's memory limit, an
 unreachable scheduler. One real LocalCluster (2 workers) serves the module."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -189,3 +190,67 @@ def test_lost_worker_names_the_shard():
         os.kill(client.run(os.getpid)[worker], signal.SIGKILL)
         with pytest.raises(ShardError, match=r"shard 1 \(counters \d+\.\.\d+\) on tcp://"):
             graph.get("A" * 20)
+
+
+def _trim(tmp_path: Path, tag: str, reads: Path, table: list, flags: list, sharding: tuple) -> list:
+    """trim-low-abund's reads, saved table and --summary-info file, and filter-abund's reads on
+    that table, of one configuration (``tag``: its files' prefix)."""
+    out = tmp_path / tag
+    out.mkdir()
+    kmerflow("trim-low-abund", *table, *flags, "-o", out / "trim.fq", "-s", out / "trim.ct",
+             "--summary-info", "json", "-T", out, reads, *sharding)
+    kmerflow("filter-abund", "-C", "3", "-o", out / "filt.fq", out / "trim.ct", reads, *sharding)
+    assert sorted(p.name for p in out.iterdir()) == ["filt.fq", "trim.ct", "trim.fq",
+                                                     "trim.fq.info.json"]
+    return [(out / name).read_bytes() for name in ("trim.fq", "trim.ct", "filt.fq")] + \
+        [json.loads((out / "trim.fq.info.json").read_text())]
+
+
+@pytest.mark.parametrize("shards", [1, 2, 3])
+@pytest.mark.parametrize("flags", [["-C", "3"], ["-V", "-Z", "25", "-C", "2"],
+                                   ["--diginorm", "--diginorm-coverage", "40"]])
+def test_trim_low_abund_matches_the_one_process_run(cluster, tmp_path, shards, flags):
+    """Small colliding tables (counts pass 255), reads trimmed in pass 1 and in pass 2."""
+    reads = _genome_reads(tmp_path / "reads.fq", paired=shards == 2, seed=shards, n=900)
+    table = ["-k", "20", "-N", "3", "-x", "250", "--force"]
+    one = _trim(tmp_path, "o", reads, table, flags, ())
+    sharded = _trim(tmp_path, "s", reads, table, flags,
+                    ("--scheduler", cluster.scheduler_address, "--shards", str(shards),
+                     "--batch-kmers", "700"))
+    assert sharded == one
+    summary = one[3]
+    assert 0 < summary["reads_trimmed"] and 0 < summary["basepairs_removed_or_trimmed"]
+
+
+def test_trim_low_abund_on_khmer_data_with_one_worker(data, tmp_path):
+    reads = data / "test-abund-read-2.fa"
+    table = ["-k", "17", "-N", "2", "-x", "1e4"]
+    one = _trim(tmp_path, "o", reads, table, ["-C", "2"], ())
+    sharded = _trim(tmp_path, "s", reads, table, ["-C", "2"],
+                    ("--local-cluster", "1", "--shards", "2", "--local-shards", "1"))
+    assert sharded == one
+    assert len(one[0]) < len(reads.read_bytes()) and one[3]["reads_trimmed"] > 0
+
+
+def test_lost_worker_during_trim_low_abund_names_the_shard(tmp_path, data):
+    """The worker dies once the table is placed: the run fails naming the shard and leaves no
+    output, no saved table and no temporary directory."""
+    from kmerflow.distributed import cli
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        worker = list(client.scheduler_info()["workers"])[0]
+        pid = client.run(os.getpid)[worker]
+
+        def on_message(_level: str, text: str) -> None:
+            if text.startswith("created temporary directory"):
+                os.kill(pid, signal.SIGKILL)
+
+        argv = ["trim-low-abund", "-k", "17", "-x", "1e4", "-N", "2", "-o", str(tmp_path / "out.fq"),
+                "-s", str(tmp_path / "t.ct"), "-T", str(tmp_path), str(data / "test-abund-read-2.fa"),
+                "--scheduler", cluster.scheduler_address, "--shards", "2", "--local-shards", "1"]
+        with pytest.raises(kf.CommandError, match=r"shard 1 \(counters \d+\.\.\d+\) on tcp://") as e:
+            cli.run(argv, on_message, client=client)
+        assert e.value.code == 1
+    assert list(tmp_path.iterdir()) == []

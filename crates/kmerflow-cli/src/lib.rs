@@ -210,27 +210,7 @@ fn execute_cli(
     let Parsed { cli, parameters } = parsed;
     let name = cli.command.name();
     let settings = cli.command.settings();
-    // Once cancelled, whatever error ends the run (a decoder's, a closed pipe's) is the
-    // interruption's.
-    let failed = |e: kmerflow_core::Error| match e {
-        _ if e.is_cancelled() || run.cancel_token().is_cancelled() => CliError {
-            code: match run.cancel_token().reason() {
-                r @ 2.. => i32::try_from(r).unwrap_or(EXIT_INTERRUPTED),
-                _ => EXIT_INTERRUPTED,
-            },
-            message: format!("kmerflow {name}: interrupted"),
-            file: None,
-        },
-        e => {
-            let file = match &e {
-                kmerflow_core::Error::Io { path, source } => {
-                    Some(FileFailure { path: path.clone(), kind: source.kind(), os_code: source.raw_os_error() })
-                }
-                _ => None,
-            };
-            CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}"), file }
-        }
-    };
+    let failed = |e| run_failure(name, run, e);
     if settings.metrics.is_some() && !kmerflow_core::run::metrics::ENABLED {
         return Err(failed(kmerflow_core::Error::invalid(
             "--metrics: metrics are not compiled in (build with the `metrics` feature)",
@@ -271,6 +251,30 @@ fn execute_cli(
         report::write(path, &document, run).map_err(failed)?;
     }
     Ok(Outcome { summary, messages: run.messages(), report: document })
+}
+
+/// The error of the run of command `name` within `run` that failed with `e`. Once cancelled,
+/// whatever error ends the run (a decoder's, a closed pipe's) is the interruption's.
+pub(crate) fn run_failure(name: &str, run: &RunContext, e: kmerflow_core::Error) -> CliError {
+    match e {
+        _ if e.is_cancelled() || run.cancel_token().is_cancelled() => CliError {
+            code: match run.cancel_token().reason() {
+                r @ 2.. => i32::try_from(r).unwrap_or(EXIT_INTERRUPTED),
+                _ => EXIT_INTERRUPTED,
+            },
+            message: format!("kmerflow {name}: interrupted"),
+            file: None,
+        },
+        e => {
+            let file = match &e {
+                kmerflow_core::Error::Io { path, source } => {
+                    Some(FileFailure { path: path.clone(), kind: source.kind(), os_code: source.raw_os_error() })
+                }
+                _ => None,
+            };
+            CliError { code: EXIT_DATA, message: format!("kmerflow {name}: error: {e}"), file }
+        }
+    }
 }
 
 /// Parses and runs `argv` (program name first), printing as the command line does (see

@@ -14,13 +14,15 @@
 use crate::commands::counting_args::CountingArgs;
 use crate::commands::shard_args::ShardArgs;
 use crate::commands::Command;
-use crate::common::Ctx;
-use crate::{cli_command, parse, report, CliError, Parsed, EXIT_DATA, EXIT_USAGE};
+use crate::common::{summary_json, Ctx};
+use crate::{cli_command, parse, report, run_failure, CliError, Parsed, EXIT_DATA, EXIT_USAGE};
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use kmerflow_core::ops::count::{self, ReadTally};
-use kmerflow_core::ops::sizing;
+use kmerflow_core::ops::{sizing, trim_low_abund};
 use kmerflow_core::run::RunContext;
+use kmerflow_core::table::shard::{Shard, ShardClient};
+use kmerflow_core::table::shard_runs::{RemoteShards, ShardedDecisions};
 use kmerflow_core::table::Layout;
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -70,6 +72,26 @@ fn command_args(command: &str) -> Option<&'static [&'static str]> {
         "filter-abund-single" => {
             &["cutoff", "variable_coverage", "normalize_to", "output", "gzip", "bzip", "savegraph", "input"]
         }
+        "filter-abund" => &["cutoff", "variable_coverage", "normalize_to", "output", "gzip", "bzip", "graph", "inputs"],
+        "trim-low-abund" => &[
+            "cutoff",
+            "trim_at_coverage",
+            "variable_coverage",
+            "output",
+            "savegraph",
+            "summary_info",
+            "ignore_pairs",
+            "tempdir",
+            "gzip",
+            "bzip",
+            "diginorm",
+            "diginorm_coverage",
+            "single_pass",
+            "mate",
+            "output2",
+            "orphans",
+            "inputs",
+        ],
         _ => return None,
     })
 }
@@ -81,7 +103,7 @@ fn why_not(id: &str) -> &'static str {
         "loadgraph" => "a saved table is not loaded into shards; count from the reads",
         "metrics" => "per-stage metrics are measured in one process; use --report-json",
         "gzip" | "bzip" => "the sharded normalize-by-median writes uncompressed reads",
-        "mate" | "output2" | "orphans" => "the sharded run reads interleaved or single files",
+        "mate" | "output2" | "orphans" => "the sharded normalize-by-median reads interleaved or single files",
         "batched" => "the sharded run is batched already",
         _ => "it is not implemented for sharded tables",
     }
@@ -94,6 +116,8 @@ fn shard_args(command: &Command) -> Option<&ShardArgs> {
         Command::NormalizeByMedian(a) => Some(&a.sharding),
         Command::AbundanceDistSingle(a) => Some(&a.sharding),
         Command::FilterAbundSingle(a) => Some(&a.sharding),
+        Command::FilterAbund(a) => Some(&a.sharding),
+        Command::TrimLowAbund(a) => Some(&a.sharding),
         _ => None,
     }
 }
@@ -251,6 +275,20 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
             "inputs": [a.input],
             "output": a.filter.output,
         }),
+        // The saved table is loaded into this process as by the one-process command (see
+        // `kmerflow.distributed.cli`): the run is that command's.
+        Command::FilterAbund(a) => {
+            let all: Vec<&String> = std::iter::once(&a.graph).chain(&a.inputs).collect();
+            json!({ "inputs": all })
+        }
+        Command::TrimLowAbund(a) => {
+            let all: Vec<String> = a.inputs.iter().chain(&a.mates.mate).cloned().collect();
+            json!({
+                "table": table(name, &a.counting, None, a.force, &all, &mut ctx)?,
+                "bigcount": false,
+                "inputs": all,
+            })
+        }
         _ => unreachable!("shard_args answers for these commands only"),
     };
     let map = out.as_object_mut().expect("an object");
@@ -261,6 +299,37 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
     map.insert("renders".into(), json!(settings.renders));
     map.insert("messages".into(), serde_json::to_value(run.messages()).unwrap_or_default());
     Ok(Some(out))
+}
+
+/// Runs the sharded `trim-low-abund` command line `argv` (program name first) within `run`:
+/// the native command's run with pass 1 deciding on the table of `client`, whose shard `s` is
+/// `local[s]` when held in this process and reached through `remote` otherwise, in batches of
+/// `--batch-kmers` k-mers (see
+/// [`kmerflow_core::ops::trim_low_abund::run_sharded`]); returns its summary. Its outputs are
+/// recorded in `run`'s files; the run report is [`finish`]'s.
+pub fn trim_low_abund(
+    argv: &[OsString],
+    run: &RunContext,
+    client: &ShardClient,
+    local: Vec<Option<&mut Shard>>,
+    remote: &mut dyn RemoteShards,
+) -> Result<Value, CliError> {
+    let Some(Parsed { cli, .. }) = parse(argv)? else { return Ok(Value::Null) };
+    let name = cli.command.name();
+    let threads = cli.command.settings().threads.unwrap_or_else(kmerflow_core::pipeline::available_threads);
+    let Command::TrimLowAbund(args) = cli.command else {
+        return Err(usage_error(name, ErrorKind::InvalidSubcommand, format!("{name} is not trim-low-abund")));
+    };
+    run.set_threads(threads);
+    let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
+    let batch_kmers = args.sharding.batch_kmers;
+    let summary = crate::commands::trim_low_abund::options(args, &mut ctx)
+        .and_then(|options| {
+            let shards = ShardedDecisions::new(client, local, remote, batch_kmers)?;
+            trim_low_abund::run_sharded(&options, shards, run)
+        })
+        .and_then(|summary| summary_json(&summary));
+    summary.map_err(|e| run_failure(name, run, e))
 }
 
 /// Finishes the sharded run of `argv` (program name first) that returned `summary` (the

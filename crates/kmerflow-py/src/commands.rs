@@ -26,15 +26,19 @@ pub fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> (i32, Option<String>) {
 #[pyfunction]
 pub fn run_command(py: Python<'_>, argv: Vec<OsString>, on_message: Bound<'_, PyAny>) -> PyResult<(String, String)> {
     let full: Vec<OsString> = std::iter::once(OsString::from("kmerflow")).chain(argv).collect();
+    let outcome = interruptible_with(py, forwarder(&on_message), |ctx| kmerflow_cli::execute_with(full, ctx))?
+        .map_err(command_error)?;
+    Ok((outcome.summary.to_string(), outcome.report.to_string()))
+}
+
+/// A message handler calling `on_message(level, text)` (`"info"`, `"warning"` or `"error"`).
+pub(crate) fn forwarder<'a>(on_message: &'a Bound<'_, PyAny>) -> impl FnMut(Python<'_>, &Message) -> PyResult<()> + 'a {
     let level = |l: Level| match l {
         Level::Info => "info",
         Level::Warning => "warning",
         Level::Error => "error",
     };
-    let forward = |_py: Python<'_>, m: &Message| on_message.call1((level(m.level), m.text.as_str())).map(drop);
-    let outcome =
-        interruptible_with(py, forward, |ctx| kmerflow_cli::execute_with(full, ctx))?.map_err(command_error)?;
-    Ok((outcome.summary.to_string(), outcome.report.to_string()))
+    move |_py, m| on_message.call1((level(m.level), m.text.as_str())).map(drop)
 }
 
 /// The definitions of every command (`kmerflow_cli::spec`): a list of dicts `{"name", "about",

@@ -22,6 +22,7 @@ mod hll;
 mod interrupt;
 mod reads;
 mod seqfile;
+mod sharded_runs;
 mod shards;
 mod streaming;
 mod tables;
@@ -38,6 +39,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tables::register(m)?;
     batch::register(m)?;
     shards::register(m)?;
+    sharded_runs::register(m)?;
     hashing::register(m)?;
     commands::register(m)?;
     streaming::register(m)?;

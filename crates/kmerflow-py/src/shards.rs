@@ -26,7 +26,8 @@ pub struct Shard {
 }
 
 impl Shard {
-    fn lock(&self) -> MutexGuard<'_, CoreShard> {
+    /// The shard, locked.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, CoreShard> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -104,6 +105,13 @@ impl Shard {
 #[pyclass(module = "kmerflow._core", frozen)]
 pub struct ShardClient {
     inner: CoreClient,
+}
+
+impl ShardClient {
+    /// The core's client.
+    pub(crate) fn core(&self) -> &CoreClient {
+        &self.inner
+    }
 }
 
 /// A shard's part of a batch: counter indices (uint64).
@@ -240,9 +248,9 @@ fn updates_arrays(py: Python<'_>, updates: Updates) -> ShardUpdates<'_> {
 }
 
 /// One remote shard's message: (counters to update, their deltas, counters to answer for).
-type MessageArrays<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u64>>);
+pub(crate) type MessageArrays<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u64>>);
 
-fn message_arrays(py: Python<'_>, messages: Vec<Message>) -> Vec<MessageArrays<'_>> {
+pub(crate) fn message_arrays(py: Python<'_>, messages: Vec<Message>) -> Vec<MessageArrays<'_>> {
     messages
         .into_iter()
         .map(|m| {

@@ -297,6 +297,13 @@ class ShardedCountgraph:
         self.short_reads += short
         return reads, kept
 
+    def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
+        """What a native run deciding on this table takes (``_core.trim_low_abund_sharded``):
+        the client's part, the shards held here (``None`` for a remote one) and the remote
+        shards' calls."""
+        self.flush()
+        return self._table, self._held_here(), _RemoteCalls(self)
+
     def histogram(self) -> np.ndarray:
         """How many counters of the whole table hold each value 0..255."""
         self.flush()
@@ -314,6 +321,27 @@ class ShardedCountgraph:
     def abundance_distribution(self, path: Union[str, os.PathLike], tracking: Any) -> List[int]:
         """khmer's ``abundance_distribution`` of a file, on the gathered table."""
         return self.to_countgraph().abundance_distribution(os.fspath(path), tracking)
+
+
+class _RemoteCalls:
+    """The remote shards of a :class:`ShardedCountgraph` as a native run calls them:
+    ``send(messages)`` (one ``step`` message per remote shard, in shard order), then
+    ``answers()``; ``cells()``. A lost shard raises :class:`ShardError` naming it."""
+
+    def __init__(self, graph: ShardedCountgraph) -> None:
+        self.graph = graph
+        self.futures: List[Tuple[int, Any]] = []
+
+    def send(self, messages: Sequence[Tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        self.futures = self.graph._send_remote("step", messages)
+
+    def answers(self) -> List[np.ndarray]:
+        futures, self.futures = self.futures, []
+        return self.graph._answers(futures)
+
+    def cells(self) -> List[np.ndarray]:
+        remote = sum(not isinstance(s, _Local) for s in self.graph._shards)
+        return self.graph._answers(self.graph._send_remote("cells", [() for _ in range(remote)]))
 
 
 def _binary_writer(out: Any) -> Any:

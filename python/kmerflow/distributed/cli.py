@@ -7,7 +7,10 @@ defaults, range checks, usage errors and the table's sizing are the one-process 
 a flag the sharded run does not have is a usage error naming it. ``load-into-counting`` and
 ``normalize-by-median`` run on the shards throughout; ``abundance-dist-single`` and
 ``filter-abund-single`` count on the shards, then gather the table into this process and finish
-with the one-process ``abundance-dist`` / ``filter-abund``. The summary has the native
+with the one-process ``abundance-dist`` / ``filter-abund``. ``trim-low-abund`` is the native
+command with its first pass deciding on the shards and its second pass on the table gathered
+into this process. ``filter-abund`` (a saved table) is the one-process command: the saved table
+was gathered through one process to be saved, so it fits in one. The summary has the native
 command's fields; ``load-into-counting``'s ``OUT.info`` (and ``-s`` file) and ``--report-json``
 are written by the native code (``_core.shard_finish``). Outputs are written under temporary
 names and renamed at the end, so a failed run (a lost worker) leaves none. Exit status 0, 1 on
@@ -33,7 +36,7 @@ from kmerflow.errors import CommandError, KmerflowError
 
 #: Commands that take ``--scheduler``/``--local-cluster``/``--shards``.
 COMMANDS = ("load-into-counting", "abundance-dist-single", "normalize-by-median",
-            "filter-abund-single")
+            "filter-abund-single", "trim-low-abund", "filter-abund")
 #: The flags that send a command here.
 FLAGS = ("--scheduler", "--local-cluster", "--shards", "--local-shards", "--batch-kmers")
 
@@ -61,6 +64,7 @@ def run(argv: Sequence[str], on_message: OnMessage, client: Any = None,
     if text is None:
         return None
     plan = json.loads(text)
+    plan["argv"] = full
     name = plan["command"]
 
     def say(level: str, message: str) -> None:
@@ -72,7 +76,7 @@ def run(argv: Sequence[str], on_message: OnMessage, client: Any = None,
     started = time.monotonic()
     try:
         with _connected(plan["cluster"], client) as dask_client:
-            graph = _graph(plan, dask_client)
+            graph = _graph(plan, dask_client) if "table" in plan else None
             summary, outputs = _RUNS[name](plan, graph, say)
     except CommandError:
         raise
@@ -365,9 +369,37 @@ def _filter_abund(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage
     return _count_then(plan, graph, say, ["filter-abund", plan["inputs"][0], *flags])
 
 
-_RUNS: Dict[str, Callable[[Dict[str, Any], ShardedCountgraph, OnMessage], Outcome]] = {
+def _trim_low_abund(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+    """The native trim-low-abund, pass 1 deciding on the shards, pass 2 on the gathered table."""
+    summary_text, outputs = _core.trim_low_abund_sharded(plan["argv"], say, *graph.native_run())
+    return json.loads(summary_text), outputs
+
+
+def _filter_abund_saved(plan: Dict[str, Any], _graph: None, say: OnMessage) -> Outcome:
+    """The one-process filter-abund on the saved table (loaded into this process)."""
+    summary_text, report_text = _core.run_command(_without_shard_flags(plan["argv"][1:]), say)
+    return json.loads(summary_text), [o["path"] for o in json.loads(report_text)["outputs"]]
+
+
+def _without_shard_flags(argv: Sequence[str]) -> List[str]:
+    """``argv`` less the sharding flags (:data:`FLAGS`) and their values."""
+    out: List[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in FLAGS:
+            skip = True
+        elif arg.split("=", 1)[0] not in FLAGS:
+            out.append(arg)
+    return out
+
+
+_RUNS: Dict[str, Callable[[Dict[str, Any], Any, OnMessage], Outcome]] = {
     "load-into-counting": _load_into_counting,
     "normalize-by-median": _normalize,
     "abundance-dist-single": _abundance_dist,
     "filter-abund-single": _filter_abund,
+    "trim-low-abund": _trim_low_abund,
+    "filter-abund": _filter_abund_saved,
 }

@@ -1,6 +1,7 @@
 //! `kmerflow filter-abund`: trim reads at low-abundance k-mers of a saved countgraph
 //! (khmer's filter-abund.py).
 
+use super::shard_args::ShardArgs;
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
@@ -64,6 +65,9 @@ pub struct Args {
     /// Input sequence files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
+    #[command(flatten)]
+    /// Sharding over Dask workers (run by the Python package).
+    pub sharding: ShardArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }

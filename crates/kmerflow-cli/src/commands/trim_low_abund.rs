@@ -2,6 +2,7 @@
 
 use super::counting_args::{CountingArgs, SummaryFormatArg};
 use super::mate_args::MateArgs;
+use super::shard_args::ShardArgs;
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::trim_low_abund;
@@ -87,6 +88,9 @@ pub struct Args {
     /// Input sequence files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
+    #[command(flatten)]
+    /// Sharding over Dask workers (run by the Python package).
+    pub sharding: ShardArgs,
     /// `-q` and `--threads` (khmer's `-T` is the temporary directory here).
     #[command(flatten)]
     pub common: CommonArgs,
@@ -94,11 +98,17 @@ pub struct Args {
 
 /// Runs `trim-low-abund` (output is identical for any number of threads).
 pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
+    let opts = options(args, ctx)?;
+    trim_low_abund::run(&opts, &ctx.run).and_then(|s| summary_json(&s))
+}
+
+/// The core's options of the command line `args` (the table sized within `ctx`).
+pub fn options(args: Args, ctx: &mut Ctx) -> Result<trim_low_abund::Options> {
     // Pass 2 reads the reads set aside, a pass of its own on the progress line.
     ctx.run.progress().plan_passes(if args.single_pass { 1 } else { 2 });
     let inputs: Vec<String> = args.inputs.iter().chain(&args.mates.mate).cloned().collect();
     let table = args.counting.resolved_params(args.force, &inputs, args.loadgraph.is_some(), ctx)?;
-    let opts = trim_low_abund::Options {
+    Ok(trim_low_abund::Options {
         table,
         cutoff: args.cutoff,
         trim_at_coverage: args.trim_at_coverage,
@@ -117,6 +127,5 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
         summary_info: args.summary_info.map(Into::into),
         batched: args.batched,
         inputs: args.inputs,
-    };
-    trim_low_abund::run(&opts, &ctx.run).and_then(|s| summary_json(&s))
+    })
 }

@@ -25,12 +25,14 @@ use crate::io::{
 };
 use crate::pipeline::run_ordered;
 use crate::run::{metrics, RunContext};
+use crate::table::shard_runs::ShardedDecisions;
 use crate::table::CountingTable;
 use crate::table::{median_mean_stddev, BatchRunner, KhmerTable, KmerPass, ReadCounts};
 use crate::{Error, Result};
 use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Largest false-positive rate trim-low-abund accepts.
 pub const MAX_FP_RATE: f64 = 0.8;
@@ -212,6 +214,100 @@ fn pass1_batch(
     Ok(())
 }
 
+/// Pass 1 over one hashed batch on a sharded table, in pieces of about the shards' batch size:
+/// each piece is looked up on the shards and decided here (see [`ShardedDecisions`]).
+fn pass1_sharded(
+    o: &Options,
+    shards: &mut ShardedDecisions<'_>,
+    hb: &HashedBatch,
+    t: &mut Tally<'_>,
+    out: &mut MateBuffers,
+    aside: &mut Vec<u8>,
+) -> Result<()> {
+    t.s.short_dropped += hb.reads.bundles.n_short_dropped;
+    let k = shards.client().ksize();
+    for (bundles, kmers) in hb.pieces(shards.batch_kmers()) {
+        let start = kmers.start;
+        shards
+            .decide(&hb.hashes[kmers], |d| pass1_bundles(o, k, &mut Shifted(d, start), hb, bundles, t, out, aside))?;
+    }
+    Ok(())
+}
+
+/// The counts of k-mers numbered from `.1` through a [`ReadCounts`] that numbers them from 0.
+struct Shifted<'a, R>(&'a mut R, usize);
+
+impl<R: ReadCounts> Shifted<'_, R> {
+    fn shift(&self, kmers: Range<usize>) -> Range<usize> {
+        kmers.start - self.1..kmers.end - self.1
+    }
+}
+
+impl<R: ReadCounts> ReadCounts for Shifted<'_, R> {
+    fn counts(&mut self, kmers: Range<usize>, out: &mut Vec<u32>) {
+        let kmers = self.shift(kmers);
+        self.0.counts(kmers, out);
+    }
+
+    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
+        let kmers = self.shift(kmers);
+        self.0.median_at_least(kmers, cutoff)
+    }
+
+    fn add(&mut self, kmers: Range<usize>) {
+        let kmers = self.shift(kmers);
+        self.0.add(kmers);
+    }
+}
+
+/// Where pass 1 counts: a table in this process (read by read, or in three phases with
+/// `--batched`), or shards of one held elsewhere, gathered into this process for pass 2.
+enum Pass1<'a> {
+    Here(KhmerTable, Option<BatchRunner>),
+    Sharded(ShardedDecisions<'a>),
+}
+
+impl Pass1<'_> {
+    fn ksize(&self) -> usize {
+        match self {
+            Pass1::Here(table, _) => table.ksize(),
+            Pass1::Sharded(shards) => shards.client().ksize(),
+        }
+    }
+
+    fn hasher(&self) -> Arc<dyn Fn(&[u8], &mut Vec<u64>) + Send + Sync> {
+        match self {
+            Pass1::Here(table, _) => Arc::new(table.kmer_hasher()),
+            Pass1::Sharded(shards) => Arc::new(shards.client().kmer_hasher()),
+        }
+    }
+
+    fn batch(
+        &mut self,
+        o: &Options,
+        hb: &HashedBatch,
+        t: &mut Tally<'_>,
+        out: &mut MateBuffers,
+        aside: &mut Vec<u8>,
+    ) -> Result<()> {
+        match self {
+            Pass1::Here(table, runner) => pass1_batch(o, table, runner.as_mut(), hb, t, out, aside),
+            Pass1::Sharded(shards) => pass1_sharded(o, shards, hb, t, out, aside),
+        }
+    }
+
+    /// The table after pass 1, in this process.
+    fn into_table(self, ctx: &RunContext) -> Result<KhmerTable> {
+        match self {
+            Pass1::Here(table, _) => Ok(table),
+            Pass1::Sharded(shards) => {
+                ctx.info(format!("gathering the table from {} shards", shards.client().map().shards()));
+                shards.gather()
+            }
+        }
+    }
+}
+
 /// Pass 1 over the bundles `bundles` of `hb`, in order, the counts read and made through `pass`.
 #[allow(clippy::too_many_arguments)]
 fn pass1_bundles(
@@ -383,6 +479,21 @@ fn make_tempdir(parent: &str) -> Result<std::path::PathBuf> {
 
 /// Runs trim-low-abund within `ctx`; its temporary directory is removed however the run ends.
 pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
+    run_on(o, None, ctx)
+}
+
+/// [`run`] with pass 1 deciding on the sharded table `shards` (sized as `o.table` sizes it),
+/// pass 2 on the table gathered into this process; the outputs are those of [`run`] with a
+/// table of the same sizes. A saved table (`loadgraph`) and `batched` are refused.
+pub fn run_sharded(o: &Options, shards: ShardedDecisions<'_>, ctx: &RunContext) -> Result<Summary> {
+    if o.loadgraph.is_some() || o.batched {
+        return Err(Error::invalid("a sharded run neither loads a saved table nor takes --batched"));
+    }
+    run_on(o, Some(shards), ctx)
+}
+
+/// [`run`] with pass 1 on `shards` when given.
+fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -> Result<Summary> {
     check_options(o)?;
     ctx.progress().begin_pass("trimming");
     let inputs = paired_inputs(&o.inputs, &o.mates)?;
@@ -399,25 +510,31 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     if o.ignore_pairs && outputs.iter().any(PairedOutput::is_split) {
         return Err(Error::invalid("--ignore-pairs trims reads alone: R1/R2 outputs need pairs (use one -o)"));
     }
-    let mut table = match &o.loadgraph {
-        Some(path) => {
-            ctx.info(format!("loading countgraph from {path}"));
-            read_filter::load_countgraph(path, ctx)?
-        }
+    let pass1 = match shards {
+        Some(shards) => Pass1::Sharded(shards),
         None => {
-            ctx.info("making countgraph");
-            create_countgraph(&o.table, 1.0, ctx)?
+            let table = match &o.loadgraph {
+                Some(path) => {
+                    ctx.info(format!("loading countgraph from {path}"));
+                    let table = read_filter::load_countgraph(path, ctx)?;
+                    read_filter::loadgraph_params(&o.table, path, table.ksize(), ctx);
+                    table
+                }
+                None => {
+                    ctx.info("making countgraph");
+                    create_countgraph(&o.table, 1.0, ctx)?
+                }
+            };
+            let runner = o.batched.then(|| BatchRunner::new(&table, ctx.threads()));
+            Pass1::Here(table, runner)
         }
     };
-    if let Some(path) = &o.loadgraph {
-        read_filter::loadgraph_params(&o.table, path, table.ksize(), ctx);
-    }
-    let k = table.ksize();
+    let k = pass1.ksize();
     let tempdir = make_tempdir(&o.tempdir)?;
     ctx.info(format!("created temporary directory {};\nuse -T to change location", tempdir.display()));
-    let result = run_passes(o, &inputs, &outputs, &mut table, &tempdir, ctx);
+    let result = run_passes(o, &inputs, &outputs, pass1, &tempdir, ctx);
     let _ = crate::io::discard::remove_dir_all(&tempdir);
-    let (mut t, staged) = result?;
+    let (mut t, staged, table) = result?;
     if let Some(counts) = &t.s.mates {
         counts.tell_dropped(ctx);
     }
@@ -448,17 +565,16 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
 }
 
 /// Both passes over all `inputs`, written to `outputs` (one, or one per input); the outputs
-/// are complete under their temporary names on success.
+/// are complete under their temporary names on success. Returns the final table too.
 fn run_passes<'a>(
     o: &'a Options,
     inputs: &'a [PairedInput],
     outputs: &[PairedOutput],
-    table: &mut KhmerTable,
+    mut pass1: Pass1<'_>,
     tempdir: &Path,
     ctx: &'a RunContext,
-) -> Result<(Tally<'a>, Vec<Staged>)> {
-    let mut runner = o.batched.then(|| BatchRunner::new(&*table, ctx.threads()));
-    let hasher = table.kmer_hasher();
+) -> Result<(Tally<'a>, Vec<Staged>, KhmerTable)> {
+    let hasher = pass1.hasher();
     let mut outs: Vec<MateWriter> = Vec::new();
     let mut jobs = Vec::new();
     let mut t =
@@ -480,13 +596,13 @@ fn run_passes<'a>(
         let (mut bufs, mut aside) = (out.buffers(), Vec::new());
         run_ordered(
             ctx,
-            bundle_source(input, mode, table.ksize(), ctx)?,
-            || |bb| Ok(HashedBatch::new(bb, Cleaning::Parser, &hasher)),
+            bundle_source(input, mode, pass1.ksize(), ctx)?,
+            || |bb| Ok(HashedBatch::new(bb, Cleaning::Parser, &*hasher)),
             |hb: HashedBatch| {
                 ctx.metrics().add_count(metrics::KMERS, hb.hashes.len() as u64);
                 bufs.clear();
                 aside.clear();
-                pass1_batch(o, table, runner.as_mut(), &hb, &mut t, &mut bufs, &mut aside)?;
+                pass1.batch(o, &hb, &mut t, &mut bufs, &mut aside)?;
                 out.write(&bufs)?;
                 aside_file.write_all(&aside).map_err(|e| Error::io(&job.pass2, e))
             },
@@ -496,16 +612,17 @@ fn run_passes<'a>(
         ctx.info(format!("{}: kept aside {} of {} from first pass", job.input, job.set_aside, t.s.reads - t.n_start));
         jobs.push(job);
     }
+    let table = pass1.into_table(ctx)?;
     if !o.single_pass {
         ctx.progress().begin_pass("second pass");
         for job in &jobs {
-            pass2_file(o, table, job, &mut outs[job.out], &mut t)?;
+            pass2_file(o, &table, job, &mut outs[job.out], &mut t)?;
         }
     }
     let split = outs.iter().filter(|w| w.is_split()).map(MateWriter::counts);
     t.s.mates = split.reduce(|a, b| a + b);
     let staged = outs.into_iter().map(MateWriter::close).collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
-    Ok((t, staged))
+    Ok((t, staged, table))
 }
 
 /// khmer's closing report lines, up to the false-positive rate.

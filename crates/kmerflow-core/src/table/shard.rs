@@ -424,6 +424,13 @@ impl ShardClient {
         self.hash
     }
 
+    /// A function appending the canonical hash of every k-mer of a sequence (as the one-process
+    /// table of the same k and hash family hashes them).
+    pub fn kmer_hasher(&self) -> impl Fn(&[u8], &mut Vec<u64>) + Send + Sync + 'static {
+        let (hash, k) = (self.hash, self.k);
+        move |seq, out| super::hash_kmers(hash, k, seq, &mut Vec::new(), out)
+    }
+
     /// Counters of table 0 that are not zero (khmer's `n_occupied`).
     pub fn n_occupied(&self) -> u64 {
         self.occupied.load(Relaxed)

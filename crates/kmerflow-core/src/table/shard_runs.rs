@@ -13,6 +13,7 @@
 
 use super::batch::spans;
 use super::shard::{Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
+use super::{Decider, KhmerTable};
 use crate::io::{write_record, BundleBatch, PairedReader};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
@@ -350,30 +351,123 @@ impl ShardedNormalize {
 
     /// Applies `updates` to the local shards and adds the others to the unsent ones.
     fn apply(&mut self, map: &ShardMap, local: &mut [Option<&mut Shard>], updates: &Updates) -> Result<()> {
-        let owners = map.owners(&updates.counters)?;
-        for (j, (&c, &d)) in updates.counters.iter().zip(&updates.deltas).enumerate() {
-            if let Some((&ahead, &s_ahead)) =
-                updates.counters.get(j + PREFETCH_AHEAD).zip(owners.get(j + PREFETCH_AHEAD))
-            {
-                if let Some(shard) = &local[s_ahead as usize] {
-                    shard.prefetch(ahead);
-                }
-            }
-            let s = owners[j] as usize;
-            match local[s].as_deref_mut() {
-                Some(shard) => shard.add_delta(c, d)?,
-                None => {
-                    self.unsent[s].counters.push(c);
-                    self.unsent[s].deltas.push(d);
-                }
-            }
-        }
-        Ok(())
+        apply_updates(map, local, updates, &mut self.unsent)
     }
 
     /// The updates not sent yet, one per shard (empty for the local shards).
     pub fn unsent(&mut self) -> Vec<Updates> {
         std::mem::take(&mut self.unsent)
+    }
+}
+
+/// Applies `updates` to the local shards and adds the others' to `unsent` (one per shard).
+fn apply_updates(
+    map: &ShardMap,
+    local: &mut [Option<&mut Shard>],
+    updates: &Updates,
+    unsent: &mut [Updates],
+) -> Result<()> {
+    let owners = map.owners(&updates.counters)?;
+    for (j, (&c, &d)) in updates.counters.iter().zip(&updates.deltas).enumerate() {
+        if let Some((&ahead, &s_ahead)) = updates.counters.get(j + PREFETCH_AHEAD).zip(owners.get(j + PREFETCH_AHEAD)) {
+            if let Some(shard) = &local[s_ahead as usize] {
+                shard.prefetch(ahead);
+            }
+        }
+        let s = owners[j] as usize;
+        match local[s].as_deref_mut() {
+            Some(shard) => shard.add_delta(c, d)?,
+            None => {
+                unsent[s].counters.push(c);
+                unsent[s].deltas.push(d);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The remote shards of a [`ShardedDecisions`] run, reached by its caller (Dask actors, for the
+/// Python package).
+pub trait RemoteShards: Send {
+    /// Sends every remote shard its message (in shard order: the updates to apply, then the
+    /// counters to look up), without waiting for the answers.
+    fn send(&mut self, messages: Vec<Message>) -> Result<()>;
+    /// The answers to the messages sent last: each remote shard's values of its counters, in
+    /// shard order.
+    fn answers(&mut self) -> Result<Vec<Vec<u8>>>;
+    /// Every remote shard's counters, in shard order.
+    fn cells(&mut self) -> Result<Vec<Vec<u8>>>;
+}
+
+/// A sharded table whose reads are decided in this process batch by batch, by a run that reads
+/// its own input (trim-low-abund's first pass): [`ShardedDecisions::decide`] looks a batch up on
+/// the shards (the remote ones through one message each, carrying the previous batch's
+/// updates), decides it with a [`Decider`] and applies its updates; [`ShardedDecisions::gather`]
+/// brings the whole table into this process. The decisions, counters and statistics are those
+/// of the one-process table with the same sizes.
+pub struct ShardedDecisions<'a> {
+    client: &'a ShardClient,
+    local: Vec<Option<&'a mut Shard>>,
+    remote: &'a mut dyn RemoteShards,
+    unsent: Vec<Updates>,
+    batch_kmers: usize,
+}
+
+impl<'a> ShardedDecisions<'a> {
+    /// Decisions on `client`'s table, whose shard `s` is `local[s]` when held in this process
+    /// and reached through `remote` otherwise, in batches of about `batch_kmers` k-mers.
+    pub fn new(
+        client: &'a ShardClient,
+        local: Vec<Option<&'a mut Shard>>,
+        remote: &'a mut dyn RemoteShards,
+        batch_kmers: usize,
+    ) -> Result<Self> {
+        check_shards(client.map(), &local)?;
+        let unsent = vec![Updates::default(); local.len()];
+        Ok(ShardedDecisions { client, local, remote, unsent, batch_kmers: batch_kmers.max(1) })
+    }
+
+    /// The client's part of the table.
+    pub fn client(&self) -> &ShardClient {
+        self.client
+    }
+
+    /// k-mers per batch.
+    pub fn batch_kmers(&self) -> usize {
+        self.batch_kmers
+    }
+
+    /// Looks up `hashes` (one batch), calls `decide` with the batch's [`Decider`] (k-mers
+    /// numbered from 0 in `hashes`) and applies what it counted: at once on the local shards,
+    /// with the next batch's messages on the remote ones.
+    pub fn decide<R>(&mut self, hashes: &[u64], decide: impl FnOnce(&mut Decider<'_, ShardClient>) -> R) -> Result<R> {
+        let mut routed = Routed::new(self.client.map(), hashes, &self.local)?;
+        self.remote.send(routed.messages(&self.local, &mut self.unsent))?;
+        routed.local(&mut self.local, |shard, c| shard.get(c));
+        let answers = self.remote.answers()?;
+        routed.remote(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        let lookup = self.client.lookup(hashes, &routed.counters, &routed.values)?;
+        let (result, updates) = self.client.decide(hashes, &routed.counters, &lookup, decide)?;
+        apply_updates(self.client.map(), &mut self.local, &updates, &mut self.unsent)?;
+        Ok(result)
+    }
+
+    /// The whole table in this process, after the remote shards applied every update.
+    pub fn gather(mut self) -> Result<KhmerTable> {
+        if self.unsent.iter().any(|u| !u.counters.is_empty()) {
+            self.decide(&[], |_| ())?;
+        }
+        let remote = self.remote.cells()?;
+        let mut remote = remote.iter();
+        let cells = self
+            .local
+            .iter()
+            .map(|shard| match shard {
+                Some(shard) => Ok(shard.cells()),
+                None => remote.next().map(Vec::as_slice).ok_or_else(|| Error::invalid("a remote shard sent no cells")),
+            })
+            .collect::<Result<Vec<&[u8]>>>()?;
+        self.client.gather(&cells)
     }
 }
 

@@ -1,0 +1,86 @@
+//! Commands run natively on a sharded table whose remote shards Python reaches (Dask actors):
+//! `trim_low_abund_sharded`, trim-low-abund with its first pass deciding on the shards.
+
+use crate::commands::forwarder;
+use crate::errors::command_error;
+use crate::interrupt::interruptible_with;
+use crate::shards::{message_arrays, Shard, ShardClient};
+use kmerflow_core::table::shard_runs::{Message, RemoteShards};
+use kmerflow_core::{Error, Result};
+use numpy::PyReadonlyArray1;
+use pyo3::prelude::*;
+use std::ffi::OsString;
+
+/// The remote shards as a Python object reaches them: `send(messages)` (one tuple of numpy
+/// arrays per remote shard, in shard order: counters to update, their deltas, counters to look
+/// up), then `answers()`; `cells()`. Both return a list of uint8 arrays in shard order. A Python
+/// exception (a lost worker's `ShardError`) becomes an error with its message.
+struct PyRemote(Py<PyAny>);
+
+impl PyRemote {
+    /// The uint8 arrays returned by `method()`.
+    fn arrays(&self, method: &str) -> Result<Vec<Vec<u8>>> {
+        Python::attach(|py| {
+            let arrays = || -> PyResult<Vec<Vec<u8>>> {
+                let answer = self.0.bind(py).call_method0(method)?;
+                answer.try_iter()?.map(|a| Ok(a?.extract::<PyReadonlyArray1<'_, u8>>()?.as_slice()?.to_vec())).collect()
+            };
+            arrays().map_err(|e| failure(py, e))
+        })
+    }
+}
+
+/// A Python exception as an error with its message.
+fn failure(py: Python<'_>, e: PyErr) -> Error {
+    Error::invalid(e.value(py).to_string())
+}
+
+impl RemoteShards for PyRemote {
+    fn send(&mut self, messages: Vec<Message>) -> Result<()> {
+        Python::attach(|py| {
+            let sent = self.0.bind(py).call_method1("send", (message_arrays(py, messages),));
+            sent.map(drop).map_err(|e| failure(py, e))
+        })
+    }
+
+    fn answers(&mut self) -> Result<Vec<Vec<u8>>> {
+        self.arrays("answers")
+    }
+
+    fn cells(&mut self) -> Result<Vec<Vec<u8>>> {
+        self.arrays("cells")
+    }
+}
+
+/// Runs the sharded `trim-low-abund` command line `argv` (program name first) on `client`'s
+/// table, whose shard `s` is `local[s]` when held in this process and reached through
+/// `remote` (see the module documentation) when `None`: pass 1 decides natively batch by
+/// batch on the shards, pass 2 trims against the table gathered into this process. Messages
+/// go to `on_message(level, text)` as with `run_command`. Returns the summary as JSON text and
+/// the outputs written. Raises `kmerflow.CommandError` (a lost shard: exit status 1, its
+/// message naming the shard).
+#[pyfunction]
+pub fn trim_low_abund_sharded(
+    py: Python<'_>,
+    argv: Vec<OsString>,
+    on_message: Bound<'_, PyAny>,
+    client: Py<ShardClient>,
+    local: Vec<Option<Py<Shard>>>,
+    remote: Py<PyAny>,
+) -> PyResult<(String, Vec<String>)> {
+    let (summary, outputs) = interruptible_with(py, forwarder(&on_message), |ctx| {
+        let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
+        let shards = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
+        let mut remote = PyRemote(remote);
+        kmerflow_cli::sharded::trim_low_abund(&argv, ctx, client.get().core(), shards, &mut remote)
+            .map(|summary| (summary.to_string(), ctx.files().outputs()))
+    })?
+    .map_err(command_error)?;
+    Ok((summary, outputs))
+}
+
+/// Adds the functions to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(trim_low_abund_sharded, m)?)?;
+    Ok(())
+}
