@@ -53,7 +53,8 @@ def _reads(path: Path, n: int, seed: int, prefix: str = "r", paired: bool = Fals
 
 
 def test_help_shows_the_shard_flags():
-    for args in (("normalize-by-median", "--help"), ("load-into-counting", "--help", "--local-cluster", "2")):
+    for args in (("normalize-by-median", "--help"), ("load-into-counting", "--help", "--local-cluster", "2"),
+                 ("trim-low-abund", "--help"), ("filter-abund", "--help")):
         proc = kmerflow(*args)
         text = proc.stdout.decode()
         assert "--scheduler <ADDRESS>" in text and "--local-cluster <N>" in text, text
@@ -79,6 +80,21 @@ def test_usage_errors_are_the_native_ones(tmp_path, args, flag):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("args,flag", [
+    (["-l", "table.ct"], "'--loadgraph'"),
+    (["--batched"], "'--batched'"),
+    (["--small-count"], "'--small-count'"),
+    (["--metrics", "m.json"], "'--metrics'"),
+])
+def test_trim_low_abund_refuses_what_shards_cannot_do(tmp_path, args, flag):
+    reads = _reads(tmp_path / "r.fq", 50, seed=1)
+    proc = kmerflow("trim-low-abund", *args, "--local-cluster", "1", "-o", tmp_path / "o", reads,
+                    check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert flag in proc.stderr.decode() and "--scheduler" in proc.stderr.decode()
+    assert not (tmp_path / "o").exists()
+
+
 def test_shards_alone_need_a_cluster(tmp_path):
     proc = kmerflow("load-into-counting", "--shards", "2", tmp_path / "t.ct", tmp_path / "r.fq",
                     check=False)
@@ -90,9 +106,12 @@ def test_the_native_command_line_refuses_them(tmp_path, capfd):
                               str(tmp_path / "t.ct"), str(tmp_path / "r.fq")])
     err = capfd.readouterr().err
     assert code == 2 and "pip install 'kmerflow[dask]'" in err and "python -m kmerflow" in err, err
-    with pytest.raises(kf.CommandError) as refused:
-        _core.run_command(["filter-abund-single", "--scheduler", "local", "r.fq"], lambda *_: None)
-    assert refused.value.code == 2
+    for argv in (["filter-abund-single", "--scheduler", "local", "r.fq"],
+                 ["trim-low-abund", "--local-cluster", "2", "r.fq"],
+                 ["filter-abund", "--scheduler", "local", "t.ct", "r.fq"]):
+        with pytest.raises(kf.CommandError) as refused:
+            _core.run_command(argv, lambda *_: None)
+        assert refused.value.code == 2
 
 
 def _normalize(tmp_path: Path, tag: str, reads: Path, unpaired: Path, sharding: list) -> dict:
@@ -137,13 +156,14 @@ def test_load_into_counting_info_and_summary_files_match_one_process(cluster, tm
 
 
 def _functions(tmp_path: Path, reads: Path, tag: str, **sharding) -> list:
-    """The results of the four sharded commands' functions (one-process without ``sharding``)."""
+    """The results of the sharded commands' functions (one-process without ``sharding``)."""
     table = {"ksize": 20, "n_tables": 3, "max_tablesize": 400, "force": True, **sharding}
     return [
         kf.load_into_counting(tmp_path / f"{tag}.ct", reads, **table),
         kf.normalize_by_median(reads, cutoff=10, output=tmp_path / f"{tag}.keep", **table),
         kf.abundance_dist_single(reads, tmp_path / f"{tag}.hist", **table),
         kf.filter_abund_single(reads, cutoff=3, output=tmp_path / f"{tag}.filt", **table),
+        kf.trim_low_abund(reads, cutoff=3, output=tmp_path / f"{tag}.trim", tempdir=tmp_path, **table),
     ]
 
 
@@ -154,7 +174,7 @@ def test_command_functions_run_on_the_shards(client, tmp_path):
     assert [r.summary for r in sharded] == [r.summary for r in one]
     assert [r.report["command"] for r in sharded] == [r.command for r in one]
     assert "--scheduler" in sharded[0].argv and "--shards" in sharded[0].argv
-    for suffix in (".ct", ".keep", ".hist", ".filt"):
+    for suffix in (".ct", ".keep", ".hist", ".filt", ".trim"):
         assert (tmp_path / f"s{suffix}").read_bytes() == (tmp_path / f"o{suffix}").read_bytes()
 
 

@@ -140,6 +140,8 @@ pub(crate) fn refusal(command: &Command) -> Option<CliError> {
 /// A usage error of `command` rendered as clap renders its own (exit 2).
 fn usage_error(command: &str, kind: ErrorKind, message: String) -> CliError {
     let mut cmd = cli_command();
+    // Built whole, so that the subcommand has the version its `--version` flag prints.
+    cmd.build();
     let sub = cmd.find_subcommand_mut(command).expect("a parsed subcommand exists");
     CliError { code: EXIT_USAGE, message: sub.error(kind, message).render().to_string(), file: None }
 }
@@ -409,6 +411,11 @@ mod tests {
         let expected: Vec<u64> = kmerflow_core::table::primes::get_n_primes_near_x(4, 1_000_000).unwrap();
         assert_eq!(memory["table"]["sizes"], json!(expected));
         assert_eq!(memory["cutoff"], json!(20));
+        let trim =
+            plan(argv(&["trim-low-abund", "-N", "3", "-x", "1000", "--local-cluster", "1", "a.fq", "--mate", "b.fq"]))
+                .unwrap()
+                .unwrap();
+        assert_eq!((&trim["table"]["sizes"], &trim["inputs"]), (&counted["table"]["sizes"], &json!(["a.fq", "b.fq"])));
     }
 
     #[test]
@@ -432,6 +439,8 @@ mod tests {
             (&["normalize-by-median", "-l", "t.ct", "--local-cluster", "2", "a.fq"], "--loadgraph"),
             (&["normalize-by-median", "--layout", "blocked", "--local-cluster", "2", "a.fq"], "--layout blocked"),
             (&["abundance-dist-single", "--metrics", "m.json", "--local-cluster", "2", "a.fq", "h"], "--metrics"),
+            (&["trim-low-abund", "-l", "t.ct", "--local-cluster", "2", "a.fq"], "--loadgraph"),
+            (&["trim-low-abund", "--batched", "--scheduler", "s.json", "a.fq"], "--batched"),
         ] {
             let err = plan(argv(args)).unwrap_err();
             assert_eq!(err.code, EXIT_USAGE);

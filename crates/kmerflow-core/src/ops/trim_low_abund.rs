@@ -700,6 +700,97 @@ fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat, ctx: &Run
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::shard::{Shard, ShardClient};
+    use crate::table::shard_runs::{Message, RemoteShards};
+    use crate::table::HashKind;
+    use rand::{Rng, SeedableRng};
+
+    /// Remote shards answered in this process, as a worker would.
+    struct InProcess {
+        shards: Vec<Shard>,
+        answers: Vec<Vec<u8>>,
+    }
+
+    impl RemoteShards for InProcess {
+        fn send(&mut self, messages: Vec<Message>) -> Result<()> {
+            self.answers = self
+                .shards
+                .iter_mut()
+                .zip(messages)
+                .map(|(shard, m)| {
+                    shard.apply(&m.apply.counters, &m.apply.deltas)?;
+                    shard.counts(&m.counters)
+                })
+                .collect::<Result<_>>()?;
+            Ok(())
+        }
+
+        fn answers(&mut self) -> Result<Vec<Vec<u8>>> {
+            Ok(std::mem::take(&mut self.answers))
+        }
+
+        fn cells(&mut self) -> Result<Vec<Vec<u8>>> {
+            Ok(self.shards.iter().map(|s| s.cells().to_vec()).collect())
+        }
+    }
+
+    /// FASTQ pairs and singles from a 300-base genome with errors (tables of ~90 bins collide).
+    fn fastq(seed: u64, n: usize) -> String {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+        let genome: Vec<u8> = (0..300).map(|_| b"ACGT"[rng.random_range(0..4)]).collect();
+        let mut text = String::new();
+        for i in 0..n {
+            let mates: &[&str] = if i % 3 == 0 { &[""] } else { &["/1", "/2"] };
+            for mate in mates {
+                let start = rng.random_range(0..240);
+                let mut seq = genome[start..start + rng.random_range(15..60)].to_vec();
+                if rng.random_range(0..4) == 0 {
+                    let at = rng.random_range(0..seq.len());
+                    seq[at] = b"ACGTN"[rng.random_range(0..5)];
+                }
+                let seq = String::from_utf8(seq).unwrap();
+                text += &format!("@r{i}{mate}\n{seq}\n+\n{}\n", "I".repeat(seq.len()));
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn sharded_pass_one_trims_like_one_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let reads = dir.path().join("reads.fq");
+        std::fs::write(&reads, fastq(3, 600)).unwrap();
+        let table = TableParams { ksize: 20, n_tables: 3, max_tablesize: 90.0, force: true, ..TableParams::default() };
+        let options = |tag: &str| Options {
+            inputs: vec![reads.to_string_lossy().into_owned()],
+            table: table.clone(),
+            cutoff: 3,
+            trim_at_coverage: 12,
+            variable_coverage: true,
+            tempdir: dir.path().to_string_lossy().into_owned(),
+            output: Some(dir.path().join(format!("{tag}.fq")).to_string_lossy().into_owned()),
+            savegraph: Some(dir.path().join(format!("{tag}.ct")).to_string_lossy().into_owned()),
+            ..Options::default()
+        };
+        let one = run(&options("one"), &RunContext::new()).unwrap();
+        assert!(one.reads_set_aside > 0 && one.reads_trimmed > 0 && one.reads_written < one.reads);
+        let sizes = crate::ops::sizing::countgraph_sizes(&table, 1.0, &RunContext::new()).unwrap();
+        for (shards, batch_kmers) in [(1, 1), (3, 40), (3, 100_000)] {
+            let client = ShardClient::new(20, HashKind::TwoBit, &sizes, shards, false).unwrap();
+            let b = client.map().bounds().to_vec();
+            let mut all: Vec<Shard> = (0..shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+            let mut remote = InProcess { shards: all.split_off(shards / 2), answers: Vec::new() };
+            let local = all.iter_mut().map(Some).chain((shards / 2..shards).map(|_| None)).collect();
+            let decisions = ShardedDecisions::new(&client, local, &mut remote, batch_kmers).unwrap();
+            let tag = format!("s{shards}-{batch_kmers}");
+            let sharded = run_sharded(&options(&tag), decisions, &RunContext::new()).unwrap();
+            assert_eq!(sharded, one, "{tag}");
+            for suffix in ["fq", "ct"] {
+                let read = |t: &str| std::fs::read(dir.path().join(format!("{t}.{suffix}"))).unwrap();
+                assert!(read(&tag) == read("one"), "{tag}.{suffix}");
+            }
+        }
+    }
 
     #[test]
     fn z_without_v_is_refused() {
