@@ -323,7 +323,8 @@ pub fn trim_low_abund(
         return Err(usage_error(name, ErrorKind::InvalidSubcommand, format!("{name} is not trim-low-abund")));
     };
     run.set_threads(threads);
-    let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
+    // The table's sizing was told by `plan`; its messages are not repeated.
+    let mut ctx = Ctx { run: RunContext::new(), metrics: None, console: None, table_sizing: None };
     let batch_kmers = args.sharding.batch_kmers;
     let summary = crate::commands::trim_low_abund::options(args, &mut ctx)
         .and_then(|options| {

@@ -214,26 +214,6 @@ fn pass1_batch(
     Ok(())
 }
 
-/// Pass 1 over one hashed batch on a sharded table, in pieces of about the shards' batch size:
-/// each piece is looked up on the shards and decided here (see [`ShardedDecisions`]).
-fn pass1_sharded(
-    o: &Options,
-    shards: &mut ShardedDecisions<'_>,
-    hb: &HashedBatch,
-    t: &mut Tally<'_>,
-    out: &mut MateBuffers,
-    aside: &mut Vec<u8>,
-) -> Result<()> {
-    t.s.short_dropped += hb.reads.bundles.n_short_dropped;
-    let k = shards.client().ksize();
-    for (bundles, kmers) in hb.pieces(shards.batch_kmers()) {
-        let start = kmers.start;
-        shards
-            .decide(&hb.hashes[kmers], |d| pass1_bundles(o, k, &mut Shifted(d, start), hb, bundles, t, out, aside))?;
-    }
-    Ok(())
-}
-
 /// The counts of k-mers numbered from `.1` through a [`ReadCounts`] that numbers them from 0.
 struct Shifted<'a, R>(&'a mut R, usize);
 
@@ -282,6 +262,7 @@ impl Pass1<'_> {
         }
     }
 
+    /// Pass 1 over one hashed batch (see [`pass1_batch`]).
     fn batch(
         &mut self,
         o: &Options,
@@ -292,7 +273,18 @@ impl Pass1<'_> {
     ) -> Result<()> {
         match self {
             Pass1::Here(table, runner) => pass1_batch(o, table, runner.as_mut(), hb, t, out, aside),
-            Pass1::Sharded(shards) => pass1_sharded(o, shards, hb, t, out, aside),
+            // In pieces of about the shards' batch size, each looked up on the shards and decided here.
+            Pass1::Sharded(shards) => {
+                t.s.short_dropped += hb.reads.bundles.n_short_dropped;
+                let k = shards.client().ksize();
+                for (bundles, kmers) in hb.pieces(shards.batch_kmers()) {
+                    let start = kmers.start;
+                    shards.decide(&hb.hashes[kmers], |d| {
+                        pass1_bundles(o, k, &mut Shifted(d, start), hb, bundles, t, out, aside)
+                    })?;
+                }
+                Ok(())
+            }
         }
     }
 
