@@ -240,10 +240,13 @@ impl<R: ReadCounts> ReadCounts for Shifted<'_, R> {
     }
 }
 
+/// Appends the canonical hashes of a sequence's k-mers.
+type KmerHasher = dyn Fn(&[u8], &mut Vec<u64>) + Send + Sync;
+
 /// Where pass 1 counts: a table in this process (read by read, or in three phases with
 /// `--batched`), or shards of one held elsewhere, gathered into this process for pass 2.
 enum Pass1<'a> {
-    Here(KhmerTable, Option<BatchRunner>),
+    Here(Box<KhmerTable>, Option<BatchRunner>),
     Sharded(ShardedDecisions<'a>),
 }
 
@@ -255,7 +258,7 @@ impl Pass1<'_> {
         }
     }
 
-    fn hasher(&self) -> Arc<dyn Fn(&[u8], &mut Vec<u64>) + Send + Sync> {
+    fn hasher(&self) -> Arc<KmerHasher> {
         match self {
             Pass1::Here(table, _) => Arc::new(table.kmer_hasher()),
             Pass1::Sharded(shards) => Arc::new(shards.client().kmer_hasher()),
@@ -291,7 +294,7 @@ impl Pass1<'_> {
     /// The table after pass 1, in this process.
     fn into_table(self, ctx: &RunContext) -> Result<KhmerTable> {
         match self {
-            Pass1::Here(table, _) => Ok(table),
+            Pass1::Here(table, _) => Ok(*table),
             Pass1::Sharded(shards) => {
                 ctx.info(format!("gathering the table from {} shards", shards.client().map().shards()));
                 shards.gather()
@@ -518,7 +521,7 @@ fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -
                 }
             };
             let runner = o.batched.then(|| BatchRunner::new(&table, ctx.threads()));
-            Pass1::Here(table, runner)
+            Pass1::Here(Box::new(table), runner)
         }
     };
     let k = pass1.ksize();
