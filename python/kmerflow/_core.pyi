@@ -1,7 +1,7 @@
 """Type stubs of the native module ``kmerflow._core``."""
 
 import os
-from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Union, final
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -12,6 +12,7 @@ __all__ = [
     "Nodegraph", "Counttable", "SmallCounttable", "Nodetable", "forward_hash", "forward_hash_no_rc",
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
     "is_prime", "cli_main", "run_command", "command_specs", "shard_plan", "shard_finish",
+    "trim_low_abund_sharded",
     "Normalizer", "AbundanceFilter", "Trimmer", "BatchDecision", "batch_lookup", "batch_decide",
     "batch_apply", "add_tables", "Shard", "ShardClient", "ShardedCountRun", "ShardedNormalizeRun",
 ]
@@ -163,6 +164,9 @@ def command_specs() -> list[dict[str, Any]]: ...
 def shard_plan(argv: Sequence[str]) -> Optional[str]: ...
 def shard_finish(argv: Sequence[str], summary: str, inputs: Sequence[str], outputs: Sequence[str],
                  wall_s: float) -> str: ...
+def trim_low_abund_sharded(argv: Sequence[str], on_message: Callable[[str, str], object],
+                           client: ShardClient, local: Sequence[Optional[Shard]],
+                           remote: Any) -> Tuple[str, List[str]]: ...
 
 # Exact batched decisions in three phases (normalize-by-median's rule). Positions are
 # probe-major: position p * len(hashes) + o is table p's counter of k-mer o.

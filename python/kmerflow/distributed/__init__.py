@@ -149,8 +149,13 @@ class ShardedCountgraph:
         return f"shard {s} (counters {bounds[s]}..{bounds[s + 1]}) on {self._where[s]}"
 
     def _answer(self, s: int, future: Any) -> Any:
+        return self._named(s, future.result)
+
+    def _named(self, s: int, call: Callable[[], Any]) -> Any:
+        """``call()`` on behalf of shard ``s``: a failure raises :class:`ShardError` naming the
+        shard (Dask reports a lost worker when a method is looked up, called or answered)."""
         try:
-            return future.result()
+            return call()
         except Exception as e:  # the worker's error or its loss, whichever Dask reports
             raise ShardError(f"{self._describe(s)} failed: {type(e).__name__}: {e}") from e
 
@@ -158,7 +163,7 @@ class ShardedCountgraph:
         """Calls ``method`` on every shard with its arguments (remote shards first, so that
         local work overlaps theirs) and returns the answers in shard order."""
         order = sorted(range(len(self._shards)), key=lambda s: isinstance(self._shards[s], _Local))
-        futures = {s: getattr(self._shards[s], method)(*args[s]) for s in order}
+        futures = {s: self._named(s, lambda s=s: getattr(self._shards[s], method)(*args[s])) for s in order}
         return [self._answer(s, futures[s]) for s in range(len(self._shards))]
 
     def _held_here(self) -> List[Any]:
@@ -169,7 +174,8 @@ class ShardedCountgraph:
         """Calls ``method`` on every remote shard (``args`` in shard order) without waiting:
         each shard and its future."""
         remote = [s for s, shard in enumerate(self._shards) if not isinstance(shard, _Local)]
-        return [(s, getattr(self._shards[s], method)(*a)) for s, a in zip(remote, args, strict=True)]
+        return [(s, self._named(s, lambda s=s, a=a: getattr(self._shards[s], method)(*a)))
+                for s, a in zip(remote, args, strict=True)]
 
     def _answers(self, futures: List[Tuple[int, Any]]) -> List[Any]:
         """The answers of :meth:`_send_remote`'s futures, in shard order."""

@@ -7,6 +7,9 @@
 //! reads the table, so workers trim batches in parallel. In pass 1 workers clean and hash the
 //! reads; the ordered stage decides read by read, or with `batched` through the three phases
 //! of [`crate::table::batch`] (look-ups and updates by owner threads), with the same output.
+//! [`run_sharded`] decides pass 1 the same way on a table sharded over other processes
+//! ([`ShardedDecisions`]: each batch looked up on the shards, decided here with in-batch
+//! deltas, its updates sent to the shards), then gathers the table for pass 2.
 //!
 //! R1/R2 files ([`crate::io::mates`]): an input with a `--mate` file is read as the pairs of
 //! its interleaved form. With R1/R2 outputs, a bundle's kept reads are routed as a bundle
@@ -296,7 +299,8 @@ impl Pass1<'_> {
         match self {
             Pass1::Here(table, _) => Ok(*table),
             Pass1::Sharded(shards) => {
-                ctx.info(format!("gathering the table from {} shards", shards.client().map().shards()));
+                let n = shards.client().map().shards();
+                ctx.info(format!("gathering the table from {n} shard{}", if n == 1 { "" } else { "s" }));
                 shards.gather()
             }
         }
