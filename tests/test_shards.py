@@ -6,6 +6,7 @@ over its worker's memory limit, an unreachable scheduler. One real LocalCluster 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -258,3 +259,21 @@ def test_lost_worker_during_trim_low_abund_names_the_shard(tmp_path, data):
             cli.run(argv, on_message, client=client)
         assert e.value.code == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_trim_low_abund_mate_files_match_the_one_process_run(cluster, tmp_path):
+    """R1/R2 inputs (--mate) and outputs (-O, --orphans), gzip-compressed: the native command's
+    reading and writing around the sharded first pass."""
+    records = _genome_reads(tmp_path / "il.fq", paired=True, seed=5, n=700).read_text().split("\n@")
+    records = ["@" + r.lstrip("@").rstrip("\n") + "\n" for r in records]
+    for mate in ("1", "2"):
+        (tmp_path / f"r{mate}.fq").write_text("".join(r for r in records if r.split("\n")[0].endswith("/" + mate)))
+    out = {}
+    for tag, sharding in (("o", ()), ("s", ("--scheduler", cluster.scheduler_address, "--shards", "2"))):
+        names = [tmp_path / f"{tag}{n}" for n in ("1.fq.gz", "2.fq.gz", "orphans.fq")]
+        kmerflow("trim-low-abund", "-k", "20", "-N", "3", "-x", "250", "--force", "-C", "3",
+                 "-T", tmp_path, tmp_path / "r1.fq", "--mate", tmp_path / "r2.fq", "-o", names[0],
+                 "-O", names[1], "--orphans", names[2], *sharding)
+        out[tag] = [gzip.decompress(n.read_bytes()) if n.suffix == ".gz" else n.read_bytes() for n in names]
+    assert out["s"] == out["o"]
+    assert out["o"][0].count(b"\n+\n") > 100 and out["o"][2]
