@@ -266,12 +266,19 @@ def test_trim_low_abund_mate_files_match_the_one_process_run(cluster, tmp_path):
     reading and writing around the sharded first pass."""
     records = _genome_reads(tmp_path / "il.fq", paired=True, seed=5, n=700).read_text().split("\n@")
     records = ["@" + r.lstrip("@").rstrip("\n") + "\n" for r in records]
-    for mate in ("1", "2"):
-        (tmp_path / f"r{mate}.fq").write_text("".join(r for r in records if r.split("\n")[0].endswith("/" + mate)))
+    mates = {m: [r for r in records if r.split("\n", 1)[0].endswith("/" + m)] for m in ("1", "2")}
+
+    def miscalled(record: str) -> str:
+        """The record with its first base changed (a k-mer seen once: the read is trimmed away)."""
+        name, seq, rest = record.split("\n", 2)
+        return f"{name}\n{'C' if seq[0] == 'A' else 'A'}{seq[1:]}\n{rest}"
+
+    (tmp_path / "r1.fq").write_text("".join(mates["1"]))
+    (tmp_path / "r2.fq").write_text("".join(miscalled(r) if i % 5 == 0 else r for i, r in enumerate(mates["2"])))
     out = {}
     for tag, sharding in (("o", ()), ("s", ("--scheduler", cluster.scheduler_address, "--shards", "2"))):
         names = [tmp_path / f"{tag}{n}" for n in ("1.fq.gz", "2.fq.gz", "orphans.fq")]
-        kmerflow("trim-low-abund", "-k", "20", "-N", "3", "-x", "250", "--force", "-C", "3",
+        kmerflow("trim-low-abund", "-k", "20", "-N", "3", "-x", "5e3", "--force", "-C", "4",
                  "-T", tmp_path, tmp_path / "r1.fq", "--mate", tmp_path / "r2.fq", "-o", names[0],
                  "-O", names[1], "--orphans", names[2], *sharding)
         out[tag] = [gzip.decompress(n.read_bytes()) if n.suffix == ".gz" else n.read_bytes() for n in names]
