@@ -155,6 +155,26 @@ def test_load_into_counting_info_and_summary_files_match_one_process(cluster, tm
     assert outputs["o"][1]["tally"]["short_reads"] > 0
 
 
+def test_an_automatically_sized_table_is_in_the_report(cluster, tmp_path):
+    """``-M auto``: the sharded run's report gives the size chosen, as the one-process run's."""
+    rng = random.Random(6)
+    genome = "".join(rng.choice("ACGT") for _ in range(5000))
+    starts = [rng.randrange(0, len(genome) - 70) for _ in range(1000)]
+    reads = tmp_path / "r.fq"
+    reads.write_text("".join(f"@r{i}\n{genome[s:s + 70]}\n+\n{'I' * 70}\n" for i, s in enumerate(starts)))
+    sizing = {}
+    for tag, sharding in (("o", []), ("s", ["--scheduler", cluster.scheduler_address, "--shards", "2"])):
+        kmerflow("load-into-counting", "-k", "20", "-M", "auto", "--report-json", tmp_path / f"{tag}.json",
+                 tmp_path / f"{tag}.ct", reads, *sharding)
+        sizing[tag] = json.loads((tmp_path / f"{tag}.json").read_text())["table_sizing"]
+        assert (tmp_path / f"{tag}.ct").stat().st_size > 0
+    assert sizing["o"]["estimated"] and sizing["o"]["distinct_kmers"] > 0
+    # The pre-pass time and the cap (a share of the RAM available at the time) vary between runs.
+    chosen = ("distinct_kmers", "estimated", "target_fp_rate", "memory_bytes", "n_tables", "tablesize")
+    assert {k: sizing["s"][k] for k in chosen} == {k: sizing["o"][k] for k in chosen}
+    assert sizing["s"]["expected_fp_rate"] == pytest.approx(sizing["o"]["expected_fp_rate"], rel=1e-12)
+
+
 def _functions(tmp_path: Path, reads: Path, tag: str, **sharding) -> list:
     """The results of the sharded commands' functions (one-process without ``sharding``)."""
     table = {"ksize": 20, "n_tables": 3, "max_tablesize": 400, "force": True, **sharding}

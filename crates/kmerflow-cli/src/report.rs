@@ -168,7 +168,7 @@ impl Report {
 }
 
 /// The report's `table_sizing`: the size an automatically sized table got.
-fn sizing_json(s: &AutoSize) -> Value {
+pub(crate) fn sizing_json(s: &AutoSize) -> Value {
     json!({
         "distinct_kmers": s.distinct_kmers.round() as u64,
         "estimated": s.estimated,

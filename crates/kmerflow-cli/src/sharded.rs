@@ -300,6 +300,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
     map.insert("report_json".into(), json!(settings.report_json));
     map.insert("renders".into(), json!(settings.renders));
     map.insert("messages".into(), serde_json::to_value(run.messages()).unwrap_or_default());
+    map.insert("table_sizing".into(), json!(ctx.table_sizing.as_ref().map(report::sizing_json)));
     Ok(Some(out))
 }
 
@@ -338,11 +339,11 @@ pub fn trim_low_abund(
 /// Finishes the sharded run of `argv` (program name first) that returned `summary` (the
 /// native command's summary fields) after `wall_s` seconds, having read `inputs` and written
 /// `outputs`: writes `load-into-counting`'s `OUT.info` (and `-s` file) and the `--report-json`
-/// document; returns the run report. Its `table_sizing` is null: the size [`plan`] chose for
-/// `-M auto` is told in its messages but not handed back here.
+/// document; returns the run report, whose `table_sizing` is the plan's (`-M auto`, `-U`).
 pub fn finish(
     argv: Vec<OsString>,
     summary: Value,
+    table_sizing: Value,
     inputs: &[String],
     outputs: &[String],
     wall_s: f64,
@@ -378,8 +379,9 @@ pub fn finish(
         count::write_side_files(&a.output, &a.inputs, &counted, a.summary_info.map(Into::into), &run)
             .map_err(failed)?;
     }
-    let document = report::Report::started_before(&argv, Duration::from_secs_f64(wall_s.max(0.0)))
+    let mut document = report::Report::started_before(&argv, Duration::from_secs_f64(wall_s.max(0.0)))
         .document(name, parameters, &run, &summary, None);
+    document["table_sizing"] = table_sizing;
     if let Some(path) = &command.settings().report_json {
         report::check_path(path, &document["parameters"]).map_err(failed)?;
         report::write(path, &document, &run).map_err(failed)?;

@@ -86,20 +86,26 @@ pub fn shard_plan(py: Python<'_>, argv: Vec<OsString>) -> PyResult<Option<String
 
 /// Finishes a sharded run (`kmerflow_cli::sharded::finish`): writes load-into-counting's
 /// `OUT.info` (and `-s` file) and `--report-json` from `summary` (JSON text, the native
-/// command's fields); returns the run report as JSON text.
+/// command's fields) and `table_sizing` (JSON text, the plan's); returns the run report as
+/// JSON text.
 #[pyfunction]
 pub fn shard_finish(
     py: Python<'_>,
     argv: Vec<OsString>,
     summary: &str,
+    table_sizing: &str,
     inputs: Vec<String>,
     outputs: Vec<String>,
     wall_s: f64,
 ) -> PyResult<String> {
-    let summary: serde_json::Value = serde_json::from_str(summary)
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("summary is not JSON: {e}")))?;
-    let report =
-        py.detach(|| kmerflow_cli::sharded::finish(argv, summary, &inputs, &outputs, wall_s)).map_err(command_error)?;
+    let json = |what: &str, text: &str| -> PyResult<serde_json::Value> {
+        serde_json::from_str(text)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("{what} is not JSON: {e}")))
+    };
+    let (summary, table_sizing) = (json("summary", summary)?, json("table_sizing", table_sizing)?);
+    let report = py
+        .detach(|| kmerflow_cli::sharded::finish(argv, summary, table_sizing, &inputs, &outputs, wall_s))
+        .map_err(command_error)?;
     Ok(report.to_string())
 }
 

@@ -83,8 +83,8 @@ def run(argv: Sequence[str], on_message: OnMessage, client: Any = None,
     except (KmerflowError, OSError, ValueError) as e:
         raise CommandError(f"kmerflow {name}: error: {e}", 1) from e
     inputs = [*plan["inputs"], *([plan["unpaired"]] if plan.get("unpaired") else [])]
-    report = _core.shard_finish(full, json.dumps(summary), inputs, outputs,
-                                time.monotonic() - started)
+    report = _core.shard_finish(full, json.dumps(summary), json.dumps(plan["table_sizing"]), inputs,
+                                outputs, time.monotonic() - started)
     return summary, json.loads(report)
 
 
