@@ -12,12 +12,14 @@ __all__ = [
     "Nodegraph", "Counttable", "SmallCounttable", "Nodetable", "forward_hash", "forward_hash_no_rc",
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
     "is_prime", "cli_main", "run_command", "command_specs", "shard_plan", "shard_finish",
-    "trim_low_abund_sharded",
+    "trim_low_abund_sharded", "REPORT_CHARTS",
     "Normalizer", "AbundanceFilter", "Trimmer", "BatchDecision", "batch_lookup", "batch_decide",
     "batch_apply", "add_tables", "Shard", "ShardClient", "ShardedCountRun", "ShardedNormalizeRun",
 ]
 
 __version__: str
+#: The idents of the run report's charts (the ``--plots`` PNG names).
+REPORT_CHARTS: List[str]
 
 _Path = Union[str, os.PathLike[str]]
 _KmerOrHash = Union[str, int]

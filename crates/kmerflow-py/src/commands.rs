@@ -109,8 +109,10 @@ pub fn shard_finish(
     Ok(report.to_string())
 }
 
-/// Registers the functions on the module.
+/// Registers the functions on the module, and `REPORT_CHARTS`: the idents of the report's
+/// charts (`kmerflow_cli::report::CHARTS`), which name the PNG files of `--plots DIR`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("REPORT_CHARTS", kmerflow_cli::report::CHARTS.to_vec())?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(run_command, m)?)?;
     m.add_function(wrap_pyfunction!(command_specs, m)?)?;

@@ -13,8 +13,13 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from kmerflow import _core
 from kmerflow.report import charts, multiqc
 from kmerflow.report.multiqc import write_atomic
+
+#: The idents of the charts, which name the ``--plots`` files (the native list, which the
+#: command declares as its outputs before the run).
+HISTOGRAM, STEPS, KEEP_CURVE, TABLE = _core.REPORT_CHARTS
 
 #: Colours of the bars of the reads-per-step and table charts.
 BAR_COLOURS = {"input": "#444444", "occupancy": "#1f77b4", "false-positive rate": "#d62728"}
@@ -41,19 +46,19 @@ def chart_list(report: Mapping[str, Any]) -> list[charts.Chart]:
     hists = {name: [(a, c) for a, c in points if 0 < a <= MAX_ABUNDANCE]
              for name, points in plots["histograms"].items()}
     if any(hists.values()):
-        found.append(charts.Chart("histogram", "k-mer abundance histogram", "lines",
+        found.append(charts.Chart(HISTOGRAM, "k-mer abundance histogram", "lines",
                                   "k-mer abundance", "distinct k-mers (log10)", hists, log_y=True))
     steps = {s["name"]: s["reads"] for s in plots["steps"] if s.get("reads") is not None}
     if steps:
-        found.append(charts.Chart("steps", "Reads after each step", "bars", "", "reads",
+        found.append(charts.Chart(STEPS, "Reads after each step", "bars", "", "reads",
                                   {sample_name(report): steps}, colours=BAR_COLOURS))
     if plots["keep_curve"]:
-        found.append(charts.Chart("keep_curve", "Normalization keep curve", "lines",
+        found.append(charts.Chart(KEEP_CURVE, "Normalization keep curve", "lines",
                                   "reads examined", "reads kept",
                                   {"kept": [(0, 0), *((t, k) for t, k in plots["keep_curve"])]}))
     table = plots.get("table")
     if table:
-        found.append(charts.Chart("table", "Table occupancy and false-positive rate", "bars", "",
+        found.append(charts.Chart(TABLE, "Table occupancy and false-positive rate", "bars", "",
                                   "fraction", {f"{table['n_tables']} table(s)": {
                                       "occupancy": table["occupancy"],
                                       "false-positive rate": table["fp_rate"]}},
