@@ -279,6 +279,11 @@ fn open_batches(
     Ok(BundleBatches::new(reader, client.ksize(), batch_kmers, cleaning))
 }
 
+/// Which shards of a run are remote (`None` in `local`).
+fn remote(local: &[Option<Py<Shard>>]) -> Vec<bool> {
+    local.iter().map(Option::is_none).collect()
+}
+
 /// The shards of a run held in this process (`None` for a remote one), locked for one call.
 struct LocalShards(Vec<Option<Py<Shard>>>);
 
@@ -317,20 +322,21 @@ impl ShardedCountRun {
     ) -> PyResult<Self> {
         let batches =
             open_batches(py, &client.get().inner, path, PairMode::ForceSingle, None, batch_kmers, Cleaning::Parser)?;
-        Ok(ShardedCountRun { client, local: LocalShards(local), run: ShardedCount::new(batches) })
+        let run = ShardedCount::new(batches, &client.get().inner, remote(&local)).py()?;
+        Ok(ShardedCountRun { client, local: LocalShards(local), run })
     }
 
     /// The next batch's messages to the remote shards, `None` at the end.
     fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
-        let (client, run) = (self.client.get(), &mut self.run);
-        let messages = self.local.call(py, |local| run.send(&client.inner, local)).py()?;
+        let run = &mut self.run;
+        let messages = self.local.call(py, |local| run.send(local)).py()?;
         Ok(messages.map(|m| message_arrays(py, m)))
     }
 
     /// Counts the batch sent last on the local shards (call while the remote shards work).
     fn local(&mut self, py: Python<'_>) -> PyResult<()> {
-        let (client, run) = (self.client.get(), &mut self.run);
-        self.local.call(py, |local| run.local(&client.inner, local)).py()
+        let run = &mut self.run;
+        self.local.call(py, |local| run.local(local)).py()
     }
 
     /// Records the batch sent last from the remote shards' answers (uint8, in shard order).
@@ -381,20 +387,21 @@ impl ShardedNormalizeRun {
         let k = client.get().inner.ksize();
         let batches =
             open_batches(py, &client.get().inner, path, mode, Some(k), batch_kmers, Cleaning::ScreedWithText)?;
-        Ok(ShardedNormalizeRun { client, local: LocalShards(local), run: ShardedNormalize::new(batches, cutoff) })
+        let run = ShardedNormalize::new(batches, cutoff, &client.get().inner, remote(&local)).py()?;
+        Ok(ShardedNormalizeRun { client, local: LocalShards(local), run })
     }
 
     /// The next batch's messages to the remote shards, `None` at the end.
     fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
-        let (client, run) = (self.client.get(), &mut self.run);
-        let messages = self.local.call(py, |local| run.send(&client.inner, local)).py()?;
+        let run = &mut self.run;
+        let messages = self.local.call(py, |local| run.send(local)).py()?;
         Ok(messages.map(|m| message_arrays(py, m)))
     }
 
     /// Looks up the batch sent last on the local shards (call while the remote shards work).
     fn local(&mut self, py: Python<'_>) -> PyResult<()> {
-        let (client, run) = (self.client.get(), &mut self.run);
-        self.local.call(py, |local| run.local(&client.inner, local)).py()
+        let run = &mut self.run;
+        self.local.call(py, |local| run.local(local)).py()
     }
 
     /// Decides the batch sent last from the remote shards' answers (uint8, in shard order);

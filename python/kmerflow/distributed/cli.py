@@ -130,16 +130,16 @@ def _connected(cluster: Dict[str, Any], client: Any) -> Iterator[Any]:
         workers = os.cpu_count() or 1
     if workers is not None:
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as local, Client(local) as own:
+                          dashboard_address=None) as local, Client(local, direct_to_workers=True) as own:
             yield own
         return
     try:
         if address.startswith(("tcp://", "tls://", "inproc://", "ws://", "wss://")):
-            own = Client(address, timeout="5s")
+            own = Client(address, timeout="5s", direct_to_workers=True)
         elif not os.path.isfile(address):
             raise KmerflowError(f"{address}: no such scheduler file (give tcp://HOST:PORT or a file)")
         else:
-            own = Client(scheduler_file=address, timeout="5s")
+            own = Client(scheduler_file=address, timeout="5s", direct_to_workers=True)
     except (OSError, TimeoutError) as e:
         raise KmerflowError(f"cannot reach the Dask scheduler at {address}: {e}") from e
     with own:

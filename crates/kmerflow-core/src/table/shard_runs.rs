@@ -123,12 +123,13 @@ impl BundleBatches {
 }
 
 /// A batch routed to the shards: its counters, the shard of each, the remote shards' parts
-/// and the order that puts their answers back in input order (the local shards are reached
-/// directly, position by position), and every position's value as it arrives.
+/// (until sent) and the order that puts their answers back in input order (the local shards are
+/// reached directly, position by position), and every position's value as it arrives.
 struct Routed {
     counters: Vec<u64>,
     owners: Vec<u32>,
     parts: Vec<Vec<u64>>,
+    part_lens: Vec<usize>,
     order: Vec<u32>,
     values: Vec<u8>,
     local_done: bool,
@@ -136,13 +137,14 @@ struct Routed {
 }
 
 impl Routed {
-    fn new(map: &ShardMap, hashes: &[u64], local: &[Option<&mut Shard>]) -> Result<Self> {
+    fn new(map: &ShardMap, hashes: &[u64], remote: &[bool]) -> Result<Self> {
         let counters = map.counters(hashes);
         let owners = map.owners(&counters)?;
-        let (parts, order) = map.split(&counters, &owners, |s| local[s].is_none());
+        let (parts, order) = map.split(&counters, &owners, |s| remote[s]);
+        let part_lens = parts.iter().map(Vec::len).collect();
         let values = vec![0u8; counters.len()];
-        let remote_shards = (0..local.len()).filter(|&s| local[s].is_none()).collect();
-        Ok(Routed { counters, owners, parts, order, values, local_done: false, remote_shards })
+        let remote_shards = (0..remote.len()).filter(|&s| remote[s]).collect();
+        Ok(Routed { counters, owners, parts, part_lens, order, values, local_done: false, remote_shards })
     }
 
     /// Sets the value of every position held by a local shard to `f(shard, counter)`, in input
@@ -167,8 +169,8 @@ impl Routed {
 
     /// Sets the values of the remote shards' positions from their answers (in shard order).
     fn remote(&mut self, remote: &[&[u8]]) -> Result<()> {
-        let parts = self.remote_shards.iter().map(|&s| &self.parts[s]);
-        if remote.len() != self.remote_shards.len() || parts.zip(remote).any(|(p, a)| p.len() != a.len()) {
+        let lens = self.remote_shards.iter().map(|&s| self.part_lens[s]);
+        if remote.len() != self.remote_shards.len() || lens.zip(remote).any(|(n, a)| n != a.len()) {
             return Err(Error::invalid("the remote shards' answers do not match their messages"));
         }
         for (&q, &v) in self.order.iter().zip(remote.iter().flat_map(|a| a.iter())) {
@@ -177,24 +179,70 @@ impl Routed {
         Ok(())
     }
 
-    /// The remote shards' parts (in shard order), each with the updates `apply` holds for it.
-    fn messages(&self, local: &[Option<&mut Shard>], apply: &mut [Updates]) -> Vec<Message> {
-        local
+    /// The remote shards' parts (in shard order, taken: sent once), each with the updates
+    /// `apply` holds for it.
+    fn messages(&mut self, apply: &mut [Updates]) -> Vec<Message> {
+        self.remote_shards
             .iter()
-            .zip(&self.parts)
-            .zip(apply)
-            .filter(|((shard, _), _)| shard.is_none())
-            .map(|((_, part), apply)| Message { apply: std::mem::take(apply), counters: part.clone() })
+            .map(|&s| Message { apply: std::mem::take(&mut apply[s]), counters: std::mem::take(&mut self.parts[s]) })
             .collect()
     }
 }
 
-/// Checks that `local` has one entry per shard of `map`.
-fn check_shards(map: &ShardMap, local: &[Option<&mut Shard>]) -> Result<()> {
-    if local.len() != map.shards() {
-        return Err(Error::invalid(format!("{} shards given for a table of {}", local.len(), map.shards())));
+/// The batches of a [`BundleBatches`] read, hashed and routed by a thread of their own, up to
+/// two batches ahead of the caller (who works on the shards meanwhile).
+struct RoutedBatches {
+    batches: crossbeam_channel::Receiver<Result<(Option<(HashedBundles, Routed)>, u64)>>,
+    remote: Vec<bool>,
+    shards: usize,
+    short_dropped: u64,
+    ended: bool,
+}
+
+impl RoutedBatches {
+    /// Starts reading `batches` for a table of `map` whose shard `s` is remote when `remote[s]`.
+    fn new(mut batches: BundleBatches, map: &ShardMap, remote: Vec<bool>) -> Result<Self> {
+        if remote.len() != map.shards() {
+            return Err(Error::invalid(format!("{} shards given for a table of {}", remote.len(), map.shards())));
+        }
+        let (send, receive) = crossbeam_channel::bounded(1);
+        let (map, mask) = (map.clone(), remote.clone());
+        std::thread::Builder::new()
+            .name("kmerflow-shard-read".into())
+            .spawn(move || loop {
+                let next = batches.next_batch().and_then(|batch| match batch {
+                    Some(batch) => Routed::new(&map, &batch.hashes, &mask).map(|routed| Some((batch, routed))),
+                    None => Ok(None),
+                });
+                let last = !matches!(next, Ok(Some(_)));
+                // The caller dropped the run: nothing more to read.
+                if send.send(next.map(|b| (b, batches.short_dropped))).is_err() || last {
+                    return;
+                }
+            })
+            .map_err(|e| Error::invalid(format!("cannot start the reading thread: {e}")))?;
+        Ok(RoutedBatches { batches: receive, shards: remote.len(), remote, short_dropped: 0, ended: false })
     }
-    Ok(())
+
+    /// Refuses `local` unless it holds exactly the shards that are not remote.
+    fn check(&self, local: &[Option<&mut Shard>]) -> Result<()> {
+        if local.len() != self.shards || local.iter().zip(&self.remote).any(|(l, &r)| l.is_none() != r) {
+            return Err(Error::invalid("the shards given are not those the run was started with"));
+        }
+        Ok(())
+    }
+
+    /// The next batch, `None` at the end of the input.
+    fn next(&mut self) -> Result<Option<(HashedBundles, Routed)>> {
+        if self.ended {
+            return Ok(None);
+        }
+        let next = self.batches.recv().map_err(|_| Error::invalid("the reading thread stopped"))?;
+        self.ended = !matches!(next, Ok((Some(_), _)));
+        let (batch, short) = next?;
+        self.short_dropped = short;
+        Ok(batch)
+    }
 }
 
 /// One message to a remote shard: the updates to apply first, then the counters whose values
@@ -213,38 +261,39 @@ pub struct Message {
 /// [`ShardedCount::record`] takes the remote answers (the previous values) and records the
 /// batch. `local[s]` is shard `s` when it is held in this process.
 pub struct ShardedCount {
-    batches: BundleBatches,
+    batches: RoutedBatches,
     waiting: Option<(Vec<u64>, Routed)>,
     /// Reads, k-mers and reads without a k-mer (shorter than k) counted so far.
     pub totals: (u64, u64, u64),
 }
 
 impl ShardedCount {
-    /// Counting the bundles of `batches` (made with [`Cleaning::Parser`]).
-    pub fn new(batches: BundleBatches) -> Self {
-        ShardedCount { batches, waiting: None, totals: (0, 0, 0) }
+    /// Counting the bundles of `batches` (made with [`Cleaning::Parser`]) on `client`'s table,
+    /// whose shard `s` is remote when `remote[s]` (else given as `local[s]` to each call); the batches are read and
+    /// routed ahead by a thread of the run.
+    pub fn new(batches: BundleBatches, client: &ShardClient, remote: Vec<bool>) -> Result<Self> {
+        Ok(ShardedCount { batches: RoutedBatches::new(batches, client.map(), remote)?, waiting: None, totals: (0, 0, 0) })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
     /// shard order; `None` at the end of the input.
-    pub fn send(&mut self, client: &ShardClient, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
-        check_shards(client.map(), local)?;
+    pub fn send(&mut self, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
+        self.batches.check(local)?;
         if self.waiting.is_some() {
             return Err(Error::invalid("the previous batch was not recorded"));
         }
-        let Some(batch) = self.batches.next_batch()? else { return Ok(None) };
+        let Some((batch, mut routed)) = self.batches.next()? else { return Ok(None) };
         self.totals.0 += batch.read_ends.len() as u64;
         self.totals.1 += batch.hashes.len() as u64;
         self.totals.2 += spans(&batch.read_ends).filter(|read| read.is_empty()).count() as u64;
-        let routed = Routed::new(client.map(), &batch.hashes, local)?;
-        let messages = routed.messages(local, &mut vec![Updates::default(); local.len()]);
+        let messages = routed.messages(&mut vec![Updates::default(); self.batches.shards]);
         self.waiting = Some((batch.hashes, routed));
         Ok(Some(messages))
     }
 
     /// Adds the counters of the batch sent last held by the local shards (once).
-    pub fn local(&mut self, client: &ShardClient, local: &mut [Option<&mut Shard>]) -> Result<()> {
-        check_shards(client.map(), local)?;
+    pub fn local(&mut self, local: &mut [Option<&mut Shard>]) -> Result<()> {
+        self.batches.check(local)?;
         let (_, routed) = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
         routed.local(local, |shard, c| shard.add_one(c));
         Ok(())
@@ -253,7 +302,7 @@ impl ShardedCount {
     /// Records the batch sent last, given the remote shards' answers (the previous value of
     /// every counter of their messages, in shard order).
     pub fn record(&mut self, client: &ShardClient, local: &mut [Option<&mut Shard>], remote: &[&[u8]]) -> Result<()> {
-        self.local(client, local)?;
+        self.local(local)?;
         self.waiting.as_mut().expect("checked by local").1.remote(remote)?;
         let (hashes, routed) = self.waiting.take().expect("checked by local");
         client.record_adds(&hashes, &routed.values)
@@ -269,7 +318,7 @@ impl ShardedCount {
 /// appends the kept bundles' text. [`ShardedNormalize::unsent`] gives the updates not yet sent
 /// at the end.
 pub struct ShardedNormalize {
-    batches: BundleBatches,
+    batches: RoutedBatches,
     cutoff: u32,
     waiting: Option<(HashedBundles, Routed)>,
     unsent: Vec<Updates>,
@@ -288,29 +337,29 @@ pub struct Decided {
 
 impl ShardedNormalize {
     /// Normalizing the bundles of `batches` (made with [`Cleaning::ScreedWithText`]) to
-    /// `cutoff`.
-    pub fn new(batches: BundleBatches, cutoff: u32) -> Self {
-        ShardedNormalize { batches, cutoff, waiting: None, unsent: Vec::new(), decided: (0, 0) }
+    /// `cutoff` on `client`'s table, `remote` as for [`ShardedCount::new`].
+    pub fn new(batches: BundleBatches, cutoff: u32, client: &ShardClient, remote: Vec<bool>) -> Result<Self> {
+        let unsent = vec![Updates::default(); remote.len()];
+        let batches = RoutedBatches::new(batches, client.map(), remote)?;
+        Ok(ShardedNormalize { batches, cutoff, waiting: None, unsent, decided: (0, 0) })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
     /// shard order; `None` at the end of the input.
-    pub fn send(&mut self, client: &ShardClient, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
-        check_shards(client.map(), local)?;
+    pub fn send(&mut self, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
+        self.batches.check(local)?;
         if self.waiting.is_some() {
             return Err(Error::invalid("the previous batch was not decided"));
         }
-        let Some(batch) = self.batches.next_batch()? else { return Ok(None) };
-        let routed = Routed::new(client.map(), &batch.hashes, local)?;
-        self.unsent.resize_with(local.len(), Updates::default);
-        let messages = routed.messages(local, &mut self.unsent);
+        let Some((batch, mut routed)) = self.batches.next()? else { return Ok(None) };
+        let messages = routed.messages(&mut self.unsent);
         self.waiting = Some((batch, routed));
         Ok(Some(messages))
     }
 
     /// Looks up the counters of the batch sent last held by the local shards (once).
-    pub fn local(&mut self, client: &ShardClient, local: &mut [Option<&mut Shard>]) -> Result<()> {
-        check_shards(client.map(), local)?;
+    pub fn local(&mut self, local: &mut [Option<&mut Shard>]) -> Result<()> {
+        self.batches.check(local)?;
         let (_, routed) = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
         routed.local(local, |shard, c| shard.get(c));
         Ok(())
@@ -330,7 +379,7 @@ impl ShardedNormalize {
         remote: &[&[u8]],
         out: &mut Vec<u8>,
     ) -> Result<Decided> {
-        self.local(client, local)?;
+        self.local(local)?;
         self.waiting.as_mut().expect("checked by local").1.remote(remote)?;
         let (batch, routed) = self.waiting.take().expect("checked by local");
         let (keep, updates) = client.normalize(
@@ -356,7 +405,8 @@ impl ShardedNormalize {
 
     /// The updates not sent yet, one per shard (empty for the local shards).
     pub fn unsent(&mut self) -> Vec<Updates> {
-        std::mem::take(&mut self.unsent)
+        let shards = self.unsent.len();
+        std::mem::replace(&mut self.unsent, vec![Updates::default(); shards])
     }
 }
 
@@ -548,11 +598,17 @@ mod tests {
             let (client, mut shards) = sharded();
             let (here, remote) = shards.split_at_mut(1);
             let mut run =
-                ShardedNormalize::new(batches(&text, batch_kmers, Cleaning::ScreedWithText, Some(20)), cutoff);
+                ShardedNormalize::new(
+                batches(&text, batch_kmers, Cleaning::ScreedWithText, Some(20)),
+                cutoff,
+                &client,
+                vec![false, true, true],
+            )
+            .unwrap();
             let (mut out, mut decided_kept) = (Vec::new(), 0);
             let mut local: Vec<Option<&mut Shard>> = vec![Some(&mut here[0]), None, None];
-            while let Some(messages) = run.send(&client, &local).unwrap() {
-                run.local(&client, &mut local).unwrap();
+            while let Some(messages) = run.send(&local).unwrap() {
+                run.local(&mut local).unwrap();
                 let answers: Vec<Vec<u8>> = remote
                     .iter_mut()
                     .zip(&messages)
@@ -599,9 +655,10 @@ mod tests {
         assert!(expected.raw_tables()[0].contains(&255), "saturated counters");
         let (client, mut shards) = sharded();
         let (here, remote) = shards.split_at_mut(1);
-        let mut run = ShardedCount::new(batches(&text, 300, Cleaning::Parser, None));
+        let mut run =
+            ShardedCount::new(batches(&text, 300, Cleaning::Parser, None), &client, vec![false, true, true]).unwrap();
         let mut local: Vec<Option<&mut Shard>> = vec![Some(&mut here[0]), None, None];
-        while let Some(messages) = run.send(&client, &local).unwrap() {
+        while let Some(messages) = run.send(&local).unwrap() {
             let answers: Vec<Vec<u8>> =
                 remote.iter_mut().zip(&messages).map(|(s, m)| s.add(&m.counters).unwrap()).collect();
             let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
