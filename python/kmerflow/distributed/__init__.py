@@ -9,7 +9,8 @@ statistics and makes every decision, with the rules of the one-process table, so
 tables, kept reads and histograms equal a one-process run with the same table sizes.
 
 >>> from distributed import Client, LocalCluster                     # doctest: +SKIP
->>> with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster) as client:
+>>> with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, \
+...         Client(cluster, direct_to_workers=True) as client:
 ...     graph = ShardedCountgraph(20, 1e7, 4, client=client, shards=4)
 ...     graph.consume_seqfile("reads.fq.gz")
 ...     graph.save("reads.ct")                                         # khmer's format
@@ -26,7 +27,7 @@ from kmerflow import _core
 from kmerflow.errors import KmerflowError, ParameterError
 
 #: k-mers per message to every shard (the batch of the three phases).
-BATCH_KMERS = 65_536
+BATCH_KMERS = 262_144
 
 
 class ShardError(KmerflowError):
@@ -100,13 +101,14 @@ class ShardedCountgraph:
     """A Countgraph cut into ``shards`` shards held by the workers of ``client``.
 
     ``ShardedCountgraph(ksize, starting_size, n_tables, client=..., shards=N, local=L,
-    primes=None, batch_kmers=65536)``: the table sizes are khmer's (``primes`` overrides them);
+    primes=None, batch_kmers=262144)``: the table sizes are khmer's (``primes`` overrides them);
     shards ``0 .. L-1`` are held in this process and the others by the workers, assigned in
     turn. Without a client every shard is local. Before anything is allocated, each worker's
     shards are checked against its memory limit (what the worker holds already included):
     a table that does not fit raises :class:`ParameterError` naming the shard and the worker.
     A shard whose worker is lost raises :class:`ShardError` naming it (Dask cannot rebuild an
-    actor's state).
+    actor's state). Give a client made with ``direct_to_workers=True`` (as the commands do):
+    otherwise every message goes through the scheduler.
     """
 
     def __init__(self, ksize: int, starting_size: float, n_tables: int, *,
@@ -123,8 +125,9 @@ class ShardedCountgraph:
         if not 0 <= n_local <= shards:
             raise ParameterError(f"local must be 0..{shards} shards, not {n_local}")
         self._where: List[str] = []
-        placement = _place(client, [bounds[s + 1] - bounds[s] for s in range(n_local, shards)], n_local,
-                           _message_bytes(batch_kmers, len(sizes)))
+        remote = range(n_local, shards)
+        placement = _place(client, [bounds[s + 1] - bounds[s] for s in remote], n_local,
+                           [_message_bytes(batch_kmers, sizes, bounds[s], bounds[s + 1]) for s in remote])
         self._shards: List[Any] = []
         for s in range(shards):
             start, size = bounds[s], bounds[s + 1] - bounds[s]
@@ -363,17 +366,20 @@ def _no_update() -> Tuple[np.ndarray, np.ndarray]:
     return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint8)
 
 
-def _message_bytes(batch_kmers: int, n_tables: int) -> int:
-    """What one batch's messages hold in a worker at once (counters in, values out, updates,
-    and their copies while (de)serialized): a generous bound."""
-    return 4 * batch_kmers * n_tables * (8 + 1 + 9)
+def _message_bytes(batch_kmers: int, sizes: Sequence[int], start: int, end: int) -> int:
+    """What one batch's messages hold at once in the worker of the shard of counters
+    ``start .. end``: at most ``batch_kmers`` counters of each table the shard overlaps, each
+    with 8 bytes in, 1 out and 9 of updates, twice (their copies while (de)serialized)."""
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    overlapped = int(np.sum((offsets[:-1] < end) & (offsets[1:] > start)))
+    return 2 * batch_kmers * overlapped * (8 + 1 + 9)
 
 
-def _place(client: Any, sizes: Sequence[int], first: int, messages: int) -> List[str]:
+def _place(client: Any, sizes: Sequence[int], first: int, messages: Sequence[int]) -> List[str]:
     """A worker for each shard of ``sizes`` bytes, in turn over the workers (sorted by address),
     refusing before anything is allocated a worker whose shards, what it holds already and
-    ``messages`` bytes of messages would pass the fraction of its memory limit at which Dask
-    restarts it (shards are numbered from ``first``)."""
+    their ``messages`` (bytes per shard) would pass the fraction of its memory limit at which
+    Dask restarts it (shards are numbered from ``first``)."""
     if not sizes:
         return []
     import dask
@@ -391,11 +397,12 @@ def _place(client: Any, sizes: Sequence[int], first: int, messages: int) -> List
         held = int(info.get("metrics", {}).get("memory", 0))
         mine = [s for s, w in enumerate(placement) if w == address]
         need = sum(sizes[s] for s in mine)
-        if mine and limit and held + need + messages > limit * terminate:
+        sent = sum(messages[s] for s in mine)
+        if mine and limit and held + need + sent > limit * terminate:
             raise ParameterError(
                 f"shards {', '.join(str(first + s) for s in mine)} ({need / 1e6:.1f} MB) do not fit in worker "
                 f"{address}: memory limit {limit / 1e6:.1f} MB ({terminate:.0%} before Dask restarts it), "
-                f"{held / 1e6:.1f} MB in use, {messages / 1e6:.1f} MB for messages; use more workers "
+                f"{held / 1e6:.1f} MB in use, {sent / 1e6:.1f} MB for messages; use more workers "
                 "or shards held locally")
     return placement
 

@@ -383,6 +383,22 @@ impl BatchRules for ShardClient {
     }
 }
 
+/// The first position of each counter of `counters` in the batch (its slot in a
+/// [`BatchLookup`]), `seen` emptied and used as the map.
+pub fn first_positions(seen: &mut SeenCounters, counters: &[u64]) -> Vec<u32> {
+    seen.start(counters.len());
+    counters
+        .iter()
+        .enumerate()
+        .map(|(q, &c)| {
+            if let Some(&ahead) = counters.get(q + PREFETCH_AHEAD) {
+                seen.prefetch(ahead);
+            }
+            seen.first(c, q as u32)
+        })
+        .collect()
+}
+
 /// What a decided batch changes in the shards: counter `counters[j]` grows by `deltas[j]`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Updates {
@@ -469,18 +485,7 @@ impl ShardClient {
 
     /// The look-up of a batch from the counters of its positions and their values.
     pub fn lookup(&self, hashes: &[u64], counters: &[u64], values: &[u8]) -> Result<BatchLookup> {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        seen.start(counters.len());
-        let slots: Vec<u32> = counters
-            .iter()
-            .enumerate()
-            .map(|(q, &c)| {
-                if let Some(&ahead) = counters.get(q + PREFETCH_AHEAD) {
-                    seen.prefetch(ahead);
-                }
-                seen.first(c, q as u32)
-            })
-            .collect();
+        let slots = first_positions(&mut self.seen.lock().unwrap_or_else(|e| e.into_inner()), counters);
         BatchLookup::from_arrays(hashes.len(), self.map.probes(), values, &slots)
     }
 
@@ -507,7 +512,8 @@ impl ShardClient {
 
     /// Digital normalization of one batch (phase 2): bundle `b` holds reads
     /// `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `read_ends[i-1] .. read_ends[i]`
-    /// of `hashes`, whose counters and values before the batch are `counters` and `values`.
+    /// of `hashes`, whose counters and values before the batch are `counters` and `values`
+    /// (`slots`: the first position of each counter, [`first_positions`]).
     /// A bundle is dropped when every read's upper-median count, with the batch's earlier kept
     /// bundles counted, is at least `cutoff`; kept bundles are counted. Returns whether each
     /// bundle is kept and the updates for the shards.
@@ -516,6 +522,7 @@ impl ShardClient {
         hashes: &[u64],
         counters: &[u64],
         values: &[u8],
+        slots: &[u32],
         read_ends: &[u64],
         bundle_ends: &[u64],
         cutoff: u32,
@@ -526,7 +533,7 @@ impl ShardClient {
         if counters.len() != values.len() {
             return Err(Error::invalid("counters and values must have the same length"));
         }
-        let lookup = self.lookup(hashes, counters, values)?;
+        let lookup = BatchLookup::from_arrays(hashes.len(), self.map.probes(), values, slots)?;
         let reads: Vec<Range<usize>> = spans(read_ends).collect();
         self.decide(hashes, counters, &lookup, |d| {
             spans(bundle_ends)

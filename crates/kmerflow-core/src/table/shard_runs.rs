@@ -12,12 +12,14 @@
 //! one-process table with the same sizes.
 
 use super::batch::spans;
-use super::shard::{Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
+use super::batch::SeenCounters;
+use super::shard::{first_positions, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
 use super::{Decider, KhmerTable};
 use crate::io::{write_record, BundleBatch, PairedReader};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
 use crate::{Error, Result};
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 /// A batch of bundles: the canonical hashes of their reads end to end, where each read's and
 /// each bundle's k-mers end, and (when kept for output) each bundle's records as text.
@@ -122,12 +124,14 @@ impl BundleBatches {
     }
 }
 
-/// A batch routed to the shards: its counters, the shard of each, the remote shards' parts
-/// (until sent) and the order that puts their answers back in input order (the local shards are
+/// A batch routed to the shards: its counters, the shard of each, the first position of each
+/// counter (for normalization's look-up; empty when counting), the remote shards' parts (until
+/// sent) and the order that puts their answers back in input order (the local shards are
 /// reached directly, position by position), and every position's value as it arrives.
 struct Routed {
     counters: Vec<u64>,
     owners: Vec<u32>,
+    slots: Vec<u32>,
     parts: Vec<Vec<u64>>,
     part_lens: Vec<usize>,
     order: Vec<u32>,
@@ -137,34 +141,28 @@ struct Routed {
 }
 
 impl Routed {
-    fn new(map: &ShardMap, hashes: &[u64], remote: &[bool]) -> Result<Self> {
+    fn new(map: &ShardMap, hashes: &[u64], remote: &[bool], seen: Option<&mut SeenCounters>) -> Result<Self> {
         let counters = map.counters(hashes);
         let owners = map.owners(&counters)?;
+        let slots = seen.map(|seen| first_positions(seen, &counters)).unwrap_or_default();
         let (parts, order) = map.split(&counters, &owners, |s| remote[s]);
         let part_lens = parts.iter().map(Vec::len).collect();
         let values = vec![0u8; counters.len()];
         let remote_shards = (0..remote.len()).filter(|&s| remote[s]).collect();
-        Ok(Routed { counters, owners, parts, part_lens, order, values, local_done: false, remote_shards })
+        Ok(Routed { counters, owners, slots, parts, part_lens, order, values, local_done: false, remote_shards })
     }
 
     /// Sets the value of every position held by a local shard to `f(shard, counter)`, in input
-    /// order, the cells prefetched ahead (once per batch).
-    fn local(&mut self, local: &mut [Option<&mut Shard>], f: impl Fn(&mut Shard, u64) -> u8) {
+    /// order within each shard (once per batch). The local shards are cut into two groups of
+    /// about equal size, each driven by a thread of its own when the machine has two cores.
+    fn local(&mut self, local: &mut [Option<&mut Shard>], f: impl Fn(&mut Shard, u64) -> u8 + Sync) {
         if std::mem::replace(&mut self.local_done, true) {
             return;
         }
-        for (q, (&c, &s)) in self.counters.iter().zip(&self.owners).enumerate() {
-            if let Some((&ahead, &s_ahead)) =
-                self.counters.get(q + PREFETCH_AHEAD).zip(self.owners.get(q + PREFETCH_AHEAD))
-            {
-                if let Some(shard) = &local[s_ahead as usize] {
-                    shard.prefetch(ahead);
-                }
-            }
-            if let Some(shard) = local[s as usize].as_deref_mut() {
-                self.values[q] = f(shard, c);
-            }
-        }
+        // Each position is written by the one group holding its shard.
+        let values = atomic_bytes(&mut self.values);
+        let (counters, owners) = (&self.counters, &self.owners);
+        on_halves(local, |group| drive(group, counters, owners, values, &f));
     }
 
     /// Sets the values of the remote shards' positions from their answers (in shard order).
@@ -189,6 +187,94 @@ impl Routed {
     }
 }
 
+/// Runs `work` on each of two groups of the local shards of about equal size (a shard whose
+/// middle lies in the second half of the local counters goes second; the other shards are
+/// `None` in each group), the second on a thread of its own when the machine has two cores.
+fn on_halves<R: Send>(
+    local: &mut [Option<&mut Shard>],
+    work: impl Fn(&mut [Option<&mut Shard>]) -> R + Sync,
+) -> [R; 2] {
+    let held: u64 = local.iter().flatten().map(|s| s.cells().len() as u64).sum();
+    let (mut first, mut second) = (Vec::with_capacity(local.len()), Vec::with_capacity(local.len()));
+    let mut so_far = 0;
+    for shard in local.iter_mut().map(|s| s.as_deref_mut()) {
+        let size = shard.as_ref().map_or(0, |s| s.cells().len() as u64);
+        let goes_second = 2 * so_far + size > held;
+        so_far += size;
+        let (mine, other) = if goes_second { (&mut second, &mut first) } else { (&mut first, &mut second) };
+        mine.push(shard);
+        other.push(None);
+    }
+    if parallel() && second.iter().any(Option::is_some) {
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| work(&mut second));
+            let mine = work(&mut first);
+            // The work only stops early by panicking: the panic goes on to the caller.
+            [mine, other.join().unwrap_or_else(|p| std::panic::resume_unwind(p))]
+        })
+    } else {
+        [work(&mut first), work(&mut second)]
+    }
+}
+
+/// Sets `values[q]` to `f(shard, counters[q])` for every position whose shard (`owners[q]`) is
+/// in `local`, in input order, the cells prefetched ahead.
+fn drive(
+    local: &mut [Option<&mut Shard>],
+    counters: &[u64],
+    owners: &[u32],
+    values: &[AtomicU8],
+    f: &(impl Fn(&mut Shard, u64) -> u8 + Sync),
+) {
+    for (q, (&c, &s)) in counters.iter().zip(owners).enumerate() {
+        if let Some((&ahead, &s_ahead)) = counters.get(q + PREFETCH_AHEAD).zip(owners.get(q + PREFETCH_AHEAD)) {
+            if let Some(shard) = &local[s_ahead as usize] {
+                shard.prefetch(ahead);
+            }
+        }
+        if let Some(shard) = local[s as usize].as_deref_mut() {
+            values[q].store(f(shard, c), Relaxed);
+        }
+    }
+}
+
+/// Adds the deltas of `updates` whose shard (`owners[j]`) is in `local`, the cells prefetched
+/// ahead.
+fn apply_held(local: &mut [Option<&mut Shard>], updates: &Updates, owners: &[u32]) -> Result<()> {
+    let counters = &updates.counters;
+    for (j, (&c, &d)) in counters.iter().zip(&updates.deltas).enumerate() {
+        if let Some((&ahead, &s_ahead)) = counters.get(j + PREFETCH_AHEAD).zip(owners.get(j + PREFETCH_AHEAD)) {
+            if let Some(shard) = &local[s_ahead as usize] {
+                shard.prefetch(ahead);
+            }
+        }
+        if let Some(shard) = local[owners[j] as usize].as_deref_mut() {
+            shard.add_delta(c, d)?;
+        }
+    }
+    Ok(())
+}
+
+/// `bytes` as atomics, so that threads may each set their own positions of it.
+fn atomic_bytes(bytes: &mut [u8]) -> &[AtomicU8] {
+    // SAFETY: AtomicU8 has the size and alignment of u8, and the exclusive borrow of `bytes`
+    // lasts as long as the atomics' shared one.
+    unsafe { &*(bytes as *mut [u8] as *const [AtomicU8]) }
+}
+
+/// Whether the local shards are worth two threads (the machine has at least two cores).
+fn parallel() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+}
+
+/// Checks that `given` shards are as many as `map`'s.
+fn check_shards(map: &ShardMap, given: usize) -> Result<()> {
+    if given != map.shards() {
+        return Err(Error::invalid(format!("{given} shards given for a table of {}", map.shards())));
+    }
+    Ok(())
+}
+
 /// The batches of a [`BundleBatches`] read, hashed and routed by a thread of their own, up to
 /// two batches ahead of the caller (who works on the shards meanwhile).
 struct RoutedBatches {
@@ -200,18 +286,18 @@ struct RoutedBatches {
 }
 
 impl RoutedBatches {
-    /// Starts reading `batches` for a table of `map` whose shard `s` is remote when `remote[s]`.
-    fn new(mut batches: BundleBatches, map: &ShardMap, remote: Vec<bool>) -> Result<Self> {
-        if remote.len() != map.shards() {
-            return Err(Error::invalid(format!("{} shards given for a table of {}", remote.len(), map.shards())));
-        }
+    /// Starts reading `batches` for a table of `map` whose shard `s` is remote when `remote[s]`
+    /// (with each counter's first position in its batch when `slots`).
+    fn new(mut batches: BundleBatches, map: &ShardMap, remote: Vec<bool>, slots: bool) -> Result<Self> {
+        check_shards(map, remote.len())?;
         let (send, receive) = crossbeam_channel::bounded(1);
         let (map, mask) = (map.clone(), remote.clone());
+        let mut seen = slots.then(SeenCounters::default);
         std::thread::Builder::new()
             .name("kmerflow-shard-read".into())
             .spawn(move || loop {
                 let next = batches.next_batch().and_then(|batch| match batch {
-                    Some(batch) => Routed::new(&map, &batch.hashes, &mask).map(|routed| Some((batch, routed))),
+                    Some(batch) => Routed::new(&map, &batch.hashes, &mask, seen.as_mut()).map(|r| Some((batch, r))),
                     None => Ok(None),
                 });
                 let last = !matches!(next, Ok(Some(_)));
@@ -272,7 +358,8 @@ impl ShardedCount {
     /// whose shard `s` is remote when `remote[s]` (else given as `local[s]` to each call); the batches are read and
     /// routed ahead by a thread of the run.
     pub fn new(batches: BundleBatches, client: &ShardClient, remote: Vec<bool>) -> Result<Self> {
-        Ok(ShardedCount { batches: RoutedBatches::new(batches, client.map(), remote)?, waiting: None, totals: (0, 0, 0) })
+        let batches = RoutedBatches::new(batches, client.map(), remote, false)?;
+        Ok(ShardedCount { batches, waiting: None, totals: (0, 0, 0) })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
@@ -340,7 +427,7 @@ impl ShardedNormalize {
     /// `cutoff` on `client`'s table, `remote` as for [`ShardedCount::new`].
     pub fn new(batches: BundleBatches, cutoff: u32, client: &ShardClient, remote: Vec<bool>) -> Result<Self> {
         let unsent = vec![Updates::default(); remote.len()];
-        let batches = RoutedBatches::new(batches, client.map(), remote)?;
+        let batches = RoutedBatches::new(batches, client.map(), remote, true)?;
         Ok(ShardedNormalize { batches, cutoff, waiting: None, unsent, decided: (0, 0) })
     }
 
@@ -386,6 +473,7 @@ impl ShardedNormalize {
             &batch.hashes,
             &routed.counters,
             &routed.values,
+            &routed.slots,
             &batch.read_ends,
             &batch.bundle_ends,
             self.cutoff,
@@ -410,7 +498,8 @@ impl ShardedNormalize {
     }
 }
 
-/// Applies `updates` to the local shards and adds the others' to `unsent` (one per shard).
+/// Applies `updates` to the local shards (in two groups, as [`on_halves`]) and adds the
+/// others' to `unsent` (one per shard).
 fn apply_updates(
     map: &ShardMap,
     local: &mut [Option<&mut Shard>],
@@ -418,22 +507,14 @@ fn apply_updates(
     unsent: &mut [Updates],
 ) -> Result<()> {
     let owners = map.owners(&updates.counters)?;
-    for (j, (&c, &d)) in updates.counters.iter().zip(&updates.deltas).enumerate() {
-        if let Some((&ahead, &s_ahead)) = updates.counters.get(j + PREFETCH_AHEAD).zip(owners.get(j + PREFETCH_AHEAD)) {
-            if let Some(shard) = &local[s_ahead as usize] {
-                shard.prefetch(ahead);
-            }
-        }
-        let s = owners[j] as usize;
-        match local[s].as_deref_mut() {
-            Some(shard) => shard.add_delta(c, d)?,
-            None => {
-                unsent[s].counters.push(c);
-                unsent[s].deltas.push(d);
-            }
+    for ((&c, &d), &s) in updates.counters.iter().zip(&updates.deltas).zip(&owners) {
+        if local[s as usize].is_none() {
+            unsent[s as usize].counters.push(c);
+            unsent[s as usize].deltas.push(d);
         }
     }
-    Ok(())
+    let [first, second] = on_halves(local, |group| apply_held(group, updates, &owners));
+    first.and(second)
 }
 
 /// The remote shards of a [`ShardedDecisions`] run, reached by its caller (Dask actors, for the
@@ -472,7 +553,7 @@ impl<'a> ShardedDecisions<'a> {
         remote: &'a mut dyn RemoteShards,
         batch_kmers: usize,
     ) -> Result<Self> {
-        check_shards(client.map(), &local)?;
+        check_shards(client.map(), local.len())?;
         let unsent = vec![Updates::default(); local.len()];
         Ok(ShardedDecisions { client, local, remote, unsent, batch_kmers: batch_kmers.max(1) })
     }
@@ -491,8 +572,9 @@ impl<'a> ShardedDecisions<'a> {
     /// numbered from 0 in `hashes`) and applies what it counted: at once on the local shards,
     /// with the next batch's messages on the remote ones.
     pub fn decide<R>(&mut self, hashes: &[u64], decide: impl FnOnce(&mut Decider<'_, ShardClient>) -> R) -> Result<R> {
-        let mut routed = Routed::new(self.client.map(), hashes, &self.local)?;
-        self.remote.send(routed.messages(&self.local, &mut self.unsent))?;
+        let remote: Vec<bool> = self.local.iter().map(Option::is_none).collect();
+        let mut routed = Routed::new(self.client.map(), hashes, &remote, None)?;
+        self.remote.send(routed.messages(&mut self.unsent))?;
         routed.local(&mut self.local, |shard, c| shard.get(c));
         let answers = self.remote.answers()?;
         routed.remote(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
@@ -565,6 +647,13 @@ mod tests {
         (client, shards)
     }
 
+    /// The shards `here` as a run's local shards, followed by `remote` remote ones, and which
+    /// are remote.
+    fn held_here(here: &mut [Shard], remote: usize) -> (Vec<Option<&mut Shard>>, Vec<bool>) {
+        let mask = (0..here.len() + remote).map(|s| s >= here.len()).collect();
+        (here.iter_mut().map(Some).chain(std::iter::repeat_with(|| None).take(remote)).collect(), mask)
+    }
+
     fn gathered(client: &ShardClient, shards: &[Shard]) -> KhmerTable {
         client.gather(&shards.iter().map(Shard::cells).collect::<Vec<_>>()).unwrap()
     }
@@ -594,19 +683,13 @@ mod tests {
                 expected_out.extend_from_slice(record.as_bytes());
             }
         }
-        for batch_kmers in [1, 150, 100_000] {
+        for (batch_kmers, held) in [(1, 1), (150, 1), (100_000, 1), (150, 2), (100_000, 2)] {
             let (client, mut shards) = sharded();
-            let (here, remote) = shards.split_at_mut(1);
-            let mut run =
-                ShardedNormalize::new(
-                batches(&text, batch_kmers, Cleaning::ScreedWithText, Some(20)),
-                cutoff,
-                &client,
-                vec![false, true, true],
-            )
-            .unwrap();
+            let (here, remote) = shards.split_at_mut(held);
+            let (mut local, mask) = held_here(here, remote.len());
+            let batches = batches(&text, batch_kmers, Cleaning::ScreedWithText, Some(20));
+            let mut run = ShardedNormalize::new(batches, cutoff, &client, mask).unwrap();
             let (mut out, mut decided_kept) = (Vec::new(), 0);
-            let mut local: Vec<Option<&mut Shard>> = vec![Some(&mut here[0]), None, None];
             while let Some(messages) = run.send(&local).unwrap() {
                 run.local(&mut local).unwrap();
                 let answers: Vec<Vec<u8>> = remote
@@ -622,10 +705,10 @@ mod tests {
                 assert_eq!(decided.bundle_ends.len(), decided.keep.len());
                 decided_kept += decided.keep.iter().filter(|&&kept| kept).count() as u64;
             }
-            for (shard, updates) in remote.iter_mut().zip(&run.unsent()[1..]) {
+            for (shard, updates) in remote.iter_mut().zip(&run.unsent()[held..]) {
                 shard.apply(&updates.counters, &updates.deltas).unwrap();
             }
-            assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected_out), "{batch_kmers}");
+            assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected_out), "{batch_kmers} {held}");
             let kept = expected_out.iter().filter(|&&b| b == b'@').count() as u64;
             let (reads, reads_kept, short_dropped) = run.totals();
             assert!(kept > 10 && reads_kept == kept && decided_kept == kept && reads > kept);
@@ -653,22 +736,27 @@ mod tests {
             });
         }
         assert!(expected.raw_tables()[0].contains(&255), "saturated counters");
-        let (client, mut shards) = sharded();
-        let (here, remote) = shards.split_at_mut(1);
-        let mut run =
-            ShardedCount::new(batches(&text, 300, Cleaning::Parser, None), &client, vec![false, true, true]).unwrap();
-        let mut local: Vec<Option<&mut Shard>> = vec![Some(&mut here[0]), None, None];
-        while let Some(messages) = run.send(&local).unwrap() {
-            let answers: Vec<Vec<u8>> =
-                remote.iter_mut().zip(&messages).map(|(s, m)| s.add(&m.counters).unwrap()).collect();
-            let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-            assert!(run.record(&client, &mut local, &answers[1..]).is_err(), "an answer missing");
-            run.record(&client, &mut local, &answers).unwrap();
+        for held in [1, 2] {
+            let (client, mut shards) = sharded();
+            let (here, remote) = shards.split_at_mut(held);
+            let (mut local, mask) = held_here(here, remote.len());
+            let mut run = ShardedCount::new(batches(&text, 300, Cleaning::Parser, None), &client, mask).unwrap();
+            assert!(run.send(&[None, None, None]).is_err(), "not the shards the run was started with");
+            while let Some(messages) = run.send(&local).unwrap() {
+                let answers: Vec<Vec<u8>> =
+                    remote.iter_mut().zip(&messages).map(|(s, m)| s.add(&m.counters).unwrap()).collect();
+                let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
+                assert!(run.record(&client, &mut local, &answers[1..]).is_err(), "an answer missing");
+                run.record(&client, &mut local, &answers).unwrap();
+            }
+            assert_eq!(run.totals.0, 900);
+            assert!(run.totals.2 > 0, "reads shorter than k");
+            let table = gathered(&client, &shards);
+            assert_eq!(table.raw_tables(), expected.raw_tables(), "{held}");
+            assert_eq!(
+                (table.n_occupied(), table.n_unique_kmers()),
+                (expected.n_occupied(), expected.n_unique_kmers())
+            );
         }
-        assert_eq!(run.totals.0, 900);
-        assert!(run.totals.2 > 0, "reads shorter than k");
-        let table = gathered(&client, &shards);
-        assert_eq!(table.raw_tables(), expected.raw_tables());
-        assert_eq!((table.n_occupied(), table.n_unique_kmers()), (expected.n_occupied(), expected.n_unique_kmers()));
     }
 }
