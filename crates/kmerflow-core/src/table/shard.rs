@@ -579,11 +579,21 @@ impl ShardClient {
                 self.map.bounds.last().unwrap()
             )));
         }
-        let mut cells = shards.iter().flat_map(|s| s.iter().copied());
+        // The shards' counters laid end to end, copied a run at a time into the tables.
+        let (mut shards, mut pending): (_, &[u8]) = (shards.iter(), &[]);
         let mut tables = Vec::with_capacity(self.map.probes());
         for size in self.map.sizes() {
             let mut table = Table::new(StorageKind::Byte, size)?;
-            table.mem.bytes_mut().iter_mut().zip(&mut cells).for_each(|(byte, cell)| *byte = cell);
+            let mut bytes = table.mem.bytes_mut();
+            while !bytes.is_empty() {
+                if pending.is_empty() {
+                    pending = shards.next().expect("as many counters as the tables (checked)");
+                }
+                let n = bytes.len().min(pending.len());
+                let (done, rest) = std::mem::take(&mut bytes).split_at_mut(n);
+                done.copy_from_slice(&pending[..n]);
+                (bytes, pending) = (rest, &pending[n..]);
+            }
             tables.push(table);
         }
         let mut table = KhmerTable::assemble(self.k, self.hash, StorageKind::Byte, tables);
