@@ -475,10 +475,26 @@ impl ShardClient {
     /// every position's value before its add (probe-major): the statistics and bigcounts of the
     /// sequential add, recorded.
     pub fn record_adds(&self, hashes: &[u64], previous: &[u8]) -> Result<()> {
-        // Each position is its own slot: it is read once, by its own k-mer, as the sequential add reads it.
-        let slots: Vec<u32> = (0..previous.len() as u32).collect();
-        let lookup = BatchLookup::from_arrays(hashes.len(), self.map.probes(), previous, &slots)?;
-        let ((), _, outcome) = batch::decide(self, hashes, &lookup, |d| d.add(0..hashes.len()))?;
+        let (n, probes) = (hashes.len(), self.map.probes());
+        if previous.len() != n * probes {
+            return Err(Error::invalid(format!("{} previous values for {n} k-mers x {probes} tables", previous.len())));
+        }
+        // Each position was read once, by its own k-mer, as the sequential add reads it: the
+        // rules of the batch's phase 2 without its simulated counters.
+        let mut outcome = BatchOutcome { added: n as u64, ..BatchOutcome::default() };
+        for (o, &hash) in hashes.iter().enumerate() {
+            let (mut any_zero, mut all_full) = (false, true);
+            for p in 0..probes {
+                let value = previous[p * n + o];
+                any_zero |= value == 0;
+                all_full &= value == u8::MAX;
+            }
+            outcome.occupied += u64::from(previous[o] == 0);
+            outcome.unique += u64::from(any_zero);
+            if all_full && self.use_bigcount {
+                outcome.bigcounts.push(hash);
+            }
+        }
         self.record(&outcome);
         Ok(())
     }
