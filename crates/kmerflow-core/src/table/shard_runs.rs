@@ -11,8 +11,7 @@
 //! shard and batch), writing the kept bundles as text. Every result is that of the
 //! one-process table with the same sizes.
 
-use super::batch::spans;
-use super::batch::SeenCounters;
+use super::batch::{spans, SeenCounters};
 use super::shard::{first_positions, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
 use super::{Decider, KhmerTable};
 use crate::io::{write_record, BundleBatch, PairedReader};
@@ -355,8 +354,8 @@ pub struct ShardedCount {
 
 impl ShardedCount {
     /// Counting the bundles of `batches` (made with [`Cleaning::Parser`]) on `client`'s table,
-    /// whose shard `s` is remote when `remote[s]` (else given as `local[s]` to each call); the batches are read and
-    /// routed ahead by a thread of the run.
+    /// whose shard `s` is remote when `remote[s]` (else given as `local[s]` to each call); the
+    /// batches are read and routed ahead by a thread of the run.
     pub fn new(batches: BundleBatches, client: &ShardClient, remote: Vec<bool>) -> Result<Self> {
         let batches = RoutedBatches::new(batches, client.map(), remote, false)?;
         Ok(ShardedCount { batches, waiting: None, totals: (0, 0, 0) })
