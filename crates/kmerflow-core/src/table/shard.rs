@@ -528,17 +528,15 @@ impl ShardClient {
 
     /// Digital normalization of one batch (phase 2): bundle `b` holds reads
     /// `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `read_ends[i-1] .. read_ends[i]`
-    /// of `hashes`, whose counters and values before the batch are `counters` and `values`
-    /// (`slots`: the first position of each counter, [`first_positions`]).
-    /// A bundle is dropped when every read's upper-median count, with the batch's earlier kept
+    /// of `hashes`, whose positions' counters are `counters` and whose values before the batch
+    /// `lookup` holds (made with the slots of [`first_positions`]). A bundle is dropped when every read's upper-median count, with the batch's earlier kept
     /// bundles counted, is at least `cutoff`; kept bundles are counted. Returns whether each
     /// bundle is kept and the updates for the shards.
     pub fn normalize(
         &self,
         hashes: &[u64],
         counters: &[u64],
-        values: &[u8],
-        slots: &[u32],
+        lookup: &BatchLookup,
         read_ends: &[u64],
         bundle_ends: &[u64],
         cutoff: u32,
@@ -546,12 +544,11 @@ impl ShardClient {
         if !ends_in_order(read_ends, hashes.len()) || !ends_in_order(bundle_ends, read_ends.len()) {
             return Err(Error::invalid("read and bundle ends must be non-decreasing and in range"));
         }
-        if counters.len() != values.len() {
-            return Err(Error::invalid("counters and values must have the same length"));
+        if lookup.len() != hashes.len() || counters.len() != hashes.len() * lookup.probes() {
+            return Err(Error::invalid("the look-up and the counters must be those of the batch's positions"));
         }
-        let lookup = BatchLookup::from_arrays(hashes.len(), self.map.probes(), values, slots)?;
         let reads: Vec<Range<usize>> = spans(read_ends).collect();
-        self.decide(hashes, counters, &lookup, |d| {
+        self.decide(hashes, counters, lookup, |d| {
             spans(bundle_ends)
                 .map(|bundle| {
                     let keep = !reads[bundle.clone()].iter().all(|read| d.median_at_least(read.clone(), cutoff));

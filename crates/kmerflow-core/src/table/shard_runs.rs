@@ -11,7 +11,7 @@
 //! shard and batch), writing the kept bundles as text. Every result is that of the
 //! one-process table with the same sizes.
 
-use super::batch::{spans, SeenCounters};
+use super::batch::{spans, BatchLookup, SeenCounters};
 use super::shard::{first_positions, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
 use super::{Decider, KhmerTable};
 use crate::io::{write_record, BundleBatch, PairedReader};
@@ -274,10 +274,14 @@ fn check_shards(map: &ShardMap, given: usize) -> Result<()> {
     Ok(())
 }
 
+/// What the reading thread hands over: the next batch (`None` at the end of the input) and the
+/// reads dropped so far for being too short.
+type Prepared = Result<(Option<(HashedBundles, Routed)>, u64)>;
+
 /// The batches of a [`BundleBatches`] read, hashed and routed by a thread of their own, up to
 /// two batches ahead of the caller (who works on the shards meanwhile).
 struct RoutedBatches {
-    batches: crossbeam_channel::Receiver<Result<(Option<(HashedBundles, Routed)>, u64)>>,
+    batches: crossbeam_channel::Receiver<Prepared>,
     remote: Vec<bool>,
     shards: usize,
     short_dropped: u64,
@@ -468,11 +472,12 @@ impl ShardedNormalize {
         self.local(local)?;
         self.waiting.as_mut().expect("checked by local").1.remote(remote)?;
         let (batch, routed) = self.waiting.take().expect("checked by local");
+        let lookup =
+            BatchLookup::from_arrays(batch.hashes.len(), client.map().probes(), &routed.values, &routed.slots)?;
         let (keep, updates) = client.normalize(
             &batch.hashes,
             &routed.counters,
-            &routed.values,
-            &routed.slots,
+            &lookup,
             &batch.read_ends,
             &batch.bundle_ends,
             self.cutoff,
