@@ -139,32 +139,6 @@ def test_histograms_are_abundance_dist_singles(tmp_path, reads):
     assert sum(before) > sum(after) > 0 and before[1] > 2 * after[1]
 
 
-@pytest.mark.parametrize("passes,orphans", [(2, True), (2, False), (1, True)])
-def test_histograms_of_r1_r2_files_are_abundance_dist_singles(tmp_path, reads, passes, orphans):
-    """The histograms are counted within the passes; they equal abundance-dist-single's of R1
-    then R2, and of the files written (orphans left out are not counted). Lower-case bases and
-    IUPAC codes (cleaned differently by the two cleaning rules) are in some reads."""
-    _, r1, r2 = reads
-    odd = []
-    for i, src in enumerate((r1, r2)):
-        lines = src.read_text().splitlines()
-        for j in range(1, len(lines), 40):
-            lines[j] = lines[j][:30].lower() + "R" + lines[j][31:] if (j + i) % 80 == 1 else lines[j].lower()
-        odd.append(tmp_path / f"odd{i + 1}.fq")
-        odd[-1].write_text("\n".join(lines) + "\n")
-    outs = [tmp_path / n for n in ("o1.fq", "o2.fq", "o0.fq")]
-    extra = ["--orphans", outs[2]] if orphans else []
-    proc = run_kmerflow("normalize", *odd, "-o", outs[0], "-O", outs[1], *extra, *TABLE, "--target", "5",
-                        "--passes", passes, "--hist", tmp_path / "in.csv", "--hist-out", tmp_path / "out.csv")
-    assert orphans or b"--orphans" in proc.stderr
-    for sources, ours in ((odd, "in.csv"), (outs if orphans else outs[:2], "out.csv")):
-        joined = tmp_path / f"joined-{ours}.fq"
-        joined.write_bytes(b"".join(p.read_bytes() for p in sources))
-        theirs = tmp_path / f"khmer-{ours}"
-        khmer("abundance-dist-single", *TABLE, "-z", joined, theirs)
-        assert (tmp_path / ours).read_bytes() == theirs.read_bytes(), ours
-
-
 def test_nothing_but_the_outputs_is_written(tmp_path, reads, monkeypatch):
     _, r1, r2 = reads
     scratch = tmp_path / "tmp"

@@ -84,9 +84,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
     let graph = &args.counting.graph;
     table.auto_memory |= graph.max_memory.is_none() && graph.max_tablesize.is_none();
     let pre_pass = table.auto_memory && table.unique_kmers <= 0.0;
-    // A histogram is counted within the passes (the input's R2 file after the first), then takes
-    // one read of its files.
-    let hists = usize::from(args.hist.is_some()) * args.inputs.len() + usize::from(args.hist_out.is_some());
+    let hists = 2 * (usize::from(args.hist.is_some()) + usize::from(args.hist_out.is_some()));
     ctx.run.progress().plan_passes(usize::from(pre_pass) + 2 + hists);
     let mut inputs = args.inputs.into_iter();
     let opts = normalize::Options {

@@ -235,7 +235,10 @@ pub fn counted_histogram(
     paths: &[&str],
     ctx: &RunContext,
 ) -> Result<(KhmerTable, Vec<u64>, ReadTally)> {
-    let mut table = histogram_table(params, bigcount, ctx)?;
+    let mut table = sizing::create_countgraph(params, SINGLE_MULTIPLIER, ctx)?;
+    if bigcount && table.storage_kind() == StorageKind::Byte {
+        table.set_use_bigcount(true)?;
+    }
     ctx.progress().begin_pass("counting");
     for path in paths {
         consume_file(&mut table, path, ctx)?;
@@ -243,16 +246,6 @@ pub fn counted_histogram(
     ctx.progress().begin_pass("histogram");
     let (histogram, tally) = histogram_of_files(&table, paths, ctx)?;
     Ok((table, histogram, tally))
-}
-
-/// abundance-dist-single's countgraph for `params` (with the tracking filter within its
-/// memory), counting above 255 with `bigcount`.
-pub fn histogram_table(params: &TableParams, bigcount: bool, ctx: &RunContext) -> Result<KhmerTable> {
-    let mut table = sizing::create_countgraph(params, SINGLE_MULTIPLIER, ctx)?;
-    if bigcount && table.storage_kind() == StorageKind::Byte {
-        table.set_use_bigcount(true)?;
-    }
-    Ok(table)
 }
 
 #[cfg(test)]

@@ -69,9 +69,12 @@ impl ReadTally {
 }
 
 /// Counts every k-mer of every read of `path` into `table` (reads cleaned by the C++-parser
-/// rule, khmer's `consume_seqfile`), for either layout, by owner-computes ([`Owners`]): workers
-/// clean and hash batches while the owners count them. The table and its statistics do not
-/// depend on `threads`.
+/// rule, khmer's `consume_seqfile`), for either layout, by [`OwnedCounting`]: with one thread
+/// this thread owns every counter (khmer's layout is then updated one table at a time over a
+/// batch: 25% faster than all tables k-mer by k-mer on ecoli50_1.fq, probably because the huge
+/// pages of one 100 MB table fit the first-level TLB); with more, workers clean and hash batches
+/// while owner threads count them, each into the counters it owns. The table and its statistics
+/// do not depend on `threads`.
 pub fn consume_file<T: CountingTable + OwnedCounting>(
     table: &mut T,
     path: &str,
@@ -93,96 +96,38 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
     path: &str,
     ctx: &RunContext,
 ) -> Result<ReadTally> {
+    let threads = ctx.threads();
     let mut total = ReadTally::default();
     // Bounded work items whatever the record lengths (see `kmer_slices`).
-    let slices = kmer_slices(record_batches(FastxReader::open_in(path, ctx)?), k, MAX_SLICE_KMERS);
-    with_owners(table, ctx, |owners| {
+    let slices = || Ok::<_, Error>(kmer_slices(record_batches(FastxReader::open_in(path, ctx)?), k, MAX_SLICE_KMERS));
+    if threads <= 1 {
+        let (mut reads, mut hashes, mut owned) = (CleanReads::default(), Vec::new(), OwnedBatch::default());
         run_ordered(
             ctx,
-            slices,
-            || {
-                let (mut reads, mut hashes) = (CleanReads::default(), Vec::new());
-                move |slice: KmerSlice| {
-                    let tally = reads.fill(&slice);
-                    reads.hashes(hash, &mut hashes);
-                    Ok((tally, owners.prepare(&mut hashes)))
-                }
-            },
-            |(tally, owned): (ReadTally, Arc<OwnedBatch>)| {
-                total.add(tally);
-                owners.count(owned);
+            slices()?,
+            || |slice: KmerSlice| Ok(slice),
+            |slice| {
+                total.add(reads.fill(&slice));
+                reads.hashes(hash, &mut hashes);
+                table.split(&mut hashes, 1, &mut owned);
+                table.count_owned(&owned, 0, 1);
+                table.settle(&owned);
                 Ok(())
             },
-        )
-        .map(drop)
-    })?;
-    ctx.metrics().add_count(metrics::KMERS, total.kmers);
-    Ok(total)
-}
-
-/// Counting into an [`OwnedCounting`] table by owner-computes while a pipeline runs: its
-/// workers [`prepare`](Owners::prepare) batches of hashes, its ordered stage
-/// [`count`](Owners::count)s them in input order. With more than one thread, owner threads
-/// count, each into the counters it owns; with one, the ordered stage's thread owns every
-/// counter (khmer's layout is then updated one table at a time over a batch: 25% faster than
-/// all tables k-mer by k-mer on ecoli50_1.fq, probably because the huge pages of one 100 MB
-/// table fit the first-level TLB). Made by [`with_owners`].
-pub(crate) struct Owners<'t, T> {
-    table: &'t T,
-    owners: usize,
-    /// One queue per owner thread (none with one thread).
-    queues: Vec<crossbeam_channel::Sender<Arc<OwnedBatch>>>,
-    /// Counted batches go back to the workers for reuse (their buffers are large).
-    recycle: crossbeam_channel::Sender<Arc<OwnedBatch>>,
-    reuse: crossbeam_channel::Receiver<Arc<OwnedBatch>>,
-}
-
-impl<T: OwnedCounting> Owners<'_, T> {
-    /// The table counted into.
-    pub(crate) fn table(&self) -> &T {
-        self.table
+        )?;
+        ctx.metrics().add_count(metrics::KMERS, total.kmers);
+        return Ok(total);
     }
-
-    /// `hashes` (the table's hashes of a batch, in input order) split for the owners; `hashes`
-    /// is left empty.
-    pub(crate) fn prepare(&self, hashes: &mut Vec<u64>) -> Arc<OwnedBatch> {
-        let mut owned = self.reuse.try_recv().ok().and_then(Arc::into_inner).unwrap_or_default();
-        self.table.split(hashes, self.owners, &mut owned);
-        Arc::new(owned)
-    }
-
-    /// Counts a prepared batch; batches must come in input order.
-    pub(crate) fn count(&self, batch: Arc<OwnedBatch>) {
-        if self.queues.is_empty() {
-            self.table.count_owned(&batch, 0, 1);
-            self.table.settle(&batch);
-            let _ = self.recycle.try_send(batch);
-            return;
-        }
-        for queue in &self.queues {
-            // An owner only stops early by panicking; joining it passes the panic on.
-            let _ = queue.send(Arc::clone(&batch));
-        }
-    }
-}
-
-/// Runs `run` with [`Owners`] counting into `table` (owner threads for the threads of `ctx`),
-/// and returns its result once every batch it gave is counted.
-pub(crate) fn with_owners<T: OwnedCounting, R>(
-    table: &T,
-    ctx: &RunContext,
-    run: impl FnOnce(&Owners<'_, T>) -> Result<R>,
-) -> Result<R> {
-    let threads = ctx.threads();
-    let owners = if threads <= 1 { 1 } else { table.owners(threads) };
+    let owners = table.owners(threads);
+    // Counted batches go back to the workers for reuse (their buffers are large).
     let (recycle, reuse) = crossbeam_channel::bounded::<Arc<OwnedBatch>>(2 * owners + threads);
     std::thread::scope(|scope| {
-        let mut counting = Owners { table, owners, queues: Vec::new(), recycle, reuse };
-        let mut owner_threads = Vec::new();
-        for owner in (0..owners).filter(|_| threads > 1) {
+        let mut queues = Vec::with_capacity(owners);
+        let mut owner_threads = Vec::with_capacity(owners);
+        for owner in 0..owners {
             let (queue, batches) = crossbeam_channel::bounded::<Arc<OwnedBatch>>(1);
-            counting.queues.push(queue);
-            let recycle = counting.recycle.clone();
+            queues.push(queue);
+            let recycle = recycle.clone();
             let spawned =
                 std::thread::Builder::new().name(format!("kmerflow-owner{owner}")).spawn_scoped(scope, move || {
                     let (cpu, mut m) = (metrics::thread_cpu_time(), metrics::StageMetrics::default());
@@ -199,16 +144,38 @@ pub(crate) fn with_owners<T: OwnedCounting, R>(
                 });
             owner_threads.push(spawned.map_err(|e| Error::invalid(format!("cannot start a counting thread: {e}")))?);
         }
-        let result = run(&counting);
-        drop(counting);
+        let walked = run_ordered(
+            ctx,
+            slices()?,
+            || {
+                let (mut reads, mut hashes) = (CleanReads::default(), Vec::new());
+                let reuse = reuse.clone();
+                move |slice: KmerSlice| {
+                    let tally = reads.fill(&slice);
+                    reads.hashes(hash, &mut hashes);
+                    let mut owned = reuse.try_recv().ok().and_then(Arc::into_inner).unwrap_or_default();
+                    table.split(&mut hashes, owners, &mut owned);
+                    Ok((tally, Arc::new(owned)))
+                }
+            },
+            |(tally, owned): (ReadTally, Arc<OwnedBatch>)| {
+                total.add(tally);
+                for queue in &queues {
+                    // An owner only stops early by panicking; joining it below passes the panic on.
+                    let _ = queue.send(Arc::clone(&owned));
+                }
+                Ok(())
+            },
+        );
+        drop(queues);
         // An owner only fails by panicking: the panic goes on to the caller.
-        let owner_metrics: Vec<_> =
+        let owner_metrics =
             owner_threads.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
-        if !owner_metrics.is_empty() {
-            ctx.metrics().record_threads("count-owners", owner_metrics);
-        }
-        result
-    })
+        ctx.metrics().record_threads("count-owners", owner_metrics);
+        walked
+    })?;
+    ctx.metrics().add_count(metrics::KMERS, total.kmers);
+    Ok(total)
 }
 
 /// khmer's `calc_expected_collisions` check: an error when the estimated false-positive rate

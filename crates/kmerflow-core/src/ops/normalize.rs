@@ -18,15 +18,11 @@
 //! the workers and normalized into the second table in input order, pairs first and single
 //! reads (orphans whose mate was trimmed away, unpaired input reads) after them, held in memory
 //! until the pairs are done. The passes are [`super::diginorm`]'s normalizer, the trimming is
-//! filter-abund's [`trim_record`], the histograms abundance-dist-single's. A histogram's table
-//! is counted within the passes by owner threads ([`with_owners`]): the input's during the first
-//! pass (with R1/R2 files its R1 reads, the R2 file right after the pass, to keep
-//! abundance-dist-single's order), the output's as the reads are written; its distinct k-mers
-//! then take one more read of the files (abundance-dist-single's second pass).
+//! filter-abund's [`trim_record`], the histograms abundance-dist-single's.
 
-use super::abundance_dist::{histogram_of_files, histogram_table, write_histogram};
+use super::abundance_dist::{counted_histogram, write_histogram};
 use super::autosize::{self, AutoSize};
-use super::count::{consume_file, with_owners, write_text, Owners};
+use super::count::write_text;
 use super::diginorm::{self, BatchHasher, Normalizer};
 use super::read_filter::{check_ksize, trim_record, Cleaning, HashedBatch, Trim};
 use super::reads::bundle_batches;
@@ -36,13 +32,11 @@ use crate::io::{
     PairedInput, PairedOutput, RecordBatch, Staged,
 };
 use crate::kmer::clean::clean_parser;
-use crate::kmer::twobit;
 use crate::pipeline::{run_ordered, Workload};
 use crate::run::RunContext;
-use crate::table::{AnyTable, CountingTable, KhmerTable, OwnedBatch};
+use crate::table::{AnyTable, CountingTable, KhmerTable};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// Options of `normalize`.
@@ -74,8 +68,7 @@ pub struct Options {
     pub save_table: Option<String>,
     /// k-mer abundance histogram of the input (abundance-dist-single's CSV).
     pub hist: Option<String>,
-    /// k-mer abundance histogram of the output (its table sized as the second table, counted
-    /// in the order the reads are written).
+    /// k-mer abundance histogram of the output.
     pub hist_out: Option<String>,
     /// Output compression; `None` chooses by each output name's extension.
     pub compression: Option<Compression>,
@@ -360,18 +353,12 @@ fn trimmed(mut dist: Vec<u64>) -> Vec<u64> {
     dist
 }
 
-/// The outputs ([`MateWriter`]), the current batch's buffers and the reads written; with the
-/// output histogram, the k-mer hashes of the reads written in the current batch.
+/// The outputs ([`MateWriter`]), the current batch's buffers and the reads written.
 struct Sinks {
     writer: MateWriter,
     bufs: MateBuffers,
     reads: u64,
     pairs: u64,
-    /// Whether a read without its mate is written (R1/R2 output leaves it out without orphans).
-    writes_singles: bool,
-    /// The output histogram's k-mer size and the hashes to count (none without the histogram).
-    hist: Option<(usize, Vec<u64>)>,
-    clean: Vec<u8>,
 }
 
 impl Sinks {
@@ -379,55 +366,22 @@ impl Sinks {
         let out =
             PairedOutput { path: opts.output.clone(), mate: opts.mate_output.clone(), orphans: opts.orphans.clone() };
         let writer = MateWriter::create(&out, opts.compression, ctx)?;
-        Ok(Sinks {
-            bufs: writer.buffers(),
-            writer,
-            reads: 0,
-            pairs: 0,
-            writes_singles: opts.mate_output.is_none() || opts.orphans.is_some(),
-            hist: opts.hist_out.as_ref().map(|_| (opts.table.ksize, Vec::new())),
-            clean: Vec::new(),
-        })
+        Ok(Sinks { bufs: writer.buffers(), writer, reads: 0, pairs: 0 })
     }
 
-    /// Formats bundle `b` of `hb` (a pair, or a read without its mate); with the output
-    /// histogram, keeps the k-mer hashes of what is written.
-    fn bundle(&mut self, hb: &HashedBatch, b: Bundle) {
-        let batch = &hb.reads.bundles.batch;
+    /// Formats bundle `b` of `batch` (a pair, or a read without its mate).
+    fn bundle(&mut self, batch: &RecordBatch, b: Bundle) {
         let second = b.second.map(|i| batch.get(i));
         self.bufs.push(Some(&batch.get(b.first)), second.as_ref());
         self.pairs += u64::from(second.is_some());
         self.reads += 1 + u64::from(second.is_some());
-        if let Some((k, hashes)) = &mut self.hist {
-            if second.is_some() || self.writes_singles {
-                std::iter::once(b.first)
-                    .chain(b.second)
-                    .for_each(|i| parser_hashes(hb, i, *k, &mut self.clean, hashes));
-            }
-        }
     }
 
-    /// Writes what [`Sinks::bundle`] formatted; its k-mers go to `hist`'s table.
-    fn flush(&mut self, hist: Option<&Owners<'_, KhmerTable>>) -> Result<()> {
+    /// Writes what [`Sinks::bundle`] formatted.
+    fn flush(&mut self) -> Result<()> {
         self.writer.write(&self.bufs)?;
         self.bufs.clear();
-        if let (Some(owners), Some((_, hashes))) = (hist, &mut self.hist) {
-            owners.count(owners.prepare(hashes));
-        }
         Ok(())
-    }
-}
-
-/// Appends the k-mer hashes (k = `k`) of record `i` of `hb` as abundance-dist-single counts
-/// them (the read cleaned by the C++-parser rule) to `out`: the hashes `hb` holds (screed's
-/// cleaning) when both rules give the same sequence, as they do for `ACGTN` in either case.
-fn parser_hashes(hb: &HashedBatch, i: usize, k: usize, clean: &mut Vec<u8>, out: &mut Vec<u64>) {
-    let seq = hb.reads.record(i).seq;
-    if seq.iter().all(|b| b"ACGTNacgtn".contains(b)) {
-        out.extend_from_slice(&hb.hashes[hb.kmers[i].clone()]);
-    } else {
-        clean_parser(seq, clean);
-        twobit::canonical_hashes(clean, k, out);
     }
 }
 
@@ -510,117 +464,21 @@ impl Trimming<'_> {
     }
 }
 
-/// Writes the bundles of `hb` the second pass keeps (all of them with one pass) into `sinks`,
-/// their k-mers counted into `hist`'s table.
+/// Writes the bundles of `hb` the second pass keeps (all of them with one pass) into `sinks`.
 fn write_kept(
     norm2: &mut Option<(Normalizer<'_>, &mut AnyTable)>,
     path: &str,
     hb: &HashedBatch,
     sinks: &mut Sinks,
-    hist: Option<&Owners<'_, KhmerTable>>,
 ) -> Result<()> {
-    let bundles = &hb.reads.bundles.bundles;
+    let bundles = &hb.reads.bundles;
     match norm2 {
-        Some((norm, table)) => norm.process(path, table, hb, &mut |i| sinks.bundle(hb, bundles[i]))?,
-        None => bundles.iter().for_each(|&b| sinks.bundle(hb, b)),
+        Some((norm, table)) => {
+            norm.process(path, table, hb, &mut |i| sinks.bundle(&bundles.batch, bundles.bundles[i]))?
+        }
+        None => bundles.bundles.iter().for_each(|&b| sinks.bundle(&bundles.batch, b)),
     }
-    sinks.flush(hist)
-}
-
-/// Runs `run` with [`Owners`] counting into `table` when there is one.
-fn with_optional_owners<R>(
-    table: Option<&KhmerTable>,
-    ctx: &RunContext,
-    run: impl FnOnce(Option<&Owners<'_, KhmerTable>>) -> Result<R>,
-) -> Result<R> {
-    match table {
-        Some(table) => with_owners(table, ctx, |owners| run(Some(owners))),
-        None => run(None),
-    }
-}
-
-/// The k-mer abundance histogram of `paths` against `table`, which counted them:
-/// abundance-dist-single's second pass, named `pass` ("histogram of the ...").
-fn histogram_pass(
-    table: Option<KhmerTable>,
-    pass: &'static str,
-    paths: &[&str],
-    ctx: &RunContext,
-) -> Result<Option<Vec<u64>>> {
-    let Some(table) = table else { return Ok(None) };
-    ctx.info(format!("k-mer abundance {pass}"));
-    ctx.progress().begin_pass(pass);
-    Ok(Some(histogram_of_files(&table, paths, ctx)?.0))
-}
-
-/// What the first pass found.
-struct FirstPass {
-    /// The bundles it kept.
-    keep: KeepBits,
-    /// Pairs in the input.
-    pairs: u64,
-    /// Reads dropped for being shorter than k.
-    short: u64,
-    /// The normalization's counts and keep curve.
-    normalized: diginorm::Summary,
-}
-
-/// The first pass: normalizes the input into `t1` at `cutoff`, one bit per bundle. With
-/// `hist`, every k-mer of every read (short or without its mate too) of the input, or of the R1
-/// file of R1/R2 files, is counted into the input histogram's table as well, in file order, as
-/// abundance-dist-single counts it (the order matters for counts above 255 of k-mers whose
-/// every counter is shared).
-fn first_pass(
-    opts: &Options,
-    params: &TableParams,
-    cutoff: u32,
-    t1: &mut AnyTable,
-    hist: Option<&Owners<'_, KhmerTable>>,
-    ctx: &RunContext,
-) -> Result<FirstPass> {
-    let first_opts = pass_options(params, cutoff);
-    let mut norm = Normalizer::new(&first_opts, ctx, t1);
-    let hasher = BatchHasher::of(t1);
-    let (mut keep, mut pairs, mut short) = (KeepBits::default(), 0, 0);
-    let r1_only = opts.mate.is_some();
-    run_ordered(
-        ctx,
-        opts.bundles(ctx)?,
-        || {
-            let hasher = hasher.clone();
-            move |nb: Numbered| {
-                let counted = hist.map(|owners| histogram_batch(owners, &nb.bundles.batch, r1_only));
-                let hash = |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out);
-                Ok((HashedBatch::new(nb.bundles, Cleaning::Screed, hash), counted))
-            }
-        },
-        |(hb, counted): (HashedBatch, Option<Arc<OwnedBatch>>)| {
-            if let (Some(owners), Some(batch)) = (hist, counted) {
-                owners.count(batch);
-            }
-            let bundles = &hb.reads.bundles;
-            short += bundles.n_short_dropped;
-            pairs += bundles.bundles.iter().filter(|b| b.second.is_some()).count() as u64;
-            let mut kept = vec![false; bundles.bundles.len()];
-            norm.process(&opts.input, t1, &hb, &mut |i| kept[i] = true)?;
-            kept.into_iter().for_each(|k| keep.push(k));
-            Ok(())
-        },
-    )?;
-    Ok(FirstPass { keep, pairs, short, normalized: norm.summary().clone() })
-}
-
-/// The k-mers of the reads of `batch` (cleaned by the C++-parser rule, as [`consume_file`]
-/// reads them) prepared for counting by `owners`: every read, or with `r1_only` the R1 reads of
-/// a batch of R1/R2 files (at even places: R1, R2, R1, ...).
-fn histogram_batch(owners: &Owners<'_, KhmerTable>, batch: &RecordBatch, r1_only: bool) -> Arc<OwnedBatch> {
-    let table = owners.table();
-    let (mut hashes, mut clean) = (Vec::new(), Vec::new());
-    for rec in batch.iter().step_by(if r1_only { 2 } else { 1 }).filter(|r| r.seq.len() >= table.ksize()) {
-        clean_parser(rec.seq, &mut clean);
-        table.kmer_hashes(&clean, &mut hashes);
-    }
-    owners.prepare(&mut hashes)
+    sinks.flush()
 }
 
 /// Runs the protocol within `ctx`. Tables are of khmer's layout; with `opts.table.auto_memory`
@@ -638,22 +496,49 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let inputs = opts.inputs();
     let input_paths: Vec<&str> = inputs.iter().map(String::as_str).collect();
 
-    // First pass: normalize, keeping one bit per bundle (and count the input's histogram table).
+    let mut hist_in = None;
+    if opts.hist.is_some() {
+        ctx.info("k-mer abundance histogram of the input");
+        let (_, dist, _) = counted_histogram(&params, true, &input_paths, ctx)?;
+        hist_in = Some(dist);
+    }
+
+    // First pass: normalize, keeping one bit per bundle.
     let pass_started = Instant::now();
     ctx.info(format!("first pass: normalizing to a median k-mer count of {c1}"));
     ctx.progress().begin_pass("first pass");
     let mut t1 = create_counting_table(&params, crate::table::Layout::Khmer, 1.0, ctx)?;
-    let mut hist_table = opts.hist.as_ref().map(|_| histogram_table(&params, true, ctx)).transpose()?;
-    let first =
-        with_optional_owners(hist_table.as_ref(), ctx, |hist| first_pass(opts, &params, c1, &mut t1, hist, ctx))?;
-    if let (Some(table), Some(r2)) = (&mut hist_table, &opts.mate) {
-        ctx.progress().begin_pass("counting R2 for the input histogram");
-        consume_file(table, r2, ctx)?;
+    let first_opts = pass_options(&params, c1);
+    let mut keep = KeepBits::default();
+    let mut pairs_in = 0;
+    let mut short = 0;
+    {
+        let mut norm = Normalizer::new(&first_opts, ctx, &t1);
+        let hasher = BatchHasher::of(&t1);
+        run_ordered(
+            ctx,
+            opts.bundles(ctx)?,
+            || {
+                let hasher = hasher.clone();
+                move |nb: Numbered| {
+                    let hash = |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out);
+                    Ok(HashedBatch::new(nb.bundles, Cleaning::Screed, hash))
+                }
+            },
+            |hb: HashedBatch| {
+                let bundles = &hb.reads.bundles;
+                short += bundles.n_short_dropped;
+                pairs_in += bundles.bundles.iter().filter(|b| b.second.is_some()).count() as u64;
+                let mut kept = vec![false; bundles.bundles.len()];
+                norm.process(&opts.input, &mut t1, &hb, &mut |i| kept[i] = true)?;
+                kept.into_iter().for_each(|k| keep.push(k));
+                Ok(())
+            },
+        )?;
+        let s = norm.summary();
+        summary.first_pass = PassSummary { cutoff: c1, reads: s.total, kept: s.kept, ..Default::default() };
+        summary.keep_curve = s.keep_curve.clone();
     }
-    summary.first_pass =
-        PassSummary { cutoff: c1, reads: first.normalized.total, kept: first.normalized.kept, ..Default::default() };
-    summary.keep_curve = first.normalized.keep_curve;
-    let (keep, pairs_in, short) = (first.keep, first.pairs, first.short);
     summary.reads_in = summary.first_pass.reads;
     summary.pairs_in = pairs_in;
     summary.short_dropped = short;
@@ -665,7 +550,6 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         summary.first_pass.kept, summary.first_pass.reads, summary.first_pass.table.fp_rate
     ));
     check_rate(t1k, &params, ctx)?;
-    let hist_in = histogram_pass(hist_table, "histogram of the input", &input_paths, ctx)?;
 
     // Trimming, then (two passes) the second normalization into a new table, in one stream.
     let pass_started = Instant::now();
@@ -694,19 +578,13 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         min_depth: opts.min_depth,
         from_median: c1,
         split,
-        // The output histogram counts the hashes of the written reads.
-        hasher: (second.is_some() || opts.hist_out.is_some()).then_some(BatchHasher::Khmer(opts.table.ksize)),
-    };
-    // The output histogram's table, sized for the k-mers the first table counted, as the second.
-    let out_table = match opts.hist_out {
-        Some(_) => Some(histogram_table(&sized_after(&params, auto.is_some(), t1k.n_unique_kmers())?.0, true, ctx)?),
-        None => None,
+        hasher: second.as_ref().map(|(t, ..)| BatchHasher::of(t)),
     };
     let mut sinks = Sinks::create(opts, ctx)?;
     let mut trim = TrimSummary { min_depth: opts.min_depth, from_median: c1, ..Default::default() };
     let mut deferred: Option<BundleBatch> = None;
     let mut second_done = None;
-    with_optional_owners(out_table.as_ref(), ctx, |hist| {
+    {
         let mut norm2 = second.as_mut().map(|(t, o, ..)| (Normalizer::new(o, ctx, t), t));
         run_ordered(
             ctx,
@@ -716,7 +594,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                 trim.reads += t.reads;
                 trim.truncated += t.truncated;
                 trim.removed += t.removed;
-                write_kept(&mut norm2, &opts.input, &t.kept, &mut sinks, hist)?;
+                write_kept(&mut norm2, &opts.input, &t.kept, &mut sinks)?;
                 if let Some(singles) = t.singles {
                     let singles = singles.reads.bundles;
                     let held = deferred.get_or_insert_with(|| empty_like(&singles.batch));
@@ -734,18 +612,18 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                     h.hashes(seq, out)
                 }
             });
-            write_kept(&mut norm2, &opts.input, &hb, &mut sinks, hist)?;
+            write_kept(&mut norm2, &opts.input, &hb, &mut sinks)?;
         }
         if let Some((norm, _)) = norm2 {
             second_done = Some((norm.summary().total, norm.summary().kept));
         }
-        Ok(())
-    })?;
+    }
     summary.trim = trim;
     summary.orphans_dropped = sinks.writer.counts().orphans_dropped;
     summary.reads_out = sinks.reads - summary.orphans_dropped;
     summary.pairs_out = sinks.pairs;
     let staged = sinks.writer.close()?;
+    let mut last_unique = t1k.n_unique_kmers();
     summary.fp_rate = summary.first_pass.table.fp_rate;
     if let (Some((t2, _, sized_for, p2)), Some((reads, kept))) = (&second, second_done) {
         let t2k = khmer(t2);
@@ -755,6 +633,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         let seconds = pass_started.elapsed().as_secs_f64();
         summary.second_pass = Some(PassSummary { cutoff: opts.target, reads, kept, table, seconds });
         check_rate(t2k, p2, ctx)?;
+        last_unique = t2k.n_unique_kmers();
         summary.fp_rate = t2k_fp;
     }
     drop(second);
@@ -766,9 +645,15 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     }
     ctx.info(format!("wrote {} reads ({} pairs)", summary.reads_out, summary.pairs_out));
 
-    let paths: Vec<String> = staged.iter().map(|s| s.written_path().to_string_lossy().into_owned()).collect();
-    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-    let hist_out = histogram_pass(out_table, "histogram of the output", &paths, ctx)?;
+    let mut hist_out = None;
+    if opts.hist_out.is_some() {
+        ctx.info("k-mer abundance histogram of the output");
+        let paths: Vec<String> = staged.iter().map(|s| s.written_path().to_string_lossy().into_owned()).collect();
+        let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let (hist_params, _) = sized_after(&params, auto.is_some(), last_unique)?;
+        let (_, dist, _) = counted_histogram(&hist_params, true, &paths, ctx)?;
+        hist_out = Some(dist);
+    }
     if let Some(path) = &opts.save_table {
         ctx.info(format!("saving the first pass's table to {path}"));
         t1k.save_in(path, ctx)?;
