@@ -78,7 +78,8 @@ def test_auto_size_meets_the_rate(tmp_path, reads, rate):
     assert sizing["memory_bytes"] == pytest.approx(size_of(memory), rel=0.01)
     assert sizing["tablesize"] == sizing["memory_bytes"] // 4
     assert (tmp_path / "t.ct").stat().st_size == pytest.approx(4 * sizing["tablesize"], rel=1e-3)
-    assert sizing["expected_fp_rate"] == pytest.approx(float(rate), rel=1e-4)
+    # Sized for the estimate plus two standard errors of the pre-pass (1.6 %): 4 % under the target.
+    assert float(rate) * 0.95 <= sizing["expected_fp_rate"] <= float(rate) * 0.97
     assert sizing["target_fp_rate"] == float(rate)
 
 

@@ -4,6 +4,7 @@ use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::io::{Compression, OutputFile};
 use kmerflow_core::ops::count::write_text;
 use kmerflow_core::ops::unique_kmers;
+use kmerflow_core::table::hll::HllHash;
 use kmerflow_core::Error;
 use serde_json::Value;
 use std::io::Write;
@@ -56,6 +57,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
         error_rate: args.error_rate,
         inputs: args.inputs,
         stream_records: args.stream_records,
+        hash: HllHash::Khmer,
     };
     let mut stdout = args.stream_records.then(|| OutputFile::create_with("-", Compression::None)).transpose()?;
     let summary = unique_kmers::run(&opts, &ctx.run, |records| match &mut stdout {

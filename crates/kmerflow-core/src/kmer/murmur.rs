@@ -17,8 +17,9 @@ fn mix_k2(k2: u64) -> u64 {
     k2.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1)
 }
 
+/// MurmurHash3's 64-bit finaliser: a bijection whose every output bit depends on every input bit.
 #[inline(always)]
-fn fmix64(mut k: u64) -> u64 {
+pub fn fmix64(mut k: u64) -> u64 {
     k ^= k >> 33;
     k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
     k ^= k >> 33;

@@ -6,11 +6,17 @@ use super::pyfmt::repr;
 use super::sizing::{graph_size, memory_arg, memory_for_rate, target_rate, GraphKind, TableParams};
 use super::{memory, unique_kmers};
 use crate::run::RunContext;
+use crate::table::hll::HllHash;
 use crate::{Error, Result};
 use std::time::Instant;
 
 /// Relative error of the pre-pass estimate (khmer's unique-kmers default; 2^14 registers).
 const PREPASS_ERROR_RATE: f64 = 0.01;
+
+/// What an estimated count is multiplied by before sizing: one plus two standard errors of the
+/// pre-pass (1.04 / sqrt(2^14) = 0.81 %), so that an estimate below the truth seldom leaves the
+/// table above the target rate (1 % fewer k-mers estimated is 2.6 % more false positives at 0.1).
+const PREPASS_MARGIN: f64 = 1.0 + 2.0 * 1.04 / 128.0;
 
 /// The share of the available memory an automatically sized table may take by default.
 const DEFAULT_CAP_SHARE: f64 = 0.5;
@@ -87,12 +93,14 @@ pub fn resolve(params: &mut TableParams, inputs: &[String], ctx: &RunContext) ->
             error_rate: PREPASS_ERROR_RATE,
             inputs: inputs.to_vec(),
             stream_records: false,
+            hash: HllHash::Fast,
         };
         ctx.progress().begin_pass("estimating distinct k-mers");
         (unique_kmers::run(&opts, ctx, |_| Ok(()))?.total as f64, true)
     };
     let prepass_seconds = if estimated { started.elapsed().as_secs_f64() } else { 0.0 };
-    let (memory, fp_rate, cap) = size_for(params, distinct_kmers)?;
+    let margin = if estimated { PREPASS_MARGIN } else { 1.0 };
+    let (memory, fp_rate, cap) = size_for(params, distinct_kmers * margin)?;
     params.max_memory = Some(memory);
     params.unique_kmers = 0.0;
     params.auto_memory = false;

@@ -7,7 +7,7 @@ use super::sizing::{estimate_with_fp_rate, estimate_with_memory};
 use crate::io::{write_record, RecordBatch};
 use crate::run::metrics::KMERS;
 use crate::run::RunContext;
-use crate::table::hll::HllCounter;
+use crate::table::hll::{HllCounter, HllHash};
 use crate::Result;
 
 /// Options of `unique-kmers`.
@@ -21,6 +21,8 @@ pub struct Options {
     pub inputs: Vec<String>,
     /// Hand every record, formatted as khmer writes it, to the caller (`-S/--stream-records`).
     pub stream_records: bool,
+    /// How k-mers are hashed: khmer's hash for `unique-kmers`, the fast one for sizing tables.
+    pub hash: HllHash,
 }
 
 /// The estimate of one input.
@@ -49,9 +51,10 @@ pub struct Summary {
 pub fn run(opts: &Options, ctx: &RunContext, mut on_records: impl FnMut(&[u8]) -> Result<()>) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs(ctx, &opts.inputs, None::<&str>)?;
     let mut summary = Summary::default();
-    let mut total = HllCounter::new(opts.error_rate, opts.ksize)?;
+    let empty = HllCounter::with_hash(opts.error_rate, opts.ksize, opts.hash)?;
+    let mut total = empty.clone();
     for path in &opts.inputs {
-        let mut hll = HllCounter::new(opts.error_rate, opts.ksize)?;
+        let mut hll = empty.clone();
         let template = hll.clone();
         for_each_batch(
             path,
