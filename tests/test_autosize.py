@@ -83,6 +83,22 @@ def test_auto_size_meets_the_rate(tmp_path, reads, rate):
     assert sizing["target_fp_rate"] == float(rate)
 
 
+@pytest.mark.parametrize("rate", ["0.1", "0.02"])
+def test_normalize_sizes_its_blocked_table_for_the_rate(tmp_path, reads, rate):
+    """normalize's default layout: the blocked table -M auto picks meets the rate too (its rate
+    is modelled as that of N tables sharing its counters, so the memory is the same)."""
+    path, distinct = reads
+    report = tmp_path / "r.json"
+    # One pass to a target no read reaches: the table counts every k-mer of the input.
+    proc = kmerflow("normalize", "-k", K, "--fp-rate", rate, "--passes", "1", "--target", "255", "--min-depth", "0",
+                    "--report-json", report, "-o", tmp_path / "out.fa", path)
+    estimated, memory = chosen(proc.stderr)
+    table = json.loads(report.read_text())["summary"]["first_pass"]["table"]
+    assert table["layout"] == "blocked" and table["sized_for_kmers"] == estimated
+    assert table["bytes"] == pytest.approx(size_of(memory), rel=0.01)
+    assert float(rate) * 0.8 <= table["fp_rate"] <= float(rate) * 1.1, (table, distinct)
+
+
 def test_unique_kmers_alone_sizes_the_table(tmp_path, reads):
     path, distinct = reads
     report = tmp_path / "r.json"

@@ -1,5 +1,6 @@
 """kmerflow normalize: the protocol in one command equals the chain of khmer 3.0 commands it
-replaces; R1/R2 in and out equal the interleaved run; histograms; no intermediate files; errors."""
+replaces (--layout khmer); the default blocked layout; R1/R2 in and out equal the interleaved run;
+histograms; no intermediate files; errors."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from conftest import kmerflow as run_kmerflow
 
 #: Fixed table sizes, so that khmer's commands and ours count into identical tables.
 TABLE = ["-k", "20", "-N", "4", "-x", "2e5"]
+#: khmer's tables (kmerflow normalize's default is the blocked layout).
+KHMER_LAYOUT = ["--layout", "khmer"]
 
 
 def write_pairs(directory: Path, seed: int = 7, genome_len: int = 4000, pairs: int = 1500,
@@ -81,7 +84,7 @@ def test_equals_the_khmer_chain(tmp_path, reads, target, first, min_depth, passe
     expected = khmer_chain(tmp_path / "khmer", il, target, first, min_depth, passes)
     report = tmp_path / "report.json"
     flags = ["--first-target", first] if first != 4 * target else []
-    run_kmerflow("normalize", il, "-o", tmp_path / "out.fq", *TABLE, "--target", target, *flags,
+    run_kmerflow("normalize", il, "-o", tmp_path / "out.fq", *TABLE, *KHMER_LAYOUT, "--target", target, *flags,
                  "--min-depth", min_depth, "--passes", passes, "--report-json", report)
     out = (tmp_path / "out.fq").read_bytes()
     assert out == expected.read_bytes()
@@ -126,7 +129,7 @@ def test_r1_r2_equal_the_interleaved_run_split(tmp_path, reads):
 
 def test_histograms_are_abundance_dist_singles(tmp_path, reads):
     il = reads[0]
-    run_kmerflow("normalize", il, "-o", tmp_path / "out.fq", *TABLE, "--target", "5",
+    run_kmerflow("normalize", il, "-o", tmp_path / "out.fq", *TABLE, *KHMER_LAYOUT, "--target", "5",
                  "--hist", tmp_path / "in.csv", "--hist-out", tmp_path / "out.csv",
                  "--report-json", tmp_path / "r.json")
     for reads_file, ours in ((il, "in.csv"), (tmp_path / "out.fq", "out.csv")):
@@ -137,6 +140,47 @@ def test_histograms_are_abundance_dist_singles(tmp_path, reads):
     before, after = summary["histograms"]["input"], summary["histograms"]["output"]
     # Normalization removes most of the deep k-mers; the error trimming most of the count-1 ones.
     assert sum(before) > sum(after) > 0 and before[1] > 2 * after[1]
+
+
+def test_blocked_histograms_have_khmers_shape(tmp_path, reads):
+    """The default layout's histograms count every distinct k-mer once, at about khmer's counts."""
+    il = reads[0]
+    hists = {}
+    for layout in ("blocked", "khmer"):
+        report = tmp_path / f"{layout}.json"
+        run_kmerflow("normalize", il, "-o", tmp_path / f"{layout}.fq", *TABLE, "--layout", layout, "--target", "5",
+                     "--hist", tmp_path / f"{layout}-in.csv", "--hist-out", tmp_path / f"{layout}-out.csv",
+                     "--report-json", report)
+        hists[layout] = json.loads(report.read_text())["summary"]["histograms"]
+    blocked, khmers = hists["blocked"], hists["khmer"]
+    for name in ("input", "output"):
+        # Distinct k-mers (at the tracking filter's accuracy) and the error k-mers seen once.
+        assert sum(blocked[name]) == pytest.approx(sum(khmers[name]), rel=0.01), name
+        assert blocked[name][1] == pytest.approx(khmers[name][1], rel=0.02), name
+        assert len(blocked[name]) == pytest.approx(len(khmers[name]), abs=3), name
+    before, after = blocked["input"], blocked["output"]
+    assert sum(before) > sum(after) > 0 and before[1] > 2 * after[1]
+    lines = (tmp_path / "blocked-in.csv").read_text().splitlines()
+    assert lines[0] == "abundance,count,cumulative,cumulative_fraction"
+    assert [int(line.split(",")[1]) for line in lines[1:]] == [n for n in before if n]
+
+
+def test_the_default_layout_is_blocked(tmp_path, reads):
+    _, r1, r2 = reads
+    outputs = {}
+    for name, flags in (("default", []), ("blocked", ["--layout", "blocked"]), ("khmer", KHMER_LAYOUT)):
+        report = tmp_path / f"{name}.json"
+        run_kmerflow("normalize", r1, r2, "-o", tmp_path / f"{name}-1.fq", "-O", tmp_path / f"{name}-2.fq",
+                     "--target", "5", "--hist", tmp_path / f"{name}.csv", "--report-json", report, *flags)
+        summary = json.loads(report.read_text())["summary"]
+        layouts = {summary["first_pass"]["table"]["layout"], summary["second_pass"]["table"]["layout"]}
+        assert layouts == {"khmer" if name == "khmer" else "blocked"}
+        outputs[name] = [(tmp_path / f"{name}{end}").read_bytes() for end in ("-1.fq", "-2.fq", ".csv")]
+    assert outputs["default"] == outputs["blocked"]
+    # Same steps, other counts: the outputs are close but not the same.
+    assert outputs["blocked"] != outputs["khmer"]
+    sizes = [len(records(tmp_path / f"{name}-1.fq")) for name in ("blocked", "khmer")]
+    assert sizes[0] == pytest.approx(sizes[1], rel=0.05)
 
 
 def test_nothing_but_the_outputs_is_written(tmp_path, reads, monkeypatch):
@@ -153,10 +197,13 @@ def test_nothing_but_the_outputs_is_written(tmp_path, reads, monkeypatch):
     assert sorted(p.name for p in out.iterdir()) == ["a.fq", "a.fq.gz", "b.fq.gz", "t.ct"]
 
 
-def test_tables_are_sized_automatically(tmp_path, reads):
-    run_kmerflow("normalize", reads[0], "-o", tmp_path / "out.fq", "--report-json", tmp_path / "r.json")
+@pytest.mark.parametrize("layout", ["blocked", "khmer"])
+def test_tables_are_sized_automatically(tmp_path, reads, layout):
+    run_kmerflow("normalize", reads[0], "-o", tmp_path / "out.fq", "--layout", layout,
+                 "--report-json", tmp_path / "r.json")
     summary = json.loads((tmp_path / "r.json").read_text())["summary"]
     first, second = summary["first_pass"]["table"], summary["second_pass"]["table"]
+    assert first["layout"] == second["layout"] == layout
     assert first["sized_for_kmers"] > 0 and first["fp_rate"] <= 0.1
     assert second["sized_for_kmers"] == first["unique_kmers"] and second["fp_rate"] <= 0.1
     assert second["bytes"] <= first["bytes"]

@@ -1,7 +1,7 @@
 //! `kmerflow normalize`: the normalization protocol (normalize, trim errors, normalize again)
 //! in one command, with R1/R2 files, tables sized automatically and no intermediate files.
 
-use super::counting_args::CountingArgs;
+use super::counting_args::{CountingArgs, LayoutArgs};
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::normalize;
@@ -12,6 +12,7 @@ use serde_json::Value;
 #[derive(ClapArgs, Debug, Clone)]
 #[command(
     mut_arg("ksize", |a| a.default_value("20")),
+    mut_arg("layout", |a| a.default_value("blocked")),
     after_help = "\
 Two inputs are R1 and R2 (record i of each is a pair; written to -o and -O); one input holds
 interleaved pairs (recognised by name, kept together) and/or single reads.
@@ -26,6 +27,10 @@ khmer commands; khmer's own parameters (-C 20, filter-abund -V, -C 5) are --targ
 Tables are sized for --fp-rate (default 0.1) unless -M or -x is given: the first from a
 HyperLogLog estimate of the input's distinct k-mers, the second from the k-mers the first counted.
 Nothing is written between the steps: the input is read again instead (so it must be a file).
+
+Every table (both passes, the trimming, the histograms) is of --layout: blocked (default; a
+k-mer's counters in one cache line, one memory access a look-up) or khmer (khmer's tables, one
+access per table; outputs, histograms and --save-table equal khmer's commands byte for byte).
 
 Examples:
   kmerflow normalize R1.fq.gz R2.fq.gz -o norm_R1.fq.gz -O norm_R2.fq.gz
@@ -60,7 +65,9 @@ pub struct Args {
     pub passes: u32,
     #[command(flatten)]
     pub counting: CountingArgs,
-    /// Save the first pass's table (the one the trimming reads), in khmer's format.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Save the first pass's table (the one the trimming reads), in its layout's format.
     #[arg(long = "save-table", value_name = "FILE")]
     pub save_table: Option<String>,
     /// Write the k-mer abundance histogram of the input (abundance-dist's CSV).
@@ -98,6 +105,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
         min_depth: args.min_depth,
         passes: args.passes,
         table,
+        layout: args.layout.layout,
         save_table: args.save_table,
         hist: args.hist,
         hist_out: args.hist_out,

@@ -5,8 +5,10 @@ use super::count::{consume_file, count_owned_file, write_text, ReadTally};
 use super::pyfmt;
 use super::sizing::{self, TableParams};
 use crate::run::RunContext;
-use crate::table::CountingTable;
-use crate::table::{HashKind, KhmerTable, OwnedBatch, OwnedCounting, StorageKind};
+use crate::table::{
+    AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, CountingTable, HashKind, KhmerTable, Layout,
+    OwnedBatch, OwnedCounting, StorageKind,
+};
 use crate::{Error, Result};
 use std::io::Write;
 use std::sync::{Mutex, PoisonError};
@@ -26,35 +28,68 @@ pub fn histogram(table: &KhmerTable, path: &str, ctx: &RunContext) -> Result<(Ve
 /// [`histogram`] of several files read in order, each distinct k-mer counted once over all of
 /// them (one tracking filter).
 pub fn histogram_of_files(table: &KhmerTable, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
-    let tracker = Tracker {
-        tracking: KhmerTable::with_sizes(
-            table.ksize(),
-            HashKind::TwoBit,
-            StorageKind::Bit,
-            table.hashsizes().to_vec(),
-        )?,
-        table,
-        dist: Mutex::new(vec![0u64; HISTOGRAM_LEN + 1]),
-    };
-    let hash = |seq: &[u8], out: &mut Vec<u64>| table.kmer_hashes(seq, out);
-    let mut tally = ReadTally::default();
-    for path in paths {
-        tally.add(count_owned_file(&tracker, table.ksize(), &hash, path, ctx)?);
-    }
-    let mut dist = tracker.dist.into_inner().unwrap_or_else(PoisonError::into_inner);
-    dist.truncate(HISTOGRAM_LEN);
-    Ok((dist, tally))
+    let sizes = table.hashsizes().to_vec();
+    let tracking = KhmerTable::with_sizes(table.ksize(), HashKind::TwoBit, StorageKind::Bit, sizes)?;
+    Tracker::new(tracking, table).run(paths, ctx)
 }
 
-/// The histogram pass: a tracking filter counted by owners; settling a batch adds its new
-/// k-mers to the histogram at their count in `table` (sums, so in any batch order).
-struct Tracker<'a> {
-    tracking: KhmerTable,
-    table: &'a KhmerTable,
+/// [`histogram_of_files`] of a blocked table: the tracking filter is a blocked Bloom filter
+/// (one cache line a k-mer) with as many bits as `table` has counters and as many probes, so
+/// a k-mer is new as khmer's tracking tells it: when some probe was unset. Counts stop at the
+/// table's largest count (255 for 8-bit counters), which gathers the k-mers counted more.
+pub fn blocked_histogram_of_files(
+    table: &BlockedTable,
+    paths: &[&str],
+    ctx: &RunContext,
+) -> Result<(Vec<u64>, ReadTally)> {
+    let bits = CounterWidth::Bits1;
+    let shape =
+        BlockedParams { n_lines: table.n_counters().div_ceil(bits.slots_per_line()), width: bits, ..*table.params() };
+    let tracking = BlockedTable::with_params(shape, AllocOptions::default())?;
+    Tracker::new(tracking, table).run(paths, ctx)
+}
+
+/// The histogram pass: a tracking filter counted by owners; the k-mers new to it are added to
+/// the histogram at their count in `table` (sums, so in any batch order).
+struct Tracker<'a, T> {
+    tracking: T,
+    table: &'a T,
     dist: Mutex<Vec<u64>>,
 }
 
-impl OwnedCounting for Tracker<'_> {
+impl<'a, T: CountingTable> Tracker<'a, T>
+where
+    Self: OwnedCounting,
+{
+    fn new(tracking: T, table: &'a T) -> Self {
+        Tracker { tracking, table, dist: Mutex::new(vec![0u64; HISTOGRAM_LEN + 1]) }
+    }
+
+    /// Adds the k-mers `new` (hashes of `table`) to the histogram at their counts.
+    fn record(&self, new: &[u64]) {
+        let mut counts = Vec::with_capacity(new.len());
+        self.table.counts_for_hashes(new, &mut counts);
+        let mut dist = self.dist.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.iter().for_each(|&count| dist[count as usize] += 1);
+    }
+
+    /// The histogram of the k-mers of `paths`, read in order.
+    fn run(self, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
+        let table = self.table;
+        let hash = |seq: &[u8], out: &mut Vec<u64>| table.kmer_hashes(seq, out);
+        let mut tally = ReadTally::default();
+        for path in paths {
+            tally.add(count_owned_file(&self, table.ksize(), &hash, path, ctx)?);
+        }
+        let mut dist = self.dist.into_inner().unwrap_or_else(PoisonError::into_inner);
+        dist.truncate(HISTOGRAM_LEN);
+        Ok((dist, tally))
+    }
+}
+
+/// khmer's layout: whether a k-mer is new spans the tables of the filter, so it is told once
+/// every owner has counted the batch.
+impl OwnedCounting for Tracker<'_, KhmerTable> {
     fn owners(&self, threads: usize) -> usize {
         self.tracking.owners(threads)
     }
@@ -69,11 +104,28 @@ impl OwnedCounting for Tracker<'_> {
 
     fn settle(&self, batch: &OwnedBatch) {
         let new: Vec<u64> = self.tracking.new_kmers(batch).collect();
-        let mut counts = Vec::with_capacity(new.len());
-        self.table.counts_for_hashes(&new, &mut counts);
-        let mut dist = self.dist.lock().unwrap_or_else(PoisonError::into_inner);
-        counts.iter().for_each(|&count| dist[count as usize] += 1);
+        self.record(&new);
     }
+}
+
+/// The blocked layout: a k-mer lives in one line of the filter, so its owner tells at once
+/// whether it is new.
+impl OwnedCounting for Tracker<'_, BlockedTable> {
+    fn owners(&self, threads: usize) -> usize {
+        self.tracking.owners(threads)
+    }
+
+    fn split(&self, hashes: &mut Vec<u64>, owners: usize, batch: &mut OwnedBatch) {
+        self.tracking.split(hashes, owners, batch);
+    }
+
+    fn count_owned(&self, batch: &OwnedBatch, owner: usize, _owners: usize) {
+        let mut new = Vec::new();
+        self.tracking.count_owned_new(batch, owner, &mut new);
+        self.record(&new);
+    }
+
+    fn settle(&self, _batch: &OwnedBatch) {}
 }
 
 /// One CSV field as Python's `csv.writer` (minimal quoting) writes it.
@@ -214,7 +266,7 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     crate::io::check_rereadable(&opts.seqs)?;
     opts.output.check()?;
     let mut summary = Summary::default();
-    let (table, histogram, tally) = counted_histogram(&opts.params, opts.bigcount, &[&opts.seqs], ctx)?;
+    let (table, histogram, tally) = counted_histogram(&opts.params, Layout::Khmer, opts.bigcount, &[&opts.seqs], ctx)?;
     summary.unique_kmers = table.n_unique_kmers();
     opts.output.write(&histogram, ctx)?;
     if let Some(path) = &opts.savegraph {
@@ -226,25 +278,55 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     Ok(summary)
 }
 
+/// A table of either layout that gives the histogram of files against itself.
+trait Histogram: CountingTable + OwnedCounting + Sized {
+    /// [`histogram_of_files`] of this layout.
+    fn histogram_of_files(&self, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)>;
+
+    /// Counts the k-mers of `paths` into this table, then gives their histogram.
+    fn count_then_histogram(&mut self, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
+        ctx.progress().begin_pass("counting");
+        for path in paths {
+            consume_file(self, path, ctx)?;
+        }
+        ctx.progress().begin_pass("histogram");
+        self.histogram_of_files(paths, ctx)
+    }
+}
+
+impl Histogram for KhmerTable {
+    fn histogram_of_files(&self, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
+        histogram_of_files(self, paths, ctx)
+    }
+}
+
+impl Histogram for BlockedTable {
+    fn histogram_of_files(&self, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
+        blocked_histogram_of_files(self, paths, ctx)
+    }
+}
+
 /// abundance-dist-single's counting and histogram over `paths` (each read twice): a countgraph
-/// sized from `params` (with the tracking filter within its memory), counting above 255 with
-/// `bigcount`; returns the table, the histogram and the histogram pass's tally.
+/// of `layout` sized from `params` (with the tracking filter within its memory), counting
+/// above 255 with `bigcount` (khmer's layout only); returns the table, the histogram and the
+/// histogram pass's tally.
 pub fn counted_histogram(
     params: &TableParams,
+    layout: Layout,
     bigcount: bool,
     paths: &[&str],
     ctx: &RunContext,
-) -> Result<(KhmerTable, Vec<u64>, ReadTally)> {
-    let mut table = sizing::create_countgraph(params, SINGLE_MULTIPLIER, ctx)?;
-    if bigcount && table.storage_kind() == StorageKind::Byte {
-        table.set_use_bigcount(true)?;
-    }
-    ctx.progress().begin_pass("counting");
-    for path in paths {
-        consume_file(&mut table, path, ctx)?;
-    }
-    ctx.progress().begin_pass("histogram");
-    let (histogram, tally) = histogram_of_files(&table, paths, ctx)?;
+) -> Result<(AnyTable, Vec<u64>, ReadTally)> {
+    let mut table = sizing::create_counting_table(params, layout, SINGLE_MULTIPLIER, ctx)?;
+    let (histogram, tally) = match &mut table {
+        AnyTable::Khmer(t) => {
+            if bigcount && t.storage_kind() == StorageKind::Byte {
+                t.set_use_bigcount(true)?;
+            }
+            t.count_then_histogram(paths, ctx)?
+        }
+        AnyTable::Blocked(t) => t.count_then_histogram(paths, ctx)?,
+    };
     Ok((table, histogram, tally))
 }
 
@@ -278,8 +360,8 @@ mod tests {
         assert_eq!(csv_field("a\"b"), "\"a\"\"b\"");
     }
 
-    #[test]
-    fn histogram_equals_the_kmer_by_kmer_definition_for_any_thread_count() {
+    /// Random reads of 8 to 119 bases and a FASTA file of them.
+    fn random_reads() -> (Vec<Vec<u8>>, tempfile::NamedTempFile) {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
         let reads: Vec<Vec<u8>> = (0..3000)
@@ -290,6 +372,12 @@ mod tests {
             writeln!(file, ">r{i}\n{}", String::from_utf8_lossy(read)).unwrap();
         }
         file.flush().unwrap();
+        (reads, file)
+    }
+
+    #[test]
+    fn histogram_equals_the_kmer_by_kmer_definition_for_any_thread_count() {
+        let (reads, file) = random_reads();
         // Small tables: the tracking filter has false positives, so the order of its updates matters.
         let table = KhmerTable::new(12, HashKind::TwoBit, StorageKind::Byte, 20_000, 4).unwrap();
         reads.iter().for_each(|read| _ = table.consume(read));
@@ -302,6 +390,32 @@ mod tests {
         for threads in [1, 2, 3] {
             let (dist, _) =
                 histogram(&table, file.path().to_str().unwrap(), &RunContext::new().threads_set_to(threads)).unwrap();
+            assert!(dist == expected, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn blocked_histogram_equals_the_kmer_by_kmer_definition_for_any_thread_count() {
+        let (reads, file) = random_reads();
+        let table = BlockedTable::new(12, 20_000, CounterWidth::Bits8, 4).unwrap();
+        reads.iter().for_each(|read| _ = table.consume(read));
+        // The filter of blocked_histogram_of_files: one bit per counter of the table.
+        let shape =
+            BlockedParams { n_lines: table.n_counters().div_ceil(512), width: CounterWidth::Bits1, ..*table.params() };
+        let tracking = BlockedTable::with_params(shape, AllocOptions::default()).unwrap();
+        let mut expected = vec![0u64; HISTOGRAM_LEN];
+        let mut hashes = Vec::new();
+        for read in &reads {
+            hashes.clear();
+            table.kmer_hashes(read, &mut hashes);
+            for &hash in hashes.iter().filter(|&&hash| tracking.add_hash(hash)) {
+                expected[table.get_hash(hash) as usize] += 1;
+            }
+        }
+        assert!(expected.iter().sum::<u64>() > 1000);
+        for threads in [1, 2, 3] {
+            let ctx = RunContext::new().threads_set_to(threads);
+            let (dist, _) = blocked_histogram_of_files(&table, &[file.path().to_str().unwrap()], &ctx).unwrap();
             assert!(dist == expected, "{threads} threads");
         }
     }

@@ -52,6 +52,9 @@ pub fn default_memory_cap() -> f64 {
 /// The memory for `distinct_kmers` at the target rate of `params` (`--fp-rate`, default
 /// khmer's 0.1), refused when above the memory cap (`--memory-cap`, default
 /// [`default_memory_cap`]) with the `-M` that would reach the rate.
+/// The memory serves both layouts: the blocked layout's estimated rate, (occupied / counters)^N
+/// with N distinct counters set per k-mer, has the expectation of khmer's N tables of the same
+/// total memory.
 pub fn size_for(params: &TableParams, distinct_kmers: f64) -> Result<(f64, f64, f64)> {
     let fp_rate = target_rate(params);
     let kind = if params.small_count { GraphKind::SmallCountgraph } else { GraphKind::Countgraph };
@@ -173,6 +176,23 @@ mod tests {
         assert!(
             (resolve(&mut small, &[], &RunContext::new()).unwrap().unwrap().memory - chosen.memory / 2.0).abs() <= 1.0
         );
+    }
+
+    #[test]
+    fn the_memory_for_a_rate_serves_the_blocked_layout() {
+        use crate::table::{BlockedTable, CounterWidth, CountingTable};
+        use rand::{Rng, SeedableRng};
+        // A blocked table's rate is (occupied / counters)^N and a k-mer sets N distinct counters of
+        // its line: after n k-mers a counter is still zero with probability (1 - N/C)^n, as in N
+        // tables of C/N counters, so the memory khmer's layout needs gives the blocked rate too.
+        let kmers = 200_000;
+        for rate in [0.1, 0.02] {
+            let (memory, _, _) = size_for(&auto(|p| p.fp_rate = Some(rate)), kmers as f64).unwrap();
+            let table = BlockedTable::new(20, memory as u64, CounterWidth::Bits8, 4).unwrap();
+            let mut rng = rand_pcg::Pcg64::seed_from_u64(3);
+            (0..kmers).for_each(|_| _ = table.add_hash(rng.random()));
+            assert!((table.expected_fp_rate() / rate - 1.0).abs() < 0.03, "{rate}: {}", table.expected_fp_rate());
+        }
     }
 
     #[test]

@@ -11,7 +11,10 @@
 //! ```
 //!
 //! so khmer's protocol (`-C 20`, `filter-abund -V`, `-C 5`) is `--target 5` (first target 20,
-//! min depth 2). With `passes = 1` it is the first two commands at `-C TARGET`.
+//! min depth 2). With `passes = 1` it is the first two commands at `-C TARGET`. That holds for
+//! tables of khmer's layout; the blocked layout (the default: one cache line a k-mer instead of
+//! one per table) runs the same steps on Count-Min sketches of the same memory, whose counts
+//! differ from khmer's where k-mers collide.
 //!
 //! Nothing is written between the steps: the first pass records which bundles it keeps (one bit
 //! each); the input is then read again, the kept bundles are trimmed against the first table by
@@ -24,9 +27,9 @@ use super::abundance_dist::{counted_histogram, write_histogram};
 use super::autosize::{self, AutoSize};
 use super::count::write_text;
 use super::diginorm::{self, BatchHasher, Normalizer};
-use super::read_filter::{check_ksize, trim_record, Cleaning, HashedBatch, Trim};
+use super::read_filter::{check_fp_rate, check_ksize, trim_record, Cleaning, HashedBatch, Trim};
 use super::reads::bundle_batches;
-use super::sizing::{create_counting_table, expected_fp_rate, target_rate, TableParams};
+use super::sizing::{any_fp_rate, create_counting_table, resize_hint, target_rate, TableParams};
 use crate::io::{
     check_rereadable, refuse_inputs_as_outputs, Bundle, BundleBatch, Compression, MateBuffers, MateWriter, PairMode,
     PairedInput, PairedOutput, RecordBatch, Staged,
@@ -34,7 +37,7 @@ use crate::io::{
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::{run_ordered, Workload};
 use crate::run::RunContext;
-use crate::table::{AnyTable, CountingTable, KhmerTable};
+use crate::table::{AnyTable, CountingTable, Layout};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -64,7 +67,9 @@ pub struct Options {
     pub passes: u32,
     /// Table sizing of every table (`auto_memory`: each sized for its k-mers; see [`run`]).
     pub table: TableParams,
-    /// Save the first pass's table (the one the trimming reads), khmer's format.
+    /// The layout of every table (the passes', the trimming's and the histograms').
+    pub layout: Layout,
+    /// Save the first pass's table (the one the trimming reads), in its layout's format.
     pub save_table: Option<String>,
     /// k-mer abundance histogram of the input (abundance-dist-single's CSV).
     pub hist: Option<String>,
@@ -87,6 +92,7 @@ impl Default for Options {
             min_depth: 2,
             passes: 2,
             table: TableParams { ksize: 20, auto_memory: true, ..TableParams::default() },
+            layout: Layout::Blocked,
             save_table: None,
             hist: None,
             hist_out: None,
@@ -98,9 +104,11 @@ impl Default for Options {
 /// A table of the run.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct TableSummary {
+    /// Its layout.
+    pub layout: Layout,
     /// Memory of its counters, in bytes.
     pub bytes: u64,
-    /// Number of tables (hash functions).
+    /// Counters a k-mer has (hash functions): tables of khmer's layout, probes of the blocked.
     pub n_tables: usize,
     /// The distinct k-mers it was sized for (automatic sizing only).
     pub sized_for_kmers: Option<f64>,
@@ -111,13 +119,14 @@ pub struct TableSummary {
 }
 
 impl TableSummary {
-    fn of(table: &KhmerTable, sized_for_kmers: Option<f64>) -> Self {
+    fn of(table: &AnyTable, sized_for_kmers: Option<f64>) -> Self {
         TableSummary {
+            layout: table.layout(),
             bytes: table.memory_bytes(),
-            n_tables: table.n_tables(),
+            n_tables: table.counters_per_kmer(),
             sized_for_kmers,
             unique_kmers: table.n_unique_kmers(),
-            fp_rate: expected_fp_rate(table),
+            fp_rate: any_fp_rate(table),
         }
     }
 }
@@ -307,7 +316,8 @@ impl Options {
 
 /// The parameters of a table after the first one: with automatic sizing (`auto`), sized for
 /// `kmers`, what the table before it counted (an upper bound: later steps only remove reads and
-/// k-mers), which is returned too; fixed sizes are kept.
+/// k-mers), which is returned too; fixed sizes are kept. One memory serves both layouts (see
+/// [`autosize::size_for`]).
 fn sized_after(params: &TableParams, auto: bool, kmers: u64) -> Result<(TableParams, Option<f64>)> {
     if !auto {
         return Ok((params.clone(), None));
@@ -317,22 +327,16 @@ fn sized_after(params: &TableParams, auto: bool, kmers: u64) -> Result<(TablePar
     Ok((TableParams { max_memory: Some(memory), ..params.clone() }, Some(kmers)))
 }
 
-/// The khmer-layout table inside `table` (the protocol's tables are all of khmer's layout).
-fn khmer(table: &AnyTable) -> &KhmerTable {
-    match table {
-        AnyTable::Khmer(t) => t,
-        AnyTable::Blocked(_) => unreachable!("the protocol's tables are made in khmer's layout"),
-    }
-}
-
 /// A normalization pass's options for [`Normalizer`] (no progress lines of its own).
 fn pass_options(params: &TableParams, cutoff: u32) -> diginorm::Options {
     diginorm::Options { table: params.clone(), cutoff, report_frequency: u64::MAX, ..Default::default() }
 }
 
 /// Fails when `table`'s rate is over normalize-by-median's ceiling (or warns, with `force`).
-fn check_rate(table: &KhmerTable, params: &TableParams, ctx: &RunContext) -> Result<f64> {
-    super::count::check_fp_rate(table, diginorm::MAX_FP_RATE, params.force, target_rate(params), ctx)
+fn check_rate(table: &AnyTable, params: &TableParams, ctx: &RunContext) -> Result<()> {
+    let fp = any_fp_rate(table);
+    let resize = resize_hint(table, fp, target_rate(params));
+    check_fp_rate(fp, diginorm::MAX_FP_RATE, params.force, &resize, ctx)
 }
 
 /// The CSV of an abundance histogram (only the header when it is empty).
@@ -417,7 +421,7 @@ fn push_read(bb: &mut BundleBatch, rec: &crate::io::Record<'_>, line: u64, mate_
 
 /// The trimming step's parameters (read by every worker).
 struct Trimming<'a> {
-    table: &'a KhmerTable,
+    table: &'a AnyTable,
     keep: &'a KeepBits,
     min_depth: u32,
     from_median: u32,
@@ -481,7 +485,7 @@ fn write_kept(
     sinks.flush()
 }
 
-/// Runs the protocol within `ctx`. Tables are of khmer's layout; with `opts.table.auto_memory`
+/// Runs the protocol within `ctx`. Tables are of `opts.layout`; with `opts.table.auto_memory`
 /// the first is sized for the distinct k-mers of the input (a HyperLogLog pre-pass, as `-M
 /// auto`), each later one for the k-mers the table before it counted. The outputs appear only
 /// once every table has passed its false-positive check.
@@ -499,7 +503,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let mut hist_in = None;
     if opts.hist.is_some() {
         ctx.info("k-mer abundance histogram of the input");
-        let (_, dist, _) = counted_histogram(&params, true, &input_paths, ctx)?;
+        let (_, dist, _) = counted_histogram(&params, opts.layout, true, &input_paths, ctx)?;
         hist_in = Some(dist);
     }
 
@@ -507,7 +511,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let pass_started = Instant::now();
     ctx.info(format!("first pass: normalizing to a median k-mer count of {c1}"));
     ctx.progress().begin_pass("first pass");
-    let mut t1 = create_counting_table(&params, crate::table::Layout::Khmer, 1.0, ctx)?;
+    let mut t1 = create_counting_table(&params, opts.layout, 1.0, ctx)?;
     let first_opts = pass_options(&params, c1);
     let mut keep = KeepBits::default();
     let mut pairs_in = 0;
@@ -542,22 +546,21 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     summary.reads_in = summary.first_pass.reads;
     summary.pairs_in = pairs_in;
     summary.short_dropped = short;
-    let t1k = khmer(&t1);
-    summary.first_pass.table = TableSummary::of(t1k, auto.as_ref().map(|a| a.distinct_kmers));
+    summary.first_pass.table = TableSummary::of(&t1, auto.as_ref().map(|a| a.distinct_kmers));
     summary.first_pass.seconds = pass_started.elapsed().as_secs_f64();
     ctx.info(format!(
         "first pass: kept {} of {} reads; table fp rate {:.3}",
         summary.first_pass.kept, summary.first_pass.reads, summary.first_pass.table.fp_rate
     ));
-    check_rate(t1k, &params, ctx)?;
+    check_rate(&t1, &params, ctx)?;
 
     // Trimming, then (two passes) the second normalization into a new table, in one stream.
     let pass_started = Instant::now();
     let split = opts.passes == 2 && pairs_in > 0;
     let mut second = match opts.passes {
         2 => {
-            let (p2, sized_for) = sized_after(&params, auto.is_some(), t1k.n_unique_kmers())?;
-            let table = create_counting_table(&p2, crate::table::Layout::Khmer, 1.0, ctx)?;
+            let (p2, sized_for) = sized_after(&params, auto.is_some(), t1.n_unique_kmers())?;
+            let table = create_counting_table(&p2, opts.layout, 1.0, ctx)?;
             Some((table, pass_options(&p2, opts.target), sized_for, p2))
         }
         _ => None,
@@ -573,7 +576,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     });
     ctx.progress().begin_pass(if second.is_some() { "trimming, second pass" } else { "trimming" });
     let trimming = Trimming {
-        table: t1k,
+        table: &t1,
         keep: &keep,
         min_depth: opts.min_depth,
         from_median: c1,
@@ -623,18 +626,17 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     summary.reads_out = sinks.reads - summary.orphans_dropped;
     summary.pairs_out = sinks.pairs;
     let staged = sinks.writer.close()?;
-    let mut last_unique = t1k.n_unique_kmers();
+    let mut last_unique = t1.n_unique_kmers();
     summary.fp_rate = summary.first_pass.table.fp_rate;
     if let (Some((t2, _, sized_for, p2)), Some((reads, kept))) = (&second, second_done) {
-        let t2k = khmer(t2);
-        let table = TableSummary::of(t2k, *sized_for);
-        let t2k_fp = table.fp_rate;
+        let table = TableSummary::of(t2, *sized_for);
+        let t2_fp = table.fp_rate;
         ctx.info(format!("second pass: kept {kept} of {reads} reads; table fp rate {:.3}", table.fp_rate));
         let seconds = pass_started.elapsed().as_secs_f64();
         summary.second_pass = Some(PassSummary { cutoff: opts.target, reads, kept, table, seconds });
-        check_rate(t2k, p2, ctx)?;
-        last_unique = t2k.n_unique_kmers();
-        summary.fp_rate = t2k_fp;
+        check_rate(t2, p2, ctx)?;
+        last_unique = t2.n_unique_kmers();
+        summary.fp_rate = t2_fp;
     }
     drop(second);
     if summary.orphans_dropped > 0 {
@@ -651,12 +653,12 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         let paths: Vec<String> = staged.iter().map(|s| s.written_path().to_string_lossy().into_owned()).collect();
         let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
         let (hist_params, _) = sized_after(&params, auto.is_some(), last_unique)?;
-        let (_, dist, _) = counted_histogram(&hist_params, true, &paths, ctx)?;
+        let (_, dist, _) = counted_histogram(&hist_params, opts.layout, true, &paths, ctx)?;
         hist_out = Some(dist);
     }
     if let Some(path) = &opts.save_table {
         ctx.info(format!("saving the first pass's table to {path}"));
-        t1k.save_in(path, ctx)?;
+        t1.save_in(path, ctx)?;
         ctx.files().add_output(path);
     }
     drop(t1);

@@ -223,7 +223,12 @@ impl Trim {
 /// cleaned sequence: with `variable_coverage = Some(Z)` a read whose median is below Z is kept
 /// untrimmed; otherwise the read is cut before its first k-mer with count < `cutoff`
 /// (docs/khmer-compat.md §2.8, `trim_on_abundance`), and dropped if fewer than k bases remain.
-pub fn trim_record(table: &KhmerTable, clean_seq: &[u8], cutoff: u32, variable_coverage: Option<u32>) -> Trim {
+pub fn trim_record<T: CountingTable + ?Sized>(
+    table: &T,
+    clean_seq: &[u8],
+    cutoff: u32,
+    variable_coverage: Option<u32>,
+) -> Trim {
     if let Some(z) = variable_coverage {
         if !table.median_at_least(clean_seq, z) {
             return Trim::Keep;

@@ -32,6 +32,22 @@ impl AnyTable {
         }
     }
 
+    /// Bytes of counter memory.
+    pub fn memory_bytes(&self) -> u64 {
+        match self {
+            AnyTable::Khmer(t) => t.memory_bytes(),
+            AnyTable::Blocked(t) => t.params().data_bytes(),
+        }
+    }
+
+    /// Counters a k-mer has: the number of tables of khmer's layout, of probes of the blocked one.
+    pub fn counters_per_kmer(&self) -> usize {
+        match self {
+            AnyTable::Khmer(t) => t.n_tables(),
+            AnyTable::Blocked(t) => t.params().probes,
+        }
+    }
+
     /// Loads a table file of either format, told apart by its first bytes; a khmer file is
     /// read with `khmer_hash` (khmer files do not record their hash family). A stream (a pipe,
     /// a FIFO) cannot be looked at and opened again, and kmerflow's tables are memory-mapped

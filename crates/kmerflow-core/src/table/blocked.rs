@@ -368,19 +368,25 @@ impl BlockedTable {
         }
     }
 
-    fn add_all<const EXCLUSIVE: bool>(&self, hashes: &[u64], lines: &mut Vec<u64>) {
+    /// Adds each hash in order, calling `each` with the hashes that found a zero counter.
+    fn add_all<const EXCLUSIVE: bool>(&self, hashes: &[u64], lines: &mut Vec<u64>, mut each_new: impl FnMut(u64)) {
         let mut total = Tally::default();
         with_width!(self.params.width, C => self.visit_prefetched(hashes, lines, |mem, hash, line| {
-            total.add(self.update::<C, EXCLUSIVE>(mem, hash, line));
+            let tally = self.update::<C, EXCLUSIVE>(mem, hash, line);
+            if tally.unique > 0 {
+                each_new(hash);
+            }
+            total.add(tally);
             true
         }));
         self.record(total, hashes.len() as u64);
     }
 
     /// Adds each hash in order with plain loads and stores: the caller is the only writer of
-    /// the lines of these hashes (see [`super::OwnedCounting`]).
-    pub(super) fn add_hashes_owned(&self, hashes: &[u64]) {
-        SCRATCH.with(|cell| self.add_all::<true>(hashes, &mut cell.borrow_mut().lines));
+    /// the lines of these hashes (see [`super::OwnedCounting`]). Calls `each_new` with the
+    /// hashes that found a zero counter (new to the table, as [`CountingTable::add_hash`] tells).
+    pub(super) fn add_hashes_owned(&self, hashes: &[u64], each_new: impl FnMut(u64)) {
+        SCRATCH.with(|cell| self.add_all::<true>(hashes, &mut cell.borrow_mut().lines, each_new));
     }
 
     fn record(&self, tally: Tally, added: u64) {
@@ -515,19 +521,19 @@ impl CountingTable for BlockedTable {
         with_width!(self.params.width, C => self.count::<C>(self.mem.atomics(), hash, line))
     }
     fn add_hashes(&self, hashes: &[u64]) {
-        Self::with_lines(|lines| self.add_all::<false>(hashes, lines));
+        Self::with_lines(|lines| self.add_all::<false>(hashes, lines, |_| {}));
     }
     fn add_hashes_exclusive(&mut self, hashes: &[u64]) {
-        Self::with_lines(|lines| self.add_all::<true>(hashes, lines));
+        Self::with_lines(|lines| self.add_all::<true>(hashes, lines, |_| {}));
     }
     fn counts_for_hashes(&self, hashes: &[u64], out: &mut Vec<u32>) {
         Self::with_lines(|lines| self.counts_of(hashes, lines, out));
     }
     fn consume_many<'a>(&self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
-        self.with_hashes(seqs, |s| self.add_all::<false>(&s.hashes, &mut s.lines))
+        self.with_hashes(seqs, |s| self.add_all::<false>(&s.hashes, &mut s.lines, |_| {}))
     }
     fn consume_many_exclusive<'a>(&mut self, seqs: impl IntoIterator<Item = &'a [u8]>) -> u64 {
-        self.with_hashes(seqs, |s| self.add_all::<true>(&s.hashes, &mut s.lines))
+        self.with_hashes(seqs, |s| self.add_all::<true>(&s.hashes, &mut s.lines, |_| {}))
     }
     fn median_at_least_hashes(&self, hashes: &[u64], cutoff: u32) -> bool {
         Self::with_lines(|lines| self.median_at_least_of(hashes, lines, cutoff))

@@ -13,8 +13,9 @@ use crate::run::RunContext;
 use crate::{Error, Result};
 use std::cell::Cell;
 
-/// The table layout of a command (`--layout khmer|blocked`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The table layout of a command (`--layout khmer|blocked`); reports name it in lower case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Layout {
     /// khmer's prime-sized tables, file-compatible with khmer (the default).
     #[default]

@@ -91,10 +91,18 @@ impl OwnedCounting for BlockedTable {
     }
 
     fn count_owned(&self, batch: &OwnedBatch, owner: usize, _owners: usize) {
-        self.add_hashes_owned(&batch.parts[owner]);
+        self.add_hashes_owned(&batch.parts[owner], |_| {});
     }
 
     fn settle(&self, _batch: &OwnedBatch) {}
+}
+
+impl BlockedTable {
+    /// [`OwnedCounting::count_owned`], appending to `new` the k-mers of the part that were new
+    /// to the table (some counter was zero), in input order.
+    pub fn count_owned_new(&self, batch: &OwnedBatch, owner: usize, new: &mut Vec<u64>) {
+        self.add_hashes_owned(&batch.parts[owner], |hash| new.push(hash));
+    }
 }
 
 /// Splits `hashes` among `N` parts by `owner_of`, in input order, without a branch or a
