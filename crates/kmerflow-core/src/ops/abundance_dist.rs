@@ -6,8 +6,8 @@ use super::pyfmt;
 use super::sizing::{self, TableParams};
 use crate::run::RunContext;
 use crate::table::{
-    AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, CountingTable, HashKind, KhmerTable, Layout,
-    OwnedBatch, OwnedCounting, StorageKind,
+    AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, CountingTable, HashKind, HugePages, KhmerTable,
+    Layout, OwnedBatch, OwnedCounting, StorageKind,
 };
 use crate::{Error, Result};
 use std::io::Write;
@@ -45,7 +45,9 @@ pub fn blocked_histogram_of_files(
     let bits = CounterWidth::Bits1;
     let shape =
         BlockedParams { n_lines: table.n_counters().div_ceil(bits.slots_per_line()), width: bits, ..*table.params() };
-    let tracking = BlockedTable::with_params(shape, AllocOptions::default())?;
+    // Huge pages whatever its size: a look-up a k-mer at a random line (as the table's).
+    let tracking =
+        BlockedTable::with_params(shape, AllocOptions { huge_pages: HugePages::On, ..AllocOptions::default() })?;
     Tracker::new(tracking, table).run(paths, ctx)
 }
 
