@@ -98,11 +98,12 @@ def test_equals_the_khmer_chain(tmp_path, reads, target, first, min_depth, passe
         assert summary["second_pass"]["kept"] == summary["reads_out"] < summary["first_pass"]["kept"]
 
 
-def test_r1_r2_equal_the_interleaved_run_split(tmp_path, reads):
+@pytest.mark.parametrize("layout", ["blocked", "khmer"])
+def test_r1_r2_equal_the_interleaved_run_split(tmp_path, reads, layout):
     il, r1, r2 = reads
-    run_kmerflow("normalize", il, "-o", tmp_path / "il.fq", "--target", "5")
+    run_kmerflow("normalize", il, "-o", tmp_path / "il.fq", "--target", "5", "--layout", layout)
     run_kmerflow("normalize", r1, r2, "-o", tmp_path / "o1.fq", "-O", tmp_path / "o2.fq",
-                 "--orphans", tmp_path / "o0.fq", "--target", "5")
+                 "--orphans", tmp_path / "o0.fq", "--target", "5", "--layout", layout)
     interleaved = records(tmp_path / "il.fq")
     pairs, singles = [], []
     i = 0
@@ -121,7 +122,7 @@ def test_r1_r2_equal_the_interleaved_run_split(tmp_path, reads):
     assert records(tmp_path / "o0.fq") == singles
     # Without --orphans, the orphans are counted, not written.
     proc = run_kmerflow("normalize", r1, r2, "-o", tmp_path / "p1.fq", "-O", tmp_path / "p2.fq",
-                        "--target", "5", "--report-json", tmp_path / "r.json")
+                        "--target", "5", "--layout", layout, "--report-json", tmp_path / "r.json")
     assert (tmp_path / "p1.fq").read_bytes() == (tmp_path / "o1.fq").read_bytes()
     assert json.loads((tmp_path / "r.json").read_text())["summary"]["orphans_dropped"] == len(singles)
     assert b"--orphans" in proc.stderr
