@@ -316,8 +316,9 @@ def normalize(inputs: Paths) -> None:
     single-end file; normalize to ``first_target`` (default 4 × ``target``), trim reads at k-mers
     counted fewer than ``min_depth`` times, normalize to ``target`` (default 20) with a new table
     (``passes=1``: without this last step). Writes ``output`` (and ``mate_output`` for R2, ``orphans``
-    for reads left without their mate); tables sized automatically unless ``max_memory_usage``;
-    ``hist``/``hist_out`` histograms. Khmer's protocol is ``target=5``."""
+    for reads left without their mate); tables sized automatically unless ``max_memory_usage``,
+    of the blocked layout unless ``layout="khmer"`` (then the outputs equal khmer's commands');
+    ``hist``/``hist_out`` histograms. Khmer's protocol is ``target=5, layout="khmer"``."""
 
 
 @_command("filter-abund")
