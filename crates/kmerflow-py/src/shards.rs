@@ -294,6 +294,17 @@ impl LocalShards {
         let mut shards: Vec<Option<&mut CoreShard>> = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
         py.detach(|| f(&mut shards))
     }
+
+    /// A run's `send` with the shards: the next batch's messages to the remote shards as
+    /// arrays, `None` at the end.
+    fn send<'py>(
+        &self,
+        py: Python<'py>,
+        send: impl FnOnce(&[Option<&mut CoreShard>]) -> kmerflow_core::Result<Option<Vec<Message>>> + Send,
+    ) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
+        let messages = self.call(py, |local| send(local)).py()?;
+        Ok(messages.map(|m| message_arrays(py, m)))
+    }
 }
 
 /// Counting a file on a sharded table (`ShardedCountgraph.consume_seqfile`): `send()` reads
@@ -329,8 +340,7 @@ impl ShardedCountRun {
     /// The next batch's messages to the remote shards, `None` at the end.
     fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
         let run = &mut self.run;
-        let messages = self.local.call(py, |local| run.send(local)).py()?;
-        Ok(messages.map(|m| message_arrays(py, m)))
+        self.local.send(py, |local| run.send(local))
     }
 
     /// Counts the batch sent last on the local shards (call while the remote shards work).
@@ -394,14 +404,7 @@ impl ShardedNormalizeRun {
     /// The next batch's messages to the remote shards, `None` at the end.
     fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
         let run = &mut self.run;
-        let messages = self.local.call(py, |local| run.send(local)).py()?;
-        Ok(messages.map(|m| message_arrays(py, m)))
-    }
-
-    /// Looks up the batch sent last on the local shards (call while the remote shards work).
-    fn local(&mut self, py: Python<'_>) -> PyResult<()> {
-        let run = &mut self.run;
-        self.local.call(py, |local| run.local(local)).py()
+        self.local.send(py, |local| run.send(local))
     }
 
     /// Decides the batch sent last from the remote shards' answers (uint8, in shard order);

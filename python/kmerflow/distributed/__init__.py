@@ -296,7 +296,6 @@ class ShardedCountgraph:
                                         self.batch_kmers)
         while (messages := run.send()) is not None:
             futures = self._send_remote("step", messages)
-            run.local()
             text, bundle_ends, keep = run.decide(self._answers(futures))
             write(text)
             if on_batch is not None:

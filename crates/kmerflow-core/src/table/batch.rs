@@ -220,13 +220,45 @@ pub struct BatchOutcome {
     pub bigcounts: Vec<u64>,
 }
 
-/// Phase 2 over one batch: counts and adds on the simulated counters (see the module
-/// documentation). Reads must be decided in input order.
-pub struct Decider<'a, T: BatchRules + ?Sized> {
-    table: &'a T,
-    hashes: &'a [u64],
+/// Where phase 2 reads the value of a position and counts on it.
+pub trait Positions {
+    /// The value of position `q` as the read-by-read run would see it now.
+    fn value(&self, q: usize) -> u8;
+    /// Adds one to position `q`, whose value is below the maximum.
+    fn bump(&mut self, q: usize);
+    /// Called before k-mer `o` is read or counted (in non-decreasing order of `o`): a chance
+    /// to prefetch what the next k-mers read.
+    #[inline(always)]
+    fn ahead(&self, _o: usize) {}
+}
+
+/// The simulated counters of phase 2: a position reads its base plus the delta at its slot.
+pub struct Simulated<'a> {
     lookup: &'a BatchLookup,
     delta: &'a mut [u8],
+}
+
+impl Positions for Simulated<'_> {
+    #[inline(always)]
+    fn value(&self, q: usize) -> u8 {
+        self.lookup.base_at(q) + self.delta[self.lookup.slot_at(q)]
+    }
+
+    #[inline(always)]
+    fn bump(&mut self, q: usize) {
+        self.delta[self.lookup.slot_at(q)] += 1;
+    }
+}
+
+/// Phase 2 over one batch: counts and adds on the batch's [`Positions`] (by default the
+/// simulated counters, see the module documentation). Reads must be decided in input order.
+pub struct Decider<'a, T: BatchRules + ?Sized, P: Positions = Simulated<'a>> {
+    table: &'a T,
+    hashes: &'a [u64],
+    positions: P,
+    /// k-mers of the batch and counters per k-mer.
+    n: usize,
+    probes: usize,
     outcome: &'a mut BatchOutcome,
     /// Bigcount values reached inside the batch.
     big: &'a mut FxHashMap<u64, u16>,
@@ -235,12 +267,18 @@ pub struct Decider<'a, T: BatchRules + ?Sized> {
     offset: usize,
 }
 
-impl<T: BatchRules + ?Sized> Decider<'_, T> {
-    /// The simulated value of position `q` and its slot.
-    #[inline(always)]
-    fn value(&self, q: usize) -> (u8, usize) {
-        let slot = self.lookup.slot_at(q);
-        (self.lookup.base_at(q) + self.delta[slot], slot)
+impl<'a, T: BatchRules + ?Sized, P: Positions> Decider<'a, T, P> {
+    /// Phase 2 of the k-mers `hashes` on `positions`, the outcome recorded in `outcome` and
+    /// the bigcounts reached in `big` (empty).
+    fn new(
+        table: &'a T,
+        hashes: &'a [u64],
+        positions: P,
+        outcome: &'a mut BatchOutcome,
+        big: &'a mut FxHashMap<u64, u16>,
+    ) -> Self {
+        let (n, probes, max) = (hashes.len(), table.batch_probes(), table.counter_max());
+        Decider { table, hashes, positions, n, probes, outcome, big, max, offset: 0 }
     }
 
     /// The batch's indices of the caller's k-mers `kmers`.
@@ -258,8 +296,8 @@ impl<T: BatchRules + ?Sized> Decider<'_, T> {
     /// run would see it now.
     #[inline]
     pub fn count(&self, o: usize) -> u32 {
-        let n = self.lookup.n;
-        let min = (0..self.lookup.probes).map(|p| self.value(p * n + o).0).min().unwrap_or(0);
+        self.positions.ahead(o);
+        let min = (0..self.probes).map(|p| self.positions.value(p * self.n + o)).min().unwrap_or(0);
         if min == self.max && self.table.batch_uses_bigcount() {
             if let Some(big) = self.bigcount(self.hashes[o]) {
                 return u32::from(big);
@@ -269,7 +307,7 @@ impl<T: BatchRules + ?Sized> Decider<'_, T> {
     }
 }
 
-impl<T: BatchRules + ?Sized> ReadCounts for Decider<'_, T> {
+impl<T: BatchRules + ?Sized, P: Positions> ReadCounts for Decider<'_, T, P> {
     fn counts(&mut self, kmers: Range<usize>, out: &mut Vec<u32>) {
         out.extend(self.local(kmers).map(|o| self.count(o)));
     }
@@ -288,15 +326,17 @@ impl<T: BatchRules + ?Sized> ReadCounts for Decider<'_, T> {
 
     /// Counts on the simulated counters, by the rules of the sequential add.
     fn add(&mut self, kmers: Range<usize>) {
-        let (n, probes, occupancy) = (self.lookup.n, self.lookup.probes, self.table.occupancy_probes());
+        let (n, probes, occupancy) = (self.n, self.probes, self.table.occupancy_probes());
         let bigcount = self.table.batch_uses_bigcount();
         self.outcome.added += kmers.len() as u64;
         for o in self.local(kmers) {
+            self.positions.ahead(o);
             let (mut any_zero, mut all_full) = (false, true);
             for p in 0..probes {
-                let (previous, slot) = self.value(p * n + o);
+                let q = p * n + o;
+                let previous = self.positions.value(q);
                 if previous < self.max {
-                    self.delta[slot] += 1;
+                    self.positions.bump(q);
                 }
                 if previous == 0 {
                     any_zero = true;
@@ -388,16 +428,8 @@ impl BatchRunner {
 
     /// Phase 2 of the batch looked up last (`hashes` as given to [`BatchRunner::look_up`]).
     pub fn decider<'a, T: BatchTable + ?Sized>(&'a mut self, table: &'a T, hashes: &'a [u64]) -> Decider<'a, T> {
-        Decider {
-            table,
-            hashes,
-            lookup: &self.lookup,
-            delta: &mut self.delta,
-            outcome: &mut self.outcome,
-            big: &mut self.big,
-            max: table.counter_max(),
-            offset: 0,
-        }
+        let positions = Simulated { lookup: &self.lookup, delta: &mut self.delta };
+        Decider::new(table, hashes, positions, &mut self.outcome, &mut self.big)
     }
 
     /// Phase 3 of the batch decided last: updates the counters and records the outcome.
@@ -429,18 +461,24 @@ pub fn decide<T: BatchRules + ?Sized, R>(
     }
     let (mut delta, mut outcome, mut big) =
         (vec![0; lookup.n * lookup.probes], BatchOutcome::default(), FxHashMap::default());
-    let mut decider = Decider {
-        table,
-        hashes,
-        lookup,
-        delta: &mut delta,
-        outcome: &mut outcome,
-        big: &mut big,
-        max: table.counter_max(),
-        offset: 0,
-    };
-    let result = decide(&mut decider);
+    let positions = Simulated { lookup, delta: &mut delta };
+    let result = decide(&mut Decider::new(table, hashes, positions, &mut outcome, &mut big));
     Ok((result, delta, outcome))
+}
+
+/// Phase 2 on `positions` (of the k-mers `hashes`): calls `decide` with their [`Decider`];
+/// returns its result, the positions and the outcome.
+pub fn decide_on<T: BatchRules + ?Sized, P: Positions, R>(
+    table: &T,
+    hashes: &[u64],
+    positions: P,
+    decide: impl FnOnce(&mut Decider<'_, T, P>) -> R,
+) -> (R, P, BatchOutcome) {
+    let (mut outcome, mut big) = (BatchOutcome::default(), FxHashMap::default());
+    let mut decider = Decider::new(table, hashes, positions, &mut outcome, &mut big);
+    let result = decide(&mut decider);
+    let positions = decider.positions;
+    (result, positions, outcome)
 }
 
 /// Phase 3 alone, with the owners of `threads` threads: the counters of `lookup` (made from

@@ -16,11 +16,13 @@
 //! Everything equals the one-process table with the same sizes: counters, bigcounts and the
 //! statistics ([`ShardClient::gather`] rebuilds it).
 
-use super::batch::{self, ends_in_order, spans, BatchLookup, BatchOutcome, BatchRules, Decider, SeenCounters};
+use super::batch::{
+    self, ends_in_order, spans, BatchLookup, BatchOutcome, BatchRules, Decider, Positions, SeenCounters,
+};
 use super::{prefetch, FastMod, HashKind, KhmerTable, ReadCounts, StorageKind, Table};
 use crate::{Error, Result};
 use std::collections::HashMap;
-use std::ops::Range;
+use std::ops::{Deref, Range};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
@@ -293,27 +295,29 @@ impl Shard {
 
     /// The values of `counters`.
     pub fn counts(&self, counters: &[u64]) -> Result<Vec<u8>> {
-        self.check(counters)?;
-        Ok(counters
-            .iter()
-            .enumerate()
-            .map(|(j, &c)| {
-                self.prefetch_ahead(counters, j);
-                self.get(c)
-            })
-            .collect())
+        Shard::each(self, counters, |shard, c| shard.get(c))
     }
 
     /// Adds one to each of `counters` in order (saturating) and returns each one's value before
     /// its add.
     pub fn add(&mut self, counters: &[u64]) -> Result<Vec<u8>> {
-        self.check(counters)?;
+        Shard::each(self, counters, |shard, c| shard.add_one(c))
+    }
+
+    /// `f(shard, counter)` for each of `counters` in order (all checked first), the cells
+    /// prefetched ahead.
+    fn each<S: Deref<Target = Shard>>(
+        mut shard: S,
+        counters: &[u64],
+        mut f: impl FnMut(&mut S, u64) -> u8,
+    ) -> Result<Vec<u8>> {
+        shard.check(counters)?;
         Ok(counters
             .iter()
             .enumerate()
             .map(|(j, &c)| {
-                self.prefetch_ahead(counters, j);
-                self.add_one(c)
+                shard.prefetch_ahead(counters, j);
+                f(&mut shard, c)
             })
             .collect())
     }
@@ -384,17 +388,22 @@ impl BatchRules for ShardClient {
 }
 
 /// The first position of each counter of `counters` in the batch (its slot in a
-/// [`BatchLookup`]), `seen` emptied and used as the map.
-pub fn first_positions(seen: &mut SeenCounters, counters: &[u64]) -> Vec<u32> {
+/// [`BatchLookup`]) among the positions `q` with `wanted(q)` (each other position is its own
+/// slot), `seen` emptied and used as the map.
+pub fn first_positions(seen: &mut SeenCounters, counters: &[u64], wanted: impl Fn(usize) -> bool) -> Vec<u32> {
     seen.start(counters.len());
     counters
         .iter()
         .enumerate()
         .map(|(q, &c)| {
-            if let Some(&ahead) = counters.get(q + PREFETCH_AHEAD) {
+            if let Some(&ahead) = counters.get(q + PREFETCH_AHEAD).filter(|_| wanted(q + PREFETCH_AHEAD)) {
                 seen.prefetch(ahead);
             }
-            seen.first(c, q as u32)
+            if wanted(q) {
+                seen.first(c, q as u32)
+            } else {
+                q as u32
+            }
         })
         .collect()
 }
@@ -458,7 +467,7 @@ impl ShardClient {
     }
 
     /// Records the statistics and bigcount increments of a batch.
-    fn record(&self, outcome: &BatchOutcome) {
+    pub(super) fn record(&self, outcome: &BatchOutcome) {
         self.occupied.fetch_add(outcome.occupied, Relaxed);
         self.unique.fetch_add(outcome.unique, Relaxed);
         let mut map = self.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
@@ -501,7 +510,7 @@ impl ShardClient {
 
     /// The look-up of a batch from the counters of its positions and their values.
     pub fn lookup(&self, hashes: &[u64], counters: &[u64], values: &[u8]) -> Result<BatchLookup> {
-        let slots = first_positions(&mut self.seen.lock().unwrap_or_else(|e| e.into_inner()), counters);
+        let slots = first_positions(&mut self.seen.lock().unwrap_or_else(|e| e.into_inner()), counters, |_| true);
         BatchLookup::from_arrays(hashes.len(), self.map.probes(), values, &slots)
     }
 
@@ -526,29 +535,26 @@ impl ShardClient {
         Ok((result, updates))
     }
 
-    /// Digital normalization of one batch (phase 2): bundle `b` holds reads
-    /// `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `read_ends[i-1] .. read_ends[i]`
-    /// of `hashes`, whose positions' counters are `counters` and whose values before the batch
-    /// `lookup` holds (made with the slots of [`first_positions`]). A bundle is dropped when every read's upper-median count, with the batch's earlier kept
-    /// bundles counted, is at least `cutoff`; kept bundles are counted. Returns whether each
-    /// bundle is kept and the updates for the shards.
-    pub fn normalize(
+    /// Digital normalization of one batch (phase 2) on `positions`, the values of the
+    /// batch's positions (probe-major) as the read-by-read run reads and counts them: bundle
+    /// `b` holds reads `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers
+    /// `read_ends[i-1] .. read_ends[i]` of `hashes`. A bundle is dropped when every read's
+    /// upper-median count, with the batch's earlier kept bundles counted, is at least `cutoff`;
+    /// kept bundles are counted and the outcome recorded. Returns whether each bundle is kept,
+    /// and the positions.
+    pub fn normalize<P: Positions>(
         &self,
         hashes: &[u64],
-        counters: &[u64],
-        lookup: &BatchLookup,
+        positions: P,
         read_ends: &[u64],
         bundle_ends: &[u64],
         cutoff: u32,
-    ) -> Result<(Vec<bool>, Updates)> {
+    ) -> Result<(Vec<bool>, P)> {
         if !ends_in_order(read_ends, hashes.len()) || !ends_in_order(bundle_ends, read_ends.len()) {
             return Err(Error::invalid("read and bundle ends must be non-decreasing and in range"));
         }
-        if lookup.len() != hashes.len() || counters.len() != hashes.len() * lookup.probes() {
-            return Err(Error::invalid("the look-up and the counters must be those of the batch's positions"));
-        }
         let reads: Vec<Range<usize>> = spans(read_ends).collect();
-        self.decide(hashes, counters, lookup, |d| {
+        let (keep, positions, outcome) = batch::decide_on(self, hashes, positions, |d| {
             spans(bundle_ends)
                 .map(|bundle| {
                     let keep = !reads[bundle.clone()].iter().all(|read| d.median_at_least(read.clone(), cutoff));
@@ -558,7 +564,9 @@ impl ShardClient {
                     keep
                 })
                 .collect()
-        })
+        });
+        self.record(&outcome);
+        Ok((keep, positions))
     }
 
     /// The count of each k-mer from the values of its counters (probe-major): the minimum,

@@ -11,13 +11,14 @@
 //! shard and batch), writing the kept bundles as text. Every result is that of the
 //! one-process table with the same sizes.
 
-use super::batch::{spans, BatchLookup, SeenCounters};
+use super::batch::{spans, Positions, SeenCounters};
 use super::shard::{first_positions, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
 use super::{Decider, KhmerTable};
 use crate::io::{write_record, BundleBatch, PairedReader};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
 use crate::{Error, Result};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 /// A batch of bundles: the canonical hashes of their reads end to end, where each read's and
@@ -123,8 +124,8 @@ impl BundleBatches {
     }
 }
 
-/// A batch routed to the shards: its counters, the shard of each, the first position of each
-/// counter (for normalization's look-up; empty when counting), the remote shards' parts (until
+/// A batch routed to the shards: its counters, the shard of each, the first remote position of
+/// each remote counter (for normalization; empty otherwise), the remote shards' parts (until
 /// sent) and the order that puts their answers back in input order (the local shards are
 /// reached directly, position by position), and every position's value as it arrives.
 struct Routed {
@@ -143,7 +144,8 @@ impl Routed {
     fn new(map: &ShardMap, hashes: &[u64], remote: &[bool], seen: Option<&mut SeenCounters>) -> Result<Self> {
         let counters = map.counters(hashes);
         let owners = map.owners(&counters)?;
-        let slots = seen.map(|seen| first_positions(seen, &counters)).unwrap_or_default();
+        let slots =
+            seen.map(|seen| first_positions(seen, &counters, |q| remote[owners[q] as usize])).unwrap_or_default();
         let (parts, order) = map.split(&counters, &owners, |s| remote[s]);
         let part_lens = parts.iter().map(Vec::len).collect();
         let values = vec![0u8; counters.len()];
@@ -321,6 +323,24 @@ impl RoutedBatches {
         Ok(())
     }
 
+    /// Reads the next batch once the previous one is done (`busy` false) and returns it with
+    /// one message per remote shard (in shard order, each with its updates taken from
+    /// `unsent`); `None` at the end of the input.
+    fn send(
+        &mut self,
+        local: &[Option<&mut Shard>],
+        busy: bool,
+        unsent: &mut [Updates],
+    ) -> Result<Option<(HashedBundles, Routed, Vec<Message>)>> {
+        self.check(local)?;
+        if busy {
+            return Err(Error::invalid("the previous batch was not finished"));
+        }
+        let Some((batch, mut routed)) = self.next()? else { return Ok(None) };
+        let messages = routed.messages(unsent);
+        Ok(Some((batch, routed, messages)))
+    }
+
     /// The next batch, `None` at the end of the input.
     fn next(&mut self) -> Result<Option<(HashedBundles, Routed)>> {
         if self.ended {
@@ -368,15 +388,13 @@ impl ShardedCount {
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
     /// shard order; `None` at the end of the input.
     pub fn send(&mut self, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
-        self.batches.check(local)?;
-        if self.waiting.is_some() {
-            return Err(Error::invalid("the previous batch was not recorded"));
-        }
-        let Some((batch, mut routed)) = self.batches.next()? else { return Ok(None) };
+        let mut no_updates = vec![Updates::default(); self.batches.shards];
+        let Some((batch, routed, messages)) = self.batches.send(local, self.waiting.is_some(), &mut no_updates)? else {
+            return Ok(None);
+        };
         self.totals.0 += batch.read_ends.len() as u64;
         self.totals.1 += batch.hashes.len() as u64;
         self.totals.2 += spans(&batch.read_ends).filter(|read| read.is_empty()).count() as u64;
-        let messages = routed.messages(&mut vec![Updates::default(); self.batches.shards]);
         self.waiting = Some((batch.hashes, routed));
         Ok(Some(messages))
     }
@@ -437,22 +455,12 @@ impl ShardedNormalize {
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
     /// shard order; `None` at the end of the input.
     pub fn send(&mut self, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
-        self.batches.check(local)?;
-        if self.waiting.is_some() {
-            return Err(Error::invalid("the previous batch was not decided"));
-        }
-        let Some((batch, mut routed)) = self.batches.next()? else { return Ok(None) };
-        let messages = routed.messages(&mut self.unsent);
+        let Some((batch, routed, messages)) = self.batches.send(local, self.waiting.is_some(), &mut self.unsent)?
+        else {
+            return Ok(None);
+        };
         self.waiting = Some((batch, routed));
         Ok(Some(messages))
-    }
-
-    /// Looks up the counters of the batch sent last held by the local shards (once).
-    pub fn local(&mut self, local: &mut [Option<&mut Shard>]) -> Result<()> {
-        self.batches.check(local)?;
-        let (_, routed) = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
-        routed.local(local, |shard, c| shard.get(c));
-        Ok(())
     }
 
     /// Reads decided, reads kept, and reads dropped for being shorter than k, so far.
@@ -460,8 +468,10 @@ impl ShardedNormalize {
         (self.decided.0, self.decided.1, self.batches.short_dropped)
     }
 
-    /// Decides the batch sent last given the remote shards' answers (in shard order), appends
-    /// the kept bundles' records to `out` and returns the batch's decisions.
+    /// Decides the batch sent last given the remote shards' answers (in shard order), counting
+    /// the kept reads on the local shards at once and keeping the remote shards' updates for
+    /// the next messages; appends the kept bundles' records to `out` and returns the batch's
+    /// decisions.
     pub fn decide(
         &mut self,
         client: &ShardClient,
@@ -469,20 +479,14 @@ impl ShardedNormalize {
         remote: &[&[u8]],
         out: &mut Vec<u8>,
     ) -> Result<Decided> {
-        self.local(local)?;
-        self.waiting.as_mut().expect("checked by local").1.remote(remote)?;
-        let (batch, routed) = self.waiting.take().expect("checked by local");
-        let lookup =
-            BatchLookup::from_arrays(batch.hashes.len(), client.map().probes(), &routed.values, &routed.slots)?;
-        let (keep, updates) = client.normalize(
-            &batch.hashes,
-            &routed.counters,
-            &lookup,
-            &batch.read_ends,
-            &batch.bundle_ends,
-            self.cutoff,
-        )?;
-        self.apply(client.map(), local, &updates)?;
+        self.batches.check(local)?;
+        let (_, routed) = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
+        routed.remote(remote)?;
+        let (batch, routed) = self.waiting.take().expect("checked above");
+        let positions = InPlace::new(local, &routed, client.map().probes());
+        let (keep, positions) =
+            client.normalize(&batch.hashes, positions, &batch.read_ends, &batch.bundle_ends, self.cutoff)?;
+        positions.remote_updates(&mut self.unsent);
         self.decided.0 += batch.read_ends.len() as u64;
         self.decided.1 +=
             spans(&batch.bundle_ends).zip(&keep).filter(|(_, &kept)| kept).map(|(r, _)| r.len() as u64).sum::<u64>();
@@ -490,15 +494,83 @@ impl ShardedNormalize {
         Ok(Decided { bundle_ends: batch.bundle_ends, keep })
     }
 
-    /// Applies `updates` to the local shards and adds the others to the unsent ones.
-    fn apply(&mut self, map: &ShardMap, local: &mut [Option<&mut Shard>], updates: &Updates) -> Result<()> {
-        apply_updates(map, local, updates, &mut self.unsent)
-    }
-
     /// The updates not sent yet, one per shard (empty for the local shards).
     pub fn unsent(&mut self) -> Vec<Updates> {
         let shards = self.unsent.len();
         std::mem::replace(&mut self.unsent, vec![Updates::default(); shards])
+    }
+}
+
+/// The positions of a normalization batch as phase 2 reads and counts them (see
+/// [`Positions`]): a local shard's position in place, read by read as in the one-process run
+/// (its counter already holds every earlier kept read); a remote shard's position as its
+/// looked-up value plus the delta that the batch's earlier kept reads gave its slot (the first
+/// remote position of its counter). A k-mer's counters may lie on both kinds of shards.
+struct InPlace<'a, 's> {
+    local: &'a mut [Option<&'s mut Shard>],
+    routed: &'a Routed,
+    n: usize,
+    probes: usize,
+    delta: Vec<u8>,
+    /// k-mers whose local cells were prefetched.
+    ready: Cell<usize>,
+}
+
+impl<'a, 's> InPlace<'a, 's> {
+    /// The positions of `routed` (of `probes` counters per k-mer), the local shards `local`.
+    fn new(local: &'a mut [Option<&'s mut Shard>], routed: &'a Routed, probes: usize) -> Self {
+        let len = routed.counters.len();
+        InPlace { local, routed, n: len / probes, probes, delta: vec![0; len], ready: Cell::new(0) }
+    }
+
+    /// The local shard holding position `q`'s counter, if any.
+    #[inline(always)]
+    fn shard(&self, q: usize) -> Option<&Shard> {
+        self.local[self.routed.owners[q] as usize].as_deref()
+    }
+
+    /// Adds the remote positions' deltas to `unsent`, each to its shard's updates.
+    fn remote_updates(&self, unsent: &mut [Updates]) {
+        for (q, &d) in self.delta.iter().enumerate().filter(|(_, &d)| d > 0) {
+            let updates = &mut unsent[self.routed.owners[q] as usize];
+            updates.counters.push(self.routed.counters[q]);
+            updates.deltas.push(d);
+        }
+    }
+}
+
+impl Positions for InPlace<'_, '_> {
+    #[inline(always)]
+    fn value(&self, q: usize) -> u8 {
+        match self.shard(q) {
+            Some(shard) => shard.get(self.routed.counters[q]),
+            None => self.routed.values[q] + self.delta[self.routed.slots[q] as usize],
+        }
+    }
+
+    #[inline(always)]
+    fn bump(&mut self, q: usize) {
+        match self.local[self.routed.owners[q] as usize].as_deref_mut() {
+            Some(shard) => {
+                shard.add_one(self.routed.counters[q]);
+            }
+            None => self.delta[self.routed.slots[q] as usize] += 1,
+        }
+    }
+
+    /// Prefetches the local cells of the k-mers up to `PREFETCH_AHEAD` after `o`.
+    #[inline(always)]
+    fn ahead(&self, o: usize) {
+        let end = (o + 1 + PREFETCH_AHEAD).min(self.n);
+        for k in self.ready.get()..end {
+            for p in 0..self.probes {
+                let q = p * self.n + k;
+                if let Some(shard) = self.shard(q) {
+                    shard.prefetch(self.routed.counters[q]);
+                }
+            }
+        }
+        self.ready.set(self.ready.get().max(end));
     }
 }
 
@@ -619,11 +691,16 @@ mod tests {
     /// FASTQ reads from a 200-base genome (heavy collisions in tables of ~90 bins), some with N,
     /// some shorter than k.
     fn fastq(seed: u64, n: usize) -> String {
+        fastq_of(seed, n, 200)
+    }
+
+    /// [`fastq`] from a genome of `genome` bases (at least 50).
+    fn fastq_of(seed: u64, n: usize, genome: usize) -> String {
         let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
-        let genome: Vec<u8> = (0..200).map(|_| b"ACGT"[rng.random_range(0..4)]).collect();
+        let genome: Vec<u8> = (0..genome).map(|_| b"ACGT"[rng.random_range(0..4)]).collect();
         let mut text = String::new();
         for i in 0..n {
-            let start = rng.random_range(0..150);
+            let start = rng.random_range(0..genome.len() - 49);
             let mut seq = genome[start..start + rng.random_range(10..50)].to_vec();
             if rng.random_range(0..5) == 0 {
                 seq[0] = b'N';
@@ -643,12 +720,17 @@ mod tests {
         KhmerTable::with_sizes(20, HashKind::TwoBit, StorageKind::Byte, SIZES.to_vec()).unwrap()
     }
 
-    /// A client with shard 0 held "here" and the others answered by the test as a worker would.
-    fn sharded() -> (ShardClient, Vec<Shard>) {
-        let client = ShardClient::new(20, HashKind::TwoBit, &SIZES, 3, false).unwrap();
+    /// A client of `n` shards and its zeroed shards.
+    fn sharded_in(n: usize, bigcount: bool) -> (ShardClient, Vec<Shard>) {
+        let client = ShardClient::new(20, HashKind::TwoBit, &SIZES, n, bigcount).unwrap();
         let b = client.map().bounds().to_vec();
-        let shards = (0..3).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+        let shards = (0..n).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
         (client, shards)
+    }
+
+    /// A client of three shards (whole tables) without bigcount.
+    fn sharded() -> (ShardClient, Vec<Shard>) {
+        sharded_in(3, false)
     }
 
     /// The shards `here` as a run's local shards, followed by `remote` remote ones, and which
@@ -662,11 +744,11 @@ mod tests {
         client.gather(&shards.iter().map(Shard::cells).collect::<Vec<_>>()).unwrap()
     }
 
-    #[test]
-    fn normalize_runs_match_read_by_read_with_local_and_remote_shards() {
-        let text = fastq(9, 400);
-        let cutoff = 5;
-        let expected = table();
+    /// normalize-by-median of `text` read by read on one table: the table, the kept records
+    /// and the reads shorter than k.
+    fn normalized_read_by_read(text: &str, cutoff: u32, bigcount: bool) -> (KhmerTable, Vec<u8>, u64) {
+        let mut expected = table();
+        expected.set_use_bigcount(bigcount).unwrap();
         let mut expected_out = Vec::new();
         let (mut hashes, mut clean, mut short) = (Vec::new(), Vec::new(), 0);
         for record in text.split('@').filter(|r| !r.is_empty()) {
@@ -687,42 +769,117 @@ mod tests {
                 expected_out.extend_from_slice(record.as_bytes());
             }
         }
+        (expected, expected_out, short)
+    }
+
+    /// What a sharded normalization run gives: the kept records, its totals, the bundles it
+    /// reported kept, and the table gathered at the end.
+    struct Normalized {
+        out: Vec<u8>,
+        totals: (u64, u64, u64),
+        decided_kept: u64,
+        table: KhmerTable,
+    }
+
+    /// normalize-by-median of `text` on `client`'s `shards`, those with `remote[s]` answered
+    /// by the test as a worker would (updates applied, then look-ups).
+    fn normalized_sharded(
+        client: &ShardClient,
+        mut shards: Vec<Shard>,
+        remote: &[bool],
+        text: &str,
+        batch_kmers: usize,
+        cutoff: u32,
+    ) -> Normalized {
+        let (mut local, mut far) = (Vec::new(), Vec::new());
+        for (shard, &is_remote) in shards.iter_mut().zip(remote) {
+            if is_remote {
+                far.push(shard);
+                local.push(None);
+            } else {
+                local.push(Some(shard));
+            }
+        }
+        let batches = batches(text, batch_kmers, Cleaning::ScreedWithText, Some(20));
+        let mut run = ShardedNormalize::new(batches, cutoff, client, remote.to_vec()).unwrap();
+        let (mut out, mut decided_kept) = (Vec::new(), 0);
+        while let Some(messages) = run.send(&local).unwrap() {
+            let answers: Vec<Vec<u8>> = far
+                .iter_mut()
+                .zip(&messages)
+                .map(|(shard, m)| {
+                    shard.apply(&m.apply.counters, &m.apply.deltas).unwrap();
+                    shard.counts(&m.counters).unwrap()
+                })
+                .collect();
+            let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
+            let decided = run.decide(client, &mut local, &answers, &mut out).unwrap();
+            assert_eq!(decided.bundle_ends.len(), decided.keep.len());
+            decided_kept += decided.keep.iter().filter(|&&kept| kept).count() as u64;
+        }
+        let unsent = run.unsent();
+        for (shard, updates) in far.iter_mut().zip(unsent.iter().zip(remote).filter(|(_, &r)| r).map(|(u, _)| u)) {
+            shard.apply(&updates.counters, &updates.deltas).unwrap();
+        }
+        let totals = run.totals();
+        drop((local, far));
+        Normalized { out, totals, decided_kept, table: gathered(client, &shards) }
+    }
+
+    fn assert_same_tables(table: &KhmerTable, expected: &KhmerTable) {
+        assert_eq!(table.raw_tables(), expected.raw_tables());
+        assert_eq!((table.n_occupied(), table.n_unique_kmers()), (expected.n_occupied(), expected.n_unique_kmers()));
+    }
+
+    #[test]
+    fn normalize_runs_match_read_by_read_with_local_and_remote_shards() {
+        let text = fastq(9, 400);
+        let cutoff = 5;
+        let (expected, expected_out, short) = normalized_read_by_read(&text, cutoff, false);
         for (batch_kmers, held) in [(1, 1), (150, 1), (100_000, 1), (150, 2), (100_000, 2)] {
-            let (client, mut shards) = sharded();
-            let (here, remote) = shards.split_at_mut(held);
-            let (mut local, mask) = held_here(here, remote.len());
-            let batches = batches(&text, batch_kmers, Cleaning::ScreedWithText, Some(20));
-            let mut run = ShardedNormalize::new(batches, cutoff, &client, mask).unwrap();
-            let (mut out, mut decided_kept) = (Vec::new(), 0);
-            while let Some(messages) = run.send(&local).unwrap() {
-                run.local(&mut local).unwrap();
-                let answers: Vec<Vec<u8>> = remote
-                    .iter_mut()
-                    .zip(&messages)
-                    .map(|(shard, m)| {
-                        shard.apply(&m.apply.counters, &m.apply.deltas).unwrap();
-                        shard.counts(&m.counters).unwrap()
-                    })
-                    .collect();
-                let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-                let decided = run.decide(&client, &mut local, &answers, &mut out).unwrap();
-                assert_eq!(decided.bundle_ends.len(), decided.keep.len());
-                decided_kept += decided.keep.iter().filter(|&&kept| kept).count() as u64;
-            }
-            for (shard, updates) in remote.iter_mut().zip(&run.unsent()[held..]) {
-                shard.apply(&updates.counters, &updates.deltas).unwrap();
-            }
-            assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected_out), "{batch_kmers} {held}");
+            let (client, shards) = sharded();
+            let remote: Vec<bool> = (0..3).map(|s| s >= held).collect();
+            let run = normalized_sharded(&client, shards, &remote, &text, batch_kmers, cutoff);
+            let out = String::from_utf8_lossy(&run.out);
+            assert_eq!(out, String::from_utf8_lossy(&expected_out), "{batch_kmers} {held}");
             let kept = expected_out.iter().filter(|&&b| b == b'@').count() as u64;
-            let (reads, reads_kept, short_dropped) = run.totals();
-            assert!(kept > 10 && reads_kept == kept && decided_kept == kept && reads > kept);
+            let (reads, reads_kept, short_dropped) = run.totals;
+            assert!(kept > 10 && reads_kept == kept && run.decided_kept == kept && reads > kept);
             assert_eq!((reads + short_dropped, short_dropped), (400, short));
-            let table = gathered(&client, &shards);
-            assert_eq!(table.raw_tables(), expected.raw_tables());
-            assert_eq!(
-                (table.n_occupied(), table.n_unique_kmers()),
-                (expected.n_occupied(), expected.n_unique_kmers())
-            );
+            assert_same_tables(&run.table, &expected);
+        }
+    }
+
+    /// Shards that cut tables into ranges, held here and remote in turn: a k-mer's counters lie
+    /// on both kinds, and reads of the same few k-mers kept in one batch take them past 255
+    /// (bigcount), local counters counted in place and remote ones through the batch's deltas.
+    #[test]
+    fn normalize_runs_stay_exact_when_a_kmers_counters_are_local_and_remote_and_saturate() {
+        let text = fastq_of(3, 2500, 70);
+        let cutoff = 300;
+        let (expected, expected_out, _) = normalized_read_by_read(&text, cutoff, true);
+        let (mut hashes, mut clean) = (Vec::new(), Vec::new());
+        for seq in text.lines().skip(1).step_by(4) {
+            clean_screed(seq.as_bytes(), &mut clean);
+            twobit::canonical_hashes(&clean, 20, &mut hashes);
+        }
+        assert!(hashes.iter().any(|&h| expected.get_hash(h) > 255), "saturated, with bigcounts");
+        let probes = [false, true, false, true, true];
+        for remote in [probes.to_vec(), probes.iter().map(|r| !r).collect()] {
+            for batch_kmers in [150, 100_000] {
+                let (client, shards) = sharded_in(5, true);
+                let map = client.map();
+                let mixed = hashes.iter().any(|&h| {
+                    let held_remotely: Vec<bool> =
+                        map.counters(&[h]).iter().map(|&c| remote[map.shard_of(c)]).collect();
+                    held_remotely.contains(&true) && held_remotely.contains(&false)
+                });
+                assert!(mixed, "a k-mer with counters on local and remote shards");
+                let run = normalized_sharded(&client, shards, &remote, &text, batch_kmers, cutoff);
+                assert_eq!(run.out, expected_out, "{remote:?} {batch_kmers}");
+                assert_same_tables(&run.table, &expected);
+                hashes.iter().for_each(|&h| assert_eq!(run.table.get_hash(h), expected.get_hash(h)));
+            }
         }
     }
 
