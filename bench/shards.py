@@ -60,7 +60,7 @@ def same(a: Path, b: Path) -> bool:
     return subprocess.run(["cmp", "-s", str(a), str(b)]).returncode == 0
 
 
-def part_a(reads: Path, work: Path, rows: list) -> None:
+def part_a(reads: Path, work: Path, rows: list, local_shards: int = 6) -> None:
     from distributed import LocalCluster
 
     table = ["-k", "20", "-N", "4", "-M", "400M"]
@@ -69,7 +69,8 @@ def part_a(reads: Path, work: Path, rows: list) -> None:
         # 8 shards of 50 MB: 6 in the client, 1 on each 256 MB worker (2 per worker, 100 MB,
         # passed Dask's 95 % restart threshold with the worker's own 110 MB and the messages);
         # the whole table (400 MB) fits in no worker.
-        sharding = ["--scheduler", cluster.scheduler_address, "--shards", "8", "--local-shards", "6"]
+        sharding = ["--scheduler", cluster.scheduler_address, "--shards", "8", "--local-shards",
+                    str(local_shards)]
         for name, command, outputs in (
             ("load-into-counting", ["load-into-counting", *table, "{out}.ct", reads], [".ct"]),
             ("normalize-by-median", ["normalize-by-median", *table, "-C", "20", "-o", "{out}.keep",
@@ -144,6 +145,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument("--reads", type=int, default=200_000)
     parser.add_argument("--only", choices=["a", "b"])
+    parser.add_argument("--local-shards", type=int, default=6,
+                        help="(a) shards of 8 held in the client (the rest split over the workers)")
     args = parser.parse_args()
     reads = args.data / "ecoli50_1.fq"
     if not reads.exists():
@@ -153,7 +156,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kmerflow-shards-bench-") as tmp:
         work = Path(tmp)
         if args.only in (None, "a"):
-            part_a(reads, work, rows)
+            part_a(reads, work, rows, args.local_shards)
         if args.only in (None, "b"):
             part_b(reads, work, args.reads, rows, points)
     stamp = datetime.date.today().isoformat()

@@ -224,8 +224,8 @@ pub struct BatchOutcome {
 pub trait Positions {
     /// The value of position `q` as the read-by-read run would see it now.
     fn value(&self, q: usize) -> u8;
-    /// Adds one to position `q`, whose value is below the maximum.
-    fn bump(&mut self, q: usize);
+    /// Adds one to position `q` unless it holds `max`, and returns its value before.
+    fn add_one(&mut self, q: usize, max: u8) -> u8;
     /// Called before k-mer `o` is read or counted (in non-decreasing order of `o`): a chance
     /// to prefetch what the next k-mers read.
     #[inline(always)]
@@ -245,8 +245,11 @@ impl Positions for Simulated<'_> {
     }
 
     #[inline(always)]
-    fn bump(&mut self, q: usize) {
-        self.delta[self.lookup.slot_at(q)] += 1;
+    fn add_one(&mut self, q: usize, max: u8) -> u8 {
+        let slot = self.lookup.slot_at(q);
+        let previous = self.lookup.base_at(q) + self.delta[slot];
+        self.delta[slot] += u8::from(previous < max);
+        previous
     }
 }
 
@@ -333,11 +336,7 @@ impl<T: BatchRules + ?Sized, P: Positions> ReadCounts for Decider<'_, T, P> {
             self.positions.ahead(o);
             let (mut any_zero, mut all_full) = (false, true);
             for p in 0..probes {
-                let q = p * n + o;
-                let previous = self.positions.value(q);
-                if previous < self.max {
-                    self.positions.bump(q);
-                }
+                let previous = self.positions.add_one(p * n + o, self.max);
                 if previous == 0 {
                     any_zero = true;
                     self.outcome.occupied += u64::from(p < occupancy);

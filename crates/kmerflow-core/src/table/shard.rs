@@ -387,25 +387,23 @@ impl BatchRules for ShardClient {
     }
 }
 
-/// The first position of each counter of `counters` in the batch (its slot in a
-/// [`BatchLookup`]) among the positions `q` with `wanted(q)` (each other position is its own
-/// slot), `seen` emptied and used as the map.
-pub fn first_positions(seen: &mut SeenCounters, counters: &[u64], wanted: impl Fn(usize) -> bool) -> Vec<u32> {
-    seen.start(counters.len());
-    counters
-        .iter()
-        .enumerate()
-        .map(|(q, &c)| {
-            if let Some(&ahead) = counters.get(q + PREFETCH_AHEAD).filter(|_| wanted(q + PREFETCH_AHEAD)) {
-                seen.prefetch(ahead);
-            }
-            if wanted(q) {
-                seen.first(c, q as u32)
-            } else {
-                q as u32
-            }
-        })
-        .collect()
+/// Sets `slots[q]`, for each position `q` of `positions`, to the first of `positions` (in
+/// their order) with the same counter in `counters` (its slot in a [`BatchLookup`]), `seen`
+/// emptied and used as the map.
+pub fn first_positions(
+    seen: &mut SeenCounters,
+    counters: &[u64],
+    positions: impl ExactSizeIterator<Item = usize> + Clone,
+    slots: &mut [u32],
+) {
+    seen.start(positions.len());
+    let mut ahead = positions.clone().skip(PREFETCH_AHEAD);
+    for q in positions {
+        if let Some(a) = ahead.next() {
+            seen.prefetch(counters[a]);
+        }
+        slots[q] = seen.first(counters[q], q as u32);
+    }
 }
 
 /// What a decided batch changes in the shards: counter `counters[j]` grows by `deltas[j]`.
@@ -510,7 +508,9 @@ impl ShardClient {
 
     /// The look-up of a batch from the counters of its positions and their values.
     pub fn lookup(&self, hashes: &[u64], counters: &[u64], values: &[u8]) -> Result<BatchLookup> {
-        let slots = first_positions(&mut self.seen.lock().unwrap_or_else(|e| e.into_inner()), counters, |_| true);
+        let mut slots = vec![0; counters.len()];
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        first_positions(&mut seen, counters, 0..counters.len(), &mut slots);
         BatchLookup::from_arrays(hashes.len(), self.map.probes(), values, &slots)
     }
 

@@ -124,8 +124,9 @@ impl BundleBatches {
     }
 }
 
-/// A batch routed to the shards: its counters, the shard of each, the first remote position of
-/// each remote counter (for normalization; empty otherwise), the remote shards' parts (until
+/// A batch routed to the shards: its counters, the shard of each, the slot of each remote
+/// position (its counter's first position in its shard's part, for normalization; empty
+/// otherwise), the remote shards' parts (until
 /// sent) and the order that puts their answers back in input order (the local shards are
 /// reached directly, position by position), and every position's value as it arrives.
 struct Routed {
@@ -144,9 +145,12 @@ impl Routed {
     fn new(map: &ShardMap, hashes: &[u64], remote: &[bool], seen: Option<&mut SeenCounters>) -> Result<Self> {
         let counters = map.counters(hashes);
         let owners = map.owners(&counters)?;
-        let slots =
-            seen.map(|seen| first_positions(seen, &counters, |q| remote[owners[q] as usize])).unwrap_or_default();
         let (parts, order) = map.split(&counters, &owners, |s| remote[s]);
+        let slots = seen.map_or_else(Vec::new, |seen| {
+            let mut slots = vec![0; counters.len()];
+            first_positions(seen, &counters, order.iter().map(|&q| q as usize), &mut slots);
+            slots
+        });
         let part_lens = parts.iter().map(Vec::len).collect();
         let values = vec![0u8; counters.len()];
         let remote_shards = (0..remote.len()).filter(|&s| remote[s]).collect();
@@ -529,12 +533,16 @@ impl<'a, 's> InPlace<'a, 's> {
         self.local[self.routed.owners[q] as usize].as_deref()
     }
 
-    /// Adds the remote positions' deltas to `unsent`, each to its shard's updates.
+    /// Adds the remote positions' deltas (at their slots) to `unsent`, each to its shard's
+    /// updates.
     fn remote_updates(&self, unsent: &mut [Updates]) {
-        for (q, &d) in self.delta.iter().enumerate().filter(|(_, &d)| d > 0) {
-            let updates = &mut unsent[self.routed.owners[q] as usize];
-            updates.counters.push(self.routed.counters[q]);
-            updates.deltas.push(d);
+        for &q in &self.routed.order {
+            let (q, d) = (q as usize, self.delta[q as usize]);
+            if d > 0 {
+                let updates = &mut unsent[self.routed.owners[q] as usize];
+                updates.counters.push(self.routed.counters[q]);
+                updates.deltas.push(d);
+            }
         }
     }
 }
@@ -549,12 +557,15 @@ impl Positions for InPlace<'_, '_> {
     }
 
     #[inline(always)]
-    fn bump(&mut self, q: usize) {
+    fn add_one(&mut self, q: usize, max: u8) -> u8 {
         match self.local[self.routed.owners[q] as usize].as_deref_mut() {
-            Some(shard) => {
-                shard.add_one(self.routed.counters[q]);
+            Some(shard) => shard.add_one(self.routed.counters[q]),
+            None => {
+                let slot = self.routed.slots[q] as usize;
+                let previous = self.routed.values[q] + self.delta[slot];
+                self.delta[slot] += u8::from(previous < max);
+                previous
             }
-            None => self.delta[self.routed.slots[q] as usize] += 1,
         }
     }
 
