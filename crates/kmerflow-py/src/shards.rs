@@ -368,9 +368,10 @@ type Decisions<'py> = (Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>, Bound<'py
 
 /// normalize-by-median of a file on a sharded table (`ShardedCountgraph.normalize_file`):
 /// `send()` reads the next batch and returns one message per remote shard (updates to apply,
-/// then counters to look up), or `None` at the end; `decide(answers)` decides the batch and
-/// returns the kept bundles' records as FASTA/FASTQ bytes and the batch's decisions; `unsent()` the updates left for the
-/// remote shards at the end.
+/// then counters to look up), or `None` at the end (at most two batches sent and not decided);
+/// `decide(answers)` decides the oldest batch sent and returns the kept bundles' records as
+/// FASTA/FASTQ bytes and the batch's decisions; `unsent()` the updates left for the remote
+/// shards at the end.
 #[pyclass(module = "kmerflow._core")]
 pub struct ShardedNormalizeRun {
     client: Py<ShardClient>,
@@ -407,7 +408,7 @@ impl ShardedNormalizeRun {
         self.local.send(py, |local| run.send(local))
     }
 
-    /// Decides the batch sent last from the remote shards' answers (uint8, in shard order);
+    /// Decides the oldest batch sent from the remote shards' answers (uint8, in shard order);
     /// returns the kept records' text, where each bundle's reads end in the batch (uint64)
     /// and whether each bundle was kept (bool).
     fn decide<'py>(&mut self, py: Python<'py>, answers: Vec<PyReadonlyArray1<'py, u8>>) -> PyResult<Decisions<'py>> {

@@ -286,17 +286,23 @@ class ShardedCountgraph:
         written to ``out`` (a binary or text file object) as khmer writes them; ``pairs`` as for
         :func:`kmerflow.open_reads` (reads shorter than k are dropped and counted in
         :attr:`short_reads`). The file is read, hashed, decided and written natively; each
-        remote shard gets one message per batch (the previous batch's updates and this batch's
-        look-ups). After each batch is written, ``on_batch(bundle_ends, keep)`` is given where
+        remote shard gets one message per batch (updates not sent yet and this batch's look-ups),
+        sent before the previous batch is decided. After each batch is written, ``on_batch(bundle_ends, keep)`` is given where
         each bundle's reads end in the batch (uint64) and whether each was kept (bool).
         Returns (reads, reads kept)."""
         self.flush()
         write = _binary_writer(out)
         run = _core.ShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
                                         self.batch_kmers)
-        while (messages := run.send()) is not None:
-            futures = self._send_remote("step", messages)
-            text, bundle_ends, keep = run.decide(self._answers(futures))
+        # The next batch is sent before the one answered is decided: its round trip overlaps
+        # the decisions (the run adds back the updates its answers lack).
+        messages = run.send()
+        futures = None if messages is None else self._send_remote("step", messages)
+        while futures is not None:
+            answers = self._answers(futures)
+            messages = run.send()
+            futures = None if messages is None else self._send_remote("step", messages)
+            text, bundle_ends, keep = run.decide(answers)
             write(text)
             if on_batch is not None:
                 on_batch(bundle_ends, keep)

@@ -74,6 +74,22 @@ impl SeenCounters {
         prefetch(&self.entries[self.index(counter)]);
     }
 
+    /// The first position of `counter`, if it was seen.
+    #[inline(always)]
+    pub(super) fn get(&self, counter: u64) -> Option<u32> {
+        let mut i = self.index(counter);
+        loop {
+            let entry = &self.entries[i];
+            if entry.epoch != self.epoch {
+                return None;
+            }
+            if entry.counter == counter {
+                return Some(entry.first);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
     /// The first position of `counter`, which is `q` if the counter was not seen before.
     #[inline(always)]
     pub(super) fn first(&mut self, counter: u64, q: u32) -> u32 {

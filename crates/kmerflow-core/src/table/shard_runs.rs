@@ -19,6 +19,7 @@ use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
 use crate::{Error, Result};
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 /// A batch of bundles: the canonical hashes of their reads end to end, where each read's and
@@ -182,6 +183,21 @@ impl Routed {
         Ok(())
     }
 
+    /// Adds to each remote counter's value (at its slot) its delta in `last`, the batch
+    /// decided after this one was looked up.
+    fn add_deltas(&mut self, last: &SeenCounters) {
+        let (order, slots, counters) = (&self.order, &self.slots, &self.counters);
+        for (j, &q) in order.iter().enumerate() {
+            if let Some(&ahead) = order.get(j + PREFETCH_AHEAD) {
+                last.prefetch(counters[ahead as usize]);
+            }
+            let q = q as usize;
+            if slots[q] as usize == q {
+                // The counter's value after the batch decided last: at most the maximum.
+                self.values[q] += last.get(counters[q]).map_or(0, |d| d as u8);
+            }
+        }
+    }
     /// The remote shards' parts (in shard order, taken: sent once), each with the updates
     /// `apply` holds for it.
     fn messages(&mut self, apply: &mut [Updates]) -> Vec<Message> {
@@ -423,17 +439,24 @@ impl ShardedCount {
 
 /// Digital normalization of a file on a sharded table, a batch at a time:
 /// [`ShardedNormalize::send`] reads the next batch and returns the remote shards' messages
-/// (the updates of the batch decided last, then this batch's look-ups);
-/// [`ShardedNormalize::local`] looks up the local shards (while the remote ones work);
-/// [`ShardedNormalize::decide`] takes the remote answers, decides the batch (phase 2),
-/// applies its updates to the local shards, keeps the remote ones for the next messages and
-/// appends the kept bundles' text. [`ShardedNormalize::unsent`] gives the updates not yet sent
-/// at the end.
+/// (the updates not sent yet, then this batch's look-ups); [`ShardedNormalize::decide`] takes
+/// the remote answers of the oldest batch sent, decides it (phase 2) counting the kept reads
+/// on the local shards at once, keeps the remote updates for the next messages and appends
+/// the kept bundles' text. [`ShardedNormalize::unsent`] gives the updates not yet sent at the
+/// end.
+///
+/// Up to two batches may wait: the next batch is sent before the one answered is decided, so
+/// that its round trip overlaps the decisions. Its answers then lack the remote updates of the
+/// batch decided meanwhile, which are added back from [`ShardedNormalize::last`].
 pub struct ShardedNormalize {
     batches: RoutedBatches,
     cutoff: u32,
-    waiting: Option<(HashedBundles, Routed)>,
+    /// The batches sent and not decided, each with whether it was sent before the one ahead
+    /// of it was decided.
+    waiting: VecDeque<(HashedBundles, Routed, bool)>,
     unsent: Vec<Updates>,
+    /// The remote deltas of the batch decided last, by counter.
+    last: SeenCounters,
     decided: (u64, u64),
 }
 
@@ -453,17 +476,20 @@ impl ShardedNormalize {
     pub fn new(batches: BundleBatches, cutoff: u32, client: &ShardClient, remote: Vec<bool>) -> Result<Self> {
         let unsent = vec![Updates::default(); remote.len()];
         let batches = RoutedBatches::new(batches, client.map(), remote, true)?;
-        Ok(ShardedNormalize { batches, cutoff, waiting: None, unsent, decided: (0, 0) })
+        let (waiting, mut last) = (VecDeque::new(), SeenCounters::default());
+        last.start(0);
+        Ok(ShardedNormalize { batches, cutoff, waiting, unsent, last, decided: (0, 0) })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
-    /// shard order; `None` at the end of the input.
+    /// shard order; `None` at the end of the input. At most two batches may wait.
     pub fn send(&mut self, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
-        let Some((batch, routed, messages)) = self.batches.send(local, self.waiting.is_some(), &mut self.unsent)?
-        else {
+        let busy = self.waiting.len() >= 2;
+        let Some((batch, routed, messages)) = self.batches.send(local, busy, &mut self.unsent)? else {
             return Ok(None);
         };
-        self.waiting = Some((batch, routed));
+        let overtook = !self.waiting.is_empty();
+        self.waiting.push_back((batch, routed, overtook));
         Ok(Some(messages))
     }
 
@@ -472,10 +498,11 @@ impl ShardedNormalize {
         (self.decided.0, self.decided.1, self.batches.short_dropped)
     }
 
-    /// Decides the batch sent last given the remote shards' answers (in shard order), counting
-    /// the kept reads on the local shards at once and keeping the remote shards' updates for
-    /// the next messages; appends the kept bundles' records to `out` and returns the batch's
-    /// decisions.
+    /// Decides the oldest batch sent given the remote shards' answers to its messages (in
+    /// shard order), counting the kept reads on the local shards at once and keeping the
+    /// remote shards' updates for the next messages; appends the kept bundles' records to
+    /// `out` and returns the batch's decisions. The answers may lack the updates of the batch
+    /// decided last (when the batch was sent before it was decided), never earlier ones.
     pub fn decide(
         &mut self,
         client: &ShardClient,
@@ -484,13 +511,16 @@ impl ShardedNormalize {
         out: &mut Vec<u8>,
     ) -> Result<Decided> {
         self.batches.check(local)?;
-        let (_, routed) = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
+        let (_, routed, _) = self.waiting.front_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
         routed.remote(remote)?;
-        let (batch, routed) = self.waiting.take().expect("checked above");
+        let (batch, mut routed, overtook) = self.waiting.pop_front().expect("checked above");
+        if overtook {
+            routed.add_deltas(&self.last);
+        }
         let positions = InPlace::new(local, &routed, client.map().probes());
         let (keep, positions) =
             client.normalize(&batch.hashes, positions, &batch.read_ends, &batch.bundle_ends, self.cutoff)?;
-        positions.remote_updates(&mut self.unsent);
+        positions.remote_updates(&mut self.unsent, &mut self.last);
         self.decided.0 += batch.read_ends.len() as u64;
         self.decided.1 +=
             spans(&batch.bundle_ends).zip(&keep).filter(|(_, &kept)| kept).map(|(r, _)| r.len() as u64).sum::<u64>();
@@ -509,7 +539,7 @@ impl ShardedNormalize {
 /// [`Positions`]): a local shard's position in place, read by read as in the one-process run
 /// (its counter already holds every earlier kept read); a remote shard's position as its
 /// looked-up value plus the delta that the batch's earlier kept reads gave its slot (the first
-/// remote position of its counter). A k-mer's counters may lie on both kinds of shards.
+/// remote position of its counter), both held at the slot. A k-mer's counters may lie on both kinds of shards.
 struct InPlace<'a, 's> {
     local: &'a mut [Option<&'s mut Shard>],
     routed: &'a Routed,
@@ -534,8 +564,9 @@ impl<'a, 's> InPlace<'a, 's> {
     }
 
     /// Adds the remote positions' deltas (at their slots) to `unsent`, each to its shard's
-    /// updates.
-    fn remote_updates(&self, unsent: &mut [Updates]) {
+    /// updates, and makes `last` hold them by counter.
+    fn remote_updates(&self, unsent: &mut [Updates], last: &mut SeenCounters) {
+        let before: Vec<usize> = unsent.iter().map(|u| u.counters.len()).collect();
         for &q in &self.routed.order {
             let (q, d) = (q as usize, self.delta[q as usize]);
             if d > 0 {
@@ -544,6 +575,12 @@ impl<'a, 's> InPlace<'a, 's> {
                 updates.deltas.push(d);
             }
         }
+        let added =
+            || unsent.iter().zip(&before).flat_map(|(u, &from)| u.counters[from..].iter().zip(&u.deltas[from..]));
+        last.start(added().count());
+        added().for_each(|(&c, &d)| {
+            last.first(c, u32::from(d));
+        });
     }
 }
 
@@ -552,7 +589,10 @@ impl Positions for InPlace<'_, '_> {
     fn value(&self, q: usize) -> u8 {
         match self.shard(q) {
             Some(shard) => shard.get(self.routed.counters[q]),
-            None => self.routed.values[q] + self.delta[self.routed.slots[q] as usize],
+            None => {
+                let slot = self.routed.slots[q] as usize;
+                self.routed.values[slot] + self.delta[slot]
+            }
         }
     }
 
@@ -562,7 +602,7 @@ impl Positions for InPlace<'_, '_> {
             Some(shard) => shard.add_one(self.routed.counters[q]),
             None => {
                 let slot = self.routed.slots[q] as usize;
-                let previous = self.routed.values[q] + self.delta[slot];
+                let previous = self.routed.values[slot] + self.delta[slot];
                 self.delta[slot] += u8::from(previous < max);
                 previous
             }
@@ -792,14 +832,27 @@ mod tests {
         table: KhmerTable,
     }
 
+    /// The answers of remote shards `far` to their `messages`, as a worker gives them (updates
+    /// applied, then look-ups).
+    fn answer(far: &mut [&mut Shard], messages: &[Message]) -> Vec<Vec<u8>> {
+        far.iter_mut()
+            .zip(messages)
+            .map(|(shard, m)| {
+                shard.apply(&m.apply.counters, &m.apply.deltas).unwrap();
+                shard.counts(&m.counters).unwrap()
+            })
+            .collect()
+    }
+
     /// normalize-by-median of `text` on `client`'s `shards`, those with `remote[s]` answered
-    /// by the test as a worker would (updates applied, then look-ups).
+    /// by the test as a worker would, with up to `waiting` batches sent and not decided (1:
+    /// each batch decided before the next is sent; 2: the next sent first).
     fn normalized_sharded(
         client: &ShardClient,
         mut shards: Vec<Shard>,
         remote: &[bool],
         text: &str,
-        batch_kmers: usize,
+        (batch_kmers, waiting): (usize, usize),
         cutoff: u32,
     ) -> Normalized {
         let (mut local, mut far) = (Vec::new(), Vec::new());
@@ -813,16 +866,17 @@ mod tests {
         }
         let batches = batches(text, batch_kmers, Cleaning::ScreedWithText, Some(20));
         let mut run = ShardedNormalize::new(batches, cutoff, client, remote.to_vec()).unwrap();
-        let (mut out, mut decided_kept) = (Vec::new(), 0);
-        while let Some(messages) = run.send(&local).unwrap() {
-            let answers: Vec<Vec<u8>> = far
-                .iter_mut()
-                .zip(&messages)
-                .map(|(shard, m)| {
-                    shard.apply(&m.apply.counters, &m.apply.deltas).unwrap();
-                    shard.counts(&m.counters).unwrap()
-                })
-                .collect();
+        let (mut out, mut decided_kept, mut answered) = (Vec::new(), 0, VecDeque::new());
+        loop {
+            if answered.len() < waiting {
+                if let Some(messages) = run.send(&local).unwrap() {
+                    answered.push_back(answer(&mut far, &messages));
+                    continue;
+                }
+            } else if waiting == 2 {
+                assert!(run.send(&local).is_err(), "at most two batches wait");
+            }
+            let Some(answers) = answered.pop_front() else { break };
             let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
             let decided = run.decide(client, &mut local, &answers, &mut out).unwrap();
             assert_eq!(decided.bundle_ends.len(), decided.keep.len());
@@ -847,12 +901,14 @@ mod tests {
         let text = fastq(9, 400);
         let cutoff = 5;
         let (expected, expected_out, short) = normalized_read_by_read(&text, cutoff, false);
-        for (batch_kmers, held) in [(1, 1), (150, 1), (100_000, 1), (150, 2), (100_000, 2)] {
+        for (batch_kmers, held, waiting) in
+            [(1, 1, 2), (150, 1, 1), (150, 1, 2), (100_000, 1, 2), (150, 2, 2), (100_000, 2, 1)]
+        {
             let (client, shards) = sharded();
             let remote: Vec<bool> = (0..3).map(|s| s >= held).collect();
-            let run = normalized_sharded(&client, shards, &remote, &text, batch_kmers, cutoff);
+            let run = normalized_sharded(&client, shards, &remote, &text, (batch_kmers, waiting), cutoff);
             let out = String::from_utf8_lossy(&run.out);
-            assert_eq!(out, String::from_utf8_lossy(&expected_out), "{batch_kmers} {held}");
+            assert_eq!(out, String::from_utf8_lossy(&expected_out), "{batch_kmers} {held} {waiting}");
             let kept = expected_out.iter().filter(|&&b| b == b'@').count() as u64;
             let (reads, reads_kept, short_dropped) = run.totals;
             assert!(kept > 10 && reads_kept == kept && run.decided_kept == kept && reads > kept);
@@ -877,7 +933,7 @@ mod tests {
         assert!(hashes.iter().any(|&h| expected.get_hash(h) > 255), "saturated, with bigcounts");
         let probes = [false, true, false, true, true];
         for remote in [probes.to_vec(), probes.iter().map(|r| !r).collect()] {
-            for batch_kmers in [150, 100_000] {
+            for batching in [(150, 1), (150, 2), (100_000, 2)] {
                 let (client, shards) = sharded_in(5, true);
                 let map = client.map();
                 let mixed = hashes.iter().any(|&h| {
@@ -886,8 +942,8 @@ mod tests {
                     held_remotely.contains(&true) && held_remotely.contains(&false)
                 });
                 assert!(mixed, "a k-mer with counters on local and remote shards");
-                let run = normalized_sharded(&client, shards, &remote, &text, batch_kmers, cutoff);
-                assert_eq!(run.out, expected_out, "{remote:?} {batch_kmers}");
+                let run = normalized_sharded(&client, shards, &remote, &text, batching, cutoff);
+                assert_eq!(run.out, expected_out, "{remote:?} {batching:?}");
                 assert_same_tables(&run.table, &expected);
                 hashes.iter().for_each(|&h| assert_eq!(run.table.get_hash(h), expected.get_hash(h)));
             }
