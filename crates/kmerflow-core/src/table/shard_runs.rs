@@ -171,20 +171,22 @@ impl Routed {
         on_halves(local, |group| drive(group, counters, owners, values, &f));
     }
 
-    /// Sets the values of the remote shards' positions from their answers (in shard order).
+    /// Adds the remote shards' answers (in shard order) to the values of their positions
+    /// (zero, or what [`Routed::add_deltas`] set).
     fn remote(&mut self, remote: &[&[u8]]) -> Result<()> {
         let lens = self.remote_shards.iter().map(|&s| self.part_lens[s]);
         if remote.len() != self.remote_shards.len() || lens.zip(remote).any(|(n, a)| n != a.len()) {
             return Err(Error::invalid("the remote shards' answers do not match their messages"));
         }
         for (&q, &v) in self.order.iter().zip(remote.iter().flat_map(|a| a.iter())) {
-            self.values[q as usize] = v;
+            let value = &mut self.values[q as usize];
+            *value = value.checked_add(v).ok_or_else(|| Error::invalid("a remote shard answered a value too large"))?;
         }
         Ok(())
     }
 
-    /// Adds to each remote counter's value (at its slot) its delta in `last`, the batch
-    /// decided after this one was looked up.
+    /// Sets each remote counter's value (at its slot, before the answers are added) to its
+    /// delta in `last`, the remote updates of the batch decided after this one was looked up.
     fn add_deltas(&mut self, last: &SeenCounters) {
         let (order, slots, counters) = (&self.order, &self.slots, &self.counters);
         for (j, &q) in order.iter().enumerate() {
@@ -193,11 +195,11 @@ impl Routed {
             }
             let q = q as usize;
             if slots[q] as usize == q {
-                // The counter's value after the batch decided last: at most the maximum.
-                self.values[q] += last.get(counters[q]).map_or(0, |d| d as u8);
+                self.values[q] = last.get(counters[q]).map_or(0, |d| d as u8);
             }
         }
     }
+
     /// The remote shards' parts (in shard order, taken: sent once), each with the updates
     /// `apply` holds for it.
     fn messages(&mut self, apply: &mut [Updates]) -> Vec<Message> {
@@ -513,14 +515,16 @@ impl ShardedNormalize {
         self.batches.check(local)?;
         let (_, routed, _) = self.waiting.front_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
         routed.remote(remote)?;
-        let (batch, mut routed, overtook) = self.waiting.pop_front().expect("checked above");
-        if overtook {
-            routed.add_deltas(&self.last);
-        }
+        let (batch, routed, _) = self.waiting.pop_front().expect("checked above");
         let positions = InPlace::new(local, &routed, client.map().probes());
         let (keep, positions) =
             client.normalize(&batch.hashes, positions, &batch.read_ends, &batch.bundle_ends, self.cutoff)?;
         positions.remote_updates(&mut self.unsent, &mut self.last);
+        // The batch sent before this one was decided (its answers lack these updates) gets
+        // them now, while its round trip is still under way.
+        if let Some((_, next, true)) = self.waiting.front_mut() {
+            next.add_deltas(&self.last);
+        }
         self.decided.0 += batch.read_ends.len() as u64;
         self.decided.1 +=
             spans(&batch.bundle_ends).zip(&keep).filter(|(_, &kept)| kept).map(|(r, _)| r.len() as u64).sum::<u64>();
