@@ -6,10 +6,12 @@
 //! `batch_kmers` k-mers per batch), hashes them, turns hashes into counters and routes them;
 //! the shards held in this process answer at once, the others through one message per shard
 //! per batch. Counting ([`ShardedCount`]) adds in input order and records the statistics from
-//! the previous values; normalization ([`ShardedNormalize`]) looks up, decides in this process
-//! and sends each remote shard its updates with the next batch's look-ups (one message per
-//! shard and batch), writing the kept bundles as text. Every result is that of the
-//! one-process table with the same sizes.
+//! the previous values; normalization ([`ShardedNormalize`]) decides in this process, reading
+//! and counting the local shards' counters in place read by read and the remote ones' through
+//! their looked-up values and in-batch deltas, sends each remote shard its updates with a later
+//! batch's look-ups (one message per shard and batch, the next batch sent before this one is
+//! decided) and writes the kept bundles as text. Every result is that of the one-process table
+//! with the same sizes.
 
 use super::batch::{spans, Positions, SeenCounters};
 use super::shard::{first_positions, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
