@@ -322,8 +322,8 @@ impl Shard {
             .collect())
     }
 
-    /// Adds `deltas[j]` to counter `counters[j]` (distinct counters); a delta that would take a
-    /// counter past the maximum is refused and nothing is changed.
+    /// Adds `deltas[j]` to counter `counters[j]`, in order (a counter may repeat); a delta that
+    /// would take a counter past the maximum is refused and nothing is changed.
     pub fn apply(&mut self, counters: &[u64], deltas: &[u8]) -> Result<()> {
         if counters.len() != deltas.len() {
             return Err(Error::invalid(format!("{} counters but {} deltas", counters.len(), deltas.len())));
@@ -332,7 +332,7 @@ impl Shard {
         for (j, (&c, &d)) in counters.iter().zip(deltas).enumerate() {
             self.prefetch_ahead(counters, j);
             if let Err(e) = self.add_delta(c, d) {
-                // Undo the deltas already added (the counters are distinct).
+                // Undo the deltas already added, each once.
                 counters[..j].iter().zip(deltas).for_each(|(&c, &d)| {
                     let i = self.index(c);
                     self.cells[i] -= d;
@@ -409,7 +409,7 @@ pub fn first_positions(
 /// What a decided batch changes in the shards: counter `counters[j]` grows by `deltas[j]`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Updates {
-    /// Distinct counters with a non-zero delta.
+    /// Counters with a non-zero delta (distinct within one batch's updates).
     pub counters: Vec<u64>,
     /// Their deltas.
     pub deltas: Vec<u8>,

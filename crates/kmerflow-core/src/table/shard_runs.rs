@@ -534,7 +534,9 @@ impl ShardedNormalize {
         Ok(Decided { bundle_ends: batch.bundle_ends, keep })
     }
 
-    /// The updates not sent yet, one per shard (empty for the local shards).
+    /// The updates not sent yet, one per shard (empty for the local shards): at the end, those
+    /// of the last two batches when the last was sent before the one ahead of it was decided
+    /// (a counter may then appear twice).
     pub fn unsent(&mut self) -> Vec<Updates> {
         let shards = self.unsent.len();
         std::mem::replace(&mut self.unsent, vec![Updates::default(); shards])
