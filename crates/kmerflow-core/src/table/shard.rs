@@ -788,6 +788,11 @@ mod tests {
         assert_eq!(shard.cells(), &[2, 0, 0, 0, 1]);
         shard.apply(&[10, 11], &[253, 1]).unwrap();
         assert_eq!(shard.histogram()[255], 1);
+        // A counter may repeat (two batches' updates): checked and undone as a whole.
+        assert!(shard.apply(&[12, 12], &[200, 100]).is_err());
+        assert_eq!(shard.cells()[2], 0);
+        shard.apply(&[12, 13, 12], &[100, 1, 100]).unwrap();
+        assert_eq!(&shard.cells()[2..4], &[200, 1]);
         assert!(Shard::from_cells(0, 15, vec![16]).is_err());
     }
 }
