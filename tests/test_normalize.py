@@ -166,6 +166,42 @@ def test_blocked_histograms_have_khmers_shape(tmp_path, reads):
     assert [int(line.split(",")[1]) for line in lines[1:]] == [n for n in before if n]
 
 
+def without_seconds(value):
+    """A report's summary without its timings."""
+    if isinstance(value, dict):
+        return {k: without_seconds(v) for k, v in value.items() if not k.endswith("seconds")}
+    return value
+
+
+@pytest.mark.parametrize("layout", ["blocked", "khmer"])
+def test_one_thread_and_two_give_the_same_run(tmp_path, reads, layout):
+    """With two threads the input histogram is counted beside the first pass: nothing changes."""
+    _, r1, r2 = reads
+    runs = {}
+    for threads in ("1", "2"):
+        out = tmp_path / threads
+        out.mkdir()
+        run_kmerflow("normalize", "-T", threads, r1, r2, "-o", out / "o1.fq", "-O", out / "o2.fq", "--target", "5",
+                     "--layout", layout, "--hist", out / "in.csv", "--hist-out", out / "out.csv",
+                     "--report-json", out / "r.json")
+        files = [(out / name).read_bytes() for name in ("o1.fq", "o2.fq", "in.csv", "out.csv")]
+        runs[threads] = files, without_seconds(json.loads((out / "r.json").read_text())["summary"])
+    assert runs["1"] == runs["2"]
+    assert runs["2"][1]["histograms"]["input"] and runs["2"][1]["pairs_out"] > 0
+
+
+def test_an_error_beside_the_first_pass_is_one_error_and_no_output(tmp_path, reads):
+    _, r1, r2 = reads
+    bad = tmp_path / "bad.fq"
+    bad.write_text(r2.read_text() + "@x/2\nACGT\n+\n")
+    proc = run_kmerflow("normalize", "-T", "2", r1, bad, "-o", tmp_path / "o1.fq", "-O", tmp_path / "o2.fq",
+                        "--hist", tmp_path / "in.csv", check=False)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert err.count(str(bad)) == 1 and "rror" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.fq"]
+
+
 def test_the_default_layout_is_blocked(tmp_path, reads):
     _, r1, r2 = reads
     outputs = {}

@@ -91,8 +91,6 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
     let graph = &args.counting.graph;
     table.auto_memory |= graph.max_memory.is_none() && graph.max_tablesize.is_none();
     let pre_pass = table.auto_memory && table.unique_kmers <= 0.0;
-    let hists = 2 * (usize::from(args.hist.is_some()) + usize::from(args.hist_out.is_some()));
-    ctx.run.progress().plan_passes(usize::from(pre_pass) + 2 + hists);
     let mut inputs = args.inputs.into_iter();
     let opts = normalize::Options {
         input: inputs.next().unwrap_or_default(),
@@ -111,5 +109,6 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
         hist_out: args.hist_out,
         compression: args.compression.compression(),
     };
+    ctx.run.progress().plan_passes(usize::from(pre_pass) + opts.progress_passes(ctx.run.threads()));
     normalize::run(&opts, &ctx.run).and_then(|s| summary_json(&s))
 }

@@ -36,7 +36,7 @@ use crate::io::{
 };
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::{run_ordered, Workload};
-use crate::run::RunContext;
+use crate::run::{CancelToken, RunContext};
 use crate::table::{AnyTable, CountingTable, Layout};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
@@ -142,7 +142,8 @@ pub struct PassSummary {
     pub kept: u64,
     /// Its table.
     pub table: TableSummary,
-    /// Seconds it took (the second pass's include the trimming it runs with).
+    /// Seconds it took (the second pass's include the trimming it runs with; the first pass's,
+    /// with `hist` and more than one thread, ran beside the input histogram's counting).
     pub seconds: f64,
 }
 
@@ -261,6 +262,21 @@ impl Options {
             2 => self.first_target.unwrap_or((4 * self.target).min(MAX_CUTOFF)),
             _ => self.target,
         }
+    }
+
+    /// Whether the input histogram is counted beside the first pass (with `hist`, more than one
+    /// thread), see [`first_pass_with_input_histogram`].
+    fn overlaps_input_histogram(&self, threads: usize) -> bool {
+        self.hist.is_some() && threads > 1
+    }
+
+    /// The passes over the inputs that a run with `threads` threads shows in its progress (the
+    /// `-M auto` pre-pass not included): the two of the normalization and two a histogram
+    /// (counting, tracking), but for the input histogram counted beside the first pass, whose
+    /// reading the progress does not show.
+    pub fn progress_passes(&self, threads: usize) -> usize {
+        let hist_in = self.hist.is_some() && !self.overlaps_input_histogram(threads);
+        2 + 2 * (usize::from(hist_in) + usize::from(self.hist_out.is_some()))
     }
 
     fn inputs(&self) -> Vec<String> {
@@ -485,6 +501,113 @@ fn write_kept(
     sinks.flush()
 }
 
+/// What the first pass leaves: its table, the bundles it kept, the pairs and short reads of the
+/// input, its summary (without the table's) and its keep curve.
+struct FirstPass {
+    table: AnyTable,
+    keep: KeepBits,
+    pairs_in: u64,
+    short: u64,
+    pass: PassSummary,
+    keep_curve: Vec<[u64; 2]>,
+}
+
+/// The first pass: normalizes the input to `cutoff` in a table made from `params`, keeping one
+/// bit per bundle; stops with [`Error::Cancelled`] once `stop` is cancelled (checked between
+/// batches) as well as with `ctx`.
+fn first_pass(
+    opts: &Options,
+    params: &TableParams,
+    cutoff: u32,
+    stop: &CancelToken,
+    ctx: &RunContext,
+) -> Result<FirstPass> {
+    let started = Instant::now();
+    let mut table = create_counting_table(params, opts.layout, 1.0, ctx)?;
+    let first_opts = pass_options(params, cutoff);
+    let mut keep = KeepBits::default();
+    let (mut pairs_in, mut short) = (0, 0);
+    let mut norm = Normalizer::new(&first_opts, ctx, &table);
+    let hasher = BatchHasher::of(&table);
+    run_ordered(
+        ctx,
+        opts.bundles(ctx)?,
+        || {
+            let hasher = hasher.clone();
+            move |nb: Numbered| {
+                let hash = |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out);
+                Ok(HashedBatch::new(nb.bundles, Cleaning::Screed, hash))
+            }
+        },
+        |hb: HashedBatch| {
+            stop.check()?;
+            let bundles = &hb.reads.bundles;
+            short += bundles.n_short_dropped;
+            pairs_in += bundles.bundles.iter().filter(|b| b.second.is_some()).count() as u64;
+            let mut kept = vec![false; bundles.bundles.len()];
+            norm.process(&opts.input, &mut table, &hb, &mut |i| kept[i] = true)?;
+            kept.into_iter().for_each(|k| keep.push(k));
+            Ok(())
+        },
+    )?;
+    let s = norm.summary();
+    let pass = PassSummary {
+        cutoff,
+        reads: s.total,
+        kept: s.kept,
+        seconds: started.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
+    let keep_curve = s.keep_curve.clone();
+    Ok(FirstPass { table, keep, pairs_in, short, pass, keep_curve })
+}
+
+/// The input histogram (with `opts.hist`) of `paths`, in a table of its own made from `params`.
+fn input_histogram(opts: &Options, params: &TableParams, paths: &[&str], ctx: &RunContext) -> Result<Vec<u64>> {
+    ctx.info("k-mer abundance histogram of the input");
+    Ok(counted_histogram(params, opts.layout, true, paths, ctx)?.1)
+}
+
+/// The first pass (see [`first_pass`]) and, with `opts.hist`, the input histogram. With more
+/// than one thread the histogram is counted on a thread of its own, with one worker until the
+/// first pass is done, while the first pass runs with all of them (its ordered normalization
+/// leaves a core mostly idle); its table is then held beside the first pass's. An error of
+/// either stops the other and is the run's (the cause rather than the other's
+/// [`Error::Cancelled`]). The histogram does not depend on the threads, so the results are
+/// those of the two run one after the other.
+fn first_pass_with_input_histogram(
+    opts: &Options,
+    params: &TableParams,
+    cutoff: u32,
+    paths: &[&str],
+    ctx: &RunContext,
+) -> Result<(FirstPass, Option<Vec<u64>>)> {
+    let stop = CancelToken::new();
+    let first_pass = || {
+        ctx.info(format!("first pass: normalizing to a median k-mer count of {cutoff}"));
+        first_pass(opts, params, cutoff, &stop, ctx)
+    };
+    if !opts.overlaps_input_histogram(ctx.threads()) {
+        let hist = opts.hist.as_ref().map(|_| input_histogram(opts, params, paths, ctx)).transpose()?;
+        ctx.progress().begin_pass("first pass");
+        return Ok((first_pass()?, hist));
+    }
+    ctx.progress().begin_pass("first pass, input histogram");
+    let beside = ctx.beside(1, stop.clone());
+    std::thread::scope(|scope| {
+        let hist = scope.spawn(|| input_histogram(opts, params, paths, &beside).inspect_err(|_| stop.cancel()));
+        let first = first_pass().inspect_err(|_| stop.cancel());
+        // The files the histogram opens from now on are read with every thread.
+        beside.set_threads(ctx.threads());
+        let hist = hist.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match (first, hist) {
+            (Ok(first), Ok(hist)) => Ok((first, Some(hist))),
+            (Err(e), Err(h)) if e.is_cancelled() => Err(h),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        }
+    })
+}
+
 /// Runs the protocol within `ctx`. Tables are of `opts.layout`; with `opts.table.auto_memory`
 /// the first is sized for the distinct k-mers of the input (a HyperLogLog pre-pass, as `-M
 /// auto`), each later one for the k-mers the table before it counted. The outputs appear only
@@ -500,54 +623,13 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let inputs = opts.inputs();
     let input_paths: Vec<&str> = inputs.iter().map(String::as_str).collect();
 
-    let mut hist_in = None;
-    if opts.hist.is_some() {
-        ctx.info("k-mer abundance histogram of the input");
-        let (_, dist, _) = counted_histogram(&params, opts.layout, true, &input_paths, ctx)?;
-        hist_in = Some(dist);
-    }
-
-    // First pass: normalize, keeping one bit per bundle.
-    let pass_started = Instant::now();
-    ctx.info(format!("first pass: normalizing to a median k-mer count of {c1}"));
-    ctx.progress().begin_pass("first pass");
-    let mut t1 = create_counting_table(&params, opts.layout, 1.0, ctx)?;
-    let first_opts = pass_options(&params, c1);
-    let mut keep = KeepBits::default();
-    let mut pairs_in = 0;
-    let mut short = 0;
-    {
-        let mut norm = Normalizer::new(&first_opts, ctx, &t1);
-        let hasher = BatchHasher::of(&t1);
-        run_ordered(
-            ctx,
-            opts.bundles(ctx)?,
-            || {
-                let hasher = hasher.clone();
-                move |nb: Numbered| {
-                    let hash = |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out);
-                    Ok(HashedBatch::new(nb.bundles, Cleaning::Screed, hash))
-                }
-            },
-            |hb: HashedBatch| {
-                let bundles = &hb.reads.bundles;
-                short += bundles.n_short_dropped;
-                pairs_in += bundles.bundles.iter().filter(|b| b.second.is_some()).count() as u64;
-                let mut kept = vec![false; bundles.bundles.len()];
-                norm.process(&opts.input, &mut t1, &hb, &mut |i| kept[i] = true)?;
-                kept.into_iter().for_each(|k| keep.push(k));
-                Ok(())
-            },
-        )?;
-        let s = norm.summary();
-        summary.first_pass = PassSummary { cutoff: c1, reads: s.total, kept: s.kept, ..Default::default() };
-        summary.keep_curve = s.keep_curve.clone();
-    }
+    let (first, hist_in) = first_pass_with_input_histogram(opts, &params, c1, &input_paths, ctx)?;
+    let FirstPass { table: t1, keep, pairs_in, short, pass, keep_curve } = first;
+    summary.first_pass = PassSummary { table: TableSummary::of(&t1, auto.as_ref().map(|a| a.distinct_kmers)), ..pass };
+    summary.keep_curve = keep_curve;
     summary.reads_in = summary.first_pass.reads;
     summary.pairs_in = pairs_in;
     summary.short_dropped = short;
-    summary.first_pass.table = TableSummary::of(&t1, auto.as_ref().map(|a| a.distinct_kmers));
-    summary.first_pass.seconds = pass_started.elapsed().as_secs_f64();
     ctx.info(format!(
         "first pass: kept {} of {} reads; table fp rate {:.3}",
         summary.first_pass.kept, summary.first_pass.reads, summary.first_pass.table.fp_rate

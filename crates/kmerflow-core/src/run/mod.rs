@@ -19,6 +19,10 @@
 //!   ([`crate::io::refuse_inputs_as_outputs`]);
 //! * messages: the core never prints; it emits [`Message`]s (level and text) that the context
 //!   keeps in order and hands, as they come, to the handler a front end installed.
+//!
+//! A step that runs beside the run's own work on a thread of its own gets a context of its
+//! own from [`RunContext::beside`]: its threads, progress and cancellation token are its own,
+//! everything else is the run's.
 
 pub mod files;
 pub mod metrics;
@@ -135,6 +139,9 @@ struct State {
     messages: Mutex<Vec<Message>>,
     handler: Option<MessageHandler>,
     side_outputs: Mutex<Vec<String>>,
+    /// The run a context made by [`RunContext::beside`] works within: its metrics, files,
+    /// messages and side outputs are that run's, and that run's cancellation stops it too.
+    within: Option<RunContext>,
 }
 
 /// The context of one run; see the [module documentation](self).
@@ -171,6 +178,19 @@ impl RunContext {
 
     /// A context cancelled through `cancel` (shared with the caller), calling `handler` if any.
     pub fn build(cancel: CancelToken, handler: Option<MessageHandler>) -> Self {
+        Self::with_state(cancel, handler, None)
+    }
+
+    /// A context for a step run beside this run's own work (on a thread of its own): `threads`
+    /// worker threads, stopped through `cancel` (its owner's to share with that work) as well
+    /// as by this run's cancellation, and a progress of its own, which no front end shows (the
+    /// run's progress line stays that of the run's own work). Its metrics, files, messages and
+    /// side outputs are this run's.
+    pub fn beside(&self, threads: usize, cancel: CancelToken) -> Self {
+        Self::with_state(cancel, None, Some(self.clone())).threads_set_to(threads)
+    }
+
+    fn with_state(cancel: CancelToken, handler: Option<MessageHandler>, within: Option<RunContext>) -> Self {
         RunContext(Arc::new(State {
             threads: AtomicUsize::new(1),
             metrics: metrics::Metrics::default(),
@@ -180,7 +200,17 @@ impl RunContext {
             messages: Mutex::new(Vec::new()),
             handler,
             side_outputs: Mutex::new(Vec::new()),
+            within,
         }))
+    }
+
+    /// The state of the run this context belongs to (its own, or for a context made by
+    /// [`RunContext::beside`], that of the run it works within).
+    fn run_state(&self) -> &State {
+        match &self.0.within {
+            Some(run) => run.run_state(),
+            None => &self.0,
+        }
     }
 
     /// Sets the number of worker threads (at least 1, at most [`MAX_THREADS`]): the pipelines'
@@ -204,7 +234,7 @@ impl RunContext {
 
     /// The run's metrics.
     pub fn metrics(&self) -> &metrics::Metrics {
-        &self.0.metrics
+        &self.run_state().metrics
     }
 
     /// The run's progress counters.
@@ -214,10 +244,11 @@ impl RunContext {
 
     /// The files the run read and wrote.
     pub fn files(&self) -> &files::Files {
-        &self.0.files
+        &self.run_state().files
     }
 
-    /// The run's cancellation token.
+    /// The context's cancellation token (for a context made by [`RunContext::beside`], its own,
+    /// not the run's).
     pub fn cancel_token(&self) -> &CancelToken {
         &self.0.cancel
     }
@@ -227,35 +258,42 @@ impl RunContext {
         self.0.cancel.cancel();
     }
 
-    /// True once the run was asked to stop.
+    /// True once the run (or, for a context made by [`RunContext::beside`], the step) was
+    /// asked to stop.
     #[inline]
     pub fn is_cancelled(&self) -> bool {
-        self.0.cancel.is_cancelled()
+        self.0.cancel.is_cancelled() || self.0.within.as_ref().is_some_and(RunContext::is_cancelled)
     }
 
-    /// `Err(Error::Cancelled)` once the run was asked to stop; the core calls it between batches.
+    /// `Err(Error::Cancelled)` once [`RunContext::is_cancelled`]; the core calls it between
+    /// batches.
     #[inline]
     pub fn check_cancelled(&self) -> Result<()> {
-        self.0.cancel.check()
+        if self.is_cancelled() {
+            Err(Error::Cancelled)
+        } else {
+            Ok(())
+        }
     }
 
     /// Declares `path` as a file the front end will write beside the operation's outputs (`-`,
     /// stdout, is ignored): the operation refuses it too when it is one of its inputs.
     pub fn add_side_output(&self, path: impl Into<String>) {
-        self.0.side_outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(path.into());
+        self.run_state().side_outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(path.into());
     }
 
     /// The side outputs declared so far ([`RunContext::add_side_output`]).
     pub fn side_outputs(&self) -> Vec<String> {
-        self.0.side_outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.run_state().side_outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Emits a message: kept in order and handed to the handler, if any.
     pub fn emit(&self, message: Message) {
-        if let Some(handler) = &self.0.handler {
+        let run = self.run_state();
+        if let Some(handler) = &run.handler {
             handler(&message);
         }
-        self.0.messages.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(message);
+        run.messages.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(message);
     }
 
     /// Emits an informational message.
@@ -275,7 +313,7 @@ impl RunContext {
 
     /// The messages emitted so far, in order.
     pub fn messages(&self) -> Vec<Message> {
-        self.0.messages.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.run_state().messages.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 }
 
@@ -301,6 +339,25 @@ mod tests {
         assert!(matches!(ctx.check_cancelled(), Err(Error::Cancelled)));
         assert_eq!(RunContext::new().threads(), 1);
         assert!(!RunContext::new().is_cancelled());
+    }
+
+    #[test]
+    fn a_context_beside_shares_messages_and_files_not_threads_progress_or_its_token() {
+        let ctx = RunContext::new().threads_set_to(2);
+        let stop = CancelToken::new();
+        let beside = ctx.beside(1, stop.clone());
+        assert_eq!((ctx.threads(), beside.threads()), (2, 1));
+        beside.info("beside");
+        beside.files().add_output("out");
+        beside.progress().add_read(10);
+        assert_eq!(ctx.messages(), [Message::info("beside")]);
+        assert_eq!(ctx.files().outputs(), ["out"]);
+        assert_eq!((ctx.progress().snapshot().read, beside.progress().snapshot().read), (0, 10));
+        stop.cancel();
+        assert!(beside.is_cancelled() && !ctx.is_cancelled());
+        let beside = ctx.beside(1, CancelToken::new());
+        ctx.cancel();
+        assert!(matches!(beside.check_cancelled(), Err(Error::Cancelled)));
     }
 
     #[test]
