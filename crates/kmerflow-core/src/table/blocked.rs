@@ -35,6 +35,8 @@
 
 mod hash;
 mod memory;
+pub mod shard;
+pub mod shard_run;
 
 pub use hash::{BlockedHash, KmerHasher};
 
@@ -155,6 +157,23 @@ impl BlockedParams {
     /// Bytes of counter memory.
     pub fn data_bytes(&self) -> u64 {
         self.n_lines * LINE_BYTES as u64
+    }
+
+    /// Total number of counters.
+    pub fn n_counters(&self) -> u64 {
+        self.n_lines * self.width.slots_per_line()
+    }
+
+    /// Line of a hash: `(hash * n_lines) >> 64`.
+    #[inline(always)]
+    pub fn line_of(&self, hash: u64) -> u64 {
+        ((u128::from(hash) * u128::from(self.n_lines)) >> 64) as u64
+    }
+
+    /// Expected false-positive rate of a presence query with `occupied` non-zero counters:
+    /// (fraction of non-zero counters)^probes.
+    pub fn expected_fp_rate(&self, occupied: u64) -> f64 {
+        (occupied as f64 / self.n_counters() as f64).powi(self.probes as i32)
     }
 
     /// Checks the parameters with clear errors.
@@ -287,7 +306,7 @@ impl BlockedTable {
 
     /// Total number of counters.
     pub fn n_counters(&self) -> u64 {
-        self.params.n_lines * self.params.width.slots_per_line()
+        self.params.n_counters()
     }
 
     /// The occupancy counters.
@@ -301,7 +320,7 @@ impl BlockedTable {
 
     /// Expected false-positive rate of a presence query: (fraction of non-zero counters)^N.
     pub fn expected_fp_rate(&self) -> f64 {
-        (self.n_occupied() as f64 / self.n_counters() as f64).powi(self.params.probes as i32)
+        self.params.expected_fp_rate(self.n_occupied())
     }
 
     /// Hash of one k-mer (`kmer.len() == k`).
@@ -318,7 +337,7 @@ impl BlockedTable {
     /// Line of a hash.
     #[inline(always)]
     pub(super) fn line_of(&self, hash: u64) -> u64 {
-        ((u128::from(hash) * u128::from(self.params.n_lines)) >> 64) as u64
+        self.params.line_of(hash)
     }
 
     /// Increments the probe counters of `hash` in `line`.
@@ -344,17 +363,16 @@ impl BlockedTable {
         )
     }
 
-    /// Visits the hashes in order with their line while the line `PREFETCH_AHEAD` k-mers
-    /// later is prefetched; stops early when `visit` returns false.
-    #[inline(always)]
-    fn visit_prefetched(
-        &self,
-        hashes: &[u64],
-        lines: &mut Vec<u64>,
-        mut visit: impl FnMut(&[AtomicU8], u64, u64) -> bool,
-    ) {
+    /// Sets `lines` to the line of each hash.
+    fn fill_lines(&self, hashes: &[u64], lines: &mut Vec<u64>) {
         lines.clear();
         lines.extend(hashes.iter().map(|&h| self.line_of(h)));
+    }
+
+    /// Visits the hashes in order with their line (`lines[i]` for `hashes[i]`) while the line
+    /// `PREFETCH_AHEAD` k-mers later is prefetched; stops early when `visit` returns false.
+    #[inline(always)]
+    fn visit_prefetched(&self, hashes: &[u64], lines: &[u64], mut visit: impl FnMut(&[AtomicU8], u64, u64) -> bool) {
         let mem = self.mem.atomics();
         let fetch = |line: u64| prefetch(&mem[line as usize * LINE_BYTES]);
         lines.iter().take(PREFETCH_AHEAD).for_each(|&line| fetch(line));
@@ -368,8 +386,15 @@ impl BlockedTable {
         }
     }
 
-    /// Adds each hash in order, calling `each` with the hashes that found a zero counter.
-    fn add_all<const EXCLUSIVE: bool>(&self, hashes: &[u64], lines: &mut Vec<u64>, mut each_new: impl FnMut(u64)) {
+    /// Adds each hash in order, calling `each_new` with the hashes that found a zero counter.
+    fn add_all<const EXCLUSIVE: bool>(&self, hashes: &[u64], lines: &mut Vec<u64>, each_new: impl FnMut(u64)) {
+        self.fill_lines(hashes, lines);
+        self.add_at_lines::<EXCLUSIVE>(hashes, lines, each_new);
+    }
+
+    /// Adds each hash in order at its line (`lines[i]` for `hashes[i]`, lines of this table),
+    /// calling `each_new` with the hashes that found a zero counter.
+    fn add_at_lines<const EXCLUSIVE: bool>(&self, hashes: &[u64], lines: &[u64], mut each_new: impl FnMut(u64)) {
         let mut total = Tally::default();
         with_width!(self.params.width, C => self.visit_prefetched(hashes, lines, |mem, hash, line| {
             let tally = self.update::<C, EXCLUSIVE>(mem, hash, line);
@@ -414,6 +439,12 @@ impl BlockedTable {
     }
 
     fn counts_of(&self, hashes: &[u64], lines: &mut Vec<u64>, out: &mut Vec<u32>) {
+        self.fill_lines(hashes, lines);
+        self.counts_at_lines(hashes, lines, out);
+    }
+
+    /// Appends the count of each hash at its line (`lines[i]` for `hashes[i]`) to `out`.
+    fn counts_at_lines(&self, hashes: &[u64], lines: &[u64], out: &mut Vec<u32>) {
         out.reserve(hashes.len());
         with_width!(self.params.width, C => self.visit_prefetched(hashes, lines, |mem, hash, line| {
             out.push(self.count::<C>(mem, hash, line));
@@ -422,6 +453,7 @@ impl BlockedTable {
     }
 
     fn median_at_least_of(&self, hashes: &[u64], lines: &mut Vec<u64>, cutoff: u32) -> bool {
+        self.fill_lines(hashes, lines);
         let mut vote = MedianVote::new(hashes.len());
         with_width!(self.params.width, C => self.visit_prefetched(hashes, lines, |mem, hash, line| {
             vote.cast(self.count::<C>(mem, hash, line) >= cutoff);

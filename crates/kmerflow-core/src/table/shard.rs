@@ -129,31 +129,7 @@ impl ShardMap {
     /// [`ShardMap::route`] of the counters of the shards `wanted` (of their `owners`); the
     /// other shards' parts are empty.
     pub fn split(&self, counters: &[u64], owners: &[u32], wanted: impl Fn(usize) -> bool) -> (Vec<Vec<u64>>, Vec<u32>) {
-        let mut sizes = vec![0usize; self.shards()];
-        owners.iter().for_each(|&s| sizes[s as usize] += 1);
-        for (s, size) in sizes.iter_mut().enumerate() {
-            if !wanted(s) {
-                *size = 0;
-            }
-        }
-        let mut starts: Vec<usize> = sizes
-            .iter()
-            .scan(0, |at, &n| {
-                *at += n;
-                Some(*at - n)
-            })
-            .collect();
-        let mut parts: Vec<Vec<u64>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
-        let mut order = vec![0u32; sizes.iter().sum()];
-        for (q, (&c, &s)) in counters.iter().zip(owners).enumerate() {
-            let s = s as usize;
-            if sizes[s] > 0 {
-                parts[s].push(c);
-                order[starts[s]] = q as u32;
-                starts[s] += 1;
-            }
-        }
-        (parts, order)
+        split_by_owner(counters, owners, self.shards(), wanted)
     }
 
     /// Splits `updates` by shard.
@@ -186,6 +162,42 @@ impl ShardMap {
         }
         Ok(values)
     }
+}
+
+/// Splits `values` by their `owners` (of `shards` shards) with one counting sort, keeping only
+/// the shards `wanted` (the others' parts are empty): each shard's values in input order, and
+/// `order`, the input position of each entry of the parts laid end to end.
+pub fn split_by_owner(
+    values: &[u64],
+    owners: &[u32],
+    shards: usize,
+    wanted: impl Fn(usize) -> bool,
+) -> (Vec<Vec<u64>>, Vec<u32>) {
+    let mut sizes = vec![0usize; shards];
+    owners.iter().for_each(|&s| sizes[s as usize] += 1);
+    for (s, size) in sizes.iter_mut().enumerate() {
+        if !wanted(s) {
+            *size = 0;
+        }
+    }
+    let mut starts: Vec<usize> = sizes
+        .iter()
+        .scan(0, |at, &n| {
+            *at += n;
+            Some(*at - n)
+        })
+        .collect();
+    let mut parts: Vec<Vec<u64>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+    let mut order = vec![0u32; sizes.iter().sum()];
+    for (q, (&c, &s)) in values.iter().zip(owners).enumerate() {
+        let s = s as usize;
+        if sizes[s] > 0 {
+            parts[s].push(c);
+            order[starts[s]] = q as u32;
+            starts[s] += 1;
+        }
+    }
+    (parts, order)
 }
 
 /// How many counters ahead of its use a shard's cell is prefetched.

@@ -60,12 +60,15 @@ pub enum Cleaning {
     ScreedWithText,
 }
 
+/// How the k-mers of a cleaned read are hashed: appends their hashes to the vector.
+pub type ReadHasher = Box<dyn Fn(&[u8], &mut Vec<u64>) + Send>;
+
 /// The bundles of a [`PairedReader`] in batches of at least `batch_kmers` k-mers (the last one
 /// smaller); a bundle is never split.
 pub struct BundleBatches {
     reader: PairedReader,
     current: Option<(BundleBatch, usize)>,
-    k: usize,
+    hasher: ReadHasher,
     batch_kmers: usize,
     cleaning: Cleaning,
     clean: Vec<u8>,
@@ -74,12 +77,23 @@ pub struct BundleBatches {
 }
 
 impl BundleBatches {
-    /// Batches of the bundles of `reader`, hashed with k `k` (checked by the table).
+    /// Batches of the bundles of `reader`, hashed with khmer's canonical 2-bit hash of k `k`
+    /// (checked by the table).
     pub fn new(reader: PairedReader, k: usize, batch_kmers: usize, cleaning: Cleaning) -> Self {
+        Self::with_hasher(
+            reader,
+            Box::new(move |seq, out| twobit::canonical_hashes(seq, k, out)),
+            batch_kmers,
+            cleaning,
+        )
+    }
+
+    /// Batches of the bundles of `reader`, each read's k-mers hashed by `hasher`.
+    pub fn with_hasher(reader: PairedReader, hasher: ReadHasher, batch_kmers: usize, cleaning: Cleaning) -> Self {
         BundleBatches {
             reader,
             current: None,
-            k,
+            hasher,
             batch_kmers: batch_kmers.max(1),
             cleaning,
             clean: Vec::new(),
@@ -117,7 +131,7 @@ impl BundleBatches {
                         write_record(&mut out.text, &record);
                     }
                 }
-                twobit::canonical_hashes(&self.clean, self.k, &mut out.hashes);
+                (self.hasher)(&self.clean, &mut out.hashes);
                 out.read_ends.push(out.hashes.len() as u64);
             }
             out.bundle_ends.push(out.read_ends.len() as u64);

@@ -1,0 +1,309 @@
+//! Blocked tables ([`BlockedTable`]) split into shards: contiguous ranges of lines that can live
+//! in other processes (Dask workers), reached by batches of k-mer hashes.
+//!
+//! Every counter of a k-mer is in its line, so a k-mer belongs to exactly one shard, the one
+//! holding its line, which counts it and answers its count alone. A [`BlockedShardMap`] cuts
+//! the lines into equal contiguous ranges and routes the hashes of a batch to their shards with
+//! one counting sort (input order kept within a shard). A [`BlockedShard`] holds one range (a
+//! blocked table of those lines): it adds hashes in input order, returning what the adds did to
+//! the statistics, and answers counts. A [`BlockedShardClient`] holds the map, the hasher and
+//! the statistics summed from the shards' answers. Each k-mer is added in input order in its
+//! own line, so the counters and the statistics are those of the one-process table, and
+//! [`BlockedShardClient::gather`] rebuilds it (its saved file is the one-process file byte for
+//! byte).
+
+use super::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
+use crate::table::shard::split_by_owner;
+use crate::table::AllocOptions;
+use crate::{Error, Result};
+use std::ops::Range;
+use std::sync::Mutex;
+
+/// Where each line of a blocked table is: shard `s` holds lines `bounds[s] .. bounds[s + 1]`.
+#[derive(Debug, Clone)]
+pub struct BlockedShardMap {
+    params: BlockedParams,
+    bounds: Vec<u64>,
+}
+
+impl BlockedShardMap {
+    /// The lines of a table of shape `params` cut into `shards` equal ranges.
+    pub fn new(params: BlockedParams, shards: usize) -> Result<Self> {
+        params.check()?;
+        let lines = params.n_lines;
+        if shards == 0 || shards as u64 > lines {
+            return Err(Error::invalid(format!(
+                "the number of shards must be 1..={lines} (the table's lines), got {shards}"
+            )));
+        }
+        let bounds = (0..=shards).map(|s| (u128::from(lines) * s as u128 / shards as u128) as u64).collect();
+        Ok(BlockedShardMap { params, bounds })
+    }
+
+    /// The shape of the whole table.
+    pub fn params(&self) -> &BlockedParams {
+        &self.params
+    }
+
+    /// Shard `s` holds lines `bounds[s] .. bounds[s + 1]`.
+    pub fn bounds(&self) -> &[u64] {
+        &self.bounds
+    }
+
+    /// Number of shards.
+    pub fn shards(&self) -> usize {
+        self.bounds.len() - 1
+    }
+
+    /// The lines of shard `s`.
+    pub fn lines(&self, s: usize) -> Range<u64> {
+        self.bounds[s]..self.bounds[s + 1]
+    }
+
+    /// The shard of a k-mer hash (of its line).
+    #[inline]
+    pub fn shard_of(&self, hash: u64) -> usize {
+        let line = self.params.line_of(hash);
+        self.bounds[1..].partition_point(|&end| end <= line)
+    }
+
+    /// The shard of every hash, refusing a batch too large for the routing's positions.
+    pub fn owners(&self, hashes: &[u64]) -> Result<Vec<u32>> {
+        if hashes.len() > u32::MAX as usize {
+            return Err(Error::invalid(format!("a batch of {} k-mers is too large", hashes.len())));
+        }
+        Ok(hashes.iter().map(|&h| self.shard_of(h) as u32).collect())
+    }
+
+    /// Splits `hashes` by shard: each shard's hashes in input order, and `order`, the input
+    /// position of each entry of the shards' parts laid end to end (for
+    /// [`crate::table::shard::ShardMap::unroute`]).
+    pub fn route(&self, hashes: &[u64]) -> Result<(Vec<Vec<u64>>, Vec<u32>)> {
+        Ok(split_by_owner(hashes, &self.owners(hashes)?, self.shards(), |_| true))
+    }
+}
+
+/// One shard: the lines `lines` of a blocked table, held as a blocked table of their own.
+pub struct BlockedShard {
+    params: BlockedParams,
+    lines: Range<u64>,
+    table: BlockedTable,
+}
+
+impl BlockedShard {
+    /// A zeroed shard of lines `lines` of a table of shape `params`; an allocation that fails
+    /// is an error, not an abort.
+    pub fn new(params: BlockedParams, lines: Range<u64>) -> Result<Self> {
+        params.check()?;
+        if lines.is_empty() || lines.end > params.n_lines {
+            return Err(Error::invalid(format!(
+                "lines {}..{} are not a shard of a table of {} lines",
+                lines.start, lines.end, params.n_lines
+            )));
+        }
+        let part = BlockedParams { n_lines: lines.end - lines.start, ..params };
+        Ok(BlockedShard { params, table: BlockedTable::with_params(part, AllocOptions::default())?, lines })
+    }
+
+    /// The lines held.
+    pub fn lines(&self) -> Range<u64> {
+        self.lines.clone()
+    }
+
+    /// Bytes of counter memory held.
+    pub fn data_bytes(&self) -> u64 {
+        self.table.params.data_bytes()
+    }
+
+    /// A copy of the counter bytes of the lines held.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.table.raw_bytes()
+    }
+
+    /// The line of each hash within the shard, refusing a hash whose line another shard holds.
+    fn local_lines(&self, hashes: &[u64]) -> Result<Vec<u64>> {
+        hashes
+            .iter()
+            .map(|&hash| match self.params.line_of(hash) {
+                line if self.lines.contains(&line) => Ok(line - self.lines.start),
+                line => Err(Error::invalid(format!(
+                    "k-mer hash {hash} is in line {line}, outside the shard's lines {}..{}",
+                    self.lines.start, self.lines.end
+                ))),
+            })
+            .collect()
+    }
+
+    /// Adds each hash in order (nothing when one is not the shard's); returns what the adds
+    /// did to the statistics.
+    pub fn add(&mut self, hashes: &[u64]) -> Result<OccupancyStats> {
+        let lines = self.local_lines(hashes)?;
+        let before = self.table.occupancy();
+        self.table.add_at_lines::<true>(hashes, &lines, |_| {});
+        let after = self.table.occupancy();
+        Ok(OccupancyStats {
+            occupied: after.occupied - before.occupied,
+            unique: after.unique - before.unique,
+            added: after.added - before.added,
+        })
+    }
+
+    /// The count of each hash (the minimum of its counters).
+    pub fn counts(&self, hashes: &[u64]) -> Result<Vec<u8>> {
+        let lines = self.local_lines(hashes)?;
+        let mut counts = Vec::with_capacity(hashes.len());
+        self.table.counts_at_lines(hashes, &lines, &mut counts);
+        // A counter holds at most 255.
+        Ok(counts.into_iter().map(|c| c as u8).collect())
+    }
+}
+
+/// The part of a sharded blocked table that stays with the client: the map, the hasher and the
+/// statistics of every add, summed from the shards' answers.
+pub struct BlockedShardClient {
+    map: BlockedShardMap,
+    hasher: KmerHasher,
+    stats: Mutex<OccupancyStats>,
+}
+
+impl BlockedShardClient {
+    /// A table of shape `params` cut into `shards` shards.
+    pub fn new(params: BlockedParams, shards: usize) -> Result<Self> {
+        let map = BlockedShardMap::new(params, shards)?;
+        Ok(BlockedShardClient {
+            hasher: KmerHasher::new(params.k, params.hash),
+            map,
+            stats: Mutex::new(OccupancyStats::default()),
+        })
+    }
+
+    /// The map.
+    pub fn map(&self) -> &BlockedShardMap {
+        &self.map
+    }
+
+    /// The table's k-mer hasher.
+    pub fn hasher(&self) -> &KmerHasher {
+        &self.hasher
+    }
+
+    /// Adds what a shard's adds did to the statistics ([`BlockedShard::add`]'s answer).
+    pub fn record(&self, done: OccupancyStats) {
+        let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        stats.occupied += done.occupied;
+        stats.unique += done.unique;
+        stats.added += done.added;
+    }
+
+    /// The statistics of the whole table.
+    pub fn occupancy(&self) -> OccupancyStats {
+        *self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The whole table's expected false-positive rate ([`BlockedTable::expected_fp_rate`]).
+    pub fn expected_fp_rate(&self) -> f64 {
+        self.map.params.expected_fp_rate(self.occupancy().occupied)
+    }
+
+    /// The whole table (in this process) from the shards' counter bytes, in shard order.
+    pub fn gather(&self, parts: &[&[u8]]) -> Result<BlockedTable> {
+        if parts.len() != self.map.shards() {
+            return Err(Error::invalid(format!("{} shards given for a table of {}", parts.len(), self.map.shards())));
+        }
+        let mut table = BlockedTable::with_params(self.map.params, AllocOptions::default())?;
+        let mut bytes = table.mem.bytes_mut();
+        for (s, part) in parts.iter().enumerate() {
+            let lines = self.map.lines(s);
+            if part.len() as u64 != (lines.end - lines.start) * LINE_BYTES as u64 {
+                return Err(Error::invalid(format!(
+                    "shard {s} gave {} bytes for lines {}..{}",
+                    part.len(),
+                    lines.start,
+                    lines.end
+                )));
+            }
+            let (done, rest) = std::mem::take(&mut bytes).split_at_mut(part.len());
+            done.copy_from_slice(part);
+            bytes = rest;
+        }
+        let stats = self.occupancy();
+        *table.stats.occupied.get_mut() = stats.occupied;
+        *table.stats.unique.get_mut() = stats.unique;
+        *table.stats.added.get_mut() = stats.added;
+        Ok(table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::{CounterWidth, CountingTable as _};
+    use rand::{Rng, SeedableRng};
+
+    /// A small table: 40 lines, so that k-mers share lines and counters saturate.
+    fn params(width: CounterWidth) -> BlockedParams {
+        BlockedParams::new(20, 40 * LINE_BYTES as u64, width, 4)
+    }
+
+    /// Hashes from a small pool (repeats past 255) in random order.
+    fn hashes(seed: u64, n: usize, distinct: usize) -> Vec<u64> {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+        let pool: Vec<u64> = (0..distinct).map(|_| rng.random()).collect();
+        (0..n).map(|_| pool[rng.random_range(0..distinct)]).collect()
+    }
+
+    /// The client and its shards, with one-message-per-shard calls.
+    fn sharded(params: BlockedParams, n: usize) -> (BlockedShardClient, Vec<BlockedShard>) {
+        let client = BlockedShardClient::new(params, n).unwrap();
+        let shards = (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
+        (client, shards)
+    }
+
+    #[test]
+    fn counting_matches_one_table_at_one_to_four_shards() {
+        for width in [CounterWidth::Bits8, CounterWidth::Bits4] {
+            let hashes = hashes(7, 60_000, 500);
+            let mut expected = BlockedTable::with_params(params(width), AllocOptions::default()).unwrap();
+            hashes.chunks(999).for_each(|batch| expected.add_hashes_exclusive(batch));
+            assert!(hashes.iter().any(|&h| expected.get_hash(h) == width.max_count()));
+            for n in 1..=4 {
+                let (client, mut shards) = sharded(params(width), n);
+                for batch in hashes.chunks(700) {
+                    let (parts, _) = client.map().route(batch).unwrap();
+                    for (shard, part) in shards.iter_mut().zip(&parts) {
+                        client.record(shard.add(part).unwrap());
+                    }
+                }
+                let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
+                let table = client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+                assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{n} shards, {width:?}");
+                assert_eq!(table.occupancy(), expected.occupancy());
+                assert_eq!(client.expected_fp_rate(), expected.expected_fp_rate());
+                let (parts, order) = client.map().route(&hashes).unwrap();
+                let answers: Vec<Vec<u8>> = shards.iter().zip(&parts).map(|(s, p)| s.counts(p).unwrap()).collect();
+                let counts = crate::table::shard::ShardMap::unroute(
+                    &order,
+                    &answers.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+                )
+                .unwrap();
+                assert!(counts.iter().zip(&hashes).all(|(&c, &h)| u32::from(c) == expected.get_hash(h)));
+            }
+        }
+    }
+
+    #[test]
+    fn maps_and_shards_refuse_what_is_not_theirs() {
+        let map = BlockedShardMap::new(params(CounterWidth::Bits8), 3).unwrap();
+        assert_eq!(map.bounds(), &[0, 13, 26, 40]);
+        assert!(BlockedShardMap::new(params(CounterWidth::Bits8), 41).is_err());
+        assert!(BlockedShardMap::new(params(CounterWidth::Bits8), 0).is_err());
+        let mut shard = BlockedShard::new(*map.params(), map.lines(1)).unwrap();
+        let foreign = (0..u64::MAX).step_by(1 << 40).find(|&h| map.shard_of(h) == 0).unwrap();
+        let err = shard.add(&[foreign]).unwrap_err().to_string();
+        assert!(err.contains("outside the shard's lines 13..26"), "{err}");
+        assert!(shard.bytes().iter().all(|&b| b == 0));
+        assert!(BlockedShard::new(*map.params(), 30..41).is_err());
+        let client = BlockedShardClient::new(*map.params(), 3).unwrap();
+        assert!(client.gather(&[&[0u8; 64]]).is_err());
+    }
+}
