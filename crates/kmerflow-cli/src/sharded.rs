@@ -56,7 +56,7 @@ const SHARED_ARGS: &[&str] = &[
 /// The command's own arguments that a sharded run has (`None` for a command without one).
 fn command_args(command: &str) -> Option<&'static [&'static str]> {
     Some(match command {
-        "load-into-counting" => &["no_bigcount", "summary_info", "output", "inputs"],
+        "load-into-counting" => &["no_bigcount", "small_count", "summary_info", "output", "inputs"],
         "normalize-by-median" => &[
             "cutoff",
             "paired",
@@ -99,7 +99,7 @@ fn command_args(command: &str) -> Option<&'static [&'static str]> {
 /// Why a flag is not available with shards (the default: not implemented there).
 fn why_not(id: &str) -> &'static str {
     match id {
-        "small_count" => "the shards hold 8-bit counters",
+        "small_count" => "the shards of khmer's layout hold 8-bit counters",
         "loadgraph" => "a saved table is not loaded into shards; count from the reads",
         "metrics" => "per-stage metrics are measured in one process; use --report-json",
         "gzip" | "bzip" => "the sharded normalize-by-median writes uncompressed reads",
@@ -173,8 +173,15 @@ fn check_supported(command: &str, argv: &[OsString]) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The table of a sharded run: k, the table sizes as the native command sizes them (`-x`,
-/// `-M`, `-M auto` and `-U` with their checks and messages), `-f`.
+/// The data error (exit 1) of `command` for `e`.
+fn data_error(command: &str, e: kmerflow_core::Error) -> CliError {
+    CliError { code: EXIT_DATA, message: format!("kmerflow {command}: error: {e}"), file: None }
+}
+
+/// The table of a sharded run, sized as the native command sizes it (`-x`, `-M`, `-M auto` and
+/// `-U` with their checks and messages): `layout` (`khmer` or `blocked`), `ksize`, `force`
+/// (`-f`) and the shape, khmer's `sizes` or the blocked layout's `memory_bytes` (whole lines),
+/// `bits` (8, 4 with `--small-count`) and `probes`. Only load-into-counting has blocked shards.
 fn table(
     command: &str,
     counting: &CountingArgs,
@@ -187,25 +194,36 @@ fn table(
         let message = format!("the argument '{flag}' cannot be used with '--scheduler' or '--local-cluster': {why}");
         Err(usage_error(command, ErrorKind::ArgumentConflict, message))
     };
-    if counting.small_count {
+    let blocked = layout == Some(Layout::Blocked);
+    if blocked && command != "load-into-counting" {
+        return conflict(
+            "--layout blocked",
+            "the blocked layout's shards count (load-into-counting) but do not decide yet",
+        );
+    }
+    if counting.small_count && !blocked {
         return conflict("--small-count", why_not("small_count"));
     }
-    if layout == Some(Layout::Blocked) {
-        return conflict("--layout blocked", "the shards hold khmer's layout");
-    }
-    let data = |e: kmerflow_core::Error| CliError {
-        code: EXIT_DATA,
-        message: format!("kmerflow {command}: error: {e}"),
-        file: None,
-    };
+    let data = |e| data_error(command, e);
     let params = counting.resolved_params(force, inputs, false, ctx).map_err(data)?;
+    if blocked {
+        let shape = sizing::blocked_countgraph_params(&params, 1.0, &ctx.run).map_err(data)?;
+        return Ok(json!({
+            "layout": "blocked",
+            "ksize": shape.k,
+            "memory_bytes": shape.data_bytes(),
+            "bits": shape.width.bits(),
+            "probes": shape.probes,
+            "force": force,
+        }));
+    }
     let sizes = sizing::countgraph_sizes(&params, 1.0, &ctx.run).map_err(data)?;
-    Ok(json!({"ksize": params.ksize, "sizes": sizes, "force": force}))
+    Ok(json!({"layout": "khmer", "ksize": params.ksize, "sizes": sizes, "force": force}))
 }
 
 /// Parses the sharded command line `argv` (program name first) with the command definitions
 /// and returns the run to carry out as JSON: `command`, `quiet`, `cluster` (`scheduler`,
-/// `local_cluster`, `shards`, `local_shards`, `batch_kmers`), `table` (`ksize`, `sizes`, `force`),
+/// `local_cluster`, `shards`, `local_shards`, `batch_kmers`), `table` (see [`table`]),
 /// `report_json`, `renders`, the command's own arguments by clap id (`inputs`, `output`,
 /// `cutoff`, ...) and `messages` (the sizing's notes and warnings, `{level, text}`). `None` for a
 /// help, version or `--info` request (printed here). A usage error (exit 2) names the flag,
@@ -234,12 +252,17 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
     let run = RunContext::new();
     let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
     let mut out = match &command {
-        Command::LoadIntoCounting(a) => json!({
-            "table": table(name, &a.counting, Some(a.layout.layout), a.run.force, &a.inputs, &mut ctx)?,
-            "bigcount": !a.no_bigcount,
-            "output": a.output,
-            "inputs": a.inputs,
-        }),
+        Command::LoadIntoCounting(a) => {
+            if a.layout.layout == Layout::Blocked {
+                count::check_blocked_output(&a.output).map_err(|e| data_error(name, e))?;
+            }
+            json!({
+                "table": table(name, &a.counting, Some(a.layout.layout), a.run.force, &a.inputs, &mut ctx)?,
+                "bigcount": !a.no_bigcount,
+                "output": a.output,
+                "inputs": a.inputs,
+            })
+        }
         Command::NormalizeByMedian(a) => {
             let all: Vec<String> = a.inputs.iter().chain(&a.unpaired).cloned().collect();
             json!({
@@ -419,6 +442,20 @@ mod tests {
                 .unwrap()
                 .unwrap();
         assert_eq!((&trim["table"]["sizes"], &trim["inputs"]), (&counted["table"]["sizes"], &json!(["a.fq", "b.fq"])));
+    }
+
+    #[test]
+    fn load_into_counting_plans_blocked_shards() {
+        let args = ["load-into-counting", "-N", "3", "-x", "1000", "--layout", "blocked", "--local-cluster", "2"];
+        let counted = plan(argv(&[&args[..], &["--small-count", "o.kf", "a.fq"]].concat())).unwrap().unwrap();
+        assert_eq!(counted["table"]["layout"], json!("blocked"));
+        assert_eq!((counted["table"]["bits"].as_u64(), counted["table"]["probes"].as_u64()), (Some(4), Some(3)));
+        assert_eq!(counted["table"]["memory_bytes"], json!(1472));
+        let gz = plan(argv(&[&args[..], &["o.kf.gz", "a.fq"]].concat())).unwrap_err();
+        assert_eq!(gz.code, EXIT_DATA);
+        assert!(gz.message.contains("drop the .gz"), "{}", gz.message);
+        let small = plan(argv(&["load-into-counting", "--small-count", "--local-cluster", "2", "o.ct", "a.fq"]));
+        assert!(small.unwrap_err().message.contains("'--small-count'"));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! reads stop promptly on Ctrl-C ([`interrupt`]).
 
 mod batch;
+mod blocked_shards;
 mod commands;
 mod errors;
 mod hashing;
@@ -39,6 +40,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tables::register(m)?;
     batch::register(m)?;
     shards::register(m)?;
+    blocked_shards::register(m)?;
     sharded_runs::register(m)?;
     hashing::register(m)?;
     commands::register(m)?;

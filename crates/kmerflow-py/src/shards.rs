@@ -271,12 +271,22 @@ fn open_batches(
     batch_kmers: usize,
     cleaning: Cleaning,
 ) -> PyResult<BundleBatches> {
+    let reader = open_reader(py, path, mode, min_length)?;
+    Ok(BundleBatches::new(reader, client.ksize(), batch_kmers, cleaning))
+}
+
+/// The bundles of `path` (warnings about the input go to Python's `warnings`).
+pub(crate) fn open_reader(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    mode: PairMode,
+    min_length: Option<usize>,
+) -> PyResult<PairedReader> {
     let path = path.to_string_lossy().into_owned();
     let ctx = RunContext::new();
     let reader = py.detach(|| FastxReader::open_in(&path, &ctx));
     ctx.messages().iter().try_for_each(|m| warn_message(py, m))?;
-    let reader = PairedReader::new(reader.py()?, mode, min_length);
-    Ok(BundleBatches::new(reader, client.ksize(), batch_kmers, cleaning))
+    Ok(PairedReader::new(reader.py()?, mode, min_length))
 }
 
 /// Which shards of a run are remote (`None` in `local`).

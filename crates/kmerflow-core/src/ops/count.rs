@@ -273,12 +273,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             fp
         }
         Layout::Blocked => {
-            if opts.output.ends_with(".gz") {
-                return Err(Error::invalid(format!(
-                    "{}: the blocked layout is saved uncompressed in kmerflow's format; drop the .gz",
-                    opts.output
-                )));
-            }
+            check_blocked_output(&opts.output)?;
             let shape = sizing::blocked_countgraph_params(&opts.params, 1.0, ctx)?;
             let in_file = shape.data_bytes() > memory::physical_memory() / 2;
             memory::check_table_fits(shape.data_bytes() as f64, if in_file { Backing::File } else { Backing::Memory })?;
@@ -306,6 +301,17 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     summary.fp_rate = fp;
     write_side_files(&opts.output, &opts.inputs, &summary, opts.summary, ctx)?;
     Ok(summary)
+}
+
+/// Refuses a blocked table's output path ending in `.gz` (it is saved uncompressed in
+/// kmerflow's format).
+pub fn check_blocked_output(output: &str) -> Result<()> {
+    if output.ends_with(".gz") {
+        return Err(Error::invalid(format!(
+            "{output}: the blocked layout is saved uncompressed in kmerflow's format; drop the .gz"
+        )));
+    }
+    Ok(())
 }
 
 /// Writes what `load-into-counting` writes beside the table `output` counted from `inputs`:

@@ -61,7 +61,7 @@ pub enum Cleaning {
 }
 
 /// How the k-mers of a cleaned read are hashed: appends their hashes to the vector.
-pub type ReadHasher = Box<dyn Fn(&[u8], &mut Vec<u64>) + Send>;
+pub type ReadHasher = Box<dyn Fn(&[u8], &mut Vec<u64>) + Send + Sync>;
 
 /// The bundles of a [`PairedReader`] in batches of at least `batch_kmers` k-mers (the last one
 /// smaller); a bundle is never split.

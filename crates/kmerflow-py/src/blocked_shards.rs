@@ -1,0 +1,282 @@
+//! Sharded blocked tables (`kmerflow-core`'s `table::blocked::shard`) on numpy arrays:
+//! `BlockedShard`, one range of lines (held by a Dask worker or locally), `BlockedShardClient`,
+//! the client's part (hashing, routing, statistics, gathering), and `BlockedShardedCountRun`,
+//! counting a file. A table's shape is given as k, bytes of counters (whole 64-byte lines),
+//! bits per counter (8 or 4) and counters per k-mer, as the one-process table is sized. Every
+//! call on many k-mers releases the GIL.
+
+use crate::batch::slice;
+use crate::errors::IntoPyResult;
+use crate::shards::open_reader;
+use kmerflow_core::io::PairMode;
+use kmerflow_core::kmer::clean::clean_parser;
+use kmerflow_core::run::RunContext;
+use kmerflow_core::table::blocked::shard::{BlockedShard as CoreShard, BlockedShardClient as CoreClient};
+use kmerflow_core::table::blocked::shard_run::BlockedShardedCount;
+use kmerflow_core::table::blocked::OccupancyStats;
+use kmerflow_core::table::shard_runs::{BundleBatches, Cleaning};
+use kmerflow_core::table::{native_format, BlockedParams, CounterWidth};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use std::sync::{Mutex, MutexGuard};
+
+/// The shape of a blocked table of k `ksize`, `memory_bytes` of counters of `bits` bits and
+/// `probes` counters per k-mer.
+fn shape(ksize: usize, memory_bytes: u64, bits: u8, probes: usize) -> PyResult<BlockedParams> {
+    let width = CounterWidth::from_bits(bits).filter(|&w| w != CounterWidth::Bits1).ok_or_else(|| {
+        PyValueError::new_err(format!("a sharded blocked table has 8- or 4-bit counters, not {bits}"))
+    })?;
+    let params = BlockedParams::new(ksize, memory_bytes, width, probes);
+    params.check().py()?;
+    Ok(params)
+}
+
+/// What a shard's adds did to the statistics: (non-zero counters, adds that found a zero
+/// counter, adds).
+type Done = (u64, u64, u64);
+
+/// One shard: lines `start .. end` of a blocked table.
+#[pyclass(module = "kmerflow._core", frozen)]
+pub struct BlockedShard {
+    inner: Mutex<CoreShard>,
+}
+
+impl BlockedShard {
+    /// The shard, locked.
+    fn lock(&self) -> MutexGuard<'_, CoreShard> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl BlockedShard {
+    /// A zeroed shard of lines `start .. end` of the table of that shape.
+    #[new]
+    fn new(
+        py: Python<'_>,
+        ksize: usize,
+        memory_bytes: u64,
+        bits: u8,
+        probes: usize,
+        start: u64,
+        end: u64,
+    ) -> PyResult<Self> {
+        let params = shape(ksize, memory_bytes, bits, probes)?;
+        let inner = py.detach(|| CoreShard::new(params, start..end)).py()?;
+        Ok(BlockedShard { inner: Mutex::new(inner) })
+    }
+
+    /// (first line, end line).
+    #[getter]
+    fn lines(&self) -> (u64, u64) {
+        let lines = self.lock().lines();
+        (lines.start, lines.end)
+    }
+
+    /// Adds the k-mer hashes (uint64, all the shard's) in order; returns (non-zero counters,
+    /// adds that found a zero counter, adds) that they added to the statistics.
+    fn add(&self, py: Python<'_>, hashes: PyReadonlyArray1<'_, u64>) -> PyResult<Done> {
+        let hashes = slice(&hashes, "hashes")?;
+        let done = py.detach(|| self.lock().add(hashes)).py()?;
+        Ok((done.occupied, done.unique, done.added))
+    }
+
+    /// The count of each k-mer hash (uint64, all the shard's) as uint8.
+    fn counts<'py>(&self, py: Python<'py>, hashes: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let hashes = slice(&hashes, "hashes")?;
+        Ok(py.detach(|| self.lock().counts(hashes)).py()?.into_pyarray(py))
+    }
+
+    /// A copy of the counter bytes (uint8).
+    fn cells<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u8>> {
+        py.detach(|| self.lock().bytes()).into_pyarray(py)
+    }
+}
+
+/// The client's part of a sharded blocked table: the map of lines, the hasher and the
+/// statistics summed from the shards' answers.
+#[pyclass(module = "kmerflow._core", frozen)]
+pub struct BlockedShardClient {
+    inner: CoreClient,
+}
+
+/// A shard's part of a batch: k-mer hashes (uint64).
+type Parts<'py> = Vec<Bound<'py, PyArray1<u64>>>;
+/// The k-mer hashes of sequences end to end and where each sequence's end.
+type HashedReads<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
+
+#[pymethods]
+impl BlockedShardClient {
+    /// The table of that shape cut into `shards` shards of whole lines.
+    #[new]
+    fn new(ksize: usize, memory_bytes: u64, bits: u8, probes: usize, shards: usize) -> PyResult<Self> {
+        let params = shape(ksize, memory_bytes, bits, probes)?;
+        Ok(BlockedShardClient { inner: CoreClient::new(params, shards).py()? })
+    }
+
+    /// k.
+    #[getter]
+    fn ksize(&self) -> usize {
+        self.inner.map().params().k
+    }
+
+    /// Bytes of counters of the whole table (whole lines).
+    #[getter]
+    fn memory_bytes(&self) -> u64 {
+        self.inner.map().params().data_bytes()
+    }
+
+    /// Bits per counter.
+    #[getter]
+    fn bits(&self) -> u8 {
+        self.inner.map().params().width.bits()
+    }
+
+    /// Counters per k-mer.
+    #[getter]
+    fn probes(&self) -> usize {
+        self.inner.map().params().probes
+    }
+
+    /// Shard `s` holds lines `bounds[s] .. bounds[s + 1]`.
+    #[getter]
+    fn bounds(&self) -> Vec<u64> {
+        self.inner.map().bounds().to_vec()
+    }
+
+    /// Non-zero counters of the whole table.
+    fn n_occupied(&self) -> u64 {
+        self.inner.occupancy().occupied
+    }
+
+    /// Adds that found a zero counter (the distinct k-mer estimate).
+    fn n_unique_kmers(&self) -> u64 {
+        self.inner.occupancy().unique
+    }
+
+    /// The whole table's expected false-positive rate (non-zero fraction ^ probes).
+    fn expected_fp_rate(&self) -> f64 {
+        self.inner.expected_fp_rate()
+    }
+
+    /// The hashes of the k-mers of `sequences` laid end to end (uint64) and where each
+    /// sequence's k-mers end (uint64); each cleaned by khmer's C++ parser rule.
+    fn hash_reads<'py>(&self, py: Python<'py>, sequences: Vec<Bound<'py, PyString>>) -> PyResult<HashedReads<'py>> {
+        let seqs: Vec<&str> = sequences.iter().map(|s| s.to_str()).collect::<PyResult<_>>()?;
+        let hasher = self.inner.hasher();
+        let (hashes, ends) = py.detach(|| {
+            let (mut hashes, mut ends, mut clean) = (Vec::new(), Vec::new(), Vec::new());
+            for seq in &seqs {
+                clean_parser(seq.as_bytes(), &mut clean);
+                hasher.hashes(&clean, &mut hashes);
+                ends.push(hashes.len() as u64);
+            }
+            (hashes, ends)
+        });
+        Ok((hashes.into_pyarray(py), ends.into_pyarray(py)))
+    }
+
+    /// `hashes` split by shard (input order kept) and the input position of each entry of the
+    /// parts laid end to end (uint32), for `ShardClient.unroute`.
+    fn route<'py>(
+        &self,
+        py: Python<'py>,
+        hashes: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<(Parts<'py>, Bound<'py, PyArray1<u32>>)> {
+        let hashes = slice(&hashes, "hashes")?;
+        let (parts, order) = py.detach(|| self.inner.map().route(hashes)).py()?;
+        Ok((parts.into_iter().map(|p| p.into_pyarray(py)).collect(), order.into_pyarray(py)))
+    }
+
+    /// Records a shard's answer to `BlockedShard.add`.
+    fn record(&self, done: Done) {
+        self.inner.record(occupancy(done));
+    }
+
+    /// Gathers the table from the shards' counter bytes (uint8 arrays in shard order) and
+    /// saves it in kmerflow's format at `path` (through this process's memory).
+    fn save(&self, py: Python<'_>, cells: Vec<PyReadonlyArray1<'_, u8>>, path: std::path::PathBuf) -> PyResult<()> {
+        let cells: Vec<&[u8]> = cells.iter().map(|c| slice(c, "cells")).collect::<PyResult<_>>()?;
+        let path = path.to_string_lossy().into_owned();
+        py.detach(|| {
+            let table = self.inner.gather(&cells)?;
+            native_format::save(&table, &path, &RunContext::new())
+        })
+        .py()
+    }
+}
+
+fn occupancy((occupied, unique, added): Done) -> OccupancyStats {
+    OccupancyStats { occupied, unique, added }
+}
+
+/// Counting a file on a sharded blocked table (`ShardedBlockedTable.consume_seqfile`):
+/// `send()` reads the next batch and returns the hashes for each remote shard (for its `add`),
+/// or `None` at the end; `local()` counts the batch on the local shards and reads the next one
+/// (while the remote shards work); `record(answers)` records the remote shards' answers.
+#[pyclass(module = "kmerflow._core")]
+pub struct BlockedShardedCountRun {
+    client: Py<BlockedShardClient>,
+    local: Vec<Option<Py<BlockedShard>>>,
+    run: BlockedShardedCount,
+}
+
+#[pymethods]
+impl BlockedShardedCountRun {
+    /// Counting `path` (every record, khmer's C++ cleaning) on `client`'s table, whose shard
+    /// `s` is `local[s]` when held in this process and remote when `None`.
+    #[new]
+    fn new(
+        py: Python<'_>,
+        client: Py<BlockedShardClient>,
+        local: Vec<Option<Py<BlockedShard>>>,
+        path: std::path::PathBuf,
+        batch_kmers: usize,
+    ) -> PyResult<Self> {
+        let reader = open_reader(py, path, PairMode::ForceSingle, None)?;
+        let hasher = client.get().inner.hasher().clone();
+        let hash = Box::new(move |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out));
+        let batches = BundleBatches::with_hasher(reader, hash, batch_kmers, Cleaning::Parser);
+        let remote = local.iter().map(Option::is_none).collect();
+        let run = BlockedShardedCount::new(batches, &client.get().inner, remote).py()?;
+        Ok(BlockedShardedCountRun { client, local, run })
+    }
+
+    /// The next batch's hashes for each remote shard, `None` at the end.
+    fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Parts<'py>>> {
+        let (client, run) = (&self.client.get().inner, &mut self.run);
+        let parts = py.detach(|| run.send(client)).py()?;
+        Ok(parts.map(|parts| parts.into_iter().map(|p| p.into_pyarray(py)).collect()))
+    }
+
+    /// Counts the batch sent last on the local shards, then reads the next batch.
+    fn local(&mut self, py: Python<'_>) -> PyResult<()> {
+        let mut guards: Vec<Option<MutexGuard<'_, CoreShard>>> =
+            self.local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
+        let mut shards: Vec<Option<&mut CoreShard>> = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
+        let (client, run) = (&self.client.get().inner, &mut self.run);
+        py.detach(|| run.local(client, &mut shards)).py()
+    }
+
+    /// Records the remote shards' answers to the batch sent last (in shard order).
+    fn record(&mut self, answers: Vec<Done>) -> PyResult<()> {
+        let answers: Vec<OccupancyStats> = answers.into_iter().map(occupancy).collect();
+        self.run.record(&self.client.get().inner, &answers).py()
+    }
+
+    /// (reads, k-mers, reads shorter than k) counted so far.
+    #[getter]
+    fn totals(&self) -> (u64, u64, u64) {
+        self.run.totals
+    }
+}
+
+/// Adds the classes to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<BlockedShard>()?;
+    m.add_class::<BlockedShardClient>()?;
+    m.add_class::<BlockedShardedCountRun>()?;
+    Ok(())
+}
