@@ -80,10 +80,10 @@ class _Done:
 
 
 class _Local:
-    """A shard held in this process, with the actor's interface."""
+    """A shard held in this process (``actor(*args)``), with the actor's interface."""
 
-    def __init__(self, start: int, size: int) -> None:
-        self.actor = ShardActor(start, size)
+    def __init__(self, actor: Callable[..., Any], *args: Any) -> None:
+        self.actor = actor(*args)
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self.actor, name)
@@ -97,59 +97,40 @@ def _default_sizes(n_tables: int, starting_size: float,
     return list(_core.get_n_primes_near_x(n_tables, starting_size))
 
 
-class ShardedCountgraph:
-    """A Countgraph cut into ``shards`` shards held by the workers of ``client``.
+class _Sharded:
+    """The shards of a table, held by Dask workers as actors or in this process, and the calls
+    that reach them (a failure names the shard). ``self._table`` is the client's part, whose
+    ``bounds`` are the shards' ranges of :attr:`_unit`."""
 
-    ``ShardedCountgraph(ksize, starting_size, n_tables, client=..., shards=N, local=L,
-    primes=None, batch_kmers=262144)``: the table sizes are khmer's (``primes`` overrides them);
-    shards ``0 .. L-1`` are held in this process and the others by the workers, assigned in
-    turn. Without a client every shard is local. Before anything is allocated, each worker's
-    shards are checked against its memory limit (what the worker holds already included):
-    a table that does not fit raises :class:`ParameterError` naming the shard and the worker.
-    A shard whose worker is lost raises :class:`ShardError` naming it (Dask cannot rebuild an
-    actor's state). Give a client made with ``direct_to_workers=True`` (as the commands do):
-    otherwise every message goes through the scheduler.
-    """
+    #: What the shards' ranges count (named in errors).
+    _unit = "counters"
+    _table: Any
 
-    def __init__(self, ksize: int, starting_size: float, n_tables: int, *,
-                 client: Any = None, shards: int = 1, local: Optional[int] = None,
-                 primes: Optional[Sequence[int]] = None, batch_kmers: int = BATCH_KMERS,
-                 use_bigcount: bool = True) -> None:
-        sizes = _default_sizes(n_tables, starting_size, primes)
-        if batch_kmers < 1:
-            raise ParameterError("batch_kmers must be at least 1")
-        self._table = _core.ShardClient(ksize, sizes, shards, use_bigcount)
-        self.batch_kmers = batch_kmers
-        bounds = self._table.bounds
-        n_local = shards if client is None else (0 if local is None else local)
+    def _start(self, client: Any, actor: Callable[..., Any], args: Sequence[Sequence[Any]],
+               n_local: int, nbytes: Sequence[int], messages: Sequence[int]) -> None:
+        """Makes shard ``s`` as ``actor(*args[s])``: shards ``0 .. n_local-1`` in this process,
+        the others on the workers of ``client`` (:func:`_place`, with their ``nbytes`` and
+        ``messages`` bytes, given for the remote shards only)."""
+        shards = len(args)
         if not 0 <= n_local <= shards:
             raise ParameterError(f"local must be 0..{shards} shards, not {n_local}")
+        placement = _place(client, nbytes, n_local, messages)
         self._where: List[str] = []
-        remote = range(n_local, shards)
-        placement = _place(client, [bounds[s + 1] - bounds[s] for s in remote], n_local,
-                           [_message_bytes(batch_kmers, sizes, bounds[s], bounds[s + 1]) for s in remote])
         self._shards: List[Any] = []
         for s in range(shards):
-            start, size = bounds[s], bounds[s + 1] - bounds[s]
             if s < n_local:
-                self._shards.append(_Local(start, size))
+                self._shards.append(_Local(actor, *args[s]))
                 self._where.append("this process")
             else:
                 worker = placement[s - n_local]
-                future = client.submit(ShardActor, start, size, actor=True, workers=[worker],
+                future = client.submit(actor, *args[s], actor=True, workers=[worker],
                                        allow_other_workers=False, pure=False)
                 self._shards.append(self._answer(s, future))
                 self._where.append(worker)
-        self._pending: List[Tuple[np.ndarray, np.ndarray]] = [_no_update() for _ in range(shards)]
-        #: Reads shorter than k: counted by :meth:`consume_seqfile` (they contribute no k-mers)
-        #: and dropped by :meth:`normalize_file`.
-        self.short_reads = 0
-
-    # --- messages -----------------------------------------------------------------------------
 
     def _describe(self, s: int) -> str:
         bounds = self._table.bounds
-        return f"shard {s} (counters {bounds[s]}..{bounds[s + 1]}) on {self._where[s]}"
+        return f"shard {s} ({self._unit} {bounds[s]}..{bounds[s + 1]}) on {self._where[s]}"
 
     def _answer(self, s: int, future: Any) -> Any:
         return self._named(s, future.result)
@@ -184,6 +165,71 @@ class ShardedCountgraph:
         """The answers of :meth:`_send_remote`'s futures, in shard order."""
         return [self._answer(s, f) for s, f in futures]
 
+    # --- khmer's k-mer and read queries, from the table's add_hashes, get_hash_counts,
+    # hash_reads and _hash -------------------------------------------------------------------
+
+    def add(self, kmer: Union[str, int]) -> None:
+        self.add_hashes(np.array([self._hash(kmer)], dtype=np.uint64))
+
+    def get(self, kmer: Union[str, int]) -> int:
+        return int(self.get_hash_counts(np.array([self._hash(kmer)], dtype=np.uint64))[0])
+
+    def consume(self, sequence: str) -> int:
+        """Counts the k-mers of ``sequence`` (as given); returns how many."""
+        hashes, _ = self._table.hash_reads([sequence])
+        self.add_hashes(hashes)
+        return len(hashes)
+
+    def get_kmer_counts(self, sequence: str) -> List[int]:
+        hashes, _ = self._table.hash_reads([sequence])
+        return [int(c) for c in self.get_hash_counts(hashes)]
+
+    def get_median_count(self, sequence: str) -> Tuple[int, float, float]:
+        """khmer's (median, mean, population standard deviation) of the k-mer counts."""
+        counts = sorted(self.get_kmer_counts(sequence))
+        if not counts:
+            return 0, 0.0, 0.0
+        mean = sum(counts) / len(counts)
+        sd = (sum((c - mean) ** 2 for c in counts) / len(counts)) ** 0.5
+        return counts[len(counts) // 2], mean, sd
+
+
+class ShardedCountgraph(_Sharded):
+    """A Countgraph cut into ``shards`` shards held by the workers of ``client``.
+
+    ``ShardedCountgraph(ksize, starting_size, n_tables, client=..., shards=N, local=L,
+    primes=None, batch_kmers=262144)``: the table sizes are khmer's (``primes`` overrides them);
+    shards ``0 .. L-1`` are held in this process and the others by the workers, assigned in
+    turn. Without a client every shard is local. Before anything is allocated, each worker's
+    shards are checked against its memory limit (what the worker holds already included):
+    a table that does not fit raises :class:`ParameterError` naming the shard and the worker.
+    A shard whose worker is lost raises :class:`ShardError` naming it (Dask cannot rebuild an
+    actor's state). Give a client made with ``direct_to_workers=True`` (as the commands do):
+    otherwise every message goes through the scheduler.
+    """
+
+    def __init__(self, ksize: int, starting_size: float, n_tables: int, *,
+                 client: Any = None, shards: int = 1, local: Optional[int] = None,
+                 primes: Optional[Sequence[int]] = None, batch_kmers: int = BATCH_KMERS,
+                 use_bigcount: bool = True) -> None:
+        sizes = _default_sizes(n_tables, starting_size, primes)
+        if batch_kmers < 1:
+            raise ParameterError("batch_kmers must be at least 1")
+        self._table = _core.ShardClient(ksize, sizes, shards, use_bigcount)
+        self.batch_kmers = batch_kmers
+        bounds = self._table.bounds
+        n_local = _n_local(client, shards, local)
+        remote = range(max(n_local, 0), shards)
+        self._start(client, ShardActor, [(bounds[s], bounds[s + 1] - bounds[s]) for s in range(shards)],
+                    n_local, [bounds[s + 1] - bounds[s] for s in remote],
+                    [_message_bytes(batch_kmers, sizes, bounds[s], bounds[s + 1]) for s in remote])
+        self._pending: List[Tuple[np.ndarray, np.ndarray]] = [_no_update() for _ in range(shards)]
+        #: Reads shorter than k: counted by :meth:`consume_seqfile` (they contribute no k-mers)
+        #: and dropped by :meth:`normalize_file`.
+        self.short_reads = 0
+
+    # --- messages -----------------------------------------------------------------------------
+
     def _values(self, counters: np.ndarray) -> np.ndarray:
         """The values of ``counters`` (after the pending updates), in input order."""
         parts, order = self._table.route(counters)
@@ -213,6 +259,10 @@ class ShardedCountgraph:
     def n_unique_kmers(self) -> int:
         return self._table.n_unique_kmers()
 
+    def expected_fp_rate(self) -> float:
+        """khmer's estimate (n_occupied / smallest table) ^ tables."""
+        return float((self.n_occupied() / min(self.hashsizes())) ** self.n_tables())
+
     @property
     def shard_bounds(self) -> List[int]:
         """Shard ``s`` holds counters ``shard_bounds[s] .. shard_bounds[s + 1]``."""
@@ -238,33 +288,8 @@ class ShardedCountgraph:
         sequence's end."""
         return self._table.hash_reads(list(sequences))
 
-    def add(self, kmer: Union[str, int]) -> None:
-        self.add_hashes(np.array([self._hash(kmer)], dtype=np.uint64))
-
-    def get(self, kmer: Union[str, int]) -> int:
-        return int(self.get_hash_counts(np.array([self._hash(kmer)], dtype=np.uint64))[0])
-
     def _hash(self, kmer: Union[str, int]) -> int:
         return kmer if isinstance(kmer, int) else _core.forward_hash(kmer, self.ksize())
-
-    def consume(self, sequence: str) -> int:
-        """Counts the k-mers of ``sequence`` (as given); returns how many."""
-        hashes, _ = self._table.hash_reads([sequence])
-        self.add_hashes(hashes)
-        return len(hashes)
-
-    def get_kmer_counts(self, sequence: str) -> List[int]:
-        hashes, _ = self._table.hash_reads([sequence])
-        return [int(c) for c in self.get_hash_counts(hashes)]
-
-    def get_median_count(self, sequence: str) -> Tuple[int, float, float]:
-        """khmer's (median, mean, population standard deviation) of the k-mer counts."""
-        counts = sorted(self.get_kmer_counts(sequence))
-        if not counts:
-            return 0, 0.0, 0.0
-        mean = sum(counts) / len(counts)
-        sd = (sum((c - mean) ** 2 for c in counts) / len(counts)) ** 0.5
-        return counts[len(counts) // 2], mean, sd
 
     def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
         """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).
@@ -367,6 +392,11 @@ def _binary_writer(out: Any) -> Any:
     return buffer.write
 
 
+def _n_local(client: Any, shards: int, local: Optional[int]) -> int:
+    """The shards held in this process: all without a client, else ``local`` (default none)."""
+    return shards if client is None else (0 if local is None else local)
+
+
 def _no_update() -> Tuple[np.ndarray, np.ndarray]:
     return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint8)
 
@@ -418,4 +448,7 @@ def _takes_n_workers(client: Any) -> bool:
     return "n_workers" in inspect.signature(client.scheduler_info).parameters
 
 
-__all__ = ["ShardedCountgraph", "ShardActor", "ShardError", "BATCH_KMERS"]
+# The blocked layout's shards use the classes above.
+from kmerflow.distributed.blocked import ShardedBlockedTable  # noqa: E402
+
+__all__ = ["ShardedCountgraph", "ShardedBlockedTable", "ShardActor", "ShardError", "BATCH_KMERS"]

@@ -31,7 +31,7 @@ from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, 
 import numpy as np
 
 from kmerflow import _core
-from kmerflow.distributed import ShardedCountgraph
+from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph
 from kmerflow.errors import CommandError, KmerflowError
 
 #: Commands that take ``--scheduler``/``--local-cluster``/``--shards``.
@@ -146,10 +146,16 @@ def _connected(cluster: Dict[str, Any], client: Any) -> Iterator[Any]:
         yield own
 
 
-def _graph(plan: Dict[str, Any], client: Any) -> ShardedCountgraph:
+def _graph(plan: Dict[str, Any], client: Any) -> Any:
+    """The run's table: a :class:`ShardedCountgraph`, or a :class:`ShardedBlockedTable` for
+    ``--layout blocked``."""
     cluster, table = plan["cluster"], plan["table"]
     local = cluster["local_shards"]
     shards = cluster["shards"] or max(1, len(client.scheduler_info()["workers"])) + local
+    if table["layout"] == "blocked":
+        return ShardedBlockedTable(table["ksize"], 0, table["probes"], small_count=table["bits"] == 4,
+                                   client=client, shards=shards, local=local,
+                                   memory_bytes=table["memory_bytes"], batch_kmers=cluster["batch_kmers"])
     return ShardedCountgraph(table["ksize"], 1, len(table["sizes"]), client=client, shards=shards,
                              local=local, primes=table["sizes"], batch_kmers=cluster["batch_kmers"],
                              use_bigcount=plan["bigcount"])
@@ -159,15 +165,10 @@ def _graph(plan: Dict[str, Any], client: Any) -> ShardedCountgraph:
 FP_CEILING = {"load-into-counting": 0.2, "normalize-by-median": 0.8, "filter-abund-single": 0.2}
 
 
-def _fp_rate(graph: ShardedCountgraph) -> float:
-    """khmer's estimate (n_occupied / smallest table) ^ tables."""
-    return float((graph.n_occupied() / min(graph.hashsizes())) ** graph.n_tables())
-
-
-def _check_fp(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> float:
-    """The false-positive rate against the command's ceiling: an error (a warning with ``-f``)
-    before any output is renamed into place."""
-    fp = _fp_rate(graph)
+def _check_fp(plan: Dict[str, Any], graph: Any, say: OnMessage) -> float:
+    """The false-positive rate (the table's estimate) against the command's ceiling: an error
+    (a warning with ``-f``) before any output is renamed into place."""
+    fp = graph.expected_fp_rate()
     ceiling = FP_CEILING.get(plan["command"])
     if ceiling is None or fp <= ceiling:
         return fp
@@ -199,7 +200,7 @@ def _staged(path: str) -> Iterator[IO[str]]:
 
 # --- the commands -------------------------------------------------------------------------------
 
-def _load_into_counting(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+def _load_into_counting(plan: Dict[str, Any], graph: Any, say: OnMessage) -> Outcome:
     tally = {"reads": 0, "short_reads": 0, "kmers": 0}
     for path in plan["inputs"]:
         short = graph.short_reads

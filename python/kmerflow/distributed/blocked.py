@@ -1,0 +1,166 @@
+"""Blocked tables (``--layout blocked``) split over Dask workers.
+
+A :class:`ShardedBlockedTable` is the blocked layout's table (all the counters of a k-mer in one
+64-byte line) whose lines are cut into shards, contiguous ranges of lines each held by one Dask
+worker as an actor (:class:`BlockedShardActor`), or in this process. A k-mer's counters are all
+in its line, so each k-mer belongs to exactly one shard, which adds it and answers its count
+alone: the client hashes the reads, splits the hashes by shard with one counting sort and sends
+each shard one message per batch of k-mers (numpy arrays); each shard's answer to an add is what
+the add did to the table's statistics, which the client sums. The saved table is the
+one-process table's file, byte for byte.
+
+>>> from distributed import Client, LocalCluster                     # doctest: +SKIP
+>>> with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, \\
+...         Client(cluster, direct_to_workers=True) as client:
+...     table = ShardedBlockedTable(20, 1e8, 4, client=client, shards=8)
+...     table.consume_seqfile("reads.fq.gz")
+...     table.save("reads.kf")                                         # kmerflow's format
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Tuple, Union
+
+import numpy as np
+
+from kmerflow import _core
+from kmerflow.distributed import BATCH_KMERS, _array, _n_local, _Sharded
+from kmerflow.errors import ParameterError
+
+#: Bytes of one line.
+LINE_BYTES = 64
+
+
+class BlockedShardActor:
+    """One shard of a blocked table in a Dask worker's memory (submitted with ``actor=True``):
+    lines ``start .. end`` of the table of that shape. Each method takes and returns numpy
+    arrays; the native calls release the GIL."""
+
+    def __init__(self, ksize: int, memory_bytes: int, bits: int, probes: int, start: int, end: int) -> None:
+        self.shard = _core.BlockedShard(ksize, memory_bytes, bits, probes, start, end)
+
+    def add(self, hashes: np.ndarray) -> Tuple[int, int, int]:
+        """Counts the k-mer hashes in order; returns what they added to the statistics
+        (non-zero counters, adds that found a zero counter, adds)."""
+        return self.shard.add(_array(hashes, np.uint64))
+
+    def counts(self, hashes: np.ndarray) -> np.ndarray:
+        """The count of each k-mer hash (uint8)."""
+        return self.shard.counts(_array(hashes, np.uint64))
+
+    def cells(self) -> np.ndarray:
+        """A copy of the counter bytes."""
+        return self.shard.cells()
+
+
+class ShardedBlockedTable(_Sharded):
+    """A blocked table cut into ``shards`` shards of lines held by the workers of ``client``.
+
+    ``ShardedBlockedTable(ksize, starting_size, n_tables, small_count=False, client=...,
+    shards=N, local=L, memory_bytes=None, batch_kmers=262144)``: as the one-process blocked
+    table, ``starting_size`` × ``n_tables`` bytes of 8-bit counters (half as many bytes of 4-bit
+    counters with ``small_count``) in whole lines, or ``memory_bytes``; ``n_tables`` counters per
+    k-mer. Shards ``0 .. L-1`` are held in this process and the others by the workers, assigned
+    in turn; without a client every shard is local. The memory check before anything is
+    allocated and the errors naming a lost shard are those of
+    :class:`kmerflow.distributed.ShardedCountgraph`.
+    """
+
+    _unit = "lines"
+
+    def __init__(self, ksize: int, starting_size: float, n_tables: int, *, small_count: bool = False,
+                 client: Any = None, shards: int = 1, local: Optional[int] = None,
+                 memory_bytes: Optional[int] = None, batch_kmers: int = BATCH_KMERS) -> None:
+        if batch_kmers < 1:
+            raise ParameterError("batch_kmers must be at least 1")
+        bits = 4 if small_count else 8
+        if memory_bytes is None:
+            memory_bytes = int(starting_size * n_tables * bits / 8)
+        self._table = _core.BlockedShardClient(ksize, memory_bytes, bits, n_tables, shards)
+        self.batch_kmers = batch_kmers
+        memory = self._table.memory_bytes
+        bounds = self._table.bounds
+        n_local = _n_local(client, shards, local)
+        remote = range(max(n_local, 0), shards)
+        self._start(client, BlockedShardActor,
+                    [(ksize, memory, bits, n_tables, bounds[s], bounds[s + 1]) for s in range(shards)],
+                    n_local, [(bounds[s + 1] - bounds[s]) * LINE_BYTES for s in remote],
+                    # At most a batch of hashes, in and as lines, twice while (de)serialized.
+                    [2 * batch_kmers * 16 for _ in remote])
+        #: Reads shorter than k, counted by :meth:`consume_seqfile` (they contribute no k-mers).
+        self.short_reads = 0
+
+    def ksize(self) -> int:
+        return self._table.ksize
+
+    def n_tables(self) -> int:
+        """Counters per k-mer."""
+        return self._table.probes
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of counters of the whole table."""
+        return self._table.memory_bytes
+
+    def n_occupied(self) -> int:
+        return self._table.n_occupied()
+
+    def n_unique_kmers(self) -> int:
+        return self._table.n_unique_kmers()
+
+    def expected_fp_rate(self) -> float:
+        """The one-process blocked table's estimate: (non-zero fraction) ^ counters per k-mer."""
+        return self._table.expected_fp_rate()
+
+    @property
+    def shard_bounds(self) -> list[int]:
+        """Shard ``s`` holds lines ``shard_bounds[s] .. shard_bounds[s + 1]``."""
+        return list(self._table.bounds)
+
+    def hash_reads(self, sequences: Any) -> Tuple[np.ndarray, np.ndarray]:
+        """k-mer hashes of ``sequences`` end to end (khmer's C++ cleaning, the blocked layout's
+        hash), and where each sequence's end."""
+        return self._table.hash_reads(list(sequences))
+
+    def _hash(self, kmer: Union[str, int]) -> int:
+        if isinstance(kmer, int):
+            return kmer
+        hashes, _ = self._table.hash_reads([kmer])
+        if len(kmer) != self.ksize() or len(hashes) != 1:
+            raise ParameterError(f"a k-mer of {self.ksize()} bases is needed, not {kmer!r}")
+        return int(hashes[0])
+
+    def add_hashes(self, hashes: np.ndarray) -> None:
+        """Counts k-mer hashes in order (one message per shard per batch)."""
+        hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+        for start in range(0, len(hashes), self.batch_kmers):
+            parts, _ = self._table.route(hashes[start:start + self.batch_kmers])
+            for done in self._call("add", [(p,) for p in parts]):
+                self._table.record(done)
+
+    def get_hash_counts(self, hashes: np.ndarray) -> np.ndarray:
+        """The count of each k-mer hash (uint32)."""
+        parts, order = self._table.route(np.ascontiguousarray(hashes, dtype=np.uint64))
+        counts = _core.ShardClient.unroute(order, self._call("counts", [(p,) for p in parts]))
+        return counts.astype(np.uint32)
+
+    def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
+        """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).
+        The file is read, hashed and routed natively; the shards held here count at once, the
+        others get one message per batch, while the next batch is read."""
+        run = _core.BlockedShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers)
+        while (parts := run.send()) is not None:
+            futures = self._send_remote("add", [(p,) for p in parts])
+            run.local()
+            run.record(self._answers(futures))
+        reads, kmers, short = run.totals
+        self.short_reads += short
+        return reads, kmers
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """Saves the gathered table in kmerflow's format (through this process's memory)."""
+        self._table.save(self._call("cells", [() for _ in self._shards]), os.fspath(path))
+
+
+__all__ = ["ShardedBlockedTable", "BlockedShardActor"]

@@ -1,0 +1,136 @@
+"""Blocked tables sharded over Dask workers (``--layout blocked``, kmerflow.distributed.blocked):
+the same table file (and ``OUT.info``) as the one-process run with the same table parameters, on
+generated reads in a small table (k-mers sharing lines, counters saturating at 255 or 15), at 1-3
+shards, one and two workers, shards held here and on workers; and the faults: a shard over its
+worker's memory limit, a lost worker, an unreachable scheduler. One real LocalCluster (2
+workers) serves the module."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from test_shards import _genome_reads
+
+from conftest import kmerflow
+
+distributed = pytest.importorskip("distributed")
+
+from kmerflow.distributed import ShardError  # noqa: E402
+from kmerflow.distributed.blocked import ShardedBlockedTable  # noqa: E402
+from kmerflow.errors import ParameterError  # noqa: E402
+
+WORKER_MEMORY = 400e6
+#: The counter data of a kmerflow table file starts here.
+DATA_OFFSET = 4096
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  memory_limit=WORKER_MEMORY, dashboard_address=None) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with distributed.Client(cluster, direct_to_workers=True) as c:
+        yield c
+
+
+def _count(tmp_path: Path, tag: str, reads: Path, table: list, sharding: tuple) -> tuple[bytes, bytes]:
+    """load-into-counting's table file and ``OUT.info`` of one configuration (its own
+    directory, so that both runs write the same names)."""
+    out = tmp_path / tag
+    out.mkdir()
+    kmerflow("load-into-counting", "--layout", "blocked", *table, out / "t.kf", reads, *sharding)
+    return (out / "t.kf").read_bytes(), (out / "t.kf.info").read_bytes()
+
+
+@pytest.mark.parametrize(("shards", "table"), [
+    (1, ["-k", "20", "-N", "4", "-x", "1000", "-f"]),
+    (2, ["-k", "20", "-N", "3", "-x", "700", "-f"]),
+    (3, ["-k", "20", "-N", "4", "-x", "1000", "-f"]),
+    (3, ["-k", "25", "-N", "2", "-x", "2000", "-f", "--small-count"]),
+])
+def test_load_into_counting_matches_the_one_process_run(cluster, tmp_path, shards, table):
+    reads = _genome_reads(tmp_path / "reads.fq", seed=shards)
+    one = _count(tmp_path, "one", reads, table, ())
+    sharded = _count(tmp_path, "sharded", reads, table,
+                     ("--scheduler", cluster.scheduler_address, "--shards", str(shards),
+                      "--batch-kmers", "700"))
+    assert sharded == one
+    saturated = 15 if "--small-count" in table else 255
+    counters = one[0][DATA_OFFSET:]
+    nibbles = counters if saturated == 255 else bytes(b >> s & 15 for b in counters for s in (0, 4))
+    assert saturated in nibbles and 0 in nibbles
+
+
+def test_one_worker_with_a_local_shard(tmp_path):
+    reads = _genome_reads(tmp_path / "reads.fq", seed=5, n=800)
+    table = ["-k", "21", "-N", "3", "-x", "900", "-f"]
+    one = _count(tmp_path, "one", reads, table, ())
+    sharded = _count(tmp_path, "sharded", reads, table,
+                     ("--local-cluster", "1", "--shards", "3", "--local-shards", "1"))
+    assert sharded == one
+
+
+def test_the_class_counts_and_saves_like_one_process(client, tmp_path):
+    """``ShardedBlockedTable`` with shards here and on the workers: the saved file is the
+    one-process command's; counts and statistics agree with the table held all here."""
+    reads = _genome_reads(tmp_path / "r.fq", seed=11, n=900)
+    one, _ = _count(tmp_path, "one", reads, ["-k", "20", "-N", "4", "-x", "800", "-f"], ())
+    tables = [ShardedBlockedTable(20, 800, 4, client=client, shards=3, local=1, batch_kmers=500),
+              ShardedBlockedTable(20, 800, 4, shards=2)]
+    for table in tables:
+        assert table.consume_seqfile(reads) == (900, sum(len(s) - 19 for s in reads.read_text().split("\n")[1::4]))
+        table.save(tmp_path / "sharded.kf")
+        assert (tmp_path / "sharded.kf").read_bytes() == one
+    sharded, here = tables
+    assert sharded.shard_bounds[-1] == here.shard_bounds[-1] == 800 * 4 // 64
+    assert (sharded.n_occupied(), sharded.n_unique_kmers()) == (here.n_occupied(), here.n_unique_kmers())
+    assert sharded.expected_fp_rate() == here.expected_fp_rate() > 0
+    read = reads.read_text().split("\n")[1]
+    assert sharded.get_median_count(read) == here.get_median_count(read)
+    assert sharded.get(read[:20]) == here.get(read[:20]) > 0
+    for table in tables:
+        assert table.consume(read) == len(read) - 19
+        table.add(read[:20])
+    assert sharded.get_kmer_counts(read) == here.get_kmer_counts(read)
+    with pytest.raises(ParameterError, match="20 bases"):
+        sharded.get("ACGT")
+
+
+def test_shard_over_the_memory_limit_is_refused(cluster, client, tmp_path, data):
+    with pytest.raises(ParameterError, match="do not fit in worker"):
+        ShardedBlockedTable(20, WORKER_MEMORY, 2, client=client, shards=2)
+    proc = kmerflow("load-into-counting", "--layout", "blocked", "-M", "2G", tmp_path / "t.kf",
+                    data / "random-20-a.fa", "--scheduler", cluster.scheduler_address, check=False)
+    assert proc.returncode == 1 and b"do not fit in worker" in proc.stderr
+    assert not (tmp_path / "t.kf").exists()
+
+
+def test_lost_worker_names_the_shard():
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        table = ShardedBlockedTable(20, 1e4, 2, client=client, shards=2, local=1)
+        table.consume("A" * 200 + "C" * 200)
+        worker = list(client.scheduler_info()["workers"])[0]
+        os.kill(client.run(os.getpid)[worker], signal.SIGKILL)
+        with pytest.raises(ShardError, match=r"shard 1 \(lines \d+\.\.\d+\) on tcp://"):
+            table.get_kmer_counts("A" * 200 + "C" * 200)
+
+
+def test_unreachable_scheduler_and_usage_errors_are_one_line(tmp_path, data):
+    proc = kmerflow("load-into-counting", "--layout", "blocked", tmp_path / "t.kf", data / "random-20-a.fa",
+                    "--scheduler", "tcp://127.0.0.1:9", check=False)
+    lines = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, lines
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in lines[0]
+    assert not (tmp_path / "t.kf").exists()
+    proc = kmerflow("normalize-by-median", "--layout", "blocked", "--local-cluster", "1",
+                    data / "random-20-a.fa", check=False)
+    assert proc.returncode == 2 and b"'--layout blocked'" in proc.stderr
