@@ -275,7 +275,8 @@ fn open_batches(
     Ok(BundleBatches::new(reader, client.ksize(), batch_kmers, cleaning))
 }
 
-/// The bundles of `path` (warnings about the input go to Python's `warnings`).
+/// The reader of the bundles of `path`, paired as `mode` says, reads shorter than `min_length`
+/// dropped (warnings about the input go to Python's `warnings`).
 pub(crate) fn open_reader(
     py: Python<'_>,
     path: std::path::PathBuf,
