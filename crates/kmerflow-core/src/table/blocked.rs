@@ -35,8 +35,6 @@
 
 mod hash;
 mod memory;
-pub mod shard;
-pub mod shard_run;
 
 pub use hash::{BlockedHash, KmerHasher};
 
@@ -130,6 +128,9 @@ macro_rules! with_width {
 }
 
 mod batch;
+pub mod shard;
+pub mod shard_normalize;
+pub mod shard_run;
 
 /// The shape of a blocked table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,9 +12,11 @@
 //! [`BlockedShardClient::gather`] rebuilds it (its saved file is the one-process file byte for
 //! byte).
 
+use super::{probe_slots, BitCells, ByteCells, Cells, CounterWidth, LineCells, NibbleCells};
 use super::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
-use crate::table::shard::split_by_owner;
-use crate::table::AllocOptions;
+use crate::table::batch::{self, ends_in_order, spans, BatchLookup, BatchRules, SeenCounters};
+use crate::table::shard::{first_positions, split_by_owner, Updates};
+use crate::table::{AllocOptions, ReadCounts};
 use crate::{Error, Result};
 use std::ops::Range;
 use std::sync::Mutex;
@@ -60,11 +62,35 @@ impl BlockedShardMap {
         self.bounds[s]..self.bounds[s + 1]
     }
 
+    /// The shard of a line.
+    #[inline]
+    fn shard_of_line(&self, line: u64) -> usize {
+        self.bounds[1..].partition_point(|&end| end <= line)
+    }
+
     /// The shard of a k-mer hash (of its line).
     #[inline]
     pub fn shard_of(&self, hash: u64) -> usize {
-        let line = self.params.line_of(hash);
-        self.bounds[1..].partition_point(|&end| end <= line)
+        self.shard_of_line(self.params.line_of(hash))
+    }
+
+    /// The shard of a counter numbered as [`BlockedShardMap::counters`] numbers them.
+    pub fn shard_of_counter(&self, counter: u64) -> usize {
+        self.shard_of_line(counter / self.params.width.slots_per_line())
+    }
+
+    /// Every counter of `hashes`, probe-major (position `p * n + o` is probe `p` of k-mer `o`),
+    /// numbered in the whole table: line × counters a line + slot.
+    pub fn counters(&self, hashes: &[u64]) -> Vec<u64> {
+        let (n, probes) = (hashes.len(), self.params.probes);
+        let mut out = vec![0u64; n * probes];
+        with_width!(self.params.width, C => for (o, &hash) in hashes.iter().enumerate() {
+            let base = self.params.line_of(hash) << C::SLOT_BITS;
+            for (p, &slot) in probe_slots::<C>(hash, probes)[..probes].iter().enumerate() {
+                out[p * n + o] = base + u64::from(slot);
+            }
+        });
+        out
     }
 
     /// The shard of every hash, refusing a batch too large for the routing's positions.
@@ -148,6 +174,54 @@ impl BlockedShard {
         })
     }
 
+    /// The value of every counter of `hashes` (all the shard's), probe-major (position
+    /// `p * n + o` is probe `p` of k-mer `o`).
+    pub fn values(&self, hashes: &[u64]) -> Result<Vec<u8>> {
+        let lines = self.local_lines(hashes)?;
+        let (n, probes) = (hashes.len(), self.params.probes);
+        let (mut out, mut o) = (vec![0u8; n * probes], 0);
+        with_width!(self.params.width, C => self.table.visit_prefetched(hashes, &lines, |mem, hash, line| {
+            let base = line << C::SLOT_BITS;
+            for (p, &slot) in probe_slots::<C>(hash, probes)[..probes].iter().enumerate() {
+                out[p * n + o] = C::count(mem, base + u64::from(slot));
+            }
+            o += 1;
+            true
+        }));
+        Ok(out)
+    }
+
+    /// Adds `deltas[j]` to counter `counters[j]` (distinct counters of the shard's lines,
+    /// numbered as [`BlockedShardMap::counters`] numbers them); refused whole, before anything
+    /// is changed, when a counter is another shard's or would pass the maximum.
+    pub fn apply(&mut self, counters: &[u64], deltas: &[u8]) -> Result<()> {
+        if counters.len() != deltas.len() {
+            return Err(Error::invalid(format!("{} counters but {} deltas", counters.len(), deltas.len())));
+        }
+        let per_line = self.params.width.slots_per_line();
+        let held = self.lines.start * per_line..self.lines.end * per_line;
+        let max = self.params.width.max_count();
+        let mem = self.table.mem.atomics();
+        with_width!(self.params.width, C => {
+            for (&c, &d) in counters.iter().zip(deltas) {
+                if !held.contains(&c) {
+                    return Err(Error::invalid(format!(
+                        "counter {c} is outside the shard's counters {}..{}",
+                        held.start, held.end
+                    )));
+                }
+                if u32::from(C::count(mem, c - held.start)) + u32::from(d) > max {
+                    return Err(Error::invalid(format!("a delta takes counter {c} past its maximum {max}")));
+                }
+            }
+            for (&c, &d) in counters.iter().zip(deltas) {
+                let bin = c - held.start;
+                C::set_exclusive(mem, bin, C::count(mem, bin) + d);
+            }
+        });
+        Ok(())
+    }
+
     /// The count of each hash (the minimum of its counters).
     pub fn counts(&self, hashes: &[u64]) -> Result<Vec<u8>> {
         let lines = self.local_lines(hashes)?;
@@ -164,6 +238,51 @@ pub struct BlockedShardClient {
     map: BlockedShardMap,
     hasher: KmerHasher,
     stats: Mutex<OccupancyStats>,
+    /// The slot map of [`BlockedShardClient::lookup`], kept between batches.
+    seen: Mutex<SeenCounters>,
+}
+
+impl BatchRules for BlockedShardClient {
+    fn batch_probes(&self) -> usize {
+        self.map.params.probes
+    }
+
+    fn counter_max(&self) -> u8 {
+        self.map.params.width.max_count() as u8
+    }
+
+    fn occupancy_probes(&self) -> usize {
+        self.map.params.probes
+    }
+
+    fn batch_uses_bigcount(&self) -> bool {
+        false
+    }
+
+    fn bigcount_of(&self, _hash: u64) -> Option<u16> {
+        None
+    }
+}
+
+/// khmer's normalize-by-median rule over the bundles of a batch (bundle `b` holds reads
+/// `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `reads[i]`), counted through
+/// `counts`: a bundle is dropped when every read's upper-median count is at least `cutoff`,
+/// else its reads are counted. Returns whether each bundle is kept.
+pub fn keep_bundles(
+    counts: &mut impl ReadCounts,
+    reads: &[Range<usize>],
+    bundle_ends: &[u64],
+    cutoff: u32,
+) -> Vec<bool> {
+    spans(bundle_ends)
+        .map(|bundle| {
+            let keep = !reads[bundle.clone()].iter().all(|read| counts.median_at_least(read.clone(), cutoff));
+            if keep {
+                reads[bundle].iter().for_each(|read| counts.add(read.clone()));
+            }
+            keep
+        })
+        .collect()
 }
 
 impl BlockedShardClient {
@@ -174,6 +293,7 @@ impl BlockedShardClient {
             hasher: KmerHasher::new(params.k, params.hash),
             map,
             stats: Mutex::new(OccupancyStats::default()),
+            seen: Mutex::new(SeenCounters::default()),
         })
     }
 
@@ -203,6 +323,44 @@ impl BlockedShardClient {
     /// The whole table's expected false-positive rate ([`BlockedTable::expected_fp_rate`]).
     pub fn expected_fp_rate(&self) -> f64 {
         self.map.params.expected_fp_rate(self.occupancy().occupied)
+    }
+
+    /// The look-up of a batch (phase 1) from the counters of its positions
+    /// ([`BlockedShardMap::counters`]) and their values (probe-major).
+    pub fn lookup(&self, hashes: &[u64], counters: &[u64], values: &[u8]) -> Result<BatchLookup> {
+        let slots = first_positions(&mut self.seen.lock().unwrap_or_else(|e| e.into_inner()), counters);
+        BatchLookup::from_arrays(hashes.len(), self.map.params.probes, values, &slots)
+    }
+
+    /// Digital normalization of one batch (phase 2) by [`keep_bundles`]: read `i` holds the
+    /// k-mers `read_ends[i-1] .. read_ends[i]` of `hashes`, whose positions' counters are
+    /// `counters` and whose values before the batch `lookup` holds. Records the kept reads'
+    /// statistics; returns whether each bundle is kept and the updates for the shards.
+    pub fn normalize(
+        &self,
+        hashes: &[u64],
+        counters: &[u64],
+        lookup: &BatchLookup,
+        read_ends: &[u64],
+        bundle_ends: &[u64],
+        cutoff: u32,
+    ) -> Result<(Vec<bool>, Updates)> {
+        if !ends_in_order(read_ends, hashes.len()) || !ends_in_order(bundle_ends, read_ends.len()) {
+            return Err(Error::invalid("read and bundle ends must be non-decreasing and in range"));
+        }
+        if counters.len() != hashes.len() * self.map.params.probes {
+            return Err(Error::invalid("the counters must be those of the batch's positions"));
+        }
+        let reads: Vec<Range<usize>> = spans(read_ends).collect();
+        let (keep, delta, outcome) =
+            batch::decide(self, hashes, lookup, |d| keep_bundles(d, &reads, bundle_ends, cutoff))?;
+        let mut updates = Updates::default();
+        for (q, &d) in delta.iter().enumerate().filter(|(_, &d)| d > 0) {
+            updates.counters.push(counters[q]);
+            updates.deltas.push(d);
+        }
+        self.record(OccupancyStats { occupied: outcome.occupied, unique: outcome.unique, added: outcome.added });
+        Ok((keep, updates))
     }
 
     /// The whole table (in this process) from the shards' counter bytes, in shard order.
