@@ -1,7 +1,8 @@
 """Blocked tables sharded over Dask workers (``--layout blocked``, kmerflow.distributed.blocked):
-the same table file (and ``OUT.info``) as the one-process run with the same table parameters, on
-generated reads in a small table (k-mers sharing lines, counters saturating at 255 or 15), at 1-3
-shards, one and two workers, shards held here and on workers; and the faults: a shard over its
+the same table file (and ``OUT.info``), kept reads and ``-R`` report as the one-process run with
+the same table parameters, on generated reads in a small table (k-mers sharing lines, counters
+saturating at 255 or 15), single and paired, at 1-3 shards, one and two workers, shards held
+here and on workers; and the faults: a shard over its
 worker's memory limit, a lost worker, an unreachable scheduler. One real LocalCluster (2
 workers) serves the module."""
 
@@ -77,6 +78,41 @@ def test_one_worker_with_a_local_shard(tmp_path):
     assert sharded == one
 
 
+def _normalize(tmp_path: Path, tag: str, reads: Path, flags: list, sharding: tuple) -> list[bytes]:
+    """normalize-by-median's kept reads, ``-s`` table and ``-R`` report of one configuration."""
+    out = tmp_path / tag
+    out.mkdir()
+    kmerflow("normalize-by-median", "--layout", "blocked", *flags, "-o", out / "keep", "-s", out / "t.kf",
+             "-R", out / "report", reads, *sharding)
+    return [(out / name).read_bytes() for name in ("keep", "t.kf", "report")]
+
+
+@pytest.mark.parametrize(("shards", "flags", "paired"), [
+    (1, ["-k", "20", "-N", "4", "-x", "1000", "-C", "40", "-f"], False),
+    (2, ["-k", "20", "-N", "3", "-x", "700", "-C", "60", "-f"], True),
+    (3, ["-k", "20", "-N", "4", "-x", "1000", "-C", "40", "-f"], True),
+    (3, ["-k", "22", "-N", "2", "-x", "1500", "-C", "12", "-f", "--small-count"], False),
+])
+def test_normalize_matches_the_one_process_run(cluster, tmp_path, shards, flags, paired):
+    reads = _genome_reads(tmp_path / "reads.fq", paired=paired, seed=shards, n=1200)
+    one = _normalize(tmp_path, "one", reads, flags, ())
+    sharded = _normalize(tmp_path, "sharded", reads, flags,
+                         ("--scheduler", cluster.scheduler_address, "--shards", str(shards),
+                          "--batch-kmers", "600"))
+    assert sharded == one
+    kept = one[0].count(b"\n+\n")
+    assert 0 < kept < reads.read_bytes().count(b"\n+\n")
+
+
+def test_normalize_with_one_worker_and_a_local_shard(tmp_path):
+    reads = _genome_reads(tmp_path / "reads.fq", seed=9, n=700)
+    flags = ["-k", "20", "-N", "3", "-x", "600", "-C", "30", "-f"]
+    one = _normalize(tmp_path, "one", reads, flags, ())
+    sharded = _normalize(tmp_path, "sharded", reads, flags,
+                         ("--local-cluster", "1", "--shards", "2", "--local-shards", "1"))
+    assert sharded == one
+
+
 def test_the_class_counts_and_saves_like_one_process(client, tmp_path):
     """``ShardedBlockedTable`` with shards here and on the workers: the saved file is the
     one-process command's; counts and statistics agree with the table held all here."""
@@ -103,6 +139,20 @@ def test_the_class_counts_and_saves_like_one_process(client, tmp_path):
         sharded.get("ACGT")
 
 
+def test_the_class_normalizes_like_one_process(client, tmp_path):
+    """``normalize_file`` with shards here and on the workers, then counting on the same table
+    (the last batch's updates sent first): the kept reads and table of the one-process run."""
+    reads = _genome_reads(tmp_path / "r.fq", seed=13, n=900)
+    one = _normalize(tmp_path, "one", reads, ["-k", "20", "-N", "4", "-x", "800", "-C", "30", "-f"], ())
+    table = ShardedBlockedTable(20, 800, 4, client=client, shards=3, local=1, batch_kmers=500)
+    with open(tmp_path / "sharded.keep", "wb") as out:
+        n_reads, kept = table.normalize_file(reads, out, 30)
+    assert (tmp_path / "sharded.keep").read_bytes() == one[0]
+    assert 0 < kept == one[0].count(b"\n+\n") < n_reads == 900
+    table.save(tmp_path / "sharded.kf")
+    assert (tmp_path / "sharded.kf").read_bytes() == one[1]
+
+
 def test_shard_over_the_memory_limit_is_refused(cluster, client, tmp_path, data):
     with pytest.raises(ParameterError, match="do not fit in worker"):
         ShardedBlockedTable(20, WORKER_MEMORY, 2, client=client, shards=2)
@@ -124,13 +174,13 @@ def test_lost_worker_names_the_shard():
             table.get_kmer_counts("A" * 200 + "C" * 200)
 
 
-def test_unreachable_scheduler_and_usage_errors_are_one_line(tmp_path, data):
+def test_unreachable_scheduler_and_usage_errors(tmp_path, data):
     proc = kmerflow("load-into-counting", "--layout", "blocked", tmp_path / "t.kf", data / "random-20-a.fa",
                     "--scheduler", "tcp://127.0.0.1:9", check=False)
     lines = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1, lines
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in lines[0]
     assert not (tmp_path / "t.kf").exists()
-    proc = kmerflow("normalize-by-median", "--layout", "blocked", "--local-cluster", "1",
+    proc = kmerflow("normalize-by-median", "--small-count", "--local-cluster", "1",
                     data / "random-20-a.fa", check=False)
-    assert proc.returncode == 2 and b"'--layout blocked'" in proc.stderr
+    assert proc.returncode == 2 and b"'--small-count'" in proc.stderr

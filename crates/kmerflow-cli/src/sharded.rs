@@ -58,6 +58,7 @@ fn command_args(command: &str) -> Option<&'static [&'static str]> {
     Some(match command {
         "load-into-counting" => &["no_bigcount", "small_count", "summary_info", "output", "inputs"],
         "normalize-by-median" => &[
+            "small_count",
             "cutoff",
             "paired",
             "force_single",
@@ -181,7 +182,7 @@ fn data_error(command: &str, e: kmerflow_core::Error) -> CliError {
 /// The table of a sharded run, sized as the native command sizes it (`-x`, `-M`, `-M auto` and
 /// `-U` with their checks and messages): `layout` (`khmer` or `blocked`), `ksize`, `force`
 /// (`-f`) and the shape, khmer's `sizes` or the blocked layout's `memory_bytes` (whole lines),
-/// `bits` (8, 4 with `--small-count`) and `probes`. Only load-into-counting has blocked shards.
+/// `bits` (8, 4 with `--small-count`) and `probes` (the commands with `--layout`).
 fn table(
     command: &str,
     counting: &CountingArgs,
@@ -195,12 +196,6 @@ fn table(
         Err(usage_error(command, ErrorKind::ArgumentConflict, message))
     };
     let blocked = layout == Some(Layout::Blocked);
-    if blocked && command != "load-into-counting" {
-        return conflict(
-            "--layout blocked",
-            "the blocked layout's shards count (load-into-counting) but do not decide yet",
-        );
-    }
     if counting.small_count && !blocked {
         return conflict("--small-count", why_not("small_count"));
     }
@@ -477,7 +472,7 @@ mod tests {
         for (args, flag) in [
             (&["load-into-counting", "--small-count", "--local-cluster", "2", "o.ct", "a.fq"][..], "--small-count"),
             (&["normalize-by-median", "-l", "t.ct", "--local-cluster", "2", "a.fq"], "--loadgraph"),
-            (&["normalize-by-median", "--layout", "blocked", "--local-cluster", "2", "a.fq"], "--layout blocked"),
+            (&["normalize-by-median", "--small-count", "--local-cluster", "2", "a.fq"], "--small-count"),
             (&["abundance-dist-single", "--metrics", "m.json", "--local-cluster", "2", "a.fq", "h"], "--metrics"),
             (&["trim-low-abund", "-l", "t.ct", "--local-cluster", "2", "a.fq"], "--loadgraph"),
             (&["trim-low-abund", "--batched", "--scheduler", "s.json", "a.fq"], "--batched"),

@@ -7,11 +7,13 @@
 
 use crate::batch::slice;
 use crate::errors::IntoPyResult;
-use crate::shards::open_reader;
+use crate::reads::pair_mode;
+use crate::shards::{open_reader, updates_arrays, MessageArrays, ShardUpdates};
 use kmerflow_core::io::PairMode;
 use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::run::RunContext;
 use kmerflow_core::table::blocked::shard::{BlockedShard as CoreShard, BlockedShardClient as CoreClient};
+use kmerflow_core::table::blocked::shard_normalize::{BlockedMessage, BlockedShardedNormalize};
 use kmerflow_core::table::blocked::shard_run::BlockedShardedCount;
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::table::shard_runs::{BundleBatches, Cleaning};
@@ -19,7 +21,7 @@ use kmerflow_core::table::{native_format, BlockedParams, CounterWidth};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBytes, PyString};
 use std::sync::{Mutex, MutexGuard};
 
 /// The shape of a blocked table of k `ksize`, `memory_bytes` of counters of `bits` bits and
@@ -87,6 +89,25 @@ impl BlockedShard {
     fn counts<'py>(&self, py: Python<'py>, hashes: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u8>>> {
         let hashes = slice(&hashes, "hashes")?;
         Ok(py.detach(|| self.lock().counts(hashes)).py()?.into_pyarray(py))
+    }
+
+    /// Adds `deltas` (uint8) to the distinct `counters` (uint64, numbered line × counters a
+    /// line + slot), then returns the values of the counters of `hashes` (uint64, probe-major).
+    fn step<'py>(
+        &self,
+        py: Python<'py>,
+        counters: PyReadonlyArray1<'py, u64>,
+        deltas: PyReadonlyArray1<'py, u8>,
+        hashes: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let (counters, deltas) = (slice(&counters, "counters")?, slice(&deltas, "deltas")?);
+        let hashes = slice(&hashes, "hashes")?;
+        let values = py.detach(|| {
+            let mut shard = self.lock();
+            shard.apply(counters, deltas)?;
+            shard.values(hashes)
+        });
+        Ok(values.py()?.into_pyarray(py))
     }
 
     /// A copy of the counter bytes (uint8).
@@ -236,9 +257,8 @@ impl BlockedShardedCountRun {
         batch_kmers: usize,
     ) -> PyResult<Self> {
         let reader = open_reader(py, path, PairMode::ForceSingle, None)?;
-        let hasher = client.get().inner.hasher().clone();
-        let hash = Box::new(move |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out));
-        let batches = BundleBatches::with_hasher(reader, hash, batch_kmers, Cleaning::Parser);
+        let batches =
+            BundleBatches::with_hasher(reader, read_hasher(&client.get().inner), batch_kmers, Cleaning::Parser);
         let remote = local.iter().map(Option::is_none).collect();
         let run = BlockedShardedCount::new(batches, &client.get().inner, remote).py()?;
         Ok(BlockedShardedCountRun { client, local, run })
@@ -253,11 +273,8 @@ impl BlockedShardedCountRun {
 
     /// Counts the batch sent last on the local shards, then reads the next batch.
     fn local(&mut self, py: Python<'_>) -> PyResult<()> {
-        let mut guards: Vec<Option<MutexGuard<'_, CoreShard>>> =
-            self.local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
-        let mut shards: Vec<Option<&mut CoreShard>> = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
         let (client, run) = (&self.client.get().inner, &mut self.run);
-        py.detach(|| run.local(client, &mut shards)).py()
+        locked(&self.local, |shards| py.detach(|| run.local(client, shards))).py()
     }
 
     /// Records the remote shards' answers to the batch sent last (in shard order).
@@ -273,10 +290,109 @@ impl BlockedShardedCountRun {
     }
 }
 
+/// Calls `f` with the shards held in this process (`None` for a remote one), locked.
+fn locked<R>(local: &[Option<Py<BlockedShard>>], f: impl FnOnce(&mut [Option<&mut CoreShard>]) -> R) -> R {
+    let mut guards: Vec<Option<MutexGuard<'_, CoreShard>>> =
+        local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
+    let mut shards: Vec<Option<&mut CoreShard>> = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
+    f(&mut shards)
+}
+
+/// A batch's kept records as text, where each bundle's reads end, and whether each was kept.
+type Decisions<'py> = (Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<bool>>);
+
+/// normalize-by-median of a file on a sharded blocked table
+/// (`ShardedBlockedTable.normalize_file`): `send()` reads the next batch and returns one message
+/// per remote shard (counters to update, their deltas, hashes to look up: its `step`), or
+/// `None` at the end; `local()` looks the batch up on the local shards; `decide(answers)`
+/// decides it and returns the kept bundles' records and the decisions; `unsent()` the updates
+/// left for the remote shards at the end.
+#[pyclass(module = "kmerflow._core")]
+pub struct BlockedShardedNormalizeRun {
+    client: Py<BlockedShardClient>,
+    local: Vec<Option<Py<BlockedShard>>>,
+    run: BlockedShardedNormalize,
+}
+
+#[pymethods]
+impl BlockedShardedNormalizeRun {
+    /// Normalizing `path` to `cutoff` on `client`'s table (`local` as for
+    /// `BlockedShardedCountRun`); `pairs` as for `open_reads`; reads shorter than k are
+    /// dropped, as khmer does.
+    #[new]
+    #[pyo3(signature = (client, local, path, pairs, cutoff, batch_kmers))]
+    fn new(
+        py: Python<'_>,
+        client: Py<BlockedShardClient>,
+        local: Vec<Option<Py<BlockedShard>>>,
+        path: std::path::PathBuf,
+        pairs: &Bound<'_, PyAny>,
+        cutoff: u32,
+        batch_kmers: usize,
+    ) -> PyResult<Self> {
+        let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
+        let core = &client.get().inner;
+        let reader = open_reader(py, path, mode, Some(core.map().params().k))?;
+        let batches = BundleBatches::with_hasher(reader, read_hasher(core), batch_kmers, Cleaning::ScreedWithText);
+        let remote = local.iter().map(Option::is_none).collect();
+        let run = BlockedShardedNormalize::new(batches, cutoff, core, remote).py()?;
+        Ok(BlockedShardedNormalizeRun { client, local, run })
+    }
+
+    /// The next batch's messages to the remote shards, `None` at the end.
+    fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
+        let (client, run) = (&self.client.get().inner, &mut self.run);
+        let messages = py.detach(|| run.send(client)).py()?;
+        Ok(messages.map(|m| m.into_iter().map(|m| message_arrays(py, m)).collect()))
+    }
+
+    /// Looks up the batch sent last on the local shards (call while the remote shards work).
+    fn local(&mut self, py: Python<'_>) -> PyResult<()> {
+        let run = &mut self.run;
+        locked(&self.local, |shards| py.detach(|| run.local(shards))).py()
+    }
+
+    /// Decides the batch sent last from the remote shards' answers (uint8, in shard order);
+    /// returns the kept records' text, where each bundle's reads end in the batch (uint64)
+    /// and whether each bundle was kept (bool).
+    fn decide<'py>(&mut self, py: Python<'py>, answers: Vec<PyReadonlyArray1<'py, u8>>) -> PyResult<Decisions<'py>> {
+        let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
+        let (client, run) = (&self.client.get().inner, &mut self.run);
+        let mut out = Vec::new();
+        let decided =
+            locked(&self.local, |shards| py.detach(|| run.decide(client, shards, &answers, &mut out))).py()?;
+        Ok((PyBytes::new(py, &out), decided.bundle_ends.into_pyarray(py), decided.keep.into_pyarray(py)))
+    }
+
+    /// The updates not sent yet, per shard (counters, deltas; empty for the local shards).
+    fn unsent<'py>(&mut self, py: Python<'py>) -> Vec<ShardUpdates<'py>> {
+        self.run.unsent().into_iter().map(|u| updates_arrays(py, u)).collect()
+    }
+
+    /// (reads, reads kept, reads dropped for being shorter than k) so far.
+    #[getter]
+    fn totals(&self) -> (u64, u64, u64) {
+        self.run.totals()
+    }
+}
+
+/// One remote shard's message as numpy arrays.
+fn message_arrays(py: Python<'_>, m: BlockedMessage) -> MessageArrays<'_> {
+    let (counters, deltas) = updates_arrays(py, m.apply);
+    (counters, deltas, m.hashes.into_pyarray(py))
+}
+
+/// Each read's k-mers hashed by `client`'s table hash.
+fn read_hasher(client: &CoreClient) -> kmerflow_core::table::shard_runs::ReadHasher {
+    let hasher = client.hasher().clone();
+    Box::new(move |seq, out| hasher.hashes(seq, out))
+}
+
 /// Adds the classes to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BlockedShard>()?;
     m.add_class::<BlockedShardClient>()?;
     m.add_class::<BlockedShardedCountRun>()?;
+    m.add_class::<BlockedShardedNormalizeRun>()?;
     Ok(())
 }

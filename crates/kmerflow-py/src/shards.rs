@@ -119,7 +119,7 @@ type Parts<'py> = Vec<Bound<'py, PyArray1<u64>>>;
 /// The k-mer hashes of sequences end to end and where each sequence's end.
 type HashedReads<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
 /// One shard's updates: counters and their deltas.
-type ShardUpdates<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>);
+pub(crate) type ShardUpdates<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>);
 
 #[pymethods]
 impl ShardClient {
@@ -243,7 +243,7 @@ impl ShardClient {
 }
 
 /// One shard's updates as numpy arrays.
-fn updates_arrays(py: Python<'_>, updates: Updates) -> ShardUpdates<'_> {
+pub(crate) fn updates_arrays(py: Python<'_>, updates: Updates) -> ShardUpdates<'_> {
     (updates.counters.into_pyarray(py), updates.deltas.into_pyarray(py))
 }
 

@@ -105,6 +105,8 @@ class _Sharded:
     #: What the shards' ranges count (named in errors).
     _unit = "counters"
     _table: Any
+    batch_kmers: int
+    short_reads: int
 
     def _start(self, client: Any, actor: Callable[..., Any], args: Sequence[Sequence[Any]],
                n_local: int, nbytes: Sequence[int], messages: Sequence[int]) -> None:
@@ -115,6 +117,8 @@ class _Sharded:
         if not 0 <= n_local <= shards:
             raise ParameterError(f"local must be 0..{shards} shards, not {n_local}")
         placement = _place(client, nbytes, n_local, messages)
+        #: Each shard's updates not sent yet (counters, deltas): they go with its next message.
+        self._pending: List[Tuple[np.ndarray, np.ndarray]] = [_no_update() for _ in range(shards)]
         self._where: List[str] = []
         self._shards: List[Any] = []
         for s in range(shards):
@@ -164,6 +168,12 @@ class _Sharded:
     def _answers(self, futures: List[Tuple[int, Any]]) -> List[Any]:
         """The answers of :meth:`_send_remote`'s futures, in shard order."""
         return [self._answer(s, f) for s, f in futures]
+
+    def flush(self) -> None:
+        """Sends the updates still held by the client (done by every reading method)."""
+        if any(len(c) for c, _ in self._pending):
+            self._call("step", [(*p, np.zeros(0, dtype=np.uint64)) for p in self._pending])
+            self._pending = [_no_update() for _ in self._pending]
 
     # --- khmer's k-mer and read queries, from the table's add_hashes, get_hash_counts,
     # hash_reads and _hash -------------------------------------------------------------------
@@ -223,7 +233,6 @@ class ShardedCountgraph(_Sharded):
         self._start(client, ShardActor, [(bounds[s], bounds[s + 1] - bounds[s]) for s in range(shards)],
                     n_local, [bounds[s + 1] - bounds[s] for s in remote],
                     [_message_bytes(batch_kmers, sizes, bounds[s], bounds[s + 1]) for s in remote])
-        self._pending: List[Tuple[np.ndarray, np.ndarray]] = [_no_update() for _ in range(shards)]
         #: Reads shorter than k: counted by :meth:`consume_seqfile` (they contribute no k-mers)
         #: and dropped by :meth:`normalize_file`.
         self.short_reads = 0
@@ -236,11 +245,6 @@ class ShardedCountgraph(_Sharded):
         answers = self._call("step", [(*self._pending[s], parts[s]) for s in range(len(parts))])
         self._pending = [_no_update() for _ in parts]
         return _core.ShardClient.unroute(order, answers)
-
-    def flush(self) -> None:
-        """Sends the updates still held by the client (done by every reading method)."""
-        if any(len(c) for c, _ in self._pending):
-            self._values(np.zeros(0, dtype=np.uint64))
 
     # --- khmer's Countgraph interface ------------------------------------------------------------
 
@@ -312,8 +316,9 @@ class ShardedCountgraph(_Sharded):
         :func:`kmerflow.open_reads` (reads shorter than k are dropped and counted in
         :attr:`short_reads`). The file is read, hashed, decided and written natively; each
         remote shard gets one message per batch (updates not sent yet and this batch's look-ups),
-        sent before the previous batch is decided. After each batch is written, ``on_batch(bundle_ends, keep)`` is given where
-        each bundle's reads end in the batch (uint64) and whether each was kept (bool).
+        sent before the previous batch is decided. After each batch is written,
+        ``on_batch(bundle_ends, keep)`` is given where each bundle's reads end in the batch
+        (uint64) and whether each was kept (bool).
         Returns (reads, reads kept)."""
         self.flush()
         write = _binary_writer(out)

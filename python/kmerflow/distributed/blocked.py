@@ -6,8 +6,11 @@ worker as an actor (:class:`BlockedShardActor`), or in this process. A k-mer's c
 in its line, so each k-mer belongs to exactly one shard, which adds it and answers its count
 alone: the client hashes the reads, splits the hashes by shard with one counting sort and sends
 each shard one message per batch of k-mers (numpy arrays); each shard's answer to an add is what
-the add did to the table's statistics, which the client sums. The saved table is the
-one-process table's file, byte for byte.
+the add did to the table's statistics, which the client sums. normalize-by-median looks each
+batch's counters up on the shards, decides it on the client (the batch rules of the one-process
+table: in-batch deltas of the kept reads, saturation at the counters' maximum) and sends each
+shard its updates with the next batch's look-ups. The saved table and the kept reads are the
+one-process run's, byte for byte.
 
 >>> from distributed import Client, LocalCluster                     # doctest: +SKIP
 >>> with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, \\
@@ -20,12 +23,12 @@ one-process table's file, byte for byte.
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 
 from kmerflow import _core
-from kmerflow.distributed import BATCH_KMERS, _array, _n_local, _Sharded
+from kmerflow.distributed import BATCH_KMERS, _array, _binary_writer, _n_local, _Sharded
 from kmerflow.errors import ParameterError
 
 #: Bytes of one line.
@@ -45,6 +48,12 @@ class BlockedShardActor:
         (non-zero counters, adds that found a zero counter, adds)."""
         return self.shard.add(_array(hashes, np.uint64))
 
+    def step(self, apply_counters: np.ndarray, apply_deltas: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+        """Applies the deltas of the previous batch, then returns the values of the counters of
+        ``hashes`` (probe-major)."""
+        return self.shard.step(_array(apply_counters, np.uint64), _array(apply_deltas, np.uint8),
+                               _array(hashes, np.uint64))
+
     def counts(self, hashes: np.ndarray) -> np.ndarray:
         """The count of each k-mer hash (uint8)."""
         return self.shard.counts(_array(hashes, np.uint64))
@@ -61,10 +70,11 @@ class ShardedBlockedTable(_Sharded):
     shards=N, local=L, memory_bytes=None, batch_kmers=262144)``: as the one-process blocked
     table, ``starting_size`` × ``n_tables`` bytes of 8-bit counters (half as many bytes of 4-bit
     counters with ``small_count``) in whole lines, or ``memory_bytes``; ``n_tables`` counters per
-    k-mer. Shards ``0 .. L-1`` are held in this process and the others by the workers, assigned
-    in turn; without a client every shard is local. The memory check before anything is
-    allocated and the errors naming a lost shard are those of
-    :class:`kmerflow.distributed.ShardedCountgraph`.
+    k-mer. It counts (``consume_seqfile``, ``add``, ...), answers counts and normalizes a file
+    (``normalize_file``, as :class:`kmerflow.distributed.ShardedCountgraph`'s). Shards
+    ``0 .. L-1`` are held in this process and the others by the workers, assigned in turn;
+    without a client every shard is local. The memory check before anything is allocated and
+    the errors naming a lost shard are those of :class:`kmerflow.distributed.ShardedCountgraph`.
     """
 
     _unit = "lines"
@@ -86,9 +96,11 @@ class ShardedBlockedTable(_Sharded):
         self._start(client, BlockedShardActor,
                     [(ksize, memory, bits, n_tables, bounds[s], bounds[s + 1]) for s in range(shards)],
                     n_local, [(bounds[s + 1] - bounds[s]) * LINE_BYTES for s in remote],
-                    # At most a batch of hashes, in and as lines, twice while (de)serialized.
-                    [2 * batch_kmers * 16 for _ in remote])
-        #: Reads shorter than k, counted by :meth:`consume_seqfile` (they contribute no k-mers).
+                    # At most a batch of hashes (in, and as lines), their counters' values and
+                    # updates (8 + 1 bytes each), twice while (de)serialized.
+                    [2 * batch_kmers * (16 + 10 * n_tables) for _ in remote])
+        #: Reads shorter than k: counted by :meth:`consume_seqfile` (they contribute no k-mers)
+        #: and dropped by :meth:`normalize_file`.
         self.short_reads = 0
 
     def ksize(self) -> int:
@@ -134,6 +146,7 @@ class ShardedBlockedTable(_Sharded):
     def add_hashes(self, hashes: np.ndarray) -> None:
         """Counts k-mer hashes in order (one message per shard per batch)."""
         hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+        self.flush()
         for start in range(0, len(hashes), self.batch_kmers):
             parts, _ = self._table.route(hashes[start:start + self.batch_kmers])
             for done in self._call("add", [(p,) for p in parts]):
@@ -141,6 +154,7 @@ class ShardedBlockedTable(_Sharded):
 
     def get_hash_counts(self, hashes: np.ndarray) -> np.ndarray:
         """The count of each k-mer hash (uint32)."""
+        self.flush()
         parts, order = self._table.route(np.ascontiguousarray(hashes, dtype=np.uint64))
         counts = _core.ShardClient.unroute(order, self._call("counts", [(p,) for p in parts]))
         return counts.astype(np.uint32)
@@ -149,6 +163,7 @@ class ShardedBlockedTable(_Sharded):
         """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).
         The file is read, hashed and routed natively; the shards held here count at once, the
         others get one message per batch, while the next batch is read."""
+        self.flush()
         run = _core.BlockedShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers)
         while (parts := run.send()) is not None:
             futures = self._send_remote("add", [(p,) for p in parts])
@@ -158,8 +173,32 @@ class ShardedBlockedTable(_Sharded):
         self.short_reads += short
         return reads, kmers
 
+    def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
+                       on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:
+        """normalize-by-median of a sequence file to ``cutoff``, as
+        :meth:`kmerflow.distributed.ShardedCountgraph.normalize_file`: the kept bundles' records
+        are written to ``out``, ``on_batch(bundle_ends, keep)`` is given each batch's decisions;
+        returns (reads, reads kept). Each remote shard gets one message per batch (the previous
+        batch's updates and this batch's look-ups); the local shards are looked up meanwhile."""
+        self.flush()
+        write = _binary_writer(out)
+        run = _core.BlockedShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
+                                               self.batch_kmers)
+        while (messages := run.send()) is not None:
+            futures = self._send_remote("step", messages)
+            run.local()
+            text, bundle_ends, keep = run.decide(self._answers(futures))
+            write(text)
+            if on_batch is not None:
+                on_batch(bundle_ends, keep)
+        self._pending = list(run.unsent())
+        reads, kept, short = run.totals
+        self.short_reads += short
+        return reads, kept
+
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Saves the gathered table in kmerflow's format (through this process's memory)."""
+        self.flush()
         self._table.save(self._call("cells", [() for _ in self._shards]), os.fspath(path))
 
 
