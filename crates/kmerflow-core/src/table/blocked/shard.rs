@@ -328,7 +328,9 @@ impl BlockedShardClient {
     /// The look-up of a batch (phase 1) from the counters of its positions
     /// ([`BlockedShardMap::counters`]) and their values (probe-major).
     pub fn lookup(&self, hashes: &[u64], counters: &[u64], values: &[u8]) -> Result<BatchLookup> {
-        let slots = first_positions(&mut self.seen.lock().unwrap_or_else(|e| e.into_inner()), counters);
+        let mut slots = vec![0u32; counters.len()];
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        first_positions(&mut seen, counters, 0..counters.len(), &mut slots);
         BatchLookup::from_arrays(hashes.len(), self.map.params.probes, values, &slots)
     }
 
