@@ -163,10 +163,11 @@ identical: list[bool] = []
 def write_report(args: argparse.Namespace, results: dict, o: Path) -> str:
     """Writes the results so far to ``args.out``; returns the text."""
     t = args.threads
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     lines = [f"# kmerflow normalize vs BBNorm and khmer's protocol ({datetime.date.today()})", "",
              f"Inputs: ecoli50_1/2 (1.17 M pairs of 100 bp, plain FASTQ), `-T {t}` / `threads={t}`; "
-             f"{args.runs} runs alternating (BBNorm and the khmer chain: {args.slow_runs}); machine: {os.cpu_count()} cores; "
-             f"uptime at the end: `{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}`.",
+             f"{args.runs} runs alternating (BBNorm and the khmer chain: {args.slow_runs}); "
+             f"machine: {os.cpu_count()} cores; uptime at the end: `{uptime}`.",
              "", "| case | median wall s | median CPU s | median peak GB | runs (wall s / CPU s @ load) |",
              "|---|---|---|---|---|"]
     for name, rs in results.items():
