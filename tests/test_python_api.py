@@ -622,6 +622,7 @@ def test_an_exception_from_the_message_callback_stops_the_run(small_fasta, tmp_p
 INTERRUPTED = """
 import os, signal, sys, threading, time
 import kmerflow
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even if started ignoring it
 fifo = sys.argv[1]
 writer = os.open(fifo, os.O_RDWR)               # {head!r}, then a stalled input (or output)
 os.write(writer, {head!r})
