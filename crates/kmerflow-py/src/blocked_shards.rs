@@ -8,9 +8,8 @@
 use crate::batch::slice;
 use crate::errors::IntoPyResult;
 use crate::reads::pair_mode;
-use crate::shards::{open_reader, updates_arrays, MessageArrays, ShardUpdates};
+use crate::shards::{hash_reads_by, open_reader, updates_arrays, HashedReads, MessageArrays, ShardUpdates};
 use kmerflow_core::io::PairMode;
-use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::run::RunContext;
 use kmerflow_core::table::blocked::shard::{BlockedShard as CoreShard, BlockedShardClient as CoreClient};
 use kmerflow_core::table::blocked::shard_normalize::{BlockedMessage, BlockedShardedNormalize};
@@ -125,9 +124,6 @@ pub struct BlockedShardClient {
 
 /// A shard's part of a batch: k-mer hashes (uint64).
 type Parts<'py> = Vec<Bound<'py, PyArray1<u64>>>;
-/// The k-mer hashes of sequences end to end and where each sequence's end.
-type HashedReads<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
-
 #[pymethods]
 impl BlockedShardClient {
     /// The table of that shape cut into `shards` shards of whole lines.
@@ -185,18 +181,8 @@ impl BlockedShardClient {
     /// The hashes of the k-mers of `sequences` laid end to end (uint64) and where each
     /// sequence's k-mers end (uint64); each cleaned by khmer's C++ parser rule.
     fn hash_reads<'py>(&self, py: Python<'py>, sequences: Vec<Bound<'py, PyString>>) -> PyResult<HashedReads<'py>> {
-        let seqs: Vec<&str> = sequences.iter().map(|s| s.to_str()).collect::<PyResult<_>>()?;
         let hasher = self.inner.hasher();
-        let (hashes, ends) = py.detach(|| {
-            let (mut hashes, mut ends, mut clean) = (Vec::new(), Vec::new(), Vec::new());
-            for seq in &seqs {
-                clean_parser(seq.as_bytes(), &mut clean);
-                hasher.hashes(&clean, &mut hashes);
-                ends.push(hashes.len() as u64);
-            }
-            (hashes, ends)
-        });
-        Ok((hashes.into_pyarray(py), ends.into_pyarray(py)))
+        hash_reads_by(py, &sequences, |clean, hashes| hasher.hashes(clean, hashes))
     }
 
     /// `hashes` split by shard (input order kept) and the input position of each entry of the

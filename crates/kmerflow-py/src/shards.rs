@@ -117,7 +117,7 @@ impl ShardClient {
 /// A shard's part of a batch: counter indices (uint64).
 type Parts<'py> = Vec<Bound<'py, PyArray1<u64>>>;
 /// The k-mer hashes of sequences end to end and where each sequence's end.
-type HashedReads<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
+pub(crate) type HashedReads<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
 /// One shard's updates: counters and their deltas.
 pub(crate) type ShardUpdates<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>);
 
@@ -161,18 +161,8 @@ impl ShardClient {
     /// The hashes of the k-mers of `sequences` laid end to end (uint64) and where each
     /// sequence's k-mers end (uint64); each cleaned by khmer's C++ parser rule.
     fn hash_reads<'py>(&self, py: Python<'py>, sequences: Vec<Bound<'py, PyString>>) -> PyResult<HashedReads<'py>> {
-        let seqs: Vec<&str> = sequences.iter().map(|s| s.to_str()).collect::<PyResult<_>>()?;
         let k = self.inner.ksize();
-        let (hashes, ends) = py.detach(|| {
-            let (mut hashes, mut ends, mut clean) = (Vec::new(), Vec::new(), Vec::new());
-            for seq in &seqs {
-                clean_parser(seq.as_bytes(), &mut clean);
-                twobit::canonical_hashes(&clean, k, &mut hashes);
-                ends.push(hashes.len() as u64);
-            }
-            (hashes, ends)
-        });
-        Ok((hashes.into_pyarray(py), ends.into_pyarray(py)))
+        hash_reads_by(py, &sequences, |clean, hashes| twobit::canonical_hashes(clean, k, hashes))
     }
 
     /// The counter of every position of `hashes` (probe-major: table `p`'s counter of k-mer
@@ -449,4 +439,24 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ShardedCountRun>()?;
     m.add_class::<ShardedNormalizeRun>()?;
     Ok(())
+}
+
+/// The hashes (by `hash`) of the k-mers of `sequences` laid end to end and where each sequence's
+/// k-mers end, each sequence cleaned by khmer's C++ parser rule; without the GIL.
+pub(crate) fn hash_reads_by<'py>(
+    py: Python<'py>,
+    sequences: &[Bound<'py, PyString>],
+    hash: impl Fn(&[u8], &mut Vec<u64>) + Send + Sync,
+) -> PyResult<HashedReads<'py>> {
+    let seqs: Vec<&str> = sequences.iter().map(|s| s.to_str()).collect::<PyResult<_>>()?;
+    let (hashes, ends) = py.detach(|| {
+        let (mut hashes, mut ends, mut clean) = (Vec::new(), Vec::new(), Vec::new());
+        for seq in &seqs {
+            clean_parser(seq.as_bytes(), &mut clean);
+            hash(&clean, &mut hashes);
+            ends.push(hashes.len() as u64);
+        }
+        (hashes, ends)
+    });
+    Ok((hashes.into_pyarray(py), ends.into_pyarray(py)))
 }
