@@ -169,6 +169,18 @@ class _Sharded:
         """The answers of :meth:`_send_remote`'s futures, in shard order."""
         return [self._answer(s, f) for s, f in futures]
 
+    def _count_file(self, run: Any, add_args: Callable[[Any], Sequence[Any]]) -> Tuple[int, int]:
+        """Drives a native counting run over a file (``run``: a ``*ShardedCountRun``): each
+        batch's messages go to the remote shards' ``add`` (``add_args`` turns one message into
+        its arguments) while the local shards count; returns (reads, k-mers)."""
+        while (messages := run.send()) is not None:
+            futures = self._send_remote("add", [add_args(m) for m in messages])
+            run.local()
+            run.record(self._answers(futures))
+        reads, kmers, short = run.totals
+        self.short_reads += short
+        return reads, kmers
+
     def flush(self) -> None:
         """Sends the updates still held by the client (done by every reading method)."""
         if any(len(c) for c, _ in self._pending):
@@ -301,13 +313,7 @@ class ShardedCountgraph(_Sharded):
         others get one message per batch."""
         self.flush()
         run = _core.ShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers)
-        while (messages := run.send()) is not None:
-            futures = self._send_remote("add", [(counters,) for _, _, counters in messages])
-            run.local()
-            run.record(self._answers(futures))
-        reads, kmers, short = run.totals
-        self.short_reads += short
-        return reads, kmers
+        return self._count_file(run, lambda message: (message[2],))
 
     def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
                        on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:

@@ -165,13 +165,7 @@ class ShardedBlockedTable(_Sharded):
         others get one message per batch, while the next batch is read."""
         self.flush()
         run = _core.BlockedShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers)
-        while (parts := run.send()) is not None:
-            futures = self._send_remote("add", [(p,) for p in parts])
-            run.local()
-            run.record(self._answers(futures))
-        reads, kmers, short = run.totals
-        self.short_reads += short
-        return reads, kmers
+        return self._count_file(run, lambda part: (part,))
 
     def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
                        on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:
