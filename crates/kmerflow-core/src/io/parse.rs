@@ -113,6 +113,32 @@ impl Scanner<'_> {
         }
     }
 
+    /// The header line of the record at `start` (a non-blank byte), which must begin with
+    /// `marker` (`@` for `format` FASTQ, `>` for FASTA): its content end and the next line's
+    /// start, or `None` when the buffer ends inside it.
+    fn header_line(
+        &self,
+        buf: &[u8],
+        start: usize,
+        eof: bool,
+        pos: &Position,
+        marker: u8,
+        format: &str,
+    ) -> Result<Option<(usize, usize)>> {
+        if buf[start] != marker {
+            return Err(self.error(
+                pos.record,
+                pos.line,
+                format!("expected {} at the start of a {format} record, found {}", show(marker), show(buf[start])),
+            ));
+        }
+        match line_at(buf, start, eof) {
+            Line::Full(end, next) => Ok(Some((end, next))),
+            Line::Incomplete => Ok(None),
+            Line::Missing => unreachable!("a line starting at an existing byte is never missing"),
+        }
+    }
+
     /// One FASTQ record at `start` (a non-blank byte): its span, end and line count. As in
     /// screed and khmer's C++ parser, sequence and quality may be wrapped over several lines:
     /// sequence lines run up to the `+` line, quality lines until they hold as many characters
@@ -124,20 +150,11 @@ impl Scanner<'_> {
         eof: bool,
         pos: &Position,
     ) -> Result<Option<(Span, usize, u64)>> {
-        if buf[start] != b'@' {
-            return Err(self.error(
-                pos.record,
-                pos.line,
-                format!("expected '@' at the start of a FASTQ record, found {}", show(buf[start])),
-            ));
-        }
+        let Some((header_end, mut at)) = self.header_line(buf, start, eof, pos, b'@', "FASTQ")? else {
+            return Ok(None);
+        };
         let truncated = |line: u64, what: &str| {
             self.error(pos.record, pos.line + line, format!("truncated record at end of input: missing {what}"))
-        };
-        let (header_end, mut at) = match line_at(buf, start, eof) {
-            Line::Full(end, next) => (end, next),
-            Line::Incomplete => return Ok(None),
-            Line::Missing => unreachable!("a line starting at an existing byte is never missing"),
         };
         let mut lines = 1;
         // Sequence lines, up to the '+' line.
@@ -223,17 +240,8 @@ impl Scanner<'_> {
         eof: bool,
         pos: &Position,
     ) -> Result<Option<(Span, usize, u64)>> {
-        if buf[start] != b'>' {
-            return Err(self.error(
-                pos.record,
-                pos.line,
-                format!("expected '>' at the start of a FASTA record, found {}", show(buf[start])),
-            ));
-        }
-        let (header_end, body) = match line_at(buf, start, eof) {
-            Line::Full(end, next) => (end, next),
-            Line::Incomplete => return Ok(None),
-            Line::Missing => unreachable!("a line starting at an existing byte is never missing"),
+        let Some((header_end, body)) = self.header_line(buf, start, eof, pos, b'>', "FASTA")? else {
+            return Ok(None);
         };
         // Find the record's end first: nothing is rewritten until the record is complete.
         let mut lines = 1;
