@@ -76,6 +76,19 @@ def cases(data: Path, kf: str, tmp: Path) -> list[Case]:
     """All benchmark cases; each task's first case is kmerflow, the reference of the ratios."""
     fq, fqgz = data / "ecoli50_1.fq", data / "ecoli50_1.fq.gz"
     khmer = lambda script: ["/usr/bin/python3", f"{KHMER}/{script}.py"]  # noqa: E731
+
+    def kf_count(threads: int, table: str, *flags: str) -> list[str]:
+        """kmerflow's load-into-counting k = 21 (4 x 1e8) with `threads` into `table`."""
+        return [kf, "load-into-counting", "-q", "-T", str(threads), "-k", "21", "-N", "4", "-x", "1e8", *flags,
+                str(tmp / table), str(fq)]
+
+    def kf_normalize(threads: int, *flags: str) -> list[str]:
+        """kmerflow's normalize-by-median k = 20, C = 20 (4 x 1e8) with `threads`."""
+        return [kf, "normalize-by-median", "-q", "-T", str(threads), "-k", "20", "-C", "20", "-N", "4", "-x", "1e8",
+                *flags, "-o", str(tmp / "kf.keep"), str(fq)]
+
+    khmer_normalize = [*khmer("normalize-by-median"), "-q", "-k", "20", "-C", "20", "-N", "4", "-x", "1e8",
+                       "-o", str(tmp / "kh.keep"), str(fq)]
     return [
         # Parsing: plain and gzip input, one thread.
         Case("parse FASTQ (plain)", "kmerflow", [kf, "readstats", "-T", "1", "-q", str(fq)]),
@@ -86,18 +99,12 @@ def cases(data: Path, kf: str, tmp: Path) -> list[Case]:
         Case("parse FASTQ (gzip)", "seqkit", ["seqkit", "stats", "-j", "1", str(fqgz)]),
         Case("parse FASTQ (gzip)", "khmer", [*khmer("readstats"), str(fqgz)]),
         # Counting k = 21 into a khmer-layout countgraph (4 x 1e8).
-        Case("count k=21, 1 thread", "kmerflow", [kf, "load-into-counting", "-q", "-T", "1", "-k", "21",
-                                                  "-N", "4", "-x", "1e8", str(tmp / "kf.ct"), str(fq)]),
-        Case("count k=21, 1 thread", "kmerflow --layout blocked",
-             [kf, "load-into-counting", "-q", "-T", "1", "-k", "21", "-N", "4", "-x", "1e8",
-              "--layout", "blocked", str(tmp / "kf.kmerflow"), str(fq)]),
+        Case("count k=21, 1 thread", "kmerflow", kf_count(1, "kf.ct")),
+        Case("count k=21, 1 thread", "kmerflow --layout blocked", kf_count(1, "kf.kmerflow", "--layout", "blocked")),
         Case("count k=21, 1 thread", "khmer", [*khmer("load-into-counting"), "-q", "-T", "1", "-k", "21",
                                                "-N", "4", "-x", "1e8", str(tmp / "kh.ct"), str(fq)]),
-        Case("count k=21, 2 threads", "kmerflow", [kf, "load-into-counting", "-q", "-T", "2", "-k", "21",
-                                                   "-N", "4", "-x", "1e8", str(tmp / "kf.ct"), str(fq)]),
-        Case("count k=21, 2 threads", "kmerflow --layout blocked",
-             [kf, "load-into-counting", "-q", "-T", "2", "-k", "21", "-N", "4", "-x", "1e8",
-              "--layout", "blocked", str(tmp / "kf.kmerflow"), str(fq)]),
+        Case("count k=21, 2 threads", "kmerflow", kf_count(2, "kf.ct")),
+        Case("count k=21, 2 threads", "kmerflow --layout blocked", kf_count(2, "kf.kmerflow", "--layout", "blocked")),
         Case("count k=21, 2 threads", "KMC", ["kmc", "-k21", "-t2", "-ci1", str(fq), str(tmp / "kmc"),
                                               str(tmp)]),
         Case("count k=21, 2 threads", "Jellyfish", ["jellyfish", "count", "-m", "21", "-t", "2", "-C",
@@ -116,27 +123,15 @@ def cases(data: Path, kf: str, tmp: Path) -> list[Case]:
              [*khmer("load-graph"), "-T", "2", "-k", "21", "-N", "4", "-x", "1e8", str(tmp / "kh.pt"),
               str(fq)]),
         # Digital normalization k = 20, C = 20.
-        Case("normalize-by-median, 1 thread", "kmerflow",
-             [kf, "normalize-by-median", "-q", "-T", "1", "-k", "20", "-C", "20", "-N", "4", "-x", "1e8",
-              "-o", str(tmp / "kf.keep"), str(fq)]),
-        Case("normalize-by-median, 1 thread", "kmerflow --layout blocked",
-             [kf, "normalize-by-median", "-q", "-T", "1", "-k", "20", "-C", "20", "-N", "4", "-x", "1e8",
-              "--layout", "blocked", "-o", str(tmp / "kf.keep"), str(fq)]),
-        Case("normalize-by-median, 1 thread", "khmer",
-             [*khmer("normalize-by-median"), "-q", "-k", "20", "-C", "20", "-N", "4", "-x", "1e8",
-              "-o", str(tmp / "kh.keep"), str(fq)]),
-        Case("normalize-by-median, 2 threads", "kmerflow",
-             [kf, "normalize-by-median", "-q", "-T", "2", "-k", "20", "-C", "20", "-N", "4", "-x", "1e8",
-              "-o", str(tmp / "kf.keep"), str(fq)]),
-        Case("normalize-by-median, 2 threads", "kmerflow --layout blocked",
-             [kf, "normalize-by-median", "-q", "-T", "2", "-k", "20", "-C", "20", "-N", "4", "-x", "1e8",
-              "--layout", "blocked", "-o", str(tmp / "kf.keep"), str(fq)]),
+        Case("normalize-by-median, 1 thread", "kmerflow", kf_normalize(1)),
+        Case("normalize-by-median, 1 thread", "kmerflow --layout blocked", kf_normalize(1, "--layout", "blocked")),
+        Case("normalize-by-median, 1 thread", "khmer", khmer_normalize),
+        Case("normalize-by-median, 2 threads", "kmerflow", kf_normalize(2)),
+        Case("normalize-by-median, 2 threads", "kmerflow --layout blocked", kf_normalize(2, "--layout", "blocked")),
         Case("normalize-by-median, 2 threads", "BBNorm (passes=1)",
              ["bbnorm.sh", f"in={fq}", f"out={tmp / 'bb.fq'}", "passes=1", "target=20", "k=21",
               "threads=2", "overwrite=t", "-Xmx4g"]),
-        Case("normalize-by-median, 2 threads", "khmer",
-             [*khmer("normalize-by-median"), "-q", "-k", "20", "-C", "20", "-N", "4", "-x", "1e8",
-              "-o", str(tmp / "kh.keep"), str(fq)]),
+        Case("normalize-by-median, 2 threads", "khmer", khmer_normalize),
         # Streaming trimming k = 20 (pass 1 decides read by read; 2 threads: batched decisions).
         *(Case(f"trim-low-abund, {t} thread{'s' if t > 1 else ''}", "kmerflow",
                [kf, "trim-low-abund", "-q", "--threads", str(t), "-k", "20", "-C", "2", "-N", "4", "-x", "1e8",
