@@ -1,8 +1,10 @@
-"""Shared fixtures: paths to test data, running kmerflow and the khmer oracle."""
+"""Shared fixtures: paths to test data, running kmerflow and the khmer oracle, the Dask cluster
+and the generated reads of the sharding tests."""
 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -57,3 +59,35 @@ def khmer(script: str, *args: str | os.PathLike, cwd: str | os.PathLike | None =
         raise AssertionError(f"khmer {script} {' '.join(map(str, args))} exited "
                              f"{proc.returncode}:\n{proc.stderr.decode(errors='replace')}")
     return proc
+
+
+#: The memory limit of each worker of the sharding tests' cluster.
+WORKER_MEMORY = 400e6
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A real Dask LocalCluster of two one-thread worker processes, one per test module."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  memory_limit=WORKER_MEMORY, dashboard_address=None) as c:
+        yield c
+
+
+def genome_reads(path: Path, paired: bool = False, seed: int = 7, n: int = 1500) -> Path:
+    """Reads from a 1 kb genome at high coverage (counts pass 255), some with N, pairs named
+    /1 /2 when ``paired`` (a few orphans)."""
+    rng = random.Random(seed)
+    genome = "".join(rng.choice("ACGT") for _ in range(1000))
+    lines = []
+    for i in range(n):
+        start = rng.randrange(0, len(genome) - 80)
+        seq = list(genome[start:start + rng.randrange(40, 80)])
+        if rng.random() < 0.2:
+            seq[rng.randrange(len(seq))] = rng.choice("ACGTN")
+        mates = ["/1", "/2"] if paired and i % 7 else [""]
+        for mate in mates:
+            lines.append(f"@r{i}{mate}\n{''.join(seq)}\n+\n{'I' * len(seq)}\n")
+    path.write_text("".join(lines))
+    return path

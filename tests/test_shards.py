@@ -9,14 +9,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import random
 import signal
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import kmerflow
+from conftest import WORKER_MEMORY, kmerflow
+from conftest import genome_reads as _genome_reads
 
 distributed = pytest.importorskip("distributed")
 
@@ -26,38 +26,11 @@ import kmerflow as kf  # noqa: E402
 from kmerflow.distributed import ShardedCountgraph, ShardError  # noqa: E402
 from kmerflow.errors import ParameterError  # noqa: E402
 
-WORKER_MEMORY = 400e6
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  memory_limit=WORKER_MEMORY, dashboard_address=None) as c:
-        yield c
-
 
 @pytest.fixture(scope="module")
 def client(cluster):
     with distributed.Client(cluster) as c:
         yield c
-
-
-def _genome_reads(path: Path, paired: bool = False, seed: int = 7, n: int = 1500) -> Path:
-    """Reads from a 1 kb genome at high coverage (counts pass 255), some with N, pairs named
-    /1 /2 when ``paired`` (a few orphans)."""
-    rng = random.Random(seed)
-    genome = "".join(rng.choice("ACGT") for _ in range(1000))
-    lines = []
-    for i in range(n):
-        start = rng.randrange(0, len(genome) - 80)
-        seq = list(genome[start:start + rng.randrange(40, 80)])
-        if rng.random() < 0.2:
-            seq[rng.randrange(len(seq))] = rng.choice("ACGTN")
-        mates = ["/1", "/2"] if paired and i % 7 else [""]
-        for mate in mates:
-            lines.append(f"@r{i}{mate}\n{''.join(seq)}\n+\n{'I' * len(seq)}\n")
-    path.write_text("".join(lines))
-    return path
 
 
 def _countgraph(sizes) -> kf.Countgraph:

@@ -13,9 +13,9 @@ import signal
 from pathlib import Path
 
 import pytest
-from test_shards import _genome_reads
 
-from conftest import kmerflow
+from conftest import WORKER_MEMORY, kmerflow
+from conftest import genome_reads as _genome_reads
 
 distributed = pytest.importorskip("distributed")
 
@@ -23,16 +23,8 @@ from kmerflow.distributed import ShardError  # noqa: E402
 from kmerflow.distributed.blocked import ShardedBlockedTable  # noqa: E402
 from kmerflow.errors import ParameterError  # noqa: E402
 
-WORKER_MEMORY = 400e6
 #: The counter data of a kmerflow table file starts here.
 DATA_OFFSET = 4096
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  memory_limit=WORKER_MEMORY, dashboard_address=None) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

@@ -25,13 +25,6 @@ TABLE = ["-k", "20", "-N", "3", "-x", "400", "-f"]
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  memory_limit=400e6, dashboard_address=None) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def client(cluster):
     with distributed.Client(cluster) as c:
         yield c
