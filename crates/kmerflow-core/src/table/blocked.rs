@@ -40,7 +40,7 @@ pub use hash::{BlockedHash, KmerHasher};
 
 use super::alloc::AllocOptions;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
-use super::{prefetch, CountingTable, MedianVote, PassTable, Tally, PREFETCH_AHEAD};
+use super::{prefetch, CountingTable, MedianVote, PassTable, StorageKind, Tally, PREFETCH_AHEAD};
 use crate::io::Staged;
 use crate::run::RunContext;
 use crate::{Error, Result};
@@ -88,6 +88,15 @@ impl CounterWidth {
     pub fn slots_per_line(self) -> u64 {
         (LINE_BYTES as u64 * 8) / u64::from(self.bits())
     }
+
+    /// The khmer storage whose cells hold counters of this width (the cells of a line).
+    pub fn storage(self) -> StorageKind {
+        match self {
+            Self::Bits8 => StorageKind::Byte,
+            Self::Bits4 => StorageKind::Nibble,
+            Self::Bits1 => StorageKind::Bit,
+        }
+    }
 }
 
 /// A storage of the khmer tables reused inside lines, with the number of bits of a slot index.
@@ -107,23 +116,11 @@ impl LineCells for BitCells {
     const SLOT_BITS: u32 = 9;
 }
 
-/// Calls `$body` with `$C` bound to the cell type of a [`CounterWidth`] (one dispatch a call).
+/// Calls `$body` with `$C` bound to the cell type of a [`CounterWidth`] (that of its
+/// [`CounterWidth::storage`]; one dispatch a call).
 macro_rules! with_width {
     ($width:expr, $C:ident => $body:expr) => {
-        match $width {
-            CounterWidth::Bits8 => {
-                type $C = ByteCells;
-                $body
-            }
-            CounterWidth::Bits4 => {
-                type $C = NibbleCells;
-                $body
-            }
-            CounterWidth::Bits1 => {
-                type $C = BitCells;
-                $body
-            }
-        }
+        with_cells!(CounterWidth::storage($width), $C => $body)
     };
 }
 

@@ -11,7 +11,6 @@
 
 mod alloc;
 mod any;
-pub mod blocked;
 mod counting;
 mod fastmod;
 pub mod hll;
@@ -65,19 +64,19 @@ pub enum StorageKind {
 }
 
 /// Calls `$body` with `$C` bound to the cell type of `$storage`: one dispatch per call,
-/// monomorphised loops inside.
+/// monomorphised loops inside (the blocked layout's `with_width!` too).
 macro_rules! with_cells {
     ($storage:expr, $C:ident => $body:expr) => {
         match $storage {
-            StorageKind::Byte => {
+            $crate::table::StorageKind::Byte => {
                 type $C = ByteCells;
                 $body
             }
-            StorageKind::Nibble => {
+            $crate::table::StorageKind::Nibble => {
                 type $C = NibbleCells;
                 $body
             }
-            StorageKind::Bit => {
+            $crate::table::StorageKind::Bit => {
                 type $C = BitCells;
                 $body
             }
@@ -87,6 +86,7 @@ macro_rules! with_cells {
 
 mod add;
 pub mod batch;
+pub mod blocked;
 mod owned;
 mod pass;
 pub mod shard;

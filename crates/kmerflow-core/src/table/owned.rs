@@ -16,7 +16,6 @@
 //! recorded per table and combined by [`OwnedCounting::settle`] once every owner is done.
 
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
-use super::StorageKind;
 use super::{FastMod, KhmerTable};
 use crate::table::blocked::BlockedTable;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
