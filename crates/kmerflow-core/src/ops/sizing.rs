@@ -108,6 +108,15 @@ pub enum GraphKind {
 }
 
 impl GraphKind {
+    /// The family of a table with `storage` counters.
+    pub fn of_storage(storage: StorageKind) -> Self {
+        match storage {
+            StorageKind::Byte => GraphKind::Countgraph,
+            StorageKind::Nibble => GraphKind::SmallCountgraph,
+            StorageKind::Bit => GraphKind::Nodegraph,
+        }
+    }
+
     /// Counters per byte.
     pub fn buckets_per_byte(self) -> f64 {
         match self {
@@ -206,22 +215,14 @@ pub fn resize_hint(table: &AnyTable, fp: f64, target: f64) -> String {
 /// [`resize_hint`] of a blocked table (its rate taken as that of N tables sharing its counters).
 pub fn blocked_resize_hint(table: &BlockedTable, fp: f64, target: f64) -> String {
     let shape = table.params();
-    let kind = match shape.width {
-        CounterWidth::Bits4 => GraphKind::SmallCountgraph,
-        CounterWidth::Bits8 => GraphKind::Countgraph,
-        CounterWidth::Bits1 => GraphKind::Nodegraph,
-    };
+    let kind = GraphKind::of_storage(shape.width.storage());
     let per_table = shape.data_bytes() as f64 * kind.buckets_per_byte() / shape.probes.max(1) as f64;
     memory_to_reach(fp, shape.probes, per_table, kind, target)
 }
 
 /// [`resize_hint`] of a table of khmer's layout.
 pub fn khmer_resize_hint(table: &KhmerTable, fp: f64, target: f64) -> String {
-    let kind = match table.storage_kind() {
-        StorageKind::Byte => GraphKind::Countgraph,
-        StorageKind::Nibble => GraphKind::SmallCountgraph,
-        StorageKind::Bit => GraphKind::Nodegraph,
-    };
+    let kind = GraphKind::of_storage(table.storage_kind());
     let per_table = table.hashsizes().iter().min().copied().unwrap_or(1) as f64;
     memory_to_reach(fp, table.n_tables(), per_table, kind, target)
 }
