@@ -2,6 +2,7 @@
 //! `--mate R2` beside each input, `-O/--mate-output R2_OUT` beside `-o`, `--orphans FILE`.
 
 use clap::Args;
+use kmerflow_core::io::MateFiles;
 
 /// R1/R2 inputs and outputs.
 #[derive(Args, Debug, Clone, Default)]
@@ -16,4 +17,10 @@ pub struct MateArgs {
     /// With -O: write kept reads whose mate is not kept here (else they are left out and counted)
     #[arg(long, value_name = "FILE", requires = "output2")]
     pub orphans: Option<String>,
+}
+
+impl From<MateArgs> for MateFiles {
+    fn from(args: MateArgs) -> Self {
+        MateFiles { mate: args.mate, output2: args.output2, orphans: args.orphans }
+    }
 }

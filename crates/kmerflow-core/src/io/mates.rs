@@ -100,6 +100,32 @@ pub fn paired_inputs(files: &[String], mates: &[String]) -> Result<Vec<PairedInp
     Ok(files.iter().enumerate().map(|(i, f)| PairedInput { path: f.clone(), mate: mates.get(i).cloned() }).collect())
 }
 
+/// The R1/R2 options of a command that keeps reads, beside its inputs and `-o`: `--mate`,
+/// `-O/--mate-output` and `--orphans`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MateFiles {
+    /// R2 files (`--mate`): none, or one per input, whose records are the mates of the input's
+    /// records.
+    pub mate: Vec<String>,
+    /// `-O/--mate-output`: with `-o`, kept pairs go to R1/R2 files (`-o`, this).
+    pub output2: Option<String>,
+    /// `--orphans`: with R1/R2 outputs, the kept reads without a kept mate (else left out).
+    pub orphans: Option<String>,
+}
+
+impl MateFiles {
+    /// `inputs` with their `--mate` files ([`paired_inputs`]).
+    pub fn inputs(&self, inputs: &[String]) -> Result<Vec<PairedInput>> {
+        paired_inputs(inputs, &self.mate)
+    }
+
+    /// The one output of `-o output` with `-O` and `--orphans`, if `-o` is given
+    /// ([`PairedOutput::from_flags`]).
+    pub fn output(&self, output: Option<String>) -> Result<Option<PairedOutput>> {
+        PairedOutput::from_flags(output, self.output2.clone(), self.orphans.clone())
+    }
+}
+
 /// Where a command writes the reads it keeps: one file (`-` = stdout), or an R1/R2 pair with an
 /// optional file for the reads whose mate is not written.
 #[derive(Debug, Clone, PartialEq, Eq)]

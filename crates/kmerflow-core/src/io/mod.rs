@@ -35,7 +35,7 @@ pub mod same_file;
 
 pub use compress::Compression;
 pub use fastx::{FastxReader, Format, OwnedRecord, Record, RecordBatch};
-pub use mates::{MateBuffers, MateCounts, MateWriter, PairedInput, PairedOutput};
+pub use mates::{MateBuffers, MateCounts, MateFiles, MateWriter, PairedInput, PairedOutput};
 pub use output::{write_record, OutputFile, Staged};
 pub use pairs::{Bundle, BundleBatch, PairMode, PairedReader};
 pub use same_file::{refuse_inputs_as_outputs, refuse_same_files, same_file};

@@ -14,8 +14,9 @@ use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, HashedBatch};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, resize_hint, target_rate, TableParams};
-use crate::io::mates::paired_inputs;
-use crate::io::{Compression, MateCounts, MateWriter, OutputFile, PairMode, PairedInput, PairedOutput, Staged};
+use crate::io::{
+    Compression, MateCounts, MateFiles, MateWriter, OutputFile, PairMode, PairedInput, PairedOutput, Staged,
+};
 use crate::kmer::twobit;
 use crate::pipeline::run_ordered;
 use crate::run::metrics;
@@ -40,9 +41,8 @@ pub const MAX_FP_RATE: f64 = 0.8;
 pub struct Options {
     /// Input files, in order.
     pub inputs: Vec<String>,
-    /// R2 files (`--mate`): none, or one per input, whose records are the mates of the input's
-    /// records (see [`crate::io::mates`]).
-    pub mates: Vec<String>,
+    /// The R1/R2 options (`--mate`, `-O`, `--orphans`; see [`crate::io::mates`]).
+    pub mates: MateFiles,
     /// Table sizing (`-k`, `-N`, `-x`, `-M`, `--small-count`, ...). `ksize` is also the
     /// minimum read length, as in khmer (even with `--loadgraph`).
     pub table: TableParams,
@@ -65,10 +65,6 @@ pub struct Options {
     /// `-o/--output` (`-` = stdout); per-input `<basename>.keep` otherwise (for an input with a
     /// mate file, `<R1 basename>.keep` and `<R2 basename>.keep` as R1/R2 outputs).
     pub output: Option<String>,
-    /// `-O/--mate-output`: with `output`, kept pairs go to R1/R2 files (`output`, this).
-    pub output2: Option<String>,
-    /// `--orphans`: with R1/R2 outputs, the kept reads without a kept mate (else left out).
-    pub orphans: Option<String>,
     /// `--gzip`/`--bzip`; `None` chooses by the output name's extension.
     pub compression: Option<Compression>,
     /// `-f/--force`: skip unreadable inputs, accept a high FP rate.
@@ -85,7 +81,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             inputs: Vec::new(),
-            mates: Vec::new(),
+            mates: MateFiles::default(),
             table: TableParams::default(),
             cutoff: 20,
             paired: false,
@@ -96,8 +92,6 @@ impl Default for Options {
             report: None,
             report_frequency: 100_000,
             output: None,
-            output2: None,
-            orphans: None,
             compression: None,
             force: false,
             batched: false,
@@ -374,9 +368,9 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         return Err(Error::invalid(format!("cutoff {} must be in 0..256", opts.cutoff)));
     }
     ctx.progress().begin_pass("normalizing");
-    let mut inputs = paired_inputs(&opts.inputs, &opts.mates)?;
+    let mut inputs = opts.mates.inputs(&opts.inputs)?;
     inputs.extend(opts.unpaired.iter().map(PairedInput::single));
-    let single = PairedOutput::from_flags(opts.output.clone(), opts.output2.clone(), opts.orphans.clone())?;
+    let single = opts.mates.output(opts.output.clone())?;
     let keep: Vec<PairedOutput> = match &single {
         Some(out) => vec![out.clone()],
         // `<basename>.keep`, or `<R1 basename>.keep` and `<R2 basename>.keep`.

@@ -22,9 +22,9 @@ use super::read_filter::{self, bundle_source, check_ksize, clean_batch, trim_rec
 use super::reads::{derived_name, is_stdin};
 use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParams};
 use super::SummaryFormat;
-use crate::io::mates::paired_inputs;
 use crate::io::{
-    write_record, Compression, MateBuffers, MateCounts, MateWriter, PairMode, PairedInput, PairedOutput, Record, Staged,
+    write_record, Compression, MateBuffers, MateCounts, MateFiles, MateWriter, PairMode, PairedInput, PairedOutput,
+    Record, Staged,
 };
 use crate::pipeline::run_ordered;
 use crate::run::{metrics, RunContext};
@@ -47,9 +47,8 @@ const REPORT_EVERY_N_READS: u64 = 10_000;
 pub struct Options {
     /// Inputs (distinct names).
     pub inputs: Vec<String>,
-    /// R2 files (`--mate`): none, or one per input, whose records are the mates of the input's
-    /// records (see [`crate::io::mates`]).
-    pub mates: Vec<String>,
+    /// The R1/R2 options (`--mate`, `-O`, `--orphans`; see [`crate::io::mates`]).
+    pub mates: MateFiles,
     /// Table sizing; `force` also accepts a high FP rate.
     pub table: TableParams,
     /// `-C/--cutoff` (default 2).
@@ -73,10 +72,6 @@ pub struct Options {
     /// `-o/--output` (`-` = stdout); per-input `<basename>.abundtrim` otherwise (for an input
     /// with a mate file, `<R1 basename>.abundtrim` and `<R2 basename>.abundtrim` as R1/R2 outputs).
     pub output: Option<String>,
-    /// `-O/--mate-output`: with `output`, kept pairs go to R1/R2 files (`output`, this).
-    pub output2: Option<String>,
-    /// `--orphans`: with R1/R2 outputs, the kept reads without a kept mate (else left out).
-    pub orphans: Option<String>,
     /// `--gzip`/`--bzip`; `None` chooses by the output name's extension.
     pub compression: Option<Compression>,
     /// `--summary-info`.
@@ -91,7 +86,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             inputs: Vec::new(),
-            mates: Vec::new(),
+            mates: MateFiles::default(),
             table: TableParams::default(),
             cutoff: 2,
             trim_at_coverage: 20,
@@ -103,8 +98,6 @@ impl Default for Options {
             loadgraph: None,
             savegraph: None,
             output: None,
-            output2: None,
-            orphans: None,
             compression: None,
             summary_info: None,
             batched: false,
@@ -456,7 +449,7 @@ fn check_options(o: &Options) -> Result<()> {
     if o.diginorm.is_some() && o.single_pass {
         return Err(Error::invalid("--diginorm and --single-pass are incompatible!"));
     }
-    if o.output.is_none() && o.inputs.iter().chain(&o.mates).any(|f| is_stdin(f)) {
+    if o.output.is_none() && o.inputs.iter().chain(&o.mates.mate).any(|f| is_stdin(f)) {
         return Err(Error::invalid("Accepting input from stdin; output filename must be provided with -o."));
     }
     Ok(())
@@ -495,12 +488,11 @@ pub fn run_sharded(o: &Options, shards: ShardedDecisions<'_>, ctx: &RunContext) 
 fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -> Result<Summary> {
     check_options(o)?;
     ctx.progress().begin_pass("trimming");
-    let inputs = paired_inputs(&o.inputs, &o.mates)?;
-    let outputs: Vec<PairedOutput> =
-        match PairedOutput::from_flags(o.output.clone(), o.output2.clone(), o.orphans.clone())? {
-            Some(out) => vec![out],
-            None => inputs.iter().map(|input| input.derived_output(|f| derived_name(f, ".abundtrim", None))).collect(),
-        };
+    let inputs = o.mates.inputs(&o.inputs)?;
+    let outputs: Vec<PairedOutput> = match o.mates.output(o.output.clone())? {
+        Some(out) => vec![out],
+        None => inputs.iter().map(|input| input.derived_output(|f| derived_name(f, ".abundtrim", None))).collect(),
+    };
     crate::io::refuse_inputs_as_outputs(
         ctx,
         inputs.iter().flat_map(PairedInput::paths).chain(&o.loadgraph),
