@@ -19,7 +19,7 @@ use crate::{cli_command, parse, report, run_failure, CliError, Parsed, EXIT_DATA
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use kmerflow_core::ops::count::{self, ReadTally};
-use kmerflow_core::ops::{sizing, trim_low_abund};
+use kmerflow_core::ops::{abundance_dist, filter_abund, sizing, trim_low_abund};
 use kmerflow_core::run::RunContext;
 use kmerflow_core::table::shard::{Shard, ShardClient};
 use kmerflow_core::table::shard_runs::{RemoteShards, ShardedDecisions};
@@ -212,7 +212,9 @@ fn table(
             "force": force,
         }));
     }
-    let sizes = sizing::countgraph_sizes(&params, 1.0, &ctx.run).map_err(data)?;
+    // abundance-dist-single's -M holds its tracking filter too, as in one process.
+    let multiplier = if command == "abundance-dist-single" { abundance_dist::SINGLE_MULTIPLIER } else { 1.0 };
+    let sizes = sizing::countgraph_sizes(&params, multiplier, &ctx.run).map_err(data)?;
     Ok(json!({"layout": "khmer", "ksize": params.ksize, "sizes": sizes, "force": force}))
 }
 
@@ -354,6 +356,77 @@ pub fn trim_low_abund(
     summary.map_err(|e| run_failure(name, run, e))
 }
 
+/// Runs the sharded `filter-abund-single` or `filter-abund` command line `argv` (program name
+/// first) within `run`, after the caller counted the reads (or loaded the saved table) into
+/// `client`'s table (`local`, `remote` as for [`trim_low_abund`]): the native filtering, each
+/// batch's reads looked up on the shards (see [`kmerflow_core::ops::filter_abund::run_sharded`]);
+/// returns its summary (filter-abund-single's with the table's `unique_kmers`). The table is
+/// not gathered; saving it (`--savegraph`) is the caller's.
+pub fn filter_abund(
+    argv: &[OsString],
+    run: &RunContext,
+    client: &ShardClient,
+    local: Vec<Option<&mut Shard>>,
+    remote: &mut dyn RemoteShards,
+) -> Result<Value, CliError> {
+    on_shards(argv, run, |command| {
+        let (inputs, filter, batch_kmers, single) = match command {
+            Command::FilterAbundSingle(a) => (vec![a.input], a.filter.params(), a.sharding.batch_kmers, true),
+            Command::FilterAbund(a) => (a.inputs, a.filter.params(), a.sharding.batch_kmers, false),
+            _ => return Ok(None),
+        };
+        let shards = ShardedDecisions::new(client, local, remote, batch_kmers)?;
+        let mut summary = filter_abund::run_sharded(&inputs, &filter, shards, run)?;
+        if single {
+            summary.unique_kmers = client.n_unique_kmers();
+        }
+        summary_json(&summary).map(Some)
+    })
+}
+
+/// Runs the sharded `abundance-dist-single` command line `argv` (program name first) within
+/// `run`, after the caller counted the reads into `client`'s table (`local`, `remote` as for
+/// [`trim_low_abund`]): the histogram, each batch's k-mers new to the tracking filter looked up
+/// on the shards (see [`kmerflow_core::ops::abundance_dist::run_single_sharded`]), its file and
+/// the native command's closing lines; returns its summary. The table is not gathered; saving
+/// it (`--savegraph`) is the caller's.
+pub fn abundance_dist_single(
+    argv: &[OsString],
+    run: &RunContext,
+    client: &ShardClient,
+    local: Vec<Option<&mut Shard>>,
+    remote: &mut dyn RemoteShards,
+) -> Result<Value, CliError> {
+    on_shards(argv, run, |command| {
+        let Command::AbundanceDistSingle(a) = command else { return Ok(None) };
+        let shards = ShardedDecisions::new(client, local, remote, a.sharding.batch_kmers)?;
+        let output = a.histogram.output(&a.output);
+        let summary = abundance_dist::run_single_sharded(&a.seqs, &output, a.savegraph.as_ref(), shards, run)?;
+        let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
+        ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
+        a.run.report(&mut ctx, summary.tally);
+        summary_json(&summary).map(Some)
+    })
+}
+
+/// Parses the sharded command line `argv` (program name first), sets `run`'s threads and
+/// runs `command` on the parsed command: its summary, `None` when the command is not one it
+/// runs (a usage error). A failure is the native command's error.
+fn on_shards(
+    argv: &[OsString],
+    run: &RunContext,
+    command: impl FnOnce(Command) -> kmerflow_core::Result<Option<Value>>,
+) -> Result<Value, CliError> {
+    let Some(Parsed { cli, .. }) = parse(argv)? else { return Ok(Value::Null) };
+    let name = cli.command.name();
+    run.set_threads(cli.command.settings().threads.unwrap_or_else(kmerflow_core::pipeline::available_threads));
+    match command(cli.command) {
+        Ok(Some(summary)) => Ok(summary),
+        Ok(None) => Err(usage_error(name, ErrorKind::InvalidSubcommand, format!("{name} has no such sharded run"))),
+        Err(e) => Err(run_failure(name, run, e)),
+    }
+}
+
 /// Finishes the sharded run of `argv` (program name first) that returned `summary` (the
 /// native command's summary fields) after `wall_s` seconds, having read `inputs` and written
 /// `outputs`: writes `load-into-counting`'s `OUT.info` (and `-s` file) and the `--report-json`
@@ -410,6 +483,7 @@ pub fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kmerflow_core::ops::sizing::TableParams;
 
     fn argv(args: &[&str]) -> Vec<OsString> {
         std::iter::once("kmerflow").chain(args.iter().copied()).map(OsString::from).collect()
@@ -437,6 +511,11 @@ mod tests {
                 .unwrap()
                 .unwrap();
         assert_eq!((&trim["table"]["sizes"], &trim["inputs"]), (&counted["table"]["sizes"], &json!(["a.fq", "b.fq"])));
+        let histogram =
+            plan(argv(&["abundance-dist-single", "-M", "4e6", "--local-cluster", "1", "a.fq", "h"])).unwrap().unwrap();
+        let params = TableParams { max_memory: Some(4e6), ..TableParams::default() };
+        let one_process = sizing::create_countgraph(&params, abundance_dist::SINGLE_MULTIPLIER, &RunContext::new());
+        assert_eq!(histogram["table"]["sizes"], json!(one_process.unwrap().hashsizes()));
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Commands run natively on a sharded table whose remote shards Python reaches (Dask actors):
-//! `trim_low_abund_sharded`, trim-low-abund with its first pass deciding on the shards.
+//! `trim_low_abund_sharded`, trim-low-abund with its first pass deciding on the shards and its
+//! second looking up there; `filter_abund_sharded` and `abundance_dist_sharded`, the filtering
+//! and the histogram of a table counted on the shards, looked up there.
 
 use crate::commands::forwarder;
 use crate::errors::command_error;
@@ -13,7 +15,8 @@ use std::ffi::OsString;
 
 /// The remote shards as a Python object reaches them: `send(messages)` (one tuple of numpy
 /// arrays per remote shard, in shard order: counters to update, their deltas, counters to look
-/// up), then `answers()`; `cells()`. Both return a list of uint8 arrays in shard order. A Python
+/// up), then `answers()` (the answers to the oldest messages not answered yet: two sends may
+/// wait); `cells()`. Both return a list of uint8 arrays in shard order. A Python
 /// exception (a lost worker's `ShardError`) becomes an error with its message.
 struct PyRemote(Py<PyAny>);
 
@@ -52,16 +55,24 @@ impl RemoteShards for PyRemote {
     }
 }
 
-/// Runs the sharded `trim-low-abund` command line `argv` (program name first) on `client`'s
-/// table, whose shard `s` is `local[s]` when held in this process and reached through
-/// `remote` (see the module documentation) when `None`: pass 1 decides natively batch by
-/// batch on the shards, pass 2 trims against the table gathered into this process. Messages
-/// go to `on_message(level, text)` as with `run_command`. Returns the summary as JSON text and
-/// the outputs written. Raises `kmerflow.CommandError` (a lost shard: exit status 1, its
-/// message naming the shard).
-#[pyfunction]
-pub fn trim_low_abund_sharded(
+/// A sharded command run natively: `kmerflow_cli::sharded`'s `trim_low_abund`,
+/// `filter_abund` or `abundance_dist_single`.
+type ShardedCommand = fn(
+    &[OsString],
+    &kmerflow_core::run::RunContext,
+    &kmerflow_core::table::shard::ShardClient,
+    Vec<Option<&mut kmerflow_core::table::shard::Shard>>,
+    &mut dyn RemoteShards,
+) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError>;
+
+/// Runs `command` on the command line `argv` and `client`'s table, whose shard `s` is
+/// `local[s]` when held in this process and reached through `remote` (see the module
+/// documentation) when `None`. Messages go to `on_message(level, text)` as with `run_command`.
+/// Returns the summary as JSON text and the outputs written. Raises `kmerflow.CommandError` (a
+/// lost shard: exit status 1, its message naming the shard).
+fn run_sharded(
     py: Python<'_>,
+    command: ShardedCommand,
     argv: Vec<OsString>,
     on_message: Bound<'_, PyAny>,
     client: Py<ShardClient>,
@@ -72,15 +83,65 @@ pub fn trim_low_abund_sharded(
         let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
         let shards = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
         let mut remote = PyRemote(remote);
-        kmerflow_cli::sharded::trim_low_abund(&argv, ctx, client.get().core(), shards, &mut remote)
+        command(&argv, ctx, client.get().core(), shards, &mut remote)
             .map(|summary| (summary.to_string(), ctx.files().outputs()))
     })?
     .map_err(command_error)?;
     Ok((summary, outputs))
 }
 
+/// Runs the sharded `trim-low-abund` command line `argv` (program name first) on `client`'s
+/// table (`local`, `remote` as for `run_sharded`): pass 1 decides natively batch by batch on
+/// the shards, pass 2 trims from counts looked up on them (the table is gathered only to be
+/// saved, `-s`). Returns the summary as JSON text and the outputs written.
+#[pyfunction]
+pub fn trim_low_abund_sharded(
+    py: Python<'_>,
+    argv: Vec<OsString>,
+    on_message: Bound<'_, PyAny>,
+    client: Py<ShardClient>,
+    local: Vec<Option<Py<Shard>>>,
+    remote: Py<PyAny>,
+) -> PyResult<(String, Vec<String>)> {
+    run_sharded(py, kmerflow_cli::sharded::trim_low_abund, argv, on_message, client, local, remote)
+}
+
+/// Runs the filtering of the sharded `filter-abund-single` (or `filter-abund`) command line
+/// `argv` on `client`'s table, which holds the counts already (`local`, `remote` as for
+/// `run_sharded`): each batch's reads are looked up on the shards and trimmed here; the table
+/// is not gathered. Returns the summary as JSON text and the outputs written.
+#[pyfunction]
+pub fn filter_abund_sharded(
+    py: Python<'_>,
+    argv: Vec<OsString>,
+    on_message: Bound<'_, PyAny>,
+    client: Py<ShardClient>,
+    local: Vec<Option<Py<Shard>>>,
+    remote: Py<PyAny>,
+) -> PyResult<(String, Vec<String>)> {
+    run_sharded(py, kmerflow_cli::sharded::filter_abund, argv, on_message, client, local, remote)
+}
+
+/// Runs the histogram of the sharded `abundance-dist-single` command line `argv` on
+/// `client`'s table, which holds the counts already (`local`, `remote` as for `run_sharded`):
+/// the k-mers new to the tracking filter (held here) are looked up on the shards; the table is
+/// not gathered. Returns the summary as JSON text and the outputs written.
+#[pyfunction]
+pub fn abundance_dist_sharded(
+    py: Python<'_>,
+    argv: Vec<OsString>,
+    on_message: Bound<'_, PyAny>,
+    client: Py<ShardClient>,
+    local: Vec<Option<Py<Shard>>>,
+    remote: Py<PyAny>,
+) -> PyResult<(String, Vec<String>)> {
+    run_sharded(py, kmerflow_cli::sharded::abundance_dist_single, argv, on_message, client, local, remote)
+}
+
 /// Adds the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trim_low_abund_sharded, m)?)?;
+    m.add_function(wrap_pyfunction!(filter_abund_sharded, m)?)?;
+    m.add_function(wrap_pyfunction!(abundance_dist_sharded, m)?)?;
     Ok(())
 }

@@ -18,8 +18,9 @@ tables, kept reads and histograms equal a one-process run with the same table si
 
 from __future__ import annotations
 
+import collections
 import os
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Deque, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -376,18 +377,19 @@ class ShardedCountgraph(_Sharded):
 class _RemoteCalls:
     """The remote shards of a :class:`ShardedCountgraph` as a native run calls them:
     ``send(messages)`` (one ``step`` message per remote shard, in shard order), then
-    ``answers()``; ``cells()``. A lost shard raises :class:`ShardError` naming it."""
+    ``answers()``, the answers to the oldest messages not answered yet (a run may send the next
+    batch before it takes the answers of the previous one); ``cells()``. A lost shard raises
+    :class:`ShardError` naming it."""
 
     def __init__(self, graph: ShardedCountgraph) -> None:
         self.graph = graph
-        self.futures: List[Tuple[int, Any]] = []
+        self.futures: Deque[List[Tuple[int, Any]]] = collections.deque()
 
     def send(self, messages: Sequence[Tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
-        self.futures = self.graph._send_remote("step", messages)
+        self.futures.append(self.graph._send_remote("step", messages))
 
     def answers(self) -> List[np.ndarray]:
-        futures, self.futures = self.futures, []
-        return self.graph._answers(futures)
+        return self.graph._answers(self.futures.popleft())
 
     def cells(self) -> List[np.ndarray]:
         remote = sum(not isinstance(s, _Local) for s in self.graph._shards)

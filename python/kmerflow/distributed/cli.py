@@ -6,11 +6,11 @@ The command line is parsed by the native command definitions (``_core.shard_plan
 defaults, range checks, usage errors and the table's sizing are the one-process command's, and
 a flag the sharded run does not have is a usage error naming it. ``load-into-counting`` and
 ``normalize-by-median`` run on the shards throughout; ``abundance-dist-single`` and
-``filter-abund-single`` count on the shards, then gather the table into this process and finish
-with the one-process ``abundance-dist`` / ``filter-abund``. ``trim-low-abund`` is the native
-command with its first pass deciding on the shards and its second pass on the table gathered
-into this process. ``filter-abund`` (a saved table) is the one-process command: the saved table
-was gathered through one process to be saved, so it fits in one. The summary has the native
+``filter-abund-single`` count on the shards, then run the native histogram / filtering whose
+look-ups go to the shards (the table is gathered only to be saved, ``--savegraph``).
+``trim-low-abund`` is the native command with its first pass deciding on the shards and its
+second looking its reads up there. ``filter-abund`` (a saved table) is the one-process command:
+the saved table was gathered through one process to be saved, so it fits in one. The summary has the native
 command's fields; ``load-into-counting``'s ``OUT.info`` (and ``-s`` file) and ``--report-json``
 are written by the native code (``_core.shard_finish``). Outputs are written under temporary
 names and renamed at the end, so a failed run (a lost worker) leaves none. Exit status 0, 1 on
@@ -335,43 +335,35 @@ def _normalize(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -
     return summary, [o for o in outputs if o != "-"] + side
 
 
-def _count_then(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage,
-                finish: List[str]) -> Outcome:
-    """Counts the input on the shards, then runs the one-process command ``finish`` (its
-    arguments after the table's path) on the gathered table (saved in a temporary directory
-    beside the output unless ``--savegraph``); the summary is that command's with the counting
-    pass's unique k-mers (and false-positive rate)."""
+def _counted_on_shards(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage,
+                       finish: Callable[..., Tuple[str, List[str]]]) -> Outcome:
+    """Counts the input on the shards, then runs ``finish`` (``_core.filter_abund_sharded`` or
+    ``_core.abundance_dist_sharded``: the native pass that looks the reads up on the shards)
+    on them; the table stays on the shards unless ``--savegraph`` saves it."""
     (path,) = plan["inputs"]
     graph.consume_seqfile(path)
-    fp = _check_fp(plan, graph, say)
-    where = os.path.dirname(os.path.abspath(plan["output"])) if plan["output"] else os.getcwd()
-    with tempfile.TemporaryDirectory(prefix=".kmerflow-shards-", dir=where) as tmp:
-        table = plan["savegraph"] or os.path.join(tmp, "table.ct")
-        graph.save(table)
-        summary_text, report_text = _core.run_command([finish[0], table, *finish[1:]], say)
-    summary = json.loads(summary_text)
-    summary["unique_kmers"] = graph.n_unique_kmers()
-    if "fp_rate" in summary:
-        summary["fp_rate"] = fp
-    say("info", f"Total number of unique k-mers: {summary['unique_kmers']}")
-    outputs = [o["path"] for o in json.loads(report_text)["outputs"]]
-    return summary, outputs + ([plan["savegraph"]] if plan["savegraph"] else [])
+    if plan["command"] == "filter-abund-single":
+        say("info", f"Total number of unique k-mers: {graph.n_unique_kmers()}")
+        say("info", f"fp rate estimated to be {graph.expected_fp_rate():1.3f}")
+    _check_fp(plan, graph, say)
+    summary_text, outputs = finish(plan["argv"], say, *graph.native_run())
+    if plan["savegraph"]:
+        say("info", f"Saving k-mer countgraph filename {plan['savegraph']}")
+        graph.save(plan["savegraph"])
+        outputs.append(plan["savegraph"])
+    return json.loads(summary_text), outputs
 
 
 def _abundance_dist(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
-    flags = ["-z"] * plan["no_zero"] + ["-s"] * plan["squash"] + ["-b"] * (not plan["bigcount"])
-    return _count_then(plan, graph, say, ["abundance-dist", plan["inputs"][0], plan["output"], *flags])
+    return _counted_on_shards(plan, graph, say, _core.abundance_dist_sharded)
 
 
 def _filter_abund(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
-    flags = ["-C", str(plan["cutoff"]), "-Z", str(plan["normalize_to"])]
-    flags += ["-V"] * plan["variable_coverage"] + ["--gzip"] * plan["gzip"] + ["--bzip"] * plan["bzip"]
-    flags += ["-o", plan["output"]] if plan["output"] else []
-    return _count_then(plan, graph, say, ["filter-abund", plan["inputs"][0], *flags])
+    return _counted_on_shards(plan, graph, say, _core.filter_abund_sharded)
 
 
 def _trim_low_abund(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
-    """The native trim-low-abund, pass 1 deciding on the shards, pass 2 on the gathered table."""
+    """The native trim-low-abund, pass 1 deciding on the shards, pass 2 looking up there."""
     summary_text, outputs = _core.trim_low_abund_sharded(plan["argv"], say, *graph.native_run())
     return json.loads(summary_text), outputs
 

@@ -4,14 +4,18 @@
 use super::count::{consume_file, count_owned_file, write_text, ReadTally};
 use super::pyfmt;
 use super::sizing::{self, TableParams};
+use crate::io::{FastxReader, PairMode, PairedReader};
+use crate::run::metrics;
 use crate::run::RunContext;
+use crate::table::shard_runs::{BundleBatches, Cleaning, ReadHasher, ShardedDecisions};
 use crate::table::{
     AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, CountingTable, HashKind, HugePages, KhmerTable,
     Layout, OwnedBatch, OwnedCounting, StorageKind,
 };
 use crate::{Error, Result};
 use std::io::Write;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Histogram slots khmer reports (`abundance_distribution` returns the first 65535 of 65536).
 pub const HISTOGRAM_LEN: usize = 65535;
@@ -128,6 +132,54 @@ impl OwnedCounting for Tracker<'_, BlockedTable> {
     }
 
     fn settle(&self, _batch: &OwnedBatch) {}
+}
+
+/// [`histogram_of_files`] on the sharded table `shards` (khmer's layout): the tracking filter
+/// lives in this process (one bit per counter of the table) and is filled in file order by the
+/// thread that reads and hashes the batches, which keeps only the k-mers new to it; their
+/// counts are looked up on the shards ([`Lookups`], one message per shard and batch) and
+/// counted in the histogram. Equal to [`histogram_of_files`] on the gathered table.
+pub fn sharded_histogram_of_files(
+    shards: &mut ShardedDecisions<'_>,
+    paths: &[&str],
+    ctx: &RunContext,
+) -> Result<(Vec<u64>, ReadTally)> {
+    let client = shards.client();
+    let (k, hash_kind, batch_kmers) = (client.ksize(), client.hash_kind(), shards.batch_kmers());
+    let tracking = Arc::new(KhmerTable::with_sizes(k, hash_kind, StorageKind::Bit, shards.client().map().sizes())?);
+    // k-mers and reads without one, told by the reading thread.
+    let seen = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let (mut dist, mut reads) = (vec![0u64; HISTOGRAM_LEN + 1], 0);
+    for path in paths {
+        let reader = PairedReader::new(FastxReader::open_in(path, ctx)?, PairMode::ForceSingle, None);
+        let (tracking, seen, hash) = (tracking.clone(), seen.clone(), shards.client().kmer_hasher());
+        let new_kmers: ReadHasher = Box::new(move |seq, out| {
+            let start = out.len();
+            hash(seq, out);
+            seen[0].fetch_add((out.len() - start) as u64, Relaxed);
+            seen[1].fetch_add(u64::from(out.len() == start), Relaxed);
+            let mut kept = start;
+            for j in start..out.len() {
+                let hash = out[j];
+                if tracking.get_hash(hash) == 0 {
+                    tracking.add_hash(hash);
+                    out[kept] = hash;
+                    kept += 1;
+                }
+            }
+            out.truncate(kept);
+        });
+        let mut lookups =
+            shards.lookups(BundleBatches::with_hasher(reader, new_kmers, batch_kmers, Cleaning::Parser))?;
+        while let Some((batch, counts)) = lookups.next()? {
+            reads += batch.read_ends.len() as u64;
+            counts.iter().for_each(|&count| dist[count as usize] += 1);
+        }
+    }
+    dist.truncate(HISTOGRAM_LEN);
+    let tally = ReadTally { reads, kmers: seen[0].load(Relaxed), short_reads: seen[1].load(Relaxed) };
+    ctx.metrics().add_count(metrics::KMERS, tally.kmers);
+    Ok((dist, tally))
 }
 
 /// One CSV field as Python's `csv.writer` (minimal quoting) writes it.
@@ -280,6 +332,25 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     Ok(summary)
 }
 
+/// abundance-dist-single's histogram of `seqs` into `output` on `shards`, a sharded table
+/// that holds the counts of `seqs` already (counted by the caller, who saves the table if
+/// asked to: `savegraph`, refused as one of the inputs): the histogram file and summary are
+/// those of [`run_single`] on the same table, and no table is gathered here.
+pub fn run_single_sharded(
+    seqs: &str,
+    output: &HistogramOutput,
+    savegraph: Option<&String>,
+    mut shards: ShardedDecisions<'_>,
+    ctx: &RunContext,
+) -> Result<Summary> {
+    crate::io::refuse_inputs_as_outputs(ctx, [seqs], std::iter::once(&output.path).chain(savegraph))?;
+    output.check()?;
+    ctx.progress().begin_pass("histogram");
+    let (histogram, tally) = sharded_histogram_of_files(&mut shards, &[seqs], ctx)?;
+    output.write(&histogram, ctx)?;
+    Ok(Summary { tally, histogram, unique_kmers: shards.client().n_unique_kmers() })
+}
+
 /// A table of either layout that gives the histogram of files against itself.
 trait Histogram: CountingTable + OwnedCounting + Sized {
     /// [`histogram_of_files`] of this layout.
@@ -394,6 +465,42 @@ mod tests {
                 histogram(&table, file.path().to_str().unwrap(), &RunContext::new().threads_set_to(threads)).unwrap();
             assert!(dist == expected, "{threads} threads");
         }
+    }
+
+    /// abundance-dist-single's histogram on shards (counts past 255, a colliding tracking
+    /// filter, with and without bigcount) equals the one-process run's.
+    #[test]
+    fn sharded_histogram_matches_one_process() {
+        use crate::table::shard_runs::{counted_shards, fastq_of, ShardedDecisions};
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        std::fs::write(path("reads.fq"), fastq_of(8, 1500, 70) + &fastq_of(9, 500, 4000)).unwrap();
+        let params = TableParams { ksize: 20, n_tables: 3, max_tablesize: 200.0, ..TableParams::default() };
+        let sizes = create_countgraph_sizes(&params);
+        let output = |name: &str| HistogramOutput { path: path(name), squash: true, output_zero: false };
+        let opts = SingleOptions {
+            params,
+            seqs: path("reads.fq"),
+            output: output("one.csv"),
+            bigcount: true,
+            savegraph: None,
+        };
+        let one = run_single(&opts, &RunContext::new()).unwrap();
+        assert!(one.histogram.iter().skip(256).sum::<u64>() > 0, "counts past 255");
+        for (shards, held, batch_kmers) in [(1, 0, 3), (3, 1, 400), (5, 3, 100_000)] {
+            let (client, mut here, mut remote) = counted_shards(&sizes, shards, held, &path("reads.fq"));
+            let local = here.iter_mut().map(Some).chain((held..shards).map(|_| None)).collect();
+            let decisions = ShardedDecisions::new(&client, local, &mut remote, batch_kmers).unwrap();
+            let sharded = run_single_sharded(&path("reads.fq"), &output("s.csv"), None, decisions, &RunContext::new());
+            let sharded = sharded.unwrap();
+            assert_eq!((sharded.tally, sharded.unique_kmers), (one.tally, one.unique_kmers), "{shards} {held}");
+            assert!(sharded.histogram == one.histogram);
+            assert!(std::fs::read(path("s.csv")).unwrap() == std::fs::read(path("one.csv")).unwrap());
+        }
+    }
+
+    fn create_countgraph_sizes(params: &TableParams) -> Vec<u64> {
+        sizing::create_countgraph(params, SINGLE_MULTIPLIER, &RunContext::new()).unwrap().hashsizes().to_vec()
     }
 
     #[test]

@@ -185,6 +185,19 @@ pub fn check_fp_rate(table: &KhmerTable, max_fp: f64, force: bool, target: f64, 
     fp_rate_check(fp, max_fp, force, &sizing::khmer_resize_hint(table, fp, target), ctx)
 }
 
+/// [`check_fp_rate`] of a Countgraph of tables of `sizes` held elsewhere (sharded), whose
+/// estimated rate is `fp`.
+pub fn check_countgraph_fp_rate(
+    fp: f64,
+    sizes: &[u64],
+    max_fp: f64,
+    force: bool,
+    target: f64,
+    ctx: &RunContext,
+) -> Result<f64> {
+    fp_rate_check(fp, max_fp, force, &sizing::countgraph_resize_hint(sizes, fp, target), ctx)
+}
+
 /// [`check_fp_rate`] of an already estimated rate `fp`, `resize` naming the memory that would do.
 fn fp_rate_check(fp: f64, max_fp: f64, force: bool, resize: &str, ctx: &RunContext) -> Result<f64> {
     super::read_filter::check_fp_rate(fp, max_fp, force, resize, ctx).map(|()| fp)

@@ -7,12 +7,14 @@
 //! so the table and its statistics are the same for any number of threads).
 
 use super::count::consume_file;
-use super::read_filter::{bundle_source, check_ksize, clean_batch, trim_record, Cleaning};
+use super::read_filter::{bundle_source, check_ksize, clean_batch, trim_of_counts, trim_record, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode, PairedInput};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
+use crate::table::batch::spans;
+use crate::table::shard_runs::{BundleBatches, Cleaning as BatchCleaning, ShardedDecisions};
 use crate::table::CountingTable;
 use crate::table::KhmerTable;
 use crate::{Error, Result};
@@ -162,13 +164,51 @@ fn filter_file(
     Ok(())
 }
 
-/// Filters every input (into `-o` or `<basename>.abundfilt`).
+/// Filters `input` on the sharded table `shards` into `out`, adding to `summary`: the reads
+/// are read, hashed and looked up on the shards a batch at a time ([`Lookups`]) and trimmed by
+/// the one-process rule ([`trim_of_counts`]) from their counts.
+fn filter_file_sharded(
+    shards: &mut ShardedDecisions<'_>,
+    input: &str,
+    p: &FilterParams,
+    out: &mut OutputFile,
+    summary: &mut Summary,
+    ctx: &RunContext,
+) -> Result<()> {
+    let z = p.variable_coverage.then_some(p.normalize_to);
+    let k = shards.client().ksize();
+    let reader = PairedInput::single(input).open(PairMode::ForceSingle, Some(k), ctx)?;
+    let batch_kmers = shards.batch_kmers();
+    let mut lookups = shards.lookups(BundleBatches::new(reader, k, batch_kmers, BatchCleaning::ParserWithRecords))?;
+    let mut bytes = Vec::new();
+    while let Some((batch, counts)) = lookups.next()? {
+        bytes.clear();
+        for (i, read) in spans(&batch.read_ends).enumerate() {
+            let rec = batch.record(i);
+            let (t, _) = trim_of_counts(&counts[read], k, rec.seq.len(), p.cutoff, z);
+            summary.reads += 1;
+            match t.write(&rec, &mut bytes) {
+                None => summary.removed += 1,
+                Some(n) if n < rec.seq.len() => summary.truncated += 1,
+                Some(_) => {}
+            }
+        }
+        write_to(out, &bytes)?;
+    }
+    summary.written = summary.reads - summary.removed;
+    summary.short_dropped += lookups.short_dropped();
+    Ok(())
+}
+
+/// Filters every input (into `-o` or `<basename>.abundfilt`), each by `filter_file(input,
+/// output, summary)`, on a table of k `k`.
 fn filter_all(
-    table: &KhmerTable,
+    k: usize,
     inputs: &[String],
     p: &FilterParams,
     summary: &mut Summary,
     ctx: &RunContext,
+    mut filter_file: impl FnMut(&str, &mut OutputFile, &mut Summary) -> Result<()>,
 ) -> Result<()> {
     if p.output.is_none() && inputs.iter().any(|f| is_stdin(f)) {
         return Err(Error::invalid("reading from stdin requires -o/--output"));
@@ -180,11 +220,11 @@ fn filter_all(
     for input in inputs {
         ctx.info(format!("filtering {input}"));
         match single.as_mut() {
-            Some(out) => filter_file(table, input, p, out, summary, ctx)?,
+            Some(out) => filter_file(input, out, summary)?,
             None => {
                 let name = derived_name(input, ".abundfilt", None);
                 let mut out = create_output(&name, p.compression, ctx)?;
-                filter_file(table, input, p, &mut out, summary, ctx)?;
+                filter_file(input, &mut out, summary)?;
                 out.finish()?;
                 ctx.info(format!("output in {name}"));
             }
@@ -196,9 +236,42 @@ fn filter_all(
         ctx.info(format!("output in {name}"));
     }
     if summary.short_dropped > 0 {
-        ctx.info(format!("dropped {} reads shorter than k={}", summary.short_dropped, table.ksize()));
+        ctx.info(format!("dropped {} reads shorter than k={k}", summary.short_dropped));
     }
     Ok(())
+}
+
+/// [`filter_all`] on a table in this process.
+fn filter_all_here(
+    table: &KhmerTable,
+    inputs: &[String],
+    p: &FilterParams,
+    summary: &mut Summary,
+    ctx: &RunContext,
+) -> Result<()> {
+    filter_all(table.ksize(), inputs, p, summary, ctx, |input, out, summary| {
+        filter_file(table, input, p, out, summary, ctx)
+    })
+}
+
+/// Runs filter-abund's filtering of `inputs` within `ctx` on `shards`, a sharded table that
+/// holds the counts already (filter-abund-single's after its counting pass, or a saved
+/// table's): the outputs, messages and summary (less `unique_kmers`, the caller's) are those
+/// of the one-process filtering on the same table, and no table is gathered here.
+pub fn run_sharded(
+    inputs: &[String],
+    filter: &FilterParams,
+    mut shards: ShardedDecisions<'_>,
+    ctx: &RunContext,
+) -> Result<Summary> {
+    filter.refuse_inputs_as_outputs(ctx, None, inputs, None)?;
+    let k = shards.client().ksize();
+    let mut summary = Summary { fp_rate: shards.expected_fp_rate(), ..Summary::default() };
+    ctx.progress().begin_pass("filtering");
+    filter_all(k, inputs, filter, &mut summary, ctx, |input, out, summary| {
+        filter_file_sharded(&mut shards, input, filter, out, summary, ctx)
+    })?;
+    Ok(summary)
 }
 
 /// Runs filter-abund within `ctx`.
@@ -208,7 +281,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let table = super::read_filter::load_countgraph(&opts.graph, ctx)?;
     ctx.info(format!("K: {}", table.ksize()));
     let mut summary = Summary::default();
-    filter_all(&table, &opts.inputs, &opts.filter, &mut summary, ctx)?;
+    filter_all_here(&table, &opts.inputs, &opts.filter, &mut summary, ctx)?;
     summary.fp_rate = expected_fp_rate(&table);
     Ok(summary)
 }
@@ -229,11 +302,59 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
     super::count::check_fp_rate(&table, MAX_FP_RATE, opts.table.force, target_rate(&opts.table), ctx)?;
     ctx.progress().begin_pass("filtering");
-    filter_all(&table, std::slice::from_ref(&opts.input), &opts.filter, &mut summary, ctx)?;
+    filter_all_here(&table, std::slice::from_ref(&opts.input), &opts.filter, &mut summary, ctx)?;
     if let Some(path) = &opts.savegraph {
         ctx.info(format!("Saving k-mer countgraph filename {path}"));
         table.save_in(path, ctx)?;
         ctx.files().add_output(path);
     }
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::shard_runs::{counted_shards, fastq_of};
+
+    /// filter-abund-single on shards (counts past 255, colliding tables, reads shorter than k,
+    /// with and without -V) writes the reads and summary of the one-process run.
+    #[test]
+    fn sharded_filtering_matches_one_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        // A 70-base genome at high coverage and reads of a 4 kb one (k-mers seen once or twice).
+        std::fs::write(path("reads.fq"), fastq_of(5, 1500, 70) + &fastq_of(6, 500, 4000)).unwrap();
+        let table =
+            TableParams { ksize: 20, n_tables: 3, max_tablesize: 3000.0, force: true, ..TableParams::default() };
+        let sizes = crate::ops::sizing::countgraph_sizes(&table, 1.0, &RunContext::new()).unwrap();
+        for (variable_coverage, cutoff) in [(false, 3), (true, 100)] {
+            let filter = |out: &str| FilterParams {
+                cutoff,
+                variable_coverage,
+                normalize_to: 200,
+                output: Some(path(out)),
+                ..FilterParams::default()
+            };
+            let opts = SingleOptions {
+                input: path("reads.fq"),
+                table: table.clone(),
+                savegraph: None,
+                filter: filter("one.fq"),
+            };
+            let one = run_single(&opts, &RunContext::new()).unwrap();
+            // With -V the reads of the 4 kb genome are kept whole, those of the other trimmed.
+            assert!(one.removed > 0 && one.short_dropped > 0, "{one:?}");
+            assert!(one.truncated > 0 || variable_coverage, "{one:?}");
+            for (shards, held, batch_kmers) in [(1, 0, 7), (3, 1, 500), (4, 2, 100_000)] {
+                let (client, mut here, mut remote) = counted_shards(&sizes, shards, held, &path("reads.fq"));
+                let local = here.iter_mut().map(Some).chain((held..shards).map(|_| None)).collect();
+                let decisions = ShardedDecisions::new(&client, local, &mut remote, batch_kmers).unwrap();
+                let mut sharded =
+                    run_sharded(&[path("reads.fq")], &filter("s.fq"), decisions, &RunContext::new()).unwrap();
+                sharded.unique_kmers = client.n_unique_kmers();
+                assert_eq!(sharded, one, "{shards} {held} {batch_kmers}");
+                assert!(std::fs::read(path("s.fq")).unwrap() == std::fs::read(path("one.fq")).unwrap());
+            }
+        }
+    }
 }

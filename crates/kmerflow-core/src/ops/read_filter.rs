@@ -14,7 +14,7 @@ use crate::io::{BundleBatch, PairMode, PairedInput, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::run::RunContext;
 use crate::table::CountingTable;
-use crate::table::{trim_position, HashKind, KhmerTable};
+use crate::table::{median_min_required, trim_position, HashKind, KhmerTable};
 use crate::{Error, Result};
 use std::ops::Range;
 
@@ -220,21 +220,39 @@ impl Trim {
 }
 
 /// khmer's `trim_record(graph, read, cutoff, variable_coverage, normalize_to)` on a read's
-/// cleaned sequence: with `variable_coverage = Some(Z)` a read whose median is below Z is kept
-/// untrimmed; otherwise the read is cut before its first k-mer with count < `cutoff`
-/// (docs/khmer-compat.md §2.8, `trim_on_abundance`), and dropped if fewer than k bases remain.
+/// cleaned sequence: [`trim_of_counts`] of its k-mer counts in `table`.
 pub fn trim_record<T: CountingTable + ?Sized>(
     table: &T,
     clean_seq: &[u8],
     cutoff: u32,
     variable_coverage: Option<u32>,
 ) -> Trim {
+    let mut counts = Vec::new();
+    table.kmer_counts(clean_seq, &mut counts);
+    trim_of_counts(&counts, table.ksize(), clean_seq.len(), cutoff, variable_coverage).0
+}
+
+/// khmer's `trim_record` from the counts of a read's k-mers (in read order; the read has
+/// `len` bases): with `variable_coverage = Some(Z)` a read whose upper median is below Z is
+/// kept untrimmed (and said `skipped`, the second value); otherwise the read is cut before its
+/// first k-mer with count < `cutoff` (docs/khmer-compat.md §2.8, `trim_on_abundance`), and
+/// dropped if fewer than k bases remain. The one rule of every filtering command, whichever
+/// table gave the counts.
+pub fn trim_of_counts(
+    counts: &[u32],
+    k: usize,
+    len: usize,
+    cutoff: u32,
+    variable_coverage: Option<u32>,
+) -> (Trim, bool) {
     if let Some(z) = variable_coverage {
-        if !table.median_at_least(clean_seq, z) {
-            return Trim::Keep;
+        let passed = counts.iter().filter(|&&count| count >= z).count();
+        // khmer's `median_at_least`: false for a read without k-mers.
+        if counts.is_empty() || passed < median_min_required(counts.len()) {
+            return (Trim::Keep, true);
         }
     }
-    Trim::at(table.trim_on_abundance(clean_seq, cutoff), table.ksize(), clean_seq.len())
+    (Trim::of_counts(counts, k, len, cutoff), false)
 }
 
 /// khmer's `check_conflicting_args` for `--loadgraph PATH`: the loaded table's k (and sizes)

@@ -227,6 +227,13 @@ pub fn khmer_resize_hint(table: &KhmerTable, fp: f64, target: f64) -> String {
     memory_to_reach(fp, table.n_tables(), per_table, kind, target)
 }
 
+/// [`khmer_resize_hint`] of a Countgraph (8-bit counters) of tables of `sizes`, held
+/// elsewhere (sharded).
+pub fn countgraph_resize_hint(sizes: &[u64], fp: f64, target: f64) -> String {
+    let per_table = sizes.iter().min().copied().unwrap_or(1) as f64;
+    memory_to_reach(fp, sizes.len(), per_table, GraphKind::Countgraph, target)
+}
+
 /// The false-positive rate a table is sized for: `--fp-rate`, default khmer's 0.1 for counting.
 pub fn target_rate(params: &TableParams) -> f64 {
     params.fp_rate.filter(|&f| f > 0.0 && f < 1.0).unwrap_or(COUNTGRAPH_FP_TARGET)

@@ -9,7 +9,8 @@
 //! of [`crate::table::batch`] (look-ups and updates by owner threads), with the same output.
 //! [`run_sharded`] decides pass 1 the same way on a table sharded over other processes
 //! ([`ShardedDecisions`]: each batch looked up on the shards, decided here with in-batch
-//! deltas, its updates sent to the shards), then gathers the table for pass 2.
+//! deltas, its updates sent to the shards), and trims pass 2 from counts looked up on the
+//! shards ([`crate::table::shard_runs::Lookups`]): the table is gathered only to be saved.
 //!
 //! R1/R2 files ([`crate::io::mates`]): an input with a `--mate` file is read as the pairs of
 //! its interleaved form. With R1/R2 outputs, a bundle's kept reads are routed as a bundle
@@ -18,7 +19,7 @@
 //! one-file output split by split-paired-reads.
 
 use super::diginorm::BATCH_KMERS;
-use super::read_filter::{self, bundle_source, check_ksize, clean_batch, trim_record, Cleaning, HashedBatch, Trim};
+use super::read_filter::{self, bundle_source, check_ksize, clean_batch, trim_of_counts, Cleaning, HashedBatch, Trim};
 use super::reads::{derived_name, is_stdin};
 use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParams};
 use super::SummaryFormat;
@@ -28,7 +29,8 @@ use crate::io::{
 };
 use crate::pipeline::run_ordered;
 use crate::run::{metrics, RunContext};
-use crate::table::shard_runs::ShardedDecisions;
+use crate::table::batch::spans;
+use crate::table::shard_runs::{BundleBatches, Cleaning as BatchCleaning, ShardedDecisions};
 use crate::table::CountingTable;
 use crate::table::{median_mean_stddev, BatchRunner, KhmerTable, KmerPass, ReadCounts};
 use crate::{Error, Result};
@@ -240,7 +242,7 @@ impl<R: ReadCounts> ReadCounts for Shifted<'_, R> {
 type KmerHasher = dyn Fn(&[u8], &mut Vec<u64>) + Send + Sync;
 
 /// Where pass 1 counts: a table in this process (read by read, or in three phases with
-/// `--batched`), or shards of one held elsewhere, gathered into this process for pass 2.
+/// `--batched`), or shards of one held elsewhere; pass 2 looks its reads up there too.
 enum Pass1<'a> {
     Here(Box<KhmerTable>, Option<BatchRunner>),
     Sharded(ShardedDecisions<'a>),
@@ -287,14 +289,49 @@ impl Pass1<'_> {
         }
     }
 
-    /// The table after pass 1, in this process.
-    fn into_table(self, ctx: &RunContext) -> Result<KhmerTable> {
+    /// Pass 2 over one non-empty set-aside file (see [`pass2_reads`]), on the table after pass 1.
+    fn pass2(&mut self, o: &Options, job: &FileJob, out: &mut MateWriter, t: &mut Tally<'_>) -> Result<()> {
         match self {
-            Pass1::Here(table, _) => Ok(*table),
+            Pass1::Here(table, _) => pass2_reads(o, table, job, out, t),
+            Pass1::Sharded(shards) => pass2_reads_sharded(o, shards, job, out, t),
+        }
+    }
+
+    /// khmer's estimated false-positive rate of the table.
+    fn expected_fp_rate(&self) -> f64 {
+        match self {
+            Pass1::Here(table, _) => expected_fp_rate(table),
+            Pass1::Sharded(shards) => shards.expected_fp_rate(),
+        }
+    }
+
+    /// khmer's check of the estimated false-positive rate against `MAX_FP_RATE`.
+    fn check_fp_rate(&self, params: &TableParams, ctx: &RunContext) -> Result<f64> {
+        let (force, target) = (params.force, target_rate(params));
+        match self {
+            Pass1::Here(table, _) => super::count::check_fp_rate(table, MAX_FP_RATE, force, target, ctx),
+            Pass1::Sharded(shards) => {
+                let sizes = shards.client().map().sizes();
+                super::count::check_countgraph_fp_rate(
+                    shards.expected_fp_rate(),
+                    &sizes,
+                    MAX_FP_RATE,
+                    force,
+                    target,
+                    ctx,
+                )
+            }
+        }
+    }
+
+    /// Saves the table to `path` (a sharded one gathered into this process first).
+    fn save(self, path: &str, ctx: &RunContext) -> Result<()> {
+        match self {
+            Pass1::Here(table, _) => table.save_in(path, ctx),
             Pass1::Sharded(shards) => {
                 let n = shards.client().map().shards();
                 ctx.info(format!("gathering the table from {n} shard{}", if n == 1 { "" } else { "s" }));
-                shards.gather()
+                shards.gather()?.save_in(path, ctx)
             }
         }
     }
@@ -371,23 +408,46 @@ struct FileJob {
     set_aside: u64,
 }
 
-/// Pass 2 over one set-aside file.
-fn pass2_file(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut MateWriter, t: &mut Tally<'_>) -> Result<()> {
+/// Pass 2 over one set-aside file, on the table after pass 1.
+fn pass2_file(
+    o: &Options,
+    table: &mut Pass1<'_>,
+    job: &FileJob,
+    out: &mut MateWriter,
+    t: &mut Tally<'_>,
+) -> Result<()> {
     t.ctx.info(format!("second pass: looking at sequences kept aside in {}", job.pass2));
     t.watermark = REPORT_EVERY_N_READS;
     if job.set_aside > 0 {
-        pass2_reads(o, table, job, out, t)?;
+        table.pass2(o, job, out, t)?;
     }
     std::fs::remove_file(&job.pass2).map_err(|e| Error::io(&job.pass2, e))
 }
 
-/// Trims the reads of one non-empty set-aside file into `out`, one by one (read back as the
-/// bundles they were set aside in when `out` writes R1/R2 files, so that pairs stay pairs).
+/// How pass 2 reads a set-aside file: as the bundles it was set aside in when `out` writes
+/// R1/R2 files (so that pairs stay pairs), else read by read.
+fn pass2_mode(out: &MateWriter) -> PairMode {
+    if out.is_split() {
+        PairMode::BrokenPaired
+    } else {
+        PairMode::ForceSingle
+    }
+}
+
+/// Pass 2's decision on one set-aside read of `len` bases from its k-mer counts
+/// ([`trim_of_counts`] with `-V`'s coverage).
+fn pass2_read(o: &Options, counts: &[u32], k: usize, len: usize) -> Pass2Read {
+    let coverage = o.variable_coverage.then_some(o.trim_at_coverage);
+    let (trim, skipped) = trim_of_counts(counts, k, len, o.cutoff, coverage);
+    Pass2Read { len, trim, skipped }
+}
+
+/// Trims the reads of one non-empty set-aside file into `out` (read as [`pass2_mode`] says)
+/// against a table in this process; workers trim batches in parallel.
 fn pass2_reads(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut MateWriter, t: &mut Tally<'_>) -> Result<()> {
     let ctx = t.ctx;
     let split = out.is_split();
-    let mode = if split { PairMode::BrokenPaired } else { PairMode::ForceSingle };
-    let source = bundle_source(&PairedInput::single(&job.pass2), mode, table.ksize(), ctx)?;
+    let source = bundle_source(&PairedInput::single(&job.pass2), pass2_mode(out), table.ksize(), ctx)?;
     run_ordered(
         ctx,
         source,
@@ -395,16 +455,16 @@ fn pass2_reads(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut MateWri
             move |bb| {
                 let cb = clean_batch(bb, Cleaning::Parser);
                 let mut bufs = MateBuffers::new(split);
-                let mut reads = Vec::new();
+                let (mut reads, mut counts) = (Vec::new(), Vec::new());
                 for b in cb.bundle_reads() {
                     let mut kept: [Option<Record<'_>>; 2] = [None, None];
                     for (i, slot) in b.iter().zip(&mut kept) {
                         let rec = cb.record(i);
-                        let seq = cb.clean_seq(i);
-                        let low = o.variable_coverage && !table.median_at_least(seq, o.trim_at_coverage);
-                        let trim = if low { Trim::Keep } else { trim_record(table, seq, o.cutoff, None) };
-                        *slot = trim.apply(&rec);
-                        reads.push(Pass2Read { len: rec.seq.len(), trim, skipped: low });
+                        counts.clear();
+                        table.kmer_counts(cb.clean_seq(i), &mut counts);
+                        let read = pass2_read(o, &counts, table.ksize(), rec.seq.len());
+                        *slot = read.trim.apply(&rec);
+                        reads.push(read);
                     }
                     bufs.push(kept[0].as_ref(), kept[1].as_ref());
                 }
@@ -412,26 +472,67 @@ fn pass2_reads(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut MateWri
             }
         },
         |(bufs, reads): (MateBuffers, Vec<Pass2Read>)| {
-            for r in reads {
-                t.pass2_reads += 1;
-                t.pass2_basepairs += r.len as u64;
-                if r.skipped {
-                    t.s.reads_skipped += 1;
-                } else if r.trim.did_trim() {
-                    t.s.reads_trimmed += 1;
-                }
-                let written = match r.trim {
-                    Trim::Keep => r.len,
-                    Trim::Truncate(n) => n,
-                    Trim::Drop => continue,
-                };
-                t.progress_pass2(&job.pass2);
-                t.wrote(written);
-            }
+            pass2_tally(&reads, job, t);
             out.write(&bufs)
         },
     )?;
     Ok(())
+}
+
+/// [`pass2_reads`] against a sharded table: the set-aside reads are read, hashed and looked
+/// up on the shards a batch at a time ([`crate::table::shard_runs::Lookups`]) and trimmed here
+/// by the same rule; the table stays on the shards.
+fn pass2_reads_sharded(
+    o: &Options,
+    shards: &mut ShardedDecisions<'_>,
+    job: &FileJob,
+    out: &mut MateWriter,
+    t: &mut Tally<'_>,
+) -> Result<()> {
+    let k = shards.client().ksize();
+    let reader = PairedInput::single(&job.pass2).open(pass2_mode(out), Some(k), t.ctx)?;
+    let batches = BundleBatches::new(reader, k, shards.batch_kmers(), BatchCleaning::ParserWithRecords);
+    let mut lookups = shards.lookups(batches)?;
+    let mut bufs = MateBuffers::new(out.is_split());
+    while let Some((batch, counts)) = lookups.next()? {
+        bufs.clear();
+        let reads: Vec<Range<usize>> = spans(&batch.read_ends).collect();
+        let mut decided = Vec::with_capacity(reads.len());
+        for bundle in spans(&batch.bundle_ends) {
+            let mut kept: [Option<Record<'_>>; 2] = [None, None];
+            for (i, slot) in bundle.zip(&mut kept) {
+                let rec = batch.record(i);
+                let read = pass2_read(o, &counts[reads[i].clone()], k, rec.seq.len());
+                *slot = read.trim.apply(&rec);
+                decided.push(read);
+            }
+            bufs.push(kept[0].as_ref(), kept[1].as_ref());
+        }
+        pass2_tally(&decided, job, t);
+        out.write(&bufs)?;
+    }
+    Ok(())
+}
+
+/// Counts the pass-2 reads `reads` of `job` (in order) into the tally, with khmer's progress
+/// lines.
+fn pass2_tally(reads: &[Pass2Read], job: &FileJob, t: &mut Tally<'_>) {
+    for r in reads {
+        t.pass2_reads += 1;
+        t.pass2_basepairs += r.len as u64;
+        if r.skipped {
+            t.s.reads_skipped += 1;
+        } else if r.trim.did_trim() {
+            t.s.reads_trimmed += 1;
+        }
+        let written = match r.trim {
+            Trim::Keep => r.len,
+            Trim::Truncate(n) => n,
+            Trim::Drop => continue,
+        };
+        t.progress_pass2(&job.pass2);
+        t.wrote(written);
+    }
 }
 
 /// Validates the option combinations khmer refuses.
@@ -475,7 +576,7 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
 }
 
 /// [`run`] with pass 1 deciding on the sharded table `shards` (sized as `o.table` sizes it),
-/// pass 2 on the table gathered into this process; the outputs are those of [`run`] with a
+/// pass 2 looking its reads up on the shards; the outputs are those of [`run`] with a
 /// table of the same sizes. A saved table (`loadgraph`) and `batched` are refused.
 pub fn run_sharded(o: &Options, shards: ShardedDecisions<'_>, ctx: &RunContext) -> Result<Summary> {
     if o.loadgraph.is_some() || o.batched {
@@ -530,14 +631,14 @@ fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -
         counts.tell_dropped(ctx);
     }
     let s = &mut t.s;
-    s.fp_rate = expected_fp_rate(&table);
+    s.fp_rate = table.expected_fp_rate();
     print_summary(o, s, ctx);
     if s.short_dropped > 0 {
         ctx.info(format!("dropped {} reads shorter than k={k}", s.short_dropped));
     }
     // As in khmer, a too-full table ends the run before the graph and summary are saved; the
     // trimmed reads, complete under temporary names, are removed too.
-    super::count::check_fp_rate(&table, MAX_FP_RATE, o.table.force, target_rate(&o.table), ctx)?;
+    table.check_fp_rate(&o.table, ctx)?;
     staged.into_iter().try_for_each(Staged::commit)?;
     match o.output.as_deref() {
         None => ctx.info("output in *.abundtrim"),
@@ -546,7 +647,7 @@ fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -
     }
     if let Some(path) = &o.savegraph {
         ctx.info(format!("Saving k-mer countgraph to {path}"));
-        table.save_in(path, ctx)?;
+        table.save(path, ctx)?;
         ctx.files().add_output(path);
     }
     if let Some(format) = o.summary_info {
@@ -556,15 +657,16 @@ fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -
 }
 
 /// Both passes over all `inputs`, written to `outputs` (one, or one per input); the outputs
-/// are complete under their temporary names on success. Returns the final table too.
-fn run_passes<'a>(
+/// are complete under their temporary names on success. Returns the final table too (where
+/// pass 1 counted).
+fn run_passes<'a, 'b>(
     o: &'a Options,
     inputs: &'a [PairedInput],
     outputs: &[PairedOutput],
-    mut pass1: Pass1<'_>,
+    mut pass1: Pass1<'b>,
     tempdir: &Path,
     ctx: &'a RunContext,
-) -> Result<(Tally<'a>, Vec<Staged>, KhmerTable)> {
+) -> Result<(Tally<'a>, Vec<Staged>, Pass1<'b>)> {
     let hasher = pass1.hasher();
     let mut outs: Vec<MateWriter> = Vec::new();
     let mut jobs = Vec::new();
@@ -603,17 +705,16 @@ fn run_passes<'a>(
         ctx.info(format!("{}: kept aside {} of {} from first pass", job.input, job.set_aside, t.s.reads - t.n_start));
         jobs.push(job);
     }
-    let table = pass1.into_table(ctx)?;
     if !o.single_pass {
         ctx.progress().begin_pass("second pass");
         for job in &jobs {
-            pass2_file(o, &table, job, &mut outs[job.out], &mut t)?;
+            pass2_file(o, &mut pass1, job, &mut outs[job.out], &mut t)?;
         }
     }
     let split = outs.iter().filter(|w| w.is_split()).map(MateWriter::counts);
     t.s.mates = split.reduce(|a, b| a + b);
     let staged = outs.into_iter().map(MateWriter::close).collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
-    Ok((t, staged, table))
+    Ok((t, staged, pass1))
 }
 
 /// khmer's closing report lines, up to the false-positive rate.
@@ -692,38 +793,9 @@ fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat, ctx: &Run
 mod tests {
     use super::*;
     use crate::table::shard::{Shard, ShardClient};
-    use crate::table::shard_runs::{Message, RemoteShards};
+    use crate::table::shard_runs::InProcess;
     use crate::table::HashKind;
     use rand::{Rng, SeedableRng};
-
-    /// Remote shards answered in this process, as a worker would.
-    struct InProcess {
-        shards: Vec<Shard>,
-        answers: Vec<Vec<u8>>,
-    }
-
-    impl RemoteShards for InProcess {
-        fn send(&mut self, messages: Vec<Message>) -> Result<()> {
-            self.answers = self
-                .shards
-                .iter_mut()
-                .zip(messages)
-                .map(|(shard, m)| {
-                    shard.apply(&m.apply.counters, &m.apply.deltas)?;
-                    shard.counts(&m.counters)
-                })
-                .collect::<Result<_>>()?;
-            Ok(())
-        }
-
-        fn answers(&mut self) -> Result<Vec<Vec<u8>>> {
-            Ok(std::mem::take(&mut self.answers))
-        }
-
-        fn cells(&mut self) -> Result<Vec<Vec<u8>>> {
-            Ok(self.shards.iter().map(|s| s.cells().to_vec()).collect())
-        }
-    }
 
     /// FASTQ pairs and singles from a 300-base genome with errors (tables of ~90 bins collide).
     fn fastq(seed: u64, n: usize) -> String {
@@ -770,7 +842,7 @@ mod tests {
             let client = ShardClient::new(20, HashKind::TwoBit, &sizes, shards, false).unwrap();
             let b = client.map().bounds().to_vec();
             let mut all: Vec<Shard> = (0..shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
-            let mut remote = InProcess { shards: all.split_off(shards / 2), answers: Vec::new() };
+            let mut remote = InProcess::new(all.split_off(shards / 2));
             let local = all.iter_mut().map(Some).chain((shards / 2..shards).map(|_| None)).collect();
             let decisions = ShardedDecisions::new(&client, local, &mut remote, batch_kmers).unwrap();
             let tag = format!("s{shards}-{batch_kmers}");

@@ -16,7 +16,7 @@
 use super::batch::{spans, Positions, SeenCounters};
 use super::shard::{first_positions, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
 use super::{Decider, KhmerTable};
-use crate::io::{write_record, BundleBatch, PairedReader};
+use crate::io::{write_record, BundleBatch, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
 use crate::{Error, Result};
@@ -36,9 +36,44 @@ pub struct HashedBundles {
     pub bundle_ends: Vec<u64>,
     text: Vec<u8>,
     text_ends: Vec<usize>,
+    /// With [`Cleaning::ParserWithRecords`]: every read's name, sequence and qualities.
+    records: RecordStore,
+}
+
+/// Records kept as read: their fields end to end and where each record's fields lie.
+#[derive(Debug, Default)]
+struct RecordStore {
+    bytes: Vec<u8>,
+    /// Record `i`'s name, sequence and qualities (empty for FASTA) end at `ends[i]`.
+    ends: Vec<[usize; 3]>,
+    fasta: Vec<bool>,
+}
+
+impl RecordStore {
+    fn push(&mut self, record: &Record<'_>) {
+        self.bytes.extend_from_slice(record.name);
+        let name = self.bytes.len();
+        self.bytes.extend_from_slice(record.seq);
+        let seq = self.bytes.len();
+        self.bytes.extend_from_slice(record.qual.unwrap_or_default());
+        self.ends.push([name, seq, self.bytes.len()]);
+        self.fasta.push(record.qual.is_none());
+    }
+
+    fn get(&self, i: usize) -> Record<'_> {
+        let start = if i == 0 { 0 } else { self.ends[i - 1][2] };
+        let [name, seq, qual] = self.ends[i];
+        let qual = (!self.fasta[i]).then(|| &self.bytes[seq..qual]);
+        Record { name: &self.bytes[start..name], seq: &self.bytes[name..seq], qual }
+    }
 }
 
 impl HashedBundles {
+    /// Read `i` of the batch as read (batches made with [`Cleaning::ParserWithRecords`]).
+    pub fn record(&self, i: usize) -> Record<'_> {
+        self.records.get(i)
+    }
+
     /// Appends the text of the bundles with `keep[b]` to `out`.
     pub fn write_kept(&self, keep: &[bool], out: &mut Vec<u8>) {
         let mut start = 0;
@@ -58,6 +93,9 @@ pub enum Cleaning {
     Parser,
     /// screed's rule (normalize-by-median), the records kept as text for output.
     ScreedWithText,
+    /// khmer's C++ parser, each record kept as read (filter-abund, trim-low-abund's second
+    /// pass: the reads are trimmed, see [`HashedBundles::record`]).
+    ParserWithRecords,
 }
 
 /// How the k-mers of a cleaned read are hashed: appends their hashes to the vector.
@@ -129,6 +167,10 @@ impl BundleBatches {
                     Cleaning::ScreedWithText => {
                         clean_screed(record.seq, &mut self.clean);
                         write_record(&mut out.text, &record);
+                    }
+                    Cleaning::ParserWithRecords => {
+                        clean_parser(record.seq, &mut self.clean);
+                        out.records.push(&record);
                     }
                 }
                 (self.hasher)(&self.clean, &mut out.hashes);
@@ -672,8 +714,8 @@ pub trait RemoteShards: Send {
     /// Sends every remote shard its message (in shard order: the updates to apply, then the
     /// counters to look up), without waiting for the answers.
     fn send(&mut self, messages: Vec<Message>) -> Result<()>;
-    /// The answers to the messages sent last: each remote shard's values of its counters, in
-    /// shard order.
+    /// The answers to the oldest messages not answered yet (up to two may wait): each remote
+    /// shard's values of its counters, in shard order.
     fn answers(&mut self) -> Result<Vec<Vec<u8>>>;
     /// Every remote shard's counters, in shard order.
     fn cells(&mut self) -> Result<Vec<Vec<u8>>>;
@@ -733,6 +775,22 @@ impl<'a> ShardedDecisions<'a> {
         Ok(result)
     }
 
+    /// Looks up every k-mer of `batches` (a batch at a time, see [`Lookups`]); the updates
+    /// not sent yet go with the first messages.
+    pub fn lookups(&mut self, batches: BundleBatches) -> Result<Lookups<'_, 'a>> {
+        let remote = self.local.iter().map(Option::is_none).collect();
+        let batches = RoutedBatches::new(batches, self.client.map(), remote, false)?;
+        Ok(Lookups { shards: self, batches, waiting: VecDeque::new() })
+    }
+
+    /// khmer's estimated false-positive rate of the table: (counters of table 0 that are not
+    /// zero / smallest table) ^ tables.
+    pub fn expected_fp_rate(&self) -> f64 {
+        let sizes = self.client.map().sizes();
+        let min = sizes.iter().copied().min().unwrap_or(1) as f64;
+        (self.client.n_occupied() as f64 / min).powf(sizes.len() as f64)
+    }
+
     /// The whole table in this process, after the remote shards applied every update.
     pub fn gather(mut self) -> Result<KhmerTable> {
         if self.unsent.iter().any(|u| !u.counters.is_empty()) {
@@ -752,12 +810,146 @@ impl<'a> ShardedDecisions<'a> {
     }
 }
 
+/// The counts of the k-mers of a file on a sharded table, a batch at a time
+/// ([`ShardedDecisions::lookups`]): each batch is read, hashed and routed by a thread of the
+/// run, the remote shards get one message per batch (their look-ups), and the local shards
+/// are read in place. [`Lookups::next`] sends the batch after the one it returns before
+/// waiting for that one's answers, so that a round trip overlaps the caller's work on the
+/// previous batch. The counts are those of the one-process table with the same sizes (the
+/// bigcounts are the client's).
+pub struct Lookups<'s, 'a> {
+    shards: &'s mut ShardedDecisions<'a>,
+    batches: RoutedBatches,
+    /// The batches sent and not answered, oldest first (at most two).
+    waiting: VecDeque<(HashedBundles, Routed)>,
+}
+
+impl Lookups<'_, '_> {
+    /// The next batch and the count of each of its k-mers (in the order of its hashes),
+    /// `None` at the end of the input.
+    pub fn next(&mut self) -> Result<Option<(HashedBundles, Vec<u32>)>> {
+        let shards = &mut *self.shards;
+        while self.waiting.len() < 2 {
+            let Some((batch, routed, messages)) = self.batches.send(&shards.local, false, &mut shards.unsent)? else {
+                break;
+            };
+            shards.remote.send(messages)?;
+            self.waiting.push_back((batch, routed));
+        }
+        let Some((batch, mut routed)) = self.waiting.pop_front() else { return Ok(None) };
+        routed.local(&mut shards.local, |shard, c| shard.get(c));
+        let answers = shards.remote.answers()?;
+        routed.remote(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        let counts = shards.client.kmer_counts(&batch.hashes, &routed.values)?;
+        Ok(Some((batch, counts)))
+    }
+
+    /// Reads dropped for being shorter than the reader's minimum length (all of them once
+    /// [`Lookups::next`] returned `None`).
+    pub fn short_dropped(&self) -> u64 {
+        self.batches.short_dropped
+    }
+}
+
+/// Remote shards answered in this process, as a worker answers them (tests).
+#[cfg(test)]
+pub(crate) struct InProcess {
+    /// The shards.
+    pub shards: Vec<Shard>,
+    answers: VecDeque<Vec<Vec<u8>>>,
+}
+
+#[cfg(test)]
+impl InProcess {
+    /// `shards` as remote shards.
+    pub fn new(shards: Vec<Shard>) -> Self {
+        InProcess { shards, answers: VecDeque::new() }
+    }
+}
+
+#[cfg(test)]
+impl RemoteShards for InProcess {
+    fn send(&mut self, messages: Vec<Message>) -> Result<()> {
+        if messages.len() != self.shards.len() {
+            return Err(Error::invalid("one message per remote shard"));
+        }
+        let answers = self
+            .shards
+            .iter_mut()
+            .zip(messages)
+            .map(|(shard, m)| {
+                shard.apply(&m.apply.counters, &m.apply.deltas)?;
+                shard.counts(&m.counters)
+            })
+            .collect::<Result<_>>()?;
+        self.answers.push_back(answers);
+        Ok(())
+    }
+
+    fn answers(&mut self) -> Result<Vec<Vec<u8>>> {
+        self.answers.pop_front().ok_or_else(|| Error::invalid("no message is waiting"))
+    }
+
+    fn cells(&mut self) -> Result<Vec<Vec<u8>>> {
+        Ok(self.shards.iter().map(|s| s.cells().to_vec()).collect())
+    }
+}
+
+#[cfg(test)]
+/// FASTQ reads of 10 to 49 bases from a random genome of `genome` bases (at least 50), some
+/// with N, some shorter than k = 20 (tests).
+pub(crate) fn fastq_of(seed: u64, n: usize, genome: usize) -> String {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+    let genome: Vec<u8> = (0..genome).map(|_| b"ACGT"[rng.random_range(0..4)]).collect();
+    let mut text = String::new();
+    for i in 0..n {
+        let start = rng.random_range(0..genome.len() - 49);
+        let mut seq = genome[start..start + rng.random_range(10..50)].to_vec();
+        if rng.random_range(0..5) == 0 {
+            seq[0] = b'N';
+        }
+        let seq = String::from_utf8(seq).unwrap();
+        text += &format!("@r{i}\n{seq}\n+\n{}\n", "I".repeat(seq.len()));
+    }
+    text
+}
+
+/// A table of `sizes` (k = 20, bigcount) cut into `shards` shards holding the counts of the
+/// reads of `path` (tests): the client, the first `held` shards and the others as remote shards.
+#[cfg(test)]
+pub(crate) fn counted_shards(
+    sizes: &[u64],
+    shards: usize,
+    held: usize,
+    path: &str,
+) -> (ShardClient, Vec<Shard>, InProcess) {
+    let client = ShardClient::new(20, super::HashKind::TwoBit, sizes, shards, true).unwrap();
+    let b = client.map().bounds().to_vec();
+    let mut all: Vec<Shard> = (0..shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+    count_file_here(&client, &mut all, path);
+    let remote = InProcess::new(all.split_off(held));
+    (client, all, remote)
+}
+
+/// Counts the reads of `path` (khmer's C++ cleaning) on `client`'s `shards`, all held in this
+/// process (tests).
+#[cfg(test)]
+pub(crate) fn count_file_here(client: &ShardClient, shards: &mut [Shard], path: &str) {
+    let reader = PairedReader::new(crate::io::FastxReader::open(path).unwrap(), crate::io::PairMode::ForceSingle, None);
+    let batches = BundleBatches::new(reader, client.ksize(), 1000, Cleaning::Parser);
+    let mut run = ShardedCount::new(batches, client, vec![false; shards.len()]).unwrap();
+    let mut local: Vec<Option<&mut Shard>> = shards.iter_mut().map(Some).collect();
+    while run.send(&local).unwrap().is_some() {
+        run.record(client, &mut local, &[]).unwrap();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::io::{FastxReader, PairMode};
     use crate::table::{median_min_required, CountingTable as _, HashKind, KhmerTable, StorageKind};
-    use rand::{Rng, SeedableRng};
 
     const SIZES: [u64; 3] = [97, 89, 83];
 
@@ -765,23 +957,6 @@ mod tests {
     /// some shorter than k.
     fn fastq(seed: u64, n: usize) -> String {
         fastq_of(seed, n, 200)
-    }
-
-    /// [`fastq`] from a genome of `genome` bases (at least 50).
-    fn fastq_of(seed: u64, n: usize, genome: usize) -> String {
-        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
-        let genome: Vec<u8> = (0..genome).map(|_| b"ACGT"[rng.random_range(0..4)]).collect();
-        let mut text = String::new();
-        for i in 0..n {
-            let start = rng.random_range(0..genome.len() - 49);
-            let mut seq = genome[start..start + rng.random_range(10..50)].to_vec();
-            if rng.random_range(0..5) == 0 {
-                seq[0] = b'N';
-            }
-            let seq = String::from_utf8(seq).unwrap();
-            text += &format!("@r{i}\n{seq}\n+\n{}\n", "I".repeat(seq.len()));
-        }
-        text
     }
 
     fn batches(text: &str, batch_kmers: usize, cleaning: Cleaning, min_length: Option<usize>) -> BundleBatches {
@@ -1007,6 +1182,58 @@ mod tests {
                 (table.n_occupied(), table.n_unique_kmers()),
                 (expected.n_occupied(), expected.n_unique_kmers())
             );
+        }
+    }
+
+    /// Every k-mer's count looked up batch by batch, with shards held here and remote ones
+    /// answered as a worker would (two batches waiting), equals the one-process table's, counts
+    /// past 255 included; the records come back as read.
+    #[test]
+    fn lookups_give_the_counts_of_one_table() {
+        let text = fastq_of(3, 1200, 70);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("reads.fq");
+        std::fs::write(&path, &text).unwrap();
+        let mut expected = table();
+        expected.set_use_bigcount(true).unwrap();
+        let records: Vec<&str> = text.lines().collect();
+        let (mut clean, mut hashes) = (Vec::new(), Vec::new());
+        for seq in records.iter().skip(1).step_by(4) {
+            clean_parser(seq.as_bytes(), &mut clean);
+            hashes.clear();
+            twobit::canonical_hashes(&clean, 20, &mut hashes);
+            hashes.iter().for_each(|&h| {
+                expected.add_hash(h);
+            });
+        }
+        for (shards, held, batch_kmers) in [(1, 0, 100), (3, 1, 1), (5, 2, 300), (5, 5, 100_000)] {
+            let (client, mut all) = sharded_in(shards, true);
+            count_file_here(&client, &mut all, path.to_str().unwrap());
+            let mut remote = InProcess::new(all.split_off(held));
+            let local = all.iter_mut().map(Some).chain((held..shards).map(|_| None)).collect();
+            let mut decisions = ShardedDecisions::new(&client, local, &mut remote, batch_kmers).unwrap();
+            let mut lookups =
+                decisions.lookups(batches(&text, batch_kmers, Cleaning::ParserWithRecords, Some(20))).unwrap();
+            let (mut reads, mut big) = (0, 0);
+            while let Some((batch, counts)) = lookups.next().unwrap() {
+                assert_eq!(counts.len(), batch.hashes.len());
+                for (&hash, &count) in batch.hashes.iter().zip(&counts) {
+                    assert_eq!(count, expected.get_hash(hash));
+                    big += usize::from(count > 255);
+                }
+                for i in 0..batch.read_ends.len() {
+                    let record = batch.record(i);
+                    let line = records.iter().position(|l| l.as_bytes() == [b"@", record.name].concat()).unwrap();
+                    assert_eq!(
+                        (record.seq, record.qual),
+                        (records[line + 1].as_bytes(), Some(records[line + 3].as_bytes()))
+                    );
+                    reads += 1;
+                }
+            }
+            let short = lookups.short_dropped();
+            assert!(big > 0 && short > 0, "counts past 255 and reads shorter than k");
+            assert_eq!(reads + short, 1200, "{shards} {held} {batch_kmers}");
         }
     }
 }
