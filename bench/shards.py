@@ -4,12 +4,17 @@
 Usage::
 
     python3 bench/shards.py [--data /tmp/bench-data] [--out bench/results] [--reads N]
-                            [--only a|b]
+                            [--only a|b|c] [--python PATH] [--tag TEXT]
 
 (a) ``ecoli50_1.fq`` counted (load-into-counting) and normalized (normalize-by-median -k 20
     -C 20) with a 400 MB table (-N 4 -M 400M), one process vs sharded over a LocalCluster of 2
     single-thread workers with a 256 MB memory limit each: outputs compared byte for byte, time
     ratio.
+(c) The look-up commands: ``filter-abund-single`` and ``abundance-dist-single`` on
+    ``ecoli50_1.fq`` (-k 20 -M 400M), one process vs a LocalCluster of 2 single-thread workers
+    holding all 4 shards: wall time, the client's peak RSS (its own, not its workers') and
+    outputs compared byte for byte. ``--python`` runs the commands with another interpreter (an
+    older build, for before/after figures).
 (b) DLM's experiment: normalize-by-median (first ``--reads`` reads, -N 4 -x 2.5e7, 10 shards)
     with 100/50/30/10 % of the shards (10, 5, 3, 1 of 10) held in the client process and the
     rest on the workers,
@@ -54,6 +59,52 @@ def timed(argv: list) -> tuple[float, float, float]:
     subprocess.run([*KMERFLOW, *map(str, argv)], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     return time.perf_counter() - start, load(), children_cpu() - cpu
+
+
+#: Runs ``kmerflow`` (arguments after ``-c CODE``) and writes its own peak RSS in KiB to the
+#: file named by ``$KMERFLOW_BENCH_RSS``.
+RSS_WRAPPER = """
+import os, resource, runpy, sys
+sys.argv = ["kmerflow", *sys.argv[1:]]
+try:
+    runpy.run_module("kmerflow", run_name="__main__", alter_sys=True)
+finally:
+    with open(os.environ["KMERFLOW_BENCH_RSS"], "w") as out:
+        out.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+"""
+
+
+def timed_rss(python: str, argv: list, work: Path) -> tuple[float, float, float]:
+    """Wall seconds of a command run by ``python``, the load average when it ended and the
+    command process's own peak RSS in MB."""
+    rss = work / "rss"
+    start = time.perf_counter()
+    subprocess.run([python, "-c", RSS_WRAPPER, *map(str, argv)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env={**os.environ, "KMERFLOW_BENCH_RSS": str(rss)})
+    return time.perf_counter() - start, load(), int(rss.read_text()) / 1024
+
+
+def part_c(reads: Path, work: Path, python: str, rows: list) -> None:
+    from distributed import LocalCluster
+
+    table = ["-k", "20", "-M", "400M"]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit="700MB",
+                      dashboard_address=None) as cluster:
+        sharding = ["--scheduler", cluster.scheduler_address, "--shards", "4"]
+        for name, command in (
+            ("filter-abund-single", ["filter-abund-single", *table, "-o", "{out}", reads]),
+            ("abundance-dist-single", ["abundance-dist-single", "-s", *table, reads, "{out}"]),
+        ):
+            runs = {}
+            for tag, extra in (("one", []), ("sharded", sharding)):
+                argv = [str(a).format(out=work / tag) for a in command] + extra
+                runs[tag] = timed_rss(python, argv, work)
+            identical = same(work / "one", work / "sharded")
+            rows.append(("c", name, f"{runs['one'][0]:.1f}", f"{runs['sharded'][0]:.1f}", identical,
+                         f"{runs['one'][2]:.0f} / {runs['sharded'][2]:.0f}",
+                         f"{runs['one'][1]:.1f} / {runs['sharded'][1]:.1f}"))
+            print(rows[-1], flush=True)
 
 
 def same(a: Path, b: Path) -> bool:
@@ -144,7 +195,10 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=Path("/tmp/bench-data"))
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument("--reads", type=int, default=200_000)
-    parser.add_argument("--only", choices=["a", "b"])
+    parser.add_argument("--only", choices=["a", "b", "c"])
+    parser.add_argument("--tag", default="", help="appended to the result file's name")
+    parser.add_argument("--python", default=sys.executable,
+                        help="(c) the interpreter that runs kmerflow (default: this one)")
     parser.add_argument("--local-shards", type=int, default=6,
                         help="(a) shards of 8 held in the client (the rest split over the workers)")
     args = parser.parse_args()
@@ -159,6 +213,8 @@ def main() -> int:
             part_a(reads, work, rows, args.local_shards)
         if args.only in (None, "b"):
             part_b(reads, work, args.reads, rows, points)
+        if args.only in (None, "c"):
+            part_c(reads, work, args.python, rows)
     stamp = datetime.date.today().isoformat()
     args.out.mkdir(parents=True, exist_ok=True)
     lines = [f"# Sharded tables, {stamp} (`python3 bench/shards.py`)", ""]
@@ -171,6 +227,14 @@ def main() -> int:
                   "|---|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(map(str, r[1:])) + " |" for r in a_rows]
         lines.append("")
+    c_rows = [r for r in rows if r[0] == "c"]
+    if c_rows:
+        lines += [f"(c) ecoli50_1.fq, -k 20 -M 400M; sharded = 4 shards on 2 workers ({args.python})", "",
+                  "| command | one process s | sharded s | identical | client peak RSS MB (one / sharded) "
+                  "| load (one / sharded) |",
+                  "|---|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(map(str, r[1:])) + " |" for r in c_rows]
+        lines.append("")
     b_rows = [r for r in rows if r[0] == "b"]
     if b_rows:
         lines += [f"(b) normalize-by-median, first {args.reads} reads of ecoli50_1.fq, -k 20 -C 20 "
@@ -180,7 +244,7 @@ def main() -> int:
         lines += ["| " + " | ".join(map(str, r[1:])) + " |" for r in b_rows]
         plot(points, float(b_rows[0][4]), args.out / f"{stamp}-shards.png")
         lines += ["", f"![plot]({stamp}-shards.png)"]
-    (args.out / f"{stamp}-shards.md").write_text("\n".join(lines) + "\n")
+    (args.out / f"{stamp}-shards{args.tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import os
 import signal
 from pathlib import Path
@@ -166,6 +167,76 @@ def test_lost_worker_names_the_shard():
         os.kill(client.run(os.getpid)[worker], signal.SIGKILL)
         with pytest.raises(ShardError, match=r"shard 1 \(counters \d+\.\.\d+\) on tcp://"):
             graph.get("A" * 20)
+
+
+def _looked_up(out: Path, reads: Path, **sharding) -> list:
+    """filter-abund-single (-V, gzip output, --savegraph) and abundance-dist-single (-z, -b)
+    of one configuration into ``out``: their summaries, then their files' bytes."""
+    out.mkdir()
+    # Colliding tables whose counts pass 255, and a larger one (reads trimmed with -V).
+    table = {"ksize": 20, "n_tables": 3, "max_tablesize": 250, "force": True, **sharding}
+    larger = {**table, "max_tablesize": 3000}
+    results = [
+        kf.filter_abund_single(reads, cutoff=3, output=out / "c.fq", savegraph=out / "c.ct", **table),
+        kf.filter_abund_single(reads, cutoff=20, variable_coverage=True, normalize_to=25,
+                               output=out / "v.fq.gz", **larger),
+        kf.abundance_dist_single(reads, out / "z.csv", no_zero=True, **table),
+        kf.abundance_dist_single(reads, out / "b.csv", no_bigcount=True, **table),
+    ]
+    files = {p.name: gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+             for p in out.iterdir()}
+    return [r.summary for r in results] + [files]
+
+
+@pytest.mark.parametrize("shards,local,paired", [(1, 0, False), (2, 1, True), (3, 0, True)])
+def test_filter_and_histogram_look_up_on_the_shards(client, tmp_path, shards, local, paired):
+    """The filtered reads, saved table, histograms (with and without zeros and bigcount) and
+    summaries of the commands whose second pass looks the reads up on the shards equal the
+    one-process run's: small colliding tables, counts past 255, shards held here and on the
+    workers, single and paired reads, batches of a few reads."""
+    reads = _genome_reads(tmp_path / "reads.fq", paired=paired, seed=20 + shards, n=1500)
+    one = _looked_up(tmp_path / "o", reads)
+    sharded = _looked_up(tmp_path / "s", reads, scheduler=client, shards=shards, local_shards=local,
+                         batch_kmers=600)
+    assert sharded == one
+    variable, files = one[1], one[4]
+    assert variable["truncated"] > 0 and variable["removed"] > 0
+    rows = [line.split(",") for line in files["z.csv"].decode().split()[1:]]
+    assert int(rows[-1][0]) > 255 and all(int(count) > 0 for _, count, _, _ in rows)
+    assert files["b.csv"].decode().split()[-1].startswith("255,")
+
+
+def test_look_ups_on_one_worker_with_a_local_shard(data, tmp_path):
+    """khmer's test data through one worker and one shard held by the command (-V with -Z
+    past 255: counts stop at 255, as khmer's filter-abund-single counts)."""
+    reads = data / "test-abund-read-2.fa"
+    table = ["-k", "17", "-N", "2", "-x", "1e4"]
+    for tag, sharding in (("o", ()), ("s", ("--local-cluster", "1", "--shards", "2", "--local-shards", "1"))):
+        kmerflow("filter-abund-single", *table, "-V", "-Z", "300", "-C", "2", "-o", tmp_path / f"{tag}.v",
+                 reads, *sharding)
+        kmerflow("filter-abund-single", *table, "-C", "2", "-o", tmp_path / f"{tag}.c", reads, *sharding)
+        kmerflow("abundance-dist-single", *table, reads, tmp_path / f"{tag}.csv", *sharding)
+    for suffix in (".v", ".c", ".csv"):
+        assert (tmp_path / f"s{suffix}").read_bytes() == (tmp_path / f"o{suffix}").read_bytes()
+    assert (tmp_path / "o.v").read_bytes() == reads.read_bytes()  # no read's median reaches 300
+    assert len((tmp_path / "o.c").read_bytes()) < len(reads.read_bytes())
+
+
+def test_trim_low_abund_second_pass_stays_on_the_shards(client, tmp_path, caplog):
+    """Without -s the table is never gathered (no "gathering" line); the outputs are the
+    one-process run's."""
+    reads = _genome_reads(tmp_path / "reads.fq", seed=3, n=700)
+    table = {"ksize": 20, "n_tables": 3, "max_tablesize": 250, "force": True, "cutoff": 3,
+             "variable_coverage": True, "trim_at_coverage": 25, "tempdir": tmp_path}
+    one = kf.trim_low_abund(reads, output=tmp_path / "o.fq", **table)
+    with caplog.at_level(logging.INFO, logger="kmerflow"):
+        sharded = kf.trim_low_abund(reads, output=tmp_path / "s.fq", scheduler=client, shards=2,
+                                    batch_kmers=500, **table)
+    assert sharded.summary == one.summary and one.summary["reads_trimmed"] > 0
+    assert (tmp_path / "s.fq").read_bytes() == (tmp_path / "o.fq").read_bytes()
+    said = [r.getMessage() for r in caplog.records]
+    assert any(text.startswith("second pass") for text in said)
+    assert not any("gathering" in text for text in said)
 
 
 def _trim(tmp_path: Path, tag: str, reads: Path, table: list, flags: list, sharding: tuple) -> list:

@@ -12,7 +12,7 @@ __all__ = [
     "Nodegraph", "Counttable", "SmallCounttable", "Nodetable", "forward_hash", "forward_hash_no_rc",
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
     "is_prime", "cli_main", "run_command", "command_specs", "shard_plan", "shard_finish",
-    "trim_low_abund_sharded", "REPORT_CHARTS",
+    "trim_low_abund_sharded", "filter_abund_sharded", "abundance_dist_sharded", "REPORT_CHARTS",
     "Normalizer", "AbundanceFilter", "Trimmer", "BatchDecision", "batch_lookup", "batch_decide",
     "batch_apply", "add_tables", "Shard", "ShardClient", "ShardedCountRun", "ShardedNormalizeRun",
     "BlockedShard", "BlockedShardClient", "BlockedShardedCountRun", "BlockedShardedNormalizeRun",
@@ -168,6 +168,12 @@ def shard_plan(argv: Sequence[str]) -> Optional[str]: ...
 def shard_finish(argv: Sequence[str], summary: str, table_sizing: str, inputs: Sequence[str],
                  outputs: Sequence[str], wall_s: float) -> str: ...
 def trim_low_abund_sharded(argv: Sequence[str], on_message: Callable[[str, str], object],
+                           client: ShardClient, local: Sequence[Optional[Shard]],
+                           remote: Any) -> Tuple[str, List[str]]: ...
+def filter_abund_sharded(argv: Sequence[str], on_message: Callable[[str, str], object],
+                         client: ShardClient, local: Sequence[Optional[Shard]],
+                         remote: Any) -> Tuple[str, List[str]]: ...
+def abundance_dist_sharded(argv: Sequence[str], on_message: Callable[[str, str], object],
                            client: ShardClient, local: Sequence[Optional[Shard]],
                            remote: Any) -> Tuple[str, List[str]]: ...
 

@@ -287,7 +287,8 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
         }),
         Command::FilterAbundSingle(a) => json!({
             "table": table(name, &a.counting, None, a.filter.force, std::slice::from_ref(&a.input), &mut ctx)?,
-            "bigcount": true,
+            // As khmer's (and the one-process) filter-abund-single: counts stop at 255.
+            "bigcount": false,
             "cutoff": a.filter.cutoff,
             "variable_coverage": a.filter.variable_coverage,
             "normalize_to": a.filter.normalize_to,

@@ -181,7 +181,7 @@ fn filter_file_sharded(
     let batch_kmers = shards.batch_kmers();
     let mut lookups = shards.lookups(BundleBatches::new(reader, k, batch_kmers, BatchCleaning::ParserWithRecords))?;
     let mut bytes = Vec::new();
-    while let Some((batch, counts)) = lookups.next()? {
+    while let Some((batch, counts)) = lookups.next_batch()? {
         bytes.clear();
         for (i, read) in spans(&batch.read_ends).enumerate() {
             let rec = batch.record(i);

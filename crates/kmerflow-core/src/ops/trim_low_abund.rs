@@ -494,7 +494,7 @@ fn pass2_reads_sharded(
     let batches = BundleBatches::new(reader, k, shards.batch_kmers(), BatchCleaning::ParserWithRecords);
     let mut lookups = shards.lookups(batches)?;
     let mut bufs = MateBuffers::new(out.is_split());
-    while let Some((batch, counts)) = lookups.next()? {
+    while let Some((batch, counts)) = lookups.next_batch()? {
         bufs.clear();
         let reads: Vec<Range<usize>> = spans(&batch.read_ends).collect();
         let mut decided = Vec::with_capacity(reads.len());

@@ -813,7 +813,7 @@ impl<'a> ShardedDecisions<'a> {
 /// The counts of the k-mers of a file on a sharded table, a batch at a time
 /// ([`ShardedDecisions::lookups`]): each batch is read, hashed and routed by a thread of the
 /// run, the remote shards get one message per batch (their look-ups), and the local shards
-/// are read in place. [`Lookups::next`] sends the batch after the one it returns before
+/// are read in place. [`Lookups::next_batch`] sends the batch after the one it returns before
 /// waiting for that one's answers, so that a round trip overlaps the caller's work on the
 /// previous batch. The counts are those of the one-process table with the same sizes (the
 /// bigcounts are the client's).
@@ -827,7 +827,7 @@ pub struct Lookups<'s, 'a> {
 impl Lookups<'_, '_> {
     /// The next batch and the count of each of its k-mers (in the order of its hashes),
     /// `None` at the end of the input.
-    pub fn next(&mut self) -> Result<Option<(HashedBundles, Vec<u32>)>> {
+    pub fn next_batch(&mut self) -> Result<Option<(HashedBundles, Vec<u32>)>> {
         let shards = &mut *self.shards;
         while self.waiting.len() < 2 {
             let Some((batch, routed, messages)) = self.batches.send(&shards.local, false, &mut shards.unsent)? else {
@@ -845,7 +845,7 @@ impl Lookups<'_, '_> {
     }
 
     /// Reads dropped for being shorter than the reader's minimum length (all of them once
-    /// [`Lookups::next`] returned `None`).
+    /// [`Lookups::next_batch`] returned `None`).
     pub fn short_dropped(&self) -> u64 {
         self.batches.short_dropped
     }
@@ -1215,7 +1215,7 @@ mod tests {
             let mut lookups =
                 decisions.lookups(batches(&text, batch_kmers, Cleaning::ParserWithRecords, Some(20))).unwrap();
             let (mut reads, mut big) = (0, 0);
-            while let Some((batch, counts)) = lookups.next().unwrap() {
+            while let Some((batch, counts)) = lookups.next_batch().unwrap() {
                 assert_eq!(counts.len(), batch.hashes.len());
                 for (&hash, &count) in batch.hashes.iter().zip(&counts) {
                     assert_eq!(count, expected.get_hash(hash));
