@@ -206,6 +206,30 @@ def test_filter_and_histogram_look_up_on_the_shards(client, tmp_path, shards, lo
     assert files["b.csv"].decode().split()[-1].startswith("255,")
 
 
+def test_file_histogram_and_filter_file_on_the_shards(client, tmp_path):
+    """The class's look-up methods equal a one-process Countgraph of the same sizes (counts past
+    255 with bigcount), with a shard held here and two on the workers."""
+    reads = _genome_reads(tmp_path / "reads.fq", seed=5, n=1500)
+    sizes = [401, 397, 389]
+    graph = ShardedCountgraph(20, 1, 3, primes=sizes, client=client, shards=3, local=1, batch_kmers=700)
+    graph.consume_seqfile(reads)
+    expected = _countgraph(sizes)
+    expected.consume_seqfile(str(reads))
+    tracking = kf.Nodegraph(20, 1, 3, primes=sizes)
+    histogram = graph.file_histogram(reads)
+    assert histogram.tolist() == expected.abundance_distribution(str(reads), tracking)
+    assert histogram[256:].sum() > 0
+    expected.save(str(tmp_path / "t.ct"))
+    for cutoff, normalize_to in ((100, 50), (150, None)):
+        summary = graph.filter_file(reads, tmp_path / "s.fq", cutoff=cutoff, normalize_to=normalize_to)
+        one = kf.filter_abund(tmp_path / "t.ct", reads, cutoff=cutoff, output=tmp_path / "o.fq",
+                              variable_coverage=normalize_to is not None, normalize_to=normalize_to)
+        assert summary == one.summary and summary["truncated"] > 0 and summary["removed"] > 0
+        assert (tmp_path / "s.fq").read_bytes() == (tmp_path / "o.fq").read_bytes()
+    assert graph.filter_file([reads, reads], tmp_path / "twice.fq.gz", cutoff=150)["reads"] == 3000
+    assert gzip.decompress((tmp_path / "twice.fq.gz").read_bytes()) == 2 * (tmp_path / "o.fq").read_bytes()
+
+
 def test_look_ups_on_one_worker_with_a_local_shard(data, tmp_path):
     """khmer's test data through one worker and one shard held by the command (-V with -Z
     past 255: counts stop at 255, as khmer's filter-abund-single counts)."""

@@ -12,7 +12,8 @@ __all__ = [
     "Nodegraph", "Counttable", "SmallCounttable", "Nodetable", "forward_hash", "forward_hash_no_rc",
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
     "is_prime", "cli_main", "run_command", "command_specs", "shard_plan", "shard_finish",
-    "trim_low_abund_sharded", "filter_abund_sharded", "abundance_dist_sharded", "REPORT_CHARTS",
+    "trim_low_abund_sharded", "filter_abund_sharded", "abundance_dist_sharded",
+    "abundance_distribution_sharded", "filter_reads_sharded", "REPORT_CHARTS",
     "Normalizer", "AbundanceFilter", "Trimmer", "BatchDecision", "batch_lookup", "batch_decide",
     "batch_apply", "add_tables", "Shard", "ShardClient", "ShardedCountRun", "ShardedNormalizeRun",
     "BlockedShard", "BlockedShardClient", "BlockedShardedCountRun", "BlockedShardedNormalizeRun",
@@ -176,6 +177,11 @@ def filter_abund_sharded(argv: Sequence[str], on_message: Callable[[str, str], o
 def abundance_dist_sharded(argv: Sequence[str], on_message: Callable[[str, str], object],
                            client: ShardClient, local: Sequence[Optional[Shard]],
                            remote: Any) -> Tuple[str, List[str]]: ...
+def abundance_distribution_sharded(client: ShardClient, local: Sequence[Optional[Shard]], remote: Any,
+                                   paths: Sequence[str], batch_kmers: int) -> npt.NDArray[np.uint64]: ...
+def filter_reads_sharded(client: ShardClient, local: Sequence[Optional[Shard]], remote: Any,
+                         inputs: Sequence[str], output: str, cutoff: int, normalize_to: Optional[int],
+                         batch_kmers: int) -> str: ...
 
 # Exact batched decisions in three phases (normalize-by-median's rule). Positions are
 # probe-major: position p * len(hashes) + o is table p's counter of k-mer o.

@@ -4,12 +4,15 @@
 //! and the histogram of a table counted on the shards, looked up there.
 
 use crate::commands::forwarder;
-use crate::errors::command_error;
-use crate::interrupt::interruptible_with;
+use crate::errors::{command_error, IntoPyResult};
+use crate::interrupt::{interruptible, interruptible_with};
 use crate::shards::{message_arrays, Shard, ShardClient};
-use kmerflow_core::table::shard_runs::{Message, RemoteShards};
+use kmerflow_core::ops::abundance_dist;
+use kmerflow_core::ops::filter_abund::{self, FilterParams};
+use kmerflow_core::run::RunContext;
+use kmerflow_core::table::shard_runs::{Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::{Error, Result};
-use numpy::PyReadonlyArray1;
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use std::ffi::OsString;
 
@@ -138,10 +141,83 @@ pub fn abundance_dist_sharded(
     run_sharded(py, kmerflow_cli::sharded::abundance_dist_single, argv, on_message, client, local, remote)
 }
 
+/// Runs `work` on `client`'s table as a `ShardedDecisions` (`local`, `remote` as for
+/// `run_sharded`; batches of `batch_kmers` k-mers), without the GIL; Ctrl-C stops it.
+fn on_table<T: Send>(
+    py: Python<'_>,
+    client: &Py<ShardClient>,
+    local: &[Option<Py<Shard>>],
+    remote: Py<PyAny>,
+    batch_kmers: usize,
+    work: impl FnOnce(ShardedDecisions<'_>, &RunContext) -> Result<T> + Send,
+) -> PyResult<T> {
+    interruptible(py, |ctx| {
+        let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
+        let shards = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
+        let mut remote = PyRemote(remote);
+        work(ShardedDecisions::new(client.get().core(), shards, &mut remote, batch_kmers)?, ctx)
+    })?
+    .py()
+}
+
+/// khmer's `abundance_distribution` of the files `paths` (read in order, one tracking filter)
+/// on `client`'s table (`local`, `remote` as for `run_sharded`), the k-mers new to the
+/// tracking filter (held here) looked up on the shards in batches of `batch_kmers`: the
+/// histogram (uint64, abundances 0 .. 65534). The table is not gathered.
+#[pyfunction]
+pub fn abundance_distribution_sharded<'py>(
+    py: Python<'py>,
+    client: Py<ShardClient>,
+    local: Vec<Option<Py<Shard>>>,
+    remote: Py<PyAny>,
+    paths: Vec<String>,
+    batch_kmers: usize,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let (histogram, _) = on_table(py, &client, &local, remote, batch_kmers, |mut shards, ctx| {
+        abundance_dist::sharded_histogram_of_files(&mut shards, &paths, ctx)
+    })?;
+    Ok(histogram.into_pyarray(py))
+}
+
+/// filter-abund's filtering of the files `inputs` into `output` (FASTA/FASTQ, compressed by its
+/// name's extension) on `client`'s table (`local`, `remote` as for `run_sharded`): each read
+/// cut before its first k-mer whose count is below `cutoff`, with `normalize_to` (`-V -Z`)
+/// only the reads whose median count reaches it, the reads looked up on the shards in batches
+/// of `batch_kmers`. Returns the filtering's summary as JSON text. The table is not gathered.
+#[pyfunction]
+#[pyo3(signature = (client, local, remote, inputs, output, cutoff, normalize_to, batch_kmers))]
+#[allow(clippy::too_many_arguments)]
+pub fn filter_reads_sharded(
+    py: Python<'_>,
+    client: Py<ShardClient>,
+    local: Vec<Option<Py<Shard>>>,
+    remote: Py<PyAny>,
+    inputs: Vec<String>,
+    output: String,
+    cutoff: u32,
+    normalize_to: Option<u32>,
+    batch_kmers: usize,
+) -> PyResult<String> {
+    let filter = FilterParams {
+        cutoff,
+        variable_coverage: normalize_to.is_some(),
+        normalize_to: normalize_to.unwrap_or_default(),
+        output: Some(output),
+        compression: None,
+    };
+    let summary = on_table(py, &client, &local, remote, batch_kmers, |shards, ctx| {
+        filter_abund::run_sharded(&inputs, &filter, shards, ctx)
+    })?;
+    serde_json::to_string(&summary).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
 /// Adds the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trim_low_abund_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(filter_abund_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(abundance_dist_sharded, m)?)?;
+    m.add_function(wrap_pyfunction!(abundance_distribution_sharded, m)?)?;
+    m.add_function(wrap_pyfunction!(filter_reads_sharded, m)?)?;
     Ok(())
 }

@@ -19,8 +19,9 @@ tables, kept reads and histograms equal a one-process run with the same table si
 from __future__ import annotations
 
 import collections
+import json
 import os
-from typing import Any, Callable, Deque, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -370,8 +371,36 @@ class ShardedCountgraph(_Sharded):
         self.to_countgraph().save(os.fspath(path))
 
     def abundance_distribution(self, path: Union[str, os.PathLike], tracking: Any) -> List[int]:
-        """khmer's ``abundance_distribution`` of a file, on the gathered table."""
+        """khmer's ``abundance_distribution`` of a file, on the gathered table (``tracking``, a
+        Nodegraph, is filled as khmer fills it; :meth:`file_histogram` leaves the table on the
+        shards)."""
         return self.to_countgraph().abundance_distribution(os.fspath(path), tracking)
+
+    def file_histogram(self, *paths: Union[str, os.PathLike]) -> np.ndarray:
+        """khmer's ``abundance_distribution`` of the files ``paths`` (read in order) with a fresh
+        tracking filter (one bit per counter of the table, held here): how many distinct k-mers
+        have each count 0 .. 65534 (uint64). The reads are read and hashed natively and only the
+        k-mers new to the tracking filter are looked up on the shards (one message per shard
+        and batch); the table is not gathered."""
+        table, local, remote = self.native_run()
+        return _core.abundance_distribution_sharded(table, local, remote, [os.fspath(p) for p in paths],
+                                                    self.batch_kmers)
+
+    def filter_file(self, paths: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+                    output: Union[str, os.PathLike], cutoff: int = 2,
+                    normalize_to: Optional[int] = None) -> Dict[str, Any]:
+        """filter-abund's filtering of ``paths`` (one file or several, read in order) into
+        ``output`` (FASTA/FASTQ as read, compressed by the name's extension): each read is cut
+        before its first k-mer whose count is below ``cutoff`` and dropped when fewer than k
+        bases remain; with ``normalize_to`` (``-V -Z``) only reads whose median count reaches it
+        are trimmed. The reads are looked up on the shards a batch at a time; the table is not
+        gathered. Returns filter-abund's summary (``reads``, ``written``, ``truncated``,
+        ``removed``, ``short_dropped``, ``fp_rate``)."""
+        paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        table, local, remote = self.native_run()
+        summary = _core.filter_reads_sharded(table, local, remote, [os.fspath(p) for p in paths],
+                                             os.fspath(output), cutoff, normalize_to, self.batch_kmers)
+        return json.loads(summary)
 
 
 class _RemoteCalls:
