@@ -10,8 +10,9 @@
 //! and counting the local shards' counters in place read by read and the remote ones' through
 //! their looked-up values and in-batch deltas, sends each remote shard its updates with a later
 //! batch's look-ups (one message per shard and batch, the next batch sent before this one is
-//! decided) and writes the kept bundles as text. Every result is that of the one-process table
-//! with the same sizes.
+//! decided) and writes the kept bundles as text. Look-ups alone ([`Lookups`]) return each
+//! batch's counts to a caller that decides from them (filtering, histograms). Every result is
+//! that of the one-process table with the same sizes.
 
 use super::batch::{spans, Positions, SeenCounters};
 use super::shard::{first_positions, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
@@ -724,9 +725,11 @@ pub trait RemoteShards: Send {
 /// A sharded table whose reads are decided in this process batch by batch, by a run that reads
 /// its own input (trim-low-abund's first pass): [`ShardedDecisions::decide`] looks a batch up on
 /// the shards (the remote ones through one message each, carrying the previous batch's
-/// updates), decides it with a [`Decider`] and applies its updates; [`ShardedDecisions::gather`]
-/// brings the whole table into this process. The decisions, counters and statistics are those
-/// of the one-process table with the same sizes.
+/// updates), decides it with a [`Decider`] and applies its updates; [`ShardedDecisions::lookups`]
+/// gives the counts of a file's k-mers without changing the table (trim-low-abund's second pass,
+/// filter-abund's and abundance-dist's passes); [`ShardedDecisions::gather`] brings the whole
+/// table into this process. The decisions, counts, counters and statistics are those of the
+/// one-process table with the same sizes.
 pub struct ShardedDecisions<'a> {
     client: &'a ShardClient,
     local: Vec<Option<&'a mut Shard>>,
