@@ -471,7 +471,8 @@ mod tests {
     /// filter, with and without bigcount) equals the one-process run's.
     #[test]
     fn sharded_histogram_matches_one_process() {
-        use crate::table::shard_runs::{counted_shards, fastq_of, ShardedDecisions};
+        use crate::table::shard_runs::testing::{counted_shards, fastq_of};
+        use crate::table::shard_runs::ShardedDecisions;
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
         std::fs::write(path("reads.fq"), fastq_of(8, 1500, 70) + &fastq_of(9, 500, 4000)).unwrap();

@@ -9,7 +9,7 @@
 use super::count::consume_file;
 use super::read_filter::{bundle_source, check_ksize, clean_batch, trim_of_counts, trim_record, Cleaning};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
-use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParams};
+use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode, PairedInput};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
@@ -266,7 +266,7 @@ pub fn run_sharded(
 ) -> Result<Summary> {
     filter.refuse_inputs_as_outputs(ctx, None, inputs, None)?;
     let k = shards.client().ksize();
-    let mut summary = Summary { fp_rate: shards.expected_fp_rate(), ..Summary::default() };
+    let mut summary = Summary { fp_rate: sharded_fp_rate(shards.client()), ..Summary::default() };
     ctx.progress().begin_pass("filtering");
     filter_all(k, inputs, filter, &mut summary, ctx, |input, out, summary| {
         filter_file_sharded(&mut shards, input, filter, out, summary, ctx)
@@ -314,7 +314,7 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::shard_runs::{counted_shards, fastq_of};
+    use crate::table::shard_runs::testing::{counted_shards, fastq_of};
 
     /// filter-abund-single on shards (counts past 255, colliding tables, reads shorter than k,
     /// with and without -V) writes the reads and summary of the one-process run.

@@ -4,6 +4,7 @@
 use super::memory::{check_table_fits, Backing};
 use super::pyfmt::{general, repr};
 use crate::run::RunContext;
+use crate::table::shard::ShardClient;
 use crate::table::CountingTable;
 use crate::table::{
     AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, HashKind, KhmerTable, Layout, StorageKind,
@@ -411,8 +412,19 @@ pub fn create_nodegraph(params: &TableParams, ctx: &RunContext) -> Result<KhmerT
 
 /// khmer's `calc_expected_collisions`: (n_occupied / min(hashsizes)) ^ n_tables.
 pub fn expected_fp_rate(table: &KhmerTable) -> f64 {
-    let min = table.hashsizes().iter().copied().min().unwrap_or(1) as f64;
-    (table.n_occupied() as f64 / min).powf(table.n_tables() as f64)
+    occupancy_fp_rate(table.n_occupied(), table.hashsizes())
+}
+
+/// [`expected_fp_rate`] of a table sharded over other processes (its client's statistics).
+pub fn sharded_fp_rate(client: &ShardClient) -> f64 {
+    occupancy_fp_rate(client.n_occupied(), &client.map().sizes())
+}
+
+/// khmer's estimate of the false-positive rate of tables of `sizes` with `n_occupied` non-zero
+/// counters in table 0.
+fn occupancy_fp_rate(n_occupied: u64, sizes: &[u64]) -> f64 {
+    let min = sizes.iter().copied().min().unwrap_or(1) as f64;
+    (n_occupied as f64 / min).powf(sizes.len() as f64)
 }
 
 /// The estimated false-positive rate of a table of either layout ([`expected_fp_rate`] for

@@ -21,7 +21,7 @@
 use super::diginorm::BATCH_KMERS;
 use super::read_filter::{self, bundle_source, check_ksize, clean_batch, trim_of_counts, Cleaning, HashedBatch, Trim};
 use super::reads::{derived_name, is_stdin};
-use super::sizing::{create_countgraph, expected_fp_rate, target_rate, TableParams};
+use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target_rate, TableParams};
 use super::SummaryFormat;
 use crate::io::{
     write_record, Compression, MateBuffers, MateCounts, MateFiles, MateWriter, PairMode, PairedInput, PairedOutput,
@@ -301,7 +301,7 @@ impl Pass1<'_> {
     fn expected_fp_rate(&self) -> f64 {
         match self {
             Pass1::Here(table, _) => expected_fp_rate(table),
-            Pass1::Sharded(shards) => shards.expected_fp_rate(),
+            Pass1::Sharded(shards) => sharded_fp_rate(shards.client()),
         }
     }
 
@@ -313,7 +313,7 @@ impl Pass1<'_> {
             Pass1::Sharded(shards) => {
                 let sizes = shards.client().map().sizes();
                 super::count::check_countgraph_fp_rate(
-                    shards.expected_fp_rate(),
+                    sharded_fp_rate(shards.client()),
                     &sizes,
                     MAX_FP_RATE,
                     force,
@@ -793,7 +793,7 @@ fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat, ctx: &Run
 mod tests {
     use super::*;
     use crate::table::shard::{Shard, ShardClient};
-    use crate::table::shard_runs::InProcess;
+    use crate::table::shard_runs::testing::InProcess;
     use crate::table::HashKind;
     use rand::{Rng, SeedableRng};
 

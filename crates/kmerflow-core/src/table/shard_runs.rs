@@ -786,14 +786,6 @@ impl<'a> ShardedDecisions<'a> {
         Ok(Lookups { shards: self, batches, waiting: VecDeque::new() })
     }
 
-    /// khmer's estimated false-positive rate of the table: (counters of table 0 that are not
-    /// zero / smallest table) ^ tables.
-    pub fn expected_fp_rate(&self) -> f64 {
-        let sizes = self.client.map().sizes();
-        let min = sizes.iter().copied().min().unwrap_or(1) as f64;
-        (self.client.n_occupied() as f64 / min).powf(sizes.len() as f64)
-    }
-
     /// The whole table in this process, after the remote shards applied every update.
     pub fn gather(mut self) -> Result<KhmerTable> {
         if self.unsent.iter().any(|u| !u.counters.is_empty()) {
@@ -854,102 +846,105 @@ impl Lookups<'_, '_> {
     }
 }
 
-/// Remote shards answered in this process, as a worker answers them (tests).
+/// What the tests of the sharded runs share: remote shards answered in this process, reads,
+/// and shards that counted a file.
 #[cfg(test)]
-pub(crate) struct InProcess {
-    /// The shards.
-    pub shards: Vec<Shard>,
-    answers: VecDeque<Vec<Vec<u8>>>,
-}
+pub(crate) mod testing {
+    use super::*;
 
-#[cfg(test)]
-impl InProcess {
-    /// `shards` as remote shards.
-    pub fn new(shards: Vec<Shard>) -> Self {
-        InProcess { shards, answers: VecDeque::new() }
+    /// Remote shards answered in this process, as a worker answers them (tests).
+    pub(crate) struct InProcess {
+        /// The shards.
+        pub shards: Vec<Shard>,
+        answers: VecDeque<Vec<Vec<u8>>>,
     }
-}
 
-#[cfg(test)]
-impl RemoteShards for InProcess {
-    fn send(&mut self, messages: Vec<Message>) -> Result<()> {
-        if messages.len() != self.shards.len() {
-            return Err(Error::invalid("one message per remote shard"));
+    impl InProcess {
+        /// `shards` as remote shards.
+        pub fn new(shards: Vec<Shard>) -> Self {
+            InProcess { shards, answers: VecDeque::new() }
         }
-        let answers = self
-            .shards
-            .iter_mut()
-            .zip(messages)
-            .map(|(shard, m)| {
-                shard.apply(&m.apply.counters, &m.apply.deltas)?;
-                shard.counts(&m.counters)
-            })
-            .collect::<Result<_>>()?;
-        self.answers.push_back(answers);
-        Ok(())
     }
 
-    fn answers(&mut self) -> Result<Vec<Vec<u8>>> {
-        self.answers.pop_front().ok_or_else(|| Error::invalid("no message is waiting"))
-    }
-
-    fn cells(&mut self) -> Result<Vec<Vec<u8>>> {
-        Ok(self.shards.iter().map(|s| s.cells().to_vec()).collect())
-    }
-}
-
-#[cfg(test)]
-/// FASTQ reads of 10 to 49 bases from a random genome of `genome` bases (at least 50), some
-/// with N, some shorter than k = 20 (tests).
-pub(crate) fn fastq_of(seed: u64, n: usize, genome: usize) -> String {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
-    let genome: Vec<u8> = (0..genome).map(|_| b"ACGT"[rng.random_range(0..4)]).collect();
-    let mut text = String::new();
-    for i in 0..n {
-        let start = rng.random_range(0..genome.len() - 49);
-        let mut seq = genome[start..start + rng.random_range(10..50)].to_vec();
-        if rng.random_range(0..5) == 0 {
-            seq[0] = b'N';
+    impl RemoteShards for InProcess {
+        fn send(&mut self, messages: Vec<Message>) -> Result<()> {
+            if messages.len() != self.shards.len() {
+                return Err(Error::invalid("one message per remote shard"));
+            }
+            let answers = self
+                .shards
+                .iter_mut()
+                .zip(messages)
+                .map(|(shard, m)| {
+                    shard.apply(&m.apply.counters, &m.apply.deltas)?;
+                    shard.counts(&m.counters)
+                })
+                .collect::<Result<_>>()?;
+            self.answers.push_back(answers);
+            Ok(())
         }
-        let seq = String::from_utf8(seq).unwrap();
-        text += &format!("@r{i}\n{seq}\n+\n{}\n", "I".repeat(seq.len()));
+
+        fn answers(&mut self) -> Result<Vec<Vec<u8>>> {
+            self.answers.pop_front().ok_or_else(|| Error::invalid("no message is waiting"))
+        }
+
+        fn cells(&mut self) -> Result<Vec<Vec<u8>>> {
+            Ok(self.shards.iter().map(|s| s.cells().to_vec()).collect())
+        }
     }
-    text
-}
 
-/// A table of `sizes` (k = 20, bigcount) cut into `shards` shards holding the counts of the
-/// reads of `path` (tests): the client, the first `held` shards and the others as remote shards.
-#[cfg(test)]
-pub(crate) fn counted_shards(
-    sizes: &[u64],
-    shards: usize,
-    held: usize,
-    path: &str,
-) -> (ShardClient, Vec<Shard>, InProcess) {
-    let client = ShardClient::new(20, super::HashKind::TwoBit, sizes, shards, true).unwrap();
-    let b = client.map().bounds().to_vec();
-    let mut all: Vec<Shard> = (0..shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
-    count_file_here(&client, &mut all, path);
-    let remote = InProcess::new(all.split_off(held));
-    (client, all, remote)
-}
+    /// FASTQ reads of 10 to 49 bases from a random genome of `genome` bases (at least 50), some
+    /// with N, some shorter than k = 20 (tests).
+    pub(crate) fn fastq_of(seed: u64, n: usize, genome: usize) -> String {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+        let genome: Vec<u8> = (0..genome).map(|_| b"ACGT"[rng.random_range(0..4)]).collect();
+        let mut text = String::new();
+        for i in 0..n {
+            let start = rng.random_range(0..genome.len() - 49);
+            let mut seq = genome[start..start + rng.random_range(10..50)].to_vec();
+            if rng.random_range(0..5) == 0 {
+                seq[0] = b'N';
+            }
+            let seq = String::from_utf8(seq).unwrap();
+            text += &format!("@r{i}\n{seq}\n+\n{}\n", "I".repeat(seq.len()));
+        }
+        text
+    }
 
-/// Counts the reads of `path` (khmer's C++ cleaning) on `client`'s `shards`, all held in this
-/// process (tests).
-#[cfg(test)]
-pub(crate) fn count_file_here(client: &ShardClient, shards: &mut [Shard], path: &str) {
-    let reader = PairedReader::new(crate::io::FastxReader::open(path).unwrap(), crate::io::PairMode::ForceSingle, None);
-    let batches = BundleBatches::new(reader, client.ksize(), 1000, Cleaning::Parser);
-    let mut run = ShardedCount::new(batches, client, vec![false; shards.len()]).unwrap();
-    let mut local: Vec<Option<&mut Shard>> = shards.iter_mut().map(Some).collect();
-    while run.send(&local).unwrap().is_some() {
-        run.record(client, &mut local, &[]).unwrap();
+    /// A table of `sizes` (k = 20, bigcount) cut into `shards` shards holding the counts of the
+    /// reads of `path` (tests): the client, the first `held` shards and the others as remote shards.
+    pub(crate) fn counted_shards(
+        sizes: &[u64],
+        shards: usize,
+        held: usize,
+        path: &str,
+    ) -> (ShardClient, Vec<Shard>, InProcess) {
+        let client = ShardClient::new(20, crate::table::HashKind::TwoBit, sizes, shards, true).unwrap();
+        let b = client.map().bounds().to_vec();
+        let mut all: Vec<Shard> = (0..shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+        count_file_here(&client, &mut all, path);
+        let remote = InProcess::new(all.split_off(held));
+        (client, all, remote)
+    }
+
+    /// Counts the reads of `path` (khmer's C++ cleaning) on `client`'s `shards`, all held in this
+    /// process (tests).
+    pub(crate) fn count_file_here(client: &ShardClient, shards: &mut [Shard], path: &str) {
+        let reader =
+            PairedReader::new(crate::io::FastxReader::open(path).unwrap(), crate::io::PairMode::ForceSingle, None);
+        let batches = BundleBatches::new(reader, client.ksize(), 1000, Cleaning::Parser);
+        let mut run = ShardedCount::new(batches, client, vec![false; shards.len()]).unwrap();
+        let mut local: Vec<Option<&mut Shard>> = shards.iter_mut().map(Some).collect();
+        while run.send(&local).unwrap().is_some() {
+            run.record(client, &mut local, &[]).unwrap();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::testing::*;
     use super::*;
     use crate::io::{FastxReader, PairMode};
     use crate::table::{median_min_required, CountingTable as _, HashKind, KhmerTable, StorageKind};
