@@ -303,9 +303,14 @@ def test_trim_low_abund_on_khmer_data_with_one_worker(data, tmp_path):
     assert len(one[0]) < len(reads.read_bytes()) and one[3]["reads_trimmed"] > 0
 
 
-def test_lost_worker_during_trim_low_abund_names_the_shard(tmp_path, data):
-    """The worker dies once the table is placed: the run fails naming the shard and leaves no
-    output, no saved table and no temporary directory."""
+@pytest.mark.parametrize("command,when", [
+    (["trim-low-abund", "-s", "{tmp}/t.ct", "-T", "{tmp}"], "created temporary directory"),
+    (["filter-abund-single", "--savegraph", "{tmp}/t.ct"], "filtering"),
+])
+def test_lost_worker_during_a_run_names_the_shard_and_leaves_nothing(tmp_path, data, command, when):
+    """The worker dies once the table is placed (trim-low-abund) or counted (filter-abund-single,
+    before its look-up pass): the run fails naming the shard and leaves no output, no saved
+    table and no temporary directory."""
     from kmerflow.distributed import cli
 
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
@@ -315,12 +320,12 @@ def test_lost_worker_during_trim_low_abund_names_the_shard(tmp_path, data):
         pid = client.run(os.getpid)[worker]
 
         def on_message(_level: str, text: str) -> None:
-            if text.startswith("created temporary directory"):
+            if text.startswith(when):
                 os.kill(pid, signal.SIGKILL)
 
-        argv = ["trim-low-abund", "-k", "17", "-x", "1e4", "-N", "2", "-o", str(tmp_path / "out.fq"),
-                "-s", str(tmp_path / "t.ct"), "-T", str(tmp_path), str(data / "test-abund-read-2.fa"),
-                "--scheduler", cluster.scheduler_address, "--shards", "2", "--local-shards", "1"]
+        argv = [a.format(tmp=tmp_path) for a in command] + [
+            "-k", "17", "-x", "1e4", "-N", "2", "-o", str(tmp_path / "out.fq"), str(data / "test-abund-read-2.fa"),
+            "--scheduler", cluster.scheduler_address, "--shards", "2", "--local-shards", "1"]
         # Dask reports the loss when the call is made, or after the connection attempts time out.
         with dask.config.set({"distributed.comm.timeouts.connect": "3s"}), \
                 pytest.raises(kf.CommandError, match=r"shard 1 \(counters \d+\.\.\d+\) on tcp://") as e:
