@@ -10,7 +10,8 @@ use crate::io::interruptible::{open_read, Interruptible};
 use crate::io::{Compression, OutputFile};
 use crate::run::{CancelToken, RunContext};
 use crate::{Error, Result};
-use std::io::{BufReader, Read, Write};
+use std::collections::HashMap;
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::sync::atomic::Ordering::Relaxed;
 
 const MAGIC: &[u8; 4] = b"OXLI";
@@ -37,30 +38,166 @@ pub fn save(table: &KhmerTable, path: &str, ctx: &RunContext) -> Result<()> {
 }
 
 fn write_table(table: &KhmerTable, out: &mut dyn Write) -> std::io::Result<()> {
-    out.write_all(MAGIC)?;
-    out.write_all(&[VERSION, type_byte(table.storage)])?;
-    if table.storage == StorageKind::Byte {
-        out.write_all(&[u8::from(table.use_bigcount)])?;
-    }
-    out.write_all(&(table.k as u32).to_le_bytes())?;
-    out.write_all(&[table.tables.len() as u8])?;
-    out.write_all(&table.occupied.load(Relaxed).to_le_bytes())?;
+    let occupied = table.occupied.load(Relaxed);
+    out.write_all(&header(table.storage, table.use_bigcount, table.k, table.tables.len(), occupied))?;
     // Read atomically: other threads may be counting while the table is saved.
     for (size, bins) in table.sizes.iter().zip(&table.tables) {
         out.write_all(&size.to_le_bytes())?;
         super::alloc::for_each_chunk(bins.mem.atomics(), |chunk| out.write_all(chunk))?;
     }
     if table.storage == StorageKind::Byte {
-        let map = table.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
-        let mut entries: Vec<(u64, u16)> = map.iter().map(|(&h, &c)| (h, c)).collect();
-        entries.sort_unstable();
-        out.write_all(&(entries.len() as u64).to_le_bytes())?;
-        for (hash, count) in entries {
-            out.write_all(&hash.to_le_bytes())?;
-            out.write_all(&count.to_le_bytes())?;
-        }
+        out.write_all(&bigcount_entries(&table.bigcounts.lock().unwrap_or_else(|e| e.into_inner())))?;
     }
     Ok(())
+}
+
+/// The fields before the first table: signature, version, type, (type 1) the bigcount flag,
+/// k, the number of tables and the occupied counters of table 0.
+fn header(storage: StorageKind, use_bigcount: bool, k: usize, n_tables: usize, occupied: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(BYTE_HEADER_LEN as usize);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[VERSION, type_byte(storage)]);
+    if storage == StorageKind::Byte {
+        out.push(u8::from(use_bigcount));
+    }
+    out.extend_from_slice(&(k as u32).to_le_bytes());
+    out.push(n_tables as u8);
+    out.extend_from_slice(&occupied.to_le_bytes());
+    out
+}
+
+/// The bigcount entries of a type 1 file: their number, then each hash and count, in
+/// ascending hash order.
+fn bigcount_entries(map: &HashMap<u64, u16>) -> Vec<u8> {
+    let mut entries: Vec<(u64, u16)> = map.iter().map(|(&h, &c)| (h, c)).collect();
+    entries.sort_unstable();
+    let mut out = Vec::with_capacity(8 + entries.len() * 10);
+    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    for (hash, count) in entries {
+        out.extend_from_slice(&hash.to_le_bytes());
+        out.extend_from_slice(&count.to_le_bytes());
+    }
+    out
+}
+
+/// Bytes before the first table's size in a type 1 (byte counters) file.
+const BYTE_HEADER_LEN: u64 = 20;
+
+/// The fields of a type 1 (byte counters) table file other than the counters: what a table
+/// saved shard by shard needs besides each shard's counters, and what loading one into shards
+/// reads in the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ByteFrame {
+    /// k.
+    pub k: usize,
+    /// The table sizes.
+    pub sizes: Vec<u64>,
+    /// The bigcount flag.
+    pub use_bigcount: bool,
+    /// Occupied counters of table 0.
+    pub occupied: u64,
+    /// The bigcount map.
+    pub bigcounts: HashMap<u64, u16>,
+}
+
+impl ByteFrame {
+    /// Where the counters of table `t` start in the file.
+    fn table_offset(&self, t: usize) -> u64 {
+        BYTE_HEADER_LEN + 8 * (t as u64 + 1) + self.sizes[..t].iter().sum::<u64>()
+    }
+
+    /// Where the bigcount entries start (after the last table).
+    fn trailer_offset(&self) -> u64 {
+        BYTE_HEADER_LEN + self.sizes.iter().map(|s| s + 8).sum::<u64>()
+    }
+
+    /// The places in the file (offset, length) of counters `start .. end` of the tables laid
+    /// end to end, in order.
+    pub fn places(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
+        let mut places = Vec::new();
+        let mut first = 0u64;
+        for (t, &size) in self.sizes.iter().enumerate() {
+            let (from, to) = (start.max(first), end.min(first + size));
+            if from < to {
+                places.push((self.table_offset(t) + from - first, to - from));
+            }
+            first += size;
+        }
+        places
+    }
+
+    /// Everything but the counters, as (offset, bytes): the header, each table's size and the
+    /// bigcount entries; and the length of the whole file.
+    pub fn pieces(&self) -> (u64, Vec<(u64, Vec<u8>)>) {
+        let mut pieces = vec![(0, header(StorageKind::Byte, self.use_bigcount, self.k, self.sizes.len(), self.occupied))];
+        for (t, size) in self.sizes.iter().enumerate() {
+            pieces.push((self.table_offset(t) - 8, size.to_le_bytes().to_vec()));
+        }
+        let trailer = bigcount_entries(&self.bigcounts);
+        let len = self.trailer_offset() + trailer.len() as u64;
+        pieces.push((self.trailer_offset(), trailer));
+        (len, pieces)
+    }
+
+    /// Reads the fields of the uncompressed type 1 file `path` without its counters (skipped),
+    /// checking its length; a compressed file, and a file of other counters (a nodegraph's
+    /// bits, 4-bit counters), are refused naming the file and what it is.
+    pub fn read(path: &str) -> Result<ByteFrame> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let mut reader = FieldReader { input: Box::new(&file), path };
+        let magic = reader.array::<4>("the signature")?;
+        if magic[..2] == GZIP_MAGIC {
+            return Err(reader.invalid("is gzip-compressed: shards read their counters in place; gunzip it first"));
+        }
+        if &magic != MAGIC {
+            return Err(reader.invalid("not a khmer table file (no OXLI signature)"));
+        }
+        let version = reader.u8("the version")?;
+        if version != VERSION {
+            return Err(reader.invalid(format!("khmer table file version {version} is not supported (expected {VERSION})")));
+        }
+        match reader.u8("the file type")? {
+            TYPE_COUNTING => {}
+            TYPE_SMALLCOUNT => {
+                return Err(reader.invalid("holds 4-bit counters (--small-count): shards of khmer's layout hold 8-bit counters"))
+            }
+            TYPE_BITS => return Err(reader.invalid("is a nodegraph (k-mer presence bits), not a countgraph of k-mer counts")),
+            other => {
+                return Err(reader.invalid(format!("khmer file type {other} is not a k-mer table (expected 1, 2 or 7)")))
+            }
+        }
+        let use_bigcount = reader.u8("the bigcount flag")? != 0;
+        let k = reader.u32("k")? as usize;
+        let n_tables = reader.u8("the number of tables")?;
+        let occupied = reader.u64("the occupied count")?;
+        super::check_parameters(k, HashKind::TwoBit, usize::from(n_tables)).map_err(|e| reader.invalid(e.to_string()))?;
+        let mut sizes = Vec::with_capacity(usize::from(n_tables));
+        let mut at = BYTE_HEADER_LEN;
+        for t in 0..n_tables {
+            let size = reader.u64("a table size")?;
+            at = at.saturating_add(8).saturating_add(size);
+            if at > file_len {
+                return Err(reader.invalid(format!("truncated khmer table file (table {t} of size {size})")));
+            }
+            (&file).seek(SeekFrom::Start(at)).map_err(|e| Error::io(path, e))?;
+            sizes.push(size);
+        }
+        let n = reader.u64("the bigcount entry count")?;
+        if n.checked_mul(10).and_then(|b| b.checked_add(at + 8)) != Some(file_len) {
+            return Err(reader.invalid(format!(
+                "is {file_len} bytes, not the {} its fields describe (a damaged or concatenated file?)",
+                at as u128 + 8 + 10 * n as u128
+            )));
+        }
+        let mut bigcounts = HashMap::with_capacity(n as usize);
+        reader.input = Box::new(BufReader::new(&file));
+        for _ in 0..n {
+            let hash = reader.u64("a bigcount entry")?;
+            bigcounts.insert(hash, reader.u16("a bigcount entry")?);
+        }
+        Ok(ByteFrame { k, sizes, use_bigcount, occupied, bigcounts })
+    }
 }
 
 /// A reader of the file's fields that turns every failure into an error naming the file.

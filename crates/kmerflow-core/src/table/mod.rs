@@ -90,6 +90,7 @@ pub mod blocked;
 mod owned;
 mod pass;
 pub mod shard;
+pub mod shard_file;
 pub mod shard_runs;
 pub use add::{add_table_files, sum_table_files};
 pub use batch::{BatchLookup, BatchOutcome, BatchRules, BatchRunner, BatchTable, Decider};

@@ -138,7 +138,11 @@ impl Header {
 }
 
 fn finished_header(params: &BlockedParams, stats: OccupancyStats, data: &[u8]) -> [u8; HEADER_LEN] {
-    Header { params: *params, flags: FLAG_CANONICAL, stats, data_checksum: xxh3_64(data) }.encode()
+    finished_header_checksummed(params, stats, xxh3_64(data))
+}
+
+fn finished_header_checksummed(params: &BlockedParams, stats: OccupancyStats, data_checksum: u64) -> [u8; HEADER_LEN] {
+    Header { params: *params, flags: FLAG_CANONICAL, stats, data_checksum }.encode()
 }
 
 /// Writes `table` to `path` (through a temporary name, renamed when complete).
@@ -188,6 +192,48 @@ pub fn load(path: &str) -> Result<BlockedTable> {
         return Err(Error::format(path, None, None, "data checksum mismatch (the file is corrupt)"));
     }
     Ok(BlockedTable::from_map(header.params, map, DATA_OFFSET, header.stats))
+}
+
+/// The XXH3-64 of the counter data of the file `path` (read in chunks from [`DATA_OFFSET`]).
+fn data_checksum(path: &str) -> Result<u64> {
+    let io = |e| Error::io(path, e);
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(DATA_OFFSET as u64)).map_err(io)?;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match std::io::Read::read(&mut file, &mut buf).map_err(io)? {
+            0 => return Ok(hasher.digest()),
+            n => hasher.update(&buf[..n]),
+        }
+    }
+}
+
+/// Finishes a table file whose counters were written in place (by the shards of a sharded
+/// table, at [`DATA_OFFSET`] + line × 64): checksums them and writes the header of a table of
+/// shape `params` with the statistics `stats`.
+pub fn seal(path: &str, params: &BlockedParams, stats: OccupancyStats) -> Result<()> {
+    let header = finished_header_checksummed(params, stats, data_checksum(path)?);
+    let file = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| Error::io(path, e))?;
+    std::os::unix::fs::FileExt::write_all_at(&file, &header, 0).map_err(|e| Error::io(path, e))
+}
+
+/// The shape and statistics of the table file `path`, checked as [`load`] checks them (the
+/// counter data's checksum read in chunks), without holding its counters.
+pub fn read_header(path: &str) -> Result<(BlockedParams, OccupancyStats)> {
+    let io = |e| Error::io(path, e);
+    let file = crate::io::interruptible::open_read(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(Error::format(path, None, None, "a kmerflow table is read in place: it needs a regular file"));
+    }
+    let mut head = vec![0u8; HEADER_LEN];
+    let n = std::os::unix::fs::FileExt::read_at(&file, &mut head, 0).map_err(io)?;
+    let header = Header::decode(&head[..n], meta.len(), path)?;
+    if data_checksum(path)? != header.data_checksum {
+        return Err(Error::format(path, None, None, "data checksum mismatch (the file is corrupt)"));
+    }
+    Ok((header.params, header.stats))
 }
 
 /// Rewrites the data and header checksums of a table file's bytes to match its contents, so

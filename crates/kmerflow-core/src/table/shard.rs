@@ -19,6 +19,7 @@
 use super::batch::{
     self, ends_in_order, spans, BatchLookup, BatchOutcome, BatchRules, Decider, Positions, SeenCounters,
 };
+use super::khmer_format::ByteFrame;
 use super::{prefetch, FastMod, HashKind, KhmerTable, ReadCounts, StorageKind, Table};
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -603,6 +604,27 @@ impl ShardClient {
             .collect())
     }
 
+    /// The fields of the table's file other than the counters (khmer's format, type 1), for a
+    /// save shard by shard ([`super::shard_file`]).
+    pub fn frame(&self) -> ByteFrame {
+        ByteFrame {
+            k: self.k,
+            sizes: self.map.sizes(),
+            use_bigcount: self.use_bigcount,
+            occupied: self.n_occupied(),
+            bigcounts: self.bigcounts.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
+    }
+
+    /// The client of the table saved with `frame` (two-bit hashes; `n_unique_kmers` starts at
+    /// zero, as a loaded table's), cut into `shards` shards, whose counters the shards read.
+    pub fn from_frame(frame: ByteFrame, shards: usize) -> Result<Self> {
+        let client = ShardClient::new(frame.k, HashKind::TwoBit, &frame.sizes, shards, frame.use_bigcount)?;
+        client.occupied.store(frame.occupied, Relaxed);
+        *client.bigcounts.lock().unwrap_or_else(|e| e.into_inner()) = frame.bigcounts;
+        Ok(client)
+    }
+
     /// The whole table (in this process) from the shards' counters, in shard order.
     pub fn gather(&self, shards: &[&[u8]]) -> Result<KhmerTable> {
         let total: usize = shards.iter().map(|s| s.len()).sum();
@@ -728,6 +750,49 @@ mod tests {
             let counts = sharded.client.kmer_counts(&hashes, &values).unwrap();
             assert_eq!(counts, hashes.iter().map(|&h| expected.get_hash(h)).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn saved_shard_by_shard_is_the_gathered_file_and_loads_back() {
+        use crate::table::{khmer_format, shard_file};
+        let hashes = reads(7, 2000, 100).concat();
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        for n in 1..=3 {
+            let mut sharded = Sharded::new(n);
+            let counters = sharded.client.map().counters(&hashes);
+            let previous = sharded.call(&counters, |s, c| s.add(c).unwrap());
+            sharded.client.record_adds(&hashes, &previous).unwrap();
+            let frame = sharded.client.frame();
+            assert!(!frame.bigcounts.is_empty());
+            let (len, pieces) = frame.pieces();
+            let file = std::fs::File::create(path("parts.ct")).unwrap();
+            file.set_len(len).unwrap();
+            for (offset, bytes) in pieces {
+                std::os::unix::fs::FileExt::write_all_at(&file, &bytes, offset).unwrap();
+            }
+            let bounds = sharded.client.map().bounds().to_vec();
+            for (s, shard) in sharded.shards.iter().enumerate() {
+                shard_file::write_pieces(&path("parts.ct"), &frame.places(bounds[s], bounds[s + 1]), shard.cells())
+                    .unwrap();
+            }
+            khmer_format::save(&sharded.gather(), &path("whole.ct"), &crate::run::RunContext::new()).unwrap();
+            assert_eq!(std::fs::read(path("parts.ct")).unwrap(), std::fs::read(path("whole.ct")).unwrap());
+
+            let read = khmer_format::ByteFrame::read(&path("parts.ct")).unwrap();
+            assert_eq!(read, frame);
+            let client = ShardClient::from_frame(read, n).unwrap();
+            let cells: Vec<Vec<u8>> = (0..n)
+                .map(|s| shard_file::read_pieces(&path("parts.ct"), &frame.places(bounds[s], bounds[s + 1])).unwrap())
+                .collect();
+            let loaded = client.gather(&cells.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+            assert_eq!(loaded.raw_tables(), sharded.gather().raw_tables());
+            assert_eq!(loaded.n_occupied(), sharded.client.n_occupied());
+            hashes.iter().for_each(|&h| assert_eq!(loaded.get_hash(h), sharded.gather().get_hash(h)));
+        }
+        std::fs::write(path("short.ct"), &std::fs::read(path("parts.ct")).unwrap()[..100]).unwrap();
+        let err = khmer_format::ByteFrame::read(&path("short.ct")).unwrap_err().to_string();
+        assert!(err.contains("short.ct") && err.contains("truncated"), "{err}");
     }
 
     #[test]

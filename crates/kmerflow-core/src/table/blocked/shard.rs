@@ -16,7 +16,7 @@ use super::{probe_slots, BitCells, ByteCells, Cells, CounterWidth, LineCells, Ni
 use super::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
 use crate::table::batch::{self, ends_in_order, spans, BatchLookup, BatchRules, SeenCounters};
 use crate::table::shard::{first_positions, split_by_owner, Updates};
-use crate::table::{AllocOptions, ReadCounts};
+use crate::table::{native_format, shard_file, AllocOptions, ReadCounts};
 use crate::{Error, Result};
 use std::ops::Range;
 use std::sync::Mutex;
@@ -144,6 +144,32 @@ impl BlockedShard {
     /// A copy of the counter bytes of the lines held.
     pub fn bytes(&self) -> Vec<u8> {
         self.table.raw_bytes()
+    }
+
+    /// Where the shard's lines are in a kmerflow table file (offset, length).
+    pub fn place(&self) -> (u64, u64) {
+        (native_format::DATA_OFFSET as u64 + self.lines.start * LINE_BYTES as u64, self.data_bytes())
+    }
+
+    /// Writes the shard's lines at their place in the table file `path` (made by the client
+    /// at its full length; see [`crate::table::shard_file`]).
+    pub fn write_to(&self, path: &str) -> Result<()> {
+        shard_file::write_chunks(path, self.place().0, |write| self.table.for_each_data_chunk(write))
+    }
+
+    /// Replaces the shard's lines with those at their place in the table file `path`.
+    pub fn read_from(&mut self, path: &str) -> Result<()> {
+        let bytes = shard_file::read_pieces(path, &[self.place()])?;
+        self.set_bytes(&bytes)
+    }
+
+    /// Replaces the shard's lines with `bytes`.
+    pub fn set_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        if bytes.len() as u64 != self.data_bytes() {
+            return Err(Error::invalid(format!("{} bytes for a shard of {} bytes", bytes.len(), self.data_bytes())));
+        }
+        self.table.mem.bytes_mut().copy_from_slice(bytes);
+        Ok(())
     }
 
     /// The line of each hash within the shard, refusing a hash whose line another shard holds.
@@ -297,6 +323,14 @@ impl BlockedShardClient {
         })
     }
 
+    /// The client of the table saved with shape `params` and statistics `stats`, cut into
+    /// `shards` shards, whose lines the shards read.
+    pub fn with_stats(params: BlockedParams, shards: usize, stats: OccupancyStats) -> Result<Self> {
+        let client = Self::new(params, shards)?;
+        client.record(stats);
+        Ok(client)
+    }
+
     /// The map.
     pub fn map(&self) -> &BlockedShardMap {
         &self.map
@@ -417,6 +451,46 @@ mod tests {
         let client = BlockedShardClient::new(params, n).unwrap();
         let shards = (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
         (client, shards)
+    }
+
+    #[test]
+    fn saved_shard_by_shard_is_the_one_process_file_and_loads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        for width in [CounterWidth::Bits8, CounterWidth::Bits4] {
+            let hashes = hashes(9, 20_000, 400);
+            let mut expected = BlockedTable::with_params(params(width), AllocOptions::default()).unwrap();
+            expected.add_hashes_exclusive(&hashes);
+            native_format::save(&expected, &path("whole.kf"), &crate::run::RunContext::new()).unwrap();
+            for n in 1..=3 {
+                let (client, mut shards) = sharded(params(width), n);
+                let (parts, _) = client.map().route(&hashes).unwrap();
+                for (shard, part) in shards.iter_mut().zip(&parts) {
+                    client.record(shard.add(part).unwrap());
+                }
+                let file = std::fs::File::create(path("parts.kf")).unwrap();
+                file.set_len(native_format::DATA_OFFSET as u64 + params(width).data_bytes()).unwrap();
+                shards.iter().for_each(|s| s.write_to(&path("parts.kf")).unwrap());
+                native_format::seal(&path("parts.kf"), client.map().params(), client.occupancy()).unwrap();
+                assert_eq!(std::fs::read(path("parts.kf")).unwrap(), std::fs::read(path("whole.kf")).unwrap());
+
+                let (shape, stats) = native_format::read_header(&path("parts.kf")).unwrap();
+                let loaded = BlockedShardClient::with_stats(shape, n, stats).unwrap();
+                assert_eq!(loaded.occupancy(), expected.occupancy());
+                for (s, shard) in shards.iter_mut().enumerate() {
+                    *shard = BlockedShard::new(shape, loaded.map().lines(s)).unwrap();
+                    shard.read_from(&path("parts.kf")).unwrap();
+                }
+                let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
+                let table = loaded.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+                assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{n} shards, {width:?}");
+            }
+        }
+        let mut damaged = std::fs::read(path("parts.kf")).unwrap();
+        *damaged.last_mut().unwrap() ^= 1;
+        std::fs::write(path("damaged.kf"), damaged).unwrap();
+        let err = native_format::read_header(&path("damaged.kf")).unwrap_err().to_string();
+        assert!(err.contains("damaged.kf") && err.contains("checksum"), "{err}");
     }
 
     #[test]
