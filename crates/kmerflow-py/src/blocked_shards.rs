@@ -46,7 +46,7 @@ pub struct BlockedShard {
 
 impl BlockedShard {
     /// The shard, locked.
-    fn lock(&self) -> MutexGuard<'_, CoreShard> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, CoreShard> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -120,6 +120,18 @@ impl BlockedShard {
 #[pyclass(module = "kmerflow._core", frozen)]
 pub struct BlockedShardClient {
     inner: CoreClient,
+}
+
+impl BlockedShardClient {
+    /// The client `inner`.
+    pub(crate) fn from_core(inner: CoreClient) -> Self {
+        BlockedShardClient { inner }
+    }
+
+    /// The core's client.
+    pub(crate) fn core(&self) -> &CoreClient {
+        &self.inner
+    }
 }
 
 /// A shard's part of a batch: k-mer hashes (uint64).

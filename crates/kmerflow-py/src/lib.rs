@@ -23,6 +23,7 @@ mod hll;
 mod interrupt;
 mod reads;
 mod seqfile;
+mod shard_files;
 mod sharded_runs;
 mod shards;
 mod streaming;
@@ -41,6 +42,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     batch::register(m)?;
     shards::register(m)?;
     blocked_shards::register(m)?;
+    shard_files::register(m)?;
     sharded_runs::register(m)?;
     hashing::register(m)?;
     commands::register(m)?;

@@ -108,6 +108,11 @@ pub struct ShardClient {
 }
 
 impl ShardClient {
+    /// The client `inner`.
+    pub(crate) fn from_core(inner: CoreClient) -> Self {
+        ShardClient { inner }
+    }
+
     /// The core's client.
     pub(crate) fn core(&self) -> &CoreClient {
         &self.inner

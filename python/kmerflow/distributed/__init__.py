@@ -42,7 +42,16 @@ def _array(values: Any, dtype: Any) -> np.ndarray:
     return np.require(values, dtype=dtype, requirements=["C", "A"])
 
 
-class ShardActor:
+class _SeesFiles:
+    """What every shard actor answers about files."""
+
+    def sees(self, path: str, identity: Tuple[int, int]) -> bool:
+        """Whether ``path`` here is the client's file (:func:`_identity`: the same inode and
+        size): on another machine without a shared file system it is not."""
+        return _identity(path) == identity
+
+
+class ShardActor(_SeesFiles):
     """One shard in a Dask worker's memory (submitted with ``actor=True``).
 
     Each method takes and returns numpy arrays; the native calls release the GIL.
@@ -69,6 +78,18 @@ class ShardActor:
     def histogram(self) -> np.ndarray:
         """How many counters hold each value 0..255."""
         return self.shard.histogram()
+
+    def write_to(self, path: str, places: Sequence[Tuple[int, int]]) -> None:
+        """Writes the counters at ``places`` (offset, length) of the table file ``path``."""
+        _core.khmer_shard_write(self.shard, path, list(places))
+
+    def read_from(self, path: str, places: Sequence[Tuple[int, int]]) -> None:
+        """Replaces the counters with those at ``places`` of the table file ``path``."""
+        _core.khmer_shard_read(self.shard, path, list(places))
+
+    def set_cells(self, cells: np.ndarray) -> None:
+        """Replaces the counters with ``cells`` (uint8)."""
+        self.shard = _core.Shard.from_cells(self.shard.start, _array(cells, np.uint8))
 
 
 class _Done:
@@ -189,6 +210,82 @@ class _Sharded:
             self._call("step", [(*p, np.zeros(0, dtype=np.uint64)) for p in self._pending])
             self._pending = [_no_update() for _ in self._pending]
 
+    # --- the table's file, written and read shard by shard ---------------------------------------
+
+    def _places(self) -> List[List[Tuple[int, int]]]:
+        """Where each shard's counters are in the table's file: (offset, length) pieces."""
+        raise NotImplementedError
+
+    def _frame(self) -> Tuple[int, List[Tuple[int, bytes]]]:
+        """The file's length and what the client writes before the shards' counters are in
+        place: (offset, bytes) pieces."""
+        raise NotImplementedError
+
+    def _seal(self, path: str) -> None:
+        """What the client writes once every shard's counters are in place (nothing by default)."""
+
+    def _start_some(self, method: str, args: Dict[int, Sequence[Any]]) -> Dict[int, Any]:
+        """Calls ``method`` on the shards ``args`` names, with their arguments, without waiting
+        (remote shards first, so that local work overlaps theirs): each shard's future."""
+        order = sorted(args, key=lambda s: isinstance(self._shards[s], _Local))
+        return {s: self._named(s, lambda s=s: getattr(self._shards[s], method)(*args[s])) for s in order}
+
+    def _finish_some(self, futures: Dict[int, Any]) -> Dict[int, Any]:
+        """The answers of :meth:`_start_some`'s futures."""
+        return {s: self._answer(s, f) for s, f in sorted(futures.items())}
+
+    def _seeing(self, path: str) -> List[bool]:
+        """Whether each shard's process sees the file ``path`` that this process sees (the
+        same inode and size): a worker on another machine without a shared file system does
+        not."""
+        identity = _identity(path)
+        answers = self._finish_some(self._start_some("sees", {s: (path, identity) for s in range(len(self._shards))}))
+        return [bool(answers[s]) for s in range(len(self._shards))]
+
+    def _save_in_place(self, path: str) -> bool:
+        """Saves the table to ``path`` without gathering it: the file is made at its full
+        length under a temporary name beside ``path``, each shard writes its counters at their
+        place from the process holding it (a shard whose worker does not see the file sends
+        its counters here, one shard at a time), this process writes the rest, and the file is
+        renamed over ``path``. On a failure the temporary is removed and the error names the
+        shard. False (nothing done) where ``path`` is written in place (a FIFO, a device)."""
+        self.flush()
+        length, frame = self._frame()
+        staged = _core.StagedFile.create(path, length)
+        if staged is None:
+            return False
+        try:
+            temp = os.path.abspath(staged.temp_path)
+            staged.write(frame)
+            places = self._places()
+            seeing = self._seeing(temp)
+            futures = self._start_some("write_to", {s: (temp, places[s]) for s in range(len(places)) if seeing[s]})
+            for s in (s for s in range(len(places)) if not seeing[s]):
+                cells = self._answer(s, self._named(s, lambda s=s: self._shards[s].cells()))
+                _core.write_places(temp, places[s], _array(cells, np.uint8))
+                del cells
+            self._finish_some(futures)
+            self._seal(temp)
+            staged.commit()
+        except BaseException:
+            staged.discard()
+            raise
+        return True
+
+    def _read_in_place(self, path: str) -> None:
+        """Fills the shards from the table file ``path``: each shard reads its counters from
+        the process holding it; a shard whose worker does not see the file gets them from this
+        process, one shard at a time."""
+        path = os.path.abspath(path)
+        places = self._places()
+        seeing = self._seeing(path)
+        futures = self._start_some("read_from", {s: (path, places[s]) for s in range(len(places)) if seeing[s]})
+        for s in (s for s in range(len(places)) if not seeing[s]):
+            cells = _core.read_places(path, places[s])
+            self._answer(s, self._named(s, lambda s=s, cells=cells: self._shards[s].set_cells(cells)))
+            del cells
+        self._finish_some(futures)
+
     # --- khmer's k-mer and read queries, from the table's add_hashes, get_hash_counts,
     # hash_reads and _hash -------------------------------------------------------------------
 
@@ -239,9 +336,14 @@ class ShardedCountgraph(_Sharded):
         sizes = _default_sizes(n_tables, starting_size, primes)
         if batch_kmers < 1:
             raise ParameterError("batch_kmers must be at least 1")
-        self._table = _core.ShardClient(ksize, sizes, shards, use_bigcount)
+        self._start_shards(_core.ShardClient(ksize, sizes, shards, use_bigcount), client, local, batch_kmers)
+
+    def _start_shards(self, table: Any, client: Any, local: Optional[int], batch_kmers: int) -> None:
+        """Starts a zeroed shard for each of the ranges of ``table`` (the client's part)."""
+        self._table = table
         self.batch_kmers = batch_kmers
-        bounds = self._table.bounds
+        bounds, sizes = table.bounds, table.sizes
+        shards = len(bounds) - 1
         n_local = _n_local(client, shards, local)
         remote = range(max(n_local, 0), shards)
         self._start(client, ShardActor, [(bounds[s], bounds[s + 1] - bounds[s]) for s in range(shards)],
@@ -250,6 +352,22 @@ class ShardedCountgraph(_Sharded):
         #: Reads shorter than k: counted by :meth:`consume_seqfile` (they contribute no k-mers)
         #: and dropped by :meth:`normalize_file`.
         self.short_reads = 0
+
+    @classmethod
+    def load(cls, path: Union[str, os.PathLike], *, client: Any = None, shards: int = 1,
+             local: Optional[int] = None, batch_kmers: int = BATCH_KMERS) -> "ShardedCountgraph":
+        """The table saved in khmer's format at ``path`` (uncompressed, 8-bit counters: as
+        ``load-into-counting`` saves it) cut into ``shards`` shards as the constructor places
+        them (the memory check included). This process reads the header and the bigcount
+        entries; each shard reads its own counters from the process holding it (through this
+        process where a worker does not see the file). ``n_unique_kmers`` starts at zero, as
+        for a table loaded in one process."""
+        if batch_kmers < 1:
+            raise ParameterError("batch_kmers must be at least 1")
+        graph = cls.__new__(cls)
+        graph._start_shards(_core.khmer_client_from_file(os.fspath(path), shards), client, local, batch_kmers)
+        graph._read_in_place(os.fspath(path))
+        return graph
 
     # --- messages -----------------------------------------------------------------------------
 
@@ -367,8 +485,18 @@ class ShardedCountgraph(_Sharded):
         return self._table.gather(self._call("cells", [() for _ in self._shards]))
 
     def save(self, path: Union[str, os.PathLike]) -> None:
-        """Saves the gathered table in khmer's format (through this process's memory)."""
-        self.to_countgraph().save(os.fspath(path))
+        """Saves the table in khmer's format, shard by shard without gathering it (see
+        :meth:`_save_in_place`); a gzip-compressed file (a ``.gz`` name), and a FIFO or device,
+        are written from the table gathered into this process."""
+        path = os.fspath(path)
+        if path.endswith(".gz") or not self._save_in_place(path):
+            self.to_countgraph().save(path)
+
+    def _places(self) -> List[List[Tuple[int, int]]]:
+        return _core.khmer_places(self._table)
+
+    def _frame(self) -> Tuple[int, List[Tuple[int, bytes]]]:
+        return _core.khmer_frame(self._table)
 
     def abundance_distribution(self, path: Union[str, os.PathLike], tracking: Any) -> List[int]:
         """khmer's ``abundance_distribution`` of a file, on the gathered table (``tracking``, a
@@ -432,6 +560,15 @@ def _binary_writer(out: Any) -> Any:
         return out.write
     out.flush()
     return buffer.write
+
+
+def _identity(path: str) -> Optional[Tuple[int, int]]:
+    """What tells a file apart: its inode and size (``None`` where there is no file)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size
 
 
 def _n_local(client: Any, shards: int, local: Optional[int]) -> int:

@@ -17,25 +17,25 @@ one-process run's, byte for byte.
 ...         Client(cluster, direct_to_workers=True) as client:
 ...     table = ShardedBlockedTable(20, 1e8, 4, client=client, shards=8)
 ...     table.consume_seqfile("reads.fq.gz")
-...     table.save("reads.kf")                                         # kmerflow's format
+...     table.save("reads.kf")                      # kmerflow's format, shard by shard
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from kmerflow import _core
-from kmerflow.distributed import BATCH_KMERS, _array, _binary_writer, _n_local, _Sharded
+from kmerflow.distributed import BATCH_KMERS, _array, _binary_writer, _n_local, _SeesFiles, _Sharded
 from kmerflow.errors import ParameterError
 
 #: Bytes of one line.
 LINE_BYTES = 64
 
 
-class BlockedShardActor:
+class BlockedShardActor(_SeesFiles):
     """One shard of a blocked table in a Dask worker's memory (submitted with ``actor=True``):
     lines ``start .. end`` of the table of that shape. Each method takes and returns numpy
     arrays; the native calls release the GIL."""
@@ -62,6 +62,18 @@ class BlockedShardActor:
         """A copy of the counter bytes."""
         return self.shard.cells()
 
+    def write_to(self, path: str, places: Sequence[Tuple[int, int]]) -> None:
+        """Writes the lines at ``places`` (their place) of the table file ``path``."""
+        _core.blocked_shard_write(self.shard, path, list(places))
+
+    def read_from(self, path: str, places: Sequence[Tuple[int, int]]) -> None:
+        """Replaces the lines with those at ``places`` (their place) of the table file ``path``."""
+        _core.blocked_shard_read(self.shard, path, list(places))
+
+    def set_cells(self, cells: np.ndarray) -> None:
+        """Replaces the lines with ``cells`` (uint8)."""
+        _core.blocked_shard_set(self.shard, _array(cells, np.uint8))
+
 
 class ShardedBlockedTable(_Sharded):
     """A blocked table cut into ``shards`` shards of lines held by the workers of ``client``.
@@ -87,21 +99,41 @@ class ShardedBlockedTable(_Sharded):
         bits = 4 if small_count else 8
         if memory_bytes is None:
             memory_bytes = int(starting_size * n_tables * bits / 8)
-        self._table = _core.BlockedShardClient(ksize, memory_bytes, bits, n_tables, shards)
+        self._start_shards(_core.BlockedShardClient(ksize, memory_bytes, bits, n_tables, shards), client, local,
+                           batch_kmers)
+
+    def _start_shards(self, table: Any, client: Any, local: Optional[int], batch_kmers: int) -> None:
+        """Starts a zeroed shard for each of the ranges of lines of ``table`` (the client's part)."""
+        self._table = table
         self.batch_kmers = batch_kmers
-        memory = self._table.memory_bytes
-        bounds = self._table.bounds
+        bounds = table.bounds
+        shards = len(bounds) - 1
+        shape = (table.ksize, table.memory_bytes, table.bits, table.probes)
         n_local = _n_local(client, shards, local)
         remote = range(max(n_local, 0), shards)
-        self._start(client, BlockedShardActor,
-                    [(ksize, memory, bits, n_tables, bounds[s], bounds[s + 1]) for s in range(shards)],
+        self._start(client, BlockedShardActor, [(*shape, bounds[s], bounds[s + 1]) for s in range(shards)],
                     n_local, [(bounds[s + 1] - bounds[s]) * LINE_BYTES for s in remote],
                     # At most a batch of hashes (in, and as lines), their counters' values and
                     # updates (8 + 1 bytes each), twice while (de)serialized.
-                    [2 * batch_kmers * (16 + 10 * n_tables) for _ in remote])
+                    [2 * batch_kmers * (16 + 10 * table.probes) for _ in remote])
         #: Reads shorter than k: counted by :meth:`consume_seqfile` (they contribute no k-mers)
         #: and dropped by :meth:`normalize_file`.
         self.short_reads = 0
+
+    @classmethod
+    def load(cls, path: Union[str, os.PathLike], *, client: Any = None, shards: int = 1,
+             local: Optional[int] = None, batch_kmers: int = BATCH_KMERS) -> "ShardedBlockedTable":
+        """The table saved in kmerflow's format at ``path`` cut into ``shards`` shards as the
+        constructor places them (the memory check included). This process checks the header
+        and the counters' checksum (reading the file in chunks); each shard reads its own lines
+        from the process holding it (through this process where a worker does not see the
+        file)."""
+        if batch_kmers < 1:
+            raise ParameterError("batch_kmers must be at least 1")
+        table = cls.__new__(cls)
+        table._start_shards(_core.blocked_client_from_file(os.fspath(path), shards), client, local, batch_kmers)
+        table._read_in_place(os.fspath(path))
+        return table
 
     def ksize(self) -> int:
         return self._table.ksize
@@ -191,9 +223,22 @@ class ShardedBlockedTable(_Sharded):
         return reads, kept
 
     def save(self, path: Union[str, os.PathLike]) -> None:
-        """Saves the gathered table in kmerflow's format (through this process's memory)."""
-        self.flush()
-        self._table.save(self._call("cells", [() for _ in self._shards]), os.fspath(path))
+        """Saves the table in kmerflow's format, shard by shard without gathering it (see
+        :meth:`kmerflow.distributed._Sharded._save_in_place`); a FIFO or device is written from
+        the table gathered into this process."""
+        if not self._save_in_place(os.fspath(path)):
+            self._table.save(self._call("cells", [() for _ in self._shards]), os.fspath(path))
+
+    def _places(self) -> List[List[Tuple[int, int]]]:
+        return _core.blocked_places(self._table)
+
+    def _frame(self) -> Tuple[int, List[Tuple[int, bytes]]]:
+        # The header is written by _seal, once the checksum of the lines can be computed.
+        places = self._places()
+        return places[-1][0][0] + places[-1][0][1], []
+
+    def _seal(self, path: str) -> None:
+        _core.blocked_seal(self._table, path)
 
 
 __all__ = ["ShardedBlockedTable", "BlockedShardActor"]

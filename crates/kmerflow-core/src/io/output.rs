@@ -277,6 +277,12 @@ impl Staged {
     }
 }
 
+/// True when `path` is written under a temporary name and renamed (a regular file or a new
+/// name), false when it is written in place (a FIFO, a device, a process's open file).
+pub fn is_replaced(path: &str) -> Result<bool> {
+    Ok(matches!(target_of(path)?, Target::Replace { .. }))
+}
+
 /// A new regular file to be filled through a map or by hand (a file-backed table): the file
 /// under a temporary name, and the [`Staged`] that renames it to `path` once complete. Refused
 /// where `path` is not a regular file or a new name.

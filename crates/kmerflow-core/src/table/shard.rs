@@ -251,6 +251,21 @@ impl Shard {
         &self.cells
     }
 
+    /// Replaces the counters with those at `places` of the table file `path` (see
+    /// [`super::shard_file`]), checked against the maximum.
+    pub fn read_from(&mut self, path: &str, places: &[(u64, u64)]) -> Result<()> {
+        super::shard_file::read_into(path, places, &mut self.cells)?;
+        match self.cells.iter().position(|&c| c > self.max) {
+            Some(i) => Err(Error::format(
+                path,
+                None,
+                None,
+                format!("counter {} holds {} above the maximum {}", self.start + i as u64, self.cells[i], self.max),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses a counter outside the shard before anything is done.
     fn check(&self, counters: &[u64]) -> Result<()> {
         let end = self.start + self.cells.len() as u64;

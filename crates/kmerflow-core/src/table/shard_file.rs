@@ -56,13 +56,26 @@ where
 
 /// Reads `pieces` of `path`, laid end to end.
 pub fn read_pieces(path: &str, pieces: &[(u64, u64)]) -> Result<Vec<u8>> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut cells = Vec::new();
     cells.try_reserve_exact(length(pieces) as usize).map_err(|_| {
         Error::invalid(format!("cannot allocate {} bytes for the counters of {path}", length(pieces)))
     })?;
     cells.resize(length(pieces) as usize, 0);
-    let mut rest = &mut cells[..];
+    read_into(path, pieces, &mut cells)?;
+    Ok(cells)
+}
+
+/// Reads `pieces` of `path`, laid end to end, into `cells` (as long as the pieces).
+pub fn read_into(path: &str, pieces: &[(u64, u64)], cells: &mut [u8]) -> Result<()> {
+    if length(pieces) != cells.len() as u64 {
+        return Err(Error::invalid(format!(
+            "places of {} bytes in {path} for {} bytes of counters",
+            length(pieces),
+            cells.len()
+        )));
+    }
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut rest = cells;
     for &(offset, len) in pieces {
         let (piece, after) = rest.split_at_mut(len as usize);
         file.read_exact_at(piece, offset).map_err(|e| match e.kind() {
@@ -73,7 +86,7 @@ pub fn read_pieces(path: &str, pieces: &[(u64, u64)]) -> Result<Vec<u8>> {
         })?;
         rest = after;
     }
-    Ok(cells)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -148,7 +148,13 @@ impl BlockedShard {
 
     /// Where the shard's lines are in a kmerflow table file (offset, length).
     pub fn place(&self) -> (u64, u64) {
-        (native_format::DATA_OFFSET as u64 + self.lines.start * LINE_BYTES as u64, self.data_bytes())
+        Self::place_of(self.lines())
+    }
+
+    /// Where lines `lines` of a table are in its kmerflow table file (offset, length).
+    pub fn place_of(lines: Range<u64>) -> (u64, u64) {
+        let bytes = LINE_BYTES as u64;
+        (native_format::DATA_OFFSET as u64 + lines.start * bytes, (lines.end - lines.start) * bytes)
     }
 
     /// Writes the shard's lines at their place in the table file `path` (made by the client
@@ -159,8 +165,8 @@ impl BlockedShard {
 
     /// Replaces the shard's lines with those at their place in the table file `path`.
     pub fn read_from(&mut self, path: &str) -> Result<()> {
-        let bytes = shard_file::read_pieces(path, &[self.place()])?;
-        self.set_bytes(&bytes)
+        let place = self.place();
+        shard_file::read_into(path, &[place], self.table.mem.bytes_mut())
     }
 
     /// Replaces the shard's lines with `bytes`.
