@@ -59,7 +59,6 @@ def test_help_shows_the_shard_flags():
     (["-C", "300"], "--cutoff"),
     (["-x", "nan"], "--max-tablesize"),
     (["--small-count"], "'--small-count'"),
-    (["-l", "table.ct"], "'--loadgraph'"),
     (["--gzip"], "'--gzip'"),
     (["--local-cluster", "0"], "--local-cluster"),
     (["--scheduler", "tcp://127.0.0.1:9"], "--scheduler"),
@@ -74,7 +73,6 @@ def test_usage_errors_are_the_native_ones(tmp_path, args, flag):
 
 
 @pytest.mark.parametrize("args,flag", [
-    (["-l", "table.ct"], "'--loadgraph'"),
     (["--batched"], "'--batched'"),
     (["--small-count"], "'--small-count'"),
     (["--metrics", "m.json"], "'--metrics'"),

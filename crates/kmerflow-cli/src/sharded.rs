@@ -23,7 +23,9 @@ use kmerflow_core::ops::{abundance_dist, filter_abund, sizing, trim_low_abund};
 use kmerflow_core::run::RunContext;
 use kmerflow_core::table::shard::{Shard, ShardClient};
 use kmerflow_core::table::shard_runs::{RemoteShards, ShardedDecisions};
-use kmerflow_core::table::Layout;
+use kmerflow_core::ops::read_filter;
+use kmerflow_core::table::khmer_format::ByteFrame;
+use kmerflow_core::table::{native_format, Layout};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::time::Duration;
@@ -59,6 +61,7 @@ fn command_args(command: &str) -> Option<&'static [&'static str]> {
         "load-into-counting" => &["no_bigcount", "small_count", "summary_info", "output", "inputs"],
         "normalize-by-median" => &[
             "small_count",
+            "loadgraph",
             "cutoff",
             "paired",
             "force_single",
@@ -75,6 +78,7 @@ fn command_args(command: &str) -> Option<&'static [&'static str]> {
         }
         "filter-abund" => &["cutoff", "variable_coverage", "normalize_to", "output", "gzip", "bzip", "graph", "inputs"],
         "trim-low-abund" => &[
+            "loadgraph",
             "cutoff",
             "trim_at_coverage",
             "variable_coverage",
@@ -101,7 +105,6 @@ fn command_args(command: &str) -> Option<&'static [&'static str]> {
 fn why_not(id: &str) -> &'static str {
     match id {
         "small_count" => "the shards of khmer's layout hold 8-bit counters",
-        "loadgraph" => "a saved table is not loaded into shards; count from the reads",
         "metrics" => "per-stage metrics are measured in one process; use --report-json",
         "gzip" | "bzip" => "the sharded normalize-by-median writes uncompressed reads",
         "mate" | "output2" | "orphans" => "the sharded normalize-by-median reads interleaved or single files",
@@ -218,6 +221,37 @@ fn table(
     Ok(json!({"layout": "khmer", "ksize": params.ksize, "sizes": sizes, "force": force}))
 }
 
+/// The table of a sharded run that loads the saved table `path` (`-l`): `layout` (read from
+/// the file: `blocked` for kmerflow's format, else `khmer`, whose file must hold 8-bit
+/// counters, uncompressed), `ksize` (the file's, which wins over `-k` with the one-process
+/// command's warning), `loadgraph` and `force`; `loading` is the one-process command's
+/// message. `khmer_only`: a kmerflow-format file is refused (the command loads khmer's).
+fn loaded_table(
+    command: &str,
+    path: &str,
+    counting: &CountingArgs,
+    force: bool,
+    (loading, khmer_only): (&str, bool),
+    ctx: &mut Ctx,
+) -> Result<Value, CliError> {
+    let data = |e| data_error(command, e);
+    let params = counting.resolved_params(force, &[], true, ctx).map_err(data)?;
+    let mut start = [0u8; 8];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut start))
+        .map_err(|e| data(kmerflow_core::Error::io(path, e)))?;
+    let blocked = !khmer_only && native_format::is_native(&start[..n]);
+    let k = if blocked { native_format::read_params(path).map_err(data)?.k } else { ByteFrame::read(path).map_err(data)?.k };
+    ctx.run.info(format!("{loading} {path}"));
+    read_filter::loadgraph_params(&params, path, k, &ctx.run);
+    Ok(json!({
+        "layout": if blocked { "blocked" } else { "khmer" },
+        "ksize": k,
+        "loadgraph": path,
+        "force": force,
+    }))
+}
+
 /// Parses the sharded command line `argv` (program name first) with the command definitions
 /// and returns the run to carry out as JSON: `command`, `quiet`, `cluster` (`scheduler`,
 /// `local_cluster`, `shards`, `local_shards`, `batch_kmers`), `table` (see [`table`]),
@@ -262,8 +296,14 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
         }
         Command::NormalizeByMedian(a) => {
             let all: Vec<String> = a.inputs.iter().chain(&a.unpaired).cloned().collect();
+            let table = match &a.loadgraph {
+                Some(path) => {
+                    loaded_table(name, path, &a.counting, a.force, ("loading k-mer countgraph from", false), &mut ctx)?
+                }
+                None => table(name, &a.counting, Some(a.layout.layout), a.force, &all, &mut ctx)?,
+            };
             json!({
-                "table": table(name, &a.counting, Some(a.layout.layout), a.force, &all, &mut ctx)?,
+                "table": table,
                 "bigcount": false,
                 "cutoff": a.cutoff,
                 "paired": a.paired,
@@ -306,8 +346,12 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
         }
         Command::TrimLowAbund(a) => {
             let all: Vec<String> = a.inputs.iter().chain(&a.mates.mate).cloned().collect();
+            let table = match &a.loadgraph {
+                Some(path) => loaded_table(name, path, &a.counting, a.force, ("loading countgraph from", true), &mut ctx)?,
+                None => table(name, &a.counting, None, a.force, &all, &mut ctx)?,
+            };
             json!({
-                "table": table(name, &a.counting, None, a.force, &all, &mut ctx)?,
+                "table": table,
                 "bigcount": false,
                 "inputs": all,
             })
@@ -551,10 +595,8 @@ mod tests {
     fn flags_without_a_sharded_run_are_named() {
         for (args, flag) in [
             (&["load-into-counting", "--small-count", "--local-cluster", "2", "o.ct", "a.fq"][..], "--small-count"),
-            (&["normalize-by-median", "-l", "t.ct", "--local-cluster", "2", "a.fq"], "--loadgraph"),
             (&["normalize-by-median", "--small-count", "--local-cluster", "2", "a.fq"], "--small-count"),
             (&["abundance-dist-single", "--metrics", "m.json", "--local-cluster", "2", "a.fq", "h"], "--metrics"),
-            (&["trim-low-abund", "-l", "t.ct", "--local-cluster", "2", "a.fq"], "--loadgraph"),
             (&["trim-low-abund", "--batched", "--scheduler", "s.json", "a.fq"], "--batched"),
         ] {
             let err = plan(argv(args)).unwrap_err();

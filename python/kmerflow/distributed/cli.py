@@ -148,10 +148,15 @@ def _connected(cluster: Dict[str, Any], client: Any) -> Iterator[Any]:
 
 def _graph(plan: Dict[str, Any], client: Any) -> Any:
     """The run's table: a :class:`ShardedCountgraph`, or a :class:`ShardedBlockedTable` for
-    ``--layout blocked``."""
+    ``--layout blocked``; with ``-l``, the saved table loaded into the shards (its layout is
+    the file's)."""
     cluster, table = plan["cluster"], plan["table"]
     local = cluster["local_shards"]
     shards = cluster["shards"] or max(1, len(client.scheduler_info()["workers"])) + local
+    if table.get("loadgraph"):
+        kind = ShardedBlockedTable if table["layout"] == "blocked" else ShardedCountgraph
+        return kind.load(table["loadgraph"], client=client, shards=shards, local=local,
+                         batch_kmers=cluster["batch_kmers"])
     if table["layout"] == "blocked":
         return ShardedBlockedTable(table["ksize"], 0, table["probes"], small_count=table["bits"] == 4,
                                    client=client, shards=shards, local=local,

@@ -575,12 +575,12 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
     run_on(o, None, ctx)
 }
 
-/// [`run`] with pass 1 deciding on the sharded table `shards` (sized as `o.table` sizes it),
-/// pass 2 looking its reads up on the shards; the outputs are those of [`run`] with a
-/// table of the same sizes. A saved table (`loadgraph`) and `batched` are refused.
+/// [`run`] with pass 1 deciding on the sharded table `shards` (sized as `o.table` sizes it, or
+/// loaded from `o.loadgraph` by the caller), pass 2 looking its reads up on the shards; the
+/// outputs are those of [`run`] with a table of the same sizes. `batched` is refused.
 pub fn run_sharded(o: &Options, shards: ShardedDecisions<'_>, ctx: &RunContext) -> Result<Summary> {
-    if o.loadgraph.is_some() || o.batched {
-        return Err(Error::invalid("a sharded run neither loads a saved table nor takes --batched"));
+    if o.batched {
+        return Err(Error::invalid("a sharded run does not take --batched"));
     }
     run_on(o, Some(shards), ctx)
 }

@@ -221,6 +221,20 @@ pub fn seal(path: &str, params: &BlockedParams, stats: OccupancyStats) -> Result
 /// The shape and statistics of the table file `path`, checked as [`load`] checks them (the
 /// counter data's checksum read in chunks), without holding its counters.
 pub fn read_header(path: &str) -> Result<(BlockedParams, OccupancyStats)> {
+    let header = header_of(path)?;
+    if data_checksum(path)? != header.data_checksum {
+        return Err(Error::format(path, None, None, "data checksum mismatch (the file is corrupt)"));
+    }
+    Ok((header.params, header.stats))
+}
+
+/// The shape of the table file `path`, its header checked (not its counters).
+pub fn read_params(path: &str) -> Result<BlockedParams> {
+    Ok(header_of(path)?.params)
+}
+
+/// The checked header of the regular file `path`.
+fn header_of(path: &str) -> Result<Header> {
     let io = |e| Error::io(path, e);
     let file = crate::io::interruptible::open_read(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
@@ -229,11 +243,7 @@ pub fn read_header(path: &str) -> Result<(BlockedParams, OccupancyStats)> {
     }
     let mut head = vec![0u8; HEADER_LEN];
     let n = std::os::unix::fs::FileExt::read_at(&file, &mut head, 0).map_err(io)?;
-    let header = Header::decode(&head[..n], meta.len(), path)?;
-    if data_checksum(path)? != header.data_checksum {
-        return Err(Error::format(path, None, None, "data checksum mismatch (the file is corrupt)"));
-    }
-    Ok((header.params, header.stats))
+    Header::decode(&head[..n], meta.len(), path)
 }
 
 /// Rewrites the data and header checksums of a table file's bytes to match its contents, so
