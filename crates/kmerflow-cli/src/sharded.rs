@@ -19,12 +19,12 @@ use crate::{cli_command, parse, report, run_failure, CliError, Parsed, EXIT_DATA
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use kmerflow_core::ops::count::{self, ReadTally};
+use kmerflow_core::ops::read_filter;
 use kmerflow_core::ops::{abundance_dist, filter_abund, sizing, trim_low_abund};
 use kmerflow_core::run::RunContext;
+use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::shard::{Shard, ShardClient};
 use kmerflow_core::table::shard_runs::{RemoteShards, ShardedDecisions};
-use kmerflow_core::ops::read_filter;
-use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::{native_format, Layout};
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -241,7 +241,11 @@ fn loaded_table(
         .and_then(|mut f| std::io::Read::read(&mut f, &mut start))
         .map_err(|e| data(kmerflow_core::Error::io(path, e)))?;
     let blocked = !khmer_only && native_format::is_native(&start[..n]);
-    let k = if blocked { native_format::read_params(path).map_err(data)?.k } else { ByteFrame::read(path).map_err(data)?.k };
+    let k = if blocked {
+        native_format::read_params(path).map_err(data)?.k
+    } else {
+        ByteFrame::read(path).map_err(data)?.k
+    };
     ctx.run.info(format!("{loading} {path}"));
     read_filter::loadgraph_params(&params, path, k, &ctx.run);
     Ok(json!({
@@ -347,7 +351,9 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
         Command::TrimLowAbund(a) => {
             let all: Vec<String> = a.inputs.iter().chain(&a.mates.mate).cloned().collect();
             let table = match &a.loadgraph {
-                Some(path) => loaded_table(name, path, &a.counting, a.force, ("loading countgraph from", true), &mut ctx)?,
+                Some(path) => {
+                    loaded_table(name, path, &a.counting, a.force, ("loading countgraph from", true), &mut ctx)?
+                }
                 None => table(name, &a.counting, None, a.force, &all, &mut ctx)?,
             };
             json!({

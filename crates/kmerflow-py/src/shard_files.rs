@@ -6,11 +6,11 @@
 
 use crate::batch::slice;
 use crate::blocked_shards::{BlockedShard, BlockedShardClient};
-use kmerflow_core::table::blocked::shard::BlockedShard as CoreBlockedShard;
 use crate::errors::IntoPyResult;
 use crate::shards::{Shard, ShardClient};
 use kmerflow_core::io::output::{create_regular, is_replaced};
 use kmerflow_core::io::Staged;
+use kmerflow_core::table::blocked::shard::BlockedShard as CoreBlockedShard;
 use kmerflow_core::table::blocked::shard::BlockedShardClient as CoreBlockedClient;
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::shard::ShardClient as CoreClient;
@@ -166,10 +166,20 @@ fn blocked_client_from_file(py: Python<'_>, path: &str, shards: usize) -> PyResu
         let (params, stats) = native_format::read_header(path)?;
         // The shards are made from the shape alone (8- or 4-bit counters, the hash for k).
         if params.width == CounterWidth::Bits1 {
-            return Err(Error::format(path, None, None, "holds presence bits, not counts: shards hold 8- or 4-bit counters"));
+            return Err(Error::format(
+                path,
+                None,
+                None,
+                "holds presence bits, not counts: shards hold 8- or 4-bit counters",
+            ));
         }
         if params.hash != BlockedParams::new(params.k, 0, params.width, params.probes).hash {
-            return Err(Error::format(path, None, None, "hashes k-mers with another scheme than this build's for its k"));
+            return Err(Error::format(
+                path,
+                None,
+                None,
+                "hashes k-mers with another scheme than this build's for its k",
+            ));
         }
         CoreBlockedClient::with_stats(params, shards, stats)
     });

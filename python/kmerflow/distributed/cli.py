@@ -7,10 +7,11 @@ defaults, range checks, usage errors and the table's sizing are the one-process 
 a flag the sharded run does not have is a usage error naming it. ``load-into-counting`` and
 ``normalize-by-median`` run on the shards throughout; ``abundance-dist-single`` and
 ``filter-abund-single`` count on the shards, then run the native histogram / filtering whose
-look-ups go to the shards (the table is gathered only to be saved, ``--savegraph``).
-``trim-low-abund`` is the native command with its first pass deciding on the shards and its
-second looking its reads up there. ``filter-abund`` (a saved table) is the one-process command:
-the saved table was gathered through one process to be saved, so it fits in one. The summary has the native
+look-ups go to the shards. ``trim-low-abund`` is the native command with its first pass
+deciding on the shards and its second looking its reads up there. ``normalize-by-median -l`` and
+``trim-low-abund -l`` load the saved table into the shards (each shard reads its range of the
+file); saved tables are written shard by shard. ``filter-abund`` (a saved table) is the
+one-process command. The summary has the native
 command's fields; ``load-into-counting``'s ``OUT.info`` (and ``-s`` file) and ``--report-json``
 are written by the native code (``_core.shard_finish``). Outputs are written under temporary
 names and renamed at the end, so a failed run (a lost worker) leaves none. Exit status 0, 1 on

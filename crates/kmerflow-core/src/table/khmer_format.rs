@@ -129,7 +129,8 @@ impl ByteFrame {
     /// Everything but the counters, as (offset, bytes): the header, each table's size and the
     /// bigcount entries; and the length of the whole file.
     pub fn pieces(&self) -> (u64, Vec<(u64, Vec<u8>)>) {
-        let mut pieces = vec![(0, header(StorageKind::Byte, self.use_bigcount, self.k, self.sizes.len(), self.occupied))];
+        let mut pieces =
+            vec![(0, header(StorageKind::Byte, self.use_bigcount, self.k, self.sizes.len(), self.occupied))];
         for (t, size) in self.sizes.iter().enumerate() {
             pieces.push((self.table_offset(t) - 8, size.to_le_bytes().to_vec()));
         }
@@ -155,14 +156,19 @@ impl ByteFrame {
         }
         let version = reader.u8("the version")?;
         if version != VERSION {
-            return Err(reader.invalid(format!("khmer table file version {version} is not supported (expected {VERSION})")));
+            return Err(
+                reader.invalid(format!("khmer table file version {version} is not supported (expected {VERSION})"))
+            );
         }
         match reader.u8("the file type")? {
             TYPE_COUNTING => {}
             TYPE_SMALLCOUNT => {
-                return Err(reader.invalid("holds 4-bit counters (--small-count): shards of khmer's layout hold 8-bit counters"))
+                return Err(reader
+                    .invalid("holds 4-bit counters (--small-count): shards of khmer's layout hold 8-bit counters"))
             }
-            TYPE_BITS => return Err(reader.invalid("is a nodegraph (k-mer presence bits), not a countgraph of k-mer counts")),
+            TYPE_BITS => {
+                return Err(reader.invalid("is a nodegraph (k-mer presence bits), not a countgraph of k-mer counts"))
+            }
             other => {
                 return Err(reader.invalid(format!("khmer file type {other} is not a k-mer table (expected 1, 2 or 7)")))
             }
@@ -171,7 +177,8 @@ impl ByteFrame {
         let k = reader.u32("k")? as usize;
         let n_tables = reader.u8("the number of tables")?;
         let occupied = reader.u64("the occupied count")?;
-        super::check_parameters(k, HashKind::TwoBit, usize::from(n_tables)).map_err(|e| reader.invalid(e.to_string()))?;
+        super::check_parameters(k, HashKind::TwoBit, usize::from(n_tables))
+            .map_err(|e| reader.invalid(e.to_string()))?;
         let mut sizes = Vec::with_capacity(usize::from(n_tables));
         let mut at = BYTE_HEADER_LEN;
         for t in 0..n_tables {

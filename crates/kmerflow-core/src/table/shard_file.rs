@@ -57,9 +57,9 @@ where
 /// Reads `pieces` of `path`, laid end to end.
 pub fn read_pieces(path: &str, pieces: &[(u64, u64)]) -> Result<Vec<u8>> {
     let mut cells = Vec::new();
-    cells.try_reserve_exact(length(pieces) as usize).map_err(|_| {
-        Error::invalid(format!("cannot allocate {} bytes for the counters of {path}", length(pieces)))
-    })?;
+    cells
+        .try_reserve_exact(length(pieces) as usize)
+        .map_err(|_| Error::invalid(format!("cannot allocate {} bytes for the counters of {path}", length(pieces))))?;
     cells.resize(length(pieces) as usize, 0);
     read_into(path, pieces, &mut cells)?;
     Ok(cells)
