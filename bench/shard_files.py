@@ -89,7 +89,7 @@ def main() -> None:
         rows.append(("save gathered", measured(lambda: graph.to_countgraph().save(gathered))))
         identical = filecmp.cmp(parallel, gathered, shallow=False)
         size = os.path.getsize(parallel)
-        del graph
+        graph = None  # the shards are freed before the table is loaded again
         loaded = {}
         rows.append(("load shard by shard", measured(
             lambda: loaded.setdefault("g", ShardedCountgraph.load(parallel, client=client, shards=args.shards,
