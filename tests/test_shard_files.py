@@ -14,9 +14,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from test_shards import _genome_reads
 
-from conftest import kmerflow
+from conftest import genome_reads, kmerflow
 
 distributed = pytest.importorskip("distributed")
 
@@ -27,13 +26,6 @@ SIZES = [401, 397, 389]
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  memory_limit=400e6, dashboard_address=None) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def client(cluster):
     with distributed.Client(cluster, direct_to_workers=True) as c:
         yield c
@@ -41,7 +33,7 @@ def client(cluster):
 
 @pytest.fixture(scope="module")
 def reads(tmp_path_factory) -> Path:
-    return _genome_reads(tmp_path_factory.mktemp("reads") / "reads.fq", seed=11)
+    return genome_reads(tmp_path_factory.mktemp("reads") / "reads.fq", seed=11)
 
 
 def _one_process(reads: Path, path: Path) -> kf.Countgraph:
@@ -122,7 +114,7 @@ def test_a_saved_table_loads_into_shards(client, reads, tmp_path, shards, local)
     for seq in sequences:
         assert graph.get_kmer_counts(seq) == list(expected.get_kmer_counts(seq))
     # Counting on: the loaded shards and the loaded one-process table stay equal.
-    more = _genome_reads(tmp_path / "more.fq", seed=12, n=300)
+    more = genome_reads(tmp_path / "more.fq", seed=12, n=300)
     loaded = kf.Countgraph.load(str(tmp_path / "one.ct"))
     graph.consume_seqfile(more)
     loaded.consume_seqfile(str(more))
@@ -231,8 +223,8 @@ def _loaded_runs(tmp_path: Path, tag: str, table: Path, reads: Path, sharding: l
 
 @pytest.mark.parametrize("shards", [1, 3])
 def test_loadgraph_runs_match_the_one_process_run(cluster, tmp_path, shards):
-    reads = _genome_reads(tmp_path / "reads.fq", seed=13, n=800)
-    kmerflow("load-into-counting", *TABLE, tmp_path / "t.ct", _genome_reads(tmp_path / "first.fq", seed=14))
+    reads = genome_reads(tmp_path / "reads.fq", seed=13, n=800)
+    kmerflow("load-into-counting", *TABLE, tmp_path / "t.ct", genome_reads(tmp_path / "first.fq", seed=14))
     one = _loaded_runs(tmp_path, "o", tmp_path / "t.ct", reads, [])
     sharded = _loaded_runs(tmp_path, "s", tmp_path / "t.ct", reads,
                            ["--scheduler", cluster.scheduler_address, "--shards", str(shards),
@@ -243,9 +235,9 @@ def test_loadgraph_runs_match_the_one_process_run(cluster, tmp_path, shards):
 
 
 def test_loadgraph_of_a_blocked_table_matches_the_one_process_run(cluster, tmp_path):
-    reads = _genome_reads(tmp_path / "reads.fq", seed=15, n=800)
+    reads = genome_reads(tmp_path / "reads.fq", seed=15, n=800)
     kmerflow("load-into-counting", "--layout", "blocked", "--small-count", *TABLE, tmp_path / "t.kf",
-             _genome_reads(tmp_path / "first.fq", seed=16))
+             genome_reads(tmp_path / "first.fq", seed=16))
     runs = {}
     for tag, sharding in (("o", []), ("s", ["--scheduler", cluster.scheduler_address, "--shards", "2"])):
         out = tmp_path / tag
@@ -257,7 +249,7 @@ def test_loadgraph_of_a_blocked_table_matches_the_one_process_run(cluster, tmp_p
 
 
 def test_loadgraph_files_the_shards_cannot_read_are_one_line(cluster, tmp_path):
-    reads = _genome_reads(tmp_path / "reads.fq", seed=17, n=100)
+    reads = genome_reads(tmp_path / "reads.fq", seed=17, n=100)
     kmerflow("load-into-counting", "--small-count", *TABLE, tmp_path / "small.ct", reads)
     for command in ("normalize-by-median", "trim-low-abund"):
         proc = kmerflow(command, "-l", tmp_path / "small.ct", "-o", tmp_path / "out.fq", reads,
