@@ -79,21 +79,26 @@ def _normalize(tmp_path: Path, tag: str, reads: Path, flags: list, sharding: tup
     return [(out / name).read_bytes() for name in ("keep", "t.kf", "report")]
 
 
-@pytest.mark.parametrize(("shards", "flags", "paired"), [
-    (1, ["-k", "20", "-N", "4", "-x", "1000", "-C", "40", "-f"], False),
-    (2, ["-k", "20", "-N", "3", "-x", "700", "-C", "60", "-f"], True),
-    (3, ["-k", "20", "-N", "4", "-x", "1000", "-C", "40", "-f"], True),
-    (3, ["-k", "22", "-N", "2", "-x", "1500", "-C", "12", "-f", "--small-count"], False),
+@pytest.mark.parametrize(("shards", "local", "batch", "flags", "paired"), [
+    (1, 0, 600, ["-k", "20", "-N", "4", "-x", "1000", "-C", "40", "-f"], False),
+    (2, 0, 600, ["-k", "20", "-N", "3", "-x", "700", "-C", "60", "-f"], True),
+    (3, 0, 600, ["-k", "20", "-N", "4", "-x", "1000", "-C", "40", "-f"], True),
+    (3, 0, 600, ["-k", "22", "-N", "2", "-x", "1500", "-C", "12", "-f", "--small-count"], False),
+    (3, 2, 90, ["-k", "22", "-N", "3", "-x", "900", "-C", "14", "-f", "--small-count"], True),
 ])
-def test_normalize_matches_the_one_process_run(cluster, tmp_path, shards, flags, paired):
-    reads = _genome_reads(tmp_path / "reads.fq", paired=paired, seed=shards, n=1200)
+def test_normalize_matches_the_one_process_run(cluster, tmp_path, shards, local, batch, flags, paired):
+    """Batches of ``batch`` k-mers, two in flight at once: the second's values get the remote
+    updates of the first, decided meanwhile (counters saturating at 15 or 255)."""
+    reads = _genome_reads(tmp_path / "reads.fq", paired=paired, seed=shards + local, n=1200)
     one = _normalize(tmp_path, "one", reads, flags, ())
     sharded = _normalize(tmp_path, "sharded", reads, flags,
                          ("--scheduler", cluster.scheduler_address, "--shards", str(shards),
-                          "--batch-kmers", "600"))
+                          "--local-shards", str(local), "--batch-kmers", str(batch)))
     assert sharded == one
     kept = one[0].count(b"\n+\n")
     assert 0 < kept < reads.read_bytes().count(b"\n+\n")
+    if "--small-count" in flags:
+        assert 15 in bytes(b >> s & 15 for b in one[1][DATA_OFFSET:] for s in (0, 4))
 
 
 def test_normalize_with_one_worker_and_a_local_shard(tmp_path):

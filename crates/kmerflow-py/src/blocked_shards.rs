@@ -337,22 +337,17 @@ impl BlockedShardedNormalizeRun {
         Ok(BlockedShardedNormalizeRun { client, local, run })
     }
 
-    /// The next batch's messages to the remote shards, `None` at the end.
+    /// The next batch's messages to the remote shards, `None` at the end (at most two batches
+    /// wait).
     fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
         let (client, run) = (&self.client.get().inner, &mut self.run);
         let messages = py.detach(|| run.send(client)).py()?;
         Ok(messages.map(|m| m.into_iter().map(|m| message_arrays(py, m)).collect()))
     }
 
-    /// Looks up the batch sent last on the local shards (call while the remote shards work).
-    fn local(&mut self, py: Python<'_>) -> PyResult<()> {
-        let run = &mut self.run;
-        locked(&self.local, |shards| py.detach(|| run.local(shards))).py()
-    }
-
-    /// Decides the batch sent last from the remote shards' answers (uint8, in shard order);
-    /// returns the kept records' text, where each bundle's reads end in the batch (uint64)
-    /// and whether each bundle was kept (bool).
+    /// Decides the oldest batch sent from the remote shards' answers (uint8, in shard order;
+    /// the next batch may be sent first); returns the kept records' text, where each bundle's
+    /// reads end in the batch (uint64) and whether each bundle was kept (bool).
     fn decide<'py>(&mut self, py: Python<'py>, answers: Vec<PyReadonlyArray1<'py, u8>>) -> PyResult<Decisions<'py>> {
         let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
         let (client, run) = (&self.client.get().inner, &mut self.run);

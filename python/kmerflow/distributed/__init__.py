@@ -204,6 +204,29 @@ class _Sharded:
         self.short_reads += short
         return reads, kmers
 
+    def _normalize(self, run: Any, out: Any,
+                   on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]]) -> Tuple[int, int]:
+        """Drives a native normalization run over a file (``run``: a ``*ShardedNormalizeRun``),
+        writing the kept records to ``out`` and giving each batch's decisions to ``on_batch``;
+        returns (reads, reads kept)."""
+        write = _binary_writer(out)
+        # The next batch is sent before the one answered is decided: its round trip overlaps
+        # the decisions (the run adds back the updates its answers lack).
+        messages = run.send()
+        futures = None if messages is None else self._send_remote("step", messages)
+        while futures is not None:
+            answers = self._answers(futures)
+            messages = run.send()
+            futures = None if messages is None else self._send_remote("step", messages)
+            text, bundle_ends, keep = run.decide(answers)
+            write(text)
+            if on_batch is not None:
+                on_batch(bundle_ends, keep)
+        self._pending = [(c, d) for c, d in run.unsent()]
+        reads, kept, short = run.totals
+        self.short_reads += short
+        return reads, kept
+
     def flush(self) -> None:
         """Sends the updates still held by the client (done by every reading method)."""
         if any(len(c) for c, _ in self._pending):
@@ -447,25 +470,9 @@ class ShardedCountgraph(_Sharded):
         (uint64) and whether each was kept (bool).
         Returns (reads, reads kept)."""
         self.flush()
-        write = _binary_writer(out)
         run = _core.ShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
                                         self.batch_kmers)
-        # The next batch is sent before the one answered is decided: its round trip overlaps
-        # the decisions (the run adds back the updates its answers lack).
-        messages = run.send()
-        futures = None if messages is None else self._send_remote("step", messages)
-        while futures is not None:
-            answers = self._answers(futures)
-            messages = run.send()
-            futures = None if messages is None else self._send_remote("step", messages)
-            text, bundle_ends, keep = run.decide(answers)
-            write(text)
-            if on_batch is not None:
-                on_batch(bundle_ends, keep)
-        self._pending = [(c, d) for c, d in run.unsent()]
-        reads, kept, short = run.totals
-        self.short_reads += short
-        return reads, kept
+        return self._normalize(run, out, on_batch)
 
     def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
         """What a native run deciding on this table takes (``_core.trim_low_abund_sharded``):

@@ -9,8 +9,8 @@ each shard one message per batch of k-mers (numpy arrays); each shard's answer t
 the add did to the table's statistics, which the client sums. normalize-by-median looks each
 batch's counters up on the shards, decides it on the client (the batch rules of the one-process
 table: in-batch deltas of the kept reads, saturation at the counters' maximum) and sends each
-shard its updates with the next batch's look-ups. The saved table and the kept reads are the
-one-process run's, byte for byte.
+shard its updates with a later batch's look-ups, the next batch sent before the one answered
+is decided. The saved table and the kept reads are the one-process run's, byte for byte.
 
 >>> from distributed import Client, LocalCluster                     # doctest: +SKIP
 >>> with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, \\
@@ -28,7 +28,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from kmerflow import _core
-from kmerflow.distributed import BATCH_KMERS, _array, _binary_writer, _n_local, _SeesFiles, _Sharded
+from kmerflow.distributed import BATCH_KMERS, _array, _n_local, _SeesFiles, _Sharded
 from kmerflow.errors import ParameterError
 
 #: Bytes of one line.
@@ -204,23 +204,13 @@ class ShardedBlockedTable(_Sharded):
         """normalize-by-median of a sequence file to ``cutoff``, as
         :meth:`kmerflow.distributed.ShardedCountgraph.normalize_file`: the kept bundles' records
         are written to ``out``, ``on_batch(bundle_ends, keep)`` is given each batch's decisions;
-        returns (reads, reads kept). Each remote shard gets one message per batch (the previous
-        batch's updates and this batch's look-ups); the local shards are looked up meanwhile."""
+        returns (reads, reads kept). Each remote shard gets one message per batch (the updates
+        not sent yet and this batch's look-ups), sent before the previous batch is decided; the
+        local shards are looked up as each batch is decided."""
         self.flush()
-        write = _binary_writer(out)
         run = _core.BlockedShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
                                                self.batch_kmers)
-        while (messages := run.send()) is not None:
-            futures = self._send_remote("step", messages)
-            run.local()
-            text, bundle_ends, keep = run.decide(self._answers(futures))
-            write(text)
-            if on_batch is not None:
-                on_batch(bundle_ends, keep)
-        self._pending = list(run.unsent())
-        reads, kept, short = run.totals
-        self.short_reads += short
-        return reads, kept
+        return self._normalize(run, out, on_batch)
 
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Saves the table in kmerflow's format, shard by shard without gathering it (see

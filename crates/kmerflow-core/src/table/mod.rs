@@ -87,6 +87,7 @@ macro_rules! with_cells {
 mod add;
 pub mod batch;
 pub mod blocked;
+pub mod in_flight;
 mod owned;
 mod pass;
 pub mod shard;

@@ -15,6 +15,7 @@
 //! that of the one-process table with the same sizes.
 
 use super::batch::{spans, Positions, SeenCounters};
+use super::in_flight::{InFlight, LastDeltas};
 use super::shard::{first_positions, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
 use super::{Decider, KhmerTable};
 use crate::io::{write_record, BundleBatch, PairedReader, Record};
@@ -246,7 +247,7 @@ impl Routed {
 
     /// Sets each remote counter's value (at its slot, before the answers are added) to its
     /// delta in `last`, the remote updates of the batch decided after this one was looked up.
-    fn add_deltas(&mut self, last: &SeenCounters) {
+    fn add_deltas(&mut self, last: &LastDeltas) {
         let (order, slots, counters) = (&self.order, &self.slots, &self.counters);
         for (j, &q) in order.iter().enumerate() {
             if let Some(&ahead) = order.get(j + PREFETCH_AHEAD) {
@@ -254,7 +255,7 @@ impl Routed {
             }
             let q = q as usize;
             if slots[q] as usize == q {
-                self.values[q] = last.get(counters[q]).map_or(0, |d| d as u8);
+                self.values[q] = last.get(counters[q]);
             }
         }
     }
@@ -506,18 +507,13 @@ impl ShardedCount {
 /// the kept bundles' text. [`ShardedNormalize::unsent`] gives the updates not yet sent at the
 /// end.
 ///
-/// Up to two batches may wait: the next batch is sent before the one answered is decided, so
-/// that its round trip overlaps the decisions. Its answers then lack the remote updates of the
-/// batch decided meanwhile, which are added back from [`ShardedNormalize::last`].
+/// Up to two batches may wait ([`InFlight`]): the next batch is sent before the one answered
+/// is decided, so that its round trip overlaps the decisions.
 pub struct ShardedNormalize {
     batches: RoutedBatches,
     cutoff: u32,
-    /// The batches sent and not decided, each with whether it was sent before the one ahead
-    /// of it was decided.
-    waiting: VecDeque<(HashedBundles, Routed, bool)>,
+    waiting: InFlight<(HashedBundles, Routed)>,
     unsent: Vec<Updates>,
-    /// The remote deltas of the batch decided last, by counter.
-    last: SeenCounters,
     decided: (u64, u64),
 }
 
@@ -537,20 +533,17 @@ impl ShardedNormalize {
     pub fn new(batches: BundleBatches, cutoff: u32, client: &ShardClient, remote: Vec<bool>) -> Result<Self> {
         let unsent = vec![Updates::default(); remote.len()];
         let batches = RoutedBatches::new(batches, client.map(), remote, true)?;
-        let (waiting, mut last) = (VecDeque::new(), SeenCounters::default());
-        last.start(0);
-        Ok(ShardedNormalize { batches, cutoff, waiting, unsent, last, decided: (0, 0) })
+        Ok(ShardedNormalize { batches, cutoff, waiting: InFlight::default(), unsent, decided: (0, 0) })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
     /// shard order; `None` at the end of the input. At most two batches may wait.
     pub fn send(&mut self, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
-        let busy = self.waiting.len() >= 2;
+        let busy = self.waiting.full();
         let Some((batch, routed, messages)) = self.batches.send(local, busy, &mut self.unsent)? else {
             return Ok(None);
         };
-        let overtook = !self.waiting.is_empty();
-        self.waiting.push_back((batch, routed, overtook));
+        self.waiting.push((batch, routed));
         Ok(Some(messages))
     }
 
@@ -572,17 +565,20 @@ impl ShardedNormalize {
         out: &mut Vec<u8>,
     ) -> Result<Decided> {
         self.batches.check(local)?;
-        let (_, routed, _) = self.waiting.front_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
+        let (_, routed) = self.waiting.front_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
         routed.remote(remote)?;
-        let (batch, routed, _) = self.waiting.pop_front().expect("checked above");
+        let (batch, routed) = self.waiting.pop().expect("checked above");
         let positions = InPlace::new(local, &routed, client.map().probes());
         let (keep, positions) =
             client.normalize(&batch.hashes, positions, &batch.read_ends, &batch.bundle_ends, self.cutoff)?;
-        positions.remote_updates(&mut self.unsent, &mut self.last);
+        let before: Vec<usize> = self.unsent.iter().map(|u| u.counters.len()).collect();
+        positions.remote_updates(&mut self.unsent);
+        let added =
+            self.unsent.iter().zip(&before).flat_map(|(u, &from)| u.counters[from..].iter().zip(&u.deltas[from..]));
         // The batch sent before this one was decided (its answers lack these updates) gets
         // them now, while its round trip is still under way.
-        if let Some((_, next, true)) = self.waiting.front_mut() {
-            next.add_deltas(&self.last);
+        if let Some(((_, next), last)) = self.waiting.decided(added.map(|(&c, &d)| (c, d))) {
+            next.add_deltas(last);
         }
         self.decided.0 += batch.read_ends.len() as u64;
         self.decided.1 +=
@@ -629,9 +625,8 @@ impl<'a, 's> InPlace<'a, 's> {
     }
 
     /// Adds the remote positions' deltas (at their slots) to `unsent`, each to its shard's
-    /// updates, and makes `last` hold them by counter.
-    fn remote_updates(&self, unsent: &mut [Updates], last: &mut SeenCounters) {
-        let before: Vec<usize> = unsent.iter().map(|u| u.counters.len()).collect();
+    /// updates.
+    fn remote_updates(&self, unsent: &mut [Updates]) {
         for &q in &self.routed.order {
             let (q, d) = (q as usize, self.delta[q as usize]);
             if d > 0 {
@@ -640,12 +635,6 @@ impl<'a, 's> InPlace<'a, 's> {
                 updates.deltas.push(d);
             }
         }
-        let added =
-            || unsent.iter().zip(&before).flat_map(|(u, &from)| u.counters[from..].iter().zip(&u.deltas[from..]));
-        last.start(added().count());
-        added().for_each(|(&c, &d)| {
-            last.first(c, u32::from(d));
-        });
     }
 }
 

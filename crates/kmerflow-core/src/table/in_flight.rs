@@ -1,0 +1,84 @@
+//! The batches of a sharded normalization sent to the remote shards and not decided yet, for
+//! both layouts ([`super::shard_runs::ShardedNormalize`],
+//! [`super::blocked::shard_normalize::BlockedShardedNormalize`]).
+//!
+//! The next batch is sent before the one answered is decided, so that its round trip overlaps
+//! the decisions: at most two batches wait. The answers of the second then lack the remote
+//! updates of the batch decided meanwhile (they reach the shards with a later message); those
+//! updates are kept by counter ([`LastDeltas`]) and added to its values. The updates were
+//! computed from the exact values, so each sum is at most the counters' maximum: the corrected
+//! values are those the read-by-read run reads.
+
+use super::batch::SeenCounters;
+use std::collections::VecDeque;
+
+/// The remote deltas of the batch decided last, by counter.
+pub struct LastDeltas(SeenCounters);
+
+impl LastDeltas {
+    /// The delta of `counter` (0 when it has none).
+    #[inline(always)]
+    pub fn get(&self, counter: u64) -> u8 {
+        // A delta is at most a counter's maximum, 255.
+        self.0.get(counter).map_or(0, |d| d as u8)
+    }
+
+    /// Prefetches where `counter`'s delta is looked for.
+    #[inline(always)]
+    pub fn prefetch(&self, counter: u64) {
+        self.0.prefetch(counter);
+    }
+}
+
+/// The batches sent and not decided (at most two), oldest first, each with whether it was sent
+/// before the one ahead of it was decided, and the remote deltas of the batch decided last.
+pub struct InFlight<B> {
+    waiting: VecDeque<(B, bool)>,
+    last: LastDeltas,
+}
+
+impl<B> Default for InFlight<B> {
+    fn default() -> Self {
+        let mut last = SeenCounters::default();
+        last.start(0);
+        InFlight { waiting: VecDeque::new(), last: LastDeltas(last) }
+    }
+}
+
+impl<B> InFlight<B> {
+    /// Whether two batches wait (no other may be sent before one is decided).
+    pub fn full(&self) -> bool {
+        self.waiting.len() >= 2
+    }
+
+    /// Adds a batch just sent.
+    pub fn push(&mut self, batch: B) {
+        let overtook = !self.waiting.is_empty();
+        self.waiting.push_back((batch, overtook));
+    }
+
+    /// The oldest batch sent, the next to be decided.
+    pub fn front_mut(&mut self) -> Option<&mut B> {
+        self.waiting.front_mut().map(|(b, _)| b)
+    }
+
+    /// Takes the oldest batch sent, to decide it.
+    pub fn pop(&mut self) -> Option<B> {
+        self.waiting.pop_front().map(|(b, _)| b)
+    }
+
+    /// Keeps `remote`, the (counter, delta) updates for the remote shards of the batch just
+    /// decided (distinct counters), and returns the batch sent before that decision, whose
+    /// answers lack them, with the deltas by counter; `None` when no batch waits or the one
+    /// waiting was sent after the decision.
+    pub fn decided(&mut self, remote: impl Iterator<Item = (u64, u8)> + Clone) -> Option<(&mut B, &LastDeltas)> {
+        self.last.0.start(remote.clone().count());
+        remote.for_each(|(c, d)| {
+            self.last.0.first(c, u32::from(d));
+        });
+        match self.waiting.front_mut() {
+            Some((next, true)) => Some((next, &self.last)),
+            _ => None,
+        }
+    }
+}
