@@ -4,10 +4,11 @@
 //!
 //! The next batch is sent before the one answered is decided, so that its round trip overlaps
 //! the decisions: at most two batches wait. The answers of the second then lack the remote
-//! updates of the batch decided meanwhile (they reach the shards with a later message); those
-//! updates are kept by counter ([`LastDeltas`]) and added to its values. The updates were
-//! computed from the exact values, so each sum is at most the counters' maximum: the corrected
-//! values are those the read-by-read run reads.
+//! updates of the batch decided meanwhile (they reach the shards with a later message), which
+//! are added to its values (by counter: [`LastDeltas`], or through the batch's own map from
+//! counters to their first positions). The updates were computed from the exact values, so each
+//! sum is at most the counters' maximum: the corrected values are those the read-by-read run
+//! reads.
 
 use super::batch::SeenCounters;
 use std::collections::VecDeque;
@@ -15,7 +16,24 @@ use std::collections::VecDeque;
 /// The remote deltas of the batch decided last, by counter.
 pub struct LastDeltas(SeenCounters);
 
+impl Default for LastDeltas {
+    fn default() -> Self {
+        let mut last = SeenCounters::default();
+        last.start(0);
+        LastDeltas(last)
+    }
+}
+
 impl LastDeltas {
+    /// Keeps `remote`, the (counter, delta) updates for the remote shards of the batch just
+    /// decided (distinct counters), in place of the previous batch's.
+    pub fn set(&mut self, remote: impl Iterator<Item = (u64, u8)> + Clone) {
+        self.0.start(remote.clone().count());
+        remote.for_each(|(c, d)| {
+            self.0.first(c, u32::from(d));
+        });
+    }
+
     /// The delta of `counter` (0 when it has none).
     #[inline(always)]
     pub fn get(&self, counter: u64) -> u8 {
@@ -31,17 +49,14 @@ impl LastDeltas {
 }
 
 /// The batches sent and not decided (at most two), oldest first, each with whether it was sent
-/// before the one ahead of it was decided, and the remote deltas of the batch decided last.
+/// before the one ahead of it was decided.
 pub struct InFlight<B> {
     waiting: VecDeque<(B, bool)>,
-    last: LastDeltas,
 }
 
 impl<B> Default for InFlight<B> {
     fn default() -> Self {
-        let mut last = SeenCounters::default();
-        last.start(0);
-        InFlight { waiting: VecDeque::new(), last: LastDeltas(last) }
+        InFlight { waiting: VecDeque::new() }
     }
 }
 
@@ -67,17 +82,11 @@ impl<B> InFlight<B> {
         self.waiting.pop_front().map(|(b, _)| b)
     }
 
-    /// Keeps `remote`, the (counter, delta) updates for the remote shards of the batch just
-    /// decided (distinct counters), and returns the batch sent before that decision, whose
-    /// answers lack them, with the deltas by counter; `None` when no batch waits or the one
-    /// waiting was sent after the decision.
-    pub fn decided(&mut self, remote: impl Iterator<Item = (u64, u8)> + Clone) -> Option<(&mut B, &LastDeltas)> {
-        self.last.0.start(remote.clone().count());
-        remote.for_each(|(c, d)| {
-            self.last.0.first(c, u32::from(d));
-        });
+    /// The batch waiting when it was sent before the batch taken last was decided: its
+    /// answers lack that batch's remote updates.
+    pub fn overtaken(&mut self) -> Option<&mut B> {
         match self.waiting.front_mut() {
-            Some((next, true)) => Some((next, &self.last)),
+            Some((next, true)) => Some(next),
             _ => None,
         }
     }

@@ -514,6 +514,8 @@ pub struct ShardedNormalize {
     cutoff: u32,
     waiting: InFlight<(HashedBundles, Routed)>,
     unsent: Vec<Updates>,
+    /// The remote deltas of the batch decided last.
+    last: LastDeltas,
     decided: (u64, u64),
 }
 
@@ -533,7 +535,14 @@ impl ShardedNormalize {
     pub fn new(batches: BundleBatches, cutoff: u32, client: &ShardClient, remote: Vec<bool>) -> Result<Self> {
         let unsent = vec![Updates::default(); remote.len()];
         let batches = RoutedBatches::new(batches, client.map(), remote, true)?;
-        Ok(ShardedNormalize { batches, cutoff, waiting: InFlight::default(), unsent, decided: (0, 0) })
+        Ok(ShardedNormalize {
+            batches,
+            cutoff,
+            waiting: InFlight::default(),
+            unsent,
+            last: LastDeltas::default(),
+            decided: (0, 0),
+        })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
@@ -577,8 +586,9 @@ impl ShardedNormalize {
             self.unsent.iter().zip(&before).flat_map(|(u, &from)| u.counters[from..].iter().zip(&u.deltas[from..]));
         // The batch sent before this one was decided (its answers lack these updates) gets
         // them now, while its round trip is still under way.
-        if let Some(((_, next), last)) = self.waiting.decided(added.map(|(&c, &d)| (c, d))) {
-            next.add_deltas(last);
+        self.last.set(added.map(|(&c, &d)| (c, d)));
+        if let Some((_, next)) = self.waiting.overtaken() {
+            next.add_deltas(&self.last);
         }
         self.decided.0 += batch.read_ends.len() as u64;
         self.decided.1 +=

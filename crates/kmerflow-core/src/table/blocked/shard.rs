@@ -14,8 +14,8 @@
 
 use super::{probe_slots, BitCells, ByteCells, Cells, CounterWidth, LineCells, NibbleCells};
 use super::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
-use crate::table::batch::{self, ends_in_order, spans, BatchLookup, BatchRules, SeenCounters};
-use crate::table::shard::{first_positions, split_by_owner, Updates};
+use crate::table::batch::{self, ends_in_order, spans, BatchLookup, BatchRules};
+use crate::table::shard::{split_by_owner, Updates};
 use crate::table::{native_format, shard_file, AllocOptions, ReadCounts};
 use crate::{Error, Result};
 use std::ops::Range;
@@ -270,8 +270,6 @@ pub struct BlockedShardClient {
     map: BlockedShardMap,
     hasher: KmerHasher,
     stats: Mutex<OccupancyStats>,
-    /// The slot map of [`BlockedShardClient::lookup`], kept between batches.
-    seen: Mutex<SeenCounters>,
 }
 
 impl BatchRules for BlockedShardClient {
@@ -325,7 +323,6 @@ impl BlockedShardClient {
             hasher: KmerHasher::new(params.k, params.hash),
             map,
             stats: Mutex::new(OccupancyStats::default()),
-            seen: Mutex::new(SeenCounters::default()),
         })
     }
 
@@ -363,15 +360,6 @@ impl BlockedShardClient {
     /// The whole table's expected false-positive rate ([`BlockedTable::expected_fp_rate`]).
     pub fn expected_fp_rate(&self) -> f64 {
         self.map.params.expected_fp_rate(self.occupancy().occupied)
-    }
-
-    /// The look-up of a batch (phase 1) from the counters of its positions
-    /// ([`BlockedShardMap::counters`]) and their values (probe-major).
-    pub fn lookup(&self, hashes: &[u64], counters: &[u64], values: &[u8]) -> Result<BatchLookup> {
-        let mut slots = vec![0u32; counters.len()];
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        first_positions(&mut seen, counters, 0..counters.len(), &mut slots);
-        BatchLookup::from_arrays(hashes.len(), self.map.params.probes, values, &slots)
     }
 
     /// Digital normalization of one batch (phase 2) by [`keep_bundles`]: read `i` holds the

@@ -13,8 +13,9 @@
 //! bundles' text. The kept reads and the table are those of the one-process run.
 
 use super::shard::{BlockedShard, BlockedShardClient};
-use crate::table::in_flight::{InFlight, LastDeltas};
-use crate::table::shard::{split_by_owner, Updates, PREFETCH_AHEAD};
+use crate::table::batch::{BatchLookup, SeenCounters};
+use crate::table::in_flight::InFlight;
+use crate::table::shard::{first_positions, split_by_owner, Updates, PREFETCH_AHEAD};
 use crate::table::shard_runs::{BundleBatches, Decided, HashedBundles};
 use crate::{Error, Result};
 
@@ -28,57 +29,115 @@ pub struct BlockedMessage {
     pub hashes: Vec<u64>,
 }
 
-/// A batch sent: its bundles, the counters of its positions (probe-major), the shard of each
-/// k-mer, each shard's part (the local ones kept), where each entry of the parts laid end to
-/// end comes from, and the remote positions' values so far (zero, or the deltas of the batch
-/// decided after this one was sent).
+/// A batch sent: its bundles, the counters of its positions (probe-major) and each one's slot
+/// (the first position of its counter), each shard's part (the local ones kept), where each
+/// entry of the parts laid end to end comes from, the values of its positions as they arrive,
+/// and the remote updates that its answers lack, at the slots of their counters (empty when
+/// none).
 struct Sent {
     batch: HashedBundles,
     counters: Vec<u64>,
-    owners: Vec<u32>,
+    slots: Vec<u32>,
     parts: Vec<Vec<u64>>,
     lens: Vec<usize>,
     order: Vec<u32>,
     values: Vec<u8>,
+    lacking: Vec<u8>,
 }
 
 impl Sent {
-    /// Sets each remote position's value (before the answers are added) to its counter's
-    /// delta in `last`.
-    fn add_deltas(&mut self, remote: &[bool], last: &LastDeltas) {
-        let n = self.owners.len();
-        for (q, &c) in self.counters.iter().enumerate() {
-            if let Some(&ahead) = self.counters.get(q + PREFETCH_AHEAD) {
-                last.prefetch(ahead);
-            }
-            if remote[self.owners[q % n.max(1)] as usize] {
-                self.values[q] = last.get(c);
-            }
-        }
-    }
-
-    /// Adds `answer`, shard `s`'s values of its part (probe-major), to its positions' values
-    /// (`add`), or sets them.
-    fn put(&mut self, s: usize, at: usize, answer: &[u8], probes: usize, add: bool) -> Result<()> {
-        let (n, len) = (self.owners.len(), self.lens[s]);
+    /// Sets the values of shard `s`'s positions from `answer`, its values of its part
+    /// (probe-major), whose entries start at `at` of `order`.
+    fn put(&mut self, s: usize, at: usize, answer: &[u8], probes: usize) -> Result<()> {
+        let (n, len) = (self.batch.hashes.len(), self.lens[s]);
         if answer.len() != len * probes {
             return Err(Error::invalid(format!("shard {s} answered {} values for {len} k-mers", answer.len())));
         }
         for (j, &o) in self.order[at..at + len].iter().enumerate() {
-            for p in 0..probes {
-                let value = &mut self.values[p * n + o as usize];
-                let v = answer[p * len + j];
-                *value = if add {
-                    value
-                        .checked_add(v)
-                        .ok_or_else(|| Error::invalid(format!("shard {s} answered a value too large")))?
-                } else {
-                    v
-                };
-            }
+            (0..probes).for_each(|p| self.values[p * n + o as usize] = answer[p * len + j]);
         }
         Ok(())
     }
+
+    /// Adds the updates the answers lack to the values.
+    fn add_lacking(&mut self) -> Result<()> {
+        if self.lacking.is_empty() {
+            return Ok(());
+        }
+        for (value, &slot) in self.values.iter_mut().zip(&self.slots) {
+            *value = value
+                .checked_add(self.lacking[slot as usize])
+                .ok_or_else(|| Error::invalid("a remote shard answered a value too large"))?;
+        }
+        Ok(())
+    }
+}
+
+/// A bit per hashed counter, set for each counter of a batch: most counters of the batch
+/// decided meanwhile are not the next batch's, and this test (about a bit per byte of the
+/// batch's positions, so in cache) spares them the look-up of their first position.
+#[derive(Default)]
+struct CounterFilter {
+    words: Vec<u64>,
+    shift: u32,
+}
+
+impl CounterFilter {
+    /// Holds `counters` alone, with at most about one bit in eight set.
+    fn fill(&mut self, counters: &[u64]) {
+        let bits = (8 * counters.len()).next_power_of_two().clamp(64, 1 << 23);
+        self.words.clear();
+        self.words.resize(bits / 64, 0);
+        self.shift = 64 - bits.trailing_zeros();
+        for &c in counters {
+            let bit = self.bit(c);
+            self.words[bit / 64] |= 1 << (bit % 64);
+        }
+    }
+
+    #[inline(always)]
+    fn bit(&self, counter: u64) -> usize {
+        (counter.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// Prefetches the bit of `counter`.
+    #[inline(always)]
+    fn prefetch(&self, counter: u64) {
+        crate::table::prefetch(&self.words[self.bit(counter) / 64]);
+    }
+
+    /// Whether `counter` may be one of those filled (never false for one of them).
+    #[inline(always)]
+    fn may_hold(&self, counter: u64) -> bool {
+        let bit = self.bit(counter);
+        self.words[bit / 64] >> (bit % 64) & 1 == 1
+    }
+}
+
+/// The deltas of `far` (the remote updates of the batch decided last) at the first positions
+/// of their counters in a batch of `len` positions whose counters' first positions `seen`
+/// holds and `filter` was filled with; zero elsewhere. The filter and the map are reached
+/// ahead of their use (prefetched), as both are larger than the cache nearest the core.
+fn lacking(far: &[(u64, u8)], filter: &CounterFilter, seen: &SeenCounters, len: usize) -> Vec<u8> {
+    let mut candidates = Vec::with_capacity(far.len() / 4);
+    for (j, &(c, d)) in far.iter().enumerate() {
+        if let Some(&(ahead, _)) = far.get(j + PREFETCH_AHEAD) {
+            filter.prefetch(ahead);
+        }
+        if filter.may_hold(c) {
+            candidates.push((c, d));
+        }
+    }
+    let mut lacking = vec![0; len];
+    for (j, &(c, d)) in candidates.iter().enumerate() {
+        if let Some(&(ahead, _)) = candidates.get(j + PREFETCH_AHEAD) {
+            seen.prefetch(ahead);
+        }
+        if let Some(slot) = seen.get(c) {
+            lacking[slot as usize] = d;
+        }
+    }
+    lacking
 }
 
 /// Digital normalization of a file on a sharded blocked table; `local[s]` (given to each call)
@@ -88,6 +147,9 @@ pub struct BlockedShardedNormalize {
     remote: Vec<bool>,
     cutoff: u32,
     waiting: InFlight<Sent>,
+    /// The first position of each counter of the batch sent last, and its counters' filter.
+    seen: SeenCounters,
+    filter: CounterFilter,
     unsent: Vec<Updates>,
     decided: (u64, u64),
 }
@@ -104,7 +166,9 @@ impl BlockedShardedNormalize {
             )));
         }
         let unsent = vec![Updates::default(); remote.len()];
-        Ok(BlockedShardedNormalize { batches, remote, cutoff, waiting: InFlight::default(), unsent, decided: (0, 0) })
+        let (waiting, seen) = (InFlight::default(), SeenCounters::default());
+        let filter = CounterFilter::default();
+        Ok(BlockedShardedNormalize { batches, remote, cutoff, waiting, seen, filter, unsent, decided: (0, 0) })
     }
 
     /// Refuses `local` unless it holds exactly the shards that are not remote.
@@ -123,8 +187,7 @@ impl BlockedShardedNormalize {
         }
         let Some(batch) = self.batches.next_batch()? else { return Ok(None) };
         let map = client.map();
-        let owners = map.owners(&batch.hashes)?;
-        let (mut parts, order) = split_by_owner(&batch.hashes, &owners, map.shards(), |_| true);
+        let (mut parts, order) = split_by_owner(&batch.hashes, &map.owners(&batch.hashes)?, map.shards(), |_| true);
         let lens = parts.iter().map(Vec::len).collect();
         let messages = (0..parts.len())
             .filter(|&s| self.remote[s])
@@ -134,8 +197,11 @@ impl BlockedShardedNormalize {
             })
             .collect();
         let counters = map.counters(&batch.hashes);
+        let mut slots = vec![0; counters.len()];
+        first_positions(&mut self.seen, &counters, 0..counters.len(), &mut slots);
+        self.filter.fill(&counters);
         let values = vec![0; counters.len()];
-        self.waiting.push(Sent { batch, counters, owners, parts, lens, order, values });
+        self.waiting.push(Sent { batch, counters, slots, parts, lens, order, values, lacking: Vec::new() });
         Ok(Some(messages))
     }
 
@@ -158,10 +224,10 @@ impl BlockedShardedNormalize {
         for (s, shard) in local.iter().enumerate() {
             let len = sent.lens[s];
             match shard {
-                Some(shard) => sent.put(s, at, &shard.values(&sent.parts[s])?, probes, false)?,
+                Some(shard) => sent.put(s, at, &shard.values(&sent.parts[s])?, probes)?,
                 None => {
                     let answer = answers.next().ok_or_else(|| Error::invalid("fewer answers than remote shards"))?;
-                    sent.put(s, at, answer, probes, true)?;
+                    sent.put(s, at, answer, probes)?;
                 }
             }
             at += len;
@@ -169,9 +235,10 @@ impl BlockedShardedNormalize {
         if answers.next().is_some() {
             return Err(Error::invalid("more answers than remote shards"));
         }
+        sent.add_lacking()?;
         let sent = self.waiting.pop().expect("checked above");
         let batch = &sent.batch;
-        let lookup = client.lookup(&batch.hashes, &sent.counters, &sent.values)?;
+        let lookup = BatchLookup::from_arrays(batch.hashes.len(), probes, &sent.values, &sent.slots)?;
         let (keep, updates) = client.normalize(
             &batch.hashes,
             &sent.counters,
@@ -191,8 +258,8 @@ impl BlockedShardedNormalize {
         Ok(Decided { bundle_ends: sent.batch.bundle_ends, keep })
     }
 
-    /// Applies `updates` to the local shards, adds the others to the unsent ones, and gives
-    /// those to the batch sent before this one was decided.
+    /// Applies `updates` to the local shards and adds the others to the unsent ones and to
+    /// what the batch sent before this one was decided lacks.
     fn apply(
         &mut self,
         client: &BlockedShardClient,
@@ -200,15 +267,14 @@ impl BlockedShardedNormalize {
         updates: Updates,
     ) -> Result<()> {
         let mut held = vec![Updates::default(); local.len()];
-        let mut far = Updates::default();
-        for (c, d) in updates.counters.into_iter().zip(updates.deltas) {
+        let mut far = Vec::with_capacity(updates.counters.len());
+        for (&c, &d) in updates.counters.iter().zip(&updates.deltas) {
             let s = client.map().shard_of_counter(c);
             let to = if local[s].is_some() { &mut held[s] } else { &mut self.unsent[s] };
             to.counters.push(c);
             to.deltas.push(d);
             if local[s].is_none() {
-                far.counters.push(c);
-                far.deltas.push(d);
+                far.push((c, d));
             }
         }
         for (shard, part) in local.iter_mut().zip(&held) {
@@ -216,9 +282,8 @@ impl BlockedShardedNormalize {
                 shard.apply(&part.counters, &part.deltas)?;
             }
         }
-        let far = far.counters.iter().copied().zip(far.deltas.iter().copied());
-        if let Some((next, last)) = self.waiting.decided(far) {
-            next.add_deltas(&self.remote, last);
+        if let Some(next) = self.waiting.overtaken() {
+            next.lacking = lacking(&far, &self.filter, &self.seen, next.counters.len());
         }
         Ok(())
     }
