@@ -314,13 +314,12 @@ mod tests {
 
     /// The answers of the remote shards `away` to their messages, as their workers give them.
     fn answer(away: Vec<&mut BlockedShard>, messages: &[BlockedMessage]) -> Vec<Vec<u8>> {
-        away.into_iter()
-            .zip(messages)
-            .map(|(s, m)| {
-                s.apply(&m.apply.counters, &m.apply.deltas).unwrap();
-                s.values(&m.hashes).unwrap()
-            })
-            .collect()
+        let mut answers = Vec::new();
+        for (shard, m) in away.into_iter().zip(messages) {
+            shard.apply(&m.apply.counters, &m.apply.deltas).unwrap();
+            answers.push(shard.values(&m.hashes).unwrap());
+        }
+        answers
     }
 
     /// Reads from a short genome at high coverage, so that counters saturate and reads are
