@@ -2,12 +2,14 @@
 workers, shards held here and on workers) is the one-process file byte for byte (khmer's layout
 with bigcounts; the blocked layout, 8- and 4-bit); a saved table loaded into shards counts,
 answers and normalizes as the one-process table loaded from it, and ``-l`` of
-normalize-by-median and trim-low-abund gives the one-process command's outputs; a worker that
+normalize-by-median and trim-low-abund, and filter-abund of a saved table, give the one-process
+command's outputs (a table the shards cannot read is refused in one line); a worker that
 does not see the file (its path resolves elsewhere in its process) gets and sends its counters
 through the client; a worker lost during the save leaves no file."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -257,4 +259,89 @@ def test_loadgraph_files_the_shards_cannot_read_are_one_line(cluster, tmp_path):
         err = proc.stderr.decode().strip()
         assert proc.returncode == 1 and len(err.splitlines()) == 1, err
         assert "small.ct" in err and "8-bit" in err
+        assert not (tmp_path / "out.fq").exists()
+
+
+def _filter_runs(tmp_path: Path, tag: str, table: Path, inputs: list, flags: list, sharding: list) -> dict:
+    """filter-abund's outputs on the saved ``table`` in one configuration (run in a directory of
+    its own, so that ``<input>.abundfilt`` lands there): every file written, stdout, the
+    messages (less the one-process command's closing resource line, which no sharded command
+    prints) and the ``--report-json`` summary."""
+    out = tmp_path / tag
+    out.mkdir()
+    proc = kmerflow("filter-abund", *flags, "--report-json", "r.json", table, *inputs, *sharding, cwd=out)
+    summary = json.loads((out / "r.json").read_text())["summary"]
+    (out / "r.json").unlink()
+    return {"files": {p.name: p.read_bytes() for p in sorted(out.iterdir())}, "stdout": proc.stdout,
+            "said": [line for line in proc.stderr.decode().splitlines() if not line.startswith("[kmerflow] Version")],
+            "summary": summary}
+
+
+@pytest.fixture(scope="module")
+def big_table(tmp_path_factory) -> Path:
+    """A colliding table (-N 3 -x 5000) of reads at high coverage: counts past 255 (bigcount)."""
+    where = tmp_path_factory.mktemp("big")
+    path = where / "t.ct"
+    kmerflow("load-into-counting", *TABLE, "--force", path, genome_reads(where / "first.fq", seed=21, n=8000))
+    loaded = kf.Countgraph.load(str(path))
+    genome_read = (where / "first.fq").read_text().split("\n")[1]
+    assert max(loaded.get_kmer_counts(genome_read.replace("N", "A"))) > 255
+    return path
+
+
+@pytest.mark.parametrize("shards,local,paired,flags", [
+    (1, 0, False, ["-C", "3"]),                                   # two inputs, <input>.abundfilt
+    (2, 0, True, ["-V", "-Z", "300", "-C", "2", "-o", "filt.fq"]),  # medians past 255
+    (3, 1, False, ["-C", "2", "-o", "filt.fq.gz"]),               # gzip by the name
+    (2, 2, True, ["-V", "-C", "3", "--gzip", "-o", "-"]),          # every shard held here, stdout
+])
+def test_filter_abund_of_a_saved_table_matches_the_one_process_run(cluster, tmp_path, big_table, shards, local,
+                                                                   paired, flags):
+    # Reads of the table's genome (its first reads; their errors are the k-mers cut).
+    inputs = [genome_reads(tmp_path / "a.fq", paired=paired, seed=21, n=700)]
+    if "-o" not in flags:
+        inputs.append(genome_reads(tmp_path / "b.fq", seed=21, n=300))
+    one = _filter_runs(tmp_path, "o", big_table, inputs, flags, [])
+    sharded = _filter_runs(tmp_path, "s", big_table, inputs, flags,
+                           ["--scheduler", cluster.scheduler_address, "--shards", str(shards),
+                            "--local-shards", str(local), "--batch-kmers", "600"])
+    assert sharded == one
+    assert one["said"][0] == f"loading countgraph: {big_table}"
+    assert 0 < one["summary"]["truncated"] and 0 < one["summary"]["written"] < one["summary"]["reads"]
+
+
+def test_filter_abund_on_shards_does_not_load_the_table_here(cluster, tmp_path, big_table, monkeypatch):
+    """Run in this process (the command function): the filtering is the sharded native pass, and
+    the table is never gathered nor loaded whole here."""
+    import kmerflow.distributed.cli as shard_cli
+
+    reads = genome_reads(tmp_path / "a.fq", seed=21, n=300)
+    calls = []
+    monkeypatch.setattr(ShardedCountgraph, "to_countgraph", lambda self: calls.append("gathered"))
+    real = shard_cli._core.filter_abund_sharded
+    monkeypatch.setattr(shard_cli._core, "filter_abund_sharded",
+                        lambda *a: calls.append("sharded") or real(*a))
+    with distributed.Client(cluster, direct_to_workers=True) as client:
+        shard_cli.run(["filter-abund", "-C", "3", "-o", str(tmp_path / "s.fq"), str(big_table), str(reads),
+                       "--scheduler", cluster.scheduler_address, "--shards", "2"],
+                      lambda *_: None, client=client)
+    kmerflow("filter-abund", "-C", "3", "-o", tmp_path / "o.fq", big_table, reads)
+    assert calls == ["sharded"]
+    assert (tmp_path / "s.fq").read_bytes() == (tmp_path / "o.fq").read_bytes()
+
+
+def test_filter_abund_tables_the_shards_cannot_read_are_refused(cluster, tmp_path, big_table):
+    """A gzip-compressed table, 4-bit counters and a nodegraph: exit 1, the loader's line naming
+    the file, no output (the one-process command reads the first two in one process)."""
+    reads = genome_reads(tmp_path / "reads.fq", seed=25, n=100)
+    (tmp_path / "t.ct.gz").write_bytes(gzip.compress(big_table.read_bytes()))
+    kmerflow("load-into-counting", "--small-count", *TABLE, tmp_path / "small.ct", reads)
+    kmerflow("load-graph", "-k", "20", "-x", "1e4", tmp_path / "g.ht", reads)
+    for table, why in (("t.ct.gz", "gzip-compressed"), ("small.ct", "8-bit"), ("g.ht", "nodegraph")):
+        proc = kmerflow("filter-abund", "-o", tmp_path / "out.fq", tmp_path / table, reads,
+                        "--scheduler", cluster.scheduler_address, check=False)
+        err = proc.stderr.decode().strip().splitlines()
+        assert proc.returncode == 1 and err[-1].startswith("kmerflow filter-abund: error: "), err
+        assert table in err[-1] and why in err[-1], err
+        assert not any(line.startswith("kmerflow") for line in err[:-1]), err
         assert not (tmp_path / "out.fq").exists()

@@ -12,6 +12,7 @@
 //! This executable alone cannot run them: [`refusal`] is its usage error.
 
 use crate::commands::counting_args::CountingArgs;
+use crate::commands::filter_abund::FilterArgs;
 use crate::commands::shard_args::ShardArgs;
 use crate::commands::Command;
 use crate::common::{summary_json, Ctx};
@@ -256,6 +257,27 @@ fn loaded_table(
     }))
 }
 
+/// The table of a sharded `filter-abund`: the countgraph saved at `path`, loaded into the shards
+/// (`layout` `khmer`, `ksize`, `loadgraph`, `force`). As the one-process command, an output that
+/// is one of the `inputs` or the table is refused first, then `loading countgraph:` and `K:` are
+/// said; a file the shards cannot read (compressed, 4-bit counters, a nodegraph) is refused with
+/// one line naming it.
+fn saved_countgraph(
+    command: &str,
+    path: &str,
+    inputs: &[String],
+    filter: &FilterArgs,
+    run: &RunContext,
+) -> Result<Value, CliError> {
+    let data = |e| data_error(command, e);
+    let graph = path.to_string();
+    filter.params().refuse_inputs_as_outputs(run, std::iter::once(&graph), inputs, None).map_err(data)?;
+    run.info(format!("loading countgraph: {path}"));
+    let k = ByteFrame::read(path).map_err(data)?.k;
+    run.info(format!("K: {k}"));
+    Ok(json!({"layout": "khmer", "ksize": k, "loadgraph": path, "force": filter.force}))
+}
+
 /// Parses the sharded command line `argv` (program name first) with the command definitions
 /// and returns the run to carry out as JSON: `command`, `quiet`, `cluster` (`scheduler`,
 /// `local_cluster`, `shards`, `local_shards`, `batch_kmers`), `table` (see [`table`]),
@@ -342,11 +364,13 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
             "inputs": [a.input],
             "output": a.filter.output,
         }),
-        // The saved table is loaded into this process as by the one-process command (see
-        // `kmerflow.distributed.cli`): the run is that command's.
         Command::FilterAbund(a) => {
             let all: Vec<&String> = std::iter::once(&a.graph).chain(&a.inputs).collect();
-            json!({ "inputs": all })
+            json!({
+                "table": saved_countgraph(name, &a.graph, &a.inputs, &a.filter, &ctx.run)?,
+                "bigcount": false,
+                "inputs": all,
+            })
         }
         Command::TrimLowAbund(a) => {
             let all: Vec<String> = a.inputs.iter().chain(&a.mates.mate).cloned().collect();

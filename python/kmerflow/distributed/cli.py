@@ -8,10 +8,10 @@ a flag the sharded run does not have is a usage error naming it. ``load-into-cou
 ``normalize-by-median`` run on the shards throughout; ``abundance-dist-single`` and
 ``filter-abund-single`` count on the shards, then run the native histogram / filtering whose
 look-ups go to the shards. ``trim-low-abund`` is the native command with its first pass
-deciding on the shards and its second looking its reads up there. ``normalize-by-median -l`` and
-``trim-low-abund -l`` load the saved table into the shards (each shard reads its range of the
-file); saved tables are written shard by shard. ``filter-abund`` (a saved table) is the
-one-process command. The summary has the native
+deciding on the shards and its second looking its reads up there. ``normalize-by-median -l``,
+``trim-low-abund -l`` and ``filter-abund`` (a saved table, then the filtering looked up on the
+shards) load the saved table into the shards (each shard reads its range of the file); saved
+tables are written shard by shard. The summary has the native
 command's fields; ``load-into-counting``'s ``OUT.info`` (and ``-s`` file) and ``--report-json``
 are written by the native code (``_core.shard_finish``). Outputs are written under temporary
 names and renamed at the end, so a failed run (a lost worker) leaves none. Exit status 0, 1 on
@@ -374,24 +374,11 @@ def _trim_low_abund(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessa
     return json.loads(summary_text), outputs
 
 
-def _filter_abund_saved(plan: Dict[str, Any], _graph: None, say: OnMessage) -> Outcome:
-    """The one-process filter-abund on the saved table (loaded into this process)."""
-    summary_text, report_text = _core.run_command(_without_shard_flags(plan["argv"][1:]), say)
-    return json.loads(summary_text), [o["path"] for o in json.loads(report_text)["outputs"]]
-
-
-def _without_shard_flags(argv: Sequence[str]) -> List[str]:
-    """``argv`` less the sharding flags (:data:`FLAGS`) and their values."""
-    out: List[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in FLAGS:
-            skip = True
-        elif arg.split("=", 1)[0] not in FLAGS:
-            out.append(arg)
-    return out
+def _filter_abund_saved(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+    """filter-abund on the saved table loaded into the shards: the native filtering, each
+    batch's reads looked up on the shards; the table never passes through this process."""
+    summary_text, outputs = _core.filter_abund_sharded(plan["argv"], say, *graph.native_run())
+    return json.loads(summary_text), outputs
 
 
 _RUNS: Dict[str, Callable[[Dict[str, Any], Any, OnMessage], Outcome]] = {

@@ -40,7 +40,7 @@ pub struct FilterParams {
 impl FilterParams {
     /// Refuses an output (`-o` or `<input>.abundfilt`, `savegraph`, the run's side outputs) that is one
     /// of the `inputs` or the `table` read.
-    fn refuse_inputs_as_outputs<'a>(
+    pub fn refuse_inputs_as_outputs<'a>(
         &'a self,
         ctx: &RunContext,
         table: impl IntoIterator<Item = &'a String>,
