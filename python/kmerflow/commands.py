@@ -19,8 +19,8 @@ Counting options shared by the k-mer commands: ``ksize`` (k), ``n_tables`` (numb
 ``small_count`` (4-bit counters), ``threads``.
 
 A table sharded over Dask workers (``pip install kmerflow[dask]``): ``load_into_counting``,
-``normalize_by_median``, ``abundance_dist_single``, ``filter_abund_single`` and
-``trim_low_abund`` (and ``filter_abund``, which loads its saved table here) given
+``normalize_by_median``, ``abundance_dist_single``, ``filter_abund_single``,
+``trim_low_abund`` and ``filter_abund`` (its saved table loaded into the shards) given
 ``scheduler=`` (an address ``"tcp://HOST:PORT"``, a scheduler file, ``"local"`` for a
 LocalCluster of one worker per core, or a ``distributed.Client``) or ``local_cluster=N``, and
 optionally ``shards=N``, run on the shards and return the same :class:`RunResult` (the same
@@ -187,9 +187,9 @@ def run(command: str, positional: Iterable[Any] = (), **options: Any) -> RunResu
 
     ``scheduler`` (a Dask scheduler's address, a scheduler file, ``"local"``, or a
     ``distributed.Client``) or ``local_cluster=N``, with ``shards``, run ``load-into-counting``,
-    ``normalize-by-median``, ``abundance-dist-single``, ``filter-abund-single`` and
-    ``trim-low-abund`` on a table sharded over Dask workers (``filter-abund`` loads its saved
-    table in this process) (:mod:`kmerflow.distributed.cli`); the result has the same
+    ``normalize-by-median``, ``abundance-dist-single``, ``filter-abund-single``,
+    ``trim-low-abund`` and ``filter-abund`` (its saved table loaded into the shards) on a table
+    sharded over Dask workers (:mod:`kmerflow.distributed.cli`); the result has the same
     summary fields as the one-process run."""
     client = options.get("scheduler")
     if client is not None and not isinstance(client, (str, os.PathLike)):
