@@ -164,6 +164,17 @@ def test_one_sample_at_a_time_runs_chunks_with_the_same_outputs(inputs: Path, fi
     assert (out / "a" / "a.histogram.csv").read_bytes() == (tmp_path / "h.csv").read_bytes()
 
 
+def test_the_started_cluster_queues_tasks_and_runs_no_profiler(client):
+    """The cluster the pipeline starts: priorities take effect (worker saturation 1.0) and the
+    workers run without the statistical profiler and work stealing (no dashboard reads them)."""
+    import dask
+
+    keys = ("distributed.worker.profile.enabled", "distributed.scheduler.work-stealing")
+    on_workers = client.run(lambda: [dask.config.get(k) for k in keys])
+    assert list(on_workers.values()) == [[False, False], [False, False]]
+    assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION) == 1.0
+
+
 def test_chunks_and_table_sizes_decided_from_the_run():
     from kmerflow.pipeline.plan import table_bytes
 

@@ -122,7 +122,9 @@ def _connected(cluster: Dict[str, Any], client: Any) -> Iterator[Any]:
         yield client
         return
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
+
+        from kmerflow.distributed.cluster import local_cluster
     except ImportError as e:
         raise KmerflowError(f"a sharded run needs Dask: pip install 'kmerflow[dask]' ({e})") from e
     address = cluster["scheduler"]
@@ -130,8 +132,7 @@ def _connected(cluster: Dict[str, Any], client: Any) -> Iterator[Any]:
     if workers is None and address == "local":
         workers = os.cpu_count() or 1
     if workers is not None:
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as local, Client(local, direct_to_workers=True) as own:
+        with local_cluster(workers) as local, Client(local, direct_to_workers=True) as own:
             yield own
         return
     try:

@@ -370,10 +370,9 @@ class Driver:
 
 def local_cluster(n_workers: Optional[int]) -> Any:
     """A LocalCluster of single-thread worker processes (one per CPU by default), without a
-    memory limit (the tables are sized by the steps' parameters) or dashboard."""
-    import dask
-    from distributed import LocalCluster
+    memory limit (the tables are sized by the steps' parameters) or dashboard, its queue set
+    to :data:`WORKER_SATURATION`."""
+    from kmerflow.distributed.cluster import local_cluster as start
 
-    with dask.config.set({"distributed.scheduler.worker-saturation": WORKER_SATURATION}):
-        return LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
-                            processes=True, memory_limit=0, dashboard_address=None)
+    return start(n_workers or os.cpu_count() or 1, memory_limit=0,
+                 config={"distributed.scheduler.worker-saturation": WORKER_SATURATION})
