@@ -74,12 +74,12 @@ def main() -> None:
 
     from kmerflow import _core
     from kmerflow.distributed import ShardedCountgraph
+    from kmerflow.distributed.cluster import local_cluster
 
     memory = float(args.memory.rstrip("MG")) * (1e9 if args.memory.endswith("G") else 1e6)
     sizes = list(_core.get_n_primes_near_x(4, memory / 4))
     rows = []
-    with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+    with local_cluster(args.workers) as cluster, \
             distributed.Client(cluster, direct_to_workers=True) as client, \
             tempfile.TemporaryDirectory(prefix=".shard-files-", dir=args.out) as tmp:
         graph = ShardedCountgraph(20, 1, 4, primes=sizes, client=client, shards=args.shards, local=0)

@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from kmerflow.distributed.cluster import local_cluster
+
 REPO = Path(__file__).resolve().parent.parent
 MAKE_DATA = REPO.parent / "shared" / "bench" / "make-data.sh"
 KMERFLOW = [sys.executable, "-m", "kmerflow"]
@@ -86,11 +88,8 @@ def timed_rss(python: str, argv: list, work: Path) -> tuple[float, float, float]
 
 
 def part_c(reads: Path, work: Path, python: str, rows: list) -> None:
-    from distributed import LocalCluster
-
     table = ["-k", "20", "-M", "400M"]
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit="700MB",
-                      dashboard_address=None) as cluster:
+    with local_cluster(2, memory_limit="700MB") as cluster:
         sharding = ["--scheduler", cluster.scheduler_address, "--shards", "4"]
         for name, command in (
             ("filter-abund-single", ["filter-abund-single", *table, "-o", "{out}", reads]),
@@ -112,11 +111,8 @@ def same(a: Path, b: Path) -> bool:
 
 
 def part_a(reads: Path, work: Path, rows: list, local_shards: int = 6) -> None:
-    from distributed import LocalCluster
-
     table = ["-k", "20", "-N", "4", "-M", "400M"]
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit="256MB",
-                      dashboard_address=None) as cluster:
+    with local_cluster(2, memory_limit="256MB") as cluster:
         # 8 shards of 50 MB: 6 in the client, 1 on each 256 MB worker (2 per worker, 100 MB,
         # passed Dask's 95 % restart threshold with the worker's own 110 MB and the messages);
         # the whole table (400 MB) fits in no worker.
@@ -140,8 +136,6 @@ def part_a(reads: Path, work: Path, rows: list, local_shards: int = 6) -> None:
 
 
 def part_b(reads: Path, work: Path, n_reads: int, rows: list, points: list) -> None:
-    from distributed import LocalCluster
-
     subset = work / "subset.fq"
     with open(reads) as src, open(subset, "w") as dst:
         for i, line in enumerate(src):
@@ -153,8 +147,7 @@ def part_b(reads: Path, work: Path, n_reads: int, rows: list, points: list) -> N
     t_one, l_one, _ = timed(["normalize-by-median", *table, "-o", base, subset])
     rows.append(("b", "one process", "100 %", "-", f"{t_one:.1f}", True, f"{l_one:.1f}"))
     print(rows[-1], flush=True)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
+    with local_cluster(2) as cluster:
         for local, batch in ((10, 65536), (5, 65536), (3, 65536), (1, 65536),
                              (5, 1024), (5, 1 << 20)):
             out = work / f"b-{local}-{batch}.keep"
@@ -196,6 +189,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument("--reads", type=int, default=200_000)
     parser.add_argument("--only", choices=["a", "b", "c"])
+    parser.add_argument("--work", type=Path, default=None,
+                        help="folder for the commands' outputs (default: a temporary folder in /tmp)")
     parser.add_argument("--tag", default="", help="appended to the result file's name")
     parser.add_argument("--python", default=sys.executable,
                         help="(c) the interpreter that runs kmerflow (default: this one)")
@@ -207,7 +202,7 @@ def main() -> int:
         subprocess.run(["bash", str(MAKE_DATA), str(args.data)], check=True)
     rows: list = []
     points: list = []
-    with tempfile.TemporaryDirectory(prefix="kmerflow-shards-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kmerflow-shards-bench-", dir=args.work) as tmp:
         work = Path(tmp)
         if args.only in (None, "a"):
             part_a(reads, work, rows, args.local_shards)
