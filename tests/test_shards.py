@@ -246,20 +246,27 @@ def test_look_ups_on_one_worker_with_a_local_shard(data, tmp_path):
     assert len((tmp_path / "o.c").read_bytes()) < len(reads.read_bytes())
 
 
-def test_trim_low_abund_second_pass_stays_on_the_shards(client, tmp_path, caplog):
-    """Without -s the table is never gathered (no "gathering" line); the outputs are the
-    one-process run's."""
+@pytest.mark.parametrize("shards,local", [(1, 0), (2, 0), (3, 1)])
+def test_trim_low_abund_never_gathers_the_table(client, tmp_path, caplog, monkeypatch, shards, local):
+    """The second pass looks up on the shards and the -s table is saved shard by shard (nothing
+    gathers it, not even with a shard held here): the outputs and the table file are the
+    one-process run's, byte for byte."""
     reads = _genome_reads(tmp_path / "reads.fq", seed=3, n=700)
     table = {"ksize": 20, "n_tables": 3, "max_tablesize": 250, "force": True, "cutoff": 3,
              "variable_coverage": True, "trim_at_coverage": 25, "tempdir": tmp_path}
-    one = kf.trim_low_abund(reads, output=tmp_path / "o.fq", **table)
+    one = kf.trim_low_abund(reads, output=tmp_path / "o.fq", savegraph=tmp_path / "o.ct", **table)
+    monkeypatch.setattr(ShardedCountgraph, "to_countgraph", lambda self: pytest.fail("the table was gathered"))
     with caplog.at_level(logging.INFO, logger="kmerflow"):
-        sharded = kf.trim_low_abund(reads, output=tmp_path / "s.fq", scheduler=client, shards=2,
-                                    batch_kmers=500, **table)
+        sharded = kf.trim_low_abund(reads, output=tmp_path / "s.fq", savegraph=tmp_path / "s.ct",
+                                    scheduler=client, shards=shards, local_shards=local, batch_kmers=500,
+                                    **table)
     assert sharded.summary == one.summary and one.summary["reads_trimmed"] > 0
     assert (tmp_path / "s.fq").read_bytes() == (tmp_path / "o.fq").read_bytes()
+    assert (tmp_path / "s.ct").read_bytes() == (tmp_path / "o.ct").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.ct", "o.fq", "reads.fq", "s.ct", "s.fq"]
     said = [r.getMessage() for r in caplog.records]
     assert any(text.startswith("second pass") for text in said)
+    assert said[-1] == f"Saving k-mer countgraph to {tmp_path / 's.ct'}"
     assert not any("gathering" in text for text in said)
 
 
@@ -332,6 +339,34 @@ def test_lost_worker_during_a_run_names_the_shard_and_leaves_nothing(tmp_path, d
             cli.run(argv, on_message, client=client)
         assert e.value.code == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_trim_low_abund_worker_lost_during_the_save_leaves_no_table(tmp_path, data):
+    """The worker dies as the -s table is being saved (after the trimmed reads are in place, as
+    the one-process run writes them first): one line naming the shard, exit 1, the previous
+    file under the table's name left as it was, no temporary file or directory."""
+    from kmerflow.distributed import cli
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        worker = list(client.scheduler_info()["workers"])[0]
+        pid = client.run(os.getpid)[worker]
+
+        def on_message(_level: str, text: str) -> None:
+            if text.startswith("Saving k-mer countgraph"):
+                os.kill(pid, signal.SIGKILL)
+
+        (tmp_path / "t.ct").write_bytes(b"the previous table")
+        argv = ["trim-low-abund", "-s", str(tmp_path / "t.ct"), "-T", str(tmp_path), "-k", "17", "-x", "1e4",
+                "-N", "2", "-o", str(tmp_path / "out.fq"), str(data / "test-abund-read-2.fa"),
+                "--scheduler", cluster.scheduler_address, "--shards", "2", "--local-shards", "1"]
+        with dask.config.set({"distributed.comm.timeouts.connect": "3s"}), \
+                pytest.raises(kf.CommandError, match=r"shard 1 \(counters \d+\.\.\d+\) on tcp://") as e:
+            cli.run(argv, on_message, client=client)
+        assert e.value.code == 1 and "\n" not in str(e.value).strip()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.fq", "t.ct"]
+    assert (tmp_path / "t.ct").read_bytes() == b"the previous table"
 
 
 def test_trim_low_abund_mate_files_match_the_one_process_run(cluster, tmp_path):

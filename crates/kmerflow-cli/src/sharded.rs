@@ -383,6 +383,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
             json!({
                 "table": table,
                 "bigcount": false,
+                "savegraph": a.savegraph,
                 "inputs": all,
             })
         }
@@ -404,7 +405,8 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
 /// `local[s]` when held in this process and reached through `remote` otherwise, in batches of
 /// `--batch-kmers` k-mers (see
 /// [`kmerflow_core::ops::trim_low_abund::run_sharded`]); returns its summary. Its outputs are
-/// recorded in `run`'s files; the run report is [`finish`]'s.
+/// recorded in `run`'s files; the run report is [`finish`]'s. The table is not saved here:
+/// `-s` (the plan's `savegraph`) is the caller's to write shard by shard once this returns.
 pub fn trim_low_abund(
     argv: &[OsString],
     run: &RunContext,

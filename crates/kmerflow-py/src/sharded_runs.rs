@@ -19,22 +19,9 @@ use std::ffi::OsString;
 /// The remote shards as a Python object reaches them: `send(messages)` (one tuple of numpy
 /// arrays per remote shard, in shard order: counters to update, their deltas, counters to look
 /// up), then `answers()` (the answers to the oldest messages not answered yet: two sends may
-/// wait); `cells()`. Both return a list of uint8 arrays in shard order. A Python
-/// exception (a lost worker's `ShardError`) becomes an error with its message.
+/// wait), a list of uint8 arrays in shard order. A Python exception (a lost worker's
+/// `ShardError`) becomes an error with its message.
 struct PyRemote(Py<PyAny>);
-
-impl PyRemote {
-    /// The uint8 arrays returned by `method()`.
-    fn arrays(&self, method: &str) -> Result<Vec<Vec<u8>>> {
-        Python::attach(|py| {
-            let arrays = || -> PyResult<Vec<Vec<u8>>> {
-                let answer = self.0.bind(py).call_method0(method)?;
-                answer.try_iter()?.map(|a| Ok(a?.extract::<PyReadonlyArray1<'_, u8>>()?.as_slice()?.to_vec())).collect()
-            };
-            arrays().map_err(|e| failure(py, e))
-        })
-    }
-}
 
 /// A Python exception as an error with its message.
 fn failure(py: Python<'_>, e: PyErr) -> Error {
@@ -50,11 +37,13 @@ impl RemoteShards for PyRemote {
     }
 
     fn answers(&mut self) -> Result<Vec<Vec<u8>>> {
-        self.arrays("answers")
-    }
-
-    fn cells(&mut self) -> Result<Vec<Vec<u8>>> {
-        self.arrays("cells")
+        Python::attach(|py| {
+            let arrays = || -> PyResult<Vec<Vec<u8>>> {
+                let answer = self.0.bind(py).call_method0("answers")?;
+                answer.try_iter()?.map(|a| Ok(a?.extract::<PyReadonlyArray1<'_, u8>>()?.as_slice()?.to_vec())).collect()
+            };
+            arrays().map_err(|e| failure(py, e))
+        })
     }
 }
 
@@ -95,8 +84,9 @@ fn run_sharded(
 
 /// Runs the sharded `trim-low-abund` command line `argv` (program name first) on `client`'s
 /// table (`local`, `remote` as for `run_sharded`): pass 1 decides natively batch by batch on
-/// the shards, pass 2 trims from counts looked up on them (the table is gathered only to be
-/// saved, `-s`). Returns the summary as JSON text and the outputs written.
+/// the shards, pass 2 trims from counts looked up on them; the table is not gathered, and
+/// saving it (`-s`) is the caller's, once this returns (the shards then hold every update).
+/// Returns the summary as JSON text and the outputs written.
 #[pyfunction]
 pub fn trim_low_abund_sharded(
     py: Python<'_>,

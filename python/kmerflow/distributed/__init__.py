@@ -542,7 +542,7 @@ class _RemoteCalls:
     """The remote shards of a :class:`ShardedCountgraph` as a native run calls them:
     ``send(messages)`` (one ``step`` message per remote shard, in shard order), then
     ``answers()``, the answers to the oldest messages not answered yet (a run may send the next
-    batch before it takes the answers of the previous one); ``cells()``. A lost shard raises
+    batch before it takes the answers of the previous one). A lost shard raises
     :class:`ShardError` naming it."""
 
     def __init__(self, graph: ShardedCountgraph) -> None:
@@ -554,10 +554,6 @@ class _RemoteCalls:
 
     def answers(self) -> List[np.ndarray]:
         return self.graph._answers(self.futures.popleft())
-
-    def cells(self) -> List[np.ndarray]:
-        remote = sum(not isinstance(s, _Local) for s in self.graph._shards)
-        return self.graph._answers(self.graph._send_remote("cells", [() for _ in range(remote)]))
 
 
 def _binary_writer(out: Any) -> Any:

@@ -370,8 +370,14 @@ def _filter_abund(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage
 
 
 def _trim_low_abund(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
-    """The native trim-low-abund, pass 1 deciding on the shards, pass 2 looking up there."""
+    """The native trim-low-abund, pass 1 deciding on the shards, pass 2 looking up there; its
+    ``-s`` table is saved shard by shard once the native run has let go of the shards held
+    here (after the outputs and ``--summary-info`` file, which the native run writes)."""
     summary_text, outputs = _core.trim_low_abund_sharded(plan["argv"], say, *graph.native_run())
+    if plan["savegraph"]:
+        say("info", f"Saving k-mer countgraph to {plan['savegraph']}")
+        graph.save(plan["savegraph"])
+        outputs.append(plan["savegraph"])
     return json.loads(summary_text), outputs
 
 

@@ -10,7 +10,8 @@
 //! [`run_sharded`] decides pass 1 the same way on a table sharded over other processes
 //! ([`ShardedDecisions`]: each batch looked up on the shards, decided here with in-batch
 //! deltas, its updates sent to the shards), and trims pass 2 from counts looked up on the
-//! shards ([`crate::table::shard_runs::Lookups`]): the table is gathered only to be saved.
+//! shards ([`crate::table::shard_runs::Lookups`]): the table is never gathered, and its `-s`
+//! file is the caller's to write shard by shard.
 //!
 //! R1/R2 files ([`crate::io::mates`]): an input with a `--mate` file is read as the pairs of
 //! its interleaved form. With R1/R2 outputs, a bundle's kept reads are routed as a bundle
@@ -324,15 +325,19 @@ impl Pass1<'_> {
         }
     }
 
-    /// Saves the table to `path` (a sharded one gathered into this process first).
-    fn save(self, path: &str, ctx: &RunContext) -> Result<()> {
-        match self {
-            Pass1::Here(table, _) => table.save_in(path, ctx),
-            Pass1::Sharded(shards) => {
-                let n = shards.client().map().shards();
-                ctx.info(format!("gathering the table from {n} shard{}", if n == 1 { "" } else { "s" }));
-                shards.gather()?.save_in(path, ctx)
+    /// Ends the run with the table: saved to `savegraph` here, or, sharded, left whole on the
+    /// shards (the updates still held here are sent) for the caller to save shard by shard
+    /// once the run has let go of the shards held in its process.
+    fn finish(self, savegraph: Option<&str>, ctx: &RunContext) -> Result<()> {
+        match (self, savegraph) {
+            (Pass1::Here(table, _), Some(path)) => {
+                ctx.info(format!("Saving k-mer countgraph to {path}"));
+                table.save_in(path, ctx)?;
+                ctx.files().add_output(path);
+                Ok(())
             }
+            (Pass1::Here(..), None) => Ok(()),
+            (Pass1::Sharded(mut shards), _) => shards.flush(),
         }
     }
 }
@@ -577,7 +582,10 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
 
 /// [`run`] with pass 1 deciding on the sharded table `shards` (sized as `o.table` sizes it, or
 /// loaded from `o.loadgraph` by the caller), pass 2 looking its reads up on the shards; the
-/// outputs are those of [`run`] with a table of the same sizes. `batched` is refused.
+/// outputs are those of [`run`] with a table of the same sizes. `batched` is refused. The
+/// table is not saved here: `o.savegraph` is the caller's to write (shard by shard, see
+/// [`crate::table::shard_file`]) once this returns, the shards holding every update; it is
+/// checked against the inputs, and the false-positive check that stops a run comes first.
 pub fn run_sharded(o: &Options, shards: ShardedDecisions<'_>, ctx: &RunContext) -> Result<Summary> {
     if o.batched {
         return Err(Error::invalid("a sharded run does not take --batched"));
@@ -645,11 +653,7 @@ fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -
         Some("-") => ctx.info("output streamed to stdout"),
         Some(name) => ctx.info(format!("output in {name}")),
     }
-    if let Some(path) = &o.savegraph {
-        ctx.info(format!("Saving k-mer countgraph to {path}"));
-        table.save(path, ctx)?;
-        ctx.files().add_output(path);
-    }
+    table.finish(o.savegraph.as_deref(), ctx)?;
     if let Some(format) = o.summary_info {
         write_summary_info(o, s, format, ctx)?;
     }
@@ -824,33 +828,44 @@ mod tests {
         let reads = dir.path().join("reads.fq");
         std::fs::write(&reads, fastq(3, 600)).unwrap();
         let table = TableParams { ksize: 20, n_tables: 3, max_tablesize: 90.0, force: true, ..TableParams::default() };
-        let options = |tag: &str| Options {
+        // `--single-pass` leaves the last updates of pass 1 unsent until the run's end.
+        let options = |tag: &str, single_pass: bool| Options {
             inputs: vec![reads.to_string_lossy().into_owned()],
             table: table.clone(),
             cutoff: 3,
             trim_at_coverage: 12,
             variable_coverage: true,
+            single_pass,
             tempdir: dir.path().to_string_lossy().into_owned(),
             output: Some(dir.path().join(format!("{tag}.fq")).to_string_lossy().into_owned()),
             savegraph: Some(dir.path().join(format!("{tag}.ct")).to_string_lossy().into_owned()),
             ..Options::default()
         };
-        let one = run(&options("one"), &RunContext::new()).unwrap();
-        assert!(one.reads_set_aside > 0 && one.reads_trimmed > 0 && one.reads_written < one.reads);
         let sizes = crate::ops::sizing::countgraph_sizes(&table, 1.0, &RunContext::new()).unwrap();
-        for (shards, batch_kmers) in [(1, 1), (3, 40), (3, 100_000)] {
-            let client = ShardClient::new(20, HashKind::TwoBit, &sizes, shards, false).unwrap();
-            let b = client.map().bounds().to_vec();
-            let mut all: Vec<Shard> = (0..shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
-            let mut remote = InProcess::new(all.split_off(shards / 2));
-            let local = all.iter_mut().map(Some).chain((shards / 2..shards).map(|_| None)).collect();
-            let decisions = ShardedDecisions::new(&client, local, &mut remote, batch_kmers).unwrap();
-            let tag = format!("s{shards}-{batch_kmers}");
-            let sharded = run_sharded(&options(&tag), decisions, &RunContext::new()).unwrap();
-            assert_eq!(sharded, one, "{tag}");
-            for suffix in ["fq", "ct"] {
-                let read = |t: &str| std::fs::read(dir.path().join(format!("{t}.{suffix}"))).unwrap();
-                assert!(read(&tag) == read("one"), "{tag}.{suffix}");
+        for single_pass in [false, true] {
+            let one = run(&options("one", single_pass), &RunContext::new()).unwrap();
+            assert!(one.reads_set_aside > 0 && one.reads_trimmed > 0 && one.reads_written < one.reads);
+            for (shards, batch_kmers) in [(1, 1), (3, 40), (3, 100_000)] {
+                let client = ShardClient::new(20, HashKind::TwoBit, &sizes, shards, false).unwrap();
+                let b = client.map().bounds().to_vec();
+                let mut all: Vec<Shard> =
+                    (0..shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+                let mut remote = InProcess::new(all.split_off(shards / 2));
+                let local = all.iter_mut().map(Some).chain((shards / 2..shards).map(|_| None)).collect();
+                let decisions = ShardedDecisions::new(&client, local, &mut remote, batch_kmers).unwrap();
+                let tag = format!("s{shards}-{batch_kmers}-{single_pass}");
+                let sharded = run_sharded(&options(&tag, single_pass), decisions, &RunContext::new()).unwrap();
+                assert_eq!(sharded, one, "{tag}");
+                // The table is the caller's to save: the shards hold all of it, the last updates too.
+                let ct = dir.path().join(format!("{tag}.ct"));
+                assert!(!ct.exists(), "{tag}");
+                let cells: Vec<&[u8]> = all.iter().chain(&remote.shards).map(Shard::cells).collect();
+                let gathered = client.gather(&cells).unwrap();
+                crate::table::khmer_format::save(&gathered, &ct.to_string_lossy(), &RunContext::new()).unwrap();
+                for suffix in ["fq", "ct"] {
+                    let read = |t: &str| std::fs::read(dir.path().join(format!("{t}.{suffix}"))).unwrap();
+                    assert!(read(&tag) == read("one"), "{tag}.{suffix}");
+                }
             }
         }
     }

@@ -17,7 +17,7 @@
 use super::batch::{spans, Positions, SeenCounters};
 use super::in_flight::{InFlight, LastDeltas};
 use super::shard::{first_positions, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
-use super::{Decider, KhmerTable};
+use super::Decider;
 use crate::io::{write_record, BundleBatch, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
@@ -717,8 +717,6 @@ pub trait RemoteShards: Send {
     /// The answers to the oldest messages not answered yet (up to two may wait): each remote
     /// shard's values of its counters, in shard order.
     fn answers(&mut self) -> Result<Vec<Vec<u8>>>;
-    /// Every remote shard's counters, in shard order.
-    fn cells(&mut self) -> Result<Vec<Vec<u8>>>;
 }
 
 /// A sharded table whose reads are decided in this process batch by batch, by a run that reads
@@ -726,8 +724,9 @@ pub trait RemoteShards: Send {
 /// the shards (the remote ones through one message each, carrying the previous batch's
 /// updates), decides it with a [`Decider`] and applies its updates; [`ShardedDecisions::lookups`]
 /// gives the counts of a file's k-mers without changing the table (trim-low-abund's second pass,
-/// filter-abund's and abundance-dist's passes); [`ShardedDecisions::gather`] brings the whole
-/// table into this process. The decisions, counts, counters and statistics are those of the
+/// filter-abund's and abundance-dist's passes); [`ShardedDecisions::flush`] sends the updates
+/// still held here, leaving the whole table on the shards (to be saved shard by shard, see
+/// [`super::shard_file`]). The decisions, counts, counters and statistics are those of the
 /// one-process table with the same sizes.
 pub struct ShardedDecisions<'a> {
     client: &'a ShardClient,
@@ -785,22 +784,13 @@ impl<'a> ShardedDecisions<'a> {
         Ok(Lookups { shards: self, batches, waiting: VecDeque::new() })
     }
 
-    /// The whole table in this process, after the remote shards applied every update.
-    pub fn gather(mut self) -> Result<KhmerTable> {
+    /// Sends the updates still held here (the remote shards' part of the last batch decided),
+    /// so that the shards hold the whole table.
+    pub fn flush(&mut self) -> Result<()> {
         if self.unsent.iter().any(|u| !u.counters.is_empty()) {
             self.decide(&[], |_| ())?;
         }
-        let remote = self.remote.cells()?;
-        let mut remote = remote.iter();
-        let cells = self
-            .local
-            .iter()
-            .map(|shard| match shard {
-                Some(shard) => Ok(shard.cells()),
-                None => remote.next().map(Vec::as_slice).ok_or_else(|| Error::invalid("a remote shard sent no cells")),
-            })
-            .collect::<Result<Vec<&[u8]>>>()?;
-        self.client.gather(&cells)
+        Ok(())
     }
 }
 
@@ -885,10 +875,6 @@ pub(crate) mod testing {
 
         fn answers(&mut self) -> Result<Vec<Vec<u8>>> {
             self.answers.pop_front().ok_or_else(|| Error::invalid("no message is waiting"))
-        }
-
-        fn cells(&mut self) -> Result<Vec<Vec<u8>>> {
-            Ok(self.shards.iter().map(|s| s.cells().to_vec()).collect())
         }
     }
 
