@@ -7,10 +7,10 @@ Usage::
                                [--memory 400M] [--workers 2] [--shards 4] [--out bench/results]
 
 The first ``--n-reads`` reads are trimmed (``-k 20 -N 4 -M MEMORY -C 3``) with the table's
-``--shards`` shards on a LocalCluster of ``--workers`` single-thread workers (none in the
-client), and the table saved with ``-s`` into a temporary directory beside ``--out``; then the
-same command runs in one process and the two tables are compared byte for byte. The save is
-timed from the command's "Saving k-mer countgraph" message to its end; the client's resident
+``--shards`` shards on kmerflow's LocalCluster of ``--workers`` single-thread workers (none in
+the client), and the table saved with ``-s`` into a temporary directory beside ``--out``; then
+the same command runs in one process and the two tables are compared byte for byte. The save
+is timed from the command's "Saving k-mer countgraph" message to its end; the client's resident
 memory (sampled every 5 ms, as ``bench/shard_files.py`` does) is given before the save and at
 its peak during the save. A Markdown table goes to ``--out``.
 """
@@ -45,10 +45,10 @@ def main() -> None:
     import distributed
 
     from kmerflow.distributed import cli
+    from kmerflow.distributed.cluster import local_cluster
 
     with tempfile.TemporaryDirectory(prefix=".trim-save-", dir=args.out) as tmp, \
-            distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                     dashboard_address=None) as cluster, \
+            local_cluster(args.workers) as cluster, \
             distributed.Client(cluster, direct_to_workers=True) as client:
         reads = os.path.join(tmp, "reads.fq")
         with open(args.reads) as src, open(reads, "w") as dst:
