@@ -318,15 +318,15 @@ def test_filter_abund_on_shards_does_not_load_the_table_here(cluster, tmp_path, 
     reads = genome_reads(tmp_path / "a.fq", seed=21, n=300)
     calls = []
     monkeypatch.setattr(ShardedCountgraph, "to_countgraph", lambda self: calls.append("gathered"))
-    real = shard_cli._core.filter_abund_sharded
-    monkeypatch.setattr(shard_cli._core, "filter_abund_sharded",
-                        lambda *a: calls.append("sharded") or real(*a))
+    real = shard_cli._core.run_sharded_command
+    monkeypatch.setattr(shard_cli._core, "run_sharded_command",
+                        lambda command, *a: calls.append(f"sharded {command}") or real(command, *a))
     with distributed.Client(cluster, direct_to_workers=True) as client:
         shard_cli.run(["filter-abund", "-C", "3", "-o", str(tmp_path / "s.fq"), str(big_table), str(reads),
                        "--scheduler", cluster.scheduler_address, "--shards", "2"],
                       lambda *_: None, client=client)
     kmerflow("filter-abund", "-C", "3", "-o", tmp_path / "o.fq", big_table, reads)
-    assert calls == ["sharded"]
+    assert calls == ["sharded filter-abund"]
     assert (tmp_path / "s.fq").read_bytes() == (tmp_path / "o.fq").read_bytes()
 
 

@@ -12,7 +12,7 @@ __all__ = [
     "Nodegraph", "Counttable", "SmallCounttable", "Nodetable", "forward_hash", "forward_hash_no_rc",
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
     "is_prime", "cli_main", "run_command", "command_specs", "shard_plan", "shard_finish",
-    "trim_low_abund_sharded", "filter_abund_sharded", "abundance_dist_sharded",
+    "run_sharded_command",
     "abundance_distribution_sharded", "filter_reads_sharded", "REPORT_CHARTS",
     "Normalizer", "AbundanceFilter", "Trimmer", "BatchDecision", "batch_lookup", "batch_decide",
     "batch_apply", "add_tables", "Shard", "ShardClient", "ShardedCountRun", "ShardedNormalizeRun",
@@ -171,15 +171,9 @@ def command_specs() -> list[dict[str, Any]]: ...
 def shard_plan(argv: Sequence[str]) -> Optional[str]: ...
 def shard_finish(argv: Sequence[str], summary: str, table_sizing: str, inputs: Sequence[str],
                  outputs: Sequence[str], wall_s: float) -> str: ...
-def trim_low_abund_sharded(argv: Sequence[str], on_message: Callable[[str, str], object],
-                           client: ShardClient, local: Sequence[Optional[Shard]],
-                           remote: Any) -> Tuple[str, List[str]]: ...
-def filter_abund_sharded(argv: Sequence[str], on_message: Callable[[str, str], object],
-                         client: ShardClient, local: Sequence[Optional[Shard]],
-                         remote: Any) -> Tuple[str, List[str]]: ...
-def abundance_dist_sharded(argv: Sequence[str], on_message: Callable[[str, str], object],
-                           client: ShardClient, local: Sequence[Optional[Shard]],
-                           remote: Any) -> Tuple[str, List[str]]: ...
+def run_sharded_command(command: str, argv: Sequence[str], on_message: Callable[[str, str], object],
+                        client: ShardClient, local: Sequence[Optional[Shard]],
+                        remote: Any) -> Tuple[str, List[str]]: ...
 def abundance_distribution_sharded(client: ShardClient, local: Sequence[Optional[Shard]], remote: Any,
                                    paths: Sequence[str], batch_kmers: int) -> npt.NDArray[np.uint64]: ...
 def filter_reads_sharded(client: ShardClient, local: Sequence[Optional[Shard]], remote: Any,

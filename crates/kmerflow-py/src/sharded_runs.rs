@@ -1,7 +1,7 @@
 //! Commands run natively on a sharded table whose remote shards Python reaches (Dask actors):
-//! `trim_low_abund_sharded`, trim-low-abund with its first pass deciding on the shards and its
-//! second looking up there; `filter_abund_sharded` and `abundance_dist_sharded`, the filtering
-//! and the histogram of a table counted on the shards, looked up there.
+//! `run_sharded_command`, trim-low-abund with its first pass deciding on the shards and its
+//! second looking up there, and the filtering and the histogram of a table counted on the
+//! shards, looked up there.
 
 use crate::commands::forwarder;
 use crate::errors::{command_error, IntoPyResult};
@@ -82,53 +82,30 @@ fn run_sharded(
     Ok((summary, outputs))
 }
 
-/// Runs the sharded `trim-low-abund` command line `argv` (program name first) on `client`'s
-/// table (`local`, `remote` as for `run_sharded`): pass 1 decides natively batch by batch on
-/// the shards, pass 2 trims from counts looked up on them; the table is not gathered, and
-/// saving it (`-s`) is the caller's, once this returns (the shards then hold every update).
+/// Runs the sharded `command` (`trim-low-abund`: pass 1 deciding natively batch by batch on the
+/// shards, pass 2 trimming from counts looked up on them; `filter-abund-single` / `filter-abund`:
+/// the filtering of a table that holds the counts already, each batch of reads looked up on the
+/// shards; `abundance-dist-single`: the histogram of such a table, the k-mers new to the tracking
+/// filter held here looked up on the shards) on the command line `argv` (program name first) and
+/// `client`'s table (`local`, `remote` as for `run_sharded`). The table is never gathered.
 /// Returns the summary as JSON text and the outputs written.
 #[pyfunction]
-pub fn trim_low_abund_sharded(
+pub fn run_sharded_command(
     py: Python<'_>,
+    command: &str,
     argv: Vec<OsString>,
     on_message: Bound<'_, PyAny>,
     client: Py<ShardClient>,
     local: Vec<Option<Py<Shard>>>,
     remote: Py<PyAny>,
 ) -> PyResult<(String, Vec<String>)> {
-    run_sharded(py, kmerflow_cli::sharded::trim_low_abund, argv, on_message, client, local, remote)
-}
-
-/// Runs the filtering of the sharded `filter-abund-single` (or `filter-abund`) command line
-/// `argv` on `client`'s table, which holds the counts already (`local`, `remote` as for
-/// `run_sharded`): each batch's reads are looked up on the shards and trimmed here; the table
-/// is not gathered. Returns the summary as JSON text and the outputs written.
-#[pyfunction]
-pub fn filter_abund_sharded(
-    py: Python<'_>,
-    argv: Vec<OsString>,
-    on_message: Bound<'_, PyAny>,
-    client: Py<ShardClient>,
-    local: Vec<Option<Py<Shard>>>,
-    remote: Py<PyAny>,
-) -> PyResult<(String, Vec<String>)> {
-    run_sharded(py, kmerflow_cli::sharded::filter_abund, argv, on_message, client, local, remote)
-}
-
-/// Runs the histogram of the sharded `abundance-dist-single` command line `argv` on
-/// `client`'s table, which holds the counts already (`local`, `remote` as for `run_sharded`):
-/// the k-mers new to the tracking filter (held here) are looked up on the shards; the table is
-/// not gathered. Returns the summary as JSON text and the outputs written.
-#[pyfunction]
-pub fn abundance_dist_sharded(
-    py: Python<'_>,
-    argv: Vec<OsString>,
-    on_message: Bound<'_, PyAny>,
-    client: Py<ShardClient>,
-    local: Vec<Option<Py<Shard>>>,
-    remote: Py<PyAny>,
-) -> PyResult<(String, Vec<String>)> {
-    run_sharded(py, kmerflow_cli::sharded::abundance_dist_single, argv, on_message, client, local, remote)
+    let native: ShardedCommand = match command {
+        "trim-low-abund" => kmerflow_cli::sharded::trim_low_abund,
+        "filter-abund-single" | "filter-abund" => kmerflow_cli::sharded::filter_abund,
+        "abundance-dist-single" => kmerflow_cli::sharded::abundance_dist_single,
+        other => return Err(pyo3::exceptions::PyValueError::new_err(format!("no sharded native run of {other}"))),
+    };
+    run_sharded(py, native, argv, on_message, client, local, remote)
 }
 
 /// Runs `work` on `client`'s table as a `ShardedDecisions` (`local`, `remote` as for
@@ -204,9 +181,7 @@ pub fn filter_reads_sharded(
 
 /// Adds the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(trim_low_abund_sharded, m)?)?;
-    m.add_function(wrap_pyfunction!(filter_abund_sharded, m)?)?;
-    m.add_function(wrap_pyfunction!(abundance_dist_sharded, m)?)?;
+    m.add_function(wrap_pyfunction!(run_sharded_command, m)?)?;
     m.add_function(wrap_pyfunction!(abundance_distribution_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(filter_reads_sharded, m)?)?;
     Ok(())

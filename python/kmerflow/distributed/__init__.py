@@ -475,7 +475,7 @@ class ShardedCountgraph(_Sharded):
         return self._normalize(run, out, on_batch)
 
     def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
-        """What a native run deciding on this table takes (``_core.trim_low_abund_sharded``):
+        """What a native run deciding on this table takes (``_core.run_sharded_command``):
         the client's part, the shards held here (``None`` for a remote one) and the remote
         shards' calls."""
         self.flush()

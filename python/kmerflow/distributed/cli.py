@@ -342,57 +342,53 @@ def _normalize(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -
     return summary, [o for o in outputs if o != "-"] + side
 
 
-def _counted_on_shards(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage,
-                       finish: Callable[..., Tuple[str, List[str]]]) -> Outcome:
-    """Counts the input on the shards, then runs ``finish`` (``_core.filter_abund_sharded`` or
-    ``_core.abundance_dist_sharded``: the native pass that looks the reads up on the shards)
-    on them; the table stays on the shards unless ``--savegraph`` saves it."""
+def _native(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+    """The command's native run on the shards (``_core.run_sharded_command``): trim-low-abund's
+    two passes, or the look-up pass of filter-abund(-single) and abundance-dist-single over a
+    table that holds the counts; the table never passes through this process."""
+    summary_text, outputs = _core.run_sharded_command(plan["command"], plan["argv"], say,
+                                                      *graph.native_run())
+    return json.loads(summary_text), outputs
+
+
+def _table_saved(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage,
+                 outcome: Outcome, saying: str) -> Outcome:
+    """``outcome`` with the table saved shard by shard to ``--savegraph`` (when given) once the
+    native run has let go of the shards held here, announced as ``saying`` and the path (the
+    one-process command's line)."""
+    summary, outputs = outcome
+    if plan["savegraph"]:
+        say("info", f"{saying} {plan['savegraph']}")
+        graph.save(plan["savegraph"])
+        outputs.append(plan["savegraph"])
+    return summary, outputs
+
+
+def _counted_on_shards(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+    """filter-abund-single and abundance-dist-single: the input counted on the shards, then
+    the native look-up pass; the table stays on the shards unless ``--savegraph`` saves it."""
     (path,) = plan["inputs"]
     graph.consume_seqfile(path)
     if plan["command"] == "filter-abund-single":
         say("info", f"Total number of unique k-mers: {graph.n_unique_kmers()}")
         say("info", f"fp rate estimated to be {graph.expected_fp_rate():1.3f}")
     _check_fp(plan, graph, say)
-    summary_text, outputs = finish(plan["argv"], say, *graph.native_run())
-    if plan["savegraph"]:
-        say("info", f"Saving k-mer countgraph filename {plan['savegraph']}")
-        graph.save(plan["savegraph"])
-        outputs.append(plan["savegraph"])
-    return json.loads(summary_text), outputs
-
-
-def _abundance_dist(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
-    return _counted_on_shards(plan, graph, say, _core.abundance_dist_sharded)
-
-
-def _filter_abund(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
-    return _counted_on_shards(plan, graph, say, _core.filter_abund_sharded)
+    return _table_saved(plan, graph, say, _native(plan, graph, say),
+                        "Saving k-mer countgraph filename")
 
 
 def _trim_low_abund(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
     """The native trim-low-abund, pass 1 deciding on the shards, pass 2 looking up there; its
-    ``-s`` table is saved shard by shard once the native run has let go of the shards held
-    here (after the outputs and ``--summary-info`` file, which the native run writes)."""
-    summary_text, outputs = _core.trim_low_abund_sharded(plan["argv"], say, *graph.native_run())
-    if plan["savegraph"]:
-        say("info", f"Saving k-mer countgraph to {plan['savegraph']}")
-        graph.save(plan["savegraph"])
-        outputs.append(plan["savegraph"])
-    return json.loads(summary_text), outputs
-
-
-def _filter_abund_saved(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
-    """filter-abund on the saved table loaded into the shards: the native filtering, each
-    batch's reads looked up on the shards; the table never passes through this process."""
-    summary_text, outputs = _core.filter_abund_sharded(plan["argv"], say, *graph.native_run())
-    return json.loads(summary_text), outputs
+    ``-s`` table is saved after the outputs and ``--summary-info`` file (which the native run
+    writes)."""
+    return _table_saved(plan, graph, say, _native(plan, graph, say), "Saving k-mer countgraph to")
 
 
 _RUNS: Dict[str, Callable[[Dict[str, Any], Any, OnMessage], Outcome]] = {
     "load-into-counting": _load_into_counting,
     "normalize-by-median": _normalize,
-    "abundance-dist-single": _abundance_dist,
-    "filter-abund-single": _filter_abund,
+    "abundance-dist-single": _counted_on_shards,
+    "filter-abund-single": _counted_on_shards,
     "trim-low-abund": _trim_low_abund,
-    "filter-abund": _filter_abund_saved,
+    "filter-abund": _native,
 }
