@@ -41,24 +41,40 @@ def rss_mb() -> float:
     return 0.0
 
 
+class PeakRss:
+    """This process's peak resident memory (MB) while the block runs, sampled every 5 ms;
+    :meth:`restart` starts the peak again from the current memory."""
+
+    def __enter__(self) -> "PeakRss":
+        self.peak = rss_mb()
+        self._done = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.005):
+            self.peak = max(self.peak, rss_mb())
+
+    def restart(self) -> float:
+        """Starts the peak from now; returns the current memory."""
+        self.peak = rss_mb()
+        return self.peak
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._sampler.join()
+        self.peak = max(self.peak, rss_mb())
+
+
 def measured(step: Callable[[], object]) -> Dict[str, float]:
     """Runs ``step``: wall seconds, resident memory before and at its peak, and the load."""
-    peak = [rss_mb()]
-    before = peak[0]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.wait(0.005):
-            peak[0] = max(peak[0], rss_mb())
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    start = time.perf_counter()
-    step()
-    seconds = time.perf_counter() - start
-    done.set()
-    sampler.join()
-    return {"s": seconds, "before_mb": before, "peak_mb": max(peak[0], rss_mb()), "load": os.getloadavg()[0]}
+    with PeakRss() as rss:
+        before = rss.peak
+        start = time.perf_counter()
+        step()
+        seconds = time.perf_counter() - start
+    return {"s": seconds, "before_mb": before, "peak_mb": rss.peak, "load": os.getloadavg()[0]}
 
 
 def main() -> None:

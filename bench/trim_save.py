@@ -25,11 +25,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from shard_files import REPO, rss_mb
+from shard_files import REPO, PeakRss
 
 
 def main() -> None:
@@ -55,27 +54,18 @@ def main() -> None:
             dst.writelines(itertools.islice(src, 4 * args.n_reads))
         table = ["-k", "20", "-N", "4", "-M", args.memory, "-C", "3", "-T", tmp]
         marks: dict = {}
-        peak = [rss_mb()]
-        done = threading.Event()
+        with PeakRss() as rss:
 
-        def on_message(_level: str, text: str) -> None:
-            if text.startswith("Saving k-mer countgraph"):
-                marks["save"], marks["before_mb"] = time.perf_counter(), rss_mb()
-                peak[0] = marks["before_mb"]
+            def on_message(_level: str, text: str) -> None:
+                if text.startswith("Saving k-mer countgraph"):
+                    marks["save"], marks["before_mb"] = time.perf_counter(), rss.restart()
 
-        def sample() -> None:
-            while not done.wait(0.005):
-                peak[0] = max(peak[0], rss_mb())
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        start = time.perf_counter()
-        cli.run(["trim-low-abund", *table, "-o", os.path.join(tmp, "s.fq"), "-s", os.path.join(tmp, "s.ct"),
-                 reads, "--scheduler", cluster.scheduler_address, "--shards", str(args.shards)],
-                on_message, client=client)
-        end = time.perf_counter()
-        done.set()
-        sampler.join()
+            start = time.perf_counter()
+            cli.run(["trim-low-abund", *table, "-o", os.path.join(tmp, "s.fq"), "-s", os.path.join(tmp, "s.ct"),
+                     reads, "--scheduler", cluster.scheduler_address, "--shards", str(args.shards)],
+                    on_message, client=client)
+            end = time.perf_counter()
+        peak = rss.peak
         load = os.getloadavg()[0]
         subprocess.run([sys.executable, "-m", "kmerflow", "trim-low-abund", *table, "-o", os.path.join(tmp, "o.fq"),
                         "-s", os.path.join(tmp, "o.ct"), reads], check=True, capture_output=True)
@@ -92,8 +82,8 @@ def main() -> None:
         "| run wall s | save wall s | client RSS before the save MB | client peak RSS during the save MB "
         "| peak - before MB | load average |",
         "|---|---|---|---|---|---|",
-        f"| {end - start:.2f} | {end - marks['save']:.2f} | {marks['before_mb']:.0f} | {peak[0]:.0f} | "
-        f"{peak[0] - marks['before_mb']:.0f} | {load:.1f} |",
+        f"| {end - start:.2f} | {end - marks['save']:.2f} | {marks['before_mb']:.0f} | {peak:.0f} | "
+        f"{peak - marks['before_mb']:.0f} | {load:.1f} |",
     ]) + "\n"
     print(text)
     Path(args.out, f"{stamp}-trim-save.md").write_text(text)

@@ -6,12 +6,14 @@ over its worker's memory limit, an unreachable scheduler. One real LocalCluster 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import logging
 import os
 import signal
 from pathlib import Path
+from typing import Any, Callable, Iterator, Tuple
 
 import numpy as np
 import pytest
@@ -310,6 +312,23 @@ def test_trim_low_abund_on_khmer_data_with_one_worker(data, tmp_path):
     assert len(one[0]) < len(reads.read_bytes()) and one[3]["reads_trimmed"] > 0
 
 
+@contextlib.contextmanager
+def worker_killed_on(message: str) -> Iterator[Tuple[Any, Any, Callable[[str, str], None]]]:
+    """A LocalCluster of one worker, a client of it, and a command's message callback that kills
+    the worker when a message starts with ``message``."""
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        worker = list(client.scheduler_info()["workers"])[0]
+        pid = client.run(os.getpid)[worker]
+
+        def on_message(_level: str, text: str) -> None:
+            if text.startswith(message):
+                os.kill(pid, signal.SIGKILL)
+
+        yield cluster, client, on_message
+
+
 @pytest.mark.parametrize("command,when", [
     (["trim-low-abund", "-s", "{tmp}/t.ct", "-T", "{tmp}"], "created temporary directory"),
     (["filter-abund-single", "--savegraph", "{tmp}/t.ct"], "filtering"),
@@ -320,16 +339,7 @@ def test_lost_worker_during_a_run_names_the_shard_and_leaves_nothing(tmp_path, d
     table and no temporary directory."""
     from kmerflow.distributed import cli
 
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        worker = list(client.scheduler_info()["workers"])[0]
-        pid = client.run(os.getpid)[worker]
-
-        def on_message(_level: str, text: str) -> None:
-            if text.startswith(when):
-                os.kill(pid, signal.SIGKILL)
-
+    with worker_killed_on(when) as (cluster, client, on_message):
         argv = [a.format(tmp=tmp_path) for a in command] + [
             "-k", "17", "-x", "1e4", "-N", "2", "-o", str(tmp_path / "out.fq"), str(data / "test-abund-read-2.fa"),
             "--scheduler", cluster.scheduler_address, "--shards", "2", "--local-shards", "1"]
@@ -347,16 +357,7 @@ def test_trim_low_abund_worker_lost_during_the_save_leaves_no_table(tmp_path, da
     file under the table's name left as it was, no temporary file or directory."""
     from kmerflow.distributed import cli
 
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        worker = list(client.scheduler_info()["workers"])[0]
-        pid = client.run(os.getpid)[worker]
-
-        def on_message(_level: str, text: str) -> None:
-            if text.startswith("Saving k-mer countgraph"):
-                os.kill(pid, signal.SIGKILL)
-
+    with worker_killed_on("Saving k-mer countgraph") as (cluster, client, on_message):
         (tmp_path / "t.ct").write_bytes(b"the previous table")
         argv = ["trim-low-abund", "-s", str(tmp_path / "t.ct"), "-T", str(tmp_path), "-k", "17", "-x", "1e4",
                 "-N", "2", "-o", str(tmp_path / "out.fq"), str(data / "test-abund-read-2.fa"),
