@@ -102,6 +102,32 @@ impl ShardMap {
         out
     }
 
+    /// Sets `counters` to [`ShardMap::counters`] of `hashes` and `owners` to the shard of each
+    /// ([`ShardMap::owners`]) in one pass, refusing a batch too large for [`Sections`]'
+    /// positions.
+    pub fn counters_and_owners(&self, hashes: &[u64], counters: &mut Vec<u64>, owners: &mut Vec<u32>) -> Result<()> {
+        let len = hashes.len() * self.probes();
+        if len > u32::MAX as usize {
+            return Err(Error::invalid(format!("a batch of {len} counters is too large")));
+        }
+        counters.clear();
+        owners.clear();
+        counters.reserve(len);
+        owners.reserve(len);
+        for (t, modulus) in self.moduli.iter().enumerate() {
+            let (offset, end) = (self.offsets[t], self.offsets[t + 1]);
+            // Table t's counters lie in its first shard or in one after a bound inside it.
+            let first = self.shard_of(offset);
+            let inside: Vec<u64> = self.bounds[first + 1..].iter().copied().take_while(|&b| b < end).collect();
+            for &h in hashes {
+                let c = offset + modulus.rem(h);
+                counters.push(c);
+                owners.push(first as u32 + inside.iter().map(|&b| u32::from(c >= b)).sum::<u32>());
+            }
+        }
+        Ok(())
+    }
+
     /// The shard of a counter.
     #[inline]
     pub fn shard_of(&self, counter: u64) -> usize {
@@ -174,31 +200,57 @@ pub fn split_by_owner(
     shards: usize,
     wanted: impl Fn(usize) -> bool,
 ) -> (Vec<Vec<u64>>, Vec<u32>) {
-    let mut sizes = vec![0usize; shards];
-    owners.iter().for_each(|&s| sizes[s as usize] += 1);
-    for (s, size) in sizes.iter_mut().enumerate() {
-        if !wanted(s) {
-            *size = 0;
+    let wanted: Vec<usize> = (0..shards).filter(|&s| wanted(s)).collect();
+    let mut sections = Sections::default();
+    sections.split(values, owners, shards, &wanted);
+    (sections.parts, sections.order)
+}
+
+/// Values split by shard ([`Sections::split`]), the buffers kept from one split to the next.
+#[derive(Debug, Default)]
+pub struct Sections {
+    /// Each shard's values, in input order (empty for a shard not asked for).
+    pub parts: Vec<Vec<u64>>,
+    /// The input position of each entry of the parts laid end to end, in the order asked.
+    pub order: Vec<u32>,
+    /// Where each shard's entries start in `order` (0 for a shard not asked for).
+    pub starts: Vec<usize>,
+}
+
+impl Sections {
+    /// Splits `values` by their `owners` (of `shards` shards) with one counting sort, keeping
+    /// only the shards `wanted` (each at most once), laid end to end in `order` in the order of
+    /// `wanted`.
+    pub fn split(&mut self, values: &[u64], owners: &[u32], shards: usize, wanted: &[usize]) {
+        let mut sizes = vec![0usize; shards];
+        owners.iter().for_each(|&s| sizes[s as usize] += 1);
+        let mut kept = vec![false; shards];
+        self.starts.clear();
+        self.starts.resize(shards, 0);
+        let mut at = 0;
+        for &s in wanted {
+            (self.starts[s], kept[s]) = (at, true);
+            at += sizes[s];
+        }
+        self.parts.resize_with(shards, Vec::new);
+        for (s, part) in self.parts.iter_mut().enumerate() {
+            part.clear();
+            if kept[s] {
+                part.reserve(sizes[s]);
+            }
+        }
+        self.order.clear();
+        self.order.resize(at, 0);
+        let mut next = self.starts.clone();
+        for (q, (&c, &s)) in values.iter().zip(owners).enumerate() {
+            let s = s as usize;
+            if kept[s] {
+                self.parts[s].push(c);
+                self.order[next[s]] = q as u32;
+                next[s] += 1;
+            }
         }
     }
-    let mut starts: Vec<usize> = sizes
-        .iter()
-        .scan(0, |at, &n| {
-            *at += n;
-            Some(*at - n)
-        })
-        .collect();
-    let mut parts: Vec<Vec<u64>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
-    let mut order = vec![0u32; sizes.iter().sum()];
-    for (q, (&c, &s)) in values.iter().zip(owners).enumerate() {
-        let s = s as usize;
-        if sizes[s] > 0 {
-            parts[s].push(c);
-            order[starts[s]] = q as u32;
-            starts[s] += 1;
-        }
-    }
-    (parts, order)
 }
 
 /// How many counters ahead of its use a shard's cell is prefetched.
@@ -741,6 +793,31 @@ mod tests {
         assert_eq!(parts, vec![vec![0, 1], vec![7, 12], vec![19]]);
         assert_eq!(order, vec![1, 4, 2, 3, 0]);
         assert!(map.route(&[20]).is_err());
+    }
+
+    #[test]
+    fn counters_and_owners_in_one_pass_match_the_two_steps() {
+        let hashes = reads(5, 200, 60).concat();
+        for (sizes, shards) in [(&SIZES[..], 1), (&SIZES[..], 2), (&SIZES[..], 7), (&[10, 3, 10][..], 6), (&[9][..], 9)]
+        {
+            let map = ShardMap::new(sizes, shards).unwrap();
+            let counters = map.counters(&hashes);
+            let owners = map.owners(&counters).unwrap();
+            let (mut both, mut shards_of) = (vec![7], Vec::new());
+            map.counters_and_owners(&hashes, &mut both, &mut shards_of).unwrap();
+            assert_eq!((both, shards_of), (counters, owners), "{sizes:?} {shards}");
+        }
+    }
+
+    #[test]
+    fn sections_lay_the_parts_in_the_order_asked_and_reuse_their_buffers() {
+        let (values, owners) = ([5, 6, 7, 8, 9, 10], [2, 0, 2, 1, 0, 2]);
+        let mut sections = Sections::default();
+        sections.split(&values, &owners, 4, &[3, 1]);
+        sections.split(&values, &owners, 4, &[2, 0]);
+        assert_eq!(sections.parts, vec![vec![6, 9], vec![], vec![5, 7, 10], vec![]]);
+        assert_eq!(sections.order, vec![0, 2, 5, 1, 4]);
+        assert_eq!(sections.starts, vec![3, 0, 0, 0]);
     }
 
     #[test]

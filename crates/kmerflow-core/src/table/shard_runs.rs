@@ -16,7 +16,7 @@
 
 use super::batch::{spans, Positions, SeenCounters};
 use super::in_flight::{InFlight, LastDeltas};
-use super::shard::{first_positions, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
+use super::shard::{first_positions, Sections, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
 use super::Decider;
 use crate::io::{write_record, BundleBatch, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
@@ -187,48 +187,88 @@ impl BundleBatches {
 
 /// A batch routed to the shards: its counters, the shard of each, the slot of each remote
 /// position (its counter's first position in its shard's part, for normalization; empty
-/// otherwise), the remote shards' parts (until
-/// sent) and the order that puts their answers back in input order (the local shards are
-/// reached directly, position by position), and every position's value as it arrives.
+/// otherwise), the shards' parts (each shard's counters in input order: the remote ones' until
+/// sent, the local ones' unless the batch is normalized) with the input position of each entry
+/// of the parts laid end to end (the remote shards' first, in shard order, so that their
+/// answers go back to input order, then the local ones'), and every position's value as it
+/// arrives. The buffers of a batch done with are used again for a later one.
+#[derive(Default)]
 struct Routed {
     counters: Vec<u64>,
     owners: Vec<u32>,
     slots: Vec<u32>,
-    parts: Vec<Vec<u64>>,
+    sections: Sections,
     part_lens: Vec<usize>,
-    order: Vec<u32>,
+    /// `sections.order[..remote_len]` are the remote shards' positions.
+    remote_len: usize,
     values: Vec<u8>,
     local_done: bool,
     remote_shards: Vec<usize>,
 }
 
 impl Routed {
+    /// `hashes` routed to the shards (see [`Routed::route`]).
     fn new(map: &ShardMap, hashes: &[u64], remote: &[bool], seen: Option<&mut SeenCounters>) -> Result<Self> {
-        let counters = map.counters(hashes);
-        let owners = map.owners(&counters)?;
-        let (parts, order) = map.split(&counters, &owners, |s| remote[s]);
-        let slots = seen.map_or_else(Vec::new, |seen| {
-            let mut slots = vec![0; counters.len()];
-            first_positions(seen, &counters, order.iter().map(|&q| q as usize), &mut slots);
-            slots
-        });
-        let part_lens = parts.iter().map(Vec::len).collect();
-        let values = vec![0u8; counters.len()];
-        let remote_shards = (0..remote.len()).filter(|&s| remote[s]).collect();
-        Ok(Routed { counters, owners, slots, parts, part_lens, order, values, local_done: false, remote_shards })
+        let mut routed = Routed::default();
+        routed.route(map, hashes, remote, seen)?;
+        Ok(routed)
+    }
+
+    /// Routes `hashes` to the shards in place of the batch held, `remote[s]` when shard `s` is
+    /// remote. With `seen` (normalization, which reads the local shards in place read by read)
+    /// the remote positions get their slots and the local shards no part; otherwise each local
+    /// shard's positions are split off for [`Routed::local`].
+    fn route(
+        &mut self,
+        map: &ShardMap,
+        hashes: &[u64],
+        remote: &[bool],
+        seen: Option<&mut SeenCounters>,
+    ) -> Result<()> {
+        map.counters_and_owners(hashes, &mut self.counters, &mut self.owners)?;
+        self.remote_shards.clear();
+        self.remote_shards.extend((0..remote.len()).filter(|&s| remote[s]));
+        let local_shards = (0..remote.len()).filter(|&s| !remote[s] && seen.is_none());
+        let wanted: Vec<usize> = self.remote_shards.iter().copied().chain(local_shards).collect();
+        self.sections.split(&self.counters, &self.owners, map.shards(), &wanted);
+        self.part_lens.clear();
+        self.part_lens.extend(self.sections.parts.iter().map(Vec::len));
+        self.remote_len = self.remote_shards.iter().map(|&s| self.part_lens[s]).sum();
+        self.slots.clear();
+        if let Some(seen) = seen {
+            self.slots.resize(self.counters.len(), 0);
+            let remote_positions = self.sections.order[..self.remote_len].iter().map(|&q| q as usize);
+            first_positions(seen, &self.counters, remote_positions, &mut self.slots);
+        }
+        self.values.clear();
+        self.values.resize(self.counters.len(), 0);
+        self.local_done = false;
+        Ok(())
+    }
+
+    /// The input positions of the remote shards' counters, shard after shard.
+    fn remote_order(&self) -> &[u32] {
+        &self.sections.order[..self.remote_len]
     }
 
     /// Sets the value of every position held by a local shard to `f(shard, counter)`, in input
-    /// order within each shard (once per batch). The local shards are cut into two groups of
-    /// about equal size, each driven by a thread of its own when the machine has two cores.
+    /// order within each shard (once per batch; not for a normalized batch). The local shards
+    /// are cut into two groups of about equal size, each driven by a thread of its own when the
+    /// machine has two cores.
     fn local(&mut self, local: &mut [Option<&mut Shard>], f: impl Fn(&mut Shard, u64) -> u8 + Sync) {
         if std::mem::replace(&mut self.local_done, true) {
             return;
         }
         // Each position is written by the one group holding its shard.
         let values = atomic_bytes(&mut self.values);
-        let (counters, owners) = (&self.counters, &self.owners);
-        on_halves(local, |group| drive(group, counters, owners, values, &f));
+        let Sections { parts, order, starts } = &self.sections;
+        on_halves(local, |group| {
+            for (s, shard) in group.iter_mut().enumerate() {
+                if let Some(shard) = shard.as_deref_mut() {
+                    drive(shard, &parts[s], &order[starts[s]..], values, &f);
+                }
+            }
+        });
     }
 
     /// Adds the remote shards' answers (in shard order) to the values of their positions
@@ -238,7 +278,7 @@ impl Routed {
         if remote.len() != self.remote_shards.len() || lens.zip(remote).any(|(n, a)| n != a.len()) {
             return Err(Error::invalid("the remote shards' answers do not match their messages"));
         }
-        for (&q, &v) in self.order.iter().zip(remote.iter().flat_map(|a| a.iter())) {
+        for (&q, &v) in self.sections.order[..self.remote_len].iter().zip(remote.iter().flat_map(|a| a.iter())) {
             let value = &mut self.values[q as usize];
             *value = value.checked_add(v).ok_or_else(|| Error::invalid("a remote shard answered a value too large"))?;
         }
@@ -248,7 +288,7 @@ impl Routed {
     /// Sets each remote counter's value (at its slot, before the answers are added) to its
     /// delta in `last`, the remote updates of the batch decided after this one was looked up.
     fn add_deltas(&mut self, last: &LastDeltas) {
-        let (order, slots, counters) = (&self.order, &self.slots, &self.counters);
+        let (order, slots, counters) = (&self.sections.order[..self.remote_len], &self.slots, &self.counters);
         for (j, &q) in order.iter().enumerate() {
             if let Some(&ahead) = order.get(j + PREFETCH_AHEAD) {
                 last.prefetch(counters[ahead as usize]);
@@ -265,7 +305,10 @@ impl Routed {
     fn messages(&mut self, apply: &mut [Updates]) -> Vec<Message> {
         self.remote_shards
             .iter()
-            .map(|&s| Message { apply: std::mem::take(&mut apply[s]), counters: std::mem::take(&mut self.parts[s]) })
+            .map(|&s| Message {
+                apply: std::mem::take(&mut apply[s]),
+                counters: std::mem::take(&mut self.sections.parts[s]),
+            })
             .collect()
     }
 }
@@ -300,24 +343,20 @@ fn on_halves<R: Send>(
     }
 }
 
-/// Sets `values[q]` to `f(shard, counters[q])` for every position whose shard (`owners[q]`) is
-/// in `local`, in input order, the cells prefetched ahead.
+/// Sets `values[positions[j]]` to `f(shard, part[j])` for each counter of the shard's `part`,
+/// in order, the cells prefetched ahead.
 fn drive(
-    local: &mut [Option<&mut Shard>],
-    counters: &[u64],
-    owners: &[u32],
+    shard: &mut Shard,
+    part: &[u64],
+    positions: &[u32],
     values: &[AtomicU8],
     f: &(impl Fn(&mut Shard, u64) -> u8 + Sync),
 ) {
-    for (q, (&c, &s)) in counters.iter().zip(owners).enumerate() {
-        if let Some((&ahead, &s_ahead)) = counters.get(q + PREFETCH_AHEAD).zip(owners.get(q + PREFETCH_AHEAD)) {
-            if let Some(shard) = &local[s_ahead as usize] {
-                shard.prefetch(ahead);
-            }
+    for (j, (&c, &q)) in part.iter().zip(positions).enumerate() {
+        if let Some(&ahead) = part.get(j + PREFETCH_AHEAD) {
+            shard.prefetch(ahead);
         }
-        if let Some(shard) = local[s as usize].as_deref_mut() {
-            values[q].store(f(shard, c), Relaxed);
-        }
+        values[q as usize].store(f(shard, c), Relaxed);
     }
 }
 
@@ -363,9 +402,12 @@ fn check_shards(map: &ShardMap, given: usize) -> Result<()> {
 type Prepared = Result<(Option<(HashedBundles, Routed)>, u64)>;
 
 /// The batches of a [`BundleBatches`] read, hashed and routed by a thread of their own, up to
-/// two batches ahead of the caller (who works on the shards meanwhile).
+/// two batches ahead of the caller (who works on the shards meanwhile); the routings the caller
+/// is done with go back to the thread ([`RoutedBatches::recycle`]), whose next batches reuse
+/// their buffers (fresh ones cost page faults).
 struct RoutedBatches {
     batches: crossbeam_channel::Receiver<Prepared>,
+    spares: crossbeam_channel::Sender<Routed>,
     remote: Vec<bool>,
     shards: usize,
     short_dropped: u64,
@@ -378,13 +420,17 @@ impl RoutedBatches {
     fn new(mut batches: BundleBatches, map: &ShardMap, remote: Vec<bool>, slots: bool) -> Result<Self> {
         check_shards(map, remote.len())?;
         let (send, receive) = crossbeam_channel::bounded(1);
+        let (spares, spare) = crossbeam_channel::bounded(2);
         let (map, mask) = (map.clone(), remote.clone());
         let mut seen = slots.then(SeenCounters::default);
         std::thread::Builder::new()
             .name("kmerflow-shard-read".into())
             .spawn(move || loop {
                 let next = batches.next_batch().and_then(|batch| match batch {
-                    Some(batch) => Routed::new(&map, &batch.hashes, &mask, seen.as_mut()).map(|r| Some((batch, r))),
+                    Some(batch) => {
+                        let mut routed: Routed = spare.try_recv().unwrap_or_default();
+                        routed.route(&map, &batch.hashes, &mask, seen.as_mut()).map(|()| Some((batch, routed)))
+                    }
                     None => Ok(None),
                 });
                 let last = !matches!(next, Ok(Some(_)));
@@ -394,7 +440,13 @@ impl RoutedBatches {
                 }
             })
             .map_err(|e| Error::invalid(format!("cannot start the reading thread: {e}")))?;
-        Ok(RoutedBatches { batches: receive, shards: remote.len(), remote, short_dropped: 0, ended: false })
+        Ok(RoutedBatches { batches: receive, spares, shards: remote.len(), remote, short_dropped: 0, ended: false })
+    }
+
+    /// Hands a batch's routing back once done with, for a later batch to reuse its buffers.
+    fn recycle(&self, routed: Routed) {
+        // Dropped when the thread holds enough spares or has ended.
+        let _ = self.spares.try_send(routed);
     }
 
     /// Refuses `local` unless it holds exactly the shards that are not remote.
@@ -495,7 +547,9 @@ impl ShardedCount {
         self.local(local)?;
         self.waiting.as_mut().expect("checked by local").1.remote(remote)?;
         let (hashes, routed) = self.waiting.take().expect("checked by local");
-        client.record_adds(&hashes, &routed.values)
+        client.record_adds(&hashes, &routed.values)?;
+        self.batches.recycle(routed);
+        Ok(())
     }
 }
 
@@ -593,6 +647,7 @@ impl ShardedNormalize {
         self.decided.0 += batch.read_ends.len() as u64;
         self.decided.1 +=
             spans(&batch.bundle_ends).zip(&keep).filter(|(_, &kept)| kept).map(|(r, _)| r.len() as u64).sum::<u64>();
+        self.batches.recycle(routed);
         batch.write_kept(&keep, out);
         Ok(Decided { bundle_ends: batch.bundle_ends, keep })
     }
@@ -637,7 +692,7 @@ impl<'a, 's> InPlace<'a, 's> {
     /// Adds the remote positions' deltas (at their slots) to `unsent`, each to its shard's
     /// updates.
     fn remote_updates(&self, unsent: &mut [Updates]) {
-        for &q in &self.routed.order {
+        for &q in self.routed.remote_order() {
             let (q, d) = (q as usize, self.delta[q as usize]);
             if d > 0 {
                 let updates = &mut unsent[self.routed.owners[q] as usize];
@@ -825,6 +880,7 @@ impl Lookups<'_, '_> {
         let answers = shards.remote.answers()?;
         routed.remote(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
         let counts = shards.client.kmer_counts(&batch.hashes, &routed.values)?;
+        self.batches.recycle(routed);
         Ok(Some((batch, counts)))
     }
 
@@ -1144,23 +1200,28 @@ mod tests {
             });
         }
         assert!(expected.raw_tables()[0].contains(&255), "saturated counters");
-        for held in [1, 2] {
-            let (client, mut shards) = sharded();
+        // Up to six shards of three tables: several local shards on both halves, a table's
+        // counters on local and remote shards.
+        for (n, held) in [(3, 1), (3, 2), (6, 4), (6, 6)] {
+            let (client, mut shards) = sharded_in(n, false);
             let (here, remote) = shards.split_at_mut(held);
             let (mut local, mask) = held_here(here, remote.len());
             let mut run = ShardedCount::new(batches(&text, 300, Cleaning::Parser, None), &client, mask).unwrap();
-            assert!(run.send(&[None, None, None]).is_err(), "not the shards the run was started with");
+            let none: Vec<Option<&mut Shard>> = (0..n).map(|_| None).collect();
+            assert!(run.send(&none).is_err(), "not the shards the run was started with");
             while let Some(messages) = run.send(&local).unwrap() {
                 let answers: Vec<Vec<u8>> =
                     remote.iter_mut().zip(&messages).map(|(s, m)| s.add(&m.counters).unwrap()).collect();
                 let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-                assert!(run.record(&client, &mut local, &answers[1..]).is_err(), "an answer missing");
+                if !answers.is_empty() {
+                    assert!(run.record(&client, &mut local, &answers[1..]).is_err(), "an answer missing");
+                }
                 run.record(&client, &mut local, &answers).unwrap();
             }
             assert_eq!(run.totals.0, 900);
             assert!(run.totals.2 > 0, "reads shorter than k");
             let table = gathered(&client, &shards);
-            assert_eq!(table.raw_tables(), expected.raw_tables(), "{held}");
+            assert_eq!(table.raw_tables(), expected.raw_tables(), "{n} {held}");
             assert_eq!(
                 (table.n_occupied(), table.n_unique_kmers()),
                 (expected.n_occupied(), expected.n_unique_kmers())
