@@ -47,6 +47,17 @@ impl RemoteShards for PyRemote {
     }
 }
 
+/// Runs `work` on the shards held here, locked for its duration (`None` for a remote shard),
+/// and on `remote` as the remote shards.
+fn with_shards<R>(
+    local: &[Option<Py<Shard>>],
+    remote: Py<PyAny>,
+    work: impl FnOnce(Vec<Option<&mut kmerflow_core::table::shard::Shard>>, &mut dyn RemoteShards) -> R,
+) -> R {
+    let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
+    work(guards.iter_mut().map(|g| g.as_deref_mut()).collect(), &mut PyRemote(remote))
+}
+
 /// A sharded command run natively: `kmerflow_cli::sharded`'s `trim_low_abund`,
 /// `filter_abund` or `abundance_dist_single`.
 type ShardedCommand = fn(
@@ -72,11 +83,10 @@ fn run_sharded(
     remote: Py<PyAny>,
 ) -> PyResult<(String, Vec<String>)> {
     let (summary, outputs) = interruptible_with(py, forwarder(&on_message), |ctx| {
-        let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
-        let shards = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
-        let mut remote = PyRemote(remote);
-        command(&argv, ctx, client.get().core(), shards, &mut remote)
-            .map(|summary| (summary.to_string(), ctx.files().outputs()))
+        with_shards(&local, remote, |shards, remote| {
+            command(&argv, ctx, client.get().core(), shards, remote)
+                .map(|summary| (summary.to_string(), ctx.files().outputs()))
+        })
     })?
     .map_err(command_error)?;
     Ok((summary, outputs))
@@ -119,10 +129,9 @@ fn on_table<T: Send>(
     work: impl FnOnce(ShardedDecisions<'_>, &RunContext) -> Result<T> + Send,
 ) -> PyResult<T> {
     interruptible(py, |ctx| {
-        let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
-        let shards = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
-        let mut remote = PyRemote(remote);
-        work(ShardedDecisions::new(client.get().core(), shards, &mut remote, batch_kmers)?, ctx)
+        with_shards(local, remote, |shards, remote| {
+            work(ShardedDecisions::new(client.get().core(), shards, remote, batch_kmers)?, ctx)
+        })
     })?
     .py()
 }

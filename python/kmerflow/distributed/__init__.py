@@ -295,6 +295,19 @@ class _Sharded:
             raise
         return True
 
+    @classmethod
+    def _loaded(cls, client_from_file: Callable[[str, int], Any], path: Union[str, os.PathLike],
+                client: Any, shards: int, local: Optional[int], batch_kmers: int) -> Any:
+        """The table saved at ``path``, its header read here by ``client_from_file`` (the
+        native client of ``shards`` shards), its shards placed as the constructor places them
+        and filled by :meth:`_read_in_place`."""
+        if batch_kmers < 1:
+            raise ParameterError("batch_kmers must be at least 1")
+        table = cls.__new__(cls)
+        table._start_shards(client_from_file(os.fspath(path), shards), client, local, batch_kmers)
+        table._read_in_place(os.fspath(path))
+        return table
+
     def _read_in_place(self, path: str) -> None:
         """Fills the shards from the table file ``path``: each shard reads its counters from
         the process holding it; a shard whose worker does not see the file gets them from this
@@ -385,12 +398,7 @@ class ShardedCountgraph(_Sharded):
         entries; each shard reads its own counters from the process holding it (through this
         process where a worker does not see the file). ``n_unique_kmers`` starts at zero, as
         for a table loaded in one process."""
-        if batch_kmers < 1:
-            raise ParameterError("batch_kmers must be at least 1")
-        graph = cls.__new__(cls)
-        graph._start_shards(_core.khmer_client_from_file(os.fspath(path), shards), client, local, batch_kmers)
-        graph._read_in_place(os.fspath(path))
-        return graph
+        return cls._loaded(_core.khmer_client_from_file, path, client, shards, local, batch_kmers)
 
     # --- messages -----------------------------------------------------------------------------
 

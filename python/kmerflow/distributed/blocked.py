@@ -128,12 +128,7 @@ class ShardedBlockedTable(_Sharded):
         and the counters' checksum (reading the file in chunks); each shard reads its own lines
         from the process holding it (through this process where a worker does not see the
         file)."""
-        if batch_kmers < 1:
-            raise ParameterError("batch_kmers must be at least 1")
-        table = cls.__new__(cls)
-        table._start_shards(_core.blocked_client_from_file(os.fspath(path), shards), client, local, batch_kmers)
-        table._read_in_place(os.fspath(path))
-        return table
+        return cls._loaded(_core.blocked_client_from_file, path, client, shards, local, batch_kmers)
 
     def ksize(self) -> int:
         return self._table.ksize

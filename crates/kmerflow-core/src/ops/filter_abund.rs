@@ -7,10 +7,10 @@
 //! so the table and its statistics are the same for any number of threads).
 
 use super::count::consume_file;
-use super::read_filter::{bundle_source, check_ksize, clean_batch, trim_of_counts, trim_record, Cleaning};
+use super::read_filter::{bundle_source, check_ksize, clean_batch, trim_of_counts, trim_record, Cleaning, Trim};
 use super::reads::{create_output, derived_name, is_stdin, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target_rate, TableParams};
-use crate::io::{Compression, OutputFile, PairMode, PairedInput};
+use crate::io::{Compression, OutputFile, PairMode, PairedInput, Record};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
 use crate::table::batch::spans;
@@ -104,13 +104,36 @@ pub struct Summary {
     pub fp_rate: f64,
 }
 
-/// The output of one worker batch: formatted records and counters.
+/// The output of one batch: formatted records and counters.
+#[derive(Default)]
 struct Filtered {
     bytes: Vec<u8>,
     reads: u64,
     truncated: u64,
     removed: u64,
     short: u64,
+}
+
+impl Filtered {
+    /// Writes `rec` as `trim` leaves it and counts it (dropped, truncated or whole).
+    fn push(&mut self, trim: Trim, rec: &Record<'_>) {
+        self.reads += 1;
+        match trim.write(rec, &mut self.bytes) {
+            None => self.removed += 1,
+            Some(n) if n < rec.seq.len() => self.truncated += 1,
+            Some(_) => {}
+        }
+    }
+
+    /// Adds the batch's counters to `summary` and writes its records to `out`.
+    fn flush_into(&self, summary: &mut Summary, out: &mut OutputFile) -> Result<()> {
+        summary.reads += self.reads;
+        summary.removed += self.removed;
+        summary.truncated += self.truncated;
+        summary.written += self.reads - self.removed;
+        summary.short_dropped += self.short;
+        write_to(out, &self.bytes)
+    }
 }
 
 /// Filters `input` through `table` into `out`, adding to `summary`.
@@ -130,36 +153,16 @@ fn filter_file(
         || {
             move |bb| {
                 let cb = clean_batch(bb, Cleaning::Parser);
-                let mut f = Filtered {
-                    bytes: Vec::new(),
-                    reads: 0,
-                    truncated: 0,
-                    removed: 0,
-                    short: cb.bundles.n_short_dropped,
-                };
+                let mut f = Filtered { short: cb.bundles.n_short_dropped, ..Filtered::default() };
                 for b in cb.bundle_reads() {
                     for i in b.iter() {
-                        let rec = cb.record(i);
-                        let t = trim_record(table, cb.clean_seq(i), p.cutoff, z);
-                        f.reads += 1;
-                        match t.write(&rec, &mut f.bytes) {
-                            None => f.removed += 1,
-                            Some(n) if n < rec.seq.len() => f.truncated += 1,
-                            Some(_) => {}
-                        }
+                        f.push(trim_record(table, cb.clean_seq(i), p.cutoff, z), &cb.record(i));
                     }
                 }
                 Ok(f)
             }
         },
-        |f: Filtered| {
-            summary.reads += f.reads;
-            summary.removed += f.removed;
-            summary.truncated += f.truncated;
-            summary.written += f.reads - f.removed;
-            summary.short_dropped += f.short;
-            write_to(out, &f.bytes)
-        },
+        |f: Filtered| f.flush_into(summary, out),
     )?;
     Ok(())
 }
@@ -180,22 +183,14 @@ fn filter_file_sharded(
     let reader = PairedInput::single(input).open(PairMode::ForceSingle, Some(k), ctx)?;
     let batch_kmers = shards.batch_kmers();
     let mut lookups = shards.lookups(BundleBatches::new(reader, k, batch_kmers, BatchCleaning::ParserWithRecords))?;
-    let mut bytes = Vec::new();
     while let Some((batch, counts)) = lookups.next_batch()? {
-        bytes.clear();
+        let mut f = Filtered::default();
         for (i, read) in spans(&batch.read_ends).enumerate() {
             let rec = batch.record(i);
-            let (t, _) = trim_of_counts(&counts[read], k, rec.seq.len(), p.cutoff, z);
-            summary.reads += 1;
-            match t.write(&rec, &mut bytes) {
-                None => summary.removed += 1,
-                Some(n) if n < rec.seq.len() => summary.truncated += 1,
-                Some(_) => {}
-            }
+            f.push(trim_of_counts(&counts[read], k, rec.seq.len(), p.cutoff, z).0, &rec);
         }
-        write_to(out, &bytes)?;
+        f.flush_into(summary, out)?;
     }
-    summary.written = summary.reads - summary.removed;
     summary.short_dropped += lookups.short_dropped();
     Ok(())
 }
