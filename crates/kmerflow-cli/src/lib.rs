@@ -151,6 +151,18 @@ fn parse(argv: &[OsString]) -> Result<Option<Parsed>, CliError> {
     Ok(Some(Parsed { cli, parameters }))
 }
 
+/// Checks `argv` (program name first) as a run of it would check its command line, without
+/// running anything: the usage error the run would fail with (exit 2; clap's value parsers, the
+/// khmer layout's k-mer size, a sharded command line given to this executable). Front ends
+/// that build command lines (the Python pipeline) refuse bad parameters with it before they
+/// start. A help, version or `--info` request is printed as by a run.
+pub fn check(argv: Vec<OsString>) -> Result<(), CliError> {
+    match parse(&argv)? {
+        Some(parsed) => sharded::refusal(&parsed.cli.command).map_or(Ok(()), Err),
+        None => Ok(()),
+    }
+}
+
 /// Parses and runs `argv` (program name first) within `run`, whose threads are set from `-T`
 /// (all cores by default) and whose messages, progress counters, metrics and cancellation the
 /// command uses. Nothing is printed except help and version requests (on stdout) and `--info`

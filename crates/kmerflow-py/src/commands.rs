@@ -73,6 +73,14 @@ pub fn command_specs(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         .collect()
 }
 
+/// Checks a command line (`argv`, program name first) as its run would, running nothing
+/// (`kmerflow_cli::check`): returns `None`, or raises `kmerflow.CommandError` (exit status 2)
+/// with the usage error the run would give.
+#[pyfunction]
+pub fn check_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<()> {
+    py.detach(|| kmerflow_cli::check(argv)).map_err(command_error)
+}
+
 /// The run of a sharded command line (`argv`, program name first) as JSON text
 /// (`kmerflow_cli::sharded::plan`): parsed and checked with the command definitions, the table
 /// sized as the native command sizes it; `None` for a help, version or `--info` request
@@ -116,6 +124,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(run_command, m)?)?;
     m.add_function(wrap_pyfunction!(command_specs, m)?)?;
+    m.add_function(wrap_pyfunction!(check_command, m)?)?;
     m.add_function(wrap_pyfunction!(shard_plan, m)?)?;
     m.add_function(wrap_pyfunction!(shard_finish, m)?)?;
     Ok(())

@@ -16,12 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+from kmerflow.pipeline import preflight
 from kmerflow.pipeline.config import ConfigError, PipelineConfig, load_config
 from kmerflow.pipeline.lock import OutdirBusy, OutdirLock
+from kmerflow.pipeline.preflight import FolderError
 from kmerflow.pipeline.samplesheet import Sample, SampleSheetError, read_samplesheet
 
 __all__ = ["run", "PipelineResult", "ConfigError", "SampleSheetError", "OutdirBusy",
-           "PipelineConfig", "load_config", "read_samplesheet"]
+           "FolderError", "PipelineConfig", "load_config", "read_samplesheet"]
+
+#: The run's own files in OUTDIR that a run rewrites (not a run that had nothing to do).
+RUN_REPORT, RUN_JSON = "kmerflow_report.html", "kmerflow_run.json"
 
 
 @dataclass
@@ -58,17 +63,31 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
     LocalCluster of ``local_cluster`` single-thread workers (one per CPU by default).
     ``scratch`` holds intermediate files (default ``OUTDIR/.scratch``); ``max_active`` bounds
     the samples running at once (default: worker threads + 1; 1 runs them one after another).
-    Without ``keep_going`` the first failing sample stops the run. A bad sample sheet or
-    configuration raises :class:`SampleSheetError` / :class:`ConfigError` before anything runs,
-    an OUTDIR that another run is using :class:`OutdirBusy` (see :mod:`kmerflow.pipeline.lock`).
+    Without ``keep_going`` the first failing sample stops the run. Everything is checked
+    before a folder is created or a cluster started (:mod:`kmerflow.pipeline.preflight`): a bad
+    sample sheet, configuration or cluster option raises :class:`SampleSheetError` /
+    :class:`ConfigError`, an OUTDIR or scratch folder that cannot be used :class:`FolderError`,
+    an OUTDIR that another run is using :class:`OutdirBusy` (see :mod:`kmerflow.pipeline.lock`),
+    a missing Dask :class:`ImportError` naming the extra to install. A run with nothing to do
+    (every sample complete) keeps the last run's ``kmerflow_report.html`` and
+    ``kmerflow_run.json``.
     """
-    if local_cluster is not None and local_cluster < 1:
-        raise ConfigError("local_cluster must be at least 1")
+    try:
+        import distributed  # noqa: F401
+    except ImportError as e:
+        raise ImportError(f"the pipeline runs on Dask, which is not installed ({e}): "
+                          f"pip install 'kmerflow[dask]'") from None
+    preflight.check_cluster_options(scheduler if client is None else None,
+                                    local_cluster if client is None else None, max_active)
     cfg = load_config(config, steps, params, chunks)
     samples = read_samplesheet(samplesheet, cfg)
     out = Path(outdir).resolve()
     scratch_dir = Path(scratch).resolve() if scratch is not None else out / ".scratch"
-    out.mkdir(parents=True, exist_ok=True)
+    preflight.check_folder(out, "OUTDIR")
+    preflight.check_folder(scratch_dir, "scratch folder")
+    preflight.check_samples(samples, Path(samplesheet),
+                            Path(config) if config is not None else None, out, scratch_dir)
+    preflight.make_folder(out, "OUTDIR")
     with OutdirLock(out):
         return _run_locked(samples, out, scratch_dir, client, scheduler, local_cluster,
                            keep_going, max_active, log)
@@ -95,13 +114,17 @@ def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any
         own_client = True
     else:
         own_client = False
+    driver = None
     try:
-        outcome = runner.Driver(client, samples, out, scratch_dir, keep_going, max_active, say).run()
+        driver = runner.Driver(client, samples, out, scratch_dir, keep_going, max_active, say)
+        outcome = driver.run()
     finally:
         if own_client:
             client.close()
         if cluster is not None:
             cluster.close()
+        for sample_run in driver.runs if driver is not None else ():
+            driver.remove_temporaries(sample_run)  # of steps stopped unfinished
     return _write_reports(samples, outcome, out)
 
 
@@ -118,15 +141,25 @@ def _write_reports(samples: list[Sample], outcome: Any, out: Path) -> PipelineRe
 
     from kmerflow.pipeline import report
 
+    status = {r.sample.name: r.status for r in outcome.samples}
+    previous = out / RUN_JSON
+    if all(s == "skipped" for s in status.values()) and previous.is_file() \
+            and (out / RUN_REPORT).is_file():
+        try:  # nothing ran: the last run's reports stay
+            stats = json.loads(previous.read_text())["stats"]
+        except (OSError, ValueError, KeyError, TypeError):
+            stats = None
+        if isinstance(stats, dict):
+            return PipelineResult(status, {}, stats, out / RUN_REPORT)
     summaries = []
     for sample_run in outcome.samples:
         sample = sample_run.sample
-        summary_path = sample_run.dirs.out / f"{sample.name}.summary.json"
+        summary_path = sample_run.dirs.summary
         if sample_run.status != "pending":  # pending: never started (the run stopped early)
             sample_run.dirs.out.mkdir(parents=True, exist_ok=True)
-            status = "done" if sample_run.status == "skipped" else sample_run.status
             summary = report.sample_summary(
-                sample.name, status, sample_run.error,
+                sample.name, "done" if sample_run.status == "skipped" else sample_run.status,
+                sample_run.error,
                 [p for p in (sample.r1, sample.r2) if p is not None], sample.overrides,
                 sample_run.manifest.data, out)
             report.write_atomic(summary_path, json.dumps(summary, indent=1, default=str))
@@ -135,7 +168,7 @@ def _write_reports(samples: list[Sample], outcome: Any, out: Path) -> PipelineRe
     stats = report.run_stats(outcome.timeline, outcome.workers, outcome.started,
                              outcome.finished, n_done)
     report.write_multiqc(out, [s for s in summaries if s["status"] == "done"])
-    report.write_atomic(out / "kmerflow_run.json", json.dumps(
+    report.write_atomic(out / RUN_JSON, json.dumps(
         {"stats": stats, "workers": outcome.workers,
          "samples": {r.sample.name: {"status": r.status, "error": r.error,
                                      "skipped_steps": r.skipped_steps}
@@ -143,9 +176,8 @@ def _write_reports(samples: list[Sample], outcome: Any, out: Path) -> PipelineRe
          "timeline": [{**t, "start": round(t["start"] - outcome.started, 4),
                        "stop": round(t["stop"] - outcome.started, 4)}
                       for t in outcome.timeline]}, indent=1))
-    html_path = out / "kmerflow_report.html"
+    html_path = out / RUN_REPORT
     report.write_html(html_path, summaries, stats, outcome.timeline, outcome.started,
                       "kmerflow pipeline report")
-    return PipelineResult({r.sample.name: r.status for r in outcome.samples},
-                          {r.sample.name: r.error or "" for r in outcome.samples
+    return PipelineResult(status, {r.sample.name: r.error or "" for r in outcome.samples
                            if r.status == "failed"}, stats, html_path)

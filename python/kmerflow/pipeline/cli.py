@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from typing import NoReturn, Optional, Sequence
 
 from kmerflow.pipeline.config import STEP_ORDER
 
@@ -34,9 +34,27 @@ exit status: 0 all samples done, 1 a sample failed or OUTDIR is in use by anothe
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive(text: str) -> int:
+    """An integer of at least 1 (``--chunks``, ``--local-cluster``, ``--max-active``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: must be at least 1")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of ``kmerflow pipeline``."""
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="kmerflow pipeline", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run khmer's preprocessing protocol on every sample of a sample sheet, "
                     "several samples at once on a Dask cluster, with a manifest (reruns skip "
@@ -48,18 +66,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="TOML", help="steps and parameters from a TOML file")
     p.add_argument("--param", action="append", default=[], metavar="STEP.PARAM=VALUE",
                    help="set a step parameter, e.g. normalize.max_memory_usage=2G (repeatable)")
-    p.add_argument("--chunks", type=int,
+    p.add_argument("--chunks", type=_positive,
                    help="the most chunk tasks of a per-chunk step (default 4; it gets one per idle "
                         "worker thread when it is ready, one task when other samples hold them)")
     cluster = p.add_mutually_exclusive_group()
     cluster.add_argument("--scheduler", metavar="ADDRESS",
                          help="a running Dask scheduler (e.g. tcp://host:8786)")
-    cluster.add_argument("--local-cluster", type=int, metavar="N",
-                         help="start a LocalCluster of N single-thread workers "
-                              "(default: one per CPU)")
+    cluster.add_argument("--local-cluster", type=_positive, metavar="N",
+                         help="start a LocalCluster of N single-thread workers, at most one "
+                              "per CPU this process may use (default: one per CPU)")
     p.add_argument("--scratch", metavar="DIR",
                    help="intermediate files (default OUTDIR/.scratch); every worker must see it")
-    p.add_argument("--max-active", type=int, metavar="N",
+    p.add_argument("--max-active", type=_positive, metavar="N",
                    help="samples running at once (default: worker threads + 1; 1 = one after "
                         "another)")
     p.add_argument("--keep-going", action="store_true",
@@ -71,11 +89,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run ``kmerflow pipeline ARGS``; returns the exit status."""
     args = parser().parse_args(argv)
-    try:
-        from kmerflow.pipeline import ConfigError, OutdirBusy, SampleSheetError, run
-    except ImportError as e:  # distributed missing
-        print(f"kmerflow pipeline: error: {e} (install kmerflow[dask])", file=sys.stderr)
-        return 2
+    from kmerflow.pipeline import ConfigError, FolderError, OutdirBusy, SampleSheetError, run
+
     steps = args.steps.split(",") if args.steps is not None else None
     try:
         result = run(args.samplesheet, args.outdir, steps=steps, config=args.config,
@@ -83,10 +98,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                      local_cluster=args.local_cluster, scratch=args.scratch,
                      keep_going=args.keep_going, max_active=args.max_active,
                      log=(lambda m: None) if args.quiet else None)
-    except (SampleSheetError, ConfigError) as e:
+    except (SampleSheetError, ConfigError, ImportError) as e:  # ImportError: no Dask
         print(f"kmerflow pipeline: error: {e}", file=sys.stderr)
         return 2
-    except OutdirBusy as e:
+    except (OutdirBusy, FolderError, OSError) as e:
         print(f"kmerflow pipeline: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -94,7 +109,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     for name, error in result.errors.items():
         print(f"kmerflow pipeline: error: sample {name}: {error}", file=sys.stderr)
-    if not args.quiet:
+    if not args.quiet and result.status and all(v == "skipped" for v in result.status.values()):
+        print(f"kmerflow pipeline: nothing to run: all {len(result.status)} sample(s) complete; "
+              f"report of the last run: {result.report}", file=sys.stderr)
+    elif not args.quiet:
         s = result.stats
         print(f"kmerflow pipeline: {s['samples_done']} sample(s) done in {s['wall_seconds']:.1f} s, "
               f"utilisation {100 * s['utilisation']:.1f} %, {s['samples_per_hour']:.1f} samples/hour; "

@@ -56,11 +56,14 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "readstats": {},
 }
 
-#: Keywords the pipeline sets itself (file names, pairing, tables, reports).
+#: Keywords the pipeline sets itself (file names, pairing, tables, reports, where a step runs)
+#: or that would make a step print instead of run.
 RESERVED = frozenset({
     "output", "output_dir", "output_paired", "output_single", "savegraph", "loadgraph",
     "paired", "force_single", "unpaired_reads", "report", "report_json", "quiet", "force",
-    "gzip", "bzip", "csv", "threads",
+    "gzip", "bzip", "csv", "threads", "html", "plots", "multiqc", "metrics",
+    "scheduler", "local_cluster", "shards", "local_shards", "batch_kmers",
+    "help", "version", "info",
 })
 
 #: Sample-sheet columns that are shorthands for step parameters.
@@ -84,15 +87,18 @@ class PipelineConfig:
     #: The most chunk tasks of a per-chunk step (``filter``, ``extract``, the histogram's
     #: counting) of one sample; the runner picks how many when the step is ready.
     chunks: int = 4
+    #: ``step.param`` → where its value was given (``steps.toml [normalize] cutoff``,
+    #: ``--param normalize.cutoff=5``), for messages.
+    sources: dict[str, str] = field(default_factory=dict)
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> PipelineConfig:
         """A copy with ``step.param`` (or shorthand) overrides applied and checked."""
         params = {s: dict(p) for s, p in self.params.items()}
         for key, value in overrides.items():
-            for target in SHORTHANDS.get(key, (key,)):
+            for target in override_targets(key):
                 step, param = _split_key(target)
                 params[step][param] = value
-        new = PipelineConfig(list(self.steps), params, self.chunks)
+        new = PipelineConfig(list(self.steps), params, self.chunks, dict(self.sources))
         new.validate()
         return new
 
@@ -149,6 +155,11 @@ def _check_type(step: str, name: str, value: Any) -> None:
                           f"(expected {type(default).__name__})")
 
 
+def override_targets(column: str) -> tuple[str, ...]:
+    """The ``step.param`` keys a sample-sheet column sets (a shorthand's, or its own)."""
+    return tuple(".".join(_split_key(key)) for key in SHORTHANDS.get(column, (column,)))
+
+
 def _split_key(key: str) -> tuple[str, str]:
     step, dot, param = key.partition(".")
     if not dot or step not in STEP_COMMANDS:
@@ -186,7 +197,10 @@ def load_config(path: str | Path | None = None, steps: Iterable[str] | None = No
             elif key == "chunks":
                 config.chunks = _int(value, f"{path}: chunks")
             elif isinstance(value, dict) and key in STEP_COMMANDS:
-                config.params[key].update({k.replace("-", "_"): v for k, v in value.items()})
+                for name, item in value.items():
+                    name = name.replace("-", "_")
+                    config.params[key][name] = item
+                    config.sources[f"{key}.{name}"] = f"{path} [{key}] {name}"
             else:
                 raise ConfigError(f"{path}: unknown key {key!r}")
     if steps is not None:
@@ -199,6 +213,7 @@ def load_config(path: str | Path | None = None, steps: Iterable[str] | None = No
             raise ConfigError(f"--param {item!r}: expected STEP.PARAM=VALUE")
         step, param = _split_key(key.strip())
         config.params[step][param] = parse_value(text.strip())
+        config.sources[f"{step}.{param}"] = f"--param {item}"
     config.validate()
     return config
 

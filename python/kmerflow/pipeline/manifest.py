@@ -69,15 +69,16 @@ class Manifest:
         record = self.steps.get(plan.name)
         if record is None or record.get("fingerprint") != self.fingerprint(plan):
             return False
-        for role, path in plan.outputs.items():
-            if role in plan.scratch_roles:
-                continue
-            saved = record["outputs"].get(role)
-            if saved is None or saved["path"] != str(path) or not path.is_file() \
-                    or path.stat().st_size != saved["size"] \
-                    or file_record(path)["sha256"] != saved["sha256"]:
-                return False
-        return True
+        return all(self.intact(plan.name, path) for role, path in plan.outputs.items()
+                   if role not in plan.scratch_roles)
+
+    def intact(self, step: str, path: Path) -> bool:
+        """Whether ``path``, an output of ``step``, has the size and checksum its record
+        holds."""
+        saved = next((r for r in self.steps.get(step, {}).get("outputs", {}).values()
+                      if r["path"] == str(path)), None)
+        return saved is not None and path.is_file() and path.stat().st_size == saved["size"] \
+            and file_record(path)["sha256"] == saved["sha256"]
 
     def record(self, plan: StepPlan, result: dict[str, Any], seconds: float) -> None:
         """Store a completed step (its fingerprint is taken before its outputs are recorded,
@@ -103,7 +104,7 @@ class Manifest:
 def resume_index(plans: list[StepPlan], manifest: Manifest) -> int:
     """Index of the first step to run (``len(plans)`` when all are complete): the first step
     that is not reusable, moved back to the producer of any scratch file a later step needs
-    that is gone."""
+    that is gone or differs from its record (a truncated intermediate)."""
     names = [p.name for p in plans]
     start = next((i for i, p in enumerate(plans) if not manifest.reusable(p)), len(plans))
     moved = True
@@ -111,6 +112,7 @@ def resume_index(plans: list[StepPlan], manifest: Manifest) -> int:
         moved = False
         for plan in plans[start:]:
             for path, producer in plan.inputs.items():
-                if producer is not None and names.index(producer) < start and not path.exists():
+                if producer is not None and names.index(producer) < start \
+                        and not manifest.intact(producer, path):
                     start, moved = names.index(producer), True
     return start

@@ -1,7 +1,11 @@
 """What each step of a sample runs: its command, arguments, input and output files.
 
 Final outputs go to ``OUTDIR/SAMPLE/``; the interleaved input, the saved table and chunk files
-go to ``SCRATCH/SAMPLE/`` and are removed when the sample completes.
+go to ``SCRATCH/SAMPLE/`` and are removed when the sample completes. A step writes each output
+under a temporary name beside it (:func:`staged`), which the runner renames to the final name
+once the manifest records the step complete: a file under a final name is always a completed
+step's, and a rerun, which removes the temporary names first, redoes a step that did not
+complete (:mod:`kmerflow.pipeline.runner`).
 
 A plan says what a step *may* run as chunk tasks; whether it does, and in how many chunks, is
 decided by the runner when the step becomes ready (:mod:`kmerflow.pipeline.runner`). Every
@@ -14,6 +18,7 @@ against the sum, which equals the single command's (see :class:`Counted`).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,11 +74,33 @@ class StepPlan:
         """Whether the step may run as chunk tasks (then a concatenation or a sum of tables)."""
         return self.chunk_source is not None
 
+    def staged_outputs(self) -> dict[str, Path]:
+        """Role → the temporary name the step writes that output under (:func:`staged`)."""
+        return {role: staged(path) for role, path in self.outputs.items()}
+
+    def stage(self, value: Any) -> Any:
+        """``value`` (a path, or a list or dict of values) with the step's outputs replaced by
+        their staged names: the arguments the step runs with."""
+        names = {path: staged(path) for path in self.outputs.values()}
+        if isinstance(value, list):
+            return [self.stage(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.stage(v) for k, v in value.items()}
+        return names.get(value, value) if isinstance(value, Path) else value
+
     def whole_call(self) -> tuple[list[Any], dict[str, Any]]:
         """Positional and keyword arguments of the step's command over whole files, writing
-        its final outputs (for a chunkable step: the chunk's place taken by the whole file)."""
+        its outputs under their staged names (for a chunkable step: the chunk's place taken
+        by the whole file)."""
         outputs = {kw: self.outputs[role] for role, kw in self.part_keywords.items()}
-        return list(self.positional), {**self.options, **outputs}
+        return self.stage(list(self.positional)), self.stage({**self.options, **outputs})
+
+
+def staged(path: Path) -> Path:
+    """Where a step writes ``path`` until the runner renames it: a temporary name of this
+    process in the same folder (so the rename stays on one file system), which
+    :func:`kmerflow.pipeline.lock.remove_leftovers` removes when a later run finds it."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}-step")
 
 
 @dataclass
@@ -82,11 +109,16 @@ class SampleDirs:
 
     out: Path
     scratch: Path
+    #: Its manifest (:mod:`kmerflow.pipeline.manifest`) and JSON summary, in ``out``.
+    manifest: Path
+    summary: Path
 
 
 def sample_dirs(sample: Sample, outdir: Path, scratch: Path) -> SampleDirs:
-    """The sample's output and scratch folders (not created)."""
-    return SampleDirs(outdir / sample.name, scratch / sample.name)
+    """The sample's output and scratch folders (not created) and its own files."""
+    out = outdir / sample.name
+    return SampleDirs(out, scratch / sample.name, out / f"{sample.name}.manifest.json",
+                      out / f"{sample.name}.summary.json")
 
 
 def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
@@ -183,17 +215,22 @@ DEFAULT_N_TABLES, DEFAULT_TABLESIZE = 4, 1e6
 
 def table_bytes(opts: dict[str, Any]) -> float | None:
     """The bytes of the table a counting command makes with ``opts``: ``-M`` if given, else
-    ``-N`` x ``-x`` (half for 4-bit counters); None when it is sized from the input."""
+    ``-N`` x ``-x`` (half for 4-bit counters); None when it is sized from the input or a value
+    is not a size (the command's own check refuses it before the run)."""
     memory = opts.get("max_memory_usage")
     if memory is not None and str(memory).lower() == "auto":
         return None
-    if memory is not None:
-        from dask.utils import parse_bytes
-
-        return float(parse_bytes(str(memory)))
-    if opts.get("unique_kmers") and opts.get("max_tablesize") is None:
+    if opts.get("unique_kmers") and opts.get("max_tablesize") is None and memory is None:
         return None
-    size = float(opts.get("n_tables", DEFAULT_N_TABLES)) * float(opts.get("max_tablesize", DEFAULT_TABLESIZE))
+    try:
+        if memory is not None:
+            from dask.utils import parse_bytes
+
+            return float(parse_bytes(str(memory)))
+        size = float(opts.get("n_tables", DEFAULT_N_TABLES)) * \
+            float(opts.get("max_tablesize", DEFAULT_TABLESIZE))
+    except (TypeError, ValueError):
+        return None
     return size / 2 if opts.get("small_count") else size
 
 

@@ -127,7 +127,7 @@ class Driver:
         for sample in samples:
             dirs = sample_dirs(sample, outdir, scratch)
             plans = plan_steps(sample, dirs)
-            manifest = Manifest(dirs.out / f"{sample.name}.manifest.json", sample.name, dirs)
+            manifest = Manifest(dirs.manifest, sample.name, dirs)
             self.runs.append(SampleRun(sample, dirs, plans, manifest))
         self.threads = sum(client.nthreads().values()) or 1
         self.max_active = max_active or self.threads + 1
@@ -178,7 +178,7 @@ class Driver:
     def _start_more(self, waiting: deque[SampleRun], completed: Any) -> None:
         while waiting and sum(r.status == "running" for r in self.runs) < self.max_active:
             sample_run = waiting.popleft()
-            remove_leftovers(sample_run.dirs.out)
+            self.remove_temporaries(sample_run)
             first = resume_index(sample_run.plans, sample_run.manifest)
             sample_run.skipped_steps = [p.name for p in sample_run.plans[:first]]
             if first == len(sample_run.plans) and sample_run.manifest.data.get("complete"):
@@ -197,6 +197,13 @@ class Driver:
                          f"{', '.join(sample_run.skipped_steps)}")
             self._begin_step(sample_run, completed)
 
+    @staticmethod
+    def remove_temporaries(sample_run: SampleRun) -> None:
+        """Remove what unfinished steps left under temporary names in the sample's folders
+        (an earlier run's, or this run's once it stopped)."""
+        remove_leftovers(sample_run.dirs.out)
+        remove_leftovers(sample_run.dirs.scratch)
+
     def _begin_step(self, sample_run: SampleRun, completed: Any) -> None:
         if sample_run.step_index == len(sample_run.plans):
             self._finish(sample_run)
@@ -209,7 +216,7 @@ class Driver:
             positional, options = plan.whole_call()
             self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "step"),
                          tasks.run_step, plan.function, positional, {**options, **self._threads()},
-                         {r: str(p) for r, p in plan.outputs.items()}, plan.skip_empty_inputs,
+                         _paths(plan.staged_outputs()), plan.skip_empty_inputs,
                          completed=completed)
             return
         if plan.counted is not None:
@@ -267,12 +274,24 @@ class Driver:
             parts = {role: [sample_run.parts[i][kw] for i in sorted(sample_run.parts)]
                      for role, kw in plan.part_keywords.items()}
             self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "join"),
-                         tasks.join_parts, parts, {r: str(p) for r, p in plan.outputs.items()},
+                         tasks.join_parts, parts, _paths(plan.staged_outputs()),
                          completed=completed)
             return
-        sample_run.manifest.record(plan, result, time.time() - sample_run.step_started)
+        self._complete_step(sample_run, result)
         sample_run.step_index += 1
         self._begin_step(sample_run, completed)
+
+    @staticmethod
+    def _complete_step(sample_run: SampleRun, result: dict[str, Any]) -> None:
+        """Record the step now running in the manifest under its outputs' final names, then
+        rename its staged outputs to them (see :mod:`kmerflow.pipeline.plan`)."""
+        plan = sample_run.plan
+        outputs = {role: {**record, "path": str(plan.outputs[role])}
+                   for role, record in result["outputs"].items()}
+        sample_run.manifest.record(plan, {**result, "outputs": outputs},
+                                   time.time() - sample_run.step_started)
+        for role, path in plan.staged_outputs().items():
+            os.replace(path, plan.outputs[role])
 
     def _add_tables(self, sample_run: SampleRun, table: Optional[str], completed: Any) -> None:
         """A chunk's table (None for an empty chunk) or a sum arrived: add ready tables two by
@@ -294,8 +313,8 @@ class Driver:
             self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "step"),
                          tasks.run_counted, table, plan.counted.function,
                          {**plan.counted.options, **threads}, plan.function,
-                         {**plan.options, **threads}, plan.positional,
-                         {r: str(p) for r, p in plan.outputs.items()}, completed=completed)
+                         plan.stage({**plan.options, **threads}), plan.stage(plan.positional),
+                         _paths(plan.staged_outputs()), completed=completed)
 
     def _release(self, sample_run: SampleRun) -> None:
         """Drop the sample's futures. They are held until then so that the scheduler's task
@@ -366,6 +385,11 @@ class Driver:
                                  "chunk": info.chunk, "status": event.get("status")})
         rows.sort(key=lambda r: r["start"])
         return rows
+
+
+def _paths(outputs: dict[str, Path]) -> dict[str, str]:
+    """Role → path as text (what a task takes)."""
+    return {role: str(path) for role, path in outputs.items()}
 
 
 def local_cluster(n_workers: Optional[int]) -> Any:
