@@ -218,12 +218,29 @@ def test_reports_and_multiqc(finished: Path, tmp_path: Path):
     assert float(row_a["input"]) == 6000 and float(row_a["renormalize"]) > 0
 
 
-def test_rerun_skips_complete_samples(inputs: Path, finished: Path, client):
-    before = {p: p.stat().st_mtime_ns for p in finished.glob("*/*.fq")}
+def _snapshot(folder: Path) -> dict[Path, tuple[int, bytes]]:
+    return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.rglob("*") if p.is_file()}
+
+
+def test_rerun_skips_complete_samples_and_keeps_the_reports(inputs: Path, finished: Path, client):
+    """A rerun with nothing to do changes nothing: not the outputs, not the last run's reports
+    (which a report of "0 samples" would replace)."""
+    before = _snapshot(finished)
+    proc = subprocess.run(_pipeline_cmd(inputs / "samples.tsv", "-o", finished, "--config",
+                                        inputs / "steps.toml", "--scheduler",
+                                        client.scheduler.address),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing to run: all 3 sample(s) complete; report of the last run: " \
+        f"{finished / 'kmerflow_report.html'}" in proc.stderr
+    after = _snapshot(finished)
+    lock = finished / ".kmerflow.lock"  # names the last holder
+    assert {p: v for p, v in after.items() if p != lock} == \
+        {p: v for p, v in before.items() if p != lock}
     result = run(inputs / "samples.tsv", finished, config=inputs / "steps.toml", client=client,
                  log=lambda m: None)
     assert result.status == {"a": "skipped", "b": "skipped", "c": "skipped"}
-    assert {p: p.stat().st_mtime_ns for p in finished.glob("*/*.fq")} == before
+    assert result.stats["samples_done"] == 3  # the last real run's
 
 
 def test_failing_sample_with_keep_going(inputs: Path, client, tmp_path: Path):
@@ -267,7 +284,8 @@ def test_resume_after_killed_run(inputs: Path, finished: Path, tmp_path: Path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    # Whatever final output exists is complete (equal to the clean run's).
+    # Whatever final output exists is complete (equal to the clean run's, recorded).
+    _assert_final_names_recorded(out)
     for p in out.glob("*/*.fq"):
         assert p.read_bytes() == (finished / p.parent.name / p.name).read_bytes(), p
     # A temporary an interrupted write leaves (the kill may have left real ones too).
@@ -278,6 +296,107 @@ def test_resume_after_killed_run(inputs: Path, finished: Path, tmp_path: Path):
     assert list(out.glob("*/.*")) == []  # the interrupted run's temporaries removed
     for p in finished.glob("*/*.fq"):
         assert (out / p.parent.name / p.name).read_bytes() == p.read_bytes(), p
+
+
+def _temporaries(out: Path) -> list[Path]:
+    return [p for p in out.rglob(".*") if p.name != ".kmerflow.lock" and p.name != ".scratch"]
+
+
+def _assert_final_names_recorded(out: Path) -> None:
+    """Every file under a step output's final name is one its manifest records complete."""
+    for manifest in out.glob("*/*.manifest.json"):
+        steps = json.loads(manifest.read_text())["steps"]
+        recorded = {rec["path"] for step in steps.values() for rec in step["outputs"].values()}
+        own = {manifest.name, manifest.name.replace(".manifest.", ".summary.")}
+        for p in manifest.parent.iterdir():
+            if not p.name.startswith(".") and p.name not in own:
+                assert str(p) in recorded, f"{p} is not recorded in {manifest}"
+
+
+def test_a_sample_stopped_by_another_failure_resumes(inputs: Path, finished: Path, client,
+                                                    tmp_path: Path):
+    """Without --keep-going a failing sample stops the others; what they left is only what their
+    manifests record, nothing temporary, and a rerun completes them, even over a file left under
+    a final name that no manifest records (as an earlier version left a stopped step's)."""
+    (tmp_path / "bad.fq").write_text("@r1\nACGTACGTAC\n+\nIII\n")
+    sheet = tmp_path / "samples.tsv"
+    sheet.write_text(f"sample\tr1\tr2\na\t{inputs / 'a_1.fq'}\t{inputs / 'a_2.fq'}\n"
+                     f"bad\tbad.fq\t\n")
+    out = tmp_path / "out"
+    first = subprocess.run(_pipeline_cmd(sheet, "-o", out, "--config", inputs / "steps.toml",
+                                         "--local-cluster", "1", "-q"),
+                           capture_output=True, text=True, timeout=300)
+    assert first.returncode == 1, first.stderr
+    assert "error: sample bad: step normalize" in first.stderr and "Traceback" not in first.stderr
+    run_info = json.loads((out / "kmerflow_run.json").read_text())
+    assert run_info["samples"]["a"]["status"] == "failed"  # stopped unfinished
+    assert _temporaries(out) == []
+    _assert_final_names_recorded(out)
+    assert not (out / "a" / "a.histogram.csv").exists()
+    (out / "a" / "a.histogram.csv").write_text("left by a stopped step\n")
+    sheet.write_text(f"sample\tr1\tr2\na\t{inputs / 'a_1.fq'}\t{inputs / 'a_2.fq'}\n")
+    result = run(sheet, out, config=inputs / "steps.toml", client=client, log=lambda m: None)
+    assert result.status == {"a": "done"}, result.errors
+    for p in (finished / "a").glob("a.*"):
+        if not p.name.endswith((".json", ".readstats.txt")):  # readstats names the input paths
+            assert (out / "a" / p.name).read_bytes() == p.read_bytes(), p
+    assert _temporaries(out) == []
+
+
+def test_a_truncated_output_is_redone(inputs: Path, finished: Path, client, tmp_path: Path):
+    """An output whose file no longer matches its record (truncated) is made again, and the
+    steps before it are reused."""
+    sheet = tmp_path / "samples.tsv"
+    sheet.write_text(f"sample\tr1\nc\t{inputs / 'c_1.fq'}\n")
+    out = tmp_path / "out"
+    assert run(sheet, out, config=inputs / "steps.toml", client=client,
+               log=lambda m: None).ok
+    renormalized = out / "c" / "c.renormalize.fq"
+    renormalized.write_bytes(renormalized.read_bytes()[:1000])
+    said: list[str] = []
+    result = run(sheet, out, config=inputs / "steps.toml", client=client, log=said.append)
+    assert result.status == {"c": "done"}, result.errors
+    assert "c: resuming after normalize, filter" in said
+    for name in ("c.filter.fq", "c.renormalize.fq", "c.histogram.csv"):
+        assert (out / "c" / name).read_bytes() == (finished / "c" / name).read_bytes(), name
+
+
+def test_a_truncated_intermediate_is_made_again(inputs: Path, tmp_path: Path):
+    """A scratch file a later step reads (the saved table) that differs from its record moves
+    the resume point back to the step that writes it."""
+    from kmerflow.pipeline.config import load_config
+    from kmerflow.pipeline.manifest import Manifest, resume_index
+    from kmerflow.pipeline.plan import plan_steps, sample_dirs
+    from kmerflow.pipeline.samplesheet import read_samplesheet
+    from kmerflow.pipeline.tasks import file_record
+
+    sheet = tmp_path / "samples.tsv"
+    sheet.write_text(f"sample\tr1\nc\t{inputs / 'c_1.fq'}\n")
+    (sample,) = read_samplesheet(sheet, load_config(inputs / "steps.toml"))
+    dirs = sample_dirs(sample, tmp_path / "out", tmp_path / "scratch")
+    plans = plan_steps(sample, dirs)
+    assert [p.name for p in plans][:2] == ["normalize", "filter"]
+    for path in plans[0].outputs.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{path.name}\n" * 100)
+    manifest = Manifest(dirs.manifest, "c", dirs)
+    manifest.record(plans[0], {"outputs": {role: file_record(p) for role, p in
+                                           plans[0].outputs.items()}}, 1.0)
+    assert resume_index(plans, manifest) == 1
+    table = plans[0].outputs["table"]
+    table.write_text("truncated")
+    assert resume_index(plans, manifest) == 0
+
+
+def test_without_dask_one_line_names_the_extra(inputs: Path, tmp_path: Path):
+    code = ("import sys; sys.modules['distributed'] = None; sys.modules['dask'] = None; "
+            "from kmerflow.pipeline.cli import main; sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", code, str(inputs / "samples.tsv"), "-o",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'kmerflow[dask]'" in lines[0], proc.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_one_run_per_outdir_and_a_dead_holder_is_taken_over(inputs: Path, tmp_path: Path):

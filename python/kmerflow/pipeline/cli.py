@@ -29,8 +29,16 @@ examples:
 
 One run at a time per OUTDIR (a lock file, OUTDIR/.kmerflow.lock, names the holder's pid).
 
-exit status: 0 all samples done, 1 a sample failed or OUTDIR is in use by another run,
-  2 bad sample sheet or options.
+Everything is checked before a folder is created or a cluster started: the sample sheet (names,
+files, R1 and R2 not the same file), every step's parameters (by the commands' own parser),
+OUTDIR and --scratch, and that no output would replace an input.
+
+A rerun resumes: a step's outputs get their final names only once the sample's manifest
+records the step complete, and a rerun redoes what is not; a rerun with nothing to do keeps
+the last run's reports.
+
+exit status: 0 all samples done, 1 a sample failed, OUTDIR is in use by another run, or
+  OUTDIR/--scratch cannot be used, 2 bad sample sheet, configuration or options.
 """
 
 

@@ -157,6 +157,8 @@ class Driver:
                     continue
                 try:
                     result = future.result()
+                    if isinstance(result, tasks.Failed):
+                        raise tasks.StepFailed(result.message)
                 except Exception as e:  # a failed command: the sample fails, the others go on
                     self._fail(sample_run, e)
                     if not self.keep_going:
@@ -362,8 +364,8 @@ class Driver:
         chunk = "" if info.chunk is None else f"-{info.chunk}"
         # One key prefix for all tasks: one large task group, queued on the scheduler.
         key = f"kmerflow-task-{next(self.counter):08d}-{info.sample}-{info.step}{chunk}"
-        future = self.client.submit(function, *args, key=key, priority=priority, pure=False,
-                                    retries=0)
+        future = self.client.submit(tasks.guarded, function, *args, key=key, priority=priority,
+                                    pure=False, retries=0)
         self.info[key] = info
         self.futures[key] = future
         self.owner[key] = sample_run

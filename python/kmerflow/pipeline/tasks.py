@@ -11,8 +11,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import kmerflow
 from kmerflow import commands
@@ -22,6 +23,23 @@ from kmerflow.pipeline import chunks
 class StepFailed(Exception):
     """A command of a step failed; the message is the command's error line (a plain exception
     so that it travels back from a worker unchanged)."""
+
+
+@dataclass(frozen=True)
+class Failed:
+    """What :func:`guarded` returns for a step that failed: its error line. A failure is
+    returned rather than raised so that the worker does not log it as a crash, with a
+    traceback, on the run's terminal."""
+
+    message: str
+
+
+def guarded(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``, a failed command or file operation returned as :class:`Failed`."""
+    try:
+        return function(*args)
+    except (StepFailed, OSError) as e:
+        return Failed(str(e))
 
 
 def call_command(function: str, *args: Any, **options: Any) -> dict[str, Any]:
