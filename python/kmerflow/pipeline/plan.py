@@ -103,6 +103,10 @@ def staged(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}-step")
 
 
+#: The file that marks a scratch folder as the pipeline's (made by it, so removed by it).
+SCRATCH_MARK = ".kmerflow-scratch"
+
+
 @dataclass
 class SampleDirs:
     """Where a sample's files go."""
@@ -112,6 +116,20 @@ class SampleDirs:
     #: Its manifest (:mod:`kmerflow.pipeline.manifest`) and JSON summary, in ``out``.
     manifest: Path
     summary: Path
+
+    def make_scratch(self) -> None:
+        """Create the scratch folder, marked as the pipeline's (:data:`SCRATCH_MARK`)."""
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        (self.scratch / SCRATCH_MARK).touch()
+
+    def foreign_scratch(self) -> bool:
+        """Whether the scratch folder exists, holds files and was not made by the pipeline
+        (then it is not the pipeline's to remove)."""
+        try:
+            entries = {e.name for e in os.scandir(self.scratch)}
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        return bool(entries) and SCRATCH_MARK not in entries
 
 
 def sample_dirs(sample: Sample, outdir: Path, scratch: Path) -> SampleDirs:

@@ -3,9 +3,10 @@
 * the cluster options: ``--local-cluster`` at most the CPUs this process may use
   (:func:`available_cpus`), ``--max-active`` positive, ``--scheduler`` an address Dask can parse;
 * OUTDIR and the scratch folder: folders (or absent) that can be written (:func:`check_folder`);
-* each sample's files: its output and scratch folders not files, OUTDIR not inside its scratch
-  folder (removed when it completes), no input inside it, no output or manifest that is an
-  input (the same file by any path or link) (:func:`check_samples`);
+* each sample's files: its output and scratch folders not files; its scratch folder (removed
+  when it completes) not holding its outputs, an input, or files the pipeline did not make
+  (:data:`kmerflow.pipeline.plan.SCRATCH_MARK`); no output or manifest that is an input (the
+  same file by any path or link) (:func:`check_samples`);
 * each step's parameters: the command line each step of each sample will run is checked by the
   command line's own parser (``kmerflow._core.check_command``: the ranges, units and
   combinations the command would refuse), and a refusal names the sample-sheet line and column
@@ -106,13 +107,15 @@ def check_samples(samples: list[Sample], sheet: Path, config_file: Optional[Path
         for folder, role in ((dirs.out, "output"), (dirs.scratch, "scratch")):
             if folder.exists() and not folder.is_dir():
                 raise SampleSheetError(f"{where}: its {role} folder {folder} is a file")
-        if out.is_relative_to(dirs.scratch):
-            raise SampleSheetError(f"{where}: its scratch folder {dirs.scratch}, removed when "
-                                   f"it completes, holds OUTDIR {out}")
+        removed = f"{where}: its scratch folder {dirs.scratch}, removed when it completes,"
+        if dirs.out.is_relative_to(dirs.scratch):
+            raise SampleSheetError(f"{removed} holds its output folder {dirs.out}")
         inside = next((p for p in inputs if p.is_relative_to(dirs.scratch)), None)
         if inside is not None:
-            raise SampleSheetError(f"{where}: its scratch folder {dirs.scratch}, removed when "
-                                   f"it completes, holds the input {inside}")
+            raise SampleSheetError(f"{removed} holds the input {inside}")
+        if dirs.foreign_scratch():
+            raise SampleSheetError(f"{removed} holds files kmerflow pipeline did not make "
+                                   f"(choose another --scratch)")
         plans = plan_steps(sample, dirs)
         written = [p for plan in plans for p in plan.outputs.values()]
         for path in [*written, dirs.manifest, dirs.summary]:

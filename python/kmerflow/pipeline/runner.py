@@ -193,7 +193,7 @@ class Driver:
             sample_run.step_index = first
             sample_run.manifest.set_complete(False)
             sample_run.dirs.out.mkdir(parents=True, exist_ok=True)
-            sample_run.dirs.scratch.mkdir(parents=True, exist_ok=True)
+            sample_run.dirs.make_scratch()
             if sample_run.skipped_steps:
                 self.log(f"{sample_run.sample.name}: resuming after "
                          f"{', '.join(sample_run.skipped_steps)}")

@@ -66,7 +66,7 @@ def read_samplesheet(path: str | os.PathLike[str], config: PipelineConfig) -> li
     comma. Empty lines and lines starting with ``#`` are ignored."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's byte-order mark
     except (OSError, UnicodeDecodeError) as e:
         raise SampleSheetError(f"{path}: cannot read the sample sheet: {e}") from None
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1)
@@ -144,8 +144,10 @@ def _read_file(base: Path, text: str, where: str, column: str) -> Path:
         raise SampleSheetError(f"{where}: empty {column}")
     p = Path(text)
     p = (p if p.is_absolute() else base / p).resolve()
-    if not p.is_file():
+    if not p.exists():
         raise SampleSheetError(f"{where}: {column} {text!r}: no such file ({p})")
+    if not p.is_file():
+        raise SampleSheetError(f"{where}: {column} {text!r}: not a regular file ({p})")
     if not os.access(p, os.R_OK):
         raise SampleSheetError(f"{where}: {column} {text!r}: not readable")
     return p
