@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,12 @@ def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any
 
     from kmerflow.pipeline import runner
 
+    runs = runner.sample_runs(samples, out, scratch_dir)
+    if all(r.resume() for r in runs):  # nothing to run: no cluster
+        for r in runs:
+            r.status = "skipped"
+        now = time.time()
+        return _write_reports(samples, runner.RunOutcome(runs, [], {}, now, now), out)
     cluster = None
     if client is None:
         if scheduler is not None:
@@ -114,17 +121,15 @@ def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any
         own_client = True
     else:
         own_client = False
-    driver = None
     try:
-        driver = runner.Driver(client, samples, out, scratch_dir, keep_going, max_active, say)
-        outcome = driver.run()
+        outcome = runner.Driver(client, runs, keep_going, max_active, say).run()
     finally:
         if own_client:
             client.close()
         if cluster is not None:
             cluster.close()
-        for sample_run in driver.runs if driver is not None else ():
-            driver.remove_temporaries(sample_run)  # of steps stopped unfinished
+        for sample_run in runs:
+            sample_run.remove_temporaries()  # of the steps stopped unfinished
     return _write_reports(samples, outcome, out)
 
 

@@ -94,10 +94,38 @@ class SampleRun:
     outstanding: int = 0
     step_started: float = 0.0
 
+    #: The first step to run (None until :meth:`resume` looked).
+    resume_at: Optional[int] = None
+
     @property
     def plan(self) -> StepPlan:
         """The step now running."""
         return self.plans[self.step_index]
+
+    def remove_temporaries(self) -> None:
+        """Remove what unfinished steps left under temporary names in the sample's folders
+        (an earlier run's, or this run's once it stopped)."""
+        remove_leftovers(self.dirs.out)
+        remove_leftovers(self.dirs.scratch)
+
+    def resume(self) -> bool:
+        """Remove temporaries (:meth:`remove_temporaries`), find the first step to run (see
+        :func:`resume_index`; once) and return whether the sample is complete."""
+        self.remove_temporaries()
+        if self.resume_at is None:
+            self.resume_at = resume_index(self.plans, self.manifest)
+            self.skipped_steps = [p.name for p in self.plans[:self.resume_at]]
+        return self.resume_at == len(self.plans) and bool(self.manifest.data.get("complete"))
+
+
+def sample_runs(samples: list[Sample], outdir: Path, scratch: Path) -> list[SampleRun]:
+    """The samples' runs, not started: folders, steps and manifests."""
+    runs = []
+    for sample in samples:
+        dirs = sample_dirs(sample, outdir, scratch)
+        runs.append(SampleRun(sample, dirs, plan_steps(sample, dirs),
+                              Manifest(dirs.manifest, sample.name, dirs)))
+    return runs
 
 
 @dataclass
@@ -117,18 +145,12 @@ class RunOutcome:
 class Driver:
     """Submits the samples' tasks to a Dask client and follows them to completion."""
 
-    def __init__(self, client: Any, samples: list[Sample], outdir: Path, scratch: Path,
-                 keep_going: bool, max_active: Optional[int],
-                 log: Callable[[str], None]) -> None:
+    def __init__(self, client: Any, runs: list[SampleRun], keep_going: bool,
+                 max_active: Optional[int], log: Callable[[str], None]) -> None:
         self.client = client
         self.keep_going = keep_going
         self.log = log
-        self.runs: list[SampleRun] = []
-        for sample in samples:
-            dirs = sample_dirs(sample, outdir, scratch)
-            plans = plan_steps(sample, dirs)
-            manifest = Manifest(dirs.manifest, sample.name, dirs)
-            self.runs.append(SampleRun(sample, dirs, plans, manifest))
+        self.runs = runs
         self.threads = sum(client.nthreads().values()) or 1
         self.max_active = max_active or self.threads + 1
         self.info: dict[str, TaskInfo] = {}
@@ -180,17 +202,15 @@ class Driver:
     def _start_more(self, waiting: deque[SampleRun], completed: Any) -> None:
         while waiting and sum(r.status == "running" for r in self.runs) < self.max_active:
             sample_run = waiting.popleft()
-            self.remove_temporaries(sample_run)
-            first = resume_index(sample_run.plans, sample_run.manifest)
-            sample_run.skipped_steps = [p.name for p in sample_run.plans[:first]]
-            if first == len(sample_run.plans) and sample_run.manifest.data.get("complete"):
+            if sample_run.resume():
                 sample_run.status = "skipped"
                 self.log(f"{sample_run.sample.name}: complete, skipped")
                 continue
             sample_run.rank = next(self.ranks)
             sample_run.status = "running"
             sample_run.started = time.time()
-            sample_run.step_index = first
+            assert sample_run.resume_at is not None
+            sample_run.step_index = sample_run.resume_at
             sample_run.manifest.set_complete(False)
             sample_run.dirs.out.mkdir(parents=True, exist_ok=True)
             sample_run.dirs.make_scratch()
@@ -198,13 +218,6 @@ class Driver:
                 self.log(f"{sample_run.sample.name}: resuming after "
                          f"{', '.join(sample_run.skipped_steps)}")
             self._begin_step(sample_run, completed)
-
-    @staticmethod
-    def remove_temporaries(sample_run: SampleRun) -> None:
-        """Remove what unfinished steps left under temporary names in the sample's folders
-        (an earlier run's, or this run's once it stopped)."""
-        remove_leftovers(sample_run.dirs.out)
-        remove_leftovers(sample_run.dirs.scratch)
 
     def _begin_step(self, sample_run: SampleRun, completed: Any) -> None:
         if sample_run.step_index == len(sample_run.plans):
