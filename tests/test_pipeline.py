@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -193,6 +194,11 @@ def test_reports_and_multiqc(finished: Path, tmp_path: Path):
                      "renormalize"]
     assert summary["reads"][0]["reads"] == 3000
     assert summary["histogram"] and summary["keep_curves"]["normalize"]
+    # Compact: the command's 65,535-bin histogram as its non-zero bins, as in the CSV.
+    bins = summary["steps"]["histogram"]["summary"]["histogram"]
+    assert bins == [[a, c] for a, c in summary["histogram"] if c]
+    assert (finished / "a" / "a.summary.json").stat().st_size < 20_000
+    assert (finished / "a" / "a.manifest.json").stat().st_size < 20_000
     run_info = json.loads((finished / "kmerflow_run.json").read_text())
     assert 0 < run_info["stats"]["utilisation"] <= 1
     assert {t["step"] for t in run_info["timeline"]} >= {"normalize", "filter", "extract"}
@@ -451,9 +457,14 @@ def test_bad_sample_sheet_is_one_clear_error(inputs: Path, tmp_path: Path, sheet
 
 
 def test_help_lists_the_pipeline():
-    assert "kmerflow pipeline SAMPLESHEET" in kmerflow("--help").stdout.decode()
+    top = kmerflow("--help").stdout.decode()
+    assert "kmerflow pipeline SAMPLESHEET" in top
+    assert re.search(r"^  pipeline +Many samples", top, re.M), top
     usage = subprocess.run(_pipeline_cmd("--help"), capture_output=True, text=True)
     assert usage.returncode == 0 and "--keep-going" in usage.stdout
+    helped = subprocess.run([sys.executable, "-m", "kmerflow", "help", "pipeline"],
+                            capture_output=True, text=True)
+    assert helped.returncode == 0 and helped.stdout == usage.stdout
 
 
 def test_counted_histogram_falls_back_when_a_sum_may_pass_255(tmp_path: Path):

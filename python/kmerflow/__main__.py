@@ -1,6 +1,6 @@
 """Entry point of the ``kmerflow`` command (``python -m kmerflow`` too).
 
-``kmerflow pipeline ...`` runs in Python (on Dask), and so do the counting commands given
+``kmerflow pipeline ...`` (and ``kmerflow help pipeline``) runs in Python (on Dask), and so do the counting commands given
 ``--scheduler``, ``--local-cluster`` or ``--shards`` (:mod:`kmerflow.distributed.cli`); every
 other command line is the native one, whose run report this renders when asked (``--html``,
 ``--plots``, ``--multiqc``).
@@ -19,10 +19,10 @@ def main() -> None:
     default first: it would otherwise also be called and raise ``KeyboardInterrupt`` after the
     run. ``kmerflow pipeline`` keeps Python's handler (it turns Ctrl-C into exit 130 itself).
     """
-    if sys.argv[1:2] == ["pipeline"]:
+    if sys.argv[1:2] == ["pipeline"] or sys.argv[1:3] == ["help", "pipeline"]:
         from kmerflow.pipeline.cli import main as pipeline_main
 
-        sys.exit(pipeline_main(sys.argv[2:]))
+        sys.exit(pipeline_main(sys.argv[2:] if sys.argv[1] == "pipeline" else ["--help"]))
     from kmerflow.distributed.cli import wants_shards
 
     if wants_shards(sys.argv[1:]):

@@ -58,7 +58,7 @@ struct Cli {
 /// as `kmerflow VERSION` (clap would say `kmerflow-SUBCOMMAND VERSION`), and a long-only
 /// `--version` where khmer's `-V` means something else.
 fn cli_command() -> clap::Command {
-    Cli::command().mut_subcommands(|sub| {
+    Cli::command().subcommand(pipeline_command()).mut_subcommands(|sub| {
         let sub = sub.display_name("kmerflow");
         if sub.get_arguments().any(|a| a.get_short() == Some('V')) {
             sub.arg(clap::Arg::new("version").long("version").action(clap::ArgAction::Version).help("Print version"))
@@ -66,6 +66,22 @@ fn cli_command() -> clap::Command {
             sub
         }
     })
+}
+
+/// The name of the multi-sample pipeline, which the Python package's `kmerflow` runs.
+const PIPELINE: &str = "pipeline";
+
+/// `kmerflow pipeline` as this executable knows it: listed in `kmerflow --help` and `kmerflow
+/// help pipeline`, refused with a pointer to the Python package's `kmerflow` (see [`parse`]).
+fn pipeline_command() -> clap::Command {
+    clap::Command::new(PIPELINE)
+        .about("Many samples: khmer's protocol per sample on a Dask cluster, resumable, with reports")
+        .after_help(
+            "Run by the kmerflow Python package with the `dask` extra (pip install 'kmerflow[dask]'); \
+             its `kmerflow pipeline --help` gives the options.\n\n\
+             Examples:\n  kmerflow pipeline samples.tsv -o results --local-cluster 4",
+        )
+        .arg(clap::Arg::new("args").num_args(0..).trailing_var_arg(true).allow_hyphen_values(true))
 }
 
 /// A failed command line: the exit code and the message to show (one line for data errors,
@@ -136,6 +152,12 @@ fn parse(argv: &[OsString]) -> Result<Option<Parsed>, CliError> {
         }
         Err(e) => return Err(usage(e)),
     };
+    if matches.subcommand_name() == Some(PIPELINE) {
+        let message = "kmerflow pipeline: error: the pipeline runs on Dask in the kmerflow Python package \
+                       (pip install 'kmerflow[dask]'; then `kmerflow pipeline ...` or `python -m kmerflow pipeline ...`); \
+                       this executable runs one command in one process\n";
+        return Err(CliError { code: EXIT_USAGE, message: message.to_string(), file: None });
+    }
     let mut parameters = serde_json::Value::Null;
     if let Some((command, sub)) = matches.subcommand() {
         if sub.get_flag("info") {

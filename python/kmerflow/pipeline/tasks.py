@@ -45,13 +45,20 @@ def guarded(function: Callable[..., Any], *args: Any) -> Any:
 def call_command(function: str, *args: Any, **options: Any) -> dict[str, Any]:
     """Run a :mod:`kmerflow.commands` function quietly and return its summary as a dict (the
     :class:`kmerflow.commands.RunResult`'s ``summary``; readstats' list of per-file statistics
-    as ``{"files": [...]}``)."""
+    as ``{"files": [...]}``; abundance-dist's ``histogram``, a count for every abundance up to
+    65,535, as its non-zero ``[abundance, count]`` pairs, which the manifest and the sample's
+    summary keep)."""
     try:
         result = getattr(commands, function)(*args, quiet=True, **options)
     except Exception as e:
         raise StepFailed(str(e)) from None
     summary = result.summary
-    return summary if isinstance(summary, dict) else {"files": summary}
+    if not isinstance(summary, dict):
+        return {"files": summary}
+    histogram = summary.get("histogram")
+    if isinstance(histogram, list) and all(isinstance(n, int) for n in histogram):
+        summary["histogram"] = [[abundance, n] for abundance, n in enumerate(histogram) if n]
+    return summary
 
 
 def file_record(path: str | os.PathLike[str]) -> dict[str, Any]:
