@@ -1,9 +1,9 @@
 """Entry point of the ``kmerflow`` command (``python -m kmerflow`` too).
 
-``kmerflow pipeline ...`` (and ``kmerflow help pipeline``) runs in Python (on Dask), and so do the counting commands given
-``--scheduler``, ``--local-cluster`` or ``--shards`` (:mod:`kmerflow.distributed.cli`); every
-other command line is the native one, whose run report this renders when asked (``--html``,
-``--plots``, ``--multiqc``).
+``kmerflow pipeline ...`` (and ``kmerflow help pipeline``) runs in Python (on Dask), and so do
+the counting commands given ``--scheduler``, ``--local-cluster`` or ``--shards``
+(:mod:`kmerflow.distributed.cli`); every other command line is the native one, whose run
+report this renders when asked (``--html``, ``--plots``, ``--multiqc``).
 """
 
 import json
