@@ -73,6 +73,14 @@ pub fn command_specs(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         .collect()
 }
 
+/// Whether the command line `argv` (program name first) asks for a sharded run
+/// (`kmerflow_cli::sharded::requested`): the parser decides, so that every spelling it accepts
+/// (`--local-clus 2`, `--sched=ADDRESS`) picks the sharded front end.
+#[pyfunction]
+pub fn shard_requested(argv: Vec<OsString>) -> bool {
+    kmerflow_cli::sharded::requested(&argv)
+}
+
 /// The run of a sharded command line (`argv`, program name first) as JSON text
 /// (`kmerflow_cli::sharded::plan`): parsed and checked with the command definitions, the table
 /// sized as the native command sizes it; `None` for a help, version or `--info` request
@@ -116,6 +124,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(run_command, m)?)?;
     m.add_function(wrap_pyfunction!(command_specs, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_requested, m)?)?;
     m.add_function(wrap_pyfunction!(shard_plan, m)?)?;
     m.add_function(wrap_pyfunction!(shard_finish, m)?)?;
     Ok(())

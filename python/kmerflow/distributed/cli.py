@@ -35,12 +35,6 @@ from kmerflow import _core
 from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph
 from kmerflow.errors import CommandError, KmerflowError
 
-#: Commands that take ``--scheduler``/``--local-cluster``/``--shards``.
-COMMANDS = ("load-into-counting", "abundance-dist-single", "normalize-by-median",
-            "filter-abund-single", "trim-low-abund", "filter-abund")
-#: The flags that send a command here.
-FLAGS = ("--scheduler", "--local-cluster", "--shards", "--local-shards", "--batch-kmers")
-
 #: A receiver of the run's messages: ``(level, text)``, level ``info``, ``warning`` or ``error``.
 OnMessage = Callable[[str, str], None]
 #: The run's summary (the native command's fields) and the paths it wrote.
@@ -48,9 +42,9 @@ Outcome = Tuple[Dict[str, Any], List[str]]
 
 
 def wants_shards(argv: Sequence[str]) -> bool:
-    """Whether ``kmerflow`` arguments ``argv`` (command first) ask for a sharded run."""
-    return bool(argv) and argv[0] in COMMANDS and any(
-        a.split("=", 1)[0] in FLAGS for a in argv[1:])
+    """Whether ``kmerflow`` arguments ``argv`` (command first) ask for a sharded run, as the
+    command line parser reads them (any spelling it accepts: ``--local-clus 2``)."""
+    return _core.shard_requested(["kmerflow", *argv])
 
 
 def run(argv: Sequence[str], on_message: OnMessage, client: Any = None,
