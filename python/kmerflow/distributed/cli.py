@@ -33,6 +33,7 @@ import numpy as np
 
 from kmerflow import _core
 from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph
+from kmerflow.distributed.cluster import connect
 from kmerflow.errors import CommandError, KmerflowError
 
 #: A receiver of the run's messages: ``(level, text)``, level ``info``, ``warning`` or ``error``.
@@ -70,7 +71,7 @@ def run(argv: Sequence[str], on_message: OnMessage, client: Any = None,
         say(m["level"], m["text"])
     started = time.monotonic()
     try:
-        with _connected(plan["cluster"], client) as dask_client:
+        with _connected(plan["cluster"], client, name) as dask_client:
             graph = _graph(plan, dask_client) if "table" in plan else None
             summary, outputs = _RUNS[name](plan, graph, say)
     except CommandError:
@@ -108,37 +109,12 @@ def main(argv: List[str]) -> int:
 # --- the cluster and the table -------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _connected(cluster: Dict[str, Any], client: Any) -> Iterator[Any]:
-    """The Dask client of the run: ``client``, or one for ``--local-cluster N`` /
-    ``--scheduler local`` (a LocalCluster started here, closed after the run) or
-    ``--scheduler ADDRESS``."""
+def _connected(cluster: Dict[str, Any], client: Any, command: str) -> Iterator[Any]:
+    """The Dask client of the run: ``client``, or the cluster's (:func:`connect`)."""
     if client is not None:
         yield client
         return
-    try:
-        from distributed import Client
-
-        from kmerflow.distributed.cluster import local_cluster
-    except ImportError as e:
-        raise KmerflowError(f"a sharded run needs Dask: pip install 'kmerflow[dask]' ({e})") from e
-    address = cluster["scheduler"]
-    workers = cluster["local_cluster"]
-    if workers is None and address == "local":
-        workers = os.cpu_count() or 1
-    if workers is not None:
-        with local_cluster(workers) as local, Client(local, direct_to_workers=True) as own:
-            yield own
-        return
-    try:
-        if address.startswith(("tcp://", "tls://", "inproc://", "ws://", "wss://")):
-            own = Client(address, timeout="5s", direct_to_workers=True)
-        elif not os.path.isfile(address):
-            raise KmerflowError(f"{address}: no such scheduler file (give tcp://HOST:PORT or a file)")
-        else:
-            own = Client(scheduler_file=address, timeout="5s", direct_to_workers=True)
-    except (OSError, TimeoutError) as e:
-        raise KmerflowError(f"cannot reach the Dask scheduler at {address}: {e}") from e
-    with own:
+    with connect(cluster["scheduler"], cluster["local_cluster"], command=command) as own:
         yield own
 
 

@@ -9,6 +9,7 @@ Needs the ``dask`` extra (``pip install kmerflow[dask]``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
@@ -80,28 +81,16 @@ def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any
                 ) -> PipelineResult:
     say = log or (lambda message: print(f"kmerflow pipeline: {message}", file=sys.stderr))
 
-    from distributed import Client
-
+    from kmerflow.distributed.cluster import connect
     from kmerflow.pipeline import runner
 
-    cluster = None
-    if client is None:
-        if scheduler is not None:
-            client = Client(scheduler)
-            _check_saturation(client)
-        else:
-            cluster = runner.local_cluster(local_cluster)
-            client = Client(cluster)
-        own_client = True
-    else:
-        own_client = False
-    try:
+    with contextlib.ExitStack() as stack:
+        if client is None:
+            client = stack.enter_context(connect(scheduler, local_cluster, command="pipeline",
+                                                 direct_to_workers=False, start_local=runner.local_cluster))
+            if scheduler not in (None, "local"):
+                _check_saturation(client)
         outcome = runner.Driver(client, samples, out, scratch_dir, keep_going, max_active, say).run()
-    finally:
-        if own_client:
-            client.close()
-        if cluster is not None:
-            cluster.close()
     return _write_reports(samples, outcome, out)
 
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+from kmerflow.errors import CommandError
 from kmerflow.pipeline.config import STEP_ORDER
 
 _EPILOG = f"""\
@@ -89,6 +90,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OutdirBusy as e:
         print(f"kmerflow pipeline: error: {e}", file=sys.stderr)
         return 1
+    except CommandError as e:  # the cluster (kmerflow.distributed.cluster.connect)
+        print(str(e), file=sys.stderr)
+        return e.code
     except KeyboardInterrupt:
         print("kmerflow pipeline: interrupted (a rerun resumes from the manifest)", file=sys.stderr)
         return 130
