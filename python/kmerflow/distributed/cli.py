@@ -33,7 +33,7 @@ import numpy as np
 
 from kmerflow import _core
 from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph
-from kmerflow.distributed.cluster import connect
+from kmerflow.distributed.cluster import connect, exit_status, stopped_by_signals
 from kmerflow.errors import CommandError, KmerflowError
 
 #: A receiver of the run's messages: ``(level, text)``, level ``info``, ``warning`` or ``error``.
@@ -88,7 +88,8 @@ def main(argv: List[str]) -> int:
     """Runs ``argv`` (command first) as the ``kmerflow`` command line; returns the exit status."""
     command = argv[0]
     try:
-        result = run(argv, lambda _level, text: print(text, file=sys.stderr), console=True)
+        with stopped_by_signals(command):
+            result = run(argv, lambda _level, text: print(text, file=sys.stderr), console=True)
         if result is not None and any(result[1]["parameters"].get(k)
                                       for k in ("html", "plots", "multiqc")):
             from kmerflow.report import render
@@ -100,9 +101,9 @@ def main(argv: List[str]) -> int:
     except (OSError, RuntimeError) as e:  # rendering the report
         print(f"kmerflow {command}: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
         print(f"kmerflow {command}: interrupted", file=sys.stderr)
-        return 130
+        return exit_status(e)
     return 0
 
 

@@ -11,7 +11,10 @@ import contextlib
 import json
 import os
 import re
+import signal
+import sys
 import threading
+import time
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 from kmerflow.errors import CommandError
@@ -39,6 +42,58 @@ SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
 ADDRESS = re.compile(r"^(?:(?P<scheme>[a-z]+)://)?(?P<host>\[[0-9a-fA-F:.]+\]|[\w.-]+):(?P<port>\d{1,5})$")
 
 
+#: Exit statuses of a run stopped by SIGINT (Ctrl-C) and by SIGTERM, as the native commands'.
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+#: Seconds a stopped run may take to clean up before the process ends without it (as the
+#: native commands' watchdog).
+STOP_GRACE = 1.5
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as Ctrl-C raises :class:`KeyboardInterrupt`."""
+
+
+@contextlib.contextmanager
+def stopped_by_signals(command: str) -> Iterator[None]:
+    """The run of ``kmerflow COMMAND`` in the main thread, which SIGINT (Ctrl-C, sent to the
+    whole process group by a terminal) stops with :class:`KeyboardInterrupt` and SIGTERM with
+    :class:`Terminated`, so that it unwinds: outputs staged under temporary names and the
+    cluster's workers go (see :func:`connect`). Should the unwinding take more than
+    :data:`STOP_GRACE` seconds, the process ends with the signal's status and the line
+    ``kmerflow COMMAND: interrupted`` (its workers end with it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopped, unwound = threading.Event(), threading.Event()
+    status = [EXIT_INTERRUPTED]
+
+    def handler(signum: int, _frame: Any) -> None:
+        status[0] = EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
+        if not stopped.is_set():
+            stopped.set()
+            threading.Thread(target=watchdog, name="kmerflow-watchdog", daemon=True).start()
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    def watchdog() -> None:
+        time.sleep(STOP_GRACE)
+        if not unwound.is_set():  # else the caller said it; the interpreter's exit stalls
+            print(f"kmerflow {command}: interrupted", file=sys.stderr, flush=True)
+        os._exit(status[0])
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        unwound.set()
+        for s, action in previous.items():
+            signal.signal(s, action)
+
+
+def exit_status(stop: KeyboardInterrupt) -> int:
+    """The exit status of a run ended by ``stop`` (:func:`stopped_by_signals`)."""
+    return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+
+
 def local_cluster(n_workers: int, memory_limit: Any = "auto",
                   config: Optional[Mapping[str, Any]] = None) -> Any:
     """A LocalCluster of ``n_workers`` single-thread worker processes without a dashboard,
@@ -46,9 +101,27 @@ def local_cluster(n_workers: int, memory_limit: Any = "auto",
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({**QUIET, **(config or {})}):
+    with dask.config.set({**QUIET, **(config or {})}), _workers_ignore_sigint():
+        # The scheduler serves HTTP even without a dashboard, on port 8787 unless told: an
+        # ephemeral port on this host instead (no "Port 8787 is already in use").
         return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                            memory_limit=memory_limit, dashboard_address=None)
+                            memory_limit=memory_limit, dashboard_address=None,
+                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint() -> Iterator[None]:
+    """SIGINT ignored while worker processes are started, so that they inherit it ignored
+    (Python keeps an inherited ignored SIGINT): Ctrl-C reaches the whole process group, and the
+    run, not each worker, decides what it stops (the workers end with the cluster)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager
@@ -70,9 +143,13 @@ def connect(scheduler: Optional[str] = None, local_cluster: Optional[int] = None
         raise CommandError(f"{fail} a run on Dask needs it installed: pip install 'kmerflow[dask]' ({e})",
                            1) from e
     if scheduler is None or scheduler == "local":
-        with start_local(local_cluster or os.cpu_count() or 1) as cluster, \
-                Client(cluster, direct_to_workers=direct_to_workers) as client:
-            yield client
+        with start_local(local_cluster or os.cpu_count() or 1) as cluster:
+            try:
+                with Client(cluster, direct_to_workers=direct_to_workers) as client:
+                    yield client
+            except BaseException:
+                _end_workers(cluster)
+                raise
         return
     address = _address(scheduler, fail)
     _probe(address, scheduler, timeout, fail)
@@ -82,6 +159,17 @@ def connect(scheduler: Optional[str] = None, local_cluster: Optional[int] = None
         raise CommandError(f"{fail} cannot reach the Dask scheduler at {scheduler}: {e}", 1) from e
     with client:
         yield client
+
+
+def _end_workers(cluster: Any) -> None:
+    """Ends the worker processes of the LocalCluster ``cluster`` at once, for a run that stops
+    (Ctrl-C, SIGTERM, an error): closing it would wait for the tasks they are running. Their
+    nannies are told first not to start new ones."""
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        process = getattr(getattr(nanny, "process", None), "process", None)
+        with contextlib.suppress(AttributeError, OSError):
+            nanny.close_gracefully()
+            os.kill(process.pid, signal.SIGKILL)
 
 
 def _address(scheduler: str, fail: str) -> str:

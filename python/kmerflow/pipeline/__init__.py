@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import warnings
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from kmerflow.pipeline.config import ConfigError, PipelineConfig, load_config
-from kmerflow.pipeline.lock import OutdirBusy, OutdirLock
+from kmerflow.pipeline.lock import OutdirBusy, OutdirLock, remove_leftovers
+from kmerflow.pipeline.plan import sample_dirs
 from kmerflow.pipeline.samplesheet import Sample, SampleSheetError, read_samplesheet
 
 __all__ = ["run", "PipelineResult", "ConfigError", "SampleSheetError", "OutdirBusy",
@@ -84,13 +86,20 @@ def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any
     from kmerflow.distributed.cluster import connect
     from kmerflow.pipeline import runner
 
-    with contextlib.ExitStack() as stack:
-        if client is None:
-            client = stack.enter_context(connect(scheduler, local_cluster, command="pipeline",
-                                                 direct_to_workers=False, start_local=runner.local_cluster))
-            if scheduler not in (None, "local"):
-                _check_saturation(client)
-        outcome = runner.Driver(client, samples, out, scratch_dir, keep_going, max_active, say).run()
+    try:
+        with contextlib.ExitStack() as stack:
+            if client is None:
+                client = stack.enter_context(connect(scheduler, local_cluster, command="pipeline",
+                                                     direct_to_workers=False, start_local=runner.local_cluster))
+                if scheduler not in (None, "local"):
+                    _check_saturation(client)
+            outcome = runner.Driver(client, samples, out, scratch_dir, keep_going, max_active, say).run()
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the workers are gone; a rerun redoes the steps
+        for sample in samples:  # not recorded complete
+            dirs = sample_dirs(sample, out, scratch_dir)
+            shutil.rmtree(dirs.scratch, ignore_errors=True)
+            remove_leftovers(dirs.out)
+        raise
     return _write_reports(samples, outcome, out)
 
 
