@@ -27,7 +27,7 @@ pub mod spec;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use commands::Command;
-use common::Ctx;
+use common::{Ctx, Settings};
 use console::Console;
 use kmerflow_core::run::{CancelToken, Message, RunContext};
 use serde_json::Value;
@@ -233,6 +233,28 @@ fn execute_printing(argv: Vec<OsString>, cancel: CancelToken, renders: bool) -> 
     Ok(settings.renders.then_some(outcome.report))
 }
 
+/// Checks and declares the files of command `name`'s run that are not the command's own, before
+/// the run (one-process or sharded): the `--report-json` path against the paths of the other
+/// arguments (`parameters`), and `--metrics` and the rendered files (`--html`, `--plots`) as
+/// side outputs of `run`, which the command's check of its outputs against its inputs covers.
+pub(crate) fn declare_run_files(
+    name: &str,
+    settings: &Settings,
+    parameters: &Value,
+    run: &RunContext,
+) -> kmerflow_core::Result<()> {
+    if let Some(path) = &settings.report_json {
+        report::check_path(path, parameters)?;
+    }
+    if let Some(path) = &settings.metrics {
+        run.add_side_output(path);
+    }
+    for path in report::rendered_files(name, settings) {
+        run.add_side_output(path);
+    }
+    Ok(())
+}
+
 /// Runs the parsed command line (given as `argv`) within `run`, showing progress on `console`
 /// when there is one; writes `--metrics` and `--report-json`.
 fn execute_cli(
@@ -250,18 +272,10 @@ fn execute_cli(
             "--metrics: metrics are not compiled in (build with the `metrics` feature)",
         )));
     }
-    if let Some(path) = &settings.report_json {
-        report::check_path(path, &parameters).map_err(failed)?;
-    }
+    declare_run_files(name, &settings, &parameters, run).map_err(failed)?;
     run.set_threads(settings.threads.unwrap_or_else(kmerflow_core::pipeline::available_threads));
     if let Some(console) = console {
         console.start_progress(name, run);
-    }
-    if let Some(path) = &settings.metrics {
-        run.add_side_output(path);
-    }
-    for path in report::rendered_files(name, &settings) {
-        run.add_side_output(path);
     }
     let mut ctx = Ctx { run: run.clone(), metrics: settings.metrics, console: console.cloned(), table_sizing: None };
     let started = std::time::Instant::now();

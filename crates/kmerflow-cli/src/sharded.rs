@@ -13,15 +13,18 @@
 
 use crate::commands::counting_args::CountingArgs;
 use crate::commands::filter_abund::FilterArgs;
+use crate::commands::normalize_by_median;
 use crate::commands::shard_args::ShardArgs;
 use crate::commands::Command;
 use crate::common::{summary_json, Ctx};
 use crate::{cli_command, parse, report, run_failure, CliError, Parsed, EXIT_DATA, EXIT_USAGE};
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
+use clap::FromArgMatches;
 use kmerflow_core::ops::count::{self, ReadTally};
 use kmerflow_core::ops::read_filter;
-use kmerflow_core::ops::{abundance_dist, filter_abund, sizing, trim_low_abund};
+use kmerflow_core::ops::sizing::TableParams;
+use kmerflow_core::ops::{abundance_dist, diginorm, filter_abund, sizing, trim_low_abund};
 use kmerflow_core::run::RunContext;
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::shard::{Shard, ShardClient};
@@ -125,6 +128,18 @@ fn shard_args(command: &Command) -> Option<&ShardArgs> {
         Command::TrimLowAbund(a) => Some(&a.sharding),
         _ => None,
     }
+}
+
+/// Whether the command line `argv` (program name first) asks for a sharded run: a command that
+/// has one, given `--scheduler` or `--local-cluster` in any spelling the parser accepts
+/// (`--local-clus 2`, `--sched=ADDRESS`). A command line that does not parse is not one: its
+/// run reports the usage error.
+pub fn requested(argv: &[OsString]) -> bool {
+    cli_command()
+        .try_get_matches_from(argv)
+        .ok()
+        .and_then(|matches| crate::Cli::from_arg_matches(&matches).ok())
+        .is_some_and(|cli| shard_args(&cli.command).is_some_and(ShardArgs::requested))
 }
 
 /// The usage error of this executable given a sharded command line (the Python package runs
@@ -258,24 +273,42 @@ fn loaded_table(
 }
 
 /// The table of a sharded `filter-abund`: the countgraph saved at `path`, loaded into the shards
-/// (`layout` `khmer`, `ksize`, `loadgraph`, `force`). As the one-process command, an output that
-/// is one of the `inputs` or the table is refused first, then `loading countgraph:` and `K:` are
-/// said; a file the shards cannot read (compressed, 4-bit counters, a nodegraph) is refused with
-/// one line naming it.
-fn saved_countgraph(
-    command: &str,
-    path: &str,
-    inputs: &[String],
-    filter: &FilterArgs,
-    run: &RunContext,
-) -> Result<Value, CliError> {
+/// (`layout` `khmer`, `ksize`, `loadgraph`, `force`). As the one-process command says
+/// `loading countgraph:` and `K:`; a file the shards cannot read (compressed, 4-bit counters, a
+/// nodegraph) is refused with one line naming it.
+fn saved_countgraph(command: &str, path: &str, filter: &FilterArgs, run: &RunContext) -> Result<Value, CliError> {
     let data = |e| data_error(command, e);
-    let graph = path.to_string();
-    filter.params().refuse_inputs_as_outputs(run, std::iter::once(&graph), inputs, None).map_err(data)?;
     run.info(format!("loading countgraph: {path}"));
     let k = ByteFrame::read(path).map_err(data)?.k;
     run.info(format!("K: {k}"));
     Ok(json!({"layout": "khmer", "ksize": k, "loadgraph": path, "force": filter.force}))
+}
+
+/// Refuses, before the cluster starts and before anything is read, an output or side output of
+/// the sharded run of `command` that is one of its inputs (by path, link or inode): the check
+/// the one-process command makes first, on the same files. Only file names enter it, so the
+/// commands' options are made with a default table.
+fn refuse_overwrites(command: &Command, run: &RunContext) -> kmerflow_core::Result<()> {
+    match command {
+        Command::LoadIntoCounting(a) => count::refuse_overwrites(&a.inputs, &a.output, run),
+        Command::NormalizeByMedian(a) => {
+            diginorm::checked_files(&normalize_by_median::options(a.clone(), TableParams::default()), run).map(drop)
+        }
+        Command::AbundanceDistSingle(a) => {
+            abundance_dist::check_single_outputs(&a.seqs, &a.histogram.output(&a.output), a.savegraph.as_ref(), run)
+        }
+        Command::FilterAbundSingle(a) => {
+            a.filter.params().refuse_inputs_as_outputs(run, None, std::slice::from_ref(&a.input), a.savegraph.as_ref())
+        }
+        Command::FilterAbund(a) => {
+            a.filter.params().refuse_inputs_as_outputs(run, std::iter::once(&a.graph), &a.inputs, None)
+        }
+        Command::TrimLowAbund(a) => {
+            let options = crate::commands::trim_low_abund::sized_options(a.clone(), TableParams::default());
+            trim_low_abund::checked_files(&options, run).map(drop)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Parses the sharded command line `argv` (program name first) with the command definitions
@@ -287,7 +320,7 @@ fn saved_countgraph(
 /// including a flag the sharded run does not have; an input that cannot be read while sizing
 /// the table (`-M auto`) is a data error (exit 1).
 pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
-    let Some(Parsed { cli, .. }) = parse(&argv)? else { return Ok(None) };
+    let Some(Parsed { cli, parameters }) = parse(&argv)? else { return Ok(None) };
     let command = cli.command;
     let name = command.name();
     let Some(sharding) = shard_args(&command) else {
@@ -307,6 +340,8 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
         "batch_kmers": sharding.batch_kmers,
     });
     let run = RunContext::new();
+    crate::declare_run_files(name, &settings, &parameters, &run).map_err(|e| data_error(name, e))?;
+    refuse_overwrites(&command, &run).map_err(|e| data_error(name, e))?;
     let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
     let mut out = match &command {
         Command::LoadIntoCounting(a) => {
@@ -367,7 +402,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
         Command::FilterAbund(a) => {
             let all: Vec<&String> = std::iter::once(&a.graph).chain(&a.inputs).collect();
             json!({
-                "table": saved_countgraph(name, &a.graph, &a.inputs, &a.filter, &ctx.run)?,
+                "table": saved_countgraph(name, &a.graph, &a.filter, &ctx.run)?,
                 "bigcount": false,
                 "inputs": all,
             })
@@ -634,6 +669,55 @@ mod tests {
             let err = plan(argv(args)).unwrap_err();
             assert_eq!(err.code, EXIT_USAGE);
             assert!(err.message.contains(&format!("'{flag}'")), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn the_parser_tells_a_sharded_command_line_in_any_spelling() {
+        for args in [
+            &["load-into-counting", "--local-clus", "2", "o.ct", "a.fq"][..],
+            &["normalize-by-median", "--sched=tcp://127.0.0.1:1", "a.fq"],
+            &["trim-low-abund", "a.fq", "--local-cluster=1"],
+        ] {
+            assert!(requested(&argv(args)), "{args:?}");
+        }
+        for args in [
+            &["load-into-counting", "o.ct", "a.fq"][..],
+            &["normalize-by-median", "--local-cluster", "0", "a.fq"],
+            &["readstats", "a.fq"],
+            &["normalize-by-median", "--", "--local-cluster"],
+        ] {
+            assert!(!requested(&argv(args)), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn an_output_naming_an_input_is_refused_before_the_cluster_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.fq");
+        std::fs::write(&input, "@a\nACGTACGTACGTACGTACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIII\n").unwrap();
+        let input = input.to_str().unwrap();
+        let dotted = format!("{}/./in.fq", dir.path().display());
+        let table = input.strip_suffix(".fq").unwrap();
+        std::fs::copy(input, format!("{table}.info")).unwrap();
+        let info = format!("{table}.info");
+        for args in [
+            vec!["load-into-counting", "--local-cluster", "1", input, input],
+            vec!["load-into-counting", "--local-cluster", "1", table, &info],
+            vec!["load-into-counting", "--local-cluster", "1", &dotted, input],
+            vec!["normalize-by-median", "--local-cluster", "1", "-o", input, input],
+            vec!["normalize-by-median", "--local-cluster", "1", "-s", input, input],
+            vec!["normalize-by-median", "--local-cluster", "1", "-R", input, input],
+            vec!["abundance-dist-single", "--local-cluster", "1", "--savegraph", input, input, "h"],
+            vec!["filter-abund-single", "--local-cluster", "1", "--savegraph", input, input],
+            vec!["filter-abund-single", "--local-cluster", "1", "-o", input, input],
+            vec!["trim-low-abund", "--local-cluster", "1", "-s", input, input],
+            vec!["load-into-counting", "--local-cluster", "1", "--report-json", input, "o.ct", input],
+            vec!["load-into-counting", "--local-cluster", "1", "--html", input, "o.ct", input],
+        ] {
+            let err = plan(argv(&args)).unwrap_err();
+            assert_eq!(err.code, EXIT_DATA, "{args:?}: {}", err.message);
+            assert!(err.message.contains("same file as"), "{args:?}: {}", err.message);
         }
     }
 

@@ -81,6 +81,14 @@ pub fn check_command(py: Python<'_>, argv: Vec<OsString>) -> PyResult<()> {
     py.detach(|| kmerflow_cli::check(argv)).map_err(command_error)
 }
 
+/// Whether the command line `argv` (program name first) asks for a sharded run
+/// (`kmerflow_cli::sharded::requested`): the parser decides, so that every spelling it accepts
+/// (`--local-clus 2`, `--sched=ADDRESS`) picks the sharded front end.
+#[pyfunction]
+pub fn shard_requested(argv: Vec<OsString>) -> bool {
+    kmerflow_cli::sharded::requested(&argv)
+}
+
 /// The run of a sharded command line (`argv`, program name first) as JSON text
 /// (`kmerflow_cli::sharded::plan`): parsed and checked with the command definitions, the table
 /// sized as the native command sizes it; `None` for a help, version or `--info` request
@@ -125,6 +133,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_command, m)?)?;
     m.add_function(wrap_pyfunction!(command_specs, m)?)?;
     m.add_function(wrap_pyfunction!(check_command, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_requested, m)?)?;
     m.add_function(wrap_pyfunction!(shard_plan, m)?)?;
     m.add_function(wrap_pyfunction!(shard_finish, m)?)?;
     Ok(())

@@ -32,8 +32,15 @@ from kmerflow.errors import KmerflowError, ParameterError
 BATCH_KMERS = 262_144
 
 
+#: Seconds between two checks, while a remote shard's answer is awaited, that its worker is
+#: still in the cluster: a worker killed (out of memory) is an error within this time, not a
+#: wait (the scheduler would hold a task pinned to it forever).
+LIVENESS_EVERY = 1.0
+
+
 class ShardError(KmerflowError):
-    """A shard could not answer (its worker was lost, or it refused the call)."""
+    """A shard could not answer (its worker was lost, or it refused the call); the message
+    names the shard and its worker."""
 
 
 def _array(values: Any, dtype: Any) -> np.ndarray:
@@ -98,9 +105,6 @@ class _Done:
     def __init__(self, value: Any) -> None:
         self.value = value
 
-    def result(self) -> Any:
-        return self.value
-
 
 class _Local:
     """A shard held in this process (``actor(*args)``), with the actor's interface."""
@@ -140,6 +144,7 @@ class _Sharded:
         if not 0 <= n_local <= shards:
             raise ParameterError(f"local must be 0..{shards} shards, not {n_local}")
         placement = _place(client, nbytes, n_local, messages)
+        self._client = client
         #: Each shard's updates not sent yet (counters, deltas): they go with its next message.
         self._pending: List[Tuple[np.ndarray, np.ndarray]] = [_no_update() for _ in range(shards)]
         self._where: List[str] = []
@@ -152,21 +157,38 @@ class _Sharded:
                 worker = placement[s - n_local]
                 future = client.submit(actor, *args[s], actor=True, workers=[worker],
                                        allow_other_workers=False, pure=False)
-                self._shards.append(self._answer(s, future))
                 self._where.append(worker)
+                self._shards.append(self._answer(s, future))
 
     def _describe(self, s: int) -> str:
         bounds = self._table.bounds
         return f"shard {s} ({self._unit} {bounds[s]}..{bounds[s + 1]}) on {self._where[s]}"
 
     def _answer(self, s: int, future: Any) -> Any:
-        return self._named(s, future.result)
+        """The answer of shard ``s`` to ``future``, its worker checked every
+        :data:`LIVENESS_EVERY` seconds while it is awaited (a worker gone is a
+        :class:`ShardError` naming the shard and the worker)."""
+        if isinstance(future, _Done):
+            return future.value
+
+        def waited() -> Any:
+            while True:
+                try:
+                    return future.result(timeout=LIVENESS_EVERY)
+                except TimeoutError:
+                    if self._where[s] not in self._client.nthreads():
+                        raise ShardError(f"{self._describe(s)} failed: its worker left the cluster "
+                                         "(killed, or out of memory)") from None
+
+        return self._named(s, waited)
 
     def _named(self, s: int, call: Callable[[], Any]) -> Any:
         """``call()`` on behalf of shard ``s``: a failure raises :class:`ShardError` naming the
         shard (Dask reports a lost worker when a method is looked up, called or answered)."""
         try:
             return call()
+        except ShardError:
+            raise
         except Exception as e:  # the worker's error or its loss, whichever Dask reports
             raise ShardError(f"{self._describe(s)} failed: {type(e).__name__}: {e}") from e
 

@@ -33,13 +33,8 @@ import numpy as np
 
 from kmerflow import _core
 from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph
+from kmerflow.distributed.cluster import connect, exit_status, stopped_by_signals
 from kmerflow.errors import CommandError, KmerflowError
-
-#: Commands that take ``--scheduler``/``--local-cluster``/``--shards``.
-COMMANDS = ("load-into-counting", "abundance-dist-single", "normalize-by-median",
-            "filter-abund-single", "trim-low-abund", "filter-abund")
-#: The flags that send a command here.
-FLAGS = ("--scheduler", "--local-cluster", "--shards", "--local-shards", "--batch-kmers")
 
 #: A receiver of the run's messages: ``(level, text)``, level ``info``, ``warning`` or ``error``.
 OnMessage = Callable[[str, str], None]
@@ -48,9 +43,9 @@ Outcome = Tuple[Dict[str, Any], List[str]]
 
 
 def wants_shards(argv: Sequence[str]) -> bool:
-    """Whether ``kmerflow`` arguments ``argv`` (command first) ask for a sharded run."""
-    return bool(argv) and argv[0] in COMMANDS and any(
-        a.split("=", 1)[0] in FLAGS for a in argv[1:])
+    """Whether ``kmerflow`` arguments ``argv`` (command first) ask for a sharded run, as the
+    command line parser reads them (any spelling it accepts: ``--local-clus 2``)."""
+    return _core.shard_requested(["kmerflow", *argv])
 
 
 def run(argv: Sequence[str], on_message: OnMessage, client: Any = None,
@@ -76,7 +71,7 @@ def run(argv: Sequence[str], on_message: OnMessage, client: Any = None,
         say(m["level"], m["text"])
     started = time.monotonic()
     try:
-        with _connected(plan["cluster"], client) as dask_client:
+        with _connected(plan["cluster"], client, name) as dask_client:
             graph = _graph(plan, dask_client) if "table" in plan else None
             summary, outputs = _RUNS[name](plan, graph, say)
     except CommandError:
@@ -93,7 +88,8 @@ def main(argv: List[str]) -> int:
     """Runs ``argv`` (command first) as the ``kmerflow`` command line; returns the exit status."""
     command = argv[0]
     try:
-        result = run(argv, lambda _level, text: print(text, file=sys.stderr), console=True)
+        with stopped_by_signals(command):
+            result = run(argv, lambda _level, text: print(text, file=sys.stderr), console=True)
         if result is not None and any(result[1]["parameters"].get(k)
                                       for k in ("html", "plots", "multiqc")):
             from kmerflow.report import render
@@ -105,46 +101,21 @@ def main(argv: List[str]) -> int:
     except (OSError, RuntimeError) as e:  # rendering the report
         print(f"kmerflow {command}: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
         print(f"kmerflow {command}: interrupted", file=sys.stderr)
-        return 130
+        return exit_status(e)
     return 0
 
 
 # --- the cluster and the table -------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _connected(cluster: Dict[str, Any], client: Any) -> Iterator[Any]:
-    """The Dask client of the run: ``client``, or one for ``--local-cluster N`` /
-    ``--scheduler local`` (a LocalCluster started here, closed after the run) or
-    ``--scheduler ADDRESS``."""
+def _connected(cluster: Dict[str, Any], client: Any, command: str) -> Iterator[Any]:
+    """The Dask client of the run: ``client``, or the cluster's (:func:`connect`)."""
     if client is not None:
         yield client
         return
-    try:
-        from distributed import Client
-
-        from kmerflow.distributed.cluster import local_cluster
-    except ImportError as e:
-        raise KmerflowError(f"a sharded run needs Dask: pip install 'kmerflow[dask]' ({e})") from e
-    address = cluster["scheduler"]
-    workers = cluster["local_cluster"]
-    if workers is None and address == "local":
-        workers = os.cpu_count() or 1
-    if workers is not None:
-        with local_cluster(workers) as local, Client(local, direct_to_workers=True) as own:
-            yield own
-        return
-    try:
-        if address.startswith(("tcp://", "tls://", "inproc://", "ws://", "wss://")):
-            own = Client(address, timeout="5s", direct_to_workers=True)
-        elif not os.path.isfile(address):
-            raise KmerflowError(f"{address}: no such scheduler file (give tcp://HOST:PORT or a file)")
-        else:
-            own = Client(scheduler_file=address, timeout="5s", direct_to_workers=True)
-    except (OSError, TimeoutError) as e:
-        raise KmerflowError(f"cannot reach the Dask scheduler at {address}: {e}") from e
-    with own:
+    with connect(cluster["scheduler"], cluster["local_cluster"], command=command) as own:
         yield own
 
 

@@ -1,9 +1,23 @@
-"""The LocalCluster that kmerflow starts itself (``--local-cluster N``, ``--scheduler local``,
+"""The Dask cluster of a kmerflow run: :func:`connect` (the one way sharded runs and
+``kmerflow pipeline`` reach a scheduler or start a LocalCluster) and :func:`local_cluster`
+(the LocalCluster that kmerflow starts itself: ``--local-cluster N``, ``--scheduler local``,
 the pipeline's default)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+from kmerflow.errors import CommandError
 
 #: Dask settings of the clusters kmerflow starts. They have no dashboard, so the workers'
 #: statistical profiler (a stack sample every 10 ms), the 20 ms event-loop tick, the 500 ms
@@ -19,6 +33,66 @@ QUIET: dict[str, Any] = {
     "distributed.scheduler.active-memory-manager.start": False,
 }
 
+#: Seconds that :func:`connect` gives a scheduler to answer, connection included.
+CONNECT_TIMEOUT = 5.0
+
+#: The address schemes of Dask's communication layers.
+SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+#: A scheduler address: ``SCHEME://HOST:PORT`` (``inproc://`` has its own form) or ``HOST:PORT``.
+ADDRESS = re.compile(r"^(?:(?P<scheme>[a-z]+)://)?(?P<host>\[[0-9a-fA-F:.]+\]|[\w.-]+):(?P<port>\d{1,5})$")
+
+
+#: Exit statuses of a run stopped by SIGINT (Ctrl-C) and by SIGTERM, as the native commands'.
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+#: Seconds a stopped run may take to clean up before the process ends without it (as the
+#: native commands' watchdog).
+STOP_GRACE = 1.5
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as Ctrl-C raises :class:`KeyboardInterrupt`."""
+
+
+@contextlib.contextmanager
+def stopped_by_signals(command: str) -> Iterator[None]:
+    """The run of ``kmerflow COMMAND`` in the main thread, which SIGINT (Ctrl-C, sent to the
+    whole process group by a terminal) stops with :class:`KeyboardInterrupt` and SIGTERM with
+    :class:`Terminated`, so that it unwinds: outputs staged under temporary names and the
+    cluster's workers go (see :func:`connect`). Should the unwinding take more than
+    :data:`STOP_GRACE` seconds, the process ends with the signal's status and the line
+    ``kmerflow COMMAND: interrupted`` (its workers end with it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopped, unwound = threading.Event(), threading.Event()
+    status = [EXIT_INTERRUPTED]
+
+    def handler(signum: int, _frame: Any) -> None:
+        status[0] = EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
+        if not stopped.is_set():
+            stopped.set()
+            threading.Thread(target=watchdog, name="kmerflow-watchdog", daemon=True).start()
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    def watchdog() -> None:
+        time.sleep(STOP_GRACE)
+        if not unwound.is_set():  # else the caller said it; the interpreter's exit stalls
+            print(f"kmerflow {command}: interrupted", file=sys.stderr, flush=True)
+        os._exit(status[0])
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        unwound.set()
+        for s, action in previous.items():
+            signal.signal(s, action)
+
+
+def exit_status(stop: KeyboardInterrupt) -> int:
+    """The exit status of a run ended by ``stop`` (:func:`stopped_by_signals`)."""
+    return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+
 
 def local_cluster(n_workers: int, memory_limit: Any = "auto",
                   config: Optional[Mapping[str, Any]] = None) -> Any:
@@ -27,6 +101,136 @@ def local_cluster(n_workers: int, memory_limit: Any = "auto",
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({**QUIET, **(config or {})}):
+    with dask.config.set({**QUIET, **(config or {})}), _workers_ignore_sigint():
+        # The scheduler serves HTTP even without a dashboard, on port 8787 unless told: an
+        # ephemeral port on this host instead (no "Port 8787 is already in use").
         return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                            memory_limit=memory_limit, dashboard_address=None)
+                            memory_limit=memory_limit, dashboard_address=None,
+                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint() -> Iterator[None]:
+    """SIGINT ignored while worker processes are started, so that they inherit it ignored
+    (Python keeps an inherited ignored SIGINT): Ctrl-C reaches the whole process group, and the
+    run, not each worker, decides what it stops (the workers end with the cluster)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def connect(scheduler: Optional[str] = None, local_cluster: Optional[int] = None, *,
+            command: str, timeout: float = CONNECT_TIMEOUT, direct_to_workers: bool = True,
+            start_local: Callable[[int], Any] = local_cluster) -> Iterator[Any]:
+    """A ``distributed.Client`` of the run of ``kmerflow COMMAND``, closed (with the cluster
+    started for it) on leaving: with ``scheduler`` an address (``tcp://HOST:PORT``,
+    ``HOST:PORT``, ...) or a scheduler file, that scheduler, which must answer as a Dask
+    scheduler within ``timeout`` seconds; else (``scheduler`` None or ``"local"``) a
+    LocalCluster of ``local_cluster`` workers (one per CPU by default) made by
+    ``start_local``. Raises :class:`kmerflow.CommandError`, one line naming the address: exit
+    status 2 for a malformed address, 1 for a scheduler that cannot be reached or is not one
+    (or Dask not installed)."""
+    fail = f"kmerflow {command}: error:"
+    try:
+        from distributed import Client
+    except ImportError as e:
+        raise CommandError(f"{fail} a run on Dask needs it installed: pip install 'kmerflow[dask]' ({e})",
+                           1) from e
+    if scheduler is None or scheduler == "local":
+        with start_local(local_cluster or os.cpu_count() or 1) as cluster:
+            try:
+                with Client(cluster, direct_to_workers=direct_to_workers) as client:
+                    yield client
+            except BaseException:
+                _end_workers(cluster)
+                raise
+        return
+    address = _address(scheduler, fail)
+    _probe(address, scheduler, timeout, fail)
+    try:
+        client = Client(address, timeout=f"{timeout}s", direct_to_workers=direct_to_workers)
+    except (OSError, TimeoutError) as e:
+        raise CommandError(f"{fail} cannot reach the Dask scheduler at {scheduler}: {e}", 1) from e
+    with client:
+        yield client
+
+
+def _end_workers(cluster: Any) -> None:
+    """Ends the worker processes of the LocalCluster ``cluster`` at once, for a run that stops
+    (Ctrl-C, SIGTERM, an error): closing it would wait for the tasks they are running. Their
+    nannies are told first not to start new ones."""
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        process = getattr(getattr(nanny, "process", None), "process", None)
+        with contextlib.suppress(AttributeError, OSError):
+            nanny.close_gracefully()
+            os.kill(process.pid, signal.SIGKILL)
+
+
+def _address(scheduler: str, fail: str) -> str:
+    """The address that ``--scheduler`` ``scheduler`` names: itself, or the one written in the
+    scheduler file of that name."""
+    match = ADDRESS.match(scheduler)
+    if match and match["scheme"] in (None, *SCHEMES):
+        return scheduler
+    if os.path.isfile(scheduler):
+        try:
+            with open(scheduler, encoding="utf-8") as f:
+                address = json.load(f)["address"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CommandError(f"{fail} {scheduler}: not a Dask scheduler file ({e})", 1) from e
+        if not isinstance(address, str) or not ADDRESS.match(address) and not address.startswith("inproc://"):
+            raise CommandError(f"{fail} {scheduler}: not a Dask scheduler file (address {address!r})", 1)
+        return address
+    if scheduler.startswith("inproc://"):
+        return scheduler
+    if "://" not in scheduler and (os.sep in scheduler or scheduler.endswith(".json")):
+        raise CommandError(f"{fail} {scheduler}: no such scheduler file (give tcp://HOST:PORT or a file)", 1)
+    raise CommandError(f"{fail} --scheduler {scheduler}: not a Dask scheduler address "
+                       "(give tcp://HOST:PORT, a scheduler file, or local)", 2)
+
+
+def _probe(address: str, scheduler: str, timeout: float, fail: str) -> None:
+    """Asks ``address`` who it is, within ``timeout`` seconds all told, before a Client is made
+    (whose start waits without end on a server that accepts the connection and never answers
+    as Dask does, an HTTP server for one)."""
+    if address.startswith("inproc://"):
+        return
+    from distributed.core import rpc
+
+    async def identity() -> Any:
+        remote = rpc(address, timeout=timeout)
+        try:
+            return await remote.identity()
+        finally:
+            await remote.close_rpc()
+
+    named = scheduler if scheduler == address else f"{address} (from {scheduler})"
+    # On a thread of its own (a daemon: Ctrl-C does not wait for it), so that the caller may
+    # have an event loop running.
+    asked: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def ask() -> None:
+        try:
+            asked.set_result(asyncio.run(asyncio.wait_for(identity(), timeout)))
+        except BaseException as e:  # handed to the caller
+            asked.set_exception(e)
+
+    threading.Thread(target=ask, name="kmerflow-scheduler-probe", daemon=True).start()
+    try:
+        answer = asked.result()
+    except TimeoutError:
+        raise CommandError(f"{fail} {named}: no answer as a Dask scheduler within {timeout:g} s "
+                           "(is it one?)", 1) from None
+    except OSError as e:
+        raise CommandError(f"{fail} cannot reach the Dask scheduler at {named}: {e}", 1) from e
+    except Exception as e:  # an answer Dask cannot read: another kind of server
+        raise CommandError(f"{fail} {named} is not a Dask scheduler ({type(e).__name__})", 1) from e
+    if not isinstance(answer, dict) or answer.get("type") != "Scheduler":
+        kind = answer.get("type") if isinstance(answer, dict) else type(answer).__name__
+        raise CommandError(f"{fail} {named} is not a Dask scheduler (it answers as {kind})", 1)

@@ -9,6 +9,7 @@ Needs the ``dask`` extra (``pip install kmerflow[dask]``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -100,8 +101,7 @@ def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any
                 ) -> PipelineResult:
     say = log or (lambda message: print(f"kmerflow pipeline: {message}", file=sys.stderr))
 
-    from distributed import Client
-
+    from kmerflow.distributed.cluster import connect
     from kmerflow.pipeline import runner
 
     runs = runner.sample_runs(samples, out, scratch_dir)
@@ -110,24 +110,15 @@ def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any
             r.status = "skipped"
         now = time.time()
         return _write_reports(samples, runner.RunOutcome(runs, [], {}, now, now), out)
-    cluster = None
-    if client is None:
-        if scheduler is not None:
-            client = Client(scheduler)
-            _check_saturation(client)
-        else:
-            cluster = runner.local_cluster(local_cluster)
-            client = Client(cluster)
-        own_client = True
-    else:
-        own_client = False
     try:
-        outcome = runner.Driver(client, runs, keep_going, max_active, say).run()
-    finally:
-        if own_client:
-            client.close()
-        if cluster is not None:
-            cluster.close()
+        with contextlib.ExitStack() as stack:
+            if client is None:
+                client = stack.enter_context(connect(scheduler, local_cluster, command="pipeline",
+                                                     direct_to_workers=False, start_local=runner.local_cluster))
+                if scheduler not in (None, "local"):
+                    _check_saturation(client)
+            outcome = runner.Driver(client, runs, keep_going, max_active, say).run()
+    finally:  # also on Ctrl-C / SIGTERM: a rerun resumes from the manifest
         for sample_run in runs:
             sample_run.remove_temporaries()  # of the steps stopped unfinished
     return _write_reports(samples, outcome, out)

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import NoReturn, Optional, Sequence
 
+from kmerflow.errors import CommandError
 from kmerflow.pipeline.config import STEP_ORDER
 
 _EPILOG = f"""\
@@ -97,24 +98,29 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run ``kmerflow pipeline ARGS``; returns the exit status."""
     args = parser().parse_args(argv)
+    from kmerflow.distributed.cluster import exit_status, stopped_by_signals
     from kmerflow.pipeline import ConfigError, FolderError, OutdirBusy, SampleSheetError, run
 
     steps = args.steps.split(",") if args.steps is not None else None
     try:
-        result = run(args.samplesheet, args.outdir, steps=steps, config=args.config,
-                     params=args.param, chunks=args.chunks, scheduler=args.scheduler,
-                     local_cluster=args.local_cluster, scratch=args.scratch,
-                     keep_going=args.keep_going, max_active=args.max_active,
-                     log=(lambda m: None) if args.quiet else None)
+        with stopped_by_signals("pipeline"):
+            result = run(args.samplesheet, args.outdir, steps=steps, config=args.config,
+                         params=args.param, chunks=args.chunks, scheduler=args.scheduler,
+                         local_cluster=args.local_cluster, scratch=args.scratch,
+                         keep_going=args.keep_going, max_active=args.max_active,
+                         log=(lambda m: None) if args.quiet else None)
     except (SampleSheetError, ConfigError, ImportError) as e:  # ImportError: no Dask
         print(f"kmerflow pipeline: error: {e}", file=sys.stderr)
         return 2
     except (OutdirBusy, FolderError, OSError) as e:
         print(f"kmerflow pipeline: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except CommandError as e:  # the cluster (kmerflow.distributed.cluster.connect)
+        print(str(e), file=sys.stderr)
+        return e.code
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM
         print("kmerflow pipeline: interrupted (a rerun resumes from the manifest)", file=sys.stderr)
-        return 130
+        return exit_status(e)
     for name, error in result.errors.items():
         print(f"kmerflow pipeline: error: sample {name}: {error}", file=sys.stderr)
     if not args.quiet and result.status and all(v == "skipped" for v in result.status.values()):

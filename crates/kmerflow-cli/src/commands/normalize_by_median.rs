@@ -6,6 +6,7 @@ use super::shard_args::ShardArgs;
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::diginorm;
+use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::Result;
 use serde_json::Value;
 
@@ -97,7 +98,12 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
     let inputs: Vec<String> = args.inputs.iter().chain(&args.mates.mate).chain(&args.unpaired).cloned().collect();
     ctx.run.progress().plan_passes(1);
     let table = args.counting.resolved_params(args.force, &inputs, args.loadgraph.is_some(), ctx)?;
-    let opts = diginorm::Options {
+    diginorm::run(&options(args, table), &ctx.run).and_then(|s| summary_json(&s))
+}
+
+/// The core's options of the command line `args` with the table `table`.
+pub fn options(args: Args, table: TableParams) -> diginorm::Options {
+    diginorm::Options {
         table,
         cutoff: args.cutoff,
         paired: args.paired,
@@ -114,6 +120,5 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
         batched: args.batched,
         layout: args.layout.layout,
         inputs: args.inputs,
-    };
-    diginorm::run(&opts, &ctx.run).and_then(|s| summary_json(&s))
+    }
 }

@@ -5,6 +5,7 @@ use super::mate_args::MateArgs;
 use super::shard_args::ShardArgs;
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
+use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::ops::trim_low_abund;
 use kmerflow_core::Result;
 use serde_json::Value;
@@ -108,7 +109,12 @@ pub fn options(args: Args, ctx: &mut Ctx) -> Result<trim_low_abund::Options> {
     ctx.run.progress().plan_passes(if args.single_pass { 1 } else { 2 });
     let inputs: Vec<String> = args.inputs.iter().chain(&args.mates.mate).cloned().collect();
     let table = args.counting.resolved_params(args.force, &inputs, args.loadgraph.is_some(), ctx)?;
-    Ok(trim_low_abund::Options {
+    Ok(sized_options(args, table))
+}
+
+/// The core's options of the command line `args` with the table `table`.
+pub fn sized_options(args: Args, table: TableParams) -> trim_low_abund::Options {
+    trim_low_abund::Options {
         table,
         cutoff: args.cutoff,
         trim_at_coverage: args.trim_at_coverage,
@@ -125,5 +131,5 @@ pub fn options(args: Args, ctx: &mut Ctx) -> Result<trim_low_abund::Options> {
         summary_info: args.summary_info.map(Into::into),
         batched: args.batched,
         inputs: args.inputs,
-    })
+    }
 }

@@ -314,11 +314,24 @@ pub struct SingleOptions {
 /// khmer's memory multiplier for `abundance-dist-single` (countgraph + tracking nodegraph).
 pub const SINGLE_MULTIPLIER: f64 = 8.0 / 9.3;
 
+/// Checks, before anything is read, the files abundance-dist-single would write: the histogram
+/// `output` ([`HistogramOutput::check`]) and `savegraph`, neither of which (nor a side output
+/// declared on `ctx`) may be the input `seqs`. Both runs check this first; the sharded front end
+/// also before it starts.
+pub fn check_single_outputs(
+    seqs: &str,
+    output: &HistogramOutput,
+    savegraph: Option<&String>,
+    ctx: &RunContext,
+) -> Result<()> {
+    crate::io::refuse_inputs_as_outputs(ctx, [seqs], std::iter::once(&output.path).chain(savegraph))?;
+    output.check()
+}
+
 /// Runs `abundance-dist-single` within `ctx`: count, then histogram, then optionally save.
 pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
-    crate::io::refuse_inputs_as_outputs(ctx, [&opts.seqs], std::iter::once(&opts.output.path).chain(&opts.savegraph))?;
+    check_single_outputs(&opts.seqs, &opts.output, opts.savegraph.as_ref(), ctx)?;
     crate::io::check_rereadable(&opts.seqs)?;
-    opts.output.check()?;
     let mut summary = Summary::default();
     let (table, histogram, tally) = counted_histogram(&opts.params, Layout::Khmer, opts.bigcount, &[&opts.seqs], ctx)?;
     summary.unique_kmers = table.n_unique_kmers();
@@ -343,8 +356,7 @@ pub fn run_single_sharded(
     mut shards: ShardedDecisions<'_>,
     ctx: &RunContext,
 ) -> Result<Summary> {
-    crate::io::refuse_inputs_as_outputs(ctx, [seqs], std::iter::once(&output.path).chain(savegraph))?;
-    output.check()?;
+    check_single_outputs(seqs, output, savegraph, ctx)?;
     ctx.progress().begin_pass("histogram");
     let (histogram, tally) = sharded_histogram_of_files(&mut shards, &[seqs], ctx)?;
     output.write(&histogram, ctx)?;

@@ -243,6 +243,19 @@ pub fn write_text(path: &str, bytes: impl AsRef<[u8]>, ctx: &RunContext) -> Resu
     out.finish()
 }
 
+/// Refuses, before anything is read, a file load-into-counting would write (the table `output`,
+/// its `OUT.info`, `OUT.info.json` and `OUT.info.tsv`, the side outputs declared on `ctx`) that
+/// is one of `inputs`. [`run`] checks this first; a front end that reads the inputs elsewhere
+/// (the sharded run) calls it before starting.
+pub fn refuse_overwrites(inputs: &[String], output: &str, ctx: &RunContext) -> Result<()> {
+    let side_files = [".info", ".info.json", ".info.tsv"].map(|suffix| format!("{output}{suffix}"));
+    crate::io::refuse_inputs_as_outputs(
+        ctx,
+        inputs,
+        std::iter::once(output).chain(side_files.iter().map(String::as_str)),
+    )
+}
+
 /// Runs `load-into-counting`: builds the table, counts every input, saves it, writes
 /// `OUT.info` (and `OUT.info.json|tsv`). A table over the 0.2 false-positive ceiling ends the
 /// run before anything is written (khmer writes the table and `OUT.info` first: a failed run
@@ -256,8 +269,7 @@ pub fn write_text(path: &str, bytes: impl AsRef<[u8]>, ctx: &RunContext) -> Resu
 /// x1e8, 20.2 s vs 7.4 s at -T 1), hence the threshold. Sizing notes and warnings go to the
 /// messages of `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
-    let side_files = [".info", ".info.json", ".info.tsv"].map(|suffix| format!("{}{suffix}", opts.output));
-    crate::io::refuse_inputs_as_outputs(ctx, &opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
+    refuse_overwrites(&opts.inputs, &opts.output, ctx)?;
     ctx.progress().begin_pass("counting");
     let mut summary = Summary::default();
     let fp = match opts.layout {

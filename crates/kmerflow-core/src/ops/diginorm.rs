@@ -357,6 +357,37 @@ impl<'a> Normalizer<'a> {
     }
 }
 
+/// The files of a normalize-by-median run ([`checked_files`]).
+pub struct Files {
+    /// The inputs in order: the main ones (with their mate files), then `-u`.
+    pub inputs: Vec<PairedInput>,
+    /// The one output `-o` (R1/R2 with `-O`), if given.
+    pub single: Option<PairedOutput>,
+    /// The output of each input: `single`, or `<basename>.keep` (`<R1 basename>.keep` and
+    /// `<R2 basename>.keep` for an input with a mate file).
+    pub keep: Vec<PairedOutput>,
+}
+
+/// The files of the run of `opts`, checked before anything is read: an output, `-s`, `-R` or a
+/// side output declared on `ctx` that is an input or the loaded table is refused, naming both.
+/// [`run`] starts with it; the sharded front end calls it before it starts a cluster.
+pub fn checked_files(opts: &Options, ctx: &RunContext) -> Result<Files> {
+    let mut inputs = opts.mates.inputs(&opts.inputs)?;
+    inputs.extend(opts.unpaired.iter().map(PairedInput::single));
+    let single = opts.mates.output(opts.output.clone())?;
+    let keep: Vec<PairedOutput> = match &single {
+        Some(out) => vec![out.clone()],
+        None => inputs.iter().map(|input| input.derived_output(|f| derived_name(f, ".keep", None))).collect(),
+    };
+    let side = [&opts.savegraph, &opts.report].into_iter().flatten();
+    crate::io::refuse_inputs_as_outputs(
+        ctx,
+        inputs.iter().flat_map(PairedInput::paths).chain(&opts.loadgraph),
+        keep.iter().flat_map(PairedOutput::paths).chain(side),
+    )?;
+    Ok(Files { inputs, single, keep })
+}
+
 /// Runs normalize-by-median within `ctx` (threads, messages, cancellation).
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     // khmer's k <= 32 limit applies to its layout only (checked again once a loaded table's
@@ -368,20 +399,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         return Err(Error::invalid(format!("cutoff {} must be in 0..256", opts.cutoff)));
     }
     ctx.progress().begin_pass("normalizing");
-    let mut inputs = opts.mates.inputs(&opts.inputs)?;
-    inputs.extend(opts.unpaired.iter().map(PairedInput::single));
-    let single = opts.mates.output(opts.output.clone())?;
-    let keep: Vec<PairedOutput> = match &single {
-        Some(out) => vec![out.clone()],
-        // `<basename>.keep`, or `<R1 basename>.keep` and `<R2 basename>.keep`.
-        None => inputs.iter().map(|input| input.derived_output(|f| derived_name(f, ".keep", None))).collect(),
-    };
-    let side = [&opts.savegraph, &opts.report].into_iter().flatten();
-    crate::io::refuse_inputs_as_outputs(
-        ctx,
-        inputs.iter().flat_map(PairedInput::paths).chain(&opts.loadgraph),
-        keep.iter().flat_map(PairedOutput::paths).chain(side),
-    )?;
+    let Files { inputs, single, keep } = checked_files(opts, ctx)?;
     if opts.paired && opts.force_single {
         return Err(Error::invalid("-p/--paired and --force_single cannot both be set"));
     }

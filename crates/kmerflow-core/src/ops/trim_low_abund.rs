@@ -593,10 +593,11 @@ pub fn run_sharded(o: &Options, shards: ShardedDecisions<'_>, ctx: &RunContext) 
     run_on(o, Some(shards), ctx)
 }
 
-/// [`run`] with pass 1 on `shards` when given.
-fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -> Result<Summary> {
-    check_options(o)?;
-    ctx.progress().begin_pass("trimming");
+/// The inputs of the run of `o` (with their mate files) and the output of each (`-o`, or
+/// `<basename>.abundtrim`), checked before anything is read: an output, `-s` or a side output
+/// declared on `ctx` that is an input or the loaded table is refused, naming both. The runs
+/// start with it; the sharded front end calls it before it starts a cluster.
+pub fn checked_files(o: &Options, ctx: &RunContext) -> Result<(Vec<PairedInput>, Vec<PairedOutput>)> {
     let inputs = o.mates.inputs(&o.inputs)?;
     let outputs: Vec<PairedOutput> = match o.mates.output(o.output.clone())? {
         Some(out) => vec![out],
@@ -607,6 +608,14 @@ fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -
         inputs.iter().flat_map(PairedInput::paths).chain(&o.loadgraph),
         outputs.iter().flat_map(PairedOutput::paths).chain(&o.savegraph),
     )?;
+    Ok((inputs, outputs))
+}
+
+/// [`run`] with pass 1 on `shards` when given.
+fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -> Result<Summary> {
+    check_options(o)?;
+    ctx.progress().begin_pass("trimming");
+    let (inputs, outputs) = checked_files(o, ctx)?;
     if o.ignore_pairs && outputs.iter().any(PairedOutput::is_split) {
         return Err(Error::invalid("--ignore-pairs trims reads alone: R1/R2 outputs need pairs (use one -o)"));
     }
