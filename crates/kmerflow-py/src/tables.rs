@@ -11,6 +11,7 @@ use crate::hashing::check_ascii;
 use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
 use kmerflow_core::kmer::twobit;
+use kmerflow_core::ops::memory::{check_fits, Backing};
 use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{add_table_files, HashKind, KhmerTable, StorageKind};
 use numpy::PyArray1;
@@ -37,6 +38,19 @@ pub struct Table {
     inner: KhmerTable,
 }
 
+/// Bases of a long sequence counted at a time: the hashes and bins of a piece are held at once
+/// (about 40 bytes a base with 4 tables), so a chromosome needs no more memory than a read.
+const PIECE_BASES: usize = 1 << 16;
+
+/// `seq` (at least `k` bases) in pieces of up to `PIECE_BASES + k - 1` bases overlapping by
+/// `k - 1`: each k-mer of `seq` is in exactly one piece, in order.
+fn kmer_pieces(seq: &[u8], k: usize) -> impl Iterator<Item = &[u8]> {
+    (0..)
+        .map(|i| i * PIECE_BASES)
+        .take_while(move |&start| start == 0 || start + k <= seq.len())
+        .map(move |start| &seq[start..(start + PIECE_BASES + k - 1).min(seq.len())])
+}
+
 /// Builds a table of the given family, from explicit primes or from khmer's sizing rule.
 fn build(
     k: usize,
@@ -52,14 +66,24 @@ fn build(
             twobit::MAX_K
         )));
     }
+    if primes.is_none() && (starting_size.is_nan() || starting_size < 1.0) {
+        return Err(PyValueError::new_err(format!("starting_size must be at least 1, not {starting_size}")));
+    }
+    let counters = match &primes {
+        Some(sizes) => sizes.iter().map(|&s| s as f64).sum(),
+        None => starting_size * n_tables as f64,
+    };
+    let counters_per_byte = match storage {
+        StorageKind::Byte => 1.0,
+        StorageKind::Nibble => 2.0,
+        StorageKind::Bit => 8.0,
+    };
+    // Each table also holds its size and bookkeeping (a few dozen bytes).
+    let bytes = counters / counters_per_byte + 64.0 * primes.as_ref().map_or(n_tables, Vec::len) as f64;
+    check_fits(bytes, Backing::Memory, "starting_size and n_tables (or primes)").py()?;
     let inner = match primes {
         Some(sizes) => KhmerTable::with_sizes(k, hash, storage, sizes),
-        None => {
-            if starting_size.is_nan() || starting_size < 1.0 {
-                return Err(PyValueError::new_err(format!("starting_size must be at least 1, not {starting_size}")));
-            }
-            KhmerTable::new(k, hash, storage, starting_size as u64, n_tables)
-        }
+        None => KhmerTable::new(k, hash, storage, starting_size as u64, n_tables),
     };
     Ok(Table { inner: inner.py()? })
 }
@@ -192,7 +216,7 @@ impl Table {
     fn consume(&self, py: Python<'_>, seq: &str) -> PyResult<u64> {
         self.check_seq(seq)?;
         let inner = &self.inner;
-        Ok(py.detach(|| inner.consume(seq.as_bytes())))
+        Ok(py.detach(|| kmer_pieces(seq.as_bytes(), inner.ksize()).map(|piece| inner.consume(piece)).sum()))
     }
 
     /// Counts every k-mer of every read of `path` (non-ACGT → `A`), GIL released; returns

@@ -1,0 +1,170 @@
+"""Memory limits the process really runs under: a nested cgroup with a small memory limit (v2
+``memory.max`` or the v1 memory controller's ``memory.limit_in_bytes``), and ``ulimit -v``.
+A table that does not fit is refused before it is allocated, naming -M and the limit; ``-M auto``
+sizes within the limit."""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import genome_reads
+
+#: The memory limit of the test cgroup.
+LIMIT = 200 << 20
+
+
+def _own_memory_cgroup() -> tuple[Path, str] | None:
+    """This process's cgroup folder that can hold a memory limit and the limit file's name
+    (the v1 memory controller's, else cgroup v2's), or None."""
+    cgroups = Path("/proc/self/cgroup").read_text().splitlines()
+    mounts = [line.split(" - ") for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    for before, after in (m for m in mounts if len(m) == 2):
+        root, mount_point = before.split()[3:5]
+        fs_type, _source, options = after.split()[:3]
+        if fs_type == "cgroup" and "memory" in options.split(","):
+            wanted, limit_file = (lambda c: "memory" in c.split(",")), "memory.limit_in_bytes"
+        elif fs_type == "cgroup2":
+            wanted, limit_file = (lambda c: c == ""), "memory.max"
+        else:
+            continue
+        for line in cgroups:
+            _id, controllers, path = line.split(":", 2)
+            if wanted(controllers):
+                relative = os.path.relpath(path, root)
+                folder = Path(mount_point) / ("" if relative.startswith("..") else relative)
+                if fs_type == "cgroup" or "memory" in (folder / "cgroup.subtree_control").read_text().split():
+                    return folder, limit_file
+    return None
+
+
+@pytest.fixture
+def in_small_cgroup() -> Iterator[Callable[[], None]]:
+    """A preexec_fn that moves the child into a new cgroup below this process's own, limited to
+    LIMIT bytes; the cgroup is removed afterwards."""
+    if sys.platform != "linux" or os.geteuid() != 0:
+        pytest.skip("creating a cgroup needs root on Linux")
+    own = _own_memory_cgroup()
+    if own is None:
+        pytest.skip("no cgroup v1 memory controller, nor cgroup v2 with memory enabled for children of ours")
+    parent, limit_file = own
+    child = parent / f"kmerflow-test-{uuid.uuid4().hex[:8]}"
+    try:
+        child.mkdir()
+        (child / limit_file).write_text(str(LIMIT))
+    except OSError as e:
+        if child.exists():
+            child.rmdir()
+        pytest.skip(f"this kernel or container does not let us make a limited cgroup in {parent}: {e}")
+    procs = child / "cgroup.procs"
+
+    def move_in() -> None:
+        procs.write_text(str(os.getpid()))
+
+    try:
+        yield move_in
+    finally:
+        child.rmdir()
+
+
+def limit_address_space(limit: int) -> Callable[[], None]:
+    """A preexec_fn setting ``ulimit -v`` to ``limit`` bytes."""
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def run(args: list[str], cwd: Path, preexec_fn: Callable[[], None]) -> subprocess.CompletedProcess:
+    exe = shutil.which("kmerflow")
+    cmd = [exe] if exe else [sys.executable, "-m", "kmerflow"]
+    return subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, timeout=120, preexec_fn=preexec_fn)
+
+
+def python(code: str, cwd: Path, preexec_fn: Callable[[], None]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, timeout=120,
+                          preexec_fn=preexec_fn, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+
+
+def error_line(proc: subprocess.CompletedProcess) -> str:
+    lines = proc.stderr.decode().strip().splitlines()
+    assert lines and "Traceback" not in proc.stderr.decode(), proc.stderr.decode()
+    return lines[-1]
+
+
+def auto_memory(proc: subprocess.CompletedProcess) -> float:
+    """The -M (bytes) of the 'table sized automatically' line."""
+    m = re.search(r"-M (\d+(?:\.\d+)?)([KMG]?) for a false-positive rate", proc.stderr.decode())
+    assert m, proc.stderr.decode()
+    return float(m.group(1)) * {"K": 1e3, "M": 1e6, "G": 1e9, "": 1}[m.group(2)]
+
+
+def test_a_table_beyond_the_cgroup_limit_is_refused_naming_the_flag_and_the_limit(
+        tmp_path: Path, in_small_cgroup: Callable[[], None]) -> None:
+    reads = genome_reads(tmp_path / "in.fq")
+    for command in (["load-into-counting", "-M", "400M", "out.ct", "in.fq"],
+                    ["normalize-by-median", "-M", "400M", "in.fq", "-o", "out.fq"]):
+        proc = run(command, tmp_path, in_small_cgroup)
+        assert proc.returncode == 1, (proc.returncode, proc.stderr.decode())
+        line = error_line(proc)
+        assert "cgroup" in line and "limit of 0.21 GB" in line and "-M/--max-memory-usage" in line, line
+        assert sorted(p.name for p in tmp_path.iterdir()) == [reads.name]
+    # A table that fits runs in the same cgroup.
+    proc = run(["load-into-counting", "-M", "20M", "out.ct", "in.fq"], tmp_path, in_small_cgroup)
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
+def test_auto_sizing_is_capped_by_the_cgroup_limit(tmp_path: Path, in_small_cgroup: Callable[[], None]) -> None:
+    genome_reads(tmp_path / "in.fq")
+    # 3e7 distinct k-mers need -M 146M, above half of what the 200 MiB cgroup leaves: refused,
+    # naming the cap it computed from the cgroup (the machine has far more memory).
+    proc = run(["load-into-counting", "-M", "auto", "-U", "3e7", "out.ct", "in.fq"], tmp_path, in_small_cgroup)
+    assert proc.returncode == 1, proc.stderr.decode()
+    line = error_line(proc)
+    cap = re.search(r"memory cap of (\d+(?:\.\d+)?)M", line)
+    assert "needs -M 146M" in line and cap and 30 < float(cap.group(1)) <= LIMIT / 2e6, line
+    proc = run(["load-into-counting", "-M", "auto", "-U", "5e6", "out.ct", "in.fq"], tmp_path, in_small_cgroup)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert auto_memory(proc) <= LIMIT / 2
+
+
+def test_python_tables_beyond_the_cgroup_limit_raise(tmp_path: Path, in_small_cgroup: Callable[[], None]) -> None:
+    code = """if True:
+        import kmerflow
+        for make in (lambda: kmerflow.Countgraph(20, 100e6, 4), lambda: kmerflow.Nodegraph(20, 4e9, 4)):
+            try:
+                make()
+            except kmerflow.ParameterError as e:
+                print("refused:", e)
+        kmerflow.Countgraph(20, 1e6, 4)
+        print("small table ok")
+    """
+    proc = python(code, tmp_path, in_small_cgroup)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode().splitlines()
+    assert len(out) == 3 and all("cgroup" in line for line in out[:2]) and out[2] == "small table ok", out
+
+
+def test_auto_sizing_and_python_tables_honour_ulimit_v(tmp_path: Path) -> None:
+    genome_reads(tmp_path / "in.fq")
+    limited = limit_address_space(1 << 30)
+    proc = run(["load-into-counting", "-M", "auto", "-U", "2e8", "out.ct", "in.fq"], tmp_path, limited)
+    assert proc.returncode == 1, proc.stderr.decode()
+    cap = re.search(r"memory cap of (\d+(?:\.\d+)?)M", error_line(proc))
+    assert cap and float(cap.group(1)) < 512, error_line(proc)
+    code = """if True:
+        import kmerflow
+        try:
+            kmerflow.Countgraph(20, 1e9, 4)
+        except kmerflow.ParameterError as e:
+            print("refused:", e)
+    """
+    proc = python(code, tmp_path, limited)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "ulimit -v" in proc.stdout.decode(), proc.stdout.decode()
