@@ -163,8 +163,8 @@ def test_multiqc_parses_the_custom_content(tmp_path: Path, data: Path) -> None:
     kept = {name: (tmp_path / f"{name}.keep.fa").read_text().count(">") for name in ("alpha", "beta")}
     for name in ("alpha", "beta"):
         values = general[name]
-        assert values["normalize-by-median reads_out"] == kept[name], values
-        assert values["normalize-by-median reads_in"] > kept[name]
+        assert values["kmerflow_normalize_by_median_stats_reads_out"] == kept[name], values
+        assert values["kmerflow_normalize_by_median_stats_reads_in"] > kept[name]
     plots = parsed["report_plot_data"]
     hist = plots["kmerflow_abundance_dist_single_histogram_plot"]["datasets"][0]["lines"]
     assert sorted(line["name"] for line in hist) == ["alpha", "beta"]

@@ -82,10 +82,31 @@ def reads_per_step(summary: dict[str, Any]) -> dict[str, int]:
 
 # --- MultiQC ---------------------------------------------------------------------------------
 
+def sample_stats(summary: dict[str, Any]) -> dict[str, float]:
+    """A sample's General Statistics values: reads in (its inputs) and out (the last step's
+    reads), pairs where a step reports them (a paired sample's pairs in are its R1 reads), %
+    kept and the highest false-positive rate of its steps' tables."""
+    counts = reads_per_step(summary)
+    steps = [s for s in counts if s != "input"]
+    summaries = [s.get("summary", {}) for s in summary["steps"].values()]
+    pairs_in = next((s["pairs_in"] for s in summaries if "pairs_in" in s), None)
+    if pairs_in is None and len(summary["inputs"]) == 2 and summary["reads"]:
+        pairs_in = summary["reads"][0]["reads"]
+    pairs_out = next((s["pairs_out"] for s in reversed(summaries) if "pairs_out" in s), None)
+    return multiqc.kept_stats(counts.get("input"), counts[steps[-1]] if steps else None, pairs_in,
+                              pairs_out, multiqc.highest_fp_rate(summaries))
+
+
 def write_multiqc(outdir: Path, summaries: list[dict[str, Any]]) -> list[Path]:
-    """MultiQC custom-content files: reads per step (a table), the k-mer abundance histogram
-    and the keep curve of the first normalization (line graphs)."""
+    """MultiQC custom-content files: General Statistics (reads and pairs in and out, % kept,
+    false-positive rate), reads per step (a table), the k-mer abundance histogram and the keep
+    curve of every normalization pass (line graphs)."""
     written = []
+    stats = {s["sample"]: sample_stats(s) for s in summaries}
+    stats = {sample: values for sample, values in stats.items() if values}
+    if stats:
+        written.append(multiqc.write_section(outdir, "kmerflow_pipeline_stats", multiqc.general_stats(
+            "kmerflow_pipeline_stats", "kmerflow pipeline", stats)))
     steps = list(dict.fromkeys(s for summary in summaries for s in reads_per_step(summary)))
     if steps:
         lines = ["# id: 'kmerflow_reads'", "# section_name: 'kmerflow: reads after each step'",
@@ -102,11 +123,11 @@ def write_multiqc(outdir: Path, summaries: list[dict[str, Any]]) -> list[Path]:
         written.append(path)
     graphs = [
         ("kmerflow_histogram", "kmerflow: k-mer abundance histogram", "k-mer abundance",
-         "distinct k-mers", {s["sample"]: {a: c for a, c in s["histogram"] if a > 0}
+         "distinct k-mers", {s["sample"]: [(a, c) for a, c in s["histogram"] if a > 0]
                              for s in summaries if s["histogram"]}),
-        ("kmerflow_keep_curve", "kmerflow: digital normalization keep curve", "reads seen",
-         "reads kept", {s["sample"]: {t: k for t, k in s["keep_curves"]["normalize"]}
-                        for s in summaries if s["keep_curves"].get("normalize")}),
+        ("kmerflow_keep_curve", "kmerflow: digital normalization keep curves", "reads seen",
+         "reads kept", {f"{s['sample']} {step}": curve for s in summaries
+                        for step, curve in s["keep_curves"].items() if curve}),
     ]
     for ident, title, xlab, ylab, data in graphs:
         if data:

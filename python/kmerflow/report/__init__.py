@@ -27,15 +27,20 @@ BAR_COLOURS = {"input": "#444444", "occupancy": "#1f77b4", "false-positive rate"
 MAX_ABUNDANCE = 200
 _EXTENSIONS = re.compile(r"(\.(fq|fastq|fa|fasta|fna|seq|txt|keep|abundfilt|abundtrim))?"
                          r"(\.(gz|bz2|xz|zst))?$")
+_MATE = re.compile(r"[._]R?[12](_001)?$")
 
 
 def sample_name(report: Mapping[str, Any]) -> str:
-    """The sample a run is about: its first input's file name without read-file extensions
-    (the command's name when it read no file)."""
+    """The sample a run is about: its first input's file name without read-file extensions and
+    without a mate marker (``_R1``, ``_R2``, ``_1``, ``_2``, ``.1``, ``.2``, with Illumina's
+    ``_001``), so that R1/R2 runs are named after the sample (the command's name when it read
+    no file)."""
     inputs = [i["path"] for i in report["inputs"] if i["path"] != "-"]
     if not inputs:
         return str(report["command"])
-    return _EXTENSIONS.sub("", Path(inputs[0]).name) or Path(inputs[0]).name
+    name = Path(inputs[0]).name
+    stem = _EXTENSIONS.sub("", name) or name
+    return _EXTENSIONS.sub("", _MATE.sub("", stem)) or stem
 
 
 def chart_list(report: Mapping[str, Any]) -> list[charts.Chart]:
@@ -93,39 +98,43 @@ def render(report: Mapping[str, Any], html_path: Optional[str] = None,
 
 def write_multiqc(report: Mapping[str, Any], directory: Path) -> list[Path]:
     """The run's MultiQC files, named and identified by sample and command so that runs over
-    several samples into one directory merge into one section per command."""
+    several samples into one directory merge into one section per command: General Statistics
+    (reads and pairs in and out, % kept, the highest false-positive rate), the counters, the
+    reads after each step, the k-mer histograms and the keep curve."""
     sample, command = sample_name(report), report["command"]
     prefix = f"kmerflow_{command.replace('-', '_')}"
-    plots = report["plots"]
+    plots, summary = report["plots"], report.get("summary", {})
     steps = [s for s in plots["steps"] if s.get("reads") is not None]
-    stats: dict[str, float] = {}
-    if len(steps) >= 2 and steps[0]["reads"]:
-        stats = {"reads_in": steps[0]["reads"], "reads_out": steps[-1]["reads"],
-                 "percent_kept": round(100 * steps[-1]["reads"] / steps[0]["reads"], 2)}
-    if plots.get("table"):
-        stats["fp_rate"] = plots["table"]["fp_rate"]
-    stats["seconds"] = round(report["timings"]["wall_s"], 3)
-    docs = [(f"{prefix}_stats", multiqc.section(
-        f"{prefix}_stats", f"kmerflow {command}", "generalstats",
-        {sample: {f"{command} {k}": v for k, v in stats.items()}}))]
+    reads_in, reads_out = (steps[0]["reads"], steps[-1]["reads"]) if len(steps) >= 2 else (None, None)
+    fp_rate = multiqc.highest_fp_rate(summary)
+    if fp_rate is None and plots.get("table"):
+        fp_rate = plots["table"]["fp_rate"]
+    stats = multiqc.kept_stats(reads_in, reads_out, summary.get("pairs_in"), summary.get("pairs_out"),
+                               fp_rate)
+    docs = []
+    if stats:
+        docs.append((f"{prefix}_stats", multiqc.general_stats(f"{prefix}_stats", f"kmerflow {command}",
+                                                              {sample: stats})))
     docs.append((f"{prefix}_counters", multiqc.section(
         f"{prefix}_counters", f"kmerflow {command}: counts", "table",
         {sample: report["counters"]},
         description=f"The counters of kmerflow {command} (kmerflow {report['tool']['version']}).")))
     if steps:
-        docs.append((f"{prefix}_steps", multiqc.section(
-            f"{prefix}_steps", f"kmerflow {command}: reads after each step", "bargraph",
-            {sample: {s["name"]: s["reads"] for s in steps}})))
+        docs.append((f"{prefix}_steps", multiqc.bargraph(
+            f"{prefix}_steps", f"kmerflow {command}: reads after each step", "reads",
+            {sample: {s["name"]: s["reads"] for s in steps}},
+            description="Reads left after each step of the run (each bar counts all the reads "
+                        "at that point; they are not parts of a whole).")))
     for name, points in plots["histograms"].items():
         label = sample if len(plots["histograms"]) == 1 else f"{sample} {name}"
         docs.append((f"{prefix}_histogram", multiqc.linegraph(
             f"{prefix}_histogram", f"kmerflow {command}: k-mer abundance histogram",
             "k-mer abundance", "distinct k-mers",
-            {label: {a: c for a, c in points if 0 < a <= MAX_ABUNDANCE}})))
+            {label: [(a, c) for a, c in points if 0 < a <= MAX_ABUNDANCE]})))
     if plots["keep_curve"]:
         docs.append((f"{prefix}_keep_curve", multiqc.linegraph(
             f"{prefix}_keep_curve", f"kmerflow {command}: keep curve", "reads examined",
-            "reads kept", {sample: {t: k for t, k in plots["keep_curve"]}})))
+            "reads kept", {sample: [(t, k) for t, k in plots["keep_curve"]]})))
     # Several histograms of one run share a section: merge them into one document.
     merged: dict[str, dict[str, Any]] = {}
     for ident, doc in docs:
