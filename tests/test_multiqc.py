@@ -10,13 +10,12 @@ import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kmerflow.pipeline import run as run_pipeline
 from conftest import REPO, kmerflow
+from kmerflow.pipeline import run as run_pipeline
 
 EXAMPLES = REPO / "examples"
 
@@ -107,7 +106,8 @@ def test_the_pipeline_reports_every_sample_and_every_pass(parsed: dict[str, Any]
     assert single[prefix + "reads_in"] == 4000 and prefix + "pairs_in" not in single
     for stats in (demo, single):
         assert 0 < stats[prefix + "reads_out"] < stats[prefix + "reads_in"]
-        assert stats[prefix + "percent_kept"] == round(100 * stats[prefix + "reads_out"] / stats[prefix + "reads_in"], 2)
+        kept = stats[prefix + "reads_out"] / stats[prefix + "reads_in"]
+        assert stats[prefix + "percent_kept"] == round(100 * kept, 2)
         assert 0 <= stats[prefix + "fp_rate"] < 0.2
     curves = _lines(parsed, "kmerflow_keep_curve_plot")
     assert sorted(curves) == ["demo normalize", "demo renormalize", "single normalize", "single renormalize"]
