@@ -157,14 +157,26 @@ def test_only_a_few_examples_are_not_run() -> None:
     assert len(skipped) <= MAX_NOT_RUN, f"too many examples are not run: {skipped}"
 
 
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation but ``-`` dropped,
+    spaces as ``-``."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
 def test_the_links_between_pages_resolve() -> None:
-    link = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+    link = re.compile(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)")
     for page in [*PAGES, ROOT / "CONTRIBUTING.md", ROOT / "ARCHITECTURE.md",
                  ROOT / "bench" / "results" / "README.md"]:
-        for target, _ in link.findall(page.read_text()):
+        for target, fragment in link.findall(page.read_text()):
             if "://" in target:
                 continue
-            assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: no {target}"
+            where = f"{page.relative_to(ROOT)}: {target}#{fragment}"
+            path = page.parent / target if target else page
+            assert path.exists(), f"{where}: no such file"
+            if fragment and path.suffix == ".md":
+                headings = [anchor(line.lstrip("#")) for line in path.read_text().split("\n")
+                            if line.startswith("#")]
+                assert fragment in headings, f"{where}: no such heading"
 
 
 def test_a_failing_example_is_reported_with_its_place(tmp_path: Path) -> None:
