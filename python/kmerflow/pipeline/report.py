@@ -178,7 +178,7 @@ def write_html(path: Path, summaries: list[dict[str, Any]], stats: dict[str, Any
     if hists:
         parts += ["<h2>k-mer abundance histogram</h2>",
                   charts.lines_svg(hists, "k-mer abundance", "distinct k-mers (log10)", log_y=True)]
-    curves = {f"{s['sample']} {step}": [(t, k) for t, k in rows]
+    curves = {f"{s['sample']} {step}": [(0, 0), *((t, k) for t, k in rows)]
               for s in summaries for step, rows in s["keep_curves"].items() if rows}
     if curves:
         parts += ["<h2>Normalization keep curve</h2>",
@@ -206,7 +206,8 @@ def _samples_table(summaries: list[dict[str, Any]]) -> str:
 
 def _gantt(timeline: list[dict[str, Any]], started: float) -> str:
     lanes = sorted({(r["worker"], r["thread"]) for r in timeline}, key=str)
-    end = max(r["stop"] for r in timeline) - started
+    ticks = charts.nice_ticks(max(r["stop"] for r in timeline) - started)
+    end = ticks[-1]
     x0, y0, lane_h = 150, 10, 22
     w = 800
     body = []
@@ -225,9 +226,9 @@ def _gantt(timeline: list[dict[str, Any]], started: float) -> str:
                     f"{r['stop'] - r['start']:.2f} s</title></rect>")
     axis_y = y0 + len(lanes) * lane_h
     body.append(f"<line x1='{x0}' y1='{axis_y}' x2='{x0 + w}' y2='{axis_y}' stroke='black'/>")
-    for i in range(6):
-        body.append(f"<text x='{x0 + w * i / 5}' y='{axis_y + 14}' text-anchor='middle'>"
-                    f"{end * i / 5:.0f} s</text>")
+    for tick in ticks:
+        body.append(f"<text x='{x0 + w * tick / end:.1f}' y='{axis_y + 14}' text-anchor='middle'>"
+                    f"{charts.number(tick)} s</text>")
     steps = list(dict.fromkeys(r["step"] for r in timeline))
     body += charts.legend(steps, x0 + w + 15, y0, [COLOURS.get(s, "#999") for s in steps])
     return charts.svg(x0 + w + 120, max(axis_y + 24, y0 + 14 * len(steps) + 10), body)

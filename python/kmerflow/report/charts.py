@@ -162,6 +162,10 @@ def lines_svg(series: Mapping[str, Points], xlabel: str, ylabel: str, log_y: boo
                           for x, y in sorted(pts) if y > 0 or not log_y)
         body.append(f"<polyline fill='none' stroke='{colour}' stroke-width='1.5' "
                     f"points='{coords}'><title>{html.escape(name)}</title></polyline>")
+        if len(pts) == 1:  # a line of one point draws nothing: mark the point
+            cx, cy = coords.split(",")
+            body.append(f"<circle cx='{cx}' cy='{cy}' r='3' fill='{colour}'>"
+                        f"<title>{html.escape(name)}</title></circle>")
     body += legend(list(series), x0 + w + 20, y0, colours)
     return svg(x0 + w + 220, y0 + h + 45 + max(0, 14 * len(series) - h), body)
 
