@@ -7,6 +7,7 @@ samples named without the mate marker."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,9 @@ def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
              "-o", "reads.keep.fq", "--report-json", "nbm.json", "--multiqc", mqc, cwd=where)
     kmerflow("abundance-dist-single", "-k", "20", "-M", "1M", EXAMPLES / "reads.fq.gz", "reads.hist",
              "--report-json", "ads.json", "--multiqc", mqc, cwd=where)
+    shutil.copy(EXAMPLES / "reads.fq.gz", where / "full.fq.gz")  # a table too small for it
+    kmerflow("normalize-by-median", "-k", "20", "-C", "20", "-N", "4", "-x", "3e4", "full.fq.gz", "-o", "full.keep.fq",
+             "--report-json", "full.json", "--multiqc", mqc, cwd=where)
     result = run_pipeline(EXAMPLES / "samples.tsv", where / "results", local_cluster=1, log=lambda _: None)
     assert set(result.status.values()) == {"done"}
     for produced in (where / "results").glob("*_mqc.*"):
@@ -45,9 +49,9 @@ def parsed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for section in data["report_general_stats_data"].values():
         for sample, values in section.items():
             general.setdefault(sample, {}).update(values)
-    reports = {name: json.loads((where / f"{name}.json").read_text()) for name in ("demo", "nbm", "ads")}
+    reports = {name: json.loads((where / f"{name}.json").read_text()) for name in ("demo", "nbm", "ads", "full")}
     return {"where": where, "general": general, "plots": data["report_plot_data"], "reports": reports,
-            "headers": data["report_general_stats_headers"]}
+            "headers": data["report_general_stats_headers"], "html": (out / "multiqc_report.html").read_text()}
 
 
 def _lines(parsed: dict[str, Any], plot: str) -> dict[str, list[list[float]]]:
@@ -113,3 +117,11 @@ def test_the_pipeline_reports_every_sample_and_every_pass(parsed: dict[str, Any]
     assert sorted(curves) == ["demo normalize", "demo renormalize", "single normalize", "single renormalize"]
     summary = json.loads((parsed["where"] / "results" / "demo" / "demo.summary.json").read_text())
     assert curves["demo renormalize"] == summary["keep_curves"]["renormalize"]
+
+
+def test_a_table_above_the_limit_is_flagged_in_general_statistics(parsed: dict[str, Any]) -> None:
+    fp = parsed["reports"]["full"]["summary"]["fp_rate"]
+    assert fp > 0.2
+    assert parsed["general"]["full"]["kmerflow_normalize_by_median_stats_fp_rate"] == pytest.approx(fp)
+    flagged = re.findall(r"background-color:#d9534f\">([0-9.]+)<", parsed["html"])
+    assert flagged == [f"{fp:.3f}"], flagged

@@ -26,7 +26,8 @@ GENERAL_COLUMNS: dict[str, dict[str, Any]] = {
     "fp_rate": {"title": "FP rate", "description": "The highest estimated false-positive rate of "
                 "the run's k-mer tables (above 0.2 the counts are inflated: give the tables "
                 "more memory, -M)", "min": 0, "max": 1, "format": "{:,.3f}",
-                "scale": "RdYlGn-rev"},
+                "scale": "RdYlGn-rev", "cond_formatting_rules": {"fail": [{"gt": 0.2}]},
+                "cond_formatting_colours": [{"fail": "#d9534f"}]},
 }
 
 
