@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import jsonschema
+import numpy as np
 import pytest
 from PIL import Image
 
 import kmerflow as kf
 from conftest import REPO, _in_ci, kmerflow
 from kmerflow.commands import definitions
+from kmerflow.report import charts, sample_name
 
 SCHEMA = json.loads((REPO / "docs" / "report-schema.json").read_text())
 TABLE = ("-k", "17", "-N", "2", "-x", "1e5")
@@ -163,8 +166,8 @@ def test_multiqc_parses_the_custom_content(tmp_path: Path, data: Path) -> None:
     kept = {name: (tmp_path / f"{name}.keep.fa").read_text().count(">") for name in ("alpha", "beta")}
     for name in ("alpha", "beta"):
         values = general[name]
-        assert values["normalize-by-median reads_out"] == kept[name], values
-        assert values["normalize-by-median reads_in"] > kept[name]
+        assert values["kmerflow_normalize_by_median_stats_reads_out"] == kept[name], values
+        assert values["kmerflow_normalize_by_median_stats_reads_in"] > kept[name]
     plots = parsed["report_plot_data"]
     hist = plots["kmerflow_abundance_dist_single_histogram_plot"]["datasets"][0]["lines"]
     assert sorted(line["name"] for line in hist) == ["alpha", "beta"]
@@ -182,12 +185,26 @@ def _png_pixels_vary(path: Path) -> bool:
     return low != high
 
 
-def test_html_report_renders_in_headless_chromium(tmp_path: Path, data: Path) -> None:
+def _chromium() -> str:
+    """The headless browser (CI installs it; elsewhere the test is skipped without it)."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         if _in_ci():
             raise AssertionError("chromium is not installed; .ci/run must install it")
         pytest.skip("chromium (Debian package) is not installed")
+    return chromium
+
+
+def _screenshot(chromium: str, page: Path, shot: Path, height: int) -> None:
+    proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
+                           f"--window-size=1200,{height}", page.as_uri()],
+                          capture_output=True, timeout=120, cwd=page.parent,
+                          env={**os.environ, "HOME": str(page.parent)})
+    assert shot.is_file() and shot.stat().st_size > 0, proc.stderr.decode(errors="replace")
+
+
+def test_html_report_renders_in_headless_chromium(tmp_path: Path, data: Path) -> None:
+    chromium = _chromium()
     shutil.copy(data / "test-abund-read-2.fa", tmp_path / "reads.fa")
     kmerflow("normalize-by-median", *TABLE, "-C", "5", "reads.fa", "-o", "keep.fa", "--html", "report.html",
              "--plots", "png", cwd=tmp_path)
@@ -195,12 +212,69 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path, data: Path) ->
     assert page.count("<svg") == 3 and "<script" not in page and "src=" not in page
     assert "Normalization keep curve" in page and "reads.fa" in page
     shot = tmp_path / "shot.png"
-    proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
-                           "--window-size=1200,1600", (tmp_path / "report.html").as_uri()],
-                          capture_output=True, timeout=120, cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
-    assert shot.is_file() and shot.stat().st_size > 0, proc.stderr.decode(errors="replace")
+    _screenshot(chromium, tmp_path / "report.html", shot, 1600)
     assert _png_pixels_vary(shot)
     pngs = sorted(p.name for p in (tmp_path / "png").iterdir())
     assert pngs == ["normalize-by-median_keep_curve.png", "normalize-by-median_steps.png",
                     "normalize-by-median_table.png"]
     assert all(_png_pixels_vary(tmp_path / "png" / p) for p in pngs)
+
+
+def _sections(page: str) -> dict[str, str]:
+    """The page's sections by their <h2> title."""
+    return {part.split("</h2>")[0]: part.split("</h2>", 1)[1] for part in page.split("<h2>")[1:]}
+
+
+def test_html_report_puts_the_headline_first_and_warns_of_a_full_table(tmp_path: Path) -> None:
+    """The numbers a user wants come first (reads in and out, % kept, the table's
+    false-positive rate, flagged above 0.2), every number is formatted, axes tick at round
+    values, no two legend entries share a colour; the top of the page, as headless Chromium
+    draws it, shows the red warning."""
+    chromium = _chromium()
+    kmerflow("normalize-by-median", "-k", "20", "-C", "20", "-N", "4", "-x", "3e4", REPO / "examples" / "reads.fq.gz",
+             "-o", "keep.fq", "--html", "report.html", "--report-json", "r.json", cwd=tmp_path)
+    report = json.loads((tmp_path / "r.json").read_text())
+    page = (tmp_path / "report.html").read_text()
+    kept = (tmp_path / "keep.fq").read_text().count("\n") // 4
+    fp = report["summary"]["fp_rate"]
+    assert fp > 0.2
+    cards = dict((label, value) for value, label in
+                 re.findall(r"<div class='v'>([^<]*)</div><div class='l'>([^<]*)</div>", page))
+    assert cards["reads in"] == "4,000" and cards["reads out"] == f"{kept:,}"
+    assert cards["kept"] == f"{100 * kept / 4000:.1f} %"
+    assert cards["false-positive rate"] == f"{fp:.3f}" and "class='card bad'" in page
+    assert page.index("class='cards'") < page.index("<svg")
+    assert f"estimated false-positive rate is {fp:.3f}, above 0.2" in page
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
+    assert cells and not [c for c in cells if re.search(r"\d\.\d{5,}", c)], cells
+    sections = _sections(page)
+    steps = sections["Reads after each step"]
+    ticks = re.findall(r"text-anchor='end'>([^<]*)</text>", steps)
+    assert ticks == ["0", "1k", "2k", "3k", "4k"], ticks
+    for title, section in sections.items():
+        fills = re.findall(r"<rect x='[^']*' y='[^']*' width='10' height='10' fill='([^']*)'/>", section)
+        assert len(fills) == len(set(fills)), (title, fills)
+    assert len(re.findall(r"width='10' height='10'", steps)) == 2  # input, kept
+    shot = tmp_path / "top.png"
+    _screenshot(chromium, tmp_path / "report.html", shot, 700)
+    with Image.open(shot) as image:
+        rgb = np.asarray(image.convert("RGB")).astype(int)
+    red = int(((rgb[..., 0] > 150) & (rgb[..., 1] < 60) & (rgb[..., 2] < 60)).sum())
+    assert red > 200, "the warning is not drawn in red near the top of the page"
+
+
+def test_chart_ticks_are_round() -> None:
+    assert charts.nice_ticks(96) == [0, 20, 40, 60, 80, 100]
+    assert charts.nice_ticks(196) == [0, 50, 100, 150, 200]
+    assert charts.nice_ticks(0.097) == [0, 0.02, 0.04, 0.06, 0.08, 0.1]
+    assert charts.nice_ticks(0) == [0, 0.2, 0.4, 0.6, 0.8, 1]
+    assert charts.log_ticks(57_689) == [0, 1, 2, 3, 4, 5]
+    assert charts.log_ticks(1e9) == [0, 2, 4, 6, 8, 10]
+
+
+@pytest.mark.parametrize(("first_input", "sample"), [
+    ("kp_R1.fq.gz", "kp"), ("kp_R2.fastq", "kp"), ("s_1.fq", "s"), ("lane_R1_001.fastq.gz", "lane"),
+    ("paired.fq.1", "paired"), ("reads.fa", "reads"), ("test-abund-read-2.fa", "test-abund-read-2"),
+    ("R1.fq", "R1")])
+def test_sample_names_drop_the_mate_marker(first_input: str, sample: str) -> None:
+    assert sample_name({"command": "normalize", "inputs": [{"path": f"dir/{first_input}"}]}) == sample

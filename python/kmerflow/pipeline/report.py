@@ -82,10 +82,31 @@ def reads_per_step(summary: dict[str, Any]) -> dict[str, int]:
 
 # --- MultiQC ---------------------------------------------------------------------------------
 
+def sample_stats(summary: dict[str, Any]) -> dict[str, float]:
+    """A sample's General Statistics values: reads in (its inputs) and out (the last step's
+    reads), pairs where a step reports them (a paired sample's pairs in are its R1 reads), %
+    kept and the highest false-positive rate of its steps' tables."""
+    counts = reads_per_step(summary)
+    steps = [s for s in counts if s != "input"]
+    summaries = [s.get("summary", {}) for s in summary["steps"].values()]
+    pairs_in = next((s["pairs_in"] for s in summaries if "pairs_in" in s), None)
+    if pairs_in is None and len(summary["inputs"]) == 2 and summary["reads"]:
+        pairs_in = summary["reads"][0]["reads"]
+    pairs_out = next((s["pairs_out"] for s in reversed(summaries) if "pairs_out" in s), None)
+    return multiqc.kept_stats(counts.get("input"), counts[steps[-1]] if steps else None, pairs_in,
+                              pairs_out, multiqc.highest_fp_rate(summaries))
+
+
 def write_multiqc(outdir: Path, summaries: list[dict[str, Any]]) -> list[Path]:
-    """MultiQC custom-content files: reads per step (a table), the k-mer abundance histogram
-    and the keep curve of the first normalization (line graphs)."""
+    """MultiQC custom-content files: General Statistics (reads and pairs in and out, % kept,
+    false-positive rate), reads per step (a table), the k-mer abundance histogram and the keep
+    curve of every normalization pass (line graphs)."""
     written = []
+    stats = {s["sample"]: sample_stats(s) for s in summaries}
+    stats = {sample: values for sample, values in stats.items() if values}
+    if stats:
+        written.append(multiqc.write_section(outdir, "kmerflow_pipeline_stats", multiqc.general_stats(
+            "kmerflow_pipeline_stats", "kmerflow pipeline", stats)))
     steps = list(dict.fromkeys(s for summary in summaries for s in reads_per_step(summary)))
     if steps:
         lines = ["# id: 'kmerflow_reads'", "# section_name: 'kmerflow: reads after each step'",
@@ -102,11 +123,11 @@ def write_multiqc(outdir: Path, summaries: list[dict[str, Any]]) -> list[Path]:
         written.append(path)
     graphs = [
         ("kmerflow_histogram", "kmerflow: k-mer abundance histogram", "k-mer abundance",
-         "distinct k-mers", {s["sample"]: {a: c for a, c in s["histogram"] if a > 0}
+         "distinct k-mers", {s["sample"]: [(a, c) for a, c in s["histogram"] if a > 0]
                              for s in summaries if s["histogram"]}),
-        ("kmerflow_keep_curve", "kmerflow: digital normalization keep curve", "reads seen",
-         "reads kept", {s["sample"]: {t: k for t, k in s["keep_curves"]["normalize"]}
-                        for s in summaries if s["keep_curves"].get("normalize")}),
+        ("kmerflow_keep_curve", "kmerflow: digital normalization keep curves", "reads seen",
+         "reads kept", {f"{s['sample']} {step}": curve for s in summaries
+                        for step, curve in s["keep_curves"].items() if curve}),
     ]
     for ident, title, xlab, ylab, data in graphs:
         if data:
@@ -157,7 +178,7 @@ def write_html(path: Path, summaries: list[dict[str, Any]], stats: dict[str, Any
     if hists:
         parts += ["<h2>k-mer abundance histogram</h2>",
                   charts.lines_svg(hists, "k-mer abundance", "distinct k-mers (log10)", log_y=True)]
-    curves = {f"{s['sample']} {step}": [(t, k) for t, k in rows]
+    curves = {f"{s['sample']} {step}": [(0, 0), *((t, k) for t, k in rows)]
               for s in summaries for step, rows in s["keep_curves"].items() if rows}
     if curves:
         parts += ["<h2>Normalization keep curve</h2>",
@@ -185,7 +206,8 @@ def _samples_table(summaries: list[dict[str, Any]]) -> str:
 
 def _gantt(timeline: list[dict[str, Any]], started: float) -> str:
     lanes = sorted({(r["worker"], r["thread"]) for r in timeline}, key=str)
-    end = max(r["stop"] for r in timeline) - started
+    ticks = charts.nice_ticks(max(r["stop"] for r in timeline) - started)
+    end = ticks[-1]
     x0, y0, lane_h = 150, 10, 22
     w = 800
     body = []
@@ -204,9 +226,9 @@ def _gantt(timeline: list[dict[str, Any]], started: float) -> str:
                     f"{r['stop'] - r['start']:.2f} s</title></rect>")
     axis_y = y0 + len(lanes) * lane_h
     body.append(f"<line x1='{x0}' y1='{axis_y}' x2='{x0 + w}' y2='{axis_y}' stroke='black'/>")
-    for i in range(6):
-        body.append(f"<text x='{x0 + w * i / 5}' y='{axis_y + 14}' text-anchor='middle'>"
-                    f"{end * i / 5:.0f} s</text>")
+    for tick in ticks:
+        body.append(f"<text x='{x0 + w * tick / end:.1f}' y='{axis_y + 14}' text-anchor='middle'>"
+                    f"{charts.number(tick)} s</text>")
     steps = list(dict.fromkeys(r["step"] for r in timeline))
     body += charts.legend(steps, x0 + w + 15, y0, [COLOURS.get(s, "#999") for s in steps])
     return charts.svg(x0 + w + 120, max(axis_y + 24, y0 + 14 * len(steps) + 10), body)
