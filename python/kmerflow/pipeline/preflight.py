@@ -101,6 +101,8 @@ def check_samples(samples: list[Sample], sheet: Path, config_file: Optional[Path
     inputs = [p for s in samples for p in (s.r1, s.r2) if p is not None]
     inputs += [sheet.resolve()] + ([config_file.resolve()] if config_file is not None else [])
     identities = {_identity(p): p for p in inputs if p.exists()}
+    scratch_dirs = {sample_dirs(s, out, scratch).scratch: s for s in samples}
+    holding = {scratch_dirs[d].name: p for p in inputs for d in p.parents if d in scratch_dirs}
     for sample in samples:
         where = f"{sheet} line {sample.line}: sample {sample.name!r}"
         dirs = sample_dirs(sample, out, scratch)
@@ -110,9 +112,8 @@ def check_samples(samples: list[Sample], sheet: Path, config_file: Optional[Path
         removed = f"{where}: its scratch folder {dirs.scratch}, removed when it completes,"
         if dirs.out.is_relative_to(dirs.scratch):
             raise SampleSheetError(f"{removed} holds its output folder {dirs.out}")
-        inside = next((p for p in inputs if p.is_relative_to(dirs.scratch)), None)
-        if inside is not None:
-            raise SampleSheetError(f"{removed} holds the input {inside}")
+        if sample.name in holding:
+            raise SampleSheetError(f"{removed} holds the input {holding[sample.name]}")
         if dirs.foreign_scratch():
             raise SampleSheetError(f"{removed} holds files kmerflow pipeline did not make "
                                    f"(choose another --scratch)")
