@@ -81,6 +81,7 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
     preflight.check_cluster_options(scheduler if client is None else None,
                                     local_cluster if client is None else None, max_active)
     cfg = load_config(config, steps, params, chunks)
+    preflight.check_config(cfg)
     samples = read_samplesheet(samplesheet, cfg)
     out = Path(outdir).resolve()
     scratch_dir = Path(scratch).resolve() if scratch is not None else out / ".scratch"

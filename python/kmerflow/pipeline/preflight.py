@@ -7,10 +7,11 @@
   when it completes) not holding its outputs, an input, or files the pipeline did not make
   (:data:`kmerflow.pipeline.plan.SCRATCH_MARK`); no output or manifest that is an input (the
   same file by any path or link) (:func:`check_samples`);
-* each step's parameters: the command line each step of each sample will run is checked by the
-  command line's own parser (``kmerflow._core.check_command``: the ranges, units and
-  combinations the command would refuse), and a refusal names the sample-sheet line and column
-  or the configuration key that set the value.
+* each step's parameters: the command line of every configured step (:func:`check_config`),
+  then of each step of each sample, is checked by the command line's own parser
+  (``kmerflow._core.check_command``: the ranges, units and combinations the command would
+  refuse), and a refusal names the sample-sheet line and column or the configuration key that
+  set the value.
 
 Problems of the sheet and the parameters raise :class:`SampleSheetError` /
 :class:`ConfigError` (exit status 2), a folder that cannot be used :class:`FolderError` (1).
@@ -27,7 +28,7 @@ from typing import Any, Iterable, Optional
 
 from kmerflow import _core, commands
 from kmerflow.errors import CommandError
-from kmerflow.pipeline.config import DEFAULT_PARAMS, ConfigError, override_targets
+from kmerflow.pipeline.config import DEFAULT_PARAMS, ConfigError, PipelineConfig, override_targets
 from kmerflow.pipeline.plan import StepPlan, plan_steps, sample_dirs
 from kmerflow.pipeline.samplesheet import Sample, SampleSheetError
 
@@ -180,9 +181,18 @@ def _parse_refusal(argv: tuple[str, ...]) -> Optional[str]:
     return None
 
 
-def _check_commands(sample: Sample, plans: list[StepPlan], sheet: Path) -> None:
-    """Check every command of every step of ``sample``; a refusal is blamed on the first value
-    the user gave (sheet column, then configuration) without which the command would run."""
+def check_config(config: PipelineConfig) -> None:
+    """Check the command line of every configured step with the configuration's values, for a
+    paired sample (every step then runs): a bad value is refused even where no sample of the
+    sheet would use it. A refusal raises :class:`ConfigError` naming the key."""
+    sample = Sample("sample", Path("/sample_R1.fq"), Path("/sample_R2.fq"), config)
+    _check_commands(sample, plan_steps(sample, sample_dirs(sample, Path("/"), Path("/"))), None)
+
+
+def _check_commands(sample: Sample, plans: list[StepPlan], sheet: Optional[Path]) -> None:
+    """Check every command of every step of ``sample`` (of ``sheet``; None: the configuration's
+    own); a refusal is blamed on the first value the user gave (sheet column, then
+    configuration) without which the command would run."""
     for index, plan in enumerate(plans):
         for call_index, call in enumerate(step_calls(plan)):
             refusal = command_refusal(*call)
@@ -195,6 +205,8 @@ def _check_commands(sample: Sample, plans: list[StepPlan], sheet: Path) -> None:
                                        f"{sample.overrides[column]!r}: {refusal}")
             if key is not None:
                 raise ConfigError(f"{sample.config.sources[key]}: {refusal}")
+            if sheet is None:
+                raise ConfigError(f"step {plan.name}: {refusal}")
             raise SampleSheetError(f"{sheet} line {sample.line}: sample {sample.name!r}, step "
                                    f"{plan.name}: {refusal}")
 
