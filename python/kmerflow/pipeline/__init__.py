@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Optional
 from kmerflow.pipeline import preflight
 from kmerflow.pipeline.config import ConfigError, PipelineConfig, load_config
 from kmerflow.pipeline.lock import OutdirBusy, OutdirLock
+from kmerflow.pipeline.plan import DEFAULT_SCRATCH
 from kmerflow.pipeline.preflight import FolderError
 from kmerflow.pipeline.samplesheet import Sample, SampleSheetError, read_samplesheet
 
@@ -84,7 +85,7 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
     preflight.check_config(cfg)
     samples = read_samplesheet(samplesheet, cfg)
     out = Path(outdir).resolve()
-    scratch_dir = Path(scratch).resolve() if scratch is not None else out / ".scratch"
+    scratch_dir = Path(scratch).resolve() if scratch is not None else out / DEFAULT_SCRATCH
     preflight.check_folder(out, "OUTDIR")
     preflight.check_folder(scratch_dir, "scratch folder")
     preflight.check_samples(samples, Path(samplesheet),

@@ -104,7 +104,11 @@ def staged(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}-step")
 
 
-#: The file that marks a scratch folder as the pipeline's (made by it, so removed by it).
+#: The default scratch folder, in OUTDIR (the run's own: it holds only what runs made).
+DEFAULT_SCRATCH = ".scratch"
+
+#: The file that marks a sample's folder in a scratch folder given by the user as the
+#: pipeline's (made by it, so removed by it).
 SCRATCH_MARK = ".kmerflow-scratch"
 
 

@@ -4,8 +4,8 @@
   (:func:`available_cpus`), ``--max-active`` positive, ``--scheduler`` an address Dask can parse;
 * OUTDIR and the scratch folder: folders (or absent) that can be written (:func:`check_folder`);
 * each sample's files: its output and scratch folders not files; its scratch folder (removed
-  when it completes) not holding its outputs, an input, or files the pipeline did not make
-  (:data:`kmerflow.pipeline.plan.SCRATCH_MARK`); no output or manifest that is an input (the
+  when it completes) not holding its outputs, an input, or, in a ``--scratch`` folder, files
+  the pipeline did not make (:data:`kmerflow.pipeline.plan.SCRATCH_MARK`); no output or manifest that is an input (the
   same file by any path or link) (:func:`check_samples`);
 * each step's parameters: the command line of every configured step (:func:`check_config`),
   then of each step of each sample, is checked by the command line's own parser
@@ -29,7 +29,7 @@ from typing import Any, Iterable, Optional
 from kmerflow import _core, commands
 from kmerflow.errors import CommandError
 from kmerflow.pipeline.config import DEFAULT_PARAMS, ConfigError, PipelineConfig, override_targets
-from kmerflow.pipeline.plan import StepPlan, plan_steps, sample_dirs
+from kmerflow.pipeline.plan import DEFAULT_SCRATCH, StepPlan, plan_steps, sample_dirs
 from kmerflow.pipeline.samplesheet import Sample, SampleSheetError
 
 
@@ -115,7 +115,7 @@ def check_samples(samples: list[Sample], sheet: Path, config_file: Optional[Path
             raise SampleSheetError(f"{removed} holds its output folder {dirs.out}")
         if sample.name in holding:
             raise SampleSheetError(f"{removed} holds the input {holding[sample.name]}")
-        if dirs.foreign_scratch():
+        if scratch != out / DEFAULT_SCRATCH and dirs.foreign_scratch():
             raise SampleSheetError(f"{removed} holds files kmerflow pipeline did not make "
                                    f"(choose another --scratch)")
         plans = plan_steps(sample, dirs)
