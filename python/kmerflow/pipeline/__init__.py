@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from kmerflow.pipeline import preflight
 from kmerflow.pipeline.config import ConfigError, PipelineConfig, load_config
-from kmerflow.pipeline.lock import OutdirBusy, OutdirLock
+from kmerflow.pipeline.lock import OutdirBusy, OutdirLock, remove_leftovers
 from kmerflow.pipeline.plan import DEFAULT_SCRATCH
 from kmerflow.pipeline.preflight import FolderError
 from kmerflow.pipeline.samplesheet import Sample, SampleSheetError, read_samplesheet
@@ -87,13 +87,17 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
     out = Path(outdir).resolve()
     scratch_dir = Path(scratch).resolve() if scratch is not None else out / DEFAULT_SCRATCH
     preflight.check_folder(out, "OUTDIR")
+    preflight.check_run_files(out)
     preflight.check_folder(scratch_dir, "scratch folder")
     preflight.check_samples(samples, Path(samplesheet),
                             Path(config) if config is not None else None, out, scratch_dir)
     preflight.make_folder(out, "OUTDIR")
     with OutdirLock(out):
-        return _run_locked(samples, out, scratch_dir, client, scheduler, local_cluster,
-                           keep_going, max_active, log)
+        try:
+            return _run_locked(samples, out, scratch_dir, client, scheduler, local_cluster,
+                               keep_going, max_active, log)
+        finally:
+            remove_leftovers(out)  # a report's temporary file, when writing it failed
 
 
 def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any,

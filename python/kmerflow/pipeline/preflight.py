@@ -2,7 +2,8 @@
 
 * the cluster options: ``--local-cluster`` at most the CPUs this process may use
   (:func:`available_cpus`), ``--max-active`` positive, ``--scheduler`` an address Dask can parse;
-* OUTDIR and the scratch folder: folders (or absent) that can be written (:func:`check_folder`);
+* OUTDIR and the scratch folder: folders (or absent) that can be written (:func:`check_folder`),
+  no folder in OUTDIR where the run writes a report (:func:`check_run_files`);
 * each sample's files: its output and scratch folders not files; its scratch folder (removed
   when it completes) not holding its outputs, an input, or, in a ``--scratch`` folder, files
   the pipeline did not make (:data:`kmerflow.pipeline.plan.SCRATCH_MARK`); no output or manifest that is an input (the
@@ -30,7 +31,7 @@ from kmerflow import _core, commands
 from kmerflow.errors import CommandError
 from kmerflow.pipeline.config import DEFAULT_PARAMS, ConfigError, PipelineConfig, override_targets
 from kmerflow.pipeline.plan import DEFAULT_SCRATCH, StepPlan, plan_steps, sample_dirs
-from kmerflow.pipeline.samplesheet import Sample, SampleSheetError
+from kmerflow.pipeline.samplesheet import RESERVED_PREFIX, Sample, SampleSheetError
 
 
 class FolderError(RuntimeError):
@@ -85,6 +86,20 @@ def check_folder(path: Path, what: str) -> None:
                           f"{e.strerror or e}") from None
     os.close(fd)
     os.unlink(probe)
+
+
+def check_run_files(out: Path) -> None:
+    """Refuse (:class:`FolderError`) an OUTDIR holding a folder where the run writes one of its
+    own files (their names start with
+    :data:`~kmerflow.pipeline.samplesheet.RESERVED_PREFIX`)."""
+    try:
+        entries = list(os.scandir(out))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.name.lower().startswith(RESERVED_PREFIX) and not entry.is_file():
+            raise FolderError(f"OUTDIR {out}: {entry.name} is not a file (the run writes its "
+                              f"reports, {RESERVED_PREFIX}*, there)")
 
 
 def make_folder(path: Path, what: str) -> None:
