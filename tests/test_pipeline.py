@@ -266,6 +266,15 @@ def test_failing_sample_with_keep_going(inputs: Path, client, tmp_path: Path):
     summary = json.loads((out / "bad" / "bad.summary.json").read_text())
     assert summary["status"] == "failed" and summary["error"]
     assert "bad" in (out / "kmerflow_report.html").read_text()
+    # The failed sample's scratch folder is the pipeline's (marked): a rerun may use and remove
+    # it, where a folder of the user's of the same name is refused before anything runs.
+    again = run(sheet, out, config=inputs / "steps.toml", client=client, keep_going=True,
+                scratch=scratch, log=lambda m: None)
+    assert again.status == {"c": "skipped", "bad": "failed"}
+    (scratch / "bad" / ".kmerflow-scratch").unlink()
+    (scratch / "bad" / "notes.txt").write_text("mine\n")
+    with pytest.raises(SampleSheetError, match="holds files kmerflow pipeline did not make"):
+        run(sheet, out, config=inputs / "steps.toml", client=client, scratch=scratch)
 
 
 def _pipeline_cmd(*args: object) -> list[str]:

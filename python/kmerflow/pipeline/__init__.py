@@ -20,7 +20,8 @@ from typing import Any, Callable, Iterable, Optional
 
 from kmerflow.pipeline import preflight
 from kmerflow.pipeline.config import ConfigError, PipelineConfig, load_config
-from kmerflow.pipeline.lock import OutdirBusy, OutdirLock
+from kmerflow.pipeline.lock import OutdirBusy, OutdirLock, remove_leftovers
+from kmerflow.pipeline.plan import DEFAULT_SCRATCH
 from kmerflow.pipeline.preflight import FolderError
 from kmerflow.pipeline.samplesheet import Sample, SampleSheetError, read_samplesheet
 
@@ -82,17 +83,22 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
     preflight.check_cluster_options(scheduler if client is None else None,
                                     local_cluster if client is None else None, max_active)
     cfg = load_config(config, steps, params, chunks)
+    preflight.check_config(cfg)
     samples = read_samplesheet(samplesheet, cfg)
     out = Path(outdir).resolve()
-    scratch_dir = Path(scratch).resolve() if scratch is not None else out / ".scratch"
+    scratch_dir = Path(scratch).resolve() if scratch is not None else out / DEFAULT_SCRATCH
     preflight.check_folder(out, "OUTDIR")
+    preflight.check_run_files(out)
     preflight.check_folder(scratch_dir, "scratch folder")
     preflight.check_samples(samples, Path(samplesheet),
                             Path(config) if config is not None else None, out, scratch_dir)
     preflight.make_folder(out, "OUTDIR")
     with OutdirLock(out):
-        return _run_locked(samples, out, scratch_dir, client, scheduler, local_cluster,
-                           keep_going, max_active, log)
+        try:
+            return _run_locked(samples, out, scratch_dir, client, scheduler, local_cluster,
+                               keep_going, max_active, log)
+        finally:
+            remove_leftovers(out)  # a report's temporary file, when writing it failed
 
 
 def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any,

@@ -94,11 +94,13 @@ class PipelineConfig:
     def with_overrides(self, overrides: Mapping[str, Any]) -> PipelineConfig:
         """A copy with ``step.param`` (or shorthand) overrides applied and checked."""
         params = {s: dict(p) for s, p in self.params.items()}
+        sources = dict(self.sources)
         for key, value in overrides.items():
             for target in override_targets(key):
                 step, param = _split_key(target)
                 params[step][param] = value
-        new = PipelineConfig(list(self.steps), params, self.chunks, dict(self.sources))
+                sources.pop(target, None)  # the sheet's now
+        new = PipelineConfig(list(self.steps), params, self.chunks, sources)
         new.validate()
         return new
 
@@ -123,12 +125,13 @@ class PipelineConfig:
                 raise ConfigError(f"parameters for unknown step {step!r}")
             allowed = command_keywords(STEP_COMMANDS[step])
             for name, value in params.items():
+                where = self.sources.get(f"{step}.{name}", f"{step}.{name}")
                 if name in RESERVED:
-                    raise ConfigError(f"{step}.{name} is set by the pipeline")
+                    raise ConfigError(f"{where}: set by the pipeline")
                 if name not in allowed:
-                    raise ConfigError(f"{step}.{name}: not a parameter of "
+                    raise ConfigError(f"{where}: not a parameter of "
                                       f"{STEP_COMMANDS[step].replace('_', '-')}")
-                _check_type(step, name, value)
+                _check_type(step, name, value, where)
 
 
 def command_keywords(function: str) -> set[str]:
@@ -140,9 +143,10 @@ def command_keywords(function: str) -> set[str]:
     return named | set(getattr(commands, "FLAGS", ()))
 
 
-def _check_type(step: str, name: str, value: Any) -> None:
+def _check_type(step: str, name: str, value: Any, where: str) -> None:
     """Refuse a value whose type differs from the default's (an integer for ``cutoff`` and
-    ``ksize``, a boolean for a switch); other parameters are checked by the command."""
+    ``ksize``, a boolean for a switch); other parameters are checked by the command's parser
+    (:mod:`kmerflow.pipeline.preflight`)."""
     default = DEFAULT_PARAMS.get(step, {}).get(name)
     if default is None:
         return
@@ -151,7 +155,7 @@ def _check_type(step: str, name: str, value: Any) -> None:
     else:
         ok = isinstance(value, type(default)) and not isinstance(value, bool)
     if not ok:
-        raise ConfigError(f"{step}.{name}: {value!r} is not a valid value "
+        raise ConfigError(f"{where}: {value!r} is not a valid value "
                           f"(expected {type(default).__name__})")
 
 

@@ -18,6 +18,7 @@ against the sum, which equals the single command's (see :class:`Counted`).
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,7 +104,11 @@ def staged(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}-step")
 
 
-#: The file that marks a scratch folder as the pipeline's (made by it, so removed by it).
+#: The default scratch folder, in OUTDIR (the run's own: it holds only what runs made).
+DEFAULT_SCRATCH = ".scratch"
+
+#: The file that marks a sample's folder in a scratch folder given by the user as the
+#: pipeline's (made by it, so removed by it).
 SCRATCH_MARK = ".kmerflow-scratch"
 
 
@@ -262,6 +267,17 @@ def _producer(plans: list[StepPlan], path: Path) -> str | None:
 def _is_fastq(path: Path) -> bool:
     """Whether the sample's reads are FASTQ (the outputs then are too); FASTQ for unreadable
     reads, which their first step reports."""
+    try:
+        st = path.stat()
+    except OSError:
+        return True
+    return _first_record_has_quality(path, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_record_has_quality(path: Path, size: int, mtime_ns: int) -> bool:
+    """:func:`_is_fastq` of the file as it is (its size and time: the run's checks and its plans
+    ask, the file is read once)."""
     try:
         for record in open_reads(path):
             return record.quality is not None

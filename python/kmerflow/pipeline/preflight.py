@@ -2,15 +2,17 @@
 
 * the cluster options: ``--local-cluster`` at most the CPUs this process may use
   (:func:`available_cpus`), ``--max-active`` positive, ``--scheduler`` an address Dask can parse;
-* OUTDIR and the scratch folder: folders (or absent) that can be written (:func:`check_folder`);
+* OUTDIR and the scratch folder: folders (or absent) that can be written (:func:`check_folder`),
+  no folder in OUTDIR where the run writes a report (:func:`check_run_files`);
 * each sample's files: its output and scratch folders not files; its scratch folder (removed
-  when it completes) not holding its outputs, an input, or files the pipeline did not make
-  (:data:`kmerflow.pipeline.plan.SCRATCH_MARK`); no output or manifest that is an input (the
+  when it completes) not holding its outputs, an input, or, in a ``--scratch`` folder, files
+  the pipeline did not make (:data:`kmerflow.pipeline.plan.SCRATCH_MARK`); no output or manifest that is an input (the
   same file by any path or link) (:func:`check_samples`);
-* each step's parameters: the command line each step of each sample will run is checked by the
-  command line's own parser (``kmerflow._core.check_command``: the ranges, units and
-  combinations the command would refuse), and a refusal names the sample-sheet line and column
-  or the configuration key that set the value.
+* each step's parameters: the command line of every configured step (:func:`check_config`),
+  then of each step of each sample, is checked by the command line's own parser
+  (``kmerflow._core.check_command``: the ranges, units and combinations the command would
+  refuse), and a refusal names the sample-sheet line and column or the configuration key that
+  set the value.
 
 Problems of the sheet and the parameters raise :class:`SampleSheetError` /
 :class:`ConfigError` (exit status 2), a folder that cannot be used :class:`FolderError` (1).
@@ -27,9 +29,9 @@ from typing import Any, Iterable, Optional
 
 from kmerflow import _core, commands
 from kmerflow.errors import CommandError
-from kmerflow.pipeline.config import DEFAULT_PARAMS, ConfigError, override_targets
-from kmerflow.pipeline.plan import StepPlan, plan_steps, sample_dirs
-from kmerflow.pipeline.samplesheet import Sample, SampleSheetError
+from kmerflow.pipeline.config import DEFAULT_PARAMS, ConfigError, PipelineConfig, override_targets
+from kmerflow.pipeline.plan import DEFAULT_SCRATCH, StepPlan, plan_steps, sample_dirs
+from kmerflow.pipeline.samplesheet import RESERVED_PREFIX, Sample, SampleSheetError
 
 
 class FolderError(RuntimeError):
@@ -86,6 +88,20 @@ def check_folder(path: Path, what: str) -> None:
     os.unlink(probe)
 
 
+def check_run_files(out: Path) -> None:
+    """Refuse (:class:`FolderError`) an OUTDIR holding a folder where the run writes one of its
+    own files (their names start with
+    :data:`~kmerflow.pipeline.samplesheet.RESERVED_PREFIX`)."""
+    try:
+        entries = list(os.scandir(out))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.name.lower().startswith(RESERVED_PREFIX) and not entry.is_file():
+            raise FolderError(f"OUTDIR {out}: {entry.name} is not a file (the run writes its "
+                              f"reports, {RESERVED_PREFIX}*, there)")
+
+
 def make_folder(path: Path, what: str) -> None:
     """Create ``path`` (and its parents); :class:`FolderError` if that fails."""
     try:
@@ -101,6 +117,8 @@ def check_samples(samples: list[Sample], sheet: Path, config_file: Optional[Path
     inputs = [p for s in samples for p in (s.r1, s.r2) if p is not None]
     inputs += [sheet.resolve()] + ([config_file.resolve()] if config_file is not None else [])
     identities = {_identity(p): p for p in inputs if p.exists()}
+    scratch_dirs = {sample_dirs(s, out, scratch).scratch: s for s in samples}
+    holding = {scratch_dirs[d].name: p for p in inputs for d in p.parents if d in scratch_dirs}
     for sample in samples:
         where = f"{sheet} line {sample.line}: sample {sample.name!r}"
         dirs = sample_dirs(sample, out, scratch)
@@ -110,10 +128,9 @@ def check_samples(samples: list[Sample], sheet: Path, config_file: Optional[Path
         removed = f"{where}: its scratch folder {dirs.scratch}, removed when it completes,"
         if dirs.out.is_relative_to(dirs.scratch):
             raise SampleSheetError(f"{removed} holds its output folder {dirs.out}")
-        inside = next((p for p in inputs if p.is_relative_to(dirs.scratch)), None)
-        if inside is not None:
-            raise SampleSheetError(f"{removed} holds the input {inside}")
-        if dirs.foreign_scratch():
+        if sample.name in holding:
+            raise SampleSheetError(f"{removed} holds the input {holding[sample.name]}")
+        if scratch != out / DEFAULT_SCRATCH and dirs.foreign_scratch():
             raise SampleSheetError(f"{removed} holds files kmerflow pipeline did not make "
                                    f"(choose another --scratch)")
         plans = plan_steps(sample, dirs)
@@ -179,9 +196,18 @@ def _parse_refusal(argv: tuple[str, ...]) -> Optional[str]:
     return None
 
 
-def _check_commands(sample: Sample, plans: list[StepPlan], sheet: Path) -> None:
-    """Check every command of every step of ``sample``; a refusal is blamed on the first value
-    the user gave (sheet column, then configuration) without which the command would run."""
+def check_config(config: PipelineConfig) -> None:
+    """Check the command line of every configured step with the configuration's values, for a
+    paired sample (every step then runs): a bad value is refused even where no sample of the
+    sheet would use it. A refusal raises :class:`ConfigError` naming the key."""
+    sample = Sample("sample", Path("/sample_R1.fq"), Path("/sample_R2.fq"), config)
+    _check_commands(sample, plan_steps(sample, sample_dirs(sample, Path("/"), Path("/"))), None)
+
+
+def _check_commands(sample: Sample, plans: list[StepPlan], sheet: Optional[Path]) -> None:
+    """Check every command of every step of ``sample`` (of ``sheet``; None: the configuration's
+    own); a refusal is blamed on the first value the user gave (sheet column, then
+    configuration) without which the command would run."""
     for index, plan in enumerate(plans):
         for call_index, call in enumerate(step_calls(plan)):
             refusal = command_refusal(*call)
@@ -194,6 +220,8 @@ def _check_commands(sample: Sample, plans: list[StepPlan], sheet: Path) -> None:
                                        f"{sample.overrides[column]!r}: {refusal}")
             if key is not None:
                 raise ConfigError(f"{sample.config.sources[key]}: {refusal}")
+            if sheet is None:
+                raise ConfigError(f"step {plan.name}: {refusal}")
             raise SampleSheetError(f"{sheet} line {sample.line}: sample {sample.name!r}, step "
                                    f"{plan.name}: {refusal}")
 
