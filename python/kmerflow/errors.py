@@ -66,6 +66,11 @@ class ParameterError(KmerflowError, ValueError):
     """Invalid parameters or an impossible request (for example k > 32 for a 2-bit table)."""
 
 
+class ShardError(KmerflowError):
+    """A shard of a table held by a Dask worker could not answer (its worker was lost, or it
+    refused the call); the message names the shard and its worker."""
+
+
 class KmerflowWarning(UserWarning):
     """A warning of a kmerflow run (for example a table too small for the data)."""
 

@@ -51,6 +51,10 @@ pub enum Error {
     /// Invalid parameters or an impossible request (e.g. k > 32 for a 2-bit table).
     #[error("{0}")]
     Invalid(String),
+    /// A shard of a table held by another process (a Dask worker) could not answer: its
+    /// worker was lost or the call failed there. The message names the shard and the worker.
+    #[error("{0}")]
+    Remote(String),
     /// The run was cancelled through its [`crate::run::CancelToken`] (a signal, a
     /// `KeyboardInterrupt`).
     #[error("interrupted")]

@@ -43,6 +43,7 @@ pub fn to_pyerr(err: Error) -> PyErr {
             Error::Invalid(message) => {
                 error_class(py, "ParameterError").map(|cls| PyErr::from_type(cls, message.clone()))
             }
+            Error::Remote(message) => error_class(py, "ShardError").map(|cls| PyErr::from_type(cls, message.clone())),
             Error::Cancelled => Ok(pyo3::exceptions::PyKeyboardInterrupt::new_err(err.to_string())),
         };
         built.unwrap_or_else(|_| PyValueError::new_err(err.to_string()))

@@ -20,12 +20,16 @@ use std::ffi::OsString;
 /// arrays per remote shard, in shard order: counters to update, their deltas, counters to look
 /// up), then `answers()` (the answers to the oldest messages not answered yet: two sends may
 /// wait), a list of uint8 arrays in shard order. A Python exception (a lost worker's
-/// `ShardError`) becomes an error with its message.
+/// `ShardError`, naming the shard and the worker) becomes a remote error with its message.
 struct PyRemote(Py<PyAny>);
 
-/// A Python exception as an error with its message.
+/// A Python exception of the remote shards as an error: [`Error::Remote`] with its message,
+/// [`Error::Cancelled`] for a `KeyboardInterrupt` (Ctrl-C, SIGTERM).
 fn failure(py: Python<'_>, e: PyErr) -> Error {
-    Error::invalid(e.value(py).to_string())
+    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+        return Error::Cancelled;
+    }
+    Error::Remote(e.value(py).to_string())
 }
 
 impl RemoteShards for PyRemote {

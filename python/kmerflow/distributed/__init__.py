@@ -26,7 +26,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple, 
 import numpy as np
 
 from kmerflow import _core
-from kmerflow.errors import KmerflowError, ParameterError
+from kmerflow.errors import ParameterError, ShardError
 
 #: k-mers per message to every shard (the batch of the three phases).
 BATCH_KMERS = 262_144
@@ -36,11 +36,6 @@ BATCH_KMERS = 262_144
 #: still in the cluster: a worker killed (out of memory) is an error within this time, not a
 #: wait (the scheduler would hold a task pinned to it forever).
 LIVENESS_EVERY = 1.0
-
-
-class ShardError(KmerflowError):
-    """A shard could not answer (its worker was lost, or it refused the call); the message
-    names the shard and its worker."""
 
 
 def _array(values: Any, dtype: Any) -> np.ndarray:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -101,7 +102,7 @@ def local_cluster(n_workers: int, memory_limit: Any = "auto",
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({**QUIET, **(config or {})}), _workers_ignore_sigint():
+    with dask.config.set({**QUIET, **(config or {})}), _workers_ignore_signals():
         # The scheduler serves HTTP even without a dashboard, on port 8787 unless told: an
         # ephemeral port on this host instead (no "Port 8787 is already in use").
         return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
@@ -110,18 +111,20 @@ def local_cluster(n_workers: int, memory_limit: Any = "auto",
 
 
 @contextlib.contextmanager
-def _workers_ignore_sigint() -> Iterator[None]:
-    """SIGINT ignored while worker processes are started, so that they inherit it ignored
-    (Python keeps an inherited ignored SIGINT): Ctrl-C reaches the whole process group, and the
-    run, not each worker, decides what it stops (the workers end with the cluster)."""
+def _workers_ignore_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored while worker processes are started, so that they inherit them
+    ignored (Python keeps an inherited ignored SIGINT): Ctrl-C and ``kill -TERM`` reach the
+    whole process group, and the run, not each worker, decides what stops; the workers end
+    with the cluster (their nanny stops them through a queue, or kills them)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, action in previous.items():
+            signal.signal(s, action)
 
 
 @contextlib.contextmanager
@@ -201,6 +204,15 @@ def _probe(address: str, scheduler: str, timeout: float, fail: str) -> None:
     as Dask does, an HTTP server for one)."""
     if address.startswith("inproc://"):
         return
+    named = scheduler if scheduler == address else f"{address} (from {scheduler})"
+    match = ADDRESS.match(address)
+    if match and match["scheme"] in (None, "tcp"):
+        # Refused at once, where Dask would try again until the timeout.
+        try:
+            socket.create_connection((match["host"].strip("[]"), int(match["port"])), timeout).close()
+        except OSError as e:
+            raise CommandError(f"{fail} cannot reach the Dask scheduler at {named}: "
+                               f"{e.strerror or type(e).__name__}", 1) from e
     from distributed.core import rpc
 
     async def identity() -> Any:
@@ -210,7 +222,6 @@ def _probe(address: str, scheduler: str, timeout: float, fail: str) -> None:
         finally:
             await remote.close_rpc()
 
-    named = scheduler if scheduler == address else f"{address} (from {scheduler})"
     # On a thread of its own (a daemon: Ctrl-C does not wait for it), so that the caller may
     # have an event loop running.
     asked: concurrent.futures.Future[Any] = concurrent.futures.Future()
