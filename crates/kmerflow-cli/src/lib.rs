@@ -216,18 +216,13 @@ fn execute_cli(
             "--metrics: metrics are not compiled in (build with the `metrics` feature)",
         )));
     }
-    if let Some(path) = &settings.report_json {
-        report::check_path(path, &parameters).map_err(failed)?;
-    }
+    report::check_plots_drawable(&settings).map_err(failed)?;
     run.set_threads(settings.threads.unwrap_or_else(kmerflow_core::pipeline::available_threads));
     if let Some(console) = console {
         console.start_progress(name, run);
     }
-    if let Some(path) = &settings.metrics {
-        run.add_side_output(path);
-    }
-    for path in report::rendered_files(name, &settings) {
-        run.add_side_output(path);
+    for output in report::side_outputs(name, &settings) {
+        run.add_side_output(output);
     }
     let mut ctx = Ctx { run: run.clone(), metrics: settings.metrics, console: console.cloned(), table_sizing: None };
     let started = std::time::Instant::now();
@@ -248,7 +243,7 @@ fn execute_cli(
     }
     let document = report.document(name, parameters, run, &summary, ctx.table_sizing.as_ref());
     if let Some(path) = &settings.report_json {
-        report::write(path, &document, run).map_err(failed)?;
+        report::write(path, &document).map_err(failed)?;
     }
     Ok(Outcome { summary, messages: run.messages(), report: document })
 }

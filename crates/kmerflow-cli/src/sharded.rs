@@ -22,6 +22,7 @@ use clap::parser::ValueSource;
 use kmerflow_core::ops::count::{self, ReadTally};
 use kmerflow_core::ops::read_filter;
 use kmerflow_core::ops::{abundance_dist, filter_abund, sizing, trim_low_abund};
+use kmerflow_core::run::files::{preflight, Output};
 use kmerflow_core::run::RunContext;
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::shard::{Shard, ShardClient};
@@ -551,8 +552,9 @@ pub fn finish(
         .document(name, parameters, &run, &summary, None);
     document["table_sizing"] = table_sizing;
     if let Some(path) = &command.settings().report_json {
-        report::check_path(path, &document["parameters"]).map_err(failed)?;
-        report::write(path, &document, &run).map_err(failed)?;
+        let written = outputs.iter().map(Output::file).chain([Output::side_file("--report-json", path.as_str())]);
+        preflight(inputs, &written.collect::<Vec<_>>()).map_err(failed)?;
+        report::write(path, &document).map_err(failed)?;
     }
     Ok(document)
 }
