@@ -122,7 +122,7 @@ def test_report_path_naming_an_input_is_refused_before_the_run(tmp_path: Path, d
     proc = kmerflow("normalize-by-median", *TABLE, "reads.fa", "-o", "keep.fa", "--report-json", "reads.fa",
                     cwd=tmp_path, check=False)
     assert proc.returncode == 1
-    assert "--report-json reads.fa is the same file as reads.fa" in proc.stderr.decode()
+    assert "--report-json reads.fa is the same file as input reads.fa" in proc.stderr.decode()
     assert (tmp_path / "reads.fa").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["reads.fa"]
 

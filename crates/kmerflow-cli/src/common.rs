@@ -26,6 +26,8 @@ pub struct Settings {
     pub html: Option<String>,
     /// The directory of the PNG plots to render (`--plots`).
     pub plots: Option<String>,
+    /// The directory of the MultiQC files to render (`--multiqc`).
+    pub multiqc: Option<String>,
 }
 
 /// `-q/--quiet`, `-T/--threads`, `--metrics`, `--info` and the report flags (`--report-json`,
@@ -72,6 +74,7 @@ impl CommonArgs {
             renders: self.html.is_some() || self.plots.is_some() || self.multiqc.is_some(),
             html: self.html.clone(),
             plots: self.plots.clone(),
+            multiqc: self.multiqc.clone(),
         }
     }
 }

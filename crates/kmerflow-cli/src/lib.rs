@@ -234,23 +234,13 @@ fn execute_printing(argv: Vec<OsString>, cancel: CancelToken, renders: bool) -> 
 }
 
 /// Checks and declares the files of command `name`'s run that are not the command's own, before
-/// the run (one-process or sharded): the `--report-json` path against the paths of the other
-/// arguments (`parameters`), and `--metrics` and the rendered files (`--html`, `--plots`) as
-/// side outputs of `run`, which the command's check of its outputs against its inputs covers.
-pub(crate) fn declare_run_files(
-    name: &str,
-    settings: &Settings,
-    parameters: &Value,
-    run: &RunContext,
-) -> kmerflow_core::Result<()> {
-    if let Some(path) = &settings.report_json {
-        report::check_path(path, parameters)?;
-    }
-    if let Some(path) = &settings.metrics {
-        run.add_side_output(path);
-    }
-    for path in report::rendered_files(name, settings) {
-        run.add_side_output(path);
+/// the run (one-process or sharded): that `--plots` can be drawn, and `--metrics`,
+/// `--report-json`, `--html`, `--plots` and `--multiqc` as side outputs of `run`, which the
+/// command's preflight checks with its own outputs ([`kmerflow_core::run::files::preflight`]).
+pub(crate) fn declare_run_files(name: &str, settings: &Settings, run: &RunContext) -> kmerflow_core::Result<()> {
+    report::check_plots_drawable(settings)?;
+    for output in report::side_outputs(name, settings) {
+        run.add_side_output(output);
     }
     Ok(())
 }
@@ -272,7 +262,7 @@ fn execute_cli(
             "--metrics: metrics are not compiled in (build with the `metrics` feature)",
         )));
     }
-    declare_run_files(name, &settings, &parameters, run).map_err(failed)?;
+    declare_run_files(name, &settings, run).map_err(failed)?;
     run.set_threads(settings.threads.unwrap_or_else(kmerflow_core::pipeline::available_threads));
     if let Some(console) = console {
         console.start_progress(name, run);
@@ -296,7 +286,7 @@ fn execute_cli(
     }
     let document = report.document(name, parameters, run, &summary, ctx.table_sizing.as_ref());
     if let Some(path) = &settings.report_json {
-        report::write(path, &document, run).map_err(failed)?;
+        report::write(path, &document).map_err(failed)?;
     }
     Ok(Outcome { summary, messages: run.messages(), report: document })
 }

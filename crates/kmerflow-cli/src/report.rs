@@ -15,8 +15,9 @@
 
 use crate::common::Settings;
 use clap::ArgMatches;
-use kmerflow_core::io::{refuse_same_files, same_file, OutputFile};
+use kmerflow_core::io::OutputFile;
 use kmerflow_core::ops::autosize::AutoSize;
+use kmerflow_core::run::files::Output;
 use kmerflow_core::run::{Level, RunContext};
 use kmerflow_core::{Error, Result};
 use serde_json::{json, Map, Value};
@@ -42,15 +43,40 @@ pub const READS_IN_OUT: &[(&str, &str, &str)] = &[
 /// of `--plots DIR`: `DIR/COMMAND_CHART.png`.
 pub const CHARTS: &[&str] = &["histogram", "steps", "keep_curve", "table"];
 
-/// The files rendering the report of command `name` may write, known before the run: the
-/// `--html` page and the `--plots` PNGs. The run declares them as side outputs, so that they
-/// are refused as inputs like any other output.
-pub fn rendered_files(name: &str, settings: &Settings) -> Vec<String> {
-    let pngs = settings
-        .plots
-        .iter()
-        .flat_map(|dir| CHARTS.iter().map(move |chart| std::path::Path::new(dir).join(format!("{name}_{chart}.png"))));
-    settings.html.iter().cloned().chain(pngs.map(|p| p.to_string_lossy().into_owned())).collect()
+/// Every file and folder the front end writes beside the outputs of command `name`, known
+/// before the run: `--metrics`, `--report-json`, the `--html` page, the `--plots` folder and
+/// its PNGs, the `--multiqc` folder. The run declares them as side outputs, so that its
+/// preflight checks them with its own outputs ([`kmerflow_core::run::files::preflight`]).
+pub fn side_outputs(name: &str, settings: &Settings) -> Vec<Output> {
+    let files =
+        [("--metrics", &settings.metrics), ("--report-json", &settings.report_json), ("--html", &settings.html)];
+    let files = files.into_iter().filter_map(|(flag, path)| path.as_ref().map(|p| Output::side_file(flag, p.as_str())));
+    let pngs = settings.plots.iter().flat_map(|dir| {
+        let folder = Output::side_folder("--plots", dir.as_str());
+        let png = |chart: &&str| std::path::Path::new(dir).join(format!("{name}_{chart}.png"));
+        std::iter::once(folder)
+            .chain(CHARTS.iter().map(move |c| Output::side_file("--plots", png(c).to_string_lossy())))
+    });
+    let multiqc = settings.multiqc.iter().map(|dir| Output::side_folder("--multiqc", dir.as_str()));
+    files.chain(pngs).chain(multiqc).collect()
+}
+
+/// The check, set once by a front end that draws the `--plots` PNGs, that it can draw them
+/// (the Python package's needs matplotlib); `Err` says what is missing.
+static PLOTS_DRAWABLE: std::sync::OnceLock<fn() -> std::result::Result<(), String>> = std::sync::OnceLock::new();
+
+/// Sets the check of [`check_plots_drawable`] (the first one set stays).
+pub fn set_plots_check(check: fn() -> std::result::Result<(), String>) {
+    let _ = PLOTS_DRAWABLE.set(check);
+}
+
+/// Refuses `--plots DIR` before the run when the front end's check says the plots cannot be
+/// drawn ([`set_plots_check`]).
+pub fn check_plots_drawable(settings: &Settings) -> Result<()> {
+    match (&settings.plots, PLOTS_DRAWABLE.get()) {
+        (Some(dir), Some(check)) => check().map_err(|missing| Error::invalid(format!("--plots {dir}: {missing}"))),
+        _ => Ok(()),
+    }
 }
 
 /// A run being measured.
@@ -182,28 +208,9 @@ pub(crate) fn sizing_json(s: &AutoSize) -> Value {
     })
 }
 
-/// Refuses a report path (`--report-json`) that is the same file as a path given to another
-/// argument (checked before the run, so that a mistyped flag cannot replace the reads).
-pub fn check_path(path: &str, parameters: &Value) -> Result<()> {
-    let Some(map) = parameters.as_object() else { return Ok(()) };
-    for (id, value) in map.iter().filter(|(id, _)| id.as_str() != "report_json") {
-        let texts = match value {
-            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
-            _ => value.as_str().into_iter().collect::<Vec<_>>(),
-        };
-        if let Some(other) = texts.into_iter().find(|t| *t != "-" && same_file(path, t)) {
-            return Err(Error::invalid(format!("--report-json {path} is the same file as {other} (given for {id})")));
-        }
-    }
-    Ok(())
-}
-
-/// Writes the report `document` of `run` as JSON to `path` (`-` = stdout), refusing a path
-/// that is one of the run's inputs or outputs.
-pub fn write(path: &str, document: &Value, run: &RunContext) -> Result<()> {
-    let files = run.files();
-    let inputs = files.inputs().into_iter().map(|i| i.path);
-    refuse_same_files(inputs.chain(files.outputs()), [path])?;
+/// Writes the report `document` as JSON to `path` (`-` = stdout), which the run's preflight
+/// checked with its other outputs ([`side_outputs`]).
+pub fn write(path: &str, document: &Value) -> Result<()> {
     let mut text = serde_json::to_vec_pretty(document).map_err(|e| Error::invalid(e.to_string()))?;
     text.push(b'\n');
     let mut out = OutputFile::create(path)?;
@@ -337,19 +344,32 @@ mod tests {
     }
 
     #[test]
-    fn rendered_files_are_the_page_and_every_chart_png() {
-        let settings = Settings { html: Some("r.html".into()), plots: Some("p".into()), ..Settings::default() };
+    fn side_outputs_are_every_flagged_file_and_folder() {
+        let settings = Settings {
+            html: Some("r.html".into()),
+            plots: Some("p".into()),
+            multiqc: Some("m".into()),
+            report_json: Some("r.json".into()),
+            ..Settings::default()
+        };
+        let named: Vec<String> = side_outputs("readstats", &settings)
+            .into_iter()
+            .map(|o| format!("{} {} {:?}", o.flag.unwrap_or_default(), o.path, o.kind))
+            .collect();
         assert_eq!(
-            rendered_files("readstats", &settings),
+            named,
             [
-                "r.html",
-                "p/readstats_histogram.png",
-                "p/readstats_steps.png",
-                "p/readstats_keep_curve.png",
-                "p/readstats_table.png"
+                "--report-json r.json File",
+                "--html r.html File",
+                "--plots p Folder",
+                "--plots p/readstats_histogram.png File",
+                "--plots p/readstats_steps.png File",
+                "--plots p/readstats_keep_curve.png File",
+                "--plots p/readstats_table.png File",
+                "--multiqc m Folder",
             ]
         );
-        assert!(rendered_files("readstats", &Settings::default()).is_empty());
+        assert!(side_outputs("readstats", &Settings::default()).is_empty());
     }
 
     #[test]

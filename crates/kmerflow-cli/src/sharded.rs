@@ -25,6 +25,7 @@ use kmerflow_core::ops::count::{self, ReadTally};
 use kmerflow_core::ops::read_filter;
 use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::ops::{abundance_dist, diginorm, filter_abund, sizing, trim_low_abund};
+use kmerflow_core::run::files::{preflight, Output};
 use kmerflow_core::run::RunContext;
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::shard::{Shard, ShardClient};
@@ -320,7 +321,7 @@ fn refuse_overwrites(command: &Command, run: &RunContext) -> kmerflow_core::Resu
 /// including a flag the sharded run does not have; an input that cannot be read while sizing
 /// the table (`-M auto`) is a data error (exit 1).
 pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
-    let Some(Parsed { cli, parameters }) = parse(&argv)? else { return Ok(None) };
+    let Some(Parsed { cli, .. }) = parse(&argv)? else { return Ok(None) };
     let command = cli.command;
     let name = command.name();
     let Some(sharding) = shard_args(&command) else {
@@ -340,7 +341,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
         "batch_kmers": sharding.batch_kmers,
     });
     let run = RunContext::new();
-    crate::declare_run_files(name, &settings, &parameters, &run).map_err(|e| data_error(name, e))?;
+    crate::declare_run_files(name, &settings, &run).map_err(|e| data_error(name, e))?;
     refuse_overwrites(&command, &run).map_err(|e| data_error(name, e))?;
     let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
     let mut out = match &command {
@@ -586,8 +587,9 @@ pub fn finish(
         .document(name, parameters, &run, &summary, None);
     document["table_sizing"] = table_sizing;
     if let Some(path) = &command.settings().report_json {
-        report::check_path(path, &document["parameters"]).map_err(failed)?;
-        report::write(path, &document, &run).map_err(failed)?;
+        let written = outputs.iter().map(Output::file).chain([Output::side_file("--report-json", path.as_str())]);
+        preflight(inputs, &written.collect::<Vec<_>>()).map_err(failed)?;
+        report::write(path, &document).map_err(failed)?;
     }
     Ok(document)
 }

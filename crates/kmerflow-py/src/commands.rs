@@ -125,9 +125,23 @@ pub fn shard_finish(
     Ok(report.to_string())
 }
 
-/// Registers the functions on the module, and `REPORT_CHARTS`: the idents of the report's
-/// charts (`kmerflow_cli::report::CHARTS`), which name the PNG files of `--plots DIR`.
+/// Whether matplotlib, which draws the `--plots` PNGs, can be imported (checked by a run's
+/// preflight, before anything is read).
+fn plots_drawable() -> Result<(), String> {
+    let found = Python::attach(|py| -> PyResult<bool> {
+        Ok(!py.import("importlib.util")?.call_method1("find_spec", ("matplotlib",))?.is_none())
+    });
+    match found {
+        Ok(true) => Ok(()),
+        _ => Err("needs matplotlib, which is not installed: pip install 'kmerflow[report]'".into()),
+    }
+}
+
+/// Registers the functions on the module, `REPORT_CHARTS` (the idents of the report's charts,
+/// `kmerflow_cli::report::CHARTS`, which name the PNG files of `--plots DIR`) and the check
+/// that those can be drawn.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    kmerflow_cli::report::set_plots_check(plots_drawable);
     m.add("REPORT_CHARTS", kmerflow_cli::report::CHARTS.to_vec())?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(run_command, m)?)?;

@@ -135,6 +135,9 @@ impl ReadReader {
         let mate = mate.map(|m| m.to_string_lossy().into_owned());
         let ctx = RunContext::new();
         let source = py.detach(|| -> kmerflow_core::Result<Source> {
+            if let Some(m) = &mate {
+                kmerflow_core::io::mates::refuse_same_mates(&path, m)?;
+            }
             let reader = FastxReader::open_in(&path, &ctx)?;
             Ok(match (mate, mode) {
                 (Some(m), _) => Source::Pairs(PairedReader::mates(

@@ -4,6 +4,7 @@ use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::io::{Compression, OutputFile};
 use kmerflow_core::ops::count::write_text;
 use kmerflow_core::ops::unique_kmers;
+use kmerflow_core::run::files::Output;
 use kmerflow_core::table::hll::HllHash;
 use kmerflow_core::Error;
 use serde_json::Value;
@@ -50,7 +51,7 @@ pub struct Args {
 /// `-q`, as khmer does.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     if let Some(path) = &args.report {
-        ctx.run.add_side_output(path);
+        ctx.run.add_side_output(Output::side_file("-R", path.as_str()));
     }
     let opts = unique_kmers::Options {
         ksize: args.ksize,

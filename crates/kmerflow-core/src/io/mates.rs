@@ -23,7 +23,8 @@ use super::compress::Compression;
 use super::fastx::{FastxReader, Record};
 use super::output::{write_record, OutputFile, Staged};
 use super::pairs::{PairMode, PairedReader};
-use super::same_file::same_file;
+use super::same_file::{resolved, same_file};
+use crate::run::files::{refuse_same_outputs, Output};
 use crate::run::RunContext;
 use crate::{Error, Result};
 use std::io::Write;
@@ -71,17 +72,14 @@ impl PairedInput {
     /// Opens the input as bundles within the run `ctx`, dropping reads shorter than
     /// `min_length` as khmer does. One file is read by `mode` ([`PairedReader::new`]); two
     /// files give pairs whose names are checked ([`PairedReader::mates`]), a pair with a short
-    /// mate dropped whole as with `-p`. The same stream given as both files is refused.
+    /// mate dropped whole as with `-p`. One file given as both is refused ([`refuse_same_mates`]).
     pub fn open(&self, mode: PairMode, min_length: Option<usize>, ctx: &RunContext) -> Result<PairedReader> {
+        if let Some(mate) = &self.mate {
+            refuse_same_mates(&self.path, mate)?;
+        }
         let first = FastxReader::open_in(&self.path, ctx)?;
         Ok(match &self.mate {
-            Some(mate) => {
-                if same_file(&self.path, mate) {
-                    // One stream cannot feed both readers.
-                    super::check_rereadable(mate)?;
-                }
-                PairedReader::mates(first, FastxReader::open_in(mate, ctx)?, mode, min_length)
-            }
+            Some(mate) => PairedReader::mates(first, FastxReader::open_in(mate, ctx)?, mode, min_length),
             None => PairedReader::new(first, mode, min_length),
         })
     }
@@ -97,6 +95,7 @@ pub fn paired_inputs(files: &[String], mates: &[String]) -> Result<Vec<PairedInp
             mates.len()
         )));
     }
+    files.iter().zip(mates).try_for_each(|(f, m)| refuse_same_mates(f, m))?;
     Ok(files.iter().enumerate().map(|(i, f)| PairedInput { path: f.clone(), mate: mates.get(i).cloned() }).collect())
 }
 
@@ -188,10 +187,16 @@ impl PairedOutput {
 
 /// Refuses two of `paths` (a command's outputs) naming the same file (both `-` included).
 pub fn refuse_shared_outputs(paths: &[&String]) -> Result<()> {
-    for (i, a) in paths.iter().enumerate() {
-        if let Some(b) = paths[i + 1..].iter().find(|b| same_file(a, b)) {
-            return Err(Error::invalid(format!("outputs {a} and {b} are the same file; give each output its own")));
-        }
+    refuse_same_outputs(&paths.iter().map(|p| Output::file(p.as_str())).collect::<Vec<_>>())
+}
+
+/// Refuses an R1 file and its R2 file `mate` that are one file (the same path, `./R1.fq`, a
+/// link, stdin twice): reads cannot be their own mates. Called before either is opened.
+pub fn refuse_same_mates(path: &str, mate: &str) -> Result<()> {
+    if same_file(path, mate) || resolved(path).is_some_and(|r| Some(r) == resolved(mate)) {
+        return Err(Error::invalid(format!(
+            "R2 file {mate} is the same file as R1 file {path}; give the file of the second mates"
+        )));
     }
     Ok(())
 }
@@ -421,6 +426,24 @@ mod tests {
         let p = paired_inputs(&files, &[]).unwrap();
         assert_eq!(p[1], PairedInput::single("b"));
         assert_eq!(PairedInput::two_files("x", "y").name(), "x + y");
+    }
+
+    #[test]
+    fn one_file_given_as_both_mates_is_refused_before_opening() {
+        let dir = tempfile::tempdir().unwrap();
+        let r1 = write(dir.path(), "r1.fq", "@a/1\nACGT\n+\nIIII\n");
+        let link = dir.path().join("link.fq");
+        std::os::unix::fs::symlink(&r1, &link).unwrap();
+        let dotted = format!("{}/./r1.fq", dir.path().display());
+        for mate in [r1.clone(), dotted, link.to_string_lossy().into_owned()] {
+            let err = paired_inputs(std::slice::from_ref(&r1), std::slice::from_ref(&mate)).unwrap_err().to_string();
+            assert!(err.contains(&mate) && err.contains("same file"), "{err}");
+            let open = PairedInput::two_files(&r1, &mate).open(PairMode::RequirePaired, None, &RunContext::new());
+            assert!(open.is_err(), "{mate}");
+        }
+        assert!(refuse_same_mates("-", "-").is_err());
+        let r2 = write(dir.path(), "r2.fq", "@a/2\nACGT\n+\nIIII\n");
+        assert!(paired_inputs(&[r1], &[r2]).is_ok());
     }
 
     #[test]

@@ -16,8 +16,8 @@
 //!
 //! Writing path: [`output::OutputFile`] writes a regular file under a temporary name and renames
 //! it on success (special files in place), compressing by the output name's extension;
-//! [`output::write_record`] formats records exactly as khmer does; [`same_file`] refuses an
-//! output that is one of the inputs.
+//! [`output::write_record`] formats records exactly as khmer does; [`same_file`] tells whether two
+//! paths name one file, for the run's preflight ([`crate::run::files::preflight`]).
 
 pub mod bgzf;
 pub mod compress;
@@ -38,7 +38,7 @@ pub use fastx::{FastxReader, Format, OwnedRecord, Record, RecordBatch};
 pub use mates::{MateBuffers, MateCounts, MateFiles, MateWriter, PairedInput, PairedOutput};
 pub use output::{write_record, OutputFile, Staged};
 pub use pairs::{Bundle, BundleBatch, PairMode, PairedReader};
-pub use same_file::{refuse_inputs_as_outputs, refuse_same_files, same_file};
+pub use same_file::{refuse_inputs_as_outputs, same_file};
 
 use crate::pipeline::Workload;
 use crate::{Error, Result};

@@ -21,6 +21,7 @@ use super::compress::{Compression, Encoder};
 use super::discard;
 use super::fastx::Record;
 use super::interruptible::{open_append, stdout_pipe, Interruptible};
+use crate::run::files::OutputKind;
 use crate::run::RunContext;
 use crate::{Error, Result};
 use std::fs::File;
@@ -126,6 +127,64 @@ fn target_of(path: &str) -> Result<Target> {
         p.to_path_buf()
     };
     Ok(Target::Replace { path: real, mode: Some(mode) })
+}
+
+/// Refuses, before anything is read, an output `path` of `kind` that cannot be written where it
+/// is named (the errors name `path`): a file that is a folder or write-protected, a new name
+/// under `/proc` or `/dev/fd` (only open files are there), a folder given for a file or a file
+/// for a folder, stdout for a folder, and a missing or unwritable folder to put it in. A
+/// folder output is created by its writer when missing, but only its last component: its
+/// parent must exist. `made_by_run(dir)` tells whether folder `dir` is itself an output of the
+/// run (a file inside is then checked with that folder).
+pub fn check_writable(path: &str, kind: OutputKind, made_by_run: &dyn Fn(&Path) -> bool) -> Result<()> {
+    let refuse = |kind: io::ErrorKind, reason: String| Err(Error::io(path, io::Error::new(kind, reason)));
+    if path == "-" {
+        return match kind {
+            OutputKind::File => Ok(()),
+            OutputKind::Folder => refuse(io::ErrorKind::InvalidInput, "needs a folder, not stdout".into()),
+        };
+    }
+    let place = match kind {
+        OutputKind::File if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) => {
+            return refuse(io::ErrorKind::IsADirectory, "is a folder, not a file".into())
+        }
+        OutputKind::File => match target_of(path)? {
+            Target::InPlace if std::fs::metadata(path).is_err() => {
+                return refuse(io::ErrorKind::NotFound, "no such file (only open files can be written there)".into())
+            }
+            Target::InPlace => return Ok(()),
+            Target::Replace { path: real, .. } => real,
+        },
+        OutputKind::Folder => match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() && may_write(Path::new(path)) => return Ok(()),
+            Ok(meta) if meta.is_dir() => {
+                return refuse(io::ErrorKind::PermissionDenied, "folder is not writable".into())
+            }
+            Ok(_) => return refuse(io::ErrorKind::InvalidInput, "is a file, not a folder".into()),
+            Err(_) => PathBuf::from(path),
+        },
+    };
+    let dir = match place.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if made_by_run(dir) {
+        return Ok(());
+    }
+    let created = match kind {
+        OutputKind::File => "",
+        OutputKind::Folder => " (only the last folder of the path is created)",
+    };
+    match std::fs::metadata(dir) {
+        Ok(meta) if !meta.is_dir() => {
+            refuse(io::ErrorKind::NotADirectory, format!("{} is not a folder", dir.display()))
+        }
+        Ok(_) if !may_write(dir) => {
+            refuse(io::ErrorKind::PermissionDenied, format!("folder {} is not writable", dir.display()))
+        }
+        Ok(_) => Ok(()),
+        Err(_) => refuse(io::ErrorKind::NotFound, format!("folder {} does not exist{created}", dir.display())),
+    }
 }
 
 /// `access(W_OK)`: whether this process may write the existing file `path`.

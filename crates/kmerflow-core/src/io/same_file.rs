@@ -1,13 +1,15 @@
-//! The check that no output of a command is one of its inputs (`-o in.fq in.fq` would
-//! otherwise replace the reads it is reading). Every command calls [`refuse_inputs_as_outputs`]
-//! with all its inputs (reads and tables) and outputs (including derived names such as
-//! `<input>.keep` and side files) before it reads anything; the files its front end writes
-//! beside them (`--metrics`, unique-kmers' `-R`), declared on the run
-//! ([`RunContext::add_side_output`]), are checked with them.
+//! Whether two paths name one file, and the run's entry to the [`preflight`] of its files
+//! (`-o in.fq in.fq` would otherwise replace the reads it is reading). Every command calls
+//! [`refuse_inputs_as_outputs`] with all its inputs (reads and tables) and outputs (including
+//! derived names such as `<input>.keep` and side files) before it reads anything; the files its
+//! front end writes beside them (`--metrics`, `--report-json`, `--html`, unique-kmers' `-R`),
+//! declared on the run ([`RunContext::add_side_output`]), are checked with them.
 
+use crate::run::files::{preflight, Output};
 use crate::run::RunContext;
-use crate::{Error, Result};
+use crate::Result;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
 
 /// The device and inode of an existing `path` (following links); `None` for stdin/stdout (`-`),
 /// missing files and character devices (a terminal may well be input and output at once).
@@ -24,9 +26,33 @@ pub fn same_file(a: &str, b: &str) -> bool {
     a == b || identity(a).is_some_and(|id| Some(id) == identity(b))
 }
 
-/// Refuses, naming both, an output (one of `outputs` or of the side outputs declared on `ctx`)
-/// that is the same file as an input: the same path, or the same device and inode (a hard
-/// link, a symbolic link, `./in.fq`).
+/// Where `path` resolves to, whether or not it exists yet: the real path of an existing file
+/// (links followed), else the real path of its folder joined with its name (`./o.fq` and
+/// `o.fq` resolve alike); `None` for `-` and where the folder does not exist.
+pub fn resolved(path: &str) -> Option<PathBuf> {
+    if path == "-" {
+        return None;
+    }
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return Some(real);
+    }
+    let p = Path::new(path);
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    // A dangling symbolic link resolves to the file it will create.
+    if let Ok(target) = std::fs::read_link(p) {
+        let next = dir.join(target);
+        return (next != p).then(|| resolved(&next.to_string_lossy())).flatten();
+    }
+    Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?))
+}
+
+/// The run's [`preflight`]: refuses an output (one of `outputs`, a command's own, or of the side
+/// outputs declared on `ctx`) that is the same file as an input or as another output, or that
+/// cannot be written where it is named. Every command calls this with all its inputs and
+/// outputs before it reads anything.
 pub fn refuse_inputs_as_outputs<I, O>(ctx: &RunContext, inputs: I, outputs: O) -> Result<()>
 where
     I: IntoIterator,
@@ -34,34 +60,10 @@ where
     O: IntoIterator,
     O::Item: AsRef<str>,
 {
-    let outputs: Vec<String> = outputs.into_iter().map(|p| p.as_ref().to_string()).chain(ctx.side_outputs()).collect();
-    refuse_same_files(inputs, outputs)
-}
-
-/// The check of [`refuse_inputs_as_outputs`] on the given paths only (for a file written after
-/// the run, checked against what the run read and wrote).
-pub fn refuse_same_files<I, O>(inputs: I, outputs: O) -> Result<()>
-where
-    I: IntoIterator,
-    I::Item: AsRef<str>,
-    O: IntoIterator,
-    O::Item: AsRef<str>,
-{
-    let inputs: Vec<(String, Option<(u64, u64)>)> =
-        inputs.into_iter().map(|p| (p.as_ref().to_string(), identity(p.as_ref()))).collect();
-    for output in outputs {
-        let output = output.as_ref();
-        if output == "-" {
-            continue;
-        }
-        let id = identity(output);
-        if let Some((input, _)) = inputs.iter().find(|(path, i)| path == output || (id.is_some() && *i == id)) {
-            return Err(Error::invalid(format!(
-                "output {output} is the same file as input {input}; refusing to overwrite an input"
-            )));
-        }
-    }
-    Ok(())
+    let inputs: Vec<String> = inputs.into_iter().map(|p| p.as_ref().to_string()).collect();
+    let outputs: Vec<Output> =
+        outputs.into_iter().map(|p| Output::file(p.as_ref())).chain(ctx.side_outputs()).collect();
+    preflight(&inputs, &outputs)
 }
 
 #[cfg(test)]
@@ -95,11 +97,10 @@ mod tests {
         std::fs::write(&input, "@a\nACGT\n+\nIIII\n").unwrap();
         let input = input.to_str().unwrap();
         let ctx = RunContext::new();
-        ctx.add_side_output("-");
-        ctx.add_side_output(dir.path().join("metrics.json").to_str().unwrap());
+        ctx.add_side_output(Output::side_file("--metrics", dir.path().join("metrics.json").to_str().unwrap()));
         assert!(refuse_inputs_as_outputs(&ctx, [input], ["-"]).is_ok());
-        ctx.add_side_output(input);
+        ctx.add_side_output(Output::side_file("--html", input));
         let err = refuse_inputs_as_outputs(&ctx, [input], ["-"]).unwrap_err().to_string();
-        assert!(err.contains("refusing to overwrite an input"), "{err}");
+        assert!(err.contains("--html") && err.contains("refusing to overwrite an input"), "{err}");
     }
 }

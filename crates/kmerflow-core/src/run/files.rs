@@ -1,8 +1,109 @@
-//! The files a run read and wrote, for its report: every input opened through
-//! [`crate::io::open_input`] (path, size, compression) and every output put in place under its
-//! final name.
+//! The files of a run: the preflight that checks all of them before anything is read
+//! ([`preflight`]), and, for its report, every input opened through [`crate::io::open_input`]
+//! (path, size, compression) and every output put in place under its final name.
 
+use crate::io::output::check_writable;
+use crate::io::same_file::{resolved, same_file};
+use crate::{Error, Result};
+use std::path::Path;
 use std::sync::Mutex;
+
+/// What an output of a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputKind {
+    /// A file (`-` = stdout).
+    File,
+    /// A folder the run writes files into (`--plots`, `--multiqc`): it exists, or its parent
+    /// folder does and only the folder itself is created.
+    Folder,
+}
+
+/// One output of a run as [`preflight`] checks it: its path, the flag that gave it (`None` for
+/// a command's own outputs, named `output` in messages) and its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// The path as given (`-` = stdout for a file).
+    pub path: String,
+    /// The flag that gave it (`--html`), for messages.
+    pub flag: Option<String>,
+    /// A file or a folder.
+    pub kind: OutputKind,
+}
+
+impl Output {
+    /// A command's own output file (`-o`, a derived `<input>.keep`, a saved table).
+    pub fn file(path: impl Into<String>) -> Self {
+        Output { path: path.into(), flag: None, kind: OutputKind::File }
+    }
+
+    /// A file written by a front end beside the command's outputs, given by `flag`.
+    pub fn side_file(flag: &str, path: impl Into<String>) -> Self {
+        Output { path: path.into(), flag: Some(flag.to_string()), kind: OutputKind::File }
+    }
+
+    /// A folder written into by a front end beside the command's outputs, given by `flag`.
+    pub fn side_folder(flag: &str, path: impl Into<String>) -> Self {
+        Output { path: path.into(), flag: Some(flag.to_string()), kind: OutputKind::Folder }
+    }
+
+    /// The output as messages name it: `--html r.html`, or `output o.fq`.
+    fn name(&self) -> String {
+        format!("{} {}", self.flag.as_deref().unwrap_or("output"), self.path)
+    }
+}
+
+/// The one check of a run's files before a byte is read, for every front end (the command
+/// line, the Python functions, sharded runs): given the resolved `inputs` (reads and tables)
+/// and every output and side output, it refuses, naming the flag and path,
+/// - an output that is the same file as an input (the same path, `./in.fq`, a symbolic or
+///   hard link): it would replace what the run reads;
+/// - two outputs that are the same file (`--html o1.fq -o o1.fq`; both `-`): one would replace
+///   the other;
+/// - an output that cannot be written where it is named ([`check_writable`]): a folder given
+///   as a file, a file given as a folder, a missing folder (a `Folder` output's own last
+///   component excepted), a write-protected file or folder, a new name under `/proc`.
+pub fn preflight<I: AsRef<str>>(inputs: &[I], outputs: &[Output]) -> Result<()> {
+    for output in outputs.iter().filter(|o| o.path != "-") {
+        if let Some(input) = inputs.iter().map(AsRef::as_ref).find(|i| same_file(&output.path, i)) {
+            return Err(Error::invalid(format!(
+                "{} is the same file as input {input}; refusing to overwrite an input",
+                output.name()
+            )));
+        }
+    }
+    refuse_same_outputs(outputs)?;
+    for output in outputs {
+        let folder_made_by_run = |dir: &Path| {
+            let dir = resolved(&dir.to_string_lossy());
+            dir.is_some() && outputs.iter().any(|o| o.kind == OutputKind::Folder && resolved(&o.path) == dir)
+        };
+        check_writable(&output.path, output.kind, &folder_made_by_run).map_err(|e| match &output.flag {
+            Some(flag) => Error::invalid(format!("{flag} {e}")),
+            None => e,
+        })?;
+    }
+    Ok(())
+}
+
+/// Refuses, naming both, two of `outputs` that are the same file (both `-` included).
+pub fn refuse_same_outputs(outputs: &[Output]) -> Result<()> {
+    for (i, a) in outputs.iter().enumerate() {
+        if let Some(b) = outputs[i + 1..].iter().find(|b| same_output(a, b)) {
+            let what = if a.path == "-" { "both write to stdout" } else { "are the same file" };
+            return Err(Error::invalid(format!("{} and {} {what}; give each output its own", a.name(), b.name())));
+        }
+    }
+    Ok(())
+}
+
+/// True when outputs `a` and `b` name the same file: both `-` (stdout), or the same file by
+/// path or by [`same_file`], existing or not (`./o.fq` is `o.fq`).
+fn same_output(a: &Output, b: &Output) -> bool {
+    if a.path == "-" || b.path == "-" {
+        return a.path == b.path;
+    }
+    same_file(&a.path, &b.path) || resolved(&a.path).is_some_and(|r| Some(r) == resolved(&b.path))
+}
 
 /// One input file of a run.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -60,6 +161,54 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The preflight's error text for `outputs` beside input `input` (`None` when accepted).
+    fn refusal(input: &str, outputs: &[Output]) -> Option<String> {
+        preflight(&[input], outputs).err().map(|e| e.to_string())
+    }
+
+    #[test]
+    fn outputs_are_checked_against_the_inputs_and_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        std::fs::write(at("in.fq"), "@a\nACGT\n+\nIIII\n").unwrap();
+        let input = at("in.fq");
+        let err = refusal(&input, &[Output::file(at("o.fq")), Output::side_file("--html", at("o.fq"))]).unwrap();
+        assert!(err.contains("output") && err.contains("--html") && err.contains("same file"), "{err}");
+        let dotted = format!("{}/./o.fq", dir.path().display());
+        assert!(refusal(&input, &[Output::file(at("o.fq")), Output::side_file("--metrics", dotted)]).is_some());
+        std::os::unix::fs::symlink(at("o.fq"), at("link.fq")).unwrap();
+        let err = refusal(&input, &[Output::file(at("o.fq")), Output::side_file("--report-json", at("link.fq"))]);
+        assert!(err.is_some(), "a dangling link to another output");
+        let err = refusal(&input, &[Output::side_folder("--plots", at("in.fq"))]).unwrap();
+        assert!(err.contains("--plots") && err.contains("input"), "{err}");
+        let both = [Output::file("-"), Output::side_file("--report-json", "-")];
+        assert!(refusal(&input, &both).unwrap().contains("both write to stdout"));
+        assert_eq!(refusal(&input, &[Output::file("-"), Output::file(at("o.fq"))]), None);
+    }
+
+    #[test]
+    fn outputs_must_be_writable_where_they_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        std::fs::write(at("file"), "x").unwrap();
+        let input = at("in.fq");
+        let refused = |output: Output, reason: &str| {
+            let err = refusal(&input, std::slice::from_ref(&output)).unwrap_or_default();
+            assert!(err.contains(&output.path) && err.contains(reason), "{output:?}: {err}");
+        };
+        refused(Output::side_file("--report-json", at("missing/r.json")), "does not exist");
+        refused(Output::side_file("--html", dir.path().to_string_lossy()), "is a folder");
+        refused(Output::side_file("--metrics", "/proc/kmerflow-m.json"), "only open files");
+        refused(Output::side_file("--html", at("file/r.html")), "Not a directory");
+        refused(Output::side_folder("--multiqc", at("file")), "is a file, not a folder");
+        refused(Output::side_folder("--multiqc", at("a/b")), "only the last folder");
+        refused(Output::side_folder("--plots", "-"), "needs a folder");
+        // A new folder in an existing one, and files in a folder the run makes, are accepted.
+        let plots = [Output::side_folder("--plots", at("p")), Output::side_file("--plots", at("p/x.png"))];
+        assert_eq!(refusal(&input, &plots), None);
+        assert!(!std::path::Path::new(&at("p")).exists(), "the preflight writes nothing");
+    }
 
     #[test]
     fn each_file_is_listed_once() {

@@ -14,9 +14,9 @@
 //! * [`CancelToken`]: set by a front end (a signal handler, a Python `KeyboardInterrupt`); the
 //!   core checks it between batches and while waiting for input, and stops with
 //!   [`crate::Error::Cancelled`];
-//! * side outputs: files a front end writes beside the operation's own (`--metrics`, reports),
-//!   which the operation refuses, with its own outputs, when they are one of its inputs
-//!   ([`crate::io::refuse_inputs_as_outputs`]);
+//! * side outputs: files and folders a front end writes beside the operation's own
+//!   (`--metrics`, reports), which the operation's preflight checks with its own outputs
+//!   ([`files::preflight`], through [`crate::io::refuse_inputs_as_outputs`]);
 //! * messages: the core never prints; it emits [`Message`]s (level and text) that the context
 //!   keeps in order and hands, as they come, to the handler a front end installed.
 //!
@@ -138,7 +138,7 @@ struct State {
     cancel: CancelToken,
     messages: Mutex<Vec<Message>>,
     handler: Option<MessageHandler>,
-    side_outputs: Mutex<Vec<String>>,
+    side_outputs: Mutex<Vec<files::Output>>,
     /// The run a context made by [`RunContext::beside`] works within: its metrics, files,
     /// messages and side outputs are that run's, and that run's cancellation stops it too.
     within: Option<RunContext>,
@@ -276,14 +276,15 @@ impl RunContext {
         }
     }
 
-    /// Declares `path` as a file the front end will write beside the operation's outputs (`-`,
-    /// stdout, is ignored): the operation refuses it too when it is one of its inputs.
-    pub fn add_side_output(&self, path: impl Into<String>) {
-        self.run_state().side_outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(path.into());
+    /// Declares `output` as a file or folder the front end will write beside the operation's
+    /// outputs (`--metrics`, `--html`, `--plots`): the operation's preflight checks it with its
+    /// own outputs ([`files::preflight`]).
+    pub fn add_side_output(&self, output: files::Output) {
+        self.run_state().side_outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(output);
     }
 
     /// The side outputs declared so far ([`RunContext::add_side_output`]).
-    pub fn side_outputs(&self) -> Vec<String> {
+    pub fn side_outputs(&self) -> Vec<files::Output> {
         self.run_state().side_outputs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
