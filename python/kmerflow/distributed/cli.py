@@ -49,8 +49,8 @@ Outcome = Tuple[Dict[str, Any], List[str]]
 
 def wants_shards(argv: Sequence[str]) -> bool:
     """Whether ``kmerflow`` arguments ``argv`` (command first) ask for a sharded run."""
-    return bool(argv) and argv[0] in COMMANDS and any(
-        a.split("=", 1)[0] in FLAGS for a in argv[1:])
+    options = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+    return bool(argv) and argv[0] in COMMANDS and any(a.split("=", 1)[0] in FLAGS for a in options)
 
 
 def run(argv: Sequence[str], on_message: OnMessage, client: Any = None,
