@@ -52,6 +52,61 @@ def test_batches_are_lists(data):
     assert sum(map(len, batches)) == 25000
 
 
+def _shared_by_two_threads(make_iter, key):
+    """The items two threads took from one iterator, each keyed; fails on a hang or an error."""
+    it = make_iter()
+    taken: list[list] = [[], []]
+    errors: list[BaseException] = []
+
+    def take(i):
+        try:
+            for item in it:
+                taken[i].append(key(item))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a thread hangs on the shared iterator"
+    assert not errors, errors
+    return taken
+
+
+@pytest.fixture(scope="module")
+def many_reads(tmp_path_factory):
+    """40,000 FASTQ records named r0.. (several batches of about 1 MiB)."""
+    path = tmp_path_factory.mktemp("reads") / "many.fq"
+    rng = random.Random(5)
+    with path.open("w") as out:
+        for i in range(40000):
+            seq = "".join(rng.choice("ACGT") for _ in range(60))
+            out.write(f"@r{i}\n{seq}\n+\n{'I' * 60}\n")
+    return path
+
+
+def test_threads_sharing_one_reads_iterator_each_get_different_records(many_reads):
+    names = [f"r{i}" for i in range(40000)]
+    for run in range(20):
+        taken = _shared_by_two_threads(lambda: iter(kmerflow.open_reads(many_reads)), lambda r: r.name)
+        assert sorted(taken[0] + taken[1], key=lambda n: int(n[1:])) == names, run
+        # Each thread's records come in file order.
+        assert all(t == sorted(t, key=lambda n: int(n[1:])) for t in taken), run
+    for run in range(20):
+        taken = _shared_by_two_threads(lambda: kmerflow.open_reads(many_reads).batches(), len)
+        assert sum(taken[0] + taken[1]) == 40000, run
+
+
+def test_records_and_batches_of_one_reader_continue_each_other(many_reads):
+    reads = kmerflow.open_reads(many_reads)
+    records = iter(reads)
+    first = [next(records).name for _ in range(3)]
+    rest = [r.name for batch in reads.batches() for r in batch]
+    assert first + rest == [f"r{i}" for i in range(40000)]
+
+
 def _names(bundles):
     return [(a.name, b.name if b is not None else None) for a, b in bundles]
 
@@ -409,6 +464,57 @@ def test_hll_shared_by_four_threads(data):
 
 
 # --- command functions -------------------------------------------------------------------------
+
+def test_tables_beyond_memory_are_refused_before_allocation():
+    for make in (lambda: kmerflow.Countgraph(20, 1e3, 2**40), lambda: kmerflow.Nodegraph(20, 1e18, 4),
+                 lambda: kmerflow.Counttable(20, 1e3, 2**40), lambda: kmerflow.Countgraph(20, 1, 2**62)):
+        with pytest.raises(kmerflow.ParameterError, match="does not fit in .*starting_size and n_tables"):
+            make()
+    with pytest.raises(kmerflow.ParameterError, match="number of tables must be 1..=255"):
+        kmerflow.Countgraph(20, 1e6, 300)
+
+
+def test_consuming_a_long_sequence_needs_little_memory(tmp_path):
+    """A 25 Mbp string is counted in pieces: the peak grows by far less than its ~40 bytes a
+    base of hashes and bins (1 GB), and the counts equal those of one read at a time."""
+    code = """if True:
+        import random, resource, kmerflow
+        rng = random.Random(3)
+        seq = "".join(rng.choices("ACGT", k=25_000_000))
+        table = kmerflow.Countgraph(20, 1e6, 4)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        n = table.consume(seq)
+        print(n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+        piece = 200_000
+        check = kmerflow.Countgraph(20, 1e6, 4)
+        assert sum(check.consume(seq[i:i + piece + 19]) for i in range(0, len(seq) - 19, piece)) == n
+        assert all((a == b).all() for a, b in zip(check.get_raw_tables(), table.get_raw_tables()))
+        assert table.get(seq[12_345_678:12_345_698]) >= 1
+    """
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == 0, proc.stderr
+    n, grown_kb = map(int, proc.stdout.split())
+    assert n == 25_000_000 - 19
+    assert grown_kb < 30_000, f"peak grew by {grown_kb} kB"
+
+
+def test_unroute_out_of_range_is_a_value_error():
+    order = np.array([5], dtype=np.uint32)
+    with pytest.raises(ValueError, match="position 5"):
+        kmerflow._core.ShardClient.unroute(order, [np.array([1], dtype=np.uint8)])
+
+
+@pytest.mark.parametrize("name", ["--savegraph=x.ct", "--help", "-o"])
+def test_inputs_beginning_with_a_dash_are_file_names(small_fasta, tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError) as info:
+        kmerflow.normalize_by_median([name, small_fasta], ksize=17, output=tmp_path / "out.fq")
+    assert info.value.filename == name
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([small_fasta.name])
+    assert command_argv("readstats", ["-", name]) == ["readstats", "--", "-", name]
+    assert command_argv("readstats", ["-"]) == ["readstats", "-"]
+
 
 def test_command_argv():
     argv = command_argv("normalize-by-median", ["a.fq", "b.fq"], ksize=20, cutoff=None,

@@ -8,7 +8,7 @@ import numpy.typing as npt
 from typing_extensions import Self, disjoint_base
 
 __all__ = [
-    "__version__", "Record", "ReadReader", "HLLCounter", "Table", "Countgraph", "SmallCountgraph",
+    "__version__", "Record", "ReadReader", "RecordIterator", "HLLCounter", "Table", "Countgraph", "SmallCountgraph",
     "Nodegraph", "Counttable", "SmallCounttable", "Nodetable", "forward_hash", "forward_hash_no_rc",
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
     "is_prime", "cli_main", "run_command", "command_specs", "check_command", "shard_requested", "shard_plan",
@@ -49,8 +49,15 @@ class ReadReader:
                 min_length: Optional[int] = None, mate: Optional[_Path] = None) -> Self: ...
     def __iter__(self) -> Iterator[list]: ...
     def __next__(self) -> list: ...
+    def records(self) -> RecordIterator: ...
     @property
     def short_dropped(self) -> int: ...
+
+@final
+class RecordIterator:
+    """The records (or bundles) of a :class:`ReadReader` one at a time."""
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> Any: ...
 
 @disjoint_base
 class Table:

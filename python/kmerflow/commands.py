@@ -131,7 +131,8 @@ def _definition(command: str) -> CommandDef:
 
 
 def command_argv(command: str, positional: Iterable[Any] = (), **options: Any) -> list[str]:
-    """The argv (without program name) of ``kmerflow COMMAND`` for the given arguments."""
+    """The argv (without program name) of ``kmerflow COMMAND`` for the given arguments; the
+    positional arguments follow ``--`` when one begins with ``-`` (other than ``-``, stdin)."""
     flags = _definition(command).flags
     unknown = sorted(set(options) - set(flags))
     if unknown:
@@ -153,8 +154,10 @@ def command_argv(command: str, positional: Iterable[Any] = (), **options: Any) -
                 argv += [flag.flag, _text(item)]
         else:
             argv += [flag.flag, _text(value)]
-    argv += [_text(p) for p in positional]
-    return argv
+    positional = [_text(p) for p in positional]
+    if any(p.startswith("-") and p != "-" for p in positional):
+        argv.append("--")  # a path like "--help" is a file name, not an option
+    return argv + positional
 
 
 def _text(value: Any) -> str:

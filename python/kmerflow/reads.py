@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from itertools import chain
 from typing import Iterator, Literal, Optional, Union, overload
 
 from kmerflow._core import ReadReader, Record
@@ -15,14 +14,15 @@ class Reads:
     """An iterable over the records (or bundles) of a sequence file; see :func:`open_reads`.
 
     Batches of records are parsed natively with the GIL released and converted to Python objects
-    a batch at a time; :meth:`batches` exposes those lists directly.
+    a batch at a time; :meth:`batches` exposes those lists directly. Threads may share one
+    iterator: each record goes to exactly one of them.
     """
 
     def __init__(self, reader: ReadReader) -> None:
         self._reader = reader
 
     def __iter__(self) -> Iterator:
-        return chain.from_iterable(self._reader)
+        return self._reader.records()
 
     def batches(self) -> Iterator[list]:
         """The records as lists of about 1 MiB of input each."""

@@ -37,6 +37,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", kmerflow_core::VERSION)?;
     m.add_class::<reads::Record>()?;
     m.add_class::<reads::ReadReader>()?;
+    m.add_class::<reads::RecordIterator>()?;
     m.add_class::<hll::PyHllCounter>()?;
     tables::register(m)?;
     batch::register(m)?;

@@ -1,8 +1,9 @@
 //! `ReadReader`: FASTA/FASTQ records (or pairs) handed to Python one batch at a time.
 //!
 //! A batch (about 1 MiB of input) is read and parsed with the GIL released, then converted to a
-//! Python list in one go; Python iterates the list (`kmerflow.open_reads` chains them), so the
-//! per-record cost on the Python side is creating three `str` objects and one `Record`.
+//! Python list in one go; `kmerflow.open_reads` hands its items out one at a time
+//! (`ReadReader.records()`), so the per-record cost on the Python side is creating three `str`
+//! objects and one `Record`. Threads sharing a reader each get different records.
 
 use crate::errors::IntoPyResult;
 use crate::interrupt::warn_message;
@@ -10,7 +11,9 @@ use kmerflow_core::io::{FastxReader, PairMode, PairedReader, Record as CoreRecor
 use kmerflow_core::run::RunContext;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyList, PyString, PyTuple};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// One sequence record: `name` (whole header line), `sequence`, `quality` (`None` for FASTA).
 #[pyclass(frozen, module = "kmerflow._core")]
@@ -104,12 +107,69 @@ pub(crate) fn pair_mode(pairs: &Bound<'_, PyAny>) -> PyResult<Option<PairMode>> 
     }
 }
 
-/// Iterator over batches (Python lists) of records or `(read1, read2_or_None)` tuples.
-#[pyclass(module = "kmerflow._core")]
+/// Iterator over batches (Python lists) of records or `(read1, read2_or_None)` tuples; its
+/// `records()` iterates them one at a time. Threads may share it: one reads a batch at a time
+/// (the others wait with the GIL released) and every item goes to exactly one of them.
+#[pyclass(module = "kmerflow._core", frozen)]
 pub struct ReadReader {
+    state: Mutex<ReaderState>,
+}
+
+/// What a `ReadReader` reads from and has read.
+struct ReaderState {
     source: Source,
     /// Reads dropped so far for being shorter than `min_length`.
     short_dropped: u64,
+    /// The batch `records()` is handing out and the index of its next item.
+    current: Option<(Py<PyList>, usize)>,
+}
+
+impl ReadReader {
+    /// A reader of `source` that has read nothing.
+    fn from_source(source: Source) -> Self {
+        ReadReader { state: Mutex::new(ReaderState { source, short_dropped: 0, current: None }) }
+    }
+
+    /// The state, locked with the GIL released while another thread holds it (a panic in a
+    /// holder leaves nothing half-updated that matters: at worst a batch is lost with the error).
+    fn lock(&self, py: Python<'_>) -> MutexGuard<'_, ReaderState> {
+        self.state.lock_py_attached(py).unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next item of the batches one at a time; `None` at the end.
+    fn next_item<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut state = self.lock(py);
+        loop {
+            if let Some((batch, next)) = &mut state.current {
+                let batch = batch.bind(py);
+                if *next < batch.len() {
+                    *next += 1;
+                    return batch.get_item(*next - 1).map(Some);
+                }
+            }
+            state.current = None;
+            let Some(batch) = state.next_batch(py)? else { return Ok(None) };
+            state.current = Some((batch.unbind(), 0));
+        }
+    }
+}
+
+/// Iterator over the records (or bundles) of a `ReadReader` one at a time (`ReadReader.records()`).
+#[pyclass(module = "kmerflow._core", frozen)]
+pub struct RecordIterator {
+    reader: Py<ReadReader>,
+}
+
+#[pymethods]
+impl RecordIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next record (or bundle), `StopIteration` at the end.
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.reader.get().next_item(py)
+    }
 }
 
 #[pymethods]
@@ -151,22 +211,42 @@ impl ReadReader {
             })
         });
         ctx.messages().iter().try_for_each(|m| warn_message(py, m))?;
-        Ok(ReadReader { source: source.py()?, short_dropped: 0 })
+        Ok(ReadReader::from_source(source.py()?))
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
 
+    /// The records (or bundles) one at a time, from where the batches are.
+    fn records(slf: Py<Self>) -> RecordIterator {
+        RecordIterator { reader: slf }
+    }
+
     /// Reads dropped so far for being shorter than `min_length` (with pairs that must stay
     /// together, their mates too), as khmer's scripts count them.
     #[getter]
-    fn short_dropped(&self) -> u64 {
-        self.short_dropped
+    fn short_dropped(&self, py: Python<'_>) -> u64 {
+        self.lock(py).short_dropped
     }
 
-    /// The next batch as a list (never empty), `StopIteration` at the end.
-    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+    /// The next batch as a list (never empty; what `records()` has not handed out of its batch
+    /// first), `StopIteration` at the end.
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let mut state = self.lock(py);
+        if let Some((batch, next)) = state.current.take() {
+            let batch = batch.into_bound(py);
+            if next < batch.len() {
+                return Ok(Some(batch.get_slice(next, batch.len()).cast_into::<PyList>()?));
+            }
+        }
+        state.next_batch(py)
+    }
+}
+
+impl ReaderState {
+    /// The next non-empty batch; `None` at the end.
+    fn next_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
         loop {
             let Some(batch) = self.read_batch(py)? else { return Ok(None) };
             if !batch.is_empty() {
@@ -174,9 +254,7 @@ impl ReadReader {
             }
         }
     }
-}
 
-impl ReadReader {
     /// Reads the next batch with the GIL released and converts it; `None` at the end.
     fn read_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
         match &mut self.source {

@@ -29,7 +29,8 @@ pub fn get_n_primes_near_x(n: usize, x: u64) -> Result<Vec<u64>> {
     if x == 1 {
         return Ok(vec![1]);
     }
-    let mut primes = Vec::with_capacity(n);
+    // The vector grows with the primes found: a huge n is refused below, never allocated.
+    let mut primes = Vec::with_capacity(n.min(256));
     let mut i = x.saturating_sub(1);
     if i & 1 == 0 {
         i = i.saturating_sub(1);

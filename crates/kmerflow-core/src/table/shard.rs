@@ -185,7 +185,9 @@ impl ShardMap {
         }
         let mut values = vec![T::default(); len];
         for (&q, &v) in order.iter().zip(answers.iter().flat_map(|a| a.iter())) {
-            values[q as usize] = v;
+            *values.get_mut(q as usize).ok_or_else(|| {
+                Error::invalid(format!("position {q} in the order is past the {len} values answered"))
+            })? = v;
         }
         Ok(values)
     }
