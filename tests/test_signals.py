@@ -8,6 +8,8 @@ is never what ends it."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import random
 import select
@@ -98,12 +100,13 @@ def _interrupt(args: list[str], cwd: Path, sig: signal.Signals, delay: float,
 def _check(status: int, took: float, err: str, sig: signal.Signals, name: str, where: str = "",
            grace: float = GRACE_S) -> None:
     """The run exited with the signal's status within `grace` seconds, saying so on its last
-    line in the command's own words (the last-resort watchdog says `kmerflow: interrupted`)."""
+    line in the command's own words (the last-resort watchdog says `kmerflow: interrupted`; the
+    pipeline adds that a rerun resumes)."""
     expected = 130 if sig == signal.SIGINT else 143
     assert status == expected, f"{where}: {err}"
     assert took < grace, f"{where}: {took:.2f} s to stop"
     assert "Traceback" not in err, f"{where}: {err}"
-    assert err.rstrip("\n").splitlines()[-1] == f"kmerflow {name}: interrupted", f"{where}: {err}"
+    assert err.rstrip("\n").splitlines()[-1].startswith(f"kmerflow {name}: interrupted"), f"{where}: {err}"
 
 
 def _left(cwd: Path, inputs: set[str]) -> list[str]:
@@ -374,3 +377,78 @@ def test_a_signal_at_the_end_of_the_input_ends_the_run_or_completes_it(tmp_path:
         else:
             _check(proc.returncode, took, err, sig, "extract-long-sequences", where, PROMPT_S)
         assert _left(tmp_path, {"in.fq"}) == [], f"{where}: {err}"
+
+
+def _interrupt_group(args: list[str], cwd: Path, sig: signal.Signals, ready) -> tuple[int, float, str]:
+    """Starts kmerflow ARGS in `cwd` in a process group of its own and, once `ready()` is
+    true, sends `sig` to the whole group, as a terminal sends Ctrl-C (a LocalCluster's workers
+    are in the group too); returns the exit status, the seconds from the signal to the exit,
+    and stderr."""
+    with open(cwd.parent / f"{cwd.name}.stderr", "w+b") as err:
+        proc = subprocess.Popen([*_command(), *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while not ready() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert proc.poll() is None and ready(), "the run ended (or never got going) before the signal"
+            os.killpg(proc.pid, sig)
+            sent = time.monotonic()
+            proc.wait(timeout=30)
+            took = time.monotonic() - sent
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        err.seek(0)
+        return proc.returncode, took, err.read().decode(errors="replace")
+
+
+def _appeared(folder: Path, pattern: str):
+    """A readiness test: a path matching `pattern` exists in `folder`."""
+    return lambda: any(folder.glob(pattern))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_process_group_stops_a_sharded_run(reads: Path, tmp_path: Path, sig: signal.Signals):
+    """Ctrl-C from a terminal (SIGINT to the process group, the LocalCluster's workers
+    included) and SIGTERM to the group stop a sharded run once it normalizes: exit 130 / 143
+    within the grace, nothing left behind."""
+    pytest.importorskip("distributed")
+    os.symlink(reads, tmp_path / "in.fq")
+    args = ["normalize-by-median", "-k", "20", "-M", "40e6", "-o", "out.fq", "-s", "t.ct", "in.fq",
+            "in.fq", "in.fq", "in.fq", "--local-cluster", "1"]
+    status, took, err = _interrupt_group(args, tmp_path, sig, _appeared(tmp_path, ".out.fq.tmp-*"))
+    _check(status, took, err, sig, "normalize-by-median", "sharded normalize-by-median")
+    assert _left(tmp_path, {"in.fq"}) == [], err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_process_group_stops_a_pipeline_and_a_rerun_resumes(tmp_path: Path, sig: signal.Signals):
+    """SIGINT or SIGTERM to the process group of `kmerflow pipeline` once its samples run: exit
+    130 / 143 within the grace, the lock released, no scratch or temporary file, no output under
+    a final name that the manifest does not record; the rerun completes every sample."""
+    pytest.importorskip("distributed")
+    for name in "AB":
+        _reads(tmp_path / f"{name}.fq", 20_000, seed=ord(name))
+    (tmp_path / "samples.tsv").write_text(f"sample\tr1\nA\t{tmp_path / 'A.fq'}\nB\t{tmp_path / 'B.fq'}\n")
+    out = tmp_path / "out"
+    args = ["pipeline", "samples.tsv", "-o", str(out), "--local-cluster", "2",
+            "--param", "normalize.max_memory_usage=4e7"]
+    status, took, err = _interrupt_group(args, tmp_path, sig, _appeared(out / ".scratch", "*"))
+    _check(status, took, err, sig, "pipeline", "pipeline", grace=GRACE_S)
+    left = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    assert not [p for p in left if ".tmp-" in p or ".part-" in p or p.startswith(".scratch/")], left
+    proc = subprocess.run([*_command(), *args], cwd=tmp_path, capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    summaries = [json.loads((out / n / f"{n}.summary.json").read_text()) for n in "AB"]
+    assert [s["status"] for s in summaries] == ["done", "done"]
+
+
+def test_a_signal_during_a_gzip_table_save_leaves_no_temporary(tmp_path: Path):
+    """The run cancels the save itself (a write of the gzip stream notices the signal), within
+    the watchdog's grace: no `.t.ct.gz.tmp-*`, no table."""
+    _reads(tmp_path / "in.fq", 2_000)
+    args = ["load-into-counting", "-N", "2", "-x", "3e8", "t.ct.gz", "in.fq"]
+    status, took, err = _interrupt_group(args, tmp_path, signal.SIGINT, _appeared(tmp_path, ".t.ct.gz.tmp-*"))
+    _check(status, took, err, signal.SIGINT, "load-into-counting", "gzip save", PROMPT_S)
+    assert _left(tmp_path, {"in.fq"}) == [], err

@@ -34,6 +34,10 @@ use pyo3::prelude::*;
 /// The native module.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // NumPy's C API is looked up on first use, which runs Python code: done here, at import,
+    // a signal then cannot land inside that lookup in the middle of a run (a Ctrl-C there
+    // became a panic).
+    drop(numpy::PyArray1::<u8>::zeros(m.py(), 0, false));
     m.add("__version__", kmerflow_core::VERSION)?;
     m.add_class::<reads::Record>()?;
     m.add_class::<reads::ReadReader>()?;

@@ -447,13 +447,25 @@ fn finished() -> io::Error {
     io::Error::other("output already finished")
 }
 
+impl OutputFile {
+    /// The writer, once the run is known not to be cancelled: a write that compresses (or
+    /// fills a buffer) without reaching the file for a long time, such as a large table saved
+    /// with gzip, still stops soon after a signal, and the temporary goes with the run.
+    fn live_writer(&mut self) -> io::Result<&mut Encoder<Sink>> {
+        if self.run.cancel_token().is_cancelled() {
+            return Err(super::interruptible::cancelled());
+        }
+        self.writer.as_mut().ok_or_else(finished)
+    }
+}
+
 impl Write for OutputFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.writer.as_mut().ok_or_else(finished)?.write(buf)
+        self.live_writer()?.write(buf)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.writer.as_mut().ok_or_else(finished)?.write_all(buf)
+        self.live_writer()?.write_all(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
