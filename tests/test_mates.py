@@ -240,3 +240,19 @@ def test_python_keywords(mates, tmp_path: Path) -> None:
                                       ksize=17, max_tablesize=1e6, n_tables=2, tempdir=tmp_path, quiet=True)
     pairs = trimmed.summary["mates"]["pairs"]
     assert pairs > 0 and (tmp_path / "t2").read_bytes().count(b">") == pairs
+
+
+@pytest.mark.parametrize("spelling", ["same", "dotted", "link"])
+def test_one_file_as_both_mates_is_refused_by_every_front_end(mates, tmp_path: Path, spelling: str) -> None:
+    _, r1, _ = mates
+    link = tmp_path / "link.fa"
+    link.symlink_to(r1)
+    r2 = {"same": r1, "dotted": r1.parent / "." / r1.name, "link": link}[spelling]
+    for args in (["normalize", "-q", r1, r2, "-o", tmp_path / "o1", "-O", tmp_path / "o2"],
+                 [*NORMALIZE, r1, "--mate", r2, "-o", tmp_path / "o1", "-O", tmp_path / "o2"]):
+        proc = run(*args, check=False)
+        assert proc.returncode == 1, proc.stderr
+        assert f"R2 file {r2} is the same file as R1 file {r1}" in proc.stderr.decode(), proc.stderr
+        assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+    with pytest.raises(kmerflow.ParameterError, match="same file as R1 file"):
+        kmerflow.open_reads(r1, mate=r2)

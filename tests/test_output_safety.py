@@ -169,3 +169,34 @@ def test_a_table_beyond_ulimit_v_is_refused_before_allocation(tmp_path: Path, re
     line = error_line(proc)
     assert "ulimit -v" in line and "-M/--max-memory-usage" in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fq"]
+
+
+def test_plots_without_matplotlib_are_refused_before_the_run(tmp_path: Path, reads: Path) -> None:
+    """The ``kmerflow`` command draws ``--plots`` with matplotlib: without it (hidden from the
+    interpreter here) the run is refused before anything is read or written."""
+    hide = ("import sys; sys.modules['matplotlib'] = None; sys.argv[0] = 'kmerflow'; "
+            "from kmerflow.__main__ import main; main()")
+    args = ["fastq-to-fasta", str(reads), "-o", str(tmp_path / "out.fa"), "--plots", str(tmp_path / "plots")]
+    proc = subprocess.run([sys.executable, "-c", hide, *args], capture_output=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    line = error_line(proc)
+    assert f"--plots {tmp_path / 'plots'}" in line and "matplotlib" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fq"]
+
+
+@pytest.mark.parametrize("flag", ["--html", "--report-json", "--metrics", "--multiqc", "--plots"])
+def test_a_side_output_naming_a_main_output_is_refused_before_the_run(tmp_path: Path, reads: Path,
+                                                                       flag: str) -> None:
+    out = tmp_path / "out.fa"
+    proc = kmerflow("fastq-to-fasta", reads, "-o", out, flag, tmp_path / "." / "out.fa", check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert f"output {out} and {flag} " in error_line(proc), error_line(proc)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fq"]
+
+
+@pytest.mark.parametrize("flag", ["--html", "--report-json", "--metrics"])
+def test_side_files_in_a_missing_folder_are_refused_before_the_run(tmp_path: Path, reads: Path, flag: str) -> None:
+    proc = kmerflow("fastq-to-fasta", reads, "-o", tmp_path / "out.fa", flag, tmp_path / "no" / "r", check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert f"{flag} {tmp_path / 'no' / 'r'}: No such file or directory" in error_line(proc), error_line(proc)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fq"]

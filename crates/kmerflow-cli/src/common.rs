@@ -40,7 +40,7 @@ pub struct CommonArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// Number of worker threads, 1 to 1024 [default: all available cores]
-    #[arg(short = 'T', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS as i64))]
+    #[arg(short = 'T', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS as i64), allow_negative_numbers = true)]
     pub threads: Option<u32>,
     /// Write per-stage timings, byte and record counts and throughput as JSON to FILE
     #[arg(long, value_name = "FILE")]

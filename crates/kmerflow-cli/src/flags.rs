@@ -1,10 +1,12 @@
 //! Range-checked value parsers of the numeric flags. A value out of range is a clap usage error
 //! (exit 2) naming the flag, given before anything is read or allocated.
 
+use crate::commands::counting_args::MemoryArg;
 use clap::error::ErrorKind;
 use clap::ArgMatches;
 use kmerflow_core::kmer::twobit::MAX_K;
-use kmerflow_core::ops::sizing;
+use kmerflow_core::ops::abundance_dist;
+use kmerflow_core::ops::sizing::{self, GraphKind, TableParams};
 use kmerflow_core::table::hll::HllCounter;
 use kmerflow_core::table::Layout;
 
@@ -109,6 +111,38 @@ pub fn check_khmer_ksize(command: &str, sub: &ArgMatches) -> Result<(), clap::Er
     };
     let message = format!(
         "invalid value '{k}' for '--ksize <KSIZE>': the khmer table layout supports k-mer sizes <= {MAX_K}{hint}"
+    );
+    let mut cmd = crate::cli_command();
+    let cmd = cmd.find_subcommand_mut(command).expect("a parsed subcommand exists");
+    Err(cmd.error(ErrorKind::ValueValidation, message))
+}
+
+/// The tables `-M` sizes: a memory so small that a table of the command would hold less than
+/// one entry (`-M 1` with 4 tables) is a usage error of `-M`, as the core would refuse the size.
+pub fn check_table_memory(command: &str, sub: &ArgMatches) -> Result<(), clap::Error> {
+    let Ok(Some(MemoryArg::Bytes(memory))) = sub.try_get_one::<MemoryArg>("max_memory") else {
+        return Ok(());
+    };
+    // Only the table-sizing flags (GraphArgs) define `-N`, always with a value; 0 means unset.
+    let Ok(Some(&n_tables)) = sub.try_get_one::<usize>("n_tables") else { return Ok(()) };
+    if *memory == 0.0 {
+        return Ok(());
+    }
+    let kind = match (command, sub.try_get_one::<bool>("small_count")) {
+        ("load-graph", _) => GraphKind::Nodegraph,
+        (_, Ok(Some(true))) => GraphKind::SmallCountgraph,
+        _ => GraphKind::Countgraph,
+    };
+    let multiplier = if command == "abundance-dist-single" { abundance_dist::SINGLE_MULTIPLIER } else { 1.0 };
+    let params = TableParams { n_tables, ..TableParams::default() };
+    let size = sizing::graph_size(&params, Some(*memory), kind, multiplier);
+    if size >= 1.0 {
+        return Ok(());
+    }
+    let least = (*memory / size).ceil();
+    let message = format!(
+        "invalid value '{memory}' for '--max-memory-usage <BYTES|auto>': each of the {n_tables} tables would hold \
+         less than one entry; give at least {least} bytes"
     );
     let mut cmd = crate::cli_command();
     let cmd = cmd.find_subcommand_mut(command).expect("a parsed subcommand exists");

@@ -165,6 +165,7 @@ fn parse(argv: &[OsString]) -> Result<Option<Parsed>, CliError> {
             return Ok(None);
         }
         flags::check_khmer_ksize(command, sub).map_err(usage)?;
+        flags::check_table_memory(command, sub).map_err(usage)?;
         if let Some(cmd) = cli_command().find_subcommand(command) {
             parameters = report::parameters(cmd, sub);
         }
@@ -233,16 +234,14 @@ fn execute_printing(argv: Vec<OsString>, cancel: CancelToken, renders: bool) -> 
     Ok(settings.renders.then_some(outcome.report))
 }
 
-/// Checks and declares the files of command `name`'s run that are not the command's own, before
-/// the run (one-process or sharded): that `--plots` can be drawn, and `--metrics`,
-/// `--report-json`, `--html`, `--plots` and `--multiqc` as side outputs of `run`, which the
-/// command's preflight checks with its own outputs ([`kmerflow_core::run::files::preflight`]).
-pub(crate) fn declare_run_files(name: &str, settings: &Settings, run: &RunContext) -> kmerflow_core::Result<()> {
-    report::check_plots_drawable(settings)?;
+/// Declares the files of command `name`'s run that are not the command's own, before the run
+/// (one-process or sharded): `--metrics`, `--report-json`, `--html`, `--plots` and
+/// `--multiqc` as side outputs of `run`, which the command's preflight checks with its own
+/// outputs and their dependencies ([`kmerflow_core::run::files::preflight`]).
+pub(crate) fn declare_run_files(name: &str, settings: &Settings, run: &RunContext) {
     for output in report::side_outputs(name, settings) {
         run.add_side_output(output);
     }
-    Ok(())
 }
 
 /// Runs the parsed command line (given as `argv`) within `run`, showing progress on `console`
@@ -262,7 +261,7 @@ fn execute_cli(
             "--metrics: metrics are not compiled in (build with the `metrics` feature)",
         )));
     }
-    declare_run_files(name, &settings, run).map_err(failed)?;
+    declare_run_files(name, &settings, run);
     run.set_threads(settings.threads.unwrap_or_else(kmerflow_core::pipeline::available_threads));
     if let Some(console) = console {
         console.start_progress(name, run);
@@ -393,6 +392,34 @@ mod tests {
         }
         let err = execute(argv(&["fastq-to-fasta", "x.fq", "--gzip", "--bzip"])).unwrap_err();
         assert_eq!(err.code, EXIT_USAGE);
+    }
+
+    #[test]
+    fn negative_values_are_read_and_refused_by_range() {
+        for args in [&["normalize-by-median", "-C", "-1", "x.fq"][..], &["filter-abund", "-C", "-1", "t", "x.fq"]] {
+            let err = execute(argv(args)).unwrap_err();
+            assert_eq!(err.code, EXIT_USAGE, "{args:?}");
+            assert!(err.message.contains("-1 is not in the range 0 <= C < 256"), "{}", err.message);
+        }
+        let err = execute(argv(&["sample-reads-randomly", "-N", "-5", "x.fq"])).unwrap_err();
+        assert_eq!(err.code, EXIT_USAGE);
+    }
+
+    #[test]
+    fn a_memory_too_small_for_one_entry_a_table_is_a_usage_error() {
+        let err = execute(argv(&["load-into-counting", "-M", "1", "t.ct", "x.fq"])).unwrap_err();
+        assert_eq!(err.code, EXIT_USAGE);
+        assert!(
+            err.message.contains("--max-memory-usage") && err.message.contains("at least 4 bytes"),
+            "{}",
+            err.message
+        );
+        // abundance-dist-single keeps room for its tracking filter: 4 bytes give 4 tables < 1 entry.
+        let err = execute(argv(&["abundance-dist-single", "-M", "4", "x.fq", "h"])).unwrap_err();
+        assert_eq!(err.code, EXIT_USAGE);
+        // A nodegraph holds 8 entries a byte: -M 1 with one table is 8 entries, a file error later.
+        let err = execute(argv(&["load-graph", "-M", "1", "-N", "1", "g", "/nonexistent/x.fq"])).unwrap_err();
+        assert_eq!(err.code, EXIT_DATA);
     }
 
     /// A small FASTQ file in a temporary directory.

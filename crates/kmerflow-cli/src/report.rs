@@ -17,7 +17,7 @@ use crate::common::Settings;
 use clap::ArgMatches;
 use kmerflow_core::io::OutputFile;
 use kmerflow_core::ops::autosize::AutoSize;
-use kmerflow_core::run::files::Output;
+use kmerflow_core::run::files::{Dependency, Output};
 use kmerflow_core::run::{Level, RunContext};
 use kmerflow_core::{Error, Result};
 use serde_json::{json, Map, Value};
@@ -52,7 +52,7 @@ pub fn side_outputs(name: &str, settings: &Settings) -> Vec<Output> {
         [("--metrics", &settings.metrics), ("--report-json", &settings.report_json), ("--html", &settings.html)];
     let files = files.into_iter().filter_map(|(flag, path)| path.as_ref().map(|p| Output::side_file(flag, p.as_str())));
     let pngs = settings.plots.iter().flat_map(|dir| {
-        let folder = Output::side_folder("--plots", dir.as_str());
+        let folder = Output::side_folder("--plots", dir.as_str()).needing(PLOTS_DRAWABLE.get().copied());
         let png = |chart: &&str| std::path::Path::new(dir).join(format!("{name}_{chart}.png"));
         std::iter::once(folder)
             .chain(CHARTS.iter().map(move |c| Output::side_file("--plots", png(c).to_string_lossy())))
@@ -62,21 +62,12 @@ pub fn side_outputs(name: &str, settings: &Settings) -> Vec<Output> {
 }
 
 /// The check, set once by a front end that draws the `--plots` PNGs, that it can draw them
-/// (the Python package's needs matplotlib); `Err` says what is missing.
-static PLOTS_DRAWABLE: std::sync::OnceLock<fn() -> std::result::Result<(), String>> = std::sync::OnceLock::new();
+/// (the Python package's needs matplotlib); the run's preflight calls it ([`side_outputs`]).
+static PLOTS_DRAWABLE: std::sync::OnceLock<Dependency> = std::sync::OnceLock::new();
 
-/// Sets the check of [`check_plots_drawable`] (the first one set stays).
-pub fn set_plots_check(check: fn() -> std::result::Result<(), String>) {
+/// Sets the check that `--plots` can be drawn (the first one set stays).
+pub fn set_plots_check(check: Dependency) {
     let _ = PLOTS_DRAWABLE.set(check);
-}
-
-/// Refuses `--plots DIR` before the run when the front end's check says the plots cannot be
-/// drawn ([`set_plots_check`]).
-pub fn check_plots_drawable(settings: &Settings) -> Result<()> {
-    match (&settings.plots, PLOTS_DRAWABLE.get()) {
-        (Some(dir), Some(check)) => check().map_err(|missing| Error::invalid(format!("--plots {dir}: {missing}"))),
-        _ => Ok(()),
-    }
 }
 
 /// A run being measured.

@@ -341,7 +341,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
         "batch_kmers": sharding.batch_kmers,
     });
     let run = RunContext::new();
-    crate::declare_run_files(name, &settings, &run).map_err(|e| data_error(name, e))?;
+    crate::declare_run_files(name, &settings, &run);
     refuse_overwrites(&command, &run).map_err(|e| data_error(name, e))?;
     let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
     let mut out = match &command {

@@ -81,7 +81,7 @@ pub struct GraphArgs {
     pub max_memory: Option<MemoryArg>,
     /// The most memory an automatically sized table (-M auto, -U) may take; a larger one is
     /// refused before counting [default: half the available memory].
-    #[arg(long = "memory-cap", value_name = "BYTES", value_parser = flags::memory)]
+    #[arg(long = "memory-cap", value_name = "BYTES", value_parser = flags::memory, allow_negative_numbers = true)]
     pub memory_cap: Option<f64>,
 }
 

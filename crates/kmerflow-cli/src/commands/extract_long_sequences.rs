@@ -19,7 +19,7 @@ pub struct Args {
     #[arg(short, long, value_name = "output", default_value = "-")]
     pub output: String,
     /// The minimum length of the sequences kept
-    #[arg(short, long, default_value_t = 200)]
+    #[arg(short, long, default_value_t = 200, allow_negative_numbers = true)]
     pub length: usize,
     #[command(flatten)]
     pub compression: CompressionArgs,

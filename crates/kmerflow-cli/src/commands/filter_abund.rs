@@ -12,13 +12,13 @@ use serde_json::Value;
 #[derive(ClapArgs, Debug, Clone)]
 pub struct FilterArgs {
     /// Cut each read before its first k-mer with a count below C.
-    #[arg(short = 'C', long = "cutoff", default_value_t = 2, value_parser = crate::flags::cutoff)]
+    #[arg(short = 'C', long = "cutoff", default_value_t = 2, value_parser = crate::flags::cutoff, allow_negative_numbers = true)]
     pub cutoff: u32,
     /// Only trim reads whose median k-mer count is at least -Z.
     #[arg(short = 'V', long = "variable-coverage")]
     pub variable_coverage: bool,
     /// Median coverage from which reads are trimmed with -V.
-    #[arg(short = 'Z', long = "normalize-to", default_value_t = 20)]
+    #[arg(short = 'Z', long = "normalize-to", default_value_t = 20, allow_negative_numbers = true)]
     pub normalize_to: u32,
     /// Single output file (`-` = stdout) instead of `<input>.abundfilt`.
     #[arg(short = 'o', long = "output")]

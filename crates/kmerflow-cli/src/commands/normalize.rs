@@ -52,16 +52,16 @@ pub struct Args {
     #[arg(long = "orphans", requires = "mate_output")]
     pub orphans: Option<String>,
     /// Target k-mer depth of the output (the last pass's median cutoff).
-    #[arg(long = "target", default_value = "20", value_parser = crate::flags::cutoff)]
+    #[arg(long = "target", default_value = "20", value_parser = crate::flags::cutoff, allow_negative_numbers = true)]
     pub target: u32,
     /// The first pass's target with --passes 2 [default: 4 x --target, at most 255].
-    #[arg(long = "first-target", value_parser = crate::flags::cutoff)]
+    #[arg(long = "first-target", value_parser = crate::flags::cutoff, allow_negative_numbers = true)]
     pub first_target: Option<u32>,
     /// Cut reads before their first k-mer counted fewer times than this (0 or 1: no trimming).
-    #[arg(long = "min-depth", default_value = "2", value_parser = crate::flags::cutoff)]
+    #[arg(long = "min-depth", default_value = "2", value_parser = crate::flags::cutoff, allow_negative_numbers = true)]
     pub min_depth: u32,
     /// 2: normalize, trim, normalize again; 1: normalize, trim.
-    #[arg(long = "passes", default_value = "2", value_parser = clap::value_parser!(u32).range(1..=2))]
+    #[arg(long = "passes", default_value = "2", value_parser = clap::value_parser!(u32).range(1..=2), allow_negative_numbers = true)]
     pub passes: u32,
     #[command(flatten)]
     pub counting: CountingArgs,

@@ -45,7 +45,7 @@ pub struct Args {
     #[command(flatten)]
     pub layout: LayoutArgs,
     /// Keep a bundle unless every read's median k-mer count is >= C.
-    #[arg(short = 'C', long = "cutoff", default_value = "20", value_parser = crate::flags::cutoff)]
+    #[arg(short = 'C', long = "cutoff", default_value = "20", value_parser = crate::flags::cutoff, allow_negative_numbers = true)]
     pub cutoff: u32,
     /// Require every read to be paired.
     #[arg(short = 'p', long = "paired", conflicts_with = "force_single")]
@@ -66,7 +66,7 @@ pub struct Args {
     #[arg(short = 'R', long = "report")]
     pub report: Option<String>,
     /// Report every this many reads.
-    #[arg(long = "report-frequency", default_value_t = 100_000)]
+    #[arg(long = "report-frequency", default_value_t = 100_000, allow_negative_numbers = true)]
     pub report_frequency: u64,
     /// Continue past unreadable inputs and a high false-positive rate.
     #[arg(short = 'f', long = "force")]

@@ -33,16 +33,16 @@ pub struct Args {
     #[arg(required = true)]
     pub filenames: Vec<String>,
     /// Number of reads (or pairs) per sample
-    #[arg(short = 'N', long = "num_reads", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(short = 'N', long = "num_reads", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     pub num_reads: u64,
     /// Stop after this many reads (checked every 10,000 reads)
-    #[arg(short = 'M', long = "max_reads", default_value_t = 100_000_000)]
+    #[arg(short = 'M', long = "max_reads", default_value_t = 100_000_000, allow_negative_numbers = true)]
     pub max_reads: u64,
     /// Number of samples
-    #[arg(short = 'S', long = "samples", default_value_t = 1, value_parser = crate::flags::positive)]
+    #[arg(short = 'S', long = "samples", default_value_t = 1, value_parser = crate::flags::positive, allow_negative_numbers = true)]
     pub samples: usize,
     /// Random seed (0 = the default seed)
-    #[arg(short = 'R', long = "random-seed", visible_alias = "seed", default_value_t = DEFAULT_SEED)]
+    #[arg(short = 'R', long = "random-seed", visible_alias = "seed", default_value_t = DEFAULT_SEED, allow_negative_numbers = true)]
     pub random_seed: u64,
     /// Ignore read pair information if present
     #[arg(long = "force_single")]

@@ -23,7 +23,7 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "ADDRESS", help_heading = HEADING)]
     pub scheduler: Option<String>,
     /// Hold the table on a LocalCluster of N single-thread workers started for the run
-    #[arg(long = "local-cluster", value_name = "N", value_parser = flags::positive, help_heading = HEADING)]
+    #[arg(long = "local-cluster", value_name = "N", value_parser = flags::positive, help_heading = HEADING, allow_negative_numbers = true)]
     pub local_cluster: Option<usize>,
 }
 
@@ -35,15 +35,15 @@ pub struct ShardArgs {
     pub cluster: ClusterArgs,
     /// Cut the table into N shards (contiguous ranges of counters) [default: one per worker,
     /// plus --local-shards]
-    #[arg(long, value_name = "N", value_parser = flags::positive, requires = "dask_cluster", help_heading = HEADING)]
+    #[arg(long, value_name = "N", value_parser = flags::positive, requires = "dask_cluster", help_heading = HEADING, allow_negative_numbers = true)]
     pub shards: Option<usize>,
     /// Hold the first N shards in this process rather than on workers
     #[arg(long = "local-shards", value_name = "N", default_value_t = 0, requires = "dask_cluster",
-          help_heading = HEADING)]
+          help_heading = HEADING, allow_negative_numbers = true)]
     pub local_shards: usize,
     /// k-mers per message to every shard
     #[arg(long = "batch-kmers", value_name = "N", default_value_t = DEFAULT_BATCH_KMERS, value_parser = flags::positive,
-          requires = "dask_cluster", help_heading = HEADING)]
+          requires = "dask_cluster", help_heading = HEADING, allow_negative_numbers = true)]
     pub batch_kmers: usize,
 }
 

@@ -39,10 +39,16 @@ pub struct Args {
     #[command(flatten)]
     pub counting: CountingArgs,
     /// Cut reads before the first k-mer with a count below C.
-    #[arg(short = 'C', long = "cutoff", default_value_t = 2)]
+    #[arg(short = 'C', long = "cutoff", default_value_t = 2, allow_negative_numbers = true)]
     pub cutoff: u32,
     /// Coverage from which reads are trimmed (requires -V when changed).
-    #[arg(short = 'Z', long = "trim-at-coverage", visible_alias = "normalize-to", default_value_t = 20)]
+    #[arg(
+        short = 'Z',
+        long = "trim-at-coverage",
+        visible_alias = "normalize-to",
+        default_value_t = 20,
+        allow_negative_numbers = true
+    )]
     pub trim_at_coverage: u32,
     /// Keep low-coverage reads untrimmed.
     #[arg(short = 'V', long = "variable-coverage")]
@@ -74,7 +80,7 @@ pub struct Args {
     #[arg(long = "diginorm")]
     pub diginorm: bool,
     /// Coverage for --diginorm.
-    #[arg(long = "diginorm-coverage", default_value_t = 20, requires = "diginorm")]
+    #[arg(long = "diginorm-coverage", default_value_t = 20, requires = "diginorm", allow_negative_numbers = true)]
     pub diginorm_coverage: u32,
     /// Skip the second pass (reads set aside are lost).
     #[arg(long = "single-pass", conflicts_with = "diginorm")]

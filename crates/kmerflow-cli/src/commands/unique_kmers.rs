@@ -26,10 +26,10 @@ Examples:
   kmerflow unique-kmers -k 31 -e 0.005 -R estimate.txt genome.fa")]
 pub struct Args {
     /// k-mer size (default: $KHMER_KSIZE or 32).
-    #[arg(short = 'k', long = "ksize", default_value_t = default_ksize(), value_parser = crate::flags::positive)]
+    #[arg(short = 'k', long = "ksize", default_value_t = default_ksize(), value_parser = crate::flags::positive, allow_negative_numbers = true)]
     pub ksize: usize,
     /// Acceptable error rate of the estimate.
-    #[arg(short = 'e', long = "error-rate", default_value_t = 0.01, value_parser = crate::flags::hll_error_rate)]
+    #[arg(short = 'e', long = "error-rate", default_value_t = 0.01, value_parser = crate::flags::hll_error_rate, allow_negative_numbers = true)]
     pub error_rate: f64,
     /// Write the estimates (and the sizing report) to this file.
     #[arg(short = 'R', long = "report", value_name = "FILE")]

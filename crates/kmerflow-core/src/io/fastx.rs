@@ -540,6 +540,15 @@ mod tests {
     }
 
     #[test]
+    fn fastq_records_after_fasta_ones_are_refused_naming_the_line() {
+        assert_eq!(
+            error_text(b">a\nACGT\n>b\nAC\nGT\n@c\nACGT\n+\nIIII\n"),
+            ": record 2 (line 6): a FASTQ record ('@' line) in a FASTA file"
+        );
+        assert_eq!(error_text(b">a\n@c\nACGT\n"), ": record 1 (line 2): a FASTQ record ('@' line) in a FASTA file");
+    }
+
+    #[test]
     fn garbage_and_empty_inputs_are_errors() {
         assert_eq!(
             error_text(b"\x00\x01binary"),

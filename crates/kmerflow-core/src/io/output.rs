@@ -137,30 +137,35 @@ fn target_of(path: &str) -> Result<Target> {
 /// parent must exist. `made_by_run(dir)` tells whether folder `dir` is itself an output of the
 /// run (a file inside is then checked with that folder).
 pub fn check_writable(path: &str, kind: OutputKind, made_by_run: &dyn Fn(&Path) -> bool) -> Result<()> {
-    let refuse = |kind: io::ErrorKind, reason: String| Err(Error::io(path, io::Error::new(kind, reason)));
+    // The OS's words for `errno`, then what exactly is wrong.
+    let refuse = |errno: i32, detail: String| {
+        let os = io::Error::from_raw_os_error(errno);
+        let words = os.to_string();
+        let words = words.split(" (os error").next().unwrap_or_default().to_string();
+        let text = if detail.is_empty() { words } else { format!("{words} ({detail})") };
+        Err(Error::io(path, io::Error::new(os.kind(), text)))
+    };
     if path == "-" {
         return match kind {
             OutputKind::File => Ok(()),
-            OutputKind::Folder => refuse(io::ErrorKind::InvalidInput, "needs a folder, not stdout".into()),
+            OutputKind::Folder => refuse(libc::EINVAL, "a folder is needed, not stdout".into()),
         };
     }
     let place = match kind {
         OutputKind::File if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) => {
-            return refuse(io::ErrorKind::IsADirectory, "is a folder, not a file".into())
+            return refuse(libc::EISDIR, "a file is needed, not a folder".into())
         }
         OutputKind::File => match target_of(path)? {
             Target::InPlace if std::fs::metadata(path).is_err() => {
-                return refuse(io::ErrorKind::NotFound, "no such file (only open files can be written there)".into())
+                return refuse(libc::ENOENT, "only files already open can be written there".into())
             }
             Target::InPlace => return Ok(()),
             Target::Replace { path: real, .. } => real,
         },
         OutputKind::Folder => match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() && may_write(Path::new(path)) => return Ok(()),
-            Ok(meta) if meta.is_dir() => {
-                return refuse(io::ErrorKind::PermissionDenied, "folder is not writable".into())
-            }
-            Ok(_) => return refuse(io::ErrorKind::InvalidInput, "is a file, not a folder".into()),
+            Ok(meta) if meta.is_dir() => return refuse(libc::EACCES, "the folder is not writable".into()),
+            Ok(_) => return refuse(libc::ENOTDIR, "a folder is needed, not a file".into()),
             Err(_) => PathBuf::from(path),
         },
     };
@@ -173,17 +178,13 @@ pub fn check_writable(path: &str, kind: OutputKind, made_by_run: &dyn Fn(&Path) 
     }
     let created = match kind {
         OutputKind::File => "",
-        OutputKind::Folder => " (only the last folder of the path is created)",
+        OutputKind::Folder => "; only the last folder of the path is created",
     };
     match std::fs::metadata(dir) {
-        Ok(meta) if !meta.is_dir() => {
-            refuse(io::ErrorKind::NotADirectory, format!("{} is not a folder", dir.display()))
-        }
-        Ok(_) if !may_write(dir) => {
-            refuse(io::ErrorKind::PermissionDenied, format!("folder {} is not writable", dir.display()))
-        }
+        Ok(meta) if !meta.is_dir() => refuse(libc::ENOTDIR, format!("{} is not a folder", dir.display())),
+        Ok(_) if !may_write(dir) => refuse(libc::EACCES, format!("folder {} is not writable", dir.display())),
         Ok(_) => Ok(()),
-        Err(_) => refuse(io::ErrorKind::NotFound, format!("folder {} does not exist{created}", dir.display())),
+        Err(_) => refuse(libc::ENOENT, format!("folder {} does not exist{created}", dir.display())),
     }
 }
 

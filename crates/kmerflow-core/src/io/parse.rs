@@ -232,7 +232,8 @@ impl Scanner<'_> {
 
     /// One FASTA record at `start` (a non-blank byte): its span, end and line count. The
     /// record ends before the next line starting with `>`, so without `eof` the buffer's last
-    /// record is incomplete.
+    /// record is incomplete. A sequence line starting with `@` (FASTQ records after FASTA ones)
+    /// is an error naming its line.
     fn fasta_record(
         &self,
         buf: &mut [u8],
@@ -251,6 +252,11 @@ impl Scanner<'_> {
         while at < buf.len() && buf[at] != b'>' {
             match line_at(buf, at, eof) {
                 Line::Full(end, next) => {
+                    if buf[at] == b'@' {
+                        // A FASTQ header: glued into the sequence, it would corrupt it silently.
+                        let line = pos.line + 1 + body_lines;
+                        return Err(self.error(pos.record, line, "a FASTQ record ('@' line) in a FASTA file"));
+                    }
                     single = (at, end);
                     body_lines += 1;
                     lines += u64::from(end < buf.len());

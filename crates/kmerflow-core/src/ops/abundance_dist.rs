@@ -242,8 +242,17 @@ impl HistogramOutput {
         Ok(())
     }
 
-    /// Writes the histogram.
-    pub fn write(&self, dist: &[u64], ctx: &RunContext) -> Result<()> {
+    /// Writes the histogram of the k-mers of `seqs` (`tally` says what was read); a histogram
+    /// without any k-mer (an empty input, every read shorter than k) is an error naming `seqs`.
+    pub fn write(&self, dist: &[u64], seqs: &str, tally: &ReadTally, ctx: &RunContext) -> Result<()> {
+        if dist.iter().all(|&n| n == 0) {
+            let why = match tally.reads {
+                0 => "it holds no reads".to_string(),
+                n if n == tally.short_reads => format!("all {n} reads are shorter than k"),
+                _ => "none of its k-mers is counted in the table".to_string(),
+            };
+            return Err(Error::format(seqs, None, None, format!("no abundance distribution to report: {why}")));
+        }
         let mut buf = Vec::new();
         write_histogram(dist, self.output_zero, &mut buf)?;
         write_text(if self.is_stdout() { "-" } else { &self.path }, buf, ctx)
@@ -290,7 +299,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     }
     opts.output.check()?;
     let (histogram, tally) = histogram(&table, &opts.seqs, ctx)?;
-    opts.output.write(&histogram, ctx)?;
+    opts.output.write(&histogram, &opts.seqs, &tally, ctx)?;
     summary.tally = tally;
     summary.histogram = histogram;
     Ok(summary)
@@ -335,7 +344,7 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     let mut summary = Summary::default();
     let (table, histogram, tally) = counted_histogram(&opts.params, Layout::Khmer, opts.bigcount, &[&opts.seqs], ctx)?;
     summary.unique_kmers = table.n_unique_kmers();
-    opts.output.write(&histogram, ctx)?;
+    opts.output.write(&histogram, &opts.seqs, &tally, ctx)?;
     if let Some(path) = &opts.savegraph {
         table.save_in(path, ctx)?;
         ctx.files().add_output(path);
@@ -359,7 +368,7 @@ pub fn run_single_sharded(
     check_single_outputs(seqs, output, savegraph, ctx)?;
     ctx.progress().begin_pass("histogram");
     let (histogram, tally) = sharded_histogram_of_files(&mut shards, &[seqs], ctx)?;
-    output.write(&histogram, ctx)?;
+    output.write(&histogram, seqs, &tally, ctx)?;
     Ok(Summary { tally, histogram, unique_kmers: shards.client().n_unique_kmers() })
 }
 

@@ -31,8 +31,8 @@ use super::read_filter::{check_fp_rate, check_ksize, trim_record, Cleaning, Hash
 use super::reads::bundle_batches;
 use super::sizing::{any_fp_rate, create_counting_table, resize_hint, target_rate, TableParams};
 use crate::io::{
-    check_rereadable, refuse_inputs_as_outputs, Bundle, BundleBatch, Compression, MateBuffers, MateWriter, PairMode,
-    PairedInput, PairedOutput, RecordBatch, Staged,
+    check_rereadable, mates::refuse_same_mates, refuse_inputs_as_outputs, Bundle, BundleBatch, Compression,
+    MateBuffers, MateWriter, PairMode, PairedInput, PairedOutput, RecordBatch, Staged,
 };
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::{run_ordered, Workload};
@@ -302,14 +302,12 @@ impl Options {
         if self.hist_out.is_some() && written.iter().flatten().any(|p| p.as_str() == "-") {
             return Err(Error::invalid("--hist-out reads the outputs back: they must be files, not stdout"));
         }
+        if let Some(mate) = &self.mate {
+            refuse_same_mates(&self.input, mate)?;
+        }
         let inputs = self.inputs();
         let side = [&self.save_table, &self.hist, &self.hist_out];
         refuse_inputs_as_outputs(ctx, &inputs, written.into_iter().flatten().chain(side.into_iter().flatten()))?;
-        let mut outputs: Vec<&String> = written.into_iter().flatten().chain(side.into_iter().flatten()).collect();
-        outputs.sort();
-        if let Some(twice) = outputs.windows(2).find(|w| w[0] == w[1] && w[0] != "-") {
-            return Err(Error::invalid(format!("{} is given as two outputs", twice[0])));
-        }
         // Every input is read two to four times.
         inputs.iter().try_for_each(|p| check_rereadable(p))
     }

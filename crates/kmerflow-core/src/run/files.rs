@@ -18,9 +18,12 @@ pub enum OutputKind {
     Folder,
 }
 
+/// A check that what writes an output is there (`Err` says what is missing).
+pub type Dependency = fn() -> std::result::Result<(), String>;
+
 /// One output of a run as [`preflight`] checks it: its path, the flag that gave it (`None` for
-/// a command's own outputs, named `output` in messages) and its kind.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// a command's own outputs, named `output` in messages), its kind and what writing it needs.
+#[derive(Debug, Clone)]
 pub struct Output {
     /// The path as given (`-` = stdout for a file).
     pub path: String,
@@ -28,22 +31,29 @@ pub struct Output {
     pub flag: Option<String>,
     /// A file or a folder.
     pub kind: OutputKind,
+    /// What the front end needs to write it (`--plots`: matplotlib), checked after the paths.
+    pub needs: Option<Dependency>,
 }
 
 impl Output {
     /// A command's own output file (`-o`, a derived `<input>.keep`, a saved table).
     pub fn file(path: impl Into<String>) -> Self {
-        Output { path: path.into(), flag: None, kind: OutputKind::File }
+        Output { path: path.into(), flag: None, kind: OutputKind::File, needs: None }
     }
 
     /// A file written by a front end beside the command's outputs, given by `flag`.
     pub fn side_file(flag: &str, path: impl Into<String>) -> Self {
-        Output { path: path.into(), flag: Some(flag.to_string()), kind: OutputKind::File }
+        Output { path: path.into(), flag: Some(flag.to_string()), kind: OutputKind::File, needs: None }
     }
 
     /// A folder written into by a front end beside the command's outputs, given by `flag`.
     pub fn side_folder(flag: &str, path: impl Into<String>) -> Self {
-        Output { path: path.into(), flag: Some(flag.to_string()), kind: OutputKind::Folder }
+        Output { path: path.into(), flag: Some(flag.to_string()), kind: OutputKind::Folder, needs: None }
+    }
+
+    /// The output, whose writer needs what `dependency` checks.
+    pub fn needing(self, dependency: Option<Dependency>) -> Self {
+        Output { needs: dependency, ..self }
     }
 
     /// The output as messages name it: `--html r.html`, or `output o.fq`.
@@ -61,7 +71,8 @@ impl Output {
 ///   the other;
 /// - an output that cannot be written where it is named ([`check_writable`]): a folder given
 ///   as a file, a file given as a folder, a missing folder (a `Folder` output's own last
-///   component excepted), a write-protected file or folder, a new name under `/proc`.
+///   component excepted), a write-protected file or folder, a new name under `/proc`;
+/// - an output whose writer is missing ([`Output::needs`]: `--plots` without matplotlib).
 pub fn preflight<I: AsRef<str>>(inputs: &[I], outputs: &[Output]) -> Result<()> {
     for output in outputs.iter().filter(|o| o.path != "-") {
         if let Some(input) = inputs.iter().map(AsRef::as_ref).find(|i| same_file(&output.path, i)) {
@@ -81,6 +92,11 @@ pub fn preflight<I: AsRef<str>>(inputs: &[I], outputs: &[Output]) -> Result<()> 
             Some(flag) => Error::invalid(format!("{flag} {e}")),
             None => e,
         })?;
+    }
+    for output in outputs {
+        if let Some(needs) = output.needs {
+            needs().map_err(|missing| Error::invalid(format!("{}: {missing}", output.name())))?;
+        }
     }
     Ok(())
 }
@@ -198,16 +214,19 @@ mod tests {
             assert!(err.contains(&output.path) && err.contains(reason), "{output:?}: {err}");
         };
         refused(Output::side_file("--report-json", at("missing/r.json")), "does not exist");
-        refused(Output::side_file("--html", dir.path().to_string_lossy()), "is a folder");
-        refused(Output::side_file("--metrics", "/proc/kmerflow-m.json"), "only open files");
+        refused(Output::side_file("--html", dir.path().to_string_lossy()), "Is a directory");
+        refused(Output::side_file("--metrics", "/proc/kmerflow-m.json"), "only files already open");
         refused(Output::side_file("--html", at("file/r.html")), "Not a directory");
-        refused(Output::side_folder("--multiqc", at("file")), "is a file, not a folder");
+        refused(Output::side_folder("--multiqc", at("file")), "a folder is needed, not a file");
         refused(Output::side_folder("--multiqc", at("a/b")), "only the last folder");
-        refused(Output::side_folder("--plots", "-"), "needs a folder");
+        refused(Output::side_folder("--plots", "-"), "a folder is needed");
         // A new folder in an existing one, and files in a folder the run makes, are accepted.
         let plots = [Output::side_folder("--plots", at("p")), Output::side_file("--plots", at("p/x.png"))];
         assert_eq!(refusal(&input, &plots), None);
         assert!(!std::path::Path::new(&at("p")).exists(), "the preflight writes nothing");
+        let missing = || Err("needs matplotlib".to_string());
+        let err = refusal(&input, &[Output::side_folder("--plots", at("p")).needing(Some(missing))]).unwrap();
+        assert!(err.contains("--plots") && err.contains("needs matplotlib"), "{err}");
     }
 
     #[test]
