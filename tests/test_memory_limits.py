@@ -91,7 +91,9 @@ def test_auto_sizing_is_capped_by_the_cgroup_limit(tmp_path: Path, in_small_cgro
 def test_python_tables_beyond_the_cgroup_limit_raise(tmp_path: Path, in_small_cgroup: Callable[[], None]) -> None:
     code = """if True:
         import kmerflow
-        for make in (lambda: kmerflow.Countgraph(20, 100e6, 4), lambda: kmerflow.Nodegraph(20, 4e9, 4)):
+        from kmerflow._core import Shard
+        for make in (lambda: kmerflow.Countgraph(20, 100e6, 4), lambda: kmerflow.Nodegraph(20, 4e9, 4),
+                     lambda: Shard(0, 400_000_000)):
             try:
                 make()
             except kmerflow.ParameterError as e:
@@ -102,7 +104,7 @@ def test_python_tables_beyond_the_cgroup_limit_raise(tmp_path: Path, in_small_cg
     proc = python(code, tmp_path, in_small_cgroup)
     assert proc.returncode == 0, proc.stderr.decode()
     out = proc.stdout.decode().splitlines()
-    assert len(out) == 3 and all("cgroup" in line for line in out[:2]) and out[2] == "small table ok", out
+    assert len(out) == 4 and all("cgroup" in line for line in out[:3]) and out[3] == "small table ok", out
 
 
 def test_auto_sizing_and_python_tables_honour_ulimit_v(tmp_path: Path) -> None:
