@@ -21,13 +21,16 @@ standard output, and besides ``{"equals": TEXT}`` an output may be given as ``{"
 
 For a case expected to succeed (exit 0), ``message`` is searched in any stderr line (a warning).
 ``memory_limit_mb`` caps the run's address space (``ulimit -v``), so that a case feeding a
-decompression bomb to code without a bound fails instead of taking the machine's memory.
+decompression bomb to code without a bound fails instead of taking the machine's memory;
+``cgroup_memory_mb`` runs it in a new cgroup with that memory limit (tests/cgroups.py; the case
+is skipped, saying why, where a cgroup cannot be made).
 ``"xfail": "reason"`` marks a case whose correct expectation today's code does not meet: strict,
 so the case fails loudly once the code is fixed and the key must be removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -48,13 +51,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
 import make_corpus  # noqa: E402  (the generators live beside the corpus files)
+from cgroups import memory_cgroup  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 CASES = CORPUS / "cases"
 FILES = CORPUS / "files"
 
 KNOWN_KEYS = {"name", "why", "setup", "args", "stdin", "exit", "message", "names_file", "record",
-              "outputs", "timeout", "memory_limit_mb", "xfail"}
+              "outputs", "timeout", "memory_limit_mb", "cgroup_memory_mb", "xfail"}
 OUTPUT_STATES = {"absent", "unchanged", "empty", "exists"}
 #: An error line: ``kmerflow CMD: error: ...`` from a command, ``error: ...`` from the parser of flags.
 ERROR_LINE = re.compile(r"^(kmerflow [\w-]+: )?error: ")
@@ -289,6 +293,10 @@ def _check_stdout(expected: str | dict, stdout: bytes) -> None:
 
 @pytest.mark.parametrize("case", _load_cases())
 def test_case(case: dict, tmp_path: Path) -> None:
+    in_cgroup = contextlib.ExitStack()
+    move_in = None
+    if "cgroup_memory_mb" in case:
+        move_in = in_cgroup.enter_context(memory_cgroup(case["cgroup_memory_mb"] << 20))
     root = tmp_path / "case"
     scratch = tmp_path / "tmpdir"  # $TMPDIR of the run: must be empty afterwards
     root.mkdir()
@@ -301,23 +309,27 @@ def test_case(case: dict, tmp_path: Path) -> None:
     stdin = case.get("stdin")
     limit = case.get("memory_limit_mb")
 
-    def cap_memory() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit << 20, limit << 20))
+    def before_exec() -> None:
+        if limit:
+            resource.setrlimit(resource.RLIMIT_AS, (limit << 20, limit << 20))
+        if move_in:
+            move_in()
 
-    proc = subprocess.Popen([*_kmerflow_command(), *case["args"]], cwd=root, env=env,
-                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=cap_memory if limit else None)
-    timeout = case.get("timeout", 30)
-    try:
-        out, err = proc.communicate(stdin.encode() if stdin is not None else None, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"hang: kmerflow {' '.join(case['args'])} ran past {timeout} s")
-    finally:
-        for pump in pumps:
-            pump.stop()
+    with in_cgroup:
+        proc = subprocess.Popen([*_kmerflow_command(), *case["args"]], cwd=root, env=env,
+                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                preexec_fn=before_exec if limit or move_in else None)
+        timeout = case.get("timeout", 30)
+        try:
+            out, err = proc.communicate(stdin.encode() if stdin is not None else None, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            pytest.fail(f"hang: kmerflow {' '.join(case['args'])} ran past {timeout} s")
+        finally:
+            for pump in pumps:
+                pump.stop()
     stderr = err.decode(errors="replace")
     assert proc.returncode == case["exit"], \
         f"exit {proc.returncode}, expected {case['exit']}; stderr:\n{stderr}"

@@ -11,11 +11,11 @@ import resource
 import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from cgroups import memory_cgroup
 
 from conftest import genome_reads
 
@@ -23,57 +23,11 @@ from conftest import genome_reads
 LIMIT = 200 << 20
 
 
-def _own_memory_cgroup() -> tuple[Path, str] | None:
-    """This process's cgroup folder that can hold a memory limit and the limit file's name
-    (the v1 memory controller's, else cgroup v2's), or None."""
-    cgroups = Path("/proc/self/cgroup").read_text().splitlines()
-    mounts = [line.split(" - ") for line in Path("/proc/self/mountinfo").read_text().splitlines()]
-    for before, after in (m for m in mounts if len(m) == 2):
-        root, mount_point = before.split()[3:5]
-        fs_type, _source, options = after.split()[:3]
-        if fs_type == "cgroup" and "memory" in options.split(","):
-            wanted, limit_file = (lambda c: "memory" in c.split(",")), "memory.limit_in_bytes"
-        elif fs_type == "cgroup2":
-            wanted, limit_file = (lambda c: c == ""), "memory.max"
-        else:
-            continue
-        for line in cgroups:
-            _id, controllers, path = line.split(":", 2)
-            if wanted(controllers):
-                relative = os.path.relpath(path, root)
-                folder = Path(mount_point) / ("" if relative.startswith("..") else relative)
-                if fs_type == "cgroup" or "memory" in (folder / "cgroup.subtree_control").read_text().split():
-                    return folder, limit_file
-    return None
-
-
 @pytest.fixture
 def in_small_cgroup() -> Iterator[Callable[[], None]]:
-    """A preexec_fn that moves the child into a new cgroup below this process's own, limited to
-    LIMIT bytes; the cgroup is removed afterwards."""
-    if sys.platform != "linux" or os.geteuid() != 0:
-        pytest.skip("creating a cgroup needs root on Linux")
-    own = _own_memory_cgroup()
-    if own is None:
-        pytest.skip("no cgroup v1 memory controller, nor cgroup v2 with memory enabled for children of ours")
-    parent, limit_file = own
-    child = parent / f"kmerflow-test-{uuid.uuid4().hex[:8]}"
-    try:
-        child.mkdir()
-        (child / limit_file).write_text(str(LIMIT))
-    except OSError as e:
-        if child.exists():
-            child.rmdir()
-        pytest.skip(f"this kernel or container does not let us make a limited cgroup in {parent}: {e}")
-    procs = child / "cgroup.procs"
-
-    def move_in() -> None:
-        procs.write_text(str(os.getpid()))
-
-    try:
+    """A preexec_fn moving the child into a new cgroup limited to LIMIT bytes."""
+    with memory_cgroup(LIMIT) as move_in:
         yield move_in
-    finally:
-        child.rmdir()
 
 
 def limit_address_space(limit: int) -> Callable[[], None]:
@@ -137,7 +91,9 @@ def test_auto_sizing_is_capped_by_the_cgroup_limit(tmp_path: Path, in_small_cgro
 def test_python_tables_beyond_the_cgroup_limit_raise(tmp_path: Path, in_small_cgroup: Callable[[], None]) -> None:
     code = """if True:
         import kmerflow
-        for make in (lambda: kmerflow.Countgraph(20, 100e6, 4), lambda: kmerflow.Nodegraph(20, 4e9, 4)):
+        from kmerflow._core import Shard
+        for make in (lambda: kmerflow.Countgraph(20, 100e6, 4), lambda: kmerflow.Nodegraph(20, 4e9, 4),
+                     lambda: Shard(0, 400_000_000)):
             try:
                 make()
             except kmerflow.ParameterError as e:
@@ -148,7 +104,7 @@ def test_python_tables_beyond_the_cgroup_limit_raise(tmp_path: Path, in_small_cg
     proc = python(code, tmp_path, in_small_cgroup)
     assert proc.returncode == 0, proc.stderr.decode()
     out = proc.stdout.decode().splitlines()
-    assert len(out) == 3 and all("cgroup" in line for line in out[:2]) and out[2] == "small table ok", out
+    assert len(out) == 4 and all("cgroup" in line for line in out[:3]) and out[3] == "small table ok", out
 
 
 def test_auto_sizing_and_python_tables_honour_ulimit_v(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ use crate::tables::{Countgraph, Table};
 use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::kmer::twobit;
+use kmerflow_core::ops::memory::{check_fits, Backing};
 use kmerflow_core::run::RunContext;
 use kmerflow_core::table::shard::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
 use kmerflow_core::table::shard_runs::{BundleBatches, Cleaning, Message, ShardedCount, ShardedNormalize};
@@ -38,10 +39,12 @@ impl Shard {
 
 #[pymethods]
 impl Shard {
-    /// A zeroed shard of `size` counters from `start`, each at most `max`.
+    /// A zeroed shard of `size` counters from `start`, each at most `max`; refused before
+    /// allocation when it does not fit in this process's memory limits.
     #[new]
     #[pyo3(signature = (start, size, max = 255))]
     fn new(py: Python<'_>, start: u64, size: u64, max: u8) -> PyResult<Self> {
+        check_fits(size as f64, Backing::Memory, "-M/--max-memory-usage or more shards (--shards)").py()?;
         let inner = py.detach(|| CoreShard::new(start, size, max)).py()?;
         Ok(Shard { inner: Mutex::new(inner) })
     }
