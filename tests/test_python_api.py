@@ -608,7 +608,9 @@ def test_every_command_has_a_function_and_no_more():
         "fastq_to_fasta", "interleave_reads", "split_paired_reads", "extract_paired_reads",
         "extract_long_sequences", "sample_reads_randomly", "readstats", "load_into_counting",
         "abundance_dist", "abundance_dist_single", "normalize_by_median", "normalize", "filter_abund",
-        "filter_abund_single", "trim_low_abund", "count_median", "unique_kmers", "load_graph"}
+        "filter_abund_single", "trim_low_abund", "count_median", "unique_kmers", "load_graph",
+        "partition_graph", "merge_partitions", "annotate_partitions", "extract_partitions",
+        "do_partition"}
 
 
 @pytest.mark.parametrize("name", sorted(COMMAND_FUNCTIONS))

@@ -30,18 +30,23 @@ TABLE = ("-k", "17", "-N", "2", "-x", "1e5")
 RUNS: dict[str, tuple[str, ...]] = {
     "abundance-dist": ("t.ct", "reads.fa", "hist.csv"),
     "abundance-dist-single": (*TABLE, "reads.fa", "hist1.csv"),
+    "annotate-partitions": ("-k", "17", "pg", "reads.fa"),
     "count-median": ("t.ct", "reads.fa", "median.csv"),
+    "do-partition": (*TABLE, "dp", "reads.fa"),
     "extract-long-sequences": ("-l", "50", "reads.fa", "-o", "long.fa"),
     "extract-paired-reads": ("paired.fq",),
+    "extract-partitions": ("x", "reads.fa.part"),
     "fastq-to-fasta": ("reads.fq", "-o", "reads.out.fa"),
     "filter-abund": ("t.ct", "reads.fa", "-o", "filtered.fa"),
     "filter-abund-single": (*TABLE, "reads.fa", "-o", "filtered.fa"),
     "interleave-reads": ("paired.fq.1", "paired.fq.2", "-o", "interleaved.fq"),
     "load-graph": (*TABLE, "graph.pt", "reads.fa"),
     "load-into-counting": (*TABLE, "t2.ct", "reads.fa"),
+    "merge-partitions": ("-k", "17", "--keep-subsets", "pg"),
     "normalize": ("-k", "17", "paired.fq.1", "paired.fq.2", "-o", "n1.fq", "-O", "n2.fq", "--hist", "nh.csv",
                   "--hist-out", "nho.csv"),
     "normalize-by-median": (*TABLE, "-C", "5", "reads.fa", "-o", "keep.fa"),
+    "partition-graph": ("pg2",),
     "readstats": ("reads.fa", "-o", "stats.txt"),
     "sample-reads-randomly": ("-N", "10", "reads.fa", "-o", "sample.fa"),
     "split-paired-reads": ("paired.fq", "-1", "left.fq", "-2", "right.fq"),
@@ -58,6 +63,11 @@ def workdir(tmp_path_factory: pytest.TempPathFactory, data: Path) -> Path:
     for name in ("paired.fq", "paired.fq.1", "paired.fq.2"):
         shutil.copy(data / name, where / name)
     kmerflow("load-into-counting", *TABLE, "t.ct", "reads.fa", cwd=where)
+    for graph in ("pg", "pg2"):
+        kmerflow("load-graph", *TABLE, graph, "reads.fa", cwd=where)
+    kmerflow("partition-graph", "pg", cwd=where)
+    kmerflow("merge-partitions", "-k", "17", "--keep-subsets", "pg", cwd=where)
+    kmerflow("annotate-partitions", "-k", "17", "pg", "reads.fa", cwd=where)
     return where
 
 

@@ -357,11 +357,40 @@ def load_graph(output_graph: PathLike, inputs: Paths) -> None:
     """Load the k-mers of ``inputs`` into a nodegraph (Bloom filter) saved to ``output_graph``."""
 
 
+@_command("partition-graph")
+def partition_graph(basename: PathLike) -> None:
+    """Partition the tags of the nodegraph ``basename`` (and ``basename.tagset``) into subset
+    maps ``basename.subset.N.pmap``."""
+
+
+@_command("merge-partitions")
+def merge_partitions(graphbase: PathLike) -> None:
+    """Merge ``graphbase.subset.*.pmap`` into ``graphbase.pmap.merged``."""
+
+
+@_command("annotate-partitions")
+def annotate_partitions(graphbase: PathLike, inputs: Paths) -> None:
+    """Write each input's reads with their partition (``graphbase.pmap.merged``) to
+    ``<basename>.part`` in the current directory."""
+
+
+@_command("extract-partitions")
+def extract_partitions(prefix: PathLike, inputs: Paths) -> None:
+    """Write the partition size distribution ``prefix.dist`` and the reads grouped by partition
+    into ``prefix.groupNNNN.fa|fq``."""
+
+
+@_command("do-partition")
+def do_partition(graphbase: PathLike, inputs: Paths) -> None:
+    """Build the graph of ``inputs``, partition it and write each input's ``<basename>.part``."""
+
+
 __all__ = [
     "ALIASES", "CommandDef", "Flag", "RunResult", "command_argv", "definitions", "run",
     "fastq_to_fasta", "interleave_reads", "split_paired_reads", "extract_paired_reads",
     "extract_long_sequences", "sample_reads_randomly", "readstats",
     "load_into_counting", "abundance_dist", "abundance_dist_single", "normalize_by_median",
     "normalize", "filter_abund", "filter_abund_single", "trim_low_abund", "count_median",
-    "unique_kmers", "load_graph",
+    "unique_kmers", "load_graph", "partition_graph", "merge_partitions", "annotate_partitions",
+    "extract_partitions", "do_partition",
 ]

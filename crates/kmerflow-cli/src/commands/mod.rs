@@ -15,10 +15,13 @@
 
 pub mod abundance_dist;
 pub mod abundance_dist_single;
+pub mod annotate_partitions;
 pub mod count_median;
 pub mod counting_args;
+pub mod do_partition;
 pub mod extract_long_sequences;
 pub mod extract_paired_reads;
+pub mod extract_partitions;
 pub mod fastq_to_fasta;
 pub mod filter_abund;
 pub mod filter_abund_single;
@@ -26,8 +29,10 @@ pub mod interleave_reads;
 pub mod load_graph;
 pub mod load_into_counting;
 pub mod mate_args;
+pub mod merge_partitions;
 pub mod normalize;
 pub mod normalize_by_median;
+pub mod partition_graph;
 pub mod readstats;
 pub mod sample_reads_randomly;
 pub mod shard_args;
@@ -77,12 +82,18 @@ commands! {
     "abundance-dist" => AbundanceDist(abundance_dist),
     /// Count the k-mers of reads and calculate their abundance distribution in one run
     "abundance-dist-single" => AbundanceDistSingle(abundance_dist_single),
+    /// Annotate reads with the partition of their first tagged k-mer (from merge-partitions)
+    "annotate-partitions" => AnnotatePartitions(annotate_partitions),
     /// Per-read median, mean and standard deviation of k-mer counts in a countgraph
     "count-median" => CountMedian(count_median),
+    /// Load, partition, merge and annotate in one run
+    "do-partition" => DoPartition(do_partition),
     /// Extract sequences at least a given length (default 200 bp)
     "extract-long-sequences" => ExtractLongSequences(extract_long_sequences),
     /// Take a mixture of reads and split them into pairs and orphans
     "extract-paired-reads" => ExtractPairedReads(extract_paired_reads),
+    /// Group partition-annotated reads into files by partition size
+    "extract-partitions" => ExtractPartitions(extract_partitions),
     /// Convert FASTQ to FASTA, dropping reads that contain N
     "fastq-to-fasta" => FastqToFasta(fastq_to_fasta),
     /// Trim reads at low-abundance k-mers of a saved countgraph
@@ -95,10 +106,14 @@ commands! {
     "load-graph" => LoadGraph(load_graph),
     /// Build a countgraph of k-mer counts from reads and save it
     "load-into-counting" => LoadIntoCounting(load_into_counting),
+    /// Merge the subset partition maps of partition-graph into one
+    "merge-partitions" => MergePartitions(merge_partitions),
     /// The normalization protocol in one run: normalize, trim errors, normalize again (R1/R2 in and out)
     "normalize" => Normalize(normalize),
     /// Digital normalization: drop reads whose median k-mer count already reaches the cutoff
     "normalize-by-median" => NormalizeByMedian(normalize_by_median),
+    /// Partition the tags of a nodegraph into subset partition maps
+    "partition-graph" => PartitionGraph(partition_graph),
     /// Display summary statistics for one or more FASTA/FASTQ files
     "readstats" => Readstats(readstats),
     /// Uniformly subsample reads (or pairs) with reservoir sampling

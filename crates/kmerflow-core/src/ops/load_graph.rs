@@ -127,6 +127,22 @@ pub struct Summary {
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let side_files = [".info", ".tagset"].map(|suffix| format!("{}{suffix}", opts.output));
     crate::io::refuse_inputs_as_outputs(ctx, &opts.inputs, std::iter::once(&opts.output).chain(&side_files))?;
+    let (graph, tagset, summary) = build(opts, ctx)?;
+    graph.save_in(&opts.output, ctx)?;
+    ctx.files().add_output(&opts.output);
+    if opts.build_tagset {
+        tagset.save(graph.ksize(), &format!("{}.tagset", opts.output), ctx)?;
+    }
+    let info =
+        format!("{} unique k-mers\nfalse positive rate estimated to be {:.3}\n", summary.unique_kmers, summary.fp_rate);
+    write_text(&format!("{}.info", opts.output), &info, ctx)?;
+    Ok(summary)
+}
+
+/// Builds the nodegraph of `opts.inputs` and (with `opts.build_tagset`) its tagset without
+/// saving them (`load-graph`, and `do-partition`, which partitions them in memory); fails when
+/// the graph is over the 0.15 false-positive ceiling (unless forced).
+pub fn build(opts: &Options, ctx: &RunContext) -> Result<(KhmerTable, Tagset, Summary)> {
     let mut summary = Summary::default();
     let mut graph = sizing::create_nodegraph(&opts.params, ctx)?;
     let k = graph.ksize();
@@ -178,15 +194,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     summary.unique_kmers = graph.n_unique_kmers();
     summary.tags = tagset.tags.len();
     summary.fp_rate = check_fp_rate(&graph, 0.15, opts.params.force, super::sizing::NODEGRAPH_FP_TARGET, ctx)?;
-    graph.save_in(&opts.output, ctx)?;
-    ctx.files().add_output(&opts.output);
-    if opts.build_tagset {
-        tagset.save(k, &format!("{}.tagset", opts.output), ctx)?;
-    }
-    let info =
-        format!("{} unique k-mers\nfalse positive rate estimated to be {:.3}\n", summary.unique_kmers, summary.fp_rate);
-    write_text(&format!("{}.info", opts.output), &info, ctx)?;
-    Ok(summary)
+    Ok((graph, tagset, summary))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod kmer_slices;
 pub mod load_graph;
 pub mod memory;
 pub mod normalize;
+pub mod partition;
 pub mod pyfmt;
 pub mod read_filter;
 pub mod reads;

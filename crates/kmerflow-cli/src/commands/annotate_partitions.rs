@@ -1,0 +1,49 @@
+//! `kmerflow annotate-partitions`: label reads with their partition (khmer's
+//! annotate-partitions.py).
+
+use crate::common::{summary_json, CommonArgs, Ctx};
+use crate::flags;
+use kmerflow_core::ops::{partition, sizing};
+use serde_json::Value;
+
+/// Arguments of `annotate-partitions`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+Loads BASE.pmap.merged and writes, for each input, <basename of input>.part in the current
+directory: the reads that have a tagged k-mer, named `name<TAB>partition`, with their sequence
+cleaned (non-ACGT bases as A, upper case), as khmer writes them.
+
+Example:
+  kmerflow annotate-partitions -k 20 reads reads.fa")]
+pub struct Args {
+    /// k-mer size of the partition map.
+    #[arg(short = 'k', long = "ksize", default_value_t = sizing::DEFAULT_K, value_parser = flags::positive,
+          allow_negative_numbers = true)]
+    pub ksize: usize,
+    /// Accepted for khmer compatibility.
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
+    /// Base name of the merged partition map.
+    pub graphbase: String,
+    /// Read files to annotate.
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Runs `annotate-partitions`.
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
+    let opts = partition::AnnotateOptions { base: args.graphbase, ksize: args.ksize, inputs: args.inputs };
+    let summary = partition::annotate_partitions(&opts, &ctx.run)?;
+    report_annotated(ctx, &summary);
+    summary_json(&summary)
+}
+
+/// khmer's lines for each annotated file.
+pub fn report_annotated(ctx: &Ctx, summary: &partition::AnnotateSummary) {
+    for (input, output, partitions) in &summary.files {
+        ctx.info(format_args!("output {partitions} partitions for {input}"));
+        ctx.info(format_args!("partitions are in {output}"));
+    }
+}

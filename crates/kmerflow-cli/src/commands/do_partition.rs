@@ -1,0 +1,64 @@
+//! `kmerflow do-partition`: load-graph, partition-graph, merge-partitions and
+//! annotate-partitions in one run (khmer's do-partition.py).
+
+use super::annotate_partitions::report_annotated;
+use super::counting_args::{GraphArgs, RunArgs};
+use crate::common::{summary_json, CommonArgs, Ctx};
+use crate::flags;
+use kmerflow_core::ops::{load_graph, partition};
+use serde_json::Value;
+
+/// Arguments of `do-partition`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+Builds the nodegraph and tags of the inputs in memory, partitions and merges them, and writes
+<basename of input>.part for each input (as annotate-partitions) and BASE.info. The subset maps
+BASE.subset.N.pmap are written only with --keep-subsets.
+
+Example:
+  kmerflow do-partition -k 20 -x 1e8 reads reads.fa")]
+pub struct Args {
+    #[command(flatten)]
+    /// Table sizing.
+    pub graph: GraphArgs,
+    #[command(flatten)]
+    /// Force.
+    pub run: RunArgs,
+    /// Number of tags per subset (usually 1e5-1e6 is good).
+    #[arg(short = 's', long = "subset-size", default_value_t = partition::DEFAULT_SUBSET_SIZE as f64,
+          value_parser = flags::tablesize)]
+    pub subset_size: f64,
+    /// Truncate graph joins at big traversals (more than 200 k-mers).
+    #[arg(long = "no-big-traverse")]
+    pub no_big_traverse: bool,
+    /// Keep the individual subset maps.
+    #[arg(long = "keep-subsets")]
+    pub keep_subsets: bool,
+    /// Base name for the output files.
+    pub graphbase: String,
+    /// Read files.
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Runs `do-partition`.
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
+    let opts = partition::DoPartitionOptions {
+        graph: load_graph::Options {
+            params: args.graph.params(args.run.force),
+            output: args.graphbase,
+            inputs: args.inputs,
+            build_tagset: true,
+        },
+        subset_size: args.subset_size as u64,
+        stop_big_traversals: args.no_big_traverse,
+        keep_subsets: args.keep_subsets,
+    };
+    let summary = partition::do_partition(&opts, &ctx.run)?;
+    ctx.info(format_args!("fp rate estimated to be {:.3}", summary.graph.fp_rate));
+    ctx.info(format_args!("{} subsets, {} partitions", summary.subsets, summary.partitions));
+    report_annotated(ctx, &summary.annotated);
+    summary_json(&summary)
+}

@@ -1,0 +1,51 @@
+//! `kmerflow partition-graph`: partition a nodegraph's tags into subset maps (khmer's
+//! partition-graph.py).
+
+use crate::common::{summary_json, CommonArgs, Ctx};
+use crate::flags;
+use kmerflow_core::ops::partition;
+use serde_json::Value;
+
+/// Arguments of `partition-graph`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+Reads BASE and BASE.tagset (as load-graph writes them), writes BASE.info and one
+BASE.subset.N.pmap per subset of tags; an existing subset map is kept and its subset skipped.
+The subset maps are then merged by merge-partitions.
+
+Examples:
+  kmerflow load-graph -k 20 reads reads.fa
+  kmerflow partition-graph -T 8 reads")]
+pub struct Args {
+    /// Use the stop tags in this file during partitioning.
+    #[arg(short = 'S', long = "stoptags", value_name = "FILE")]
+    pub stoptags: Option<String>,
+    /// Number of tags per subset (usually 1e5-1e6 is good).
+    #[arg(short = 's', long = "subset-size", default_value_t = partition::DEFAULT_SUBSET_SIZE as f64,
+          value_parser = flags::tablesize)]
+    pub subset_size: f64,
+    /// Truncate graph joins at big traversals (more than 200 k-mers).
+    #[arg(long = "no-big-traverse")]
+    pub no_big_traverse: bool,
+    /// Accepted for khmer compatibility.
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
+    /// Base name of the nodegraph and tagset.
+    pub basename: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Runs `partition-graph`.
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
+    let opts = partition::PartitionOptions {
+        base: args.basename,
+        stoptags: args.stoptags,
+        subset_size: args.subset_size as u64,
+        stop_big_traversals: args.no_big_traverse,
+    };
+    let summary = partition::partition_graph(&opts, &ctx.run)?;
+    ctx.info(format_args!("{} tags in {} subsets", summary.tags, summary.subsets));
+    ctx.info(format_args!("done making subsets! see {}.subset.*.pmap", opts.base));
+    summary_json(&summary)
+}

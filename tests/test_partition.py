@@ -1,0 +1,219 @@
+"""Graph partitioning against khmer 3.0 (docs/khmer-compat.md §3.4-3.6, §4.10): partition-graph,
+merge-partitions, annotate-partitions, extract-partitions and do-partition.
+
+khmer numbers partitions in an order that depends on its threads, so `.part` files are compared
+as the same reads with the same sequences in the same order, grouped into the same sets."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from conftest import khmer, kmerflow
+
+PART_STEPS = ("load-graph", "partition-graph", "merge-partitions", "annotate-partitions")
+
+
+def read_part(path: Path) -> tuple[list[tuple[str, str]], set[frozenset[str]]]:
+    """A `.part` (or group) file as its (name, sequence) records in order and the set of its
+    partitions, each the set of its read names."""
+    lines = path.read_text().splitlines()
+    step = 4 if lines and lines[0].startswith("@") else 2
+    records, partitions = [], {}
+    for i in range(0, len(lines), step):
+        name, pid = lines[i][1:].rsplit("\t", 1)
+        records.append((name, lines[i + 1]))
+        partitions.setdefault(int(pid), set()).add(name)
+    return records, {frozenset(p) for p in partitions.values()}
+
+
+def pipeline(tool, where: Path, reads: Path, k: str, *partition_args: str) -> Path:
+    """load-graph, partition-graph, merge-partitions, annotate-partitions with `tool` in `where`;
+    returns the `.part` file."""
+    where.mkdir(exist_ok=True)
+    tool("load-graph", "-x", "1e7", "-N", "2", "-k", k, "g", reads, cwd=where)
+    tool("partition-graph", *partition_args, "g", cwd=where)
+    tool("merge-partitions", "-k", k, "g", cwd=where)
+    tool("annotate-partitions", "-k", k, "g", reads, cwd=where)
+    return where / f"{reads.name}.part"
+
+
+def assert_same_partitions(ours: Path, theirs: Path) -> set[frozenset[str]]:
+    our_records, our_sets = read_part(ours)
+    their_records, their_sets = read_part(theirs)
+    assert our_records == their_records
+    assert our_sets == their_sets
+    return our_sets
+
+
+CASES = {
+    # khmer's own tests: one partition at k 20, one per read at k 21
+    "random-k20": ("random-20-a.fa", "20", ()),
+    "random-k21": ("random-20-a.fa", "21", ()),
+    "random-k20-subsets": ("random-20-a.fa", "20", ("-s", "10", "-T", "3")),
+    "biglump": ("biglump-random-20-a.fa", "20", ("-s", "7")),
+    "fakelump": ("fakelump.fa", "32", ()),
+    "fakelump-no-big-traverse": ("fakelump.fa", "32", ("--no-big-traverse",)),
+    "biglump-no-big-traverse": ("biglump-random-20-a.fa", "20", ("--no-big-traverse", "-s", "50")),
+    "small": ("real-partition-small.fa", "20", ()),
+    "genome-reads": ("simple-genome-reads.fa", "25", ("-s", "100", "-T", "2")),
+    "noisy-reads": ("test-reads.fa", "20", ("-s", "1000", "-T", "2")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_partitions_are_khmers(tmp_path, data, case):
+    name, k, args = CASES[case]
+    ours = pipeline(kmerflow, tmp_path / "ours", data / name, k, *args)
+    theirs = pipeline(khmer, tmp_path / "theirs", data / name, k, *args)
+    assert_same_partitions(ours, theirs)
+    for base in ("ours", "theirs"):
+        assert not list((tmp_path / base).glob("g.subset.*"))
+    assert (tmp_path / "ours/g.info").read_text() == (tmp_path / "theirs/g.info").read_text()
+
+
+def test_khmer_pinned_partition_counts(tmp_path, data):
+    # khmer's test_partition_graph_1 / _nojoin_k21 / test_extract_partitions
+    part = pipeline(kmerflow, tmp_path / "k20", data / "random-20-a.fa", "20")
+    assert len(read_part(part)[1]) == 1
+    part21 = pipeline(kmerflow, tmp_path / "k21", data / "random-20-a.fa", "21")
+    assert len(read_part(part21)[1]) == 99
+    kmerflow("extract-partitions", "x", part, cwd=tmp_path)
+    assert (tmp_path / "x.dist").read_text().splitlines()[0] == "99 1 1 99"
+
+
+def test_files_cross_between_khmer_and_kmerflow(tmp_path, data):
+    base = tmp_path / "base"
+    base.mkdir()
+    reads = base / "reads.fa"
+    reads.write_bytes(b"".join((data / name).read_bytes() for name in (
+        "biglump-random-20-a.fa", "real-partition-small.fa", "fakelump.fa")))
+    k = "20"
+    khmer("load-graph", "-x", "1e7", "-N", "2", "-k", k, "g", reads, cwd=base)
+    for tool in ("ours", "theirs"):
+        shutil.copytree(base, tmp_path / tool)
+    kmerflow("partition-graph", "-s", "20", "g", cwd=tmp_path / "ours")
+    khmer("partition-graph", "-s", "20", "g", cwd=tmp_path / "theirs")
+    # swap the subset maps: each tool merges and annotates the other's
+    swapped = {}
+    for tool in ("ours", "theirs"):
+        swapped[tool] = {p.name: p.read_bytes() for p in (tmp_path / tool).glob("g.subset.*.pmap")}
+    assert swapped["ours"].keys() == swapped["theirs"].keys() and len(swapped["ours"]) > 5
+    for tool, other in (("ours", "theirs"), ("theirs", "ours")):
+        for name, raw in swapped[other].items():
+            (tmp_path / tool / name).write_bytes(raw)
+    kmerflow("merge-partitions", "-k", k, "g", cwd=tmp_path / "ours")
+    khmer("merge-partitions", "-k", k, "g", cwd=tmp_path / "theirs")
+    # and the merged maps too
+    merged = {t: (tmp_path / t / "g.pmap.merged").read_bytes() for t in ("ours", "theirs")}
+    (tmp_path / "ours/g.pmap.merged").write_bytes(merged["theirs"])
+    (tmp_path / "theirs/g.pmap.merged").write_bytes(merged["ours"])
+    kmerflow("annotate-partitions", "-k", k, "g", reads, cwd=tmp_path / "ours")
+    khmer("annotate-partitions", "-k", k, "g", reads, cwd=tmp_path / "theirs")
+    part = reads.name + ".part"
+    sets = assert_same_partitions(tmp_path / "ours" / part, tmp_path / "theirs" / part)
+    assert len(sets) > 1
+    # our merged map: header, then records by ascending tag numbered from 2
+    raw = merged["ours"]
+    assert raw[:6] == b"OXLI\x04\x05" and struct.unpack_from("<IQ", raw, 6) == (20, (len(raw) - 18) // 12)
+    tags = [struct.unpack_from("<QI", raw, 18 + 12 * i) for i in range((len(raw) - 18) // 12)]
+    assert [t for t, _ in tags] == sorted(t for t, _ in tags) and tags[0][1] == 2
+
+
+def test_partition_graph_keeps_existing_subsets_and_keep_subsets(tmp_path, data):
+    reads = data / "random-20-a.fa"
+    kmerflow("load-graph", "-x", "1e7", "-N", "2", "-k", "20", "g", reads, cwd=tmp_path)
+    (tmp_path / "g.subset.1.pmap").write_bytes(b"kept")
+    proc = kmerflow("partition-graph", "-s", "50", "g", cwd=tmp_path)
+    assert "SKIPPING g.subset.1.pmap -- already exists" in proc.stderr.decode()
+    assert (tmp_path / "g.subset.1.pmap").read_bytes() == b"kept"
+    assert (tmp_path / "g.info").read_text() == "4 subsets total\n"
+    (tmp_path / "g.subset.1.pmap").unlink()
+    kmerflow("partition-graph", "-s", "50", "g", cwd=tmp_path)
+    kmerflow("merge-partitions", "-k", "20", "--keep-subsets", "g", cwd=tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("g.subset.*.pmap")) == [
+        f"g.subset.{i}.pmap" for i in range(4)]
+
+
+def extract(tool, where: Path, parts: list[Path], *args: str) -> dict[str, bytes]:
+    where.mkdir()
+    tool("extract-partitions", *args, "x", *parts, cwd=where)
+    return {p.name: p.read_bytes() for p in sorted(where.iterdir())}
+
+
+@pytest.mark.parametrize("args", [(), ("-X", "10", "-m", "1"), ("-X", "3", "-m", "0", "-U"), ("-n",)])
+def test_extract_partitions_is_khmers(tmp_path, data, args):
+    # reads of several partitions (k 21: one per read) and unassigned ones (shorter than k)
+    reads = tmp_path / "reads.fa"
+    reads.write_bytes((data / "random-20-a.fa").read_bytes() + b">short\nACGT\n")
+    part = tmp_path / "reads.fa.part"
+    kmerflow("do-partition", "-x", "1e7", "-N", "2", "-k", "21", "g", reads, cwd=tmp_path)
+    # khmer drops reads without a partition from .part files: add some as extract reads them
+    part.write_bytes(part.read_bytes() + b">lonely\t0\nACGTACGT\n" * 3)
+    ours = extract(kmerflow, tmp_path / "ours", [part], *args)
+    theirs = extract(khmer, tmp_path / "theirs", [part], *args)
+    assert ours.keys() == theirs.keys()
+    assert ours["x.dist"] == theirs["x.dist"]
+    for name in ours:
+        if name != "x.dist":
+            # the order of equal-size partitions follows their ids: compare the reads
+            assert sorted(ours[name].splitlines()) == sorted(theirs[name].splitlines()), name
+
+
+def test_extract_partitions_fastq_groups(tmp_path, data):
+    k = "20"
+    reads = data / "random-20-a.fq"
+    kmerflow("do-partition", "-x", "1e7", "-N", "2", "-k", k, "g", reads, cwd=tmp_path)
+    ours = extract(kmerflow, tmp_path / "ours", [tmp_path / "random-20-a.fq.part"], "-X", "50")
+    theirs = extract(khmer, tmp_path / "theirs", [tmp_path / "random-20-a.fq.part"], "-X", "50")
+    assert ours == theirs
+    assert "x.group0000.fq" in ours
+
+
+@pytest.mark.parametrize("args", [(), ("-s", "20", "--no-big-traverse", "-T", "2")])
+def test_do_partition_is_khmers(tmp_path, data, args):
+    reads = [data / "biglump-random-20-a.fa", data / "real-partition-small.fa"]
+    for tool, where in ((kmerflow, "ours"), (khmer, "theirs")):
+        (tmp_path / where).mkdir()
+        tool("do-partition", "-x", "1e7", "-N", "2", "-k", "20", *args, "g", *reads, cwd=tmp_path / where)
+    for r in reads:
+        name = r.name + ".part"
+        assert_same_partitions(tmp_path / "ours" / name, tmp_path / "theirs" / name)
+    assert (tmp_path / "ours/g.info").read_text() == (tmp_path / "theirs/g.info").read_text()
+    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == sorted(
+        p.name for p in (tmp_path / "theirs").iterdir())
+
+
+def test_partitioning_bad_files_fail_cleanly(tmp_path, data):
+    reads = data / "random-20-a.fa"
+    kmerflow("load-graph", "-x", "1e7", "-N", "2", "-k", "20", "g", reads, cwd=tmp_path)
+    kmerflow("partition-graph", "g", cwd=tmp_path)
+    pmap = tmp_path / "g.subset.0.pmap"
+    raw = pmap.read_bytes()
+
+    def fails(*args: str, code: int = 1) -> str:
+        proc = kmerflow(*args, cwd=tmp_path, check=False)
+        err = proc.stderr.decode()
+        assert proc.returncode == code, err
+        assert "Traceback" not in err
+        return err
+
+    assert "k-mer size 20 does not match the graph's k = 21" in fails("merge-partitions", "-k", "21", "g")
+    pmap.write_bytes(raw[:-5])
+    assert "g.subset.0.pmap" in fails("merge-partitions", "-k", "20", "g")
+    pmap.write_bytes(raw[:-12] + raw[-12:-4] + b"\0\0\0\0")
+    assert "partition id 0" in fails("merge-partitions", "-k", "20", "g")
+    pmap.unlink()
+    assert "no partition subsets" in fails("merge-partitions", "-k", "20", "g")
+    assert "g.pmap.merged" in fails("annotate-partitions", "-k", "20", "g", str(reads))
+    (tmp_path / "g.tagset").write_bytes(b"OXLI\x04\x02")
+    assert "g.tagset" in fails("partition-graph", "g")
+    (tmp_path / "bad.part").write_text(">no-tab\nACGT\n")
+    assert "bad.part" in fails("extract-partitions", "x", "bad.part")
+    assert not (tmp_path / "x.dist").exists()
+    kmerflow("load-into-counting", "-x", "1e5", "-N", "1", "-k", "20", "c", reads, cwd=tmp_path)
+    shutil.copy(tmp_path / "g.tagset", tmp_path / "c.tagset")
+    assert "not a nodegraph" in fails("partition-graph", "c")
