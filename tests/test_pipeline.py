@@ -23,8 +23,11 @@ distributed = pytest.importorskip("distributed")
 from kmerflow.pipeline import SampleSheetError, run  # noqa: E402
 from kmerflow.pipeline.runner import local_cluster  # noqa: E402
 
-#: Small tables for small data (4 x 1e6 bytes), the keep curve every 500 reads, 3 chunks.
+#: khmer's separate steps, their intermediate reads kept in OUTDIR (compared with the commands
+#: by hand); small tables for small data (4 x 1e6 bytes), the keep curve every 500 reads, 3 chunks.
 CONFIG = """\
+steps = ["interleave", "normalize", "filter", "extract", "renormalize", "histogram", "readstats"]
+keep_intermediates = true
 chunks = 3
 [normalize]
 max_tablesize = 1e6
@@ -140,6 +143,94 @@ def test_outputs_equal_the_steps_run_by_hand(inputs: Path, finished: Path, tmp_p
              h / "filt.fq")
     assert (h / "renorm.fq").read_bytes() == (finished / "c" / "c.renormalize.fq").read_bytes()
     assert not list((finished / ".scratch").iterdir())  # intermediates removed
+
+
+@pytest.fixture(scope="module")
+def default_run(inputs: Path, client, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """OUTDIR of a run over the three samples with the default steps and parameters."""
+    out = tmp_path_factory.mktemp("default") / "out"
+    result = run(inputs / "samples.tsv", out, client=client, log=lambda m: None)
+    assert result.ok, result.errors
+    return out
+
+
+def test_the_default_is_normalize_in_one_run(inputs: Path, default_run: Path, tmp_path: Path):
+    """By default a sample runs ``kmerflow normalize`` (khmer's protocol: --target 5; R1/R2 in
+    and out, orphans, the output's histogram) and readstats: the outputs equal the command's by
+    hand, and no intermediate file is written."""
+    for name, r1 in (("a", "a_1.fq"), ("b", "b_1.fq.gz"), ("c", "c_1.fq")):
+        h = tmp_path / name
+        h.mkdir()
+        paired = name != "c"
+        if paired:
+            outs = ["-o", h / "1.fq", "-O", h / "2.fq", "--orphans", h / "0.fq"]
+            mine = {"1.fq": "protocol_1.fq", "2.fq": "protocol_2.fq", "0.fq": "protocol.orphans.fq"}
+            reads = [inputs / r1, inputs / r1.replace("_1", "_2")]
+        else:
+            outs, mine, reads = ["-o", h / "1.fq"], {"1.fq": "protocol.fq"}, [inputs / r1]
+        kmerflow("normalize", *reads, "-k", "20", "--target", "5", *outs, "--hist-out",
+                 h / "hist.csv")
+        o = default_run / name
+        for by_hand, theirs in {**mine, "hist.csv": "histogram.csv"}.items():
+            assert (h / by_hand).read_bytes() == (o / f"{name}.{theirs}").read_bytes(), theirs
+        assert sorted(p.name for p in o.iterdir()) == sorted(
+            [f"{name}.{t}" for t in mine.values()] +
+            [f"{name}.{t}" for t in ("histogram.csv", "readstats.txt", "summary.json",
+                                     "manifest.json")])
+        summary = json.loads((o / f"{name}.summary.json").read_text())
+        assert [r["step"] for r in summary["reads"]][:len(reads) + 1] == \
+            ["input"] * len(reads) + ["protocol"]
+        assert summary["histogram"] and summary["steps"]["protocol"]["summary"]["fp_rate"] < 0.2
+    assert not list((default_run / ".scratch").iterdir())
+    stats = json.loads((default_run / "kmerflow_pipeline_stats_mqc.json").read_text())["data"]
+    assert stats["a"]["kmerflow_pipeline_stats_pairs_in"] == 3000
+    assert 0 < stats["a"]["kmerflow_pipeline_stats_pairs_out"] < 3000
+
+
+def test_the_khmer_steps_keep_only_their_last_reads(inputs: Path, finished: Path, client,
+                                                    tmp_path: Path):
+    """Without keep_intermediates, the khmer steps' reads that a later step reads (normalize,
+    filter, extract) live in the scratch folder, removed when the sample completes: OUTDIR
+    holds the last reads, which equal those of the run that kept everything, and readstats
+    still counts every step's reads."""
+    config = tmp_path / "steps.toml"
+    config.write_text(CONFIG.replace("keep_intermediates = true\n", ""))
+    out = tmp_path / "out"
+    result = run(inputs / "samples.tsv", out, config=config, client=client, log=lambda m: None)
+    assert result.ok, result.errors
+    for name in ("a", "b", "c"):
+        kept = sorted(p.name.removeprefix(f"{name}.") for p in (out / name).iterdir())
+        assert kept == ["histogram.csv", "manifest.json", "normalize.keep.csv",
+                        "readstats.txt", "renormalize.fq", "renormalize.keep.csv",
+                        "summary.json"], kept
+        for file in (f"{name}.renormalize.fq", f"{name}.histogram.csv"):
+            assert (out / name / file).read_bytes() == (finished / name / file).read_bytes()
+        summary = json.loads((out / name / f"{name}.summary.json").read_text())
+        before = json.loads((finished / name / f"{name}.summary.json").read_text())
+        assert [(r["step"], r["reads"]) for r in summary["reads"]] == \
+            [(r["step"], r["reads"]) for r in before["reads"]]
+    assert not list((out / ".scratch").iterdir())
+    again = run(inputs / "samples.tsv", out, config=config, client=client, log=lambda m: None)
+    assert set(again.status.values()) == {"skipped"}
+
+
+def test_protocol_replaces_the_khmer_steps_and_its_values_are_checked(inputs: Path,
+                                                                       tmp_path: Path):
+    from kmerflow.pipeline import ConfigError, load_config
+
+    assert load_config().steps == ["protocol", "readstats"]
+    with pytest.raises(ConfigError, match=r"protocol .* replaces step\(s\) normalize, filter:"):
+        load_config(steps=["protocol", "normalize", "filter"])
+    with pytest.raises(ConfigError, match="--param protocol.hist_out=x.csv: set by the pipeline"):
+        load_config(params=["protocol.hist_out=x.csv"])
+    out = tmp_path / "out"
+    proc = subprocess.run(_pipeline_cmd(inputs / "samples.tsv", "-o", out, "--param",
+                                        "protocol.passes=3"),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--param protocol.passes=3: " in lines[0], proc.stderr
+    assert not out.exists()
 
 
 def test_one_sample_at_a_time_runs_chunks_with_the_same_outputs(inputs: Path, finished: Path,

@@ -1,4 +1,4 @@
-"""Many samples at once: khmer's preprocessing protocol per sample on a Dask cluster.
+"""Many samples at once: the normalization protocol per sample on a Dask cluster.
 
 :func:`run` (and ``kmerflow pipeline``) reads a sample sheet, runs the configured steps of every
 sample (see :mod:`kmerflow.pipeline.config`) with a task graph whose width changes from step to
@@ -57,11 +57,13 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
         scheduler: Optional[str] = None, local_cluster: Optional[int] = None,
         client: Any = None, scratch: str | os.PathLike[str] | None = None,
         keep_going: bool = False, max_active: Optional[int] = None,
+        keep_intermediates: Optional[bool] = None,
         log: Optional[Callable[[str], None]] = None) -> PipelineResult:
     """Run the pipeline over a sample sheet; returns a :class:`PipelineResult`.
 
-    ``steps``, ``config`` (a TOML file), ``params`` (``"STEP.PARAM=VALUE"`` strings) and
-    ``chunks`` (the most chunk tasks of a per-chunk step) choose what runs; the cluster is ``client``
+    ``steps``, ``config`` (a TOML file), ``params`` (``"STEP.PARAM=VALUE"`` strings),
+    ``chunks`` (the most chunk tasks of a per-chunk step) and ``keep_intermediates`` (keep the
+    khmer steps' reads that a later step reads in OUTDIR) choose what runs; the cluster is ``client``
     (a :class:`distributed.Client`), else the scheduler at ``scheduler``, else a new
     LocalCluster of ``local_cluster`` single-thread workers (one per CPU by default).
     ``scratch`` holds intermediate files (default ``OUTDIR/.scratch``); ``max_active`` bounds
@@ -82,7 +84,7 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
                           f"pip install 'kmerflow[dask]'") from None
     preflight.check_cluster_options(scheduler if client is None else None,
                                     local_cluster if client is None else None, max_active)
-    cfg = load_config(config, steps, params, chunks)
+    cfg = load_config(config, steps, params, chunks, keep_intermediates)
     preflight.check_config(cfg)
     samples = read_samplesheet(samplesheet, cfg)
     out = Path(outdir).resolve()

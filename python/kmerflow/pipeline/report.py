@@ -18,7 +18,7 @@ from kmerflow.report import charts, multiqc
 from kmerflow.report.multiqc import write_atomic
 
 #: One colour per step (the timeline, the bars).
-COLOURS = {"interleave": "#8c564b", "normalize": "#1f77b4", "filter": "#2ca02c",
+COLOURS = {"protocol": "#d62728", "interleave": "#8c564b", "normalize": "#1f77b4", "filter": "#2ca02c",
            "extract": "#bcbd22", "renormalize": "#17becf", "histogram": "#9467bd",
            "readstats": "#7f7f7f", "input": "#444444"}
 _READSTATS_LINE = re.compile(r"^(\d+) bp / (\d+) seqs; ([0-9.]+) average length -- (.*)$")
@@ -53,7 +53,8 @@ def sample_summary(name: str, status: str, error: Optional[str], inputs: list[Pa
                 summary["reads"].append({"file": _relative(m.group(4), outdir),
                                          "step": produced.get(m.group(4), "input"),
                                          "bp": int(m.group(1)), "reads": int(m.group(2))})
-    histogram = steps.get("histogram", {}).get("outputs", {}).get("histogram")
+    histogram = next((s["outputs"]["histogram"] for s in steps.values()
+                      if "histogram" in s["outputs"]), None)  # histogram's, or protocol's
     if histogram and Path(histogram["path"]).is_file():
         with open(histogram["path"], newline="") as f:
             summary["histogram"] = [[int(r["abundance"]), int(r["count"])]
