@@ -612,3 +612,77 @@ def test_chunk_cuts_fall_between_pairs_at_record_starts(tmp_path: Path):
     fasta.write_text("".join(f">s{i}\nACGT\nACGT\n" for i in range(50)))
     cuts = cut_points(fasta, 4)
     assert all(fasta.read_bytes()[c:c + 1] == b">" for c in cuts[1:-1])
+
+
+def _terminal_output(cmd: list[str], timeout: float) -> tuple[int, str]:
+    """Run ``cmd`` with its stdout and stderr on a pseudo-terminal 70 columns wide; its exit
+    status and everything it wrote there."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 70, 0, 0))
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+    os.close(slave)
+    chunks, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal's other end closed: the command ended
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return proc.wait(timeout=30), b"".join(chunks).decode()
+
+
+def test_a_terminal_shows_one_status_line_a_pipe_plain_lines(inputs: Path, tmp_path: Path):
+    """On a terminal, one status line rewritten in place (samples done/running/failed, steps,
+    elapsed time, within the terminal's width), cleared before the messages that remain; on a
+    pipe, plain lines with the sample counts; with -q, nothing."""
+    config = ["--config", inputs / "steps.toml", "--local-cluster", "1"]
+    code, shown = _terminal_output(_pipeline_cmd(inputs / "samples.tsv", "-o", tmp_path / "tty",
+                                                 *config), timeout=300)
+    assert code == 0, shown
+    status = [s.removesuffix("\x1b[K") for s in re.findall(r"\r(kmerflow pipeline: [^\r\n]*)",
+                                                            shown)]
+    status = [s for s in status if s.startswith("kmerflow pipeline: ") and "| " in s]
+    assert any(re.fullmatch(r"kmerflow pipeline: \d/3 samples done(, \d running)?"
+                            r"(, \d failed)? \| steps \d+/19 \| 0:00:\d\d( \| .*)?", s)
+               for s in status), shown
+    assert all(len(s) < 70 for s in status) and any(s.endswith("...") for s in status)
+    # What stays on the screen: each \r-rewritten line as its last version.
+    screen = [line.rsplit("\r", 1)[-1].replace("\x1b[K", "")
+              for line in shown.replace("\r\n", "\n").split("\n")]
+    assert [line for line in screen if line] == [
+        *(line for line in screen if re.fullmatch(r"kmerflow pipeline: \w: done in .*", line)),
+        next(line for line in screen if " sample(s) done in " in line)]
+    assert sum(" done in " in line and "sample(s)" not in line for line in screen) == 3
+    piped = subprocess.run(_pipeline_cmd(inputs / "samples.tsv", "-o", tmp_path / "pipe",
+                                         *config), capture_output=True, text=True, timeout=300)
+    assert piped.returncode == 0 and "\r" not in piped.stderr and "\x1b" not in piped.stderr
+    assert re.search(r"^kmerflow pipeline: \w: done in [0-9.]+ s \[\d/3 samples done",
+                     piped.stderr, re.M), piped.stderr
+    code, shown = _terminal_output(_pipeline_cmd(inputs / "samples.tsv", "-o", tmp_path / "q",
+                                                 *config, "-q"), timeout=300)
+    assert code == 0 and shown == "", shown
+
+
+def test_the_status_line_counts_samples_and_steps():
+    from kmerflow.pipeline.progress import Progress
+    from kmerflow.pipeline.runner import SampleRun
+
+    def sample_run(name: str, status: str, step_index: int) -> SampleRun:
+        plans = [type("Plan", (), {"name": n})() for n in ("protocol", "readstats")]
+        return SampleRun(type("S", (), {"name": name})(), None, plans, None,  # type: ignore
+                         status=status, step_index=step_index)
+
+    progress = Progress(sys.stderr, live=False)
+    assert progress.status_line().startswith("kmerflow pipeline: starting the cluster | 0:00:0")
+    progress.runs = [sample_run("a", "done", 2), sample_run("b", "running", 1),
+                     sample_run("c", "failed", 0), sample_run("d", "pending", 0)]
+    assert re.fullmatch(r"kmerflow pipeline: 1/4 samples done, 1 running, 1 failed \| "
+                        r"steps 3/8 \| 0:00:0\d \| b:readstats", progress.status_line())
