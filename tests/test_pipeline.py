@@ -538,7 +538,8 @@ def test_one_run_per_outdir_and_a_dead_holder_is_taken_over(inputs: Path, tmp_pa
     ("sample\tr1\nx\tmissing.fq\n", "line 2: r1 'missing.fq': no such file"),
     ("name\tr1\nx\ta_1.fq\n", "line 1: the header has no 'sample' column"),
     ("sample\tr1\nx\ta_1.fq\nx\ta_1.fq\n", "line 3: sample 'x' already on line 2"),
-    ("sample\tr1\tcutoff\nx\ta_1.fq\tlots\n", "line 2: normalize.cutoff: 'lots'"),
+    ("sample\tr1\tcutoff\nx\ta_1.fq\tlots\n",
+     "line 2: column cutoff = 'lots': invalid value 'lots' for '--first-target"),
     ("sample\tr1\nx y\ta_1.fq\n", "line 2: sample name 'x y'"),
 ])
 def test_bad_sample_sheet_is_one_clear_error(inputs: Path, tmp_path: Path, sheet: str,

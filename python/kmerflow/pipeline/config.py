@@ -126,6 +126,10 @@ class PipelineConfig:
         for key, value in overrides.items():
             for target in override_targets(key):
                 step, param = _split_key(target)
+                if step not in self.steps:
+                    if key in SHORTHANDS:  # a shorthand sets the steps that run
+                        continue
+                    raise ConfigError(f"column {key}: {self._not_run(step)}")
                 params[step][param] = value
                 sources.pop(target, None)  # the sheet's now
         new = dataclasses.replace(self, steps=list(self.steps), params=params, sources=sources)
@@ -133,8 +137,9 @@ class PipelineConfig:
         return new
 
     def validate(self) -> None:
-        """Raise :class:`ConfigError` for an unknown step, a step out of order, a parameter the
-        step's command does not take or one the pipeline sets itself."""
+        """Raise :class:`ConfigError` for an unknown step, a step out of order, ``protocol`` with
+        a step it replaces, a value given for a step that does not run, a parameter the step's
+        command does not take or one the pipeline sets itself."""
         unknown = [s for s in self.steps if s not in STEP_COMMANDS]
         if unknown:
             raise ConfigError(f"unknown step(s) {', '.join(unknown)} "
@@ -153,6 +158,10 @@ class PipelineConfig:
             raise ConfigError("step filter needs step normalize (it filters with its table)")
         if self.chunks < 1:
             raise ConfigError("chunks must be at least 1")
+        for key, where in self.sources.items():
+            step = key.partition(".")[0]
+            if step not in self.steps:
+                raise ConfigError(f"{where}: {self._not_run(step)}")
         for step, params in self.params.items():
             if step not in STEP_COMMANDS:
                 raise ConfigError(f"parameters for unknown step {step!r}")
@@ -165,6 +174,13 @@ class PipelineConfig:
                     raise ConfigError(f"{where}: not a parameter of "
                                       f"{STEP_COMMANDS[step].replace('_', '-')}")
                 _check_type(step, name, value, where)
+
+
+    def _not_run(self, step: str) -> str:
+        """Why a value given for ``step`` is refused when the step does not run (it would be
+        ignored: likely a value meant for a step the configuration left out)."""
+        return (f"step {step} does not run (steps: {', '.join(self.steps)}; choose them with "
+                f"--steps or steps = [...])")
 
 
 def command_keywords(function: str) -> set[str]:
