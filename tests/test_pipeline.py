@@ -185,6 +185,8 @@ def test_the_default_is_normalize_in_one_run(inputs: Path, default_run: Path, tm
     stats = json.loads((default_run / "kmerflow_pipeline_stats_mqc.json").read_text())["data"]
     assert stats["a"]["kmerflow_pipeline_stats_pairs_in"] == 3000
     assert 0 < stats["a"]["kmerflow_pipeline_stats_pairs_out"] < 3000
+    assert "kmerflow_pipeline_stats_pairs_in" not in stats["c"]  # single-end: no pairs
+    assert 0 < stats["c"]["kmerflow_pipeline_stats_reads_out"] < 1500
 
 
 def test_the_khmer_steps_keep_only_their_last_reads(inputs: Path, finished: Path, client,
