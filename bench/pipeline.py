@@ -39,10 +39,12 @@ TABLES = {
 
 
 def steps_config(tables: str) -> str:
-    """The steps file: khmer's protocol in 4 chunks, the tables of normalize, renormalize and
-    histogram sized as ``TABLES[tables]`` says."""
+    """The steps file: khmer's protocol as its separate steps in 4 chunks, the tables of
+    normalize, renormalize and histogram sized as ``TABLES[tables]`` says."""
     sized = TABLES[tables]
-    return "chunks = 4\n" + "".join(f"[{step}]\n{sized}" for step in ("normalize", "renormalize", "histogram"))
+    steps = ("steps = [\"interleave\", \"normalize\", \"filter\", \"extract\", \"renormalize\", "
+             "\"histogram\", \"readstats\"]\n")
+    return steps + "chunks = 4\n" + "".join(f"[{step}]\n{sized}" for step in ("normalize", "renormalize", "histogram"))
 
 
 def build_samples(data: Path, work: Path) -> Path:

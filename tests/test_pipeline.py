@@ -23,8 +23,11 @@ distributed = pytest.importorskip("distributed")
 from kmerflow.pipeline import SampleSheetError, run  # noqa: E402
 from kmerflow.pipeline.runner import local_cluster  # noqa: E402
 
-#: Small tables for small data (4 x 1e6 bytes), the keep curve every 500 reads, 3 chunks.
+#: khmer's separate steps, their intermediate reads kept in OUTDIR (compared with the commands
+#: by hand); small tables for small data (4 x 1e6 bytes), the keep curve every 500 reads, 3 chunks.
 CONFIG = """\
+steps = ["interleave", "normalize", "filter", "extract", "renormalize", "histogram", "readstats"]
+keep_intermediates = true
 chunks = 3
 [normalize]
 max_tablesize = 1e6
@@ -140,6 +143,96 @@ def test_outputs_equal_the_steps_run_by_hand(inputs: Path, finished: Path, tmp_p
              h / "filt.fq")
     assert (h / "renorm.fq").read_bytes() == (finished / "c" / "c.renormalize.fq").read_bytes()
     assert not list((finished / ".scratch").iterdir())  # intermediates removed
+
+
+@pytest.fixture(scope="module")
+def default_run(inputs: Path, client, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """OUTDIR of a run over the three samples with the default steps and parameters."""
+    out = tmp_path_factory.mktemp("default") / "out"
+    result = run(inputs / "samples.tsv", out, client=client, log=lambda m: None)
+    assert result.ok, result.errors
+    return out
+
+
+def test_the_default_is_normalize_in_one_run(inputs: Path, default_run: Path, tmp_path: Path):
+    """By default a sample runs ``kmerflow normalize`` (khmer's protocol: --target 5; R1/R2 in
+    and out, orphans, the output's histogram) and readstats: the outputs equal the command's by
+    hand, and no intermediate file is written."""
+    for name, r1 in (("a", "a_1.fq"), ("b", "b_1.fq.gz"), ("c", "c_1.fq")):
+        h = tmp_path / name
+        h.mkdir()
+        paired = name != "c"
+        if paired:
+            outs = ["-o", h / "1.fq", "-O", h / "2.fq", "--orphans", h / "0.fq"]
+            mine = {"1.fq": "protocol_1.fq", "2.fq": "protocol_2.fq", "0.fq": "protocol.orphans.fq"}
+            reads = [inputs / r1, inputs / r1.replace("_1", "_2")]
+        else:
+            outs, mine, reads = ["-o", h / "1.fq"], {"1.fq": "protocol.fq"}, [inputs / r1]
+        kmerflow("normalize", *reads, "-k", "20", "--target", "5", *outs, "--hist-out",
+                 h / "hist.csv")
+        o = default_run / name
+        for by_hand, theirs in {**mine, "hist.csv": "histogram.csv"}.items():
+            assert (h / by_hand).read_bytes() == (o / f"{name}.{theirs}").read_bytes(), theirs
+        assert sorted(p.name for p in o.iterdir()) == sorted(
+            [f"{name}.{t}" for t in mine.values()] +
+            [f"{name}.{t}" for t in ("histogram.csv", "readstats.txt", "summary.json",
+                                     "manifest.json")])
+        summary = json.loads((o / f"{name}.summary.json").read_text())
+        assert [r["step"] for r in summary["reads"]][:len(reads) + 1] == \
+            ["input"] * len(reads) + ["protocol"]
+        assert summary["histogram"] and summary["steps"]["protocol"]["summary"]["fp_rate"] < 0.2
+    assert not list((default_run / ".scratch").iterdir())
+    stats = json.loads((default_run / "kmerflow_pipeline_stats_mqc.json").read_text())["data"]
+    assert stats["a"]["kmerflow_pipeline_stats_pairs_in"] == 3000
+    assert 0 < stats["a"]["kmerflow_pipeline_stats_pairs_out"] < 3000
+    assert "kmerflow_pipeline_stats_pairs_in" not in stats["c"]  # single-end: no pairs
+    assert 0 < stats["c"]["kmerflow_pipeline_stats_reads_out"] < 1500
+
+
+def test_the_khmer_steps_keep_only_their_last_reads(inputs: Path, finished: Path, client,
+                                                    tmp_path: Path):
+    """Without keep_intermediates, the khmer steps' reads that a later step reads (normalize,
+    filter, extract) live in the scratch folder, removed when the sample completes: OUTDIR
+    holds the last reads, which equal those of the run that kept everything, and readstats
+    still counts every step's reads."""
+    config = tmp_path / "steps.toml"
+    config.write_text(CONFIG.replace("keep_intermediates = true\n", ""))
+    out = tmp_path / "out"
+    result = run(inputs / "samples.tsv", out, config=config, client=client, log=lambda m: None)
+    assert result.ok, result.errors
+    for name in ("a", "b", "c"):
+        kept = sorted(p.name.removeprefix(f"{name}.") for p in (out / name).iterdir())
+        assert kept == ["histogram.csv", "manifest.json", "normalize.keep.csv",
+                        "readstats.txt", "renormalize.fq", "renormalize.keep.csv",
+                        "summary.json"], kept
+        for file in (f"{name}.renormalize.fq", f"{name}.histogram.csv"):
+            assert (out / name / file).read_bytes() == (finished / name / file).read_bytes()
+        summary = json.loads((out / name / f"{name}.summary.json").read_text())
+        before = json.loads((finished / name / f"{name}.summary.json").read_text())
+        assert [(r["step"], r["reads"]) for r in summary["reads"]] == \
+            [(r["step"], r["reads"]) for r in before["reads"]]
+    assert not list((out / ".scratch").iterdir())
+    again = run(inputs / "samples.tsv", out, config=config, client=client, log=lambda m: None)
+    assert set(again.status.values()) == {"skipped"}
+
+
+def test_protocol_replaces_the_khmer_steps_and_its_values_are_checked(inputs: Path,
+                                                                       tmp_path: Path):
+    from kmerflow.pipeline import ConfigError, load_config
+
+    assert load_config().steps == ["protocol", "readstats"]
+    with pytest.raises(ConfigError, match=r"protocol .* replaces step\(s\) normalize, filter:"):
+        load_config(steps=["protocol", "normalize", "filter"])
+    with pytest.raises(ConfigError, match="--param protocol.hist_out=x.csv: set by the pipeline"):
+        load_config(params=["protocol.hist_out=x.csv"])
+    out = tmp_path / "out"
+    proc = subprocess.run(_pipeline_cmd(inputs / "samples.tsv", "-o", out, "--param",
+                                        "protocol.passes=3"),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--param protocol.passes=3: " in lines[0], proc.stderr
+    assert not out.exists()
 
 
 def test_one_sample_at_a_time_runs_chunks_with_the_same_outputs(inputs: Path, finished: Path,
@@ -447,7 +540,8 @@ def test_one_run_per_outdir_and_a_dead_holder_is_taken_over(inputs: Path, tmp_pa
     ("sample\tr1\nx\tmissing.fq\n", "line 2: r1 'missing.fq': no such file"),
     ("name\tr1\nx\ta_1.fq\n", "line 1: the header has no 'sample' column"),
     ("sample\tr1\nx\ta_1.fq\nx\ta_1.fq\n", "line 3: sample 'x' already on line 2"),
-    ("sample\tr1\tcutoff\nx\ta_1.fq\tlots\n", "line 2: normalize.cutoff: 'lots'"),
+    ("sample\tr1\tcutoff\nx\ta_1.fq\tlots\n",
+     "line 2: column cutoff = 'lots': invalid value 'lots' for '--first-target"),
     ("sample\tr1\nx y\ta_1.fq\n", "line 2: sample name 'x y'"),
 ])
 def test_bad_sample_sheet_is_one_clear_error(inputs: Path, tmp_path: Path, sheet: str,
@@ -521,3 +615,77 @@ def test_chunk_cuts_fall_between_pairs_at_record_starts(tmp_path: Path):
     fasta.write_text("".join(f">s{i}\nACGT\nACGT\n" for i in range(50)))
     cuts = cut_points(fasta, 4)
     assert all(fasta.read_bytes()[c:c + 1] == b">" for c in cuts[1:-1])
+
+
+def _terminal_output(cmd: list[str], timeout: float) -> tuple[int, str]:
+    """Run ``cmd`` with its stdout and stderr on a pseudo-terminal 70 columns wide; its exit
+    status and everything it wrote there."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 70, 0, 0))
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+    os.close(slave)
+    chunks, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal's other end closed: the command ended
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return proc.wait(timeout=30), b"".join(chunks).decode()
+
+
+def test_a_terminal_shows_one_status_line_a_pipe_plain_lines(inputs: Path, tmp_path: Path):
+    """On a terminal, one status line rewritten in place (samples done/running/failed, steps,
+    elapsed time, within the terminal's width), cleared before the messages that remain; on a
+    pipe, plain lines with the sample counts; with -q, nothing."""
+    config = ["--config", inputs / "steps.toml", "--local-cluster", "1"]
+    code, shown = _terminal_output(_pipeline_cmd(inputs / "samples.tsv", "-o", tmp_path / "tty",
+                                                 *config), timeout=300)
+    assert code == 0, shown
+    status = [s.removesuffix("\x1b[K") for s in re.findall(r"\r(kmerflow pipeline: [^\r\n]*)",
+                                                            shown)]
+    status = [s for s in status if s.startswith("kmerflow pipeline: ") and "| " in s]
+    assert any(re.fullmatch(r"kmerflow pipeline: \d/3 samples done(, \d running)?"
+                            r"(, \d failed)? \| steps \d+/19 \| 0:00:\d\d( \| .*)?", s)
+               for s in status), shown
+    assert all(len(s) < 70 for s in status) and any(s.endswith("...") for s in status)
+    # What stays on the screen: each \r-rewritten line as its last version.
+    screen = [line.rsplit("\r", 1)[-1].replace("\x1b[K", "")
+              for line in shown.replace("\r\n", "\n").split("\n")]
+    assert [line for line in screen if line] == [
+        *(line for line in screen if re.fullmatch(r"kmerflow pipeline: \w: done in .*", line)),
+        next(line for line in screen if " sample(s) done in " in line)]
+    assert sum(" done in " in line and "sample(s)" not in line for line in screen) == 3
+    piped = subprocess.run(_pipeline_cmd(inputs / "samples.tsv", "-o", tmp_path / "pipe",
+                                         *config), capture_output=True, text=True, timeout=300)
+    assert piped.returncode == 0 and "\r" not in piped.stderr and "\x1b" not in piped.stderr
+    assert re.search(r"^kmerflow pipeline: \w: done in [0-9.]+ s \[\d/3 samples done",
+                     piped.stderr, re.M), piped.stderr
+    code, shown = _terminal_output(_pipeline_cmd(inputs / "samples.tsv", "-o", tmp_path / "q",
+                                                 *config, "-q"), timeout=300)
+    assert code == 0 and shown == "", shown
+
+
+def test_the_status_line_counts_samples_and_steps():
+    from kmerflow.pipeline.progress import Progress
+    from kmerflow.pipeline.runner import SampleRun
+
+    def sample_run(name: str, status: str, step_index: int) -> SampleRun:
+        plans = [type("Plan", (), {"name": n})() for n in ("protocol", "readstats")]
+        return SampleRun(type("S", (), {"name": name})(), None, plans, None,  # type: ignore
+                         status=status, step_index=step_index)
+
+    progress = Progress(sys.stderr, live=False)
+    assert progress.status_line().startswith("kmerflow pipeline: starting the cluster | 0:00:0")
+    progress.runs = [sample_run("a", "done", 2), sample_run("b", "running", 1),
+                     sample_run("c", "failed", 0), sample_run("d", "pending", 0)]
+    assert re.fullmatch(r"kmerflow pipeline: 1/4 samples done, 1 running, 1 failed \| "
+                        r"steps 3/8 \| 0:00:0\d \| b:readstats", progress.status_line())

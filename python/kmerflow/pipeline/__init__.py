@@ -1,4 +1,4 @@
-"""Many samples at once: khmer's preprocessing protocol per sample on a Dask cluster.
+"""Many samples at once: the normalization protocol per sample on a Dask cluster.
 
 :func:`run` (and ``kmerflow pipeline``) reads a sample sheet, runs the configured steps of every
 sample (see :mod:`kmerflow.pipeline.config`) with a task graph whose width changes from step to
@@ -57,15 +57,20 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
         scheduler: Optional[str] = None, local_cluster: Optional[int] = None,
         client: Any = None, scratch: str | os.PathLike[str] | None = None,
         keep_going: bool = False, max_active: Optional[int] = None,
+        keep_intermediates: Optional[bool] = None,
         log: Optional[Callable[[str], None]] = None) -> PipelineResult:
     """Run the pipeline over a sample sheet; returns a :class:`PipelineResult`.
 
-    ``steps``, ``config`` (a TOML file), ``params`` (``"STEP.PARAM=VALUE"`` strings) and
-    ``chunks`` (the most chunk tasks of a per-chunk step) choose what runs; the cluster is ``client``
+    ``steps``, ``config`` (a TOML file), ``params`` (``"STEP.PARAM=VALUE"`` strings),
+    ``chunks`` (the most chunk tasks of a per-chunk step) and ``keep_intermediates`` (keep the
+    khmer steps' reads that a later step reads in OUTDIR) choose what runs; the cluster is ``client``
     (a :class:`distributed.Client`), else the scheduler at ``scheduler``, else a new
     LocalCluster of ``local_cluster`` single-thread workers (one per CPU by default).
     ``scratch`` holds intermediate files (default ``OUTDIR/.scratch``); ``max_active`` bounds
     the samples running at once (default: worker threads + 1; 1 runs them one after another).
+    ``log`` takes the run's messages (a sample done, failed, resuming); by default they go to
+    stderr, where a terminal also shows a status line updated in place
+    (:mod:`kmerflow.pipeline.progress`).
     Without ``keep_going`` the first failing sample stops the run. Everything is checked
     before a folder is created or a cluster started (:mod:`kmerflow.pipeline.preflight`): a bad
     sample sheet, configuration or cluster option raises :class:`SampleSheetError` /
@@ -82,7 +87,7 @@ def run(samplesheet: str | os.PathLike[str], outdir: str | os.PathLike[str], *,
                           f"pip install 'kmerflow[dask]'") from None
     preflight.check_cluster_options(scheduler if client is None else None,
                                     local_cluster if client is None else None, max_active)
-    cfg = load_config(config, steps, params, chunks)
+    cfg = load_config(config, steps, params, chunks, keep_intermediates)
     preflight.check_config(cfg)
     samples = read_samplesheet(samplesheet, cfg)
     out = Path(outdir).resolve()
@@ -105,10 +110,9 @@ def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any
                 scheduler: Optional[str], local_cluster: Optional[int], keep_going: bool,
                 max_active: Optional[int], log: Optional[Callable[[str], None]]
                 ) -> PipelineResult:
-    say = log or (lambda message: print(f"kmerflow pipeline: {message}", file=sys.stderr))
-
     from kmerflow.distributed.cluster import connect
     from kmerflow.pipeline import runner
+    from kmerflow.pipeline.progress import Progress
 
     runs = runner.sample_runs(samples, out, scratch_dir)
     if all(r.resume() for r in runs):  # nothing to run: no cluster
@@ -118,12 +122,16 @@ def _run_locked(samples: list[Sample], out: Path, scratch_dir: Path, client: Any
         return _write_reports(samples, runner.RunOutcome(runs, [], {}, now, now), out)
     try:
         with contextlib.ExitStack() as stack:
+            on_change = None
+            if log is None:  # messages on stderr, with a status line on a terminal
+                progress = stack.enter_context(Progress(sys.stderr))
+                log, on_change = progress.message, progress.update
             if client is None:
                 client = stack.enter_context(connect(scheduler, local_cluster, command="pipeline",
                                                      direct_to_workers=False, start_local=runner.local_cluster))
                 if scheduler not in (None, "local"):
                     _check_saturation(client)
-            outcome = runner.Driver(client, runs, keep_going, max_active, say).run()
+            outcome = runner.Driver(client, runs, keep_going, max_active, log, on_change).run()
     finally:  # also on Ctrl-C / SIGTERM: a rerun resumes from the manifest
         for sample_run in runs:
             sample_run.remove_temporaries()  # of the steps stopped unfinished

@@ -7,18 +7,24 @@ import sys
 from typing import NoReturn, Optional, Sequence
 
 from kmerflow.errors import CommandError
-from kmerflow.pipeline.config import STEP_ORDER
+from kmerflow.pipeline.config import DEFAULT_STEPS, STEP_ORDER
 
 _EPILOG = f"""\
-steps (in order; default all): {', '.join(STEP_ORDER)}.
+steps (in order; default {','.join(DEFAULT_STEPS)}): {', '.join(STEP_ORDER)}.
+  protocol is kmerflow normalize (khmer's protocol in one run: --target 5, tables sized from
+  the data, R1/R2 in and out, the histogram of its output); the khmer steps interleave ...
+  histogram run the protocol as khmer's separate commands instead (not with protocol).
   interleave and extract apply to samples with r2 only.
 
 sample sheet (TSV or CSV with a header): sample, r1, optional r2, and optional per-sample
-  parameter columns: cutoff (normalize's -C), ksize (k of every step), or STEP.PARAM.
+  parameter columns: cutoff (the first normalization's -C: normalize's -C, protocol's
+  --first-target), ksize (k of every step), or STEP.PARAM.
 
-steps.toml:
-  steps = ["interleave", "normalize", "filter", "extract", "renormalize", "histogram"]
+steps.toml (khmer's separate steps, their reads between steps kept in OUTDIR):
+  steps = ["interleave", "normalize", "filter", "extract", "renormalize", "histogram",
+           "readstats"]
   chunks = 4
+  keep_intermediates = true
   [normalize]
   cutoff = 20
   max_memory_usage = "1G"
@@ -27,6 +33,7 @@ examples:
   kmerflow pipeline samples.tsv -o results --local-cluster 4
   kmerflow pipeline samples.tsv -o results --scheduler tcp://head:8786 --scratch /local/tmp
   kmerflow pipeline samples.csv -o results --config steps.toml --keep-going
+  kmerflow pipeline samples.tsv -o results --param protocol.max_memory_usage=2G
 
 One run at a time per OUTDIR (a lock file, OUTDIR/.kmerflow.lock, names the holder's pid).
 
@@ -65,13 +72,14 @@ def parser() -> argparse.ArgumentParser:
     """The argument parser of ``kmerflow pipeline``."""
     p = _Parser(
         prog="kmerflow pipeline", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run khmer's preprocessing protocol on every sample of a sample sheet, "
+        description="Run the normalization protocol on every sample of a sample sheet, "
                     "several samples at once on a Dask cluster, with a manifest (reruns skip "
                     "completed work) and reports (JSON, MultiQC, HTML) in OUTDIR.",
         epilog=_EPILOG)
     p.add_argument("samplesheet", help="TSV/CSV: sample, r1[, r2][, parameter columns]")
     p.add_argument("-o", "--outdir", required=True, help="output folder")
-    p.add_argument("--steps", help="comma-separated steps to run (default: all)")
+    p.add_argument("--steps", help=f"comma-separated steps to run (default: "
+                                    f"{','.join(DEFAULT_STEPS)})")
     p.add_argument("--config", metavar="TOML", help="steps and parameters from a TOML file")
     p.add_argument("--param", action="append", default=[], metavar="STEP.PARAM=VALUE",
                    help="set a step parameter, e.g. normalize.max_memory_usage=2G (repeatable)")
@@ -85,7 +93,11 @@ def parser() -> argparse.ArgumentParser:
                          help="start a LocalCluster of N single-thread workers, at most one "
                               "per CPU this process may use (default: one per CPU)")
     p.add_argument("--scratch", metavar="DIR",
-                   help="intermediate files (default OUTDIR/.scratch); every worker must see it")
+                   help="intermediate files (default OUTDIR/.scratch), removed when their sample "
+                        "completes; every worker must see it")
+    p.add_argument("--keep-intermediates", action="store_true", default=None,
+                   help="keep the khmer steps' reads that a later step reads (normalize, filter, "
+                        "extract) in OUTDIR instead of --scratch")
     p.add_argument("--max-active", type=_positive, metavar="N",
                    help="samples running at once (default: worker threads + 1; 1 = one after "
                         "another)")
@@ -108,6 +120,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          params=args.param, chunks=args.chunks, scheduler=args.scheduler,
                          local_cluster=args.local_cluster, scratch=args.scratch,
                          keep_going=args.keep_going, max_active=args.max_active,
+                         keep_intermediates=args.keep_intermediates,
                          log=(lambda m: None) if args.quiet else None)
     except (SampleSheetError, ConfigError, ImportError) as e:  # ImportError: no Dask
         print(f"kmerflow pipeline: error: {e}", file=sys.stderr)

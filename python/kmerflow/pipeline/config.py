@@ -1,24 +1,32 @@
-"""The pipeline's steps and their parameters (khmer's protocol by default, a TOML file or flags).
+"""The pipeline's steps and their parameters (``kmerflow normalize`` by default, khmer's separate
+steps by configuration: a TOML file or flags).
 
-Steps, in protocol order (each consumes the reads of the latest earlier step that writes reads):
+Steps, in order (each consumes the reads of the latest earlier step that writes reads):
 
-========== ================================================================================
-interleave ``interleave-reads R1 R2`` (paired samples only)
-normalize  ``normalize-by-median -k 20 -C 20 [-p] --savegraph TABLE`` (one task: order-dependent)
-filter     ``filter-abund -V TABLE`` with ``normalize``'s table (may run per chunk, concatenated)
-extract    ``extract-paired-reads`` (paired samples only; may run per chunk, concatenated)
+=========== ===============================================================================
+protocol    ``normalize --target 5 [R1 R2 -O -orphans] --hist-out HIST``: khmer's protocol
+            (normalize to 20, trim, normalize to 5) in one run, no intermediate files
+interleave  ``interleave-reads R1 R2`` (paired samples only)
+normalize   ``normalize-by-median -k 20 -C 20 [-p] --savegraph TABLE`` (one task: order-dependent)
+filter      ``filter-abund -V TABLE`` with ``normalize``'s table (may run per chunk, concatenated)
+extract     ``extract-paired-reads`` (paired samples only; may run per chunk, concatenated)
 renormalize ``normalize-by-median -k 20 -C 5 [-p PE -u SE]`` (one task)
-histogram  ``abundance-dist-single -k 20`` of the last reads
-readstats  ``readstats`` of the input and of every reads output
-========== ================================================================================
+histogram   ``abundance-dist-single -k 20`` of the last reads
+readstats   ``readstats`` of the input and of every reads output
+=========== ===============================================================================
+
+The default is ``protocol`` and ``readstats`` (:data:`DEFAULT_STEPS`), for paired and
+single-end samples alike. ``protocol`` replaces the khmer steps from ``interleave`` to
+``histogram`` (it writes the histogram of its output itself), so it is not combined with them.
 
 A step's parameters are keywords of its :mod:`kmerflow.commands` function (``cutoff``,
-``ksize``, ``max_memory_usage``, ...). The file names, pairing and the saved table are set by the
-pipeline and cannot be given.
+``ksize``, ``max_memory_usage``, ``target``, ...). The file names, pairing and the saved table
+are set by the pipeline and cannot be given.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +41,7 @@ from kmerflow import commands
 
 #: Step name → the command function it runs.
 STEP_COMMANDS: dict[str, str] = {
+    "protocol": "normalize",
     "interleave": "interleave_reads",
     "normalize": "normalize_by_median",
     "filter": "filter_abund",
@@ -45,8 +54,21 @@ STEP_COMMANDS: dict[str, str] = {
 #: The steps in the order they run.
 STEP_ORDER: tuple[str, ...] = tuple(STEP_COMMANDS)
 
-#: khmer's protocol (khmer-protocols, "digital normalization and abundance filtering").
+#: The steps run when none are configured: the protocol in one run, then readstats.
+DEFAULT_STEPS: tuple[str, ...] = ("protocol", "readstats")
+
+#: The khmer steps that ``protocol`` does in one run (not combined with it).
+PROTOCOL_REPLACES: tuple[str, ...] = ("interleave", "normalize", "filter", "extract",
+                                      "renormalize", "histogram")
+
+#: The steps whose reads a later step may read (their outputs are intermediates when one does).
+READS_STEPS = frozenset({"protocol", "interleave", "normalize", "filter", "extract",
+                         "renormalize"})
+
+#: khmer's protocol (khmer-protocols, "digital normalization and abundance filtering"): as
+#: separate steps, and in one run (``--target 5``: the first pass to 4 x 5 = 20).
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
+    "protocol": {"ksize": 20, "target": 5},
     "interleave": {},
     "normalize": {"ksize": 20, "cutoff": 20},
     "filter": {"variable_coverage": True},
@@ -62,14 +84,15 @@ RESERVED = frozenset({
     "output", "output_dir", "output_paired", "output_single", "savegraph", "loadgraph",
     "paired", "force_single", "unpaired_reads", "report", "report_json", "quiet", "force",
     "gzip", "bzip", "csv", "threads", "html", "plots", "multiqc", "metrics",
+    "mate_output", "orphans", "hist", "hist_out", "save_table",
     "scheduler", "local_cluster", "shards", "local_shards", "batch_kmers",
     "help", "version", "info",
 })
 
 #: Sample-sheet columns that are shorthands for step parameters.
 SHORTHANDS: dict[str, tuple[str, ...]] = {
-    "cutoff": ("normalize.cutoff",),
-    "ksize": ("normalize.ksize", "renormalize.ksize", "histogram.ksize"),
+    "cutoff": ("normalize.cutoff", "protocol.first_target"),
+    "ksize": ("protocol.ksize", "normalize.ksize", "renormalize.ksize", "histogram.ksize"),
 }
 
 
@@ -79,9 +102,10 @@ class ConfigError(ValueError):
 
 @dataclass
 class PipelineConfig:
-    """The steps to run, their parameters and the chunking of the per-chunk steps."""
+    """The steps to run, their parameters, the chunking of the per-chunk steps and whether
+    intermediate reads are kept."""
 
-    steps: list[str] = field(default_factory=lambda: list(STEP_ORDER))
+    steps: list[str] = field(default_factory=lambda: list(DEFAULT_STEPS))
     params: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {s: dict(p) for s, p in DEFAULT_PARAMS.items()})
     #: The most chunk tasks of a per-chunk step (``filter``, ``extract``, the histogram's
@@ -90,6 +114,10 @@ class PipelineConfig:
     #: ``step.param`` → where its value was given (``steps.toml [normalize] cutoff``,
     #: ``--param normalize.cutoff=5``), for messages.
     sources: dict[str, str] = field(default_factory=dict)
+    #: Keep the reads that a later step of the sample reads (the khmer steps' normalize, filter
+    #: and extract outputs) in ``OUTDIR/SAMPLE/``; by default they are written to the scratch
+    #: folder and removed with it when the sample completes.
+    keep_intermediates: bool = False
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> PipelineConfig:
         """A copy with ``step.param`` (or shorthand) overrides applied and checked."""
@@ -98,15 +126,20 @@ class PipelineConfig:
         for key, value in overrides.items():
             for target in override_targets(key):
                 step, param = _split_key(target)
+                if step not in self.steps:
+                    if key in SHORTHANDS:  # a shorthand sets the steps that run
+                        continue
+                    raise ConfigError(f"column {key}: {self._not_run(step)}")
                 params[step][param] = value
                 sources.pop(target, None)  # the sheet's now
-        new = PipelineConfig(list(self.steps), params, self.chunks, sources)
+        new = dataclasses.replace(self, steps=list(self.steps), params=params, sources=sources)
         new.validate()
         return new
 
     def validate(self) -> None:
-        """Raise :class:`ConfigError` for an unknown step, a step out of order, a parameter the
-        step's command does not take or one the pipeline sets itself."""
+        """Raise :class:`ConfigError` for an unknown step, a step out of order, ``protocol`` with
+        a step it replaces, a value given for a step that does not run, a parameter the step's
+        command does not take or one the pipeline sets itself."""
         unknown = [s for s in self.steps if s not in STEP_COMMANDS]
         if unknown:
             raise ConfigError(f"unknown step(s) {', '.join(unknown)} "
@@ -116,10 +149,19 @@ class PipelineConfig:
         if len(set(self.steps)) != len(self.steps) or \
                 sorted(self.steps, key=STEP_ORDER.index) != self.steps:
             raise ConfigError(f"steps must be distinct and in the order {', '.join(STEP_ORDER)}")
+        replaced = [s for s in PROTOCOL_REPLACES if s in self.steps]
+        if "protocol" in self.steps and replaced:
+            raise ConfigError(f"step protocol (kmerflow normalize: the whole protocol and the "
+                              f"histogram of its output, in one run) replaces step(s) "
+                              f"{', '.join(replaced)}: choose one or the other")
         if "filter" in self.steps and "normalize" not in self.steps:
             raise ConfigError("step filter needs step normalize (it filters with its table)")
         if self.chunks < 1:
             raise ConfigError("chunks must be at least 1")
+        for key, where in self.sources.items():
+            step = key.partition(".")[0]
+            if step not in self.steps:
+                raise ConfigError(f"{where}: {self._not_run(step)}")
         for step, params in self.params.items():
             if step not in STEP_COMMANDS:
                 raise ConfigError(f"parameters for unknown step {step!r}")
@@ -132,6 +174,13 @@ class PipelineConfig:
                     raise ConfigError(f"{where}: not a parameter of "
                                       f"{STEP_COMMANDS[step].replace('_', '-')}")
                 _check_type(step, name, value, where)
+
+
+    def _not_run(self, step: str) -> str:
+        """Why a value given for ``step`` is refused when the step does not run (it would be
+        ignored: likely a value meant for a step the configuration left out)."""
+        return (f"step {step} does not run (steps: {', '.join(self.steps)}; choose them with "
+                f"--steps or steps = [...])")
 
 
 def command_keywords(function: str) -> set[str]:
@@ -182,11 +231,13 @@ def parse_value(text: str) -> Any:
 
 
 def load_config(path: str | Path | None = None, steps: Iterable[str] | None = None,
-                params: Iterable[str] = (), chunks: int | None = None) -> PipelineConfig:
+                params: Iterable[str] = (), chunks: int | None = None,
+                keep_intermediates: bool | None = None) -> PipelineConfig:
     """The configuration from an optional TOML file, then ``steps``, ``STEP.PARAM=VALUE``
-    strings and ``chunks`` given as flags.
+    strings, ``chunks`` and ``keep_intermediates`` given as flags.
 
-    The TOML file may hold ``steps = [...]``, ``chunks = N`` and one table per step
+    The TOML file may hold ``steps = [...]``, ``chunks = N``, ``keep_intermediates = true`` and
+    one table per step
     (``[normalize]`` ``cutoff = 20`` ...), which updates that step's defaults.
     """
     config = PipelineConfig()
@@ -200,6 +251,10 @@ def load_config(path: str | Path | None = None, steps: Iterable[str] | None = No
                 config.steps = _step_list(value, path)
             elif key == "chunks":
                 config.chunks = _int(value, f"{path}: chunks")
+            elif key == "keep_intermediates":
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{path}: keep_intermediates: expected true or false")
+                config.keep_intermediates = value
             elif isinstance(value, dict) and key in STEP_COMMANDS:
                 for name, item in value.items():
                     name = name.replace("-", "_")
@@ -211,6 +266,8 @@ def load_config(path: str | Path | None = None, steps: Iterable[str] | None = No
         config.steps = _step_list(list(steps), "--steps")
     if chunks is not None:
         config.chunks = chunks
+    if keep_intermediates is not None:
+        config.keep_intermediates = keep_intermediates
     for item in params:
         key, eq, text = item.partition("=")
         if not eq:

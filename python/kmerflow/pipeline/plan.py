@@ -1,7 +1,11 @@
 """What each step of a sample runs: its command, arguments, input and output files.
 
-Final outputs go to ``OUTDIR/SAMPLE/``; the interleaved input, the saved table and chunk files
-go to ``SCRATCH/SAMPLE/`` and are removed when the sample completes. A step writes each output
+Final outputs go to ``OUTDIR/SAMPLE/``; intermediates (the interleaved input, the saved table,
+chunk files, and the reads of a khmer step that a later step reads, unless the configuration
+keeps them: :attr:`~kmerflow.pipeline.config.PipelineConfig.keep_intermediates`) go to
+``SCRATCH/SAMPLE/`` and are removed when the sample completes (kept for a failed sample, whose
+rerun resumes from them; a complete sample's rerun that changes a step redoes the steps whose
+removed outputs it needs). A step writes each output
 under a temporary name beside it (:func:`staged`), which the runner renames to the final name
 once the manifest records the step complete: a file under a final name is always a completed
 step's, and a rerun, which removes the temporary names first, redoes a step that did not
@@ -25,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kmerflow.errors import KmerflowError
-from kmerflow.pipeline.config import STEP_COMMANDS, command_keywords
+from kmerflow.pipeline.config import READS_STEPS, STEP_COMMANDS, command_keywords
 from kmerflow.pipeline.samplesheet import Sample
 from kmerflow.reads import open_reads
 
@@ -50,7 +54,8 @@ class StepPlan:
     name: str
     #: The :mod:`kmerflow.commands` function.
     function: str
-    #: Final output files: role → path (``reads``, ``single``, ``table``, ``keep_curve``, ...).
+    #: Final output files: role → path (``reads``, ``mate``, ``orphans``, ``single``, ``table``,
+    #: ``keep_curve``, ...).
     outputs: dict[str, Path]
     #: Files read: path → the step that writes it (None for the sample's own read files).
     inputs: dict[Path, str | None]
@@ -144,6 +149,10 @@ def sample_dirs(sample: Sample, outdir: Path, scratch: Path) -> SampleDirs:
                       out / f"{sample.name}.summary.json")
 
 
+#: Output roles that hold reads (what readstats lists and a later step may read).
+READS_ROLES = ("reads", "mate", "orphans", "single")
+
+
 def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
     """The steps of ``sample`` in order, each reading the reads of the one before."""
     name, out, tmp = sample.name, dirs.out, dirs.scratch
@@ -154,18 +163,37 @@ def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
     single: Path | None = None
     table: Path | None = None
     all_reads: list[Path] = [sample.r1] + ([sample.r2] if sample.r2 else [])
+    last_reads = [s for s in sample.steps if s in READS_STEPS][-1:]
     plans: list[StepPlan] = []
     for step in sample.steps:
         opts = dict(params[step])
         function = STEP_COMMANDS[step]
-        if step == "interleave":
+        # Reads a later step reads: on scratch unless kept (the last step's are final).
+        kept = sample.config.keep_intermediates or [step] == last_reads
+        reads_dir, reads_roles = (out, frozenset()) if kept else \
+            (tmp, frozenset({"reads", "single"}))
+        if step == "protocol":
+            hist = out / f"{name}.histogram.csv"
+            opts["hist_out"] = hist
+            if sample.r2 is not None:
+                outputs = {"reads": out / f"{name}.protocol_1{ext}",
+                           "mate": out / f"{name}.protocol_2{ext}",
+                           "orphans": out / f"{name}.protocol.orphans{ext}", "histogram": hist}
+                opts.update(output=outputs["reads"], mate_output=outputs["mate"],
+                            orphans=outputs["orphans"])
+            else:
+                outputs = {"reads": out / f"{name}.protocol{ext}", "histogram": hist}
+                opts["output"] = outputs["reads"]
+            plan = StepPlan(step, function, outputs, {p: None for p in all_reads}, opts,
+                            positional=[list(all_reads)])
+        elif step == "interleave":
             assert sample.r2 is not None
             dest = tmp / f"{name}.interleaved{ext}"
             plan = StepPlan(step, function, {"reads": dest},
                             {sample.r1: None, sample.r2: None}, {**opts, "output": dest},
                             positional=[sample.r1, sample.r2], scratch_roles=frozenset({"reads"}))
         elif step in ("normalize", "renormalize"):
-            dest = out / f"{name}.{step}{ext}"
+            dest = reads_dir / f"{name}.{step}{ext}"
             curve = out / f"{name}.{step}.keep.csv"
             outputs = {"reads": dest, "keep_curve": curve}
             opts.update(output=dest, report=curve)
@@ -175,27 +203,29 @@ def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
             if single is not None:
                 opts["unpaired_reads"] = single
                 inputs[single] = "extract"
-            scratch_roles: frozenset[str] = frozenset()
+            scratch_roles = reads_roles
             if step == "normalize":
                 table = tmp / f"{name}.normalize.ct"
                 outputs["table"] = table
                 opts["savegraph"] = table
-                scratch_roles = frozenset({"table"})
+                scratch_roles |= {"table"}
             plan = StepPlan(step, function, outputs, inputs, opts, positional=[[reads]],
                             scratch_roles=scratch_roles)
             single = None
         elif step == "filter":
             assert table is not None
-            dest = out / f"{name}.filter{ext}"
+            dest = reads_dir / f"{name}.filter{ext}"
             plan = StepPlan(step, function, {"reads": dest},
                             {reads: reads_from, table: "normalize"}, opts,
                             positional=[table, reads], chunk_source=reads, chunk_before=[table],
-                            part_keywords={"reads": "output"})
+                            part_keywords={"reads": "output"}, scratch_roles=reads_roles)
         elif step == "extract":
-            pe, se = out / f"{name}.extract.pe{ext}", out / f"{name}.extract.se{ext}"
+            pe = reads_dir / f"{name}.extract.pe{ext}"
+            se = reads_dir / f"{name}.extract.se{ext}"
             plan = StepPlan(step, function, {"reads": pe, "single": se}, {reads: reads_from},
                             opts, positional=[reads], chunk_source=reads,
-                            part_keywords={"reads": "output_paired", "single": "output_single"})
+                            part_keywords={"reads": "output_paired", "single": "output_single"},
+                            scratch_roles=reads_roles)
             single = se
         elif step == "histogram":
             dest = out / f"{name}.histogram.csv"
@@ -213,10 +243,8 @@ def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
         plans.append(plan)
         if "reads" in plan.outputs:
             reads, reads_from = plan.outputs["reads"], step
-            if "reads" not in plan.scratch_roles:
-                all_reads.append(reads)
-            if plan.outputs.get("single"):
-                all_reads.append(plan.outputs["single"])
+            if step != "interleave":  # the inputs again, interleaved
+                all_reads += [plan.outputs[r] for r in READS_ROLES if r in plan.outputs]
     return plans
 
 

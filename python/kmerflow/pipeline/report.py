@@ -18,7 +18,7 @@ from kmerflow.report import charts, multiqc
 from kmerflow.report.multiqc import write_atomic
 
 #: One colour per step (the timeline, the bars).
-COLOURS = {"interleave": "#8c564b", "normalize": "#1f77b4", "filter": "#2ca02c",
+COLOURS = {"protocol": "#d62728", "interleave": "#8c564b", "normalize": "#1f77b4", "filter": "#2ca02c",
            "extract": "#bcbd22", "renormalize": "#17becf", "histogram": "#9467bd",
            "readstats": "#7f7f7f", "input": "#444444"}
 _READSTATS_LINE = re.compile(r"^(\d+) bp / (\d+) seqs; ([0-9.]+) average length -- (.*)$")
@@ -53,7 +53,8 @@ def sample_summary(name: str, status: str, error: Optional[str], inputs: list[Pa
                 summary["reads"].append({"file": _relative(m.group(4), outdir),
                                          "step": produced.get(m.group(4), "input"),
                                          "bp": int(m.group(1)), "reads": int(m.group(2))})
-    histogram = steps.get("histogram", {}).get("outputs", {}).get("histogram")
+    histogram = next((s["outputs"]["histogram"] for s in steps.values()
+                      if "histogram" in s["outputs"]), None)  # histogram's, or protocol's
     if histogram and Path(histogram["path"]).is_file():
         with open(histogram["path"], newline="") as f:
             summary["histogram"] = [[int(r["abundance"]), int(r["count"])]
@@ -64,6 +65,8 @@ def sample_summary(name: str, status: str, error: Optional[str], inputs: list[Pa
             with open(curve["path"], newline="") as f:
                 rows = [r for r in csv.reader(f) if r and r[0].isdigit()]
             summary["keep_curves"][step] = [[int(r[0]), int(r[1])] for r in rows]
+    if steps.get("protocol", {}).get("summary", {}).get("keep_curve"):  # its first pass's
+        summary["keep_curves"]["protocol"] = steps["protocol"]["summary"]["keep_curve"]
     return summary
 
 
@@ -89,10 +92,12 @@ def sample_stats(summary: dict[str, Any]) -> dict[str, float]:
     counts = reads_per_step(summary)
     steps = [s for s in counts if s != "input"]
     summaries = [s.get("summary", {}) for s in summary["steps"].values()]
-    pairs_in = next((s["pairs_in"] for s in summaries if "pairs_in" in s), None)
-    if pairs_in is None and len(summary["inputs"]) == 2 and summary["reads"]:
-        pairs_in = summary["reads"][0]["reads"]
-    pairs_out = next((s["pairs_out"] for s in reversed(summaries) if "pairs_out" in s), None)
+    pairs_in = pairs_out = None
+    if len(summary["inputs"]) == 2:  # a single-end sample has no pairs (protocol counts 0)
+        pairs_in = next((s["pairs_in"] for s in summaries if "pairs_in" in s), None)
+        if pairs_in is None and summary["reads"]:
+            pairs_in = summary["reads"][0]["reads"]
+        pairs_out = next((s["pairs_out"] for s in reversed(summaries) if "pairs_out" in s), None)
     return multiqc.kept_stats(counts.get("input"), counts[steps[-1]] if steps else None, pairs_in,
                               pairs_out, multiqc.highest_fp_rate(summaries))
 

@@ -146,10 +146,15 @@ class Driver:
     """Submits the samples' tasks to a Dask client and follows them to completion."""
 
     def __init__(self, client: Any, runs: list[SampleRun], keep_going: bool,
-                 max_active: Optional[int], log: Callable[[str], None]) -> None:
+                 max_active: Optional[int], log: Callable[[str], None],
+                 on_change: Optional[Callable[[list[SampleRun]], None]] = None) -> None:
+        """``log`` takes the run's messages (a sample done, failed, resuming); ``on_change``
+        is called with the samples' runs whenever a task finished or samples started (the
+        progress display, :mod:`kmerflow.pipeline.progress`)."""
         self.client = client
         self.keep_going = keep_going
         self.log = log
+        self.on_change = on_change or (lambda runs: None)
         self.runs = runs
         self.threads = sum(client.nthreads().values()) or 1
         self.max_active = max_active or self.threads + 1
@@ -171,31 +176,38 @@ class Driver:
         started = time.time()
         with get_task_stream(self.client) as stream:
             self._start_more(waiting, completed)
+            self.on_change(self.runs)
             for future in completed:
-                key = future.key
-                self.in_flight.discard(key)
-                sample_run = self.owner.get(key)
-                if sample_run is None or sample_run.status != "running":
-                    continue
-                try:
-                    result = future.result()
-                    if isinstance(result, tasks.Failed):
-                        raise tasks.StepFailed(result.message)
-                except Exception as e:  # a failed command: the sample fails, the others go on
-                    self._fail(sample_run, e)
-                    if not self.keep_going:
-                        waiting.clear()
-                        self._cancel_all()
-                    else:
-                        self._start_more(waiting, completed)
-                    continue
-                self._advance(sample_run, key, result, completed)
-                if sample_run.status != "running":
-                    self._start_more(waiting, completed)
+                self._follow(future, waiting, completed)
+                self.on_change(self.runs)
             finished = time.time()
         workers = {w: info["nthreads"]
                    for w, info in self.client.scheduler_info()["workers"].items()}
         return RunOutcome(self.runs, self._timeline(stream.data), workers, started, finished)
+
+    def _follow(self, future: Any, waiting: deque[SampleRun], completed: Any) -> None:
+        """Take a finished task's result: the next task of its sample, or the sample's
+        failure (and, without ``keep_going``, the run's end)."""
+        key = future.key
+        self.in_flight.discard(key)
+        sample_run = self.owner.get(key)
+        if sample_run is None or sample_run.status != "running":
+            return
+        try:
+            result = future.result()
+            if isinstance(result, tasks.Failed):
+                raise tasks.StepFailed(result.message)
+        except Exception as e:  # a failed command: the sample fails, the others go on
+            self._fail(sample_run, e)
+            if not self.keep_going:
+                waiting.clear()
+                self._cancel_all()
+            else:
+                self._start_more(waiting, completed)
+            return
+        self._advance(sample_run, key, result, completed)
+        if sample_run.status != "running":
+            self._start_more(waiting, completed)
 
     # --- sample life cycle ------------------------------------------------------------------
 
