@@ -180,7 +180,13 @@ def test_the_default_is_normalize_in_one_run(inputs: Path, default_run: Path, tm
         summary = json.loads((o / f"{name}.summary.json").read_text())
         assert [r["step"] for r in summary["reads"]][:len(reads) + 1] == \
             ["input"] * len(reads) + ["protocol"]
-        assert summary["histogram"] and summary["steps"]["protocol"]["summary"]["fp_rate"] < 0.2
+        protocol = summary["steps"]["protocol"]
+        assert summary["histogram"] and protocol["summary"]["fp_rate"] < 0.2
+        # Compact: the histogram as its non-zero bins, as in the CSV.
+        assert protocol["summary"]["histograms"]["output"] == \
+            [[a, n] for a, n in summary["histogram"] if n]
+        assert sorted(protocol["outputs"]) == sorted(["reads", "histogram"] +
+                                                     (["mate", "orphans"] if paired else []))
     assert not list((default_run / ".scratch").iterdir())
     stats = json.loads((default_run / "kmerflow_pipeline_stats_mqc.json").read_text())["data"]
     assert stats["a"]["kmerflow_pipeline_stats_pairs_in"] == 3000
@@ -209,6 +215,7 @@ def test_the_khmer_steps_keep_only_their_last_reads(inputs: Path, finished: Path
             assert (out / name / file).read_bytes() == (finished / name / file).read_bytes()
         summary = json.loads((out / name / f"{name}.summary.json").read_text())
         before = json.loads((finished / name / f"{name}.summary.json").read_text())
+        assert list(summary["steps"]["normalize"]["outputs"]) == ["keep_curve"]  # reads removed
         assert [(r["step"], r["reads"]) for r in summary["reads"]] == \
             [(r["step"], r["reads"]) for r in before["reads"]]
     assert not list((out / ".scratch").iterdir())
