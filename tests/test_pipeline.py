@@ -195,6 +195,27 @@ def test_the_default_is_normalize_in_one_run(inputs: Path, default_run: Path, tm
     assert 0 < stats["c"]["kmerflow_pipeline_stats_reads_out"] < 1500
 
 
+def test_a_changed_protocol_parameter_redoes_the_sample(inputs: Path, default_run: Path, client,
+                                                        tmp_path: Path):
+    """A rerun with the same configuration skips every sample; with another protocol target
+    it redoes protocol and readstats, whose outputs then change."""
+    sheet = tmp_path / "samples.tsv"
+    sheet.write_text(f"sample\tr1\nc\t{inputs / 'c_1.fq'}\n")
+    out = tmp_path / "out"
+    assert run(sheet, out, client=client, log=lambda m: None).status == {"c": "done"}
+    assert run(sheet, out, client=client, log=lambda m: None).status == {"c": "skipped"}
+    assert (out / "c" / "c.protocol.fq").read_bytes() == \
+        (default_run / "c" / "c.protocol.fq").read_bytes()
+    said: list[str] = []
+    result = run(sheet, out, client=client, params=["protocol.target=10"], log=said.append)
+    assert result.status == {"c": "done"} and not any("resuming" in m for m in said)
+    assert (out / "c" / "c.protocol.fq").read_bytes() != \
+        (default_run / "c" / "c.protocol.fq").read_bytes()
+    kmerflow("normalize", inputs / "c_1.fq", "-k", "20", "--target", "10", "-o",
+             tmp_path / "t10.fq")
+    assert (out / "c" / "c.protocol.fq").read_bytes() == (tmp_path / "t10.fq").read_bytes()
+
+
 def test_the_khmer_steps_keep_only_their_last_reads(inputs: Path, finished: Path, client,
                                                     tmp_path: Path):
     """Without keep_intermediates, the khmer steps' reads that a later step reads (normalize,
