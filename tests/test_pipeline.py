@@ -180,13 +180,40 @@ def test_the_default_is_normalize_in_one_run(inputs: Path, default_run: Path, tm
         summary = json.loads((o / f"{name}.summary.json").read_text())
         assert [r["step"] for r in summary["reads"]][:len(reads) + 1] == \
             ["input"] * len(reads) + ["protocol"]
-        assert summary["histogram"] and summary["steps"]["protocol"]["summary"]["fp_rate"] < 0.2
+        protocol = summary["steps"]["protocol"]
+        assert summary["histogram"] and protocol["summary"]["fp_rate"] < 0.2
+        # Compact: the histogram as its non-zero bins, as in the CSV.
+        assert protocol["summary"]["histograms"]["output"] == \
+            [[a, n] for a, n in summary["histogram"] if n]
+        assert sorted(protocol["outputs"]) == sorted(["reads", "histogram"] +
+                                                     (["mate", "orphans"] if paired else []))
     assert not list((default_run / ".scratch").iterdir())
     stats = json.loads((default_run / "kmerflow_pipeline_stats_mqc.json").read_text())["data"]
     assert stats["a"]["kmerflow_pipeline_stats_pairs_in"] == 3000
     assert 0 < stats["a"]["kmerflow_pipeline_stats_pairs_out"] < 3000
     assert "kmerflow_pipeline_stats_pairs_in" not in stats["c"]  # single-end: no pairs
     assert 0 < stats["c"]["kmerflow_pipeline_stats_reads_out"] < 1500
+
+
+def test_a_changed_protocol_parameter_redoes_the_sample(inputs: Path, default_run: Path, client,
+                                                        tmp_path: Path):
+    """A rerun with the same configuration skips every sample; with another protocol target
+    it redoes protocol and readstats, whose outputs then change."""
+    sheet = tmp_path / "samples.tsv"
+    sheet.write_text(f"sample\tr1\nc\t{inputs / 'c_1.fq'}\n")
+    out = tmp_path / "out"
+    assert run(sheet, out, client=client, log=lambda m: None).status == {"c": "done"}
+    assert run(sheet, out, client=client, log=lambda m: None).status == {"c": "skipped"}
+    assert (out / "c" / "c.protocol.fq").read_bytes() == \
+        (default_run / "c" / "c.protocol.fq").read_bytes()
+    said: list[str] = []
+    result = run(sheet, out, client=client, params=["protocol.target=10"], log=said.append)
+    assert result.status == {"c": "done"} and not any("resuming" in m for m in said)
+    assert (out / "c" / "c.protocol.fq").read_bytes() != \
+        (default_run / "c" / "c.protocol.fq").read_bytes()
+    kmerflow("normalize", inputs / "c_1.fq", "-k", "20", "--target", "10", "-o",
+             tmp_path / "t10.fq")
+    assert (out / "c" / "c.protocol.fq").read_bytes() == (tmp_path / "t10.fq").read_bytes()
 
 
 def test_the_khmer_steps_keep_only_their_last_reads(inputs: Path, finished: Path, client,
@@ -209,6 +236,7 @@ def test_the_khmer_steps_keep_only_their_last_reads(inputs: Path, finished: Path
             assert (out / name / file).read_bytes() == (finished / name / file).read_bytes()
         summary = json.loads((out / name / f"{name}.summary.json").read_text())
         before = json.loads((finished / name / f"{name}.summary.json").read_text())
+        assert list(summary["steps"]["normalize"]["outputs"]) == ["keep_curve"]  # reads removed
         assert [(r["step"], r["reads"]) for r in summary["reads"]] == \
             [(r["step"], r["reads"]) for r in before["reads"]]
     assert not list((out / ".scratch").iterdir())

@@ -4,8 +4,9 @@ steps by configuration: a TOML file or flags).
 Steps, in order (each consumes the reads of the latest earlier step that writes reads):
 
 =========== ===============================================================================
-protocol    ``normalize --target 5 [R1 R2 -O -orphans] --hist-out HIST``: khmer's protocol
-            (normalize to 20, trim, normalize to 5) in one run, no intermediate files
+protocol    ``normalize -k 20 --target 5 R1 [R2] -o OUT [-O MATE --orphans ORPHANS]
+            --hist-out HIST``: khmer's protocol (normalize to 20, trim, normalize to 5) in one
+            run, tables sized from the data, no intermediate files
 interleave  ``interleave-reads R1 R2`` (paired samples only)
 normalize   ``normalize-by-median -k 20 -C 20 [-p] --savegraph TABLE`` (one task: order-dependent)
 filter      ``filter-abund -V TABLE`` with ``normalize``'s table (may run per chunk, concatenated)
@@ -16,7 +17,8 @@ readstats   ``readstats`` of the input and of every reads output
 =========== ===============================================================================
 
 The default is ``protocol`` and ``readstats`` (:data:`DEFAULT_STEPS`), for paired and
-single-end samples alike. ``protocol`` replaces the khmer steps from ``interleave`` to
+single-end samples alike. A value given for a step that does not run is refused.
+``protocol`` replaces the khmer steps from ``interleave`` to
 ``histogram`` (it writes the histogram of its output itself), so it is not combined with them.
 
 A step's parameters are keywords of its :mod:`kmerflow.commands` function (``cutoff``,

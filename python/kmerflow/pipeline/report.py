@@ -40,7 +40,8 @@ def sample_summary(name: str, status: str, error: Optional[str], inputs: list[Pa
         "steps": {step: {"seconds": round(s.get("seconds", 0.0), 3),
                          "outputs": {role: {**rec, "path": _relative(rec["path"], outdir)}
                                      for role, rec in s["outputs"].items()
-                                     if Path(rec["path"]).is_relative_to(outdir)},
+                                     if Path(rec["path"]).is_relative_to(outdir)
+                                     and Path(rec["path"]).is_file()},  # not removed ones
                          "summary": s.get("summary", {})}
                   for step, s in steps.items()},
         "reads": [], "histogram": [], "keep_curves": {},

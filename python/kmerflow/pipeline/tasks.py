@@ -45,9 +45,9 @@ def guarded(function: Callable[..., Any], *args: Any) -> Any:
 def call_command(function: str, *args: Any, **options: Any) -> dict[str, Any]:
     """Run a :mod:`kmerflow.commands` function quietly and return its summary as a dict (the
     :class:`kmerflow.commands.RunResult`'s ``summary``; readstats' list of per-file statistics
-    as ``{"files": [...]}``; abundance-dist's ``histogram``, a count for every abundance up to
-    65,535, as its non-zero ``[abundance, count]`` pairs, which the manifest and the sample's
-    summary keep)."""
+    as ``{"files": [...]}``; abundance-dist's ``histogram`` and normalize's ``histograms``, a
+    count for every abundance up to 65,535, as their non-zero ``[abundance, count]`` pairs,
+    which the manifest and the sample's summary keep)."""
     try:
         result = getattr(commands, function)(*args, quiet=True, **options)
     except Exception as e:
@@ -55,10 +55,19 @@ def call_command(function: str, *args: Any, **options: Any) -> dict[str, Any]:
     summary = result.summary
     if not isinstance(summary, dict):
         return {"files": summary}
-    histogram = summary.get("histogram")
-    if isinstance(histogram, list) and all(isinstance(n, int) for n in histogram):
-        summary["histogram"] = [[abundance, n] for abundance, n in enumerate(histogram) if n]
+    if "histogram" in summary:
+        summary["histogram"] = _non_zero(summary["histogram"])
+    if isinstance(summary.get("histograms"), dict):
+        summary["histograms"] = {k: _non_zero(v) for k, v in summary["histograms"].items()}
     return summary
+
+
+def _non_zero(histogram: Any) -> Any:
+    """A histogram given as a count per abundance as its ``[abundance, count]`` pairs of
+    non-zero counts (anything else unchanged)."""
+    if isinstance(histogram, list) and all(isinstance(n, int) for n in histogram):
+        return [[abundance, n] for abundance, n in enumerate(histogram) if n]
+    return histogram
 
 
 def file_record(path: str | os.PathLike[str]) -> dict[str, Any]:
