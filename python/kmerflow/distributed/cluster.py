@@ -154,7 +154,7 @@ def connect(scheduler: Optional[str] = None, local_cluster: Optional[int] = None
                 _end_workers(cluster)
                 raise
         return
-    address = _address(scheduler, fail)
+    address = scheduler_address(scheduler, fail)
     _probe(address, scheduler, timeout, fail)
     try:
         client = Client(address, timeout=f"{timeout}s", direct_to_workers=direct_to_workers)
@@ -175,11 +175,14 @@ def _end_workers(cluster: Any) -> None:
             os.kill(process.pid, signal.SIGKILL)
 
 
-def _address(scheduler: str, fail: str) -> str:
+def scheduler_address(scheduler: str, fail: str) -> str:
     """The address that ``--scheduler`` ``scheduler`` names: itself, or the one written in the
-    scheduler file of that name."""
+    scheduler file of that name. Raises :class:`kmerflow.CommandError` whose one line starts
+    with ``fail``: exit status 2 for a malformed address, 1 for a scheduler file that is not one."""
     match = ADDRESS.match(scheduler)
     if match and match["scheme"] in (None, *SCHEMES):
+        if not 0 < int(match["port"]) < 65536:
+            raise CommandError(f"{fail} --scheduler {scheduler}: port {match['port']} out of range", 2)
         return scheduler
     if os.path.isfile(scheduler):
         try:

@@ -49,8 +49,9 @@ def check_cluster_options(scheduler: Optional[str], local_cluster: Optional[int]
                           max_active: Optional[int]) -> None:
     """Refuse (:class:`ConfigError`) a LocalCluster of fewer than one or more workers than
     :func:`available_cpus` (each worker is a single-thread process: more only share the CPUs
-    and add their memory), a ``max_active`` under 1 and a scheduler address Dask cannot
-    parse."""
+    and add their memory) and a ``max_active`` under 1; a malformed scheduler address or a bad
+    scheduler file as the run would (:func:`kmerflow.distributed.cluster.scheduler_address`,
+    :class:`kmerflow.CommandError`)."""
     if local_cluster is not None:
         cpus = available_cpus()
         if not 1 <= local_cluster <= cpus:
@@ -58,16 +59,10 @@ def check_cluster_options(scheduler: Optional[str], local_cluster: Optional[int]
                               f"CPU(s) this process may use")
     if max_active is not None and max_active < 1:
         raise ConfigError(f"--max-active {max_active}: must be at least 1")
-    if scheduler is not None:
-        from distributed.comm.addressing import get_address_host_port
+    if scheduler is not None and scheduler != "local":
+        from kmerflow.distributed.cluster import scheduler_address
 
-        try:
-            port = get_address_host_port(scheduler)[1]
-        except ValueError as e:
-            raise ConfigError(f"--scheduler {scheduler!r}: not a scheduler address "
-                              f"(tcp://HOST:PORT): {e}") from None
-        if not 0 < port < 65536:
-            raise ConfigError(f"--scheduler {scheduler!r}: port {port} out of range")
+        scheduler_address(scheduler, "kmerflow pipeline: error:")
 
 
 def check_folder(path: Path, what: str) -> None:
