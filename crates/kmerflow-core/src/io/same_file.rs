@@ -9,7 +9,7 @@ use crate::run::files::{preflight, Output};
 use crate::run::RunContext;
 use crate::Result;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The device and inode of an existing `path` (following links); `None` for stdin/stdout (`-`),
 /// missing files and character devices (a terminal may well be input and output at once).
@@ -33,20 +33,22 @@ pub fn resolved(path: &str) -> Option<PathBuf> {
     if path == "-" {
         return None;
     }
-    if let Ok(real) = std::fs::canonicalize(path) {
-        return Some(real);
+    let mut p = PathBuf::from(path);
+    // A dangling symbolic link resolves to the file it will create (a loop to nothing).
+    for _ in 0..40 {
+        if let Ok(real) = std::fs::canonicalize(&p) {
+            return Some(real);
+        }
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        match std::fs::read_link(&p) {
+            Ok(target) => p = dir.join(target),
+            Err(_) => return Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?)),
+        }
     }
-    let p = Path::new(path);
-    let dir = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    // A dangling symbolic link resolves to the file it will create.
-    if let Ok(target) = std::fs::read_link(p) {
-        let next = dir.join(target);
-        return (next != p).then(|| resolved(&next.to_string_lossy())).flatten();
-    }
-    Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?))
+    None
 }
 
 /// The run's [`preflight`]: refuses an output (one of `outputs`, a command's own, or of the side
@@ -69,6 +71,22 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_resolve_whether_or_not_they_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name);
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink("new.fq", at("link.fq")).unwrap();
+        let dotted = format!("{}/./new.fq", dir.path().display());
+        assert_eq!(resolved(&dotted), Some(real.join("new.fq")));
+        assert_eq!(resolved(at("link.fq").to_str().unwrap()), Some(real.join("new.fq")));
+        std::os::unix::fs::symlink("b", at("a")).unwrap();
+        std::os::unix::fs::symlink("a", at("b")).unwrap();
+        assert_eq!(resolved(at("a").to_str().unwrap()), None, "a loop of links");
+        assert_eq!(resolved("-"), None);
+        assert_eq!(resolved(at("no/x").to_str().unwrap()), None);
+    }
 
     #[test]
     fn an_input_given_as_output_is_refused_by_path_link_or_inode() {
