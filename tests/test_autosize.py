@@ -175,3 +175,13 @@ def test_every_counting_command_sizes_itself(tmp_path, command):
             "normalize-by-median": ["-o", tmp_path / "o.fa", path]}[command]
     proc = kmerflow(command, "-k", K, "-M", "auto", *args)
     assert "sized automatically" in proc.stderr.decode()
+
+
+def test_a_few_kmers_get_a_table_that_passes_the_rate_check(tmp_path: Path, data: Path) -> None:
+    """With k 8 khmer's test-abund-read-2.fa has about a hundred distinct k-mers: the table is
+    not sized down to 4 x 131 counters, whose smallest prime (107) failed the false-positive
+    check."""
+    proc = kmerflow("load-into-counting", "-k", "8", "-M", "auto", tmp_path / "t.ct",
+                    data / "test-abund-read-2.fa")
+    assert chosen(proc.stderr)[1] == "65.6K", proc.stderr.decode()
+    assert (tmp_path / "t.ct").exists()

@@ -21,6 +21,11 @@ const PREPASS_MARGIN: f64 = 1.0 + 2.0 * 1.04 / 128.0;
 /// The share of the available memory an automatically sized table may take by default.
 const DEFAULT_CAP_SHARE: f64 = 0.5;
 
+/// The least memory an automatically sized table gets (64 KiB): khmer's tables are the primes
+/// below the size, and below a few thousand counters the gaps between primes (and the spread of
+/// a few hundred k-mers) leave the smallest table far above the target rate.
+const MIN_MEMORY: f64 = 65536.0;
+
 /// How a table was sized automatically.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AutoSize {
@@ -50,7 +55,7 @@ pub fn default_memory_cap() -> f64 {
 }
 
 /// The memory for `distinct_kmers` at the target rate of `params` (`--fp-rate`, default
-/// khmer's 0.1), refused when above the memory cap (`--memory-cap`, default
+/// khmer's 0.1; at least [`MIN_MEMORY`]), refused when above the memory cap (`--memory-cap`, default
 /// [`default_memory_cap`]) with the `-M` that would reach the rate.
 /// The memory serves both layouts: the blocked layout's estimated rate, (occupied / counters)^N
 /// with N distinct counters set per k-mer, has the expectation of khmer's N tables of the same
@@ -58,7 +63,7 @@ pub fn default_memory_cap() -> f64 {
 pub fn size_for(params: &TableParams, distinct_kmers: f64) -> Result<(f64, f64, f64)> {
     let fp_rate = target_rate(params);
     let kind = if params.small_count { GraphKind::SmallCountgraph } else { GraphKind::Countgraph };
-    let memory = memory_for_rate(distinct_kmers, params.n_tables, fp_rate, kind);
+    let memory = memory_for_rate(distinct_kmers, params.n_tables, fp_rate, kind).max(MIN_MEMORY);
     let cap = params.memory_cap.unwrap_or_else(default_memory_cap);
     if memory > cap {
         return Err(Error::invalid(format!(
@@ -205,6 +210,14 @@ mod tests {
         assert!(err.contains("needs -M 485M") && err.contains("--memory-cap"), "{err}");
         let mut stdin = auto(|_| ());
         assert!(resolve(&mut stdin, &["-".to_string()], &RunContext::new()).unwrap_err().to_string().contains("-U"));
+    }
+
+    #[test]
+    fn a_few_kmers_get_the_least_memory() {
+        let mut p = auto(|p| p.unique_kmers = 100.0);
+        let chosen = resolve(&mut p, &[], &RunContext::new()).unwrap().unwrap();
+        assert_eq!(chosen.memory, MIN_MEMORY);
+        assert!(chosen.expected_fp_rate < 1e-6, "{chosen:?}");
     }
 
     #[test]
