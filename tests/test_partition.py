@@ -271,3 +271,16 @@ def test_partition_graph_with_khmers_stoptags(tmp_path, data):
         parts[where] = w / "random-20-a.fa.part"
     sets = assert_same_partitions(parts["ours"], parts["theirs"])
     assert len(sets) > 1
+
+
+def test_subset_maps_do_not_depend_on_threads(tmp_path, data):
+    # the traversals run on threads, their joins in tag order: the same bytes with any -T
+    reads = data / "test-reads.fa"
+    maps = {}
+    for threads in ("1", "3"):
+        where = tmp_path / threads
+        where.mkdir()
+        kmerflow("load-graph", "-x", "1e7", "-N", "2", "-k", "20", "g", reads, cwd=where)
+        kmerflow("partition-graph", "-T", threads, "-s", "3000", "g", cwd=where)
+        maps[threads] = {p.name: p.read_bytes() for p in where.glob("g.subset.*.pmap")}
+    assert len(maps["1"]) > 1 and maps["1"] == maps["3"]
