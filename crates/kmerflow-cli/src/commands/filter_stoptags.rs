@@ -13,7 +13,7 @@ Writes <basename of input>.stopfilt in the current directory: reads containing N
 the others are cut k-2 bases after the start of their first k-mer that is a stop tag and kept
 when at least k bases remain. Reads keep their input order.
 
-Example:
+Examples:
   kmerflow filter-stoptags -k 20 reads.stoptags reads.fa")]
 pub struct Args {
     /// k-mer size of the stop tags.
