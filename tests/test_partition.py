@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,69 @@ def test_partitioning_bad_files_fail_cleanly(tmp_path, data):
     kmerflow("load-into-counting", "-x", "1e5", "-N", "1", "-k", "20", "c", reads, cwd=tmp_path)
     shutil.copy(tmp_path / "g.tagset", tmp_path / "c.tagset")
     assert "not a nodegraph" in fails("partition-graph", "c")
+
+
+def khmer_stoptags(path: Path, k: int, kmers: list[str]) -> None:
+    """A stop-tags file written by khmer's own Python API."""
+    script = ("import khmer, sys\nng = khmer.Nodegraph(int(sys.argv[2]), 1, 1)\n"
+              "for kmer in sys.argv[3:]:\n    ng.add_stop_tag(kmer)\nng.save_stop_tags(sys.argv[1])\n")
+    subprocess.run(["/usr/bin/python3", "-c", script, str(path), str(k), *kmers], check=True)
+
+
+def test_filter_stoptags_is_khmers(tmp_path, data):
+    reads = tmp_path / "t.fq"
+    written = [("a desc", "CGCAGGCTGGATTCTAGAGGCAGAGGTGAGCTATAAG"), ("b", "CGCAGGCTGGATTCTAGAGGCAGAGGTGAGNTATAAG"),
+               ("c", "ACGTACGTACGTACGTACGTAC"), ("d x", "cgcaggctggattctagaggcagaggtgag"),
+               ("e", "AAAGCTGGATTCTAGAGGCAGAG"), ("f", "ACGT")]
+    reads.write_text("".join(f"@{n}\n{s}\n+\n{'I' * len(s)}\n" for n, s in written))
+    fasta = tmp_path / "r.fa"
+    fasta.write_bytes((data / "random-20-a.fa").read_bytes())
+    khmer_stoptags(tmp_path / "st", 20, ["GCTGGATTCTAGAGGCAGAG", "ACGTACGTACGTACGTACGT",
+                                         "TGAGCCAGCCCAGCCACTCG", "GGTCCGGTAAATAATTCGCA"])
+    for tool, where in ((kmerflow, "ours"), (khmer, "theirs")):
+        (tmp_path / where).mkdir()
+        tool("filter-stoptags", "-k", "20", tmp_path / "st", reads, fasta, cwd=tmp_path / where)
+    for name, step in (("t.fq.stopfilt", 4), ("r.fa.stopfilt", 2)):
+        # khmer's threads write the reads in any order; ours keep the input order
+        ours, theirs = (records(tmp_path / where / name, step) for where in ("ours", "theirs"))
+        assert ours and sorted(ours) == sorted(theirs)
+    # a, d and e are kept (b has an N, c is cut below k, f is shorter than k)
+    assert [r[0] for r in records(tmp_path / "ours/t.fq.stopfilt", 4)] == ["@a desc", "@d x", "@e"]
+
+
+def records(path: Path, step: int) -> list[tuple[str, ...]]:
+    """The records of a FASTA (step 2) or FASTQ (step 4) file as tuples of their lines."""
+    lines = path.read_text().splitlines()
+    return [tuple(lines[i:i + step]) for i in range(0, len(lines), step)]
+
+
+def test_partition_graph_with_khmers_stoptags(tmp_path, data):
+    # the stop tags cut random-20-a's lump: the partitions are khmer's
+    reads = data / "random-20-a.fa"
+    seqs = [line for line in reads.read_text().splitlines() if not line.startswith(">")]
+    stops = [s[30:50] for s in seqs[:40:3]]
+    khmer_stoptags(tmp_path / "st", 20, stops)
+    parts = {}
+    for tool, where in ((kmerflow, "ours"), (khmer, "theirs")):
+        w = tmp_path / where
+        w.mkdir()
+        tool("load-graph", "-x", "1e7", "-N", "2", "-k", "20", "g", reads, cwd=w)
+        tool("partition-graph", "-S", tmp_path / "st", "-s", "30", "g", cwd=w)
+        tool("merge-partitions", "-k", "20", "g", cwd=w)
+        tool("annotate-partitions", "-k", "20", "g", reads, cwd=w)
+        parts[where] = w / "random-20-a.fa.part"
+    sets = assert_same_partitions(parts["ours"], parts["theirs"])
+    assert len(sets) > 1
+
+
+def test_subset_maps_do_not_depend_on_threads(tmp_path, data):
+    # the traversals run on threads, their joins in tag order: the same bytes with any -T
+    reads = data / "test-reads.fa"
+    maps = {}
+    for threads in ("1", "3"):
+        where = tmp_path / threads
+        where.mkdir()
+        kmerflow("load-graph", "-x", "1e7", "-N", "2", "-k", "20", "g", reads, cwd=where)
+        kmerflow("partition-graph", "-T", threads, "-s", "3000", "g", cwd=where)
+        maps[threads] = {p.name: p.read_bytes() for p in where.glob("g.subset.*.pmap")}
+    assert len(maps["1"]) > 1 and maps["1"] == maps["3"]

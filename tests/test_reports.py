@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,7 @@ RUNS: dict[str, tuple[str, ...]] = {
     "fastq-to-fasta": ("reads.fq", "-o", "reads.out.fa"),
     "filter-abund": ("t.ct", "reads.fa", "-o", "filtered.fa"),
     "filter-abund-single": (*TABLE, "reads.fa", "-o", "filtered.fa"),
+    "filter-stoptags": ("-k", "17", "pg.stoptags", "reads.fa"),
     "interleave-reads": ("paired.fq.1", "paired.fq.2", "-o", "interleaved.fq"),
     "load-graph": (*TABLE, "graph.pt", "reads.fa"),
     "load-into-counting": (*TABLE, "t2.ct", "reads.fa"),
@@ -68,6 +70,8 @@ def workdir(tmp_path_factory: pytest.TempPathFactory, data: Path) -> Path:
     kmerflow("partition-graph", "pg", cwd=where)
     kmerflow("merge-partitions", "-k", "17", "--keep-subsets", "pg", cwd=where)
     kmerflow("annotate-partitions", "-k", "17", "pg", "reads.fa", cwd=where)
+    # a stop-tags file (khmer's format) of one k-mer
+    (where / "pg.stoptags").write_bytes(b"OXLI\x04\x04" + struct.pack("<IQQ", 17, 1, 12345))
     return where
 
 

@@ -380,6 +380,12 @@ def extract_partitions(prefix: PathLike, inputs: Paths) -> None:
     into ``prefix.groupNNNN.fa|fq``."""
 
 
+@_command("filter-stoptags")
+def filter_stoptags(stoptags: PathLike, inputs: Paths) -> None:
+    """Trim each input's reads at the first k-mer that is a stop tag into ``<basename>.stopfilt``
+    in the current directory."""
+
+
 @_command("do-partition")
 def do_partition(graphbase: PathLike, inputs: Paths) -> None:
     """Build the graph of ``inputs``, partition it and write each input's ``<basename>.part``."""
@@ -392,5 +398,5 @@ __all__ = [
     "load_into_counting", "abundance_dist", "abundance_dist_single", "normalize_by_median",
     "normalize", "filter_abund", "filter_abund_single", "trim_low_abund", "count_median",
     "unique_kmers", "load_graph", "partition_graph", "merge_partitions", "annotate_partitions",
-    "extract_partitions", "do_partition",
+    "extract_partitions", "do_partition", "filter_stoptags",
 ]

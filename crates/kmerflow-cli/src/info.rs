@@ -17,9 +17,12 @@ pub fn citations(command: &str) -> Vec<&'static str> {
         "abundance-dist" | "filter-abund" => &[COUNTING],
         "abundance-dist-single" | "filter-abund-single" | "load-into-counting" => &[COUNTING, SEQAN],
         "load-graph" => &[GRAPH, SEQAN],
-        "partition-graph" | "merge-partitions" | "annotate-partitions" | "extract-partitions" | "do-partition" => {
-            &[GRAPH]
-        }
+        "partition-graph"
+        | "merge-partitions"
+        | "annotate-partitions"
+        | "extract-partitions"
+        | "do-partition"
+        | "filter-stoptags" => &[GRAPH],
         "normalize-by-median" => &[DIGINORM],
         "trim-low-abund" => &[TRIMMING],
         "unique-kmers" => &[SEQAN, HLL],

@@ -13,7 +13,7 @@ Loads BASE.pmap.merged and writes, for each input, <basename of input>.part in t
 directory: the reads that have a tagged k-mer, named `name<TAB>partition`, with their sequence
 cleaned (non-ACGT bases as A, upper case), as khmer writes them.
 
-Example:
+Examples:
   kmerflow annotate-partitions -k 20 reads reads.fa")]
 pub struct Args {
     /// k-mer size of the partition map.

@@ -15,7 +15,7 @@ Builds the nodegraph and tags of the inputs in memory, partitions and merges the
 <basename of input>.part for each input (as annotate-partitions) and BASE.info. The subset maps
 BASE.subset.N.pmap are written only with --keep-subsets.
 
-Example:
+Examples:
   kmerflow do-partition -k 20 -x 1e8 reads reads.fa")]
 pub struct Args {
     #[command(flatten)]

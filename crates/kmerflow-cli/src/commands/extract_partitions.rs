@@ -13,7 +13,7 @@ reads of partitions larger than -m into PREFIX.group0000.fa (or .fq), PREFIX.gro
 partitions by ascending size, a new group once a group holds more than -X reads. With -U, the
 reads without a partition go to PREFIX.unassigned.fa.
 
-Example:
+Examples:
   kmerflow extract-partitions reads reads.fa.part")]
 pub struct Args {
     /// Output file prefix.

@@ -11,7 +11,7 @@ use serde_json::Value;
 Merges every BASE.subset.*.pmap into BASE.pmap.merged, then removes the subset maps (unless
 --keep-subsets).
 
-Example:
+Examples:
   kmerflow merge-partitions -k 20 reads")]
 pub struct Args {
     /// k-mer size of the partition maps.

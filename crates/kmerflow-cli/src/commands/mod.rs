@@ -25,6 +25,7 @@ pub mod extract_partitions;
 pub mod fastq_to_fasta;
 pub mod filter_abund;
 pub mod filter_abund_single;
+pub mod filter_stoptags;
 pub mod interleave_reads;
 pub mod load_graph;
 pub mod load_into_counting;
@@ -100,6 +101,8 @@ commands! {
     "filter-abund" => FilterAbund(filter_abund),
     /// Count k-mers of one file, then trim its reads at low-abundance k-mers
     "filter-abund-single" => FilterAbundSingle(filter_abund_single),
+    /// Trim reads at stop tags
+    "filter-stoptags" => FilterStoptags(filter_stoptags),
     /// Produce an interleaved file from R1/R2 paired files
     "interleave-reads" => InterleaveReads(interleave_reads),
     /// Load sequences into a nodegraph (presence table) and build its tagset

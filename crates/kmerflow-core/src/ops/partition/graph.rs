@@ -30,6 +30,9 @@ pub struct Traverser<'a> {
 pub struct Scratch {
     visited: FxHashSet<u64>,
     queue: VecDeque<(u64, u64, u32)>,
+    neighbours: Vec<(u64, u64)>,
+    hashes: Vec<u64>,
+    counts: Vec<u32>,
 }
 
 impl<'a> Traverser<'a> {
@@ -69,7 +72,7 @@ impl<'a> Traverser<'a> {
     /// [`BIG_TRAVERSALS_ARE`] k-mers finds nothing.
     pub fn find_all_tags(&self, start: u64, scratch: &mut Scratch, found: &mut Vec<u64>) {
         found.clear();
-        let Scratch { visited, queue } = scratch;
+        let Scratch { visited, queue, neighbours, hashes, counts } = scratch;
         visited.clear();
         queue.clear();
         let (f, r) = self.build(start);
@@ -93,32 +96,28 @@ impl<'a> Traverser<'a> {
             if breadth >= self.max_breadth {
                 continue;
             }
+            // The unvisited neighbours, right then left in khmer's base order, looked up in
+            // the graph together (their bins prefetched).
+            neighbours.clear();
             for code in NEIGHBOUR_CODES {
-                let (nf, nr) = (((f << 2) & self.mask) | code, (r >> 2) | ((code ^ 1) << self.top));
-                self.push_if_new(nf, nr, breadth + 1, visited, queue);
+                neighbours.push((((f << 2) & self.mask) | code, (r >> 2) | ((code ^ 1) << self.top)));
             }
             for code in NEIGHBOUR_CODES {
-                let (nf, nr) = ((f >> 2) | (code << self.top), ((r << 2) & self.mask) | (code ^ 1));
-                self.push_if_new(nf, nr, breadth + 1, visited, queue);
+                neighbours.push(((f >> 2) | (code << self.top), ((r << 2) & self.mask) | (code ^ 1)));
+            }
+            neighbours.retain(|&(nf, nr)| !visited.contains(&nf.min(nr)));
+            hashes.clear();
+            hashes.extend(neighbours.iter().map(|&(nf, nr)| nf.min(nr)));
+            counts.clear();
+            self.graph.counts_for_hashes(hashes, counts);
+            for (&(nf, nr), &count) in neighbours.iter().zip(counts.iter()) {
+                if count != 0 {
+                    queue.push_back((nf, nr, breadth + 1));
+                }
             }
             first = false;
         }
         found.sort_unstable();
-    }
-
-    #[inline]
-    fn push_if_new(
-        &self,
-        f: u64,
-        r: u64,
-        breadth: u32,
-        visited: &FxHashSet<u64>,
-        queue: &mut VecDeque<(u64, u64, u32)>,
-    ) {
-        let node = f.min(r);
-        if self.graph.get_hash(node) != 0 && !visited.contains(&node) {
-            queue.push_back((f, r, breadth));
-        }
     }
 }
 

@@ -12,6 +12,7 @@
 pub mod extract;
 pub mod files;
 pub mod graph;
+pub mod stoptags;
 
 pub use graph::{PartitionMap, Scratch, Traverser, BIG_TRAVERSALS_ARE};
 
@@ -289,11 +290,11 @@ fn count_ids(map: &PartitionMap) -> usize {
     map.assignments().iter().map(|&(_, id)| id).collect::<FxHashSet<_>>().len()
 }
 
-/// Where `annotate-partitions` writes the annotated reads of `input`: `<basename>.part` in
-/// the current directory.
-pub fn part_path(input: &str) -> String {
+/// khmer's output name for `input`: `<basename>.<suffix>` in the current directory
+/// (`.part` of annotate-partitions, `.stopfilt` of filter-stoptags).
+pub fn output_name(input: &str, suffix: &str) -> String {
     let name = std::path::Path::new(input).file_name().map(|n| n.to_string_lossy().into_owned());
-    format!("{}.part", name.unwrap_or_else(|| input.to_string()))
+    format!("{}.{suffix}", name.unwrap_or_else(|| input.to_string()))
 }
 
 /// khmer's `output_partitions`: writes each read of `input` that has a tagged k-mer in `lookup`
@@ -356,7 +357,7 @@ fn annotate_all(
     inputs: &[String],
     ctx: &RunContext,
 ) -> Result<AnnotateSummary> {
-    let outputs: Vec<String> = inputs.iter().map(|input| part_path(input)).collect();
+    let outputs: Vec<String> = inputs.iter().map(|input| output_name(input, "part")).collect();
     crate::io::refuse_inputs_as_outputs(ctx, inputs, &outputs)?;
     let mut summary = AnnotateSummary::default();
     for (input, output) in inputs.iter().zip(outputs) {

@@ -1,0 +1,43 @@
+//! `kmerflow filter-stoptags`: trim reads at stop tags (khmer's filter-stoptags.py).
+
+use crate::common::{summary_json, CommonArgs, Ctx};
+use crate::flags;
+use kmerflow_core::ops::partition::stoptags;
+use kmerflow_core::ops::sizing;
+use serde_json::Value;
+
+/// Arguments of `filter-stoptags`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "\
+Writes <basename of input>.stopfilt in the current directory: reads containing N are dropped,
+the others are cut k-2 bases after the start of their first k-mer that is a stop tag and kept
+when at least k bases remain. Reads keep their input order.
+
+Examples:
+  kmerflow filter-stoptags -k 20 reads.stoptags reads.fa")]
+pub struct Args {
+    /// k-mer size of the stop tags.
+    #[arg(short = 'k', long = "ksize", default_value_t = sizing::DEFAULT_K, value_parser = flags::positive,
+          allow_negative_numbers = true)]
+    pub ksize: usize,
+    /// Accepted for khmer compatibility.
+    #[arg(short = 'f', long = "force")]
+    pub force: bool,
+    /// The stop tags file.
+    pub stoptags: String,
+    /// Read files.
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Runs `filter-stoptags`.
+pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
+    let opts = stoptags::Options { ksize: args.ksize, stoptags: args.stoptags, inputs: args.inputs };
+    let summary = stoptags::run(&opts, &ctx.run)?;
+    for (input, output, reads, kept) in &summary.files {
+        ctx.info(format_args!("{input}: kept {kept} of {reads} reads; output in {output}"));
+    }
+    summary_json(&summary)
+}
