@@ -11,6 +11,8 @@
 # then the runs, each under `timeout`, the ones after STOP_AFTER seconds (default 420) skipped.
 # normalize-by-median reads the first 2 M reads of R1 (0.3 Gbp).
 # Writes $OUT/scale_threads.md (the table) and $OUT/raw/ (metrics JSON of every run).
+# Without a Rust toolchain, give prebuilt binaries instead: NEW_BIN (this branch's kmerflow),
+# GEN_READS (its gen_reads example) and optionally BASE_BIN (fc61668's kmerflow).
 # Optional: GBP, BASE, TIMEOUT (seconds a run, default 150), STOP_AFTER, TABLE (default 8G),
 # THREADS (default "1 4 8 16"), DATA (scratch dir, default
 # $TMPDIR or /tmp), CARGO_TARGET_DIR.
@@ -27,13 +29,22 @@ calc() { awk "BEGIN {printf \"%.6f\", $1}"; }
 elapsed() { echo $(( $(date +%s) - started )); }
 log() { echo "[$(elapsed) s] $*" >&2; }
 
-log "building this checkout ($(git -C "$here" rev-parse --short HEAD))"
-(cd "$here" && cargo build --release -q -p kmerflow-cli --bin kmerflow --example gen_reads)
-cp "$CARGO_TARGET_DIR/release/kmerflow" "$data/kmerflow-new"
-"$CARGO_TARGET_DIR/release/examples/gen_reads" "$data" "$gbp" 40 pairs >&2 &
+if [ -n "${NEW_BIN:-}" ]; then
+  # Prebuilt binaries (a machine without a Rust toolchain): NEW_BIN, GEN_READS, BASE_BIN.
+  cp "$NEW_BIN" "$data/kmerflow-new"
+  gen_reads=${GEN_READS:?with NEW_BIN, set GEN_READS to the gen_reads example binary}
+else
+  log "building this checkout ($(git -C "$here" rev-parse --short HEAD))"
+  (cd "$here" && cargo build --release -q -p kmerflow-cli --bin kmerflow --example gen_reads)
+  cp "$CARGO_TARGET_DIR/release/kmerflow" "$data/kmerflow-new"
+  gen_reads=$CARGO_TARGET_DIR/release/examples/gen_reads
+fi
+"$gen_reads" "$data" "$gbp" 40 pairs >&2 &
 gen=$!
 have_base=0
-if [ "$base" != none ] && git -C "$here" cat-file -e "$base^{commit}" 2>/dev/null; then
+if [ -n "${NEW_BIN:-}" ]; then
+  [ -n "${BASE_BIN:-}" ] && cp "$BASE_BIN" "$data/kmerflow-base" && have_base=1
+elif [ "$base" != none ] && git -C "$here" cat-file -e "$base^{commit}" 2>/dev/null; then
   log "building $base"
   rm -rf "$data/base-src" && mkdir -p "$data/base-src"
   git -C "$here" archive "$base" | tar -x -C "$data/base-src" \
@@ -76,15 +87,18 @@ run() {
     echo "| $name | $build | $size | $threads | $status | | | | |" >> "$table"
     return
   fi
-  # The sinks' CPU seconds (the ordered stages of every pass) per k-mer, and the totals.
+  # The sinks' CPU seconds (the ordered stages of every pass) per k-mer (normalize records no
+  # k-mer count: its passes' bases x 131/150, the k-mers of 150 bp reads at k = 20), and totals.
   local input_bp=$gbp
   [ "$name" = normalize ] || input_bp=0.3
   awk -v wall="$wall" -v gbp="$input_bp" -v name="$name" -v build="$build" -v size="$size" -v threads="$threads" '
     /"sink": [{]/ {s = 1}
     s && $1 == "\"cpu_s\":" {gsub(/,/, "", $2); sink += $2; s = 0}
     $1 == "\"kmers\":" && !k {gsub(/,/, "", $2); k = $2}
+    $1 == "\"bases\":" {gsub(/,/, "", $2); bases += $2}
     $1 == "\"peak_rss_bytes\":" {gsub(/,/, "", $2); rss = $2}
-    END {printf "| %s | %s | %s | %s | %.1f | %.1f | %d | %.1f | %.2f |\n", name, build, size, threads, wall,
+    END {if (!k) k = int(bases * 131 / 150)
+      printf "| %s | %s | %s | %s | %.1f | %.1f | %d | %.1f | %.2f |\n", name, build, size, threads, wall,
       gbp * 1e3 / wall, k, k ? sink * 1e9 / k : 0, rss / 1e9}' "$metrics" >> "$table"
 }
 
