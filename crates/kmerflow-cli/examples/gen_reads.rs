@@ -11,7 +11,7 @@
 //! coverage is uneven: a few genomes are covered hundreds of times, many a few times. Reads come
 //! from random positions of a genome chosen by abundance x length, half of them
 //! reverse-complemented (pairs: the two ends of a 300-500 bp fragment), with 1% substitution
-//! errors. The same arguments give the same files; about 1 s per 0.3 Gbp.
+//! errors. The same arguments give the same files; a few seconds per 0.3 Gbp.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
