@@ -23,7 +23,7 @@ use crate::run::metrics;
 use crate::run::RunContext;
 use crate::table::blocked::KmerHasher;
 use crate::table::{
-    AnyTable, BatchRunner, BatchTable, CountingTable, HashKind, KmerPass, Layout, PassTable, ReadCounts,
+    AnyTable, BatchRunner, BatchTable, CountingTable, HashKind, KmerPass, Layout, Lookahead, PassTable, ReadCounts,
 };
 use crate::{Error, Result};
 use std::io::Write;
@@ -31,7 +31,7 @@ use std::ops::Range;
 
 /// k-mers decided at once by the three phases (the owners' maps of a batch's counters stay in
 /// their caches).
-pub const BATCH_KMERS: usize = 1 << 15;
+pub const BATCH_KMERS: usize = 1 << 13;
 
 /// Largest false-positive rate normalize-by-median accepts.
 pub const MAX_FP_RATE: f64 = 0.8;
@@ -156,8 +156,6 @@ impl BatchHasher {
 pub(crate) struct Normalizer<'a> {
     opts: &'a Options,
     ctx: &'a RunContext,
-    /// Probe scratch of the read-by-read passes (one thread).
-    probes: Vec<u64>,
     /// The three-phase engine (more than one thread).
     runner: Option<BatchRunner>,
     summary: Summary,
@@ -182,7 +180,6 @@ impl<'a> Normalizer<'a> {
         Normalizer {
             opts,
             ctx,
-            probes: Vec::new(),
             runner,
             summary: Summary::default(),
             report: None,
@@ -234,11 +231,9 @@ impl<'a> Normalizer<'a> {
                 decided
             }
             None => {
-                let mut probes = std::mem::take(&mut self.probes);
                 let bundles = 0..hb.reads.bundles.bundles.len();
-                let decided = self.decide(path, &mut KmerPass::new(table, &hb.hashes, &mut probes), hb, bundles, kept);
-                self.probes = probes;
-                decided
+                let mut pass = KmerPass::new(table, &hb.hashes, &hb.kmers, Lookahead::Vote);
+                self.decide(path, &mut pass, hb, bundles, kept)
             }
         }
     }

@@ -33,7 +33,7 @@ use crate::run::{metrics, RunContext};
 use crate::table::batch::spans;
 use crate::table::shard_runs::{BundleBatches, Cleaning as BatchCleaning, ShardedDecisions};
 use crate::table::CountingTable;
-use crate::table::{median_mean_stddev, BatchRunner, KhmerTable, KmerPass, ReadCounts};
+use crate::table::{median_mean_stddev, BatchRunner, KhmerTable, KmerPass, Lookahead, ReadCounts};
 use crate::{Error, Result};
 use std::io::Write;
 use std::ops::Range;
@@ -205,9 +205,9 @@ fn pass1_batch(
             }
         }
         None => {
-            let mut probes = Vec::new();
             let bundles = 0..hb.reads.bundles.bundles.len();
-            pass1_bundles(o, k, &mut KmerPass::new(table, &hb.hashes, &mut probes), hb, bundles, t, out, aside);
+            let mut pass = KmerPass::new(table, &hb.hashes, &hb.kmers, Lookahead::Whole);
+            pass1_bundles(o, k, &mut pass, hb, bundles, t, out, aside);
         }
     }
     Ok(())

@@ -588,11 +588,9 @@ impl BatchTable for KhmerTable {
         let n = hashes.len();
         with_cells!(self.storage, C => {
             for t in (owner..self.n_tables()).step_by(owners) {
-                self.tables[t].visit_bins::<C>(hashes, |o, mem, bin| {
-                    let q = t * n + o;
-                    if delta[q] > 0 {
-                        C::set_exclusive(mem, bin, lookup.base_at(q) + delta[q]);
-                    }
+                let delta = &delta[t * n..(t + 1) * n];
+                self.tables[t].visit_bins_where::<C>(hashes, |o| delta[o] > 0, |o, mem, bin| {
+                    C::set_exclusive(mem, bin, lookup.base_at(t * n + o) + delta[o]);
                 });
             }
         })

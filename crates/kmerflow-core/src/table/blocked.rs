@@ -580,25 +580,23 @@ impl CountingTable for BlockedTable {
 }
 
 impl PassTable for BlockedTable {
-    fn probes_per_kmer(&self) -> usize {
+    fn lines_per_kmer(&self) -> usize {
         1
     }
 
     #[inline(always)]
-    fn locate(&self, hash: u64, out: &mut Vec<u64>) {
-        let line = self.line_of(hash);
-        prefetch(&self.mem.atomics()[line as usize * LINE_BYTES]);
-        out.push(line);
+    fn prefetch_kmer(&self, hash: u64) {
+        prefetch(&self.mem.atomics()[self.line_of(hash) as usize * LINE_BYTES]);
     }
 
     #[inline(always)]
-    fn count_at(&self, hash: u64, probes: &[u64]) -> u32 {
-        with_width!(self.params.width, C => self.count::<C>(self.mem.atomics(), hash, probes[0]))
+    fn count_of(&self, hash: u64) -> u32 {
+        with_width!(self.params.width, C => self.count::<C>(self.mem.atomics(), hash, self.line_of(hash)))
     }
 
     #[inline(always)]
-    fn add_at(&mut self, hash: u64, probes: &[u64]) -> Tally {
-        with_width!(self.params.width, C => self.update::<C, true>(self.mem.atomics(), hash, probes[0]))
+    fn add_exclusive(&mut self, hash: u64) -> Tally {
+        with_width!(self.params.width, C => self.update::<C, true>(self.mem.atomics(), hash, self.line_of(hash)))
     }
 
     fn record_adds(&mut self, tally: Tally, kmers: u64) {

@@ -97,7 +97,7 @@ pub use add::{add_table_files, sum_table_files};
 pub use batch::{BatchLookup, BatchOutcome, BatchRules, BatchRunner, BatchTable, Decider};
 pub use owned::{OwnedBatch, OwnedCounting};
 pub use pass::ReadCounts;
-pub(crate) use pass::{KmerPass, PassTable};
+pub(crate) use pass::{KmerPass, Lookahead, PassTable};
 
 /// One prime-sized table of counters.
 struct Table {
@@ -139,6 +139,21 @@ impl Table {
             }
             visit(i, mem, bin);
         }
+    }
+
+    /// Calls `visit(i, mem, bin)` for the bin of every hash `i` that `keep` accepts, in order,
+    /// prefetching ahead ([`visit_prefetched`]): a phase that changes a few of a batch's counters
+    /// touches only their lines.
+    fn visit_bins_where<C: Cells>(
+        &self,
+        hashes: &[u64],
+        keep: impl Fn(usize) -> bool,
+        mut visit: impl FnMut(usize, &[AtomicU8], u64),
+    ) {
+        let mem = self.mem.atomics();
+        let picked: Vec<(usize, u64)> =
+            hashes.iter().enumerate().filter(|&(i, _)| keep(i)).map(|(i, &h)| (i, self.modulus.rem(h))).collect();
+        visit_prefetched(&picked, |bin| prefetch(&mem[C::byte_of(bin)]), |i, bin| visit(i, mem, bin));
     }
 
     /// A zeroed table of `size` bins.
@@ -613,33 +628,44 @@ impl CountingTable for KhmerTable {
 }
 
 impl PassTable for KhmerTable {
-    fn probes_per_kmer(&self) -> usize {
+    fn lines_per_kmer(&self) -> usize {
         self.tables.len()
     }
 
     #[inline(always)]
-    fn locate(&self, hash: u64, out: &mut Vec<u64>) {
+    fn prefetch_kmer(&self, hash: u64) {
         with_cells!(self.storage, C => {
             for table in &self.tables {
-                let bin = table.modulus.rem(hash);
-                prefetch(&table.mem.atomics()[C::byte_of(bin)]);
-                out.push(bin);
+                prefetch(&table.mem.atomics()[C::byte_of(table.modulus.rem(hash))]);
             }
         })
     }
 
     #[inline(always)]
-    fn count_at(&self, hash: u64, probes: &[u64]) -> u32 {
-        with_cells!(self.storage, C => self.count::<C>(hash, |t| probes[t]))
+    fn count_of(&self, hash: u64) -> u32 {
+        with_cells!(self.storage, C => self.count::<C>(hash, |t| self.tables[t].modulus.rem(hash)))
     }
 
     #[inline(always)]
-    fn add_at(&mut self, hash: u64, probes: &[u64]) -> Tally {
-        with_cells!(self.storage, C => self.update::<C, true>(hash, |t| probes[t]))
+    fn add_exclusive(&mut self, hash: u64) -> Tally {
+        with_cells!(self.storage, C => self.update::<C, true>(hash, |t| self.tables[t].modulus.rem(hash)))
     }
 
     fn record_adds(&mut self, tally: Tally, _kmers: u64) {
         self.record(tally);
+    }
+}
+
+/// Calls `visit(i, place)` for every item of `items` in order, `fetch(place)` having been called
+/// for the item `PREFETCH_AHEAD` later meanwhile.
+#[inline(always)]
+pub(crate) fn visit_prefetched(items: &[(usize, u64)], fetch: impl Fn(u64), mut visit: impl FnMut(usize, u64)) {
+    items.iter().take(PREFETCH_AHEAD).for_each(|&(_, place)| fetch(place));
+    for (j, &(i, place)) in items.iter().enumerate() {
+        if let Some(&(_, ahead)) = items.get(j + PREFETCH_AHEAD) {
+            fetch(ahead);
+        }
+        visit(i, place);
     }
 }
 

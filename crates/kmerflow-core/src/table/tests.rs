@@ -239,7 +239,7 @@ fn hash_lookups_equal_sequence_lookups() {
 #[test]
 fn kmer_pass_decides_and_counts_like_the_sequence_methods() {
     let reads = repetitive_reads();
-    for kind in 0..all_kinds(6).len() {
+    for (kind, lookahead) in (0..all_kinds(6).len()).flat_map(|k| [(k, Lookahead::Vote), (k, Lookahead::Whole)]) {
         let (reference, mut passed) = (all_kinds(6).remove(kind), all_kinds(6).remove(kind));
         let (mut hashes, mut spans) = (Vec::new(), Vec::new());
         for read in reads.iter().chain([&b"ACG".to_vec()]) {
@@ -247,15 +247,21 @@ fn kmer_pass_decides_and_counts_like_the_sequence_methods() {
             reference.kmer_hashes(read, &mut hashes);
             spans.push(start..hashes.len());
         }
-        let mut bins = vec![5; 3];
-        let mut pass = KmerPass::new(&mut passed, &hashes, &mut bins);
+        let mut pass = KmerPass::new(&mut passed, &hashes, &spans, lookahead);
         // Bit storage counts 0 or 1: drop reads already seen.
         let keep_below = if reference.storage_kind() == StorageKind::Bit { 1 } else { 2 };
         let mut kept = 0;
-        for (read, span) in reads.iter().chain([&b"ACG".to_vec()]).zip(&spans) {
+        for (i, (read, span)) in reads.iter().chain([&b"ACG".to_vec()]).zip(&spans).enumerate() {
+            // Every third read is skipped (as the second read of a discarded pair is).
+            if i % 3 == 2 {
+                continue;
+            }
             for cutoff in [1, 2, 3] {
                 assert_eq!(pass.median_at_least(span.clone(), cutoff), reference.median_at_least(read, cutoff));
             }
+            let mut counts = Vec::new();
+            pass.counts(span.clone(), &mut counts);
+            assert_eq!(counts, hashes[span.clone()].iter().map(|&h| reference.get_hash(h)).collect::<Vec<_>>());
             if !reference.median_at_least(read, keep_below) {
                 reference.consume(read);
                 pass.add(span.clone());

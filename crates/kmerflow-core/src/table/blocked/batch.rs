@@ -3,40 +3,42 @@
 
 use super::{probe_slots, BitCells, BlockedTable, ByteCells, Cells, CounterWidth, LineCells, NibbleCells, LINE_BYTES};
 use crate::table::batch::{BatchLookup, BatchOutcome, BatchRules, BatchTable, SeenCounters};
-use crate::table::{prefetch, Tally, PREFETCH_AHEAD};
+use crate::table::{prefetch, visit_prefetched, Tally};
 
 impl BlockedTable {
-    /// Calls `visit(o, line)` for every k-mer `o` of `hashes` whose line `owner` owns, in order,
-    /// the line `PREFETCH_AHEAD` owned k-mers later prefetched meanwhile.
-    fn visit_owned_lines(&self, hashes: &[u64], owner: usize, owners: usize, mut visit: impl FnMut(usize, u64)) {
+    /// Calls `visit(o, line)` for every k-mer `o` of `hashes` whose line `owner` owns and that
+    /// `keep` accepts, in order, prefetching ahead ([`visit_prefetched`]).
+    fn visit_owned_lines(
+        &self,
+        hashes: &[u64],
+        owner: usize,
+        owners: usize,
+        keep: impl Fn(usize) -> bool,
+        visit: impl FnMut(usize, u64),
+    ) {
         let owned: Vec<(usize, u64)> = hashes
             .iter()
             .enumerate()
+            .filter(|&(o, _)| keep(o))
             .map(|(o, &hash)| (o, self.line_of(hash)))
             .filter(|&(_, line)| line % owners as u64 == owner as u64)
             .collect();
         let mem = self.mem.atomics();
-        let fetch = |line: u64| prefetch(&mem[line as usize * LINE_BYTES]);
-        owned.iter().take(PREFETCH_AHEAD).for_each(|&(_, line)| fetch(line));
-        for (j, &(o, line)) in owned.iter().enumerate() {
-            if let Some(&(_, ahead)) = owned.get(j + PREFETCH_AHEAD) {
-                fetch(ahead);
-            }
-            visit(o, line);
-        }
+        visit_prefetched(&owned, |line| prefetch(&mem[line as usize * LINE_BYTES]), visit);
     }
 
-    /// Calls `visit(q, counter)` for every position `q` of the owned k-mers (see
-    /// [`BlockedTable::visit_owned_lines`]), `counter` being the counter's index in memory.
+    /// Calls `visit(q, counter)` for every position `q` of the owned k-mers that `keep` accepts
+    /// (see [`BlockedTable::visit_owned_lines`]), `counter` being the counter's index in memory.
     fn visit_owned_counters<C: LineCells>(
         &self,
         hashes: &[u64],
         owner: usize,
         owners: usize,
+        keep: impl Fn(usize) -> bool,
         mut visit: impl FnMut(usize, u64),
     ) {
         let (n, probes) = (hashes.len(), self.params.probes);
-        self.visit_owned_lines(hashes, owner, owners, |o, line| {
+        self.visit_owned_lines(hashes, owner, owners, keep, |o, line| {
             let slots = probe_slots::<C>(hashes[o], probes);
             for (p, &slot) in slots[..probes].iter().enumerate() {
                 visit(p * n + o, (line << C::SLOT_BITS) + u64::from(slot));
@@ -75,7 +77,7 @@ impl BatchTable for BlockedTable {
     fn lookup_owned(&self, hashes: &[u64], lookup: &BatchLookup, owner: usize, owners: usize, seen: &mut SeenCounters) {
         seen.start(hashes.len() * self.params.probes);
         let mem = self.mem.atomics();
-        with_width!(self.params.width, C => self.visit_owned_counters::<C>(hashes, owner, owners, |q, counter| {
+        with_width!(self.params.width, C => self.visit_owned_counters::<C>(hashes, owner, owners, |_| true, |q, counter| {
             let first = seen.first(counter, q as u32);
             lookup.put(q, C::count(mem, counter), first);
         }))
@@ -83,7 +85,9 @@ impl BatchTable for BlockedTable {
 
     fn apply_owned(&self, hashes: &[u64], lookup: &BatchLookup, delta: &[u8], owner: usize, owners: usize) {
         let mem = self.mem.atomics();
-        with_width!(self.params.width, C => self.visit_owned_counters::<C>(hashes, owner, owners, |q, counter| {
+        let (n, probes) = (hashes.len(), self.params.probes);
+        let changed = |o: usize| (0..probes).any(|p| delta[p * n + o] > 0);
+        with_width!(self.params.width, C => self.visit_owned_counters::<C>(hashes, owner, owners, changed, |q, counter| {
             if delta[q] > 0 {
                 C::set_exclusive(mem, counter, lookup.base_at(q) + delta[q]);
             }
