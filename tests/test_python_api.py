@@ -762,3 +762,15 @@ def test_ctrl_c_interrupts_a_running_call(tmp_path, call, head):
     assert proc.returncode == 0, proc.stderr
     seconds = float(proc.stdout.split()[2])
     assert 0.5 <= seconds < 2.0, proc.stdout
+
+
+def test_command_functions_document_every_parameter_and_its_default():
+    """help(kmerflow.normalize_by_median) lists each keyword with its flag, its help and the
+    command's default, taken from the command line's own declarations."""
+    doc = kmerflow.normalize_by_median.__doc__
+    assert doc.startswith("Digital normalization")
+    assert "ksize (--ksize, value; default 32)" in doc  # khmer's default k
+    assert "cutoff (--cutoff, value; default 20)" in doc
+    assert "paired (--paired, switch)\n    Require every read to be paired" in doc
+    assert "mate (--mate, list)" in doc
+    assert "num_samples" not in kmerflow.sample_reads_randomly.__doc__  # aliases not listed twice

@@ -39,7 +39,7 @@ import json
 import logging
 import os
 import warnings
-from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from kmerflow import _core
 from kmerflow.errors import KmerflowWarning
@@ -62,6 +62,7 @@ class Flag:
     takes_value: bool  #: False for a switch (``--force``)
     repeatable: bool   #: may be given several times (pass a list)
     help: str          #: the one-line help
+    default: Optional[str] = None  #: the value the command takes when the flag is left out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +113,7 @@ def definitions() -> Mapping[str, CommandDef]:
                 positional.append((arg["id"], arg["repeatable"]))
             elif arg["long"] is not None:
                 flag = Flag(_keyword(arg["long"]), "--" + arg["long"], arg["takes_value"],
-                            arg["repeatable"], arg["help"])
+                            arg["repeatable"], arg["help"], arg["default"])
                 flags[flag.keyword] = flag
         for alias, keyword in ALIASES.items():
             if keyword in flags:
@@ -246,9 +247,26 @@ def _command(name: str) -> Callable[[Callable[..., None]], Callable[..., RunResu
             return run(name, values, **options)
 
         call.__signature__ = signature  # type: ignore[attr-defined]
+        call.__doc__ = inspect.cleandoc(stub.__doc__ or "") + "\n\n" + _parameter_docs(definition)
         return call
 
     return make
+
+
+def _parameter_docs(definition: CommandDef) -> str:
+    """The ``Parameters`` section of a command function's docstring: every keyword with its
+    flag, what it does and the value the command takes when it is left out (a keyword left at
+    ``None`` or ``False`` is not passed, so the command's own default applies)."""
+    lines = ["Parameters (keyword-only; left out, ``None`` or ``False``: the command's default)",
+             "-" * 80]
+    for keyword, flag in definition.flags.items():
+        if keyword in ALIASES:
+            continue
+        kind = "switch" if not flag.takes_value else ("list" if flag.repeatable else "value")
+        default = f"; default {flag.default}" if flag.default is not None else ""
+        lines.append(f"{keyword} ({flag.flag}, {kind}{default})")
+        lines.append(f"    {flag.help}")
+    return "\n".join(lines)
 
 
 # --- read handling -----------------------------------------------------------------------------

@@ -23,6 +23,9 @@ pub struct ArgSpec {
     pub required: bool,
     /// The one-line help.
     pub help: String,
+    /// The value taken when the argument is not given, as the command line would show it
+    /// (`None` for a switch or an argument without one).
+    pub default: Option<String>,
 }
 
 /// One subcommand.
@@ -60,6 +63,7 @@ fn command_spec(cmd: &clap::Command) -> CommandSpec {
                 repeatable: matches!(a.get_action(), ArgAction::Append | ArgAction::Count) || many_values,
                 required: a.is_required_set(),
                 help: a.get_help().map(|h| h.to_string()).unwrap_or_default(),
+                default: takes_value.then(|| default_value(a)).flatten(),
             }
         })
         .collect();
@@ -68,6 +72,12 @@ fn command_spec(cmd: &clap::Command) -> CommandSpec {
         about: cmd.get_about().map(|h| h.to_string()).unwrap_or_default(),
         args,
     }
+}
+
+/// The default value(s) of `arg`, joined by `,`, or `None` when it has none.
+fn default_value(arg: &clap::Arg) -> Option<String> {
+    let values: Vec<String> = arg.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect();
+    (!values.is_empty()).then(|| values.join(","))
 }
 
 #[cfg(test)]
@@ -88,5 +98,8 @@ mod tests {
         assert!(!arg("paired").takes_value);
         assert!(arg("threads").takes_value && arg("metrics").takes_value);
         assert!(nbm.args.iter().all(|a| a.id != "help"));
+        assert_eq!(arg("ksize").default.as_deref(), Some("32"));
+        assert_eq!(arg("cutoff").default.as_deref(), Some("20"));
+        assert_eq!(arg("paired").default, None);
     }
 }

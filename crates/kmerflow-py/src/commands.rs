@@ -43,7 +43,8 @@ pub(crate) fn forwarder<'a>(on_message: &'a Bound<'_, PyAny>) -> impl FnMut(Pyth
 
 /// The definitions of every command (`kmerflow_cli::spec`): a list of dicts `{"name", "about",
 /// "args"}`, each argument a dict `{"id", "long", "positional", "takes_value", "repeatable",
-/// "required", "help"}`. `kmerflow.commands` builds the command functions' keywords from it.
+/// "required", "help", "default"}` (`default`: the value taken when the argument is not given, or
+/// `None`). `kmerflow.commands` builds the command functions' keywords and their docs from it.
 #[pyfunction]
 pub fn command_specs(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     kmerflow_cli::spec::command_specs()
@@ -61,6 +62,7 @@ pub fn command_specs(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
                     d.set_item("repeatable", a.repeatable)?;
                     d.set_item("required", a.required)?;
                     d.set_item("help", a.help)?;
+                    d.set_item("default", a.default)?;
                     Ok(d)
                 })
                 .collect::<PyResult<Vec<_>>>()?;
