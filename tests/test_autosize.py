@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -132,7 +134,7 @@ def test_a_table_above_the_cap_is_refused_before_counting(tmp_path, reads):
     assert fp_of(report) <= 0.11
 
 
-def test_stdin_cannot_be_read_twice(tmp_path, reads):
+def test_stdin_cannot_be_read_twice_with_m_auto(tmp_path, reads):
     path, _ = reads
     proc = kmerflow("normalize-by-median", "-k", K, "-M", "auto", "-o", tmp_path / "o.fa", "-",
                     stdin=path.read_bytes(), check=False)
@@ -164,17 +166,48 @@ def test_a_failed_rate_names_the_memory_and_leaves_no_output(tmp_path, reads):
     assert fp_of(report) <= 0.11
 
 
+@pytest.mark.parametrize("auto", [["-M", "auto"], []], ids=["M-auto", "by-default"])
 @pytest.mark.parametrize("command", ["abundance-dist-single", "filter-abund-single", "trim-low-abund",
-                                     "normalize-by-median"])
-def test_every_counting_command_sizes_itself(tmp_path, command):
+                                     "normalize-by-median", "load-into-counting"])
+def test_every_counting_command_sizes_itself(tmp_path, command, auto):
+    """With -M auto, and by default (none of -M/-x/-U), one line tells the size chosen; by
+    default it also names the -x that gives khmer's table."""
     path = tmp_path / "reads.fa"
     make_reads(path, 10_000, seed=7)
     args = {"abundance-dist-single": [path, tmp_path / "hist"],
             "filter-abund-single": ["-o", tmp_path / "o.fa", path],
             "trim-low-abund": ["-o", tmp_path / "o.fa", path],
-            "normalize-by-median": ["-o", tmp_path / "o.fa", path]}[command]
-    proc = kmerflow(command, "-k", K, "-M", "auto", *args)
-    assert "sized automatically" in proc.stderr.decode()
+            "normalize-by-median": ["-o", tmp_path / "o.fa", path],
+            "load-into-counting": [tmp_path / "t.ct", path]}[command]
+    report = tmp_path / "r.json"
+    proc = kmerflow(command, "-k", K, *auto, "--report-json", report, *args)
+    lines = [line for line in proc.stderr.decode().splitlines() if "sized automatically" in line]
+    assert len(lines) == 1, proc.stderr.decode()
+    assert ("-x 1e6 gives khmer's default table" in lines[0]) == (not auto), lines[0]
+    assert json.loads(report.read_text())["table_sizing"]["estimated"] is True
+
+
+def test_a_default_table_read_from_stdin_or_a_fifo_is_khmers(tmp_path, reads):
+    """Without -M/-x/-U an input read once (stdin, a FIFO) gets khmer's default table, told in
+    one line: the outputs are those of -x 1e6."""
+    path, _ = reads
+    kmerflow("load-into-counting", "-k", K, "-x", "1e6", tmp_path / "khmer.ct", path)
+    proc = kmerflow("load-into-counting", "-k", K, tmp_path / "stdin.ct", "-", stdin=path.read_bytes())
+    assert "- can be read only once, so the table is khmer's default (4 tables of 1e6 counters)" \
+        in proc.stderr.decode()
+    assert "sized automatically" not in proc.stderr.decode()
+    fifo = tmp_path / "reads.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(path.read_bytes()))
+    writer.start()
+    try:
+        proc = kmerflow("load-into-counting", "-k", K, tmp_path / "fifo.ct", fifo)
+    finally:
+        writer.join(timeout=60)
+    assert f"{fifo} can be read only once" in proc.stderr.decode()
+    expected = (tmp_path / "khmer.ct").read_bytes()
+    assert (tmp_path / "stdin.ct").read_bytes() == expected
+    assert (tmp_path / "fifo.ct").read_bytes() == expected
 
 
 def test_a_few_kmers_get_a_table_that_passes_the_rate_check(tmp_path: Path, data: Path) -> None:

@@ -52,7 +52,7 @@ def test_report_two_copies(tmp_path, data):
 
 
 def test_report_large(tmp_path, data):
-    err = nbm(tmp_path, "-C", "1", "-k", "17", "-R", "report", data / "test-large.fa.gz")
+    err = nbm(tmp_path, "-C", "1", "-k", "17", "-x", "1e6", "-R", "report", data / "test-large.fa.gz")
     assert "fp rate estimated to be 0.623" in err
     assert (tmp_path / "report").read_text().splitlines()[1] == "100000,25261,0.2526"
 
@@ -65,7 +65,7 @@ def test_count_kmers_pe(tmp_path, data, flag, unique, kept):
 
 
 def test_unpaired_and_paired(tmp_path, data):
-    err = nbm(tmp_path, "-C", "1", "-k", "17", "-u", data / "random-20-a.fa", "-p",
+    err = nbm(tmp_path, "-C", "1", "-k", "17", "-x", "1e6", "-u", data / "random-20-a.fa", "-p",
               data / "test-abund-read-paired.fa")
     assert "Total number of unique k-mers: 4061" in err
 
@@ -115,9 +115,9 @@ CONFIGS = [
     ("test-reads.fa", ["-k", "32", "-C", "20", "-x", "1e5", "-N", "3"]),
     ("simple-genome-reads.fa", ["-k", "21", "-C", "5", "-x", "1e4"]),
     ("test-abund-read-paired.fa", ["-k", "12", "-C", "1", "-p", "-x", "1e4"]),
-    ("dn-test-some-paired-all-keep.fa", ["-k", "15", "-C", "1"]),
+    ("dn-test-some-paired-all-keep.fa", ["-k", "15", "-C", "1", "-x", "1e6"]),
     ("test-abund-read-2.paired.fq", ["-k", "17", "-C", "2", "-x", "1e4"]),
-    ("test-abund-read-2.fa", ["-k", "17", "-C", "2", "--small-count"]),
+    ("test-abund-read-2.fa", ["-k", "17", "-C", "2", "-x", "1e6", "--small-count"]),
 ]
 
 

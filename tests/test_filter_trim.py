@@ -165,8 +165,8 @@ def test_trim_summary_tsv_matches_khmer(tmp_path, data):
          ["o.fa", "o.fa.info.tsv"])
 
 
-@pytest.mark.parametrize("args", [["-k", "17"], ["-k", "20", "-C", "1"], ["-k", "21", "-V", "-Z", "5"],
-                                  ["-k", "32", "-x", "1e4", "-C", "5"]])
+@pytest.mark.parametrize("args", [["-k", "17", "-x", "1e6"], ["-k", "20", "-x", "1e6", "-C", "1"],
+                                  ["-k", "21", "-x", "1e6", "-V", "-Z", "5"], ["-k", "32", "-x", "1e4", "-C", "5"]])
 def test_filter_abund_single_matches_khmer(tmp_path, data, args):
     both(tmp_path, "filter-abund-single",
          [*args, "--savegraph", "g.ct", data / "simple-genome-reads.fa"],

@@ -300,11 +300,12 @@ def test_the_started_cluster_queues_tasks_and_runs_no_profiler(client):
 def test_chunks_and_table_sizes_decided_from_the_run():
     from kmerflow.pipeline.plan import table_bytes
 
-    assert table_bytes({}) == 4e6
+    assert table_bytes({"max_tablesize": 1e6}) == 4e6
     assert table_bytes({"n_tables": 2, "max_tablesize": 1e5, "small_count": True}) == 1e5
     assert table_bytes({"max_memory_usage": "2G", "max_tablesize": 1e5}) == 2e9
     assert table_bytes({"max_memory_usage": "auto"}) is None
     assert table_bytes({"unique_kmers": 10_000}) is None
+    assert table_bytes({}) is None  # none of -M/-x/-U: sized from the input
 
 
 def test_reports_and_multiqc(finished: Path, tmp_path: Path):

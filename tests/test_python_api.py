@@ -696,7 +696,8 @@ def test_messages_reach_python_while_the_command_runs(small_fasta, tmp_path):
     logger.addHandler(probe)
     logger.setLevel(logging.INFO)
     try:
-        kmerflow.normalize_by_median([small_fasta], ksize=17, report_frequency=20, output=table)
+        kmerflow.normalize_by_median([small_fasta], ksize=17, max_tablesize=1e6, report_frequency=20,
+                                     output=table)
     finally:
         logger.removeHandler(probe)
         logger.setLevel(level)
@@ -716,7 +717,8 @@ def test_an_exception_from_the_message_callback_stops_the_run(small_fasta, tmp_p
         seen.append(text)
         raise RuntimeError(f"stop at {text!r}")
 
-    argv = ["normalize-by-median", "-k", "17", "--report-frequency", "20", "-o", str(out), str(small_fasta)]
+    argv = ["normalize-by-median", "-k", "17", "-x", "1e6", "--report-frequency", "20", "-o", str(out),
+            str(small_fasta)]
     with pytest.raises(RuntimeError, match="stop at 'making countgraph'"):
         kmerflow._core.run_command(argv, refuse)
     assert seen == ["making countgraph"] and not out.exists()

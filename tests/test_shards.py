@@ -139,7 +139,7 @@ def test_one_worker_local_cluster(data, tmp_path):
 
 
 def test_unreachable_scheduler_is_one_line(tmp_path, data):
-    proc = kmerflow("load-into-counting", tmp_path / "t.ct", data / "random-20-a.fa",
+    proc = kmerflow("load-into-counting", "-x", "1e6", tmp_path / "t.ct", data / "random-20-a.fa",
                     "--scheduler", "tcp://127.0.0.1:9", check=False)
     lines = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1, lines

@@ -172,8 +172,8 @@ def test_lost_worker_names_the_shard():
 
 
 def test_unreachable_scheduler_and_usage_errors(tmp_path, data):
-    proc = kmerflow("load-into-counting", "--layout", "blocked", tmp_path / "t.kf", data / "random-20-a.fa",
-                    "--scheduler", "tcp://127.0.0.1:9", check=False)
+    proc = kmerflow("load-into-counting", "--layout", "blocked", "-x", "1e6", tmp_path / "t.kf",
+                    data / "random-20-a.fa", "--scheduler", "tcp://127.0.0.1:9", check=False)
     lines = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1, lines
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in lines[0]

@@ -251,7 +251,7 @@ def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
 def _counted_histogram(opts: dict[str, Any]) -> Counted | None:
     """``abundance-dist-single`` with ``opts`` as chunk counts, additions and ``abundance-dist``;
     None when an option needs the one command or leaves the table size unknown before the run
-    (tables sized from the input: ``-M auto``, or ``-U`` without ``-x``/``-M``)."""
+    (tables sized from the input: ``-M auto``, or no ``-x``/``-M``)."""
     size = table_bytes(opts)
     if size is None:
         return None
@@ -260,26 +260,26 @@ def _counted_histogram(opts: dict[str, Any]) -> Counted | None:
                    {k: v for k, v in opts.items() if k in dist}, size)
 
 
-#: The counting commands' table defaults (``-N``, ``-x``).
-DEFAULT_N_TABLES, DEFAULT_TABLESIZE = 4, 1e6
+#: The counting commands' default number of tables (``-N``).
+DEFAULT_N_TABLES = 4
 
 
 def table_bytes(opts: dict[str, Any]) -> float | None:
     """The bytes of the table a counting command makes with ``opts``: ``-M`` if given, else
-    ``-N`` x ``-x`` (half for 4-bit counters); None when it is sized from the input or a value
-    is not a size (the command's own check refuses it before the run)."""
+    ``-N`` x ``-x`` (half for 4-bit counters); None when it is sized from the input (``-M auto``,
+    or neither ``-M`` nor ``-x``) or a value is not a size (the command's own check refuses it
+    before the run)."""
     memory = opts.get("max_memory_usage")
     if memory is not None and str(memory).lower() == "auto":
         return None
-    if opts.get("unique_kmers") and opts.get("max_tablesize") is None and memory is None:
+    if opts.get("max_tablesize") is None and memory is None:
         return None
     try:
         if memory is not None:
             from dask.utils import parse_bytes
 
             return float(parse_bytes(str(memory)))
-        size = float(opts.get("n_tables", DEFAULT_N_TABLES)) * \
-            float(opts.get("max_tablesize", DEFAULT_TABLESIZE))
+        size = float(opts.get("n_tables", DEFAULT_N_TABLES)) * float(opts["max_tablesize"])
     except (TypeError, ValueError):
         return None
     return size / 2 if opts.get("small_count") else size

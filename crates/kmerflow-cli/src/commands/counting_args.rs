@@ -69,13 +69,15 @@ pub struct GraphArgs {
     /// counting tables).
     #[arg(long = "fp-rate", value_parser = flags::fp_rate, allow_negative_numbers = true)]
     pub fp_rate: Option<f64>,
-    /// Upper bound on the size of each table (overridden by -M) [default: 1000000.0].
+    /// Upper bound on the size of each table (overridden by -M) [default: 1000000.0 (khmer's);
+    /// counting tables are sized from the data without -M/-x/-U, see -M].
     #[arg(short = 'x', long = "max-tablesize", conflicts_with = "max_memory", value_parser = flags::tablesize,
           allow_negative_numbers = true)]
     pub max_tablesize: Option<f64>,
     /// Maximum memory for the tables, in bytes; K/M/G/T suffixes are decimal (e.g. 4G). `auto`:
     /// count the distinct k-mers first (a HyperLogLog pass over the inputs) and size the tables
-    /// for --fp-rate, within --memory-cap.
+    /// for --fp-rate, within --memory-cap. Counting tables are sized so by default when none of
+    /// -M/-x/-U is given (khmer's default table for stdin or a FIFO).
     #[arg(short = 'M', long = "max-memory-usage", value_name = "BYTES|auto", value_parser = memory_arg,
           allow_negative_numbers = true)]
     pub max_memory: Option<MemoryArg>,
@@ -137,20 +139,60 @@ impl CountingArgs {
 }
 
 impl CountingArgs {
-    /// [`Self::params`] with an automatic size (`-M auto`, `-U` alone) resolved by a pre-pass
-    /// over `inputs` (none when `loading` a saved table); the size chosen is told unless `-q`
-    /// and kept in `ctx` for the report.
+    /// Whether none of `-M`, `-x` and `-U` was given, so that the table is sized from the data
+    /// (khmer's default table where the inputs can be read only once).
+    fn size_unset(&self) -> bool {
+        let graph = &self.graph;
+        graph.max_memory.is_none() && graph.max_tablesize.is_none() && graph.unique_kmers <= 0.0
+    }
+
+    /// [`Self::params`] with an automatic size (`-M auto`, `-U` alone, or none of `-M`/`-x`/`-U`
+    /// with inputs that can be read twice) resolved by a pre-pass over `inputs` (none when
+    /// `loading` a saved table); the size chosen is told in one line unless `-q` and kept in
+    /// `ctx` for the report. Without `-M`/`-x`/`-U` and with an input read once (stdin, a FIFO)
+    /// the table is khmer's default, told so.
     /// The command plans its own passes over the inputs first (`progress().plan_passes`), so
     /// that the progress line's overall fraction counts the pre-pass as one more.
     pub fn resolved_params(&self, force: bool, inputs: &[String], loading: bool, ctx: &mut Ctx) -> Result<TableParams> {
         let mut params = self.params(force);
         if loading {
             params.auto_memory = false;
-        } else {
-            if params.auto_memory && params.unique_kmers <= 0.0 {
-                ctx.run.progress().plan_passes(1);
+            return Ok(params);
+        }
+        let by_default = self.size_unset();
+        // By default the pre-pass counts the inputs that exist: a missing one is the command's
+        // to refuse (or, with -f, to skip) as it would with khmer's table.
+        let existing: Vec<String>;
+        let mut counted = inputs;
+        if by_default {
+            match autosize::read_once_input(inputs) {
+                Some(input) => ctx.info(format_args!(
+                    "{input} can be read only once, so the table is khmer's default ({} tables of {} counters); \
+                     give -M or -U to size it for the data",
+                    params.n_tables,
+                    format_args!("{:e}", sizing::DEFAULT_MAX_TABLESIZE)
+                )),
+                None => {
+                    params.auto_memory = true;
+                    existing = inputs.iter().filter(|path| std::fs::metadata(path).is_ok()).cloned().collect();
+                    counted = &existing;
+                }
             }
-            ctx.table_sizing = autosize::resolve(&mut params, inputs, &ctx.run)?;
+        }
+        if params.auto_memory && params.unique_kmers <= 0.0 {
+            ctx.run.progress().plan_passes(1);
+        }
+        ctx.table_sizing = autosize::resolve(&mut params, counted, &ctx.run)?;
+        if let Some(chosen) = &ctx.table_sizing {
+            let hint = if by_default {
+                format!(
+                    "; no -M/-x/-U given: -x {} gives khmer's default table",
+                    format_args!("{:e}", sizing::DEFAULT_MAX_TABLESIZE)
+                )
+            } else {
+                String::new()
+            };
+            ctx.info(format_args!("{}{hint}", chosen.describe()));
         }
         Ok(params)
     }

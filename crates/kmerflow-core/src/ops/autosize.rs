@@ -78,10 +78,21 @@ pub fn size_for(params: &TableParams, distinct_kmers: f64) -> Result<(f64, f64, 
     Ok((memory, fp_rate, cap))
 }
 
+/// The first of `inputs` that can be read only once (stdin, a FIFO, a character device), so
+/// that no pre-pass can count it first; a path that cannot be looked up is not one (reading it
+/// fails later, naming it).
+pub fn read_once_input(inputs: &[String]) -> Option<&str> {
+    inputs.iter().map(String::as_str).find(|path| {
+        *path == "-"
+            || path.starts_with("/dev/std")
+            || std::fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
+    })
+}
+
 /// Resolves an automatic size (`params.auto_memory`) into `params.max_memory`: the distinct
 /// k-mers are `-U` when given, else estimated by a HyperLogLog pass over `inputs` on the
-/// threads of `ctx`, which gets the line telling the size chosen. Returns `None` (and leaves
-/// `params` alone) when the size is not automatic.
+/// threads of `ctx`. The caller tells the size chosen ([`AutoSize::describe`]). Returns `None`
+/// (and leaves `params` alone) when the size is not automatic.
 pub fn resolve(params: &mut TableParams, inputs: &[String], ctx: &RunContext) -> Result<Option<AutoSize>> {
     if !params.auto_memory {
         return Ok(None);
@@ -90,7 +101,7 @@ pub fn resolve(params: &mut TableParams, inputs: &[String], ctx: &RunContext) ->
     let (distinct_kmers, estimated) = if params.unique_kmers > 0.0 {
         (params.unique_kmers, false)
     } else {
-        if let Some(stdin) = inputs.iter().find(|p| p.as_str() == "-" || p.starts_with("/dev/std")) {
+        if let Some(stdin) = read_once_input(inputs) {
             return Err(Error::invalid(format!(
                 "-M auto reads the inputs twice and {stdin} can be read once; give -U (estimated distinct \
                  k-mers, e.g. from `kmerflow unique-kmers`) or -M"
@@ -127,7 +138,6 @@ pub fn resolve(params: &mut TableParams, inputs: &[String], ctx: &RunContext) ->
         tablesize,
         expected_fp_rate,
     };
-    ctx.info(chosen.describe());
     Ok(Some(chosen))
 }
 
@@ -210,6 +220,20 @@ mod tests {
         assert!(err.contains("needs -M 485M") && err.contains("--memory-cap"), "{err}");
         let mut stdin = auto(|_| ());
         assert!(resolve(&mut stdin, &["-".to_string()], &RunContext::new()).unwrap_err().to_string().contains("-U"));
+    }
+
+    #[test]
+    fn inputs_read_once_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("reads.fa");
+        std::fs::write(&file, ">r\nACGT\n").unwrap();
+        let file = file.to_string_lossy().into_owned();
+        let missing = format!("{file}.missing");
+        assert_eq!(read_once_input(&[file.clone(), missing.clone()]), None);
+        assert_eq!(read_once_input(&[file.clone(), "-".to_string()]), Some("-"));
+        assert_eq!(read_once_input(&["/dev/stdin".to_string()]), Some("/dev/stdin"));
+        // A character device (read only for its file type here).
+        assert_eq!(read_once_input(&["/dev/zero".to_string(), file]), Some("/dev/zero"));
     }
 
     #[test]

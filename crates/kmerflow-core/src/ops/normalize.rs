@@ -617,6 +617,9 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let mut summary = Summary::default();
     let mut params = opts.table.clone();
     let auto: Option<AutoSize> = autosize::resolve(&mut params, &opts.inputs(), ctx)?;
+    if let Some(chosen) = &auto {
+        ctx.info(chosen.describe());
+    }
     summary.prepass_seconds = auto.as_ref().map_or(0.0, |a| a.prepass_seconds);
     let inputs = opts.inputs();
     let input_paths: Vec<&str> = inputs.iter().map(String::as_str).collect();
