@@ -95,6 +95,14 @@ def exit_status(stop: KeyboardInterrupt) -> int:
     return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one): the
+    default number of workers of a LocalCluster kmerflow starts."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def local_cluster(n_workers: int, memory_limit: Any = "auto",
                   config: Optional[Mapping[str, Any]] = None) -> Any:
     """A LocalCluster of ``n_workers`` single-thread worker processes without a dashboard,
@@ -135,7 +143,8 @@ def connect(scheduler: Optional[str] = None, local_cluster: Optional[int] = None
     started for it) on leaving: with ``scheduler`` an address (``tcp://HOST:PORT``,
     ``HOST:PORT``, ...) or a scheduler file, that scheduler, which must answer as a Dask
     scheduler within ``timeout`` seconds; else (``scheduler`` None or ``"local"``) a
-    LocalCluster of ``local_cluster`` workers (one per CPU by default) made by
+    LocalCluster of ``local_cluster`` workers (one per CPU this process may use by default,
+    :func:`available_cpus`) made by
     ``start_local``. Raises :class:`kmerflow.CommandError`, one line naming the address: exit
     status 2 for a malformed address, 1 for a scheduler that cannot be reached or is not one
     (or Dask not installed)."""
@@ -146,7 +155,7 @@ def connect(scheduler: Optional[str] = None, local_cluster: Optional[int] = None
         raise CommandError(f"{fail} a run on Dask needs it installed: pip install 'kmerflow[dask]' ({e})",
                            1) from e
     if scheduler is None or scheduler == "local":
-        with start_local(local_cluster or os.cpu_count() or 1) as cluster:
+        with start_local(local_cluster or available_cpus()) as cluster:
             try:
                 with Client(cluster, direct_to_workers=direct_to_workers) as client:
                     yield client

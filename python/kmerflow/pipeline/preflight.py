@@ -1,7 +1,8 @@
 """What a run checks before it creates a folder or starts a cluster.
 
 * the cluster options: ``--local-cluster`` at most the CPUs this process may use
-  (:func:`available_cpus`), ``--max-active`` positive, ``--scheduler`` an address Dask can parse;
+  (:func:`kmerflow.distributed.cluster.available_cpus`), ``--max-active`` positive,
+  ``--scheduler`` an address Dask can parse;
 * OUTDIR and the scratch folder: folders (or absent) that can be written (:func:`check_folder`),
   no folder in OUTDIR where the run writes a report (:func:`check_run_files`);
 * each sample's files: its output and scratch folders not files; its scratch folder (removed
@@ -38,21 +39,16 @@ class FolderError(RuntimeError):
     """OUTDIR or the scratch folder cannot be used (nothing was started; exit status 1)."""
 
 
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask where the system has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
-
-
 def check_cluster_options(scheduler: Optional[str], local_cluster: Optional[int],
                           max_active: Optional[int]) -> None:
     """Refuse (:class:`ConfigError`) a LocalCluster of fewer than one or more workers than
-    :func:`available_cpus` (each worker is a single-thread process: more only share the CPUs
-    and add their memory) and a ``max_active`` under 1; a malformed scheduler address or a bad
-    scheduler file as the run would (:func:`kmerflow.distributed.cluster.scheduler_address`,
-    :class:`kmerflow.CommandError`)."""
+    :func:`~kmerflow.distributed.cluster.available_cpus` (each worker is a single-thread
+    process: more only share the CPUs and add their memory) and a ``max_active`` under 1; a
+    malformed scheduler address or a bad scheduler file as the run would
+    (:func:`kmerflow.distributed.cluster.scheduler_address`, :class:`kmerflow.CommandError`)."""
     if local_cluster is not None:
+        from kmerflow.distributed.cluster import available_cpus
+
         cpus = available_cpus()
         if not 1 <= local_cluster <= cpus:
             raise ConfigError(f"--local-cluster {local_cluster}: between 1 and the {cpus} "

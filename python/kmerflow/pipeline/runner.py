@@ -421,11 +421,11 @@ def _paths(outputs: dict[str, Path]) -> dict[str, str]:
 
 def local_cluster(n_workers: Optional[int]) -> Any:
     """A LocalCluster of single-thread worker processes (by default one per CPU this process may
-    use, :func:`kmerflow.pipeline.preflight.available_cpus`), without a
+    use, :func:`kmerflow.distributed.cluster.available_cpus`), without a
     memory limit (the tables are sized by the steps' parameters) or dashboard, its queue set
     to :data:`WORKER_SATURATION`."""
+    from kmerflow.distributed.cluster import available_cpus
     from kmerflow.distributed.cluster import local_cluster as start
-    from kmerflow.pipeline.preflight import available_cpus
 
     return start(n_workers or available_cpus(), memory_limit=0,
                  config={"distributed.scheduler.worker-saturation": WORKER_SATURATION})
