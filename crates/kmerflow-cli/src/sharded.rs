@@ -114,6 +114,7 @@ fn why_not(id: &str) -> &'static str {
         "gzip" | "bzip" => "the sharded normalize-by-median writes uncompressed reads",
         "mate" | "output2" | "orphans" => "the sharded normalize-by-median reads interleaved or single files",
         "batched" => "the sharded run is batched already",
+        "single_strand" => "sharded tables hold canonical k-mers",
         _ => "it is not implemented for sharded tables",
     }
 }

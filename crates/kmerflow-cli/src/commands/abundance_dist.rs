@@ -1,7 +1,7 @@
 //! `kmerflow abundance-dist`: k-mer abundance histogram of reads against a saved countgraph
 //! (khmer's abundance-dist.py).
 
-use super::counting_args::RunArgs;
+use super::counting_args::{RunArgs, StrandArgs};
 use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::abundance_dist::{self, HistogramOutput};
 use serde_json::Value;
@@ -43,6 +43,9 @@ pub struct Args {
     #[command(flatten)]
     /// Force and report.
     pub run: RunArgs,
+    #[command(flatten)]
+    /// `--single-strand`: the countgraph's k-mers are hashed as read.
+    pub strand: StrandArgs,
     /// Saved countgraph.
     pub graph: String,
     /// Reads.
@@ -60,6 +63,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
         seqs: args.seqs,
         output: args.histogram.output(&args.output),
         bigcount: !args.histogram.no_bigcount,
+        strand: args.strand.strand(),
     };
     let summary = abundance_dist::run(&opts, &ctx.run)?;
     args.run.report(ctx, summary.tally);

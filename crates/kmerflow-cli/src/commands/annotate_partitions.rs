@@ -1,6 +1,7 @@
 //! `kmerflow annotate-partitions`: label reads with their partition (khmer's
 //! annotate-partitions.py).
 
+use super::counting_args::StrandArgs;
 use crate::common::{summary_json, CommonArgs, Ctx};
 use crate::flags;
 use kmerflow_core::ops::{partition, sizing};
@@ -23,6 +24,9 @@ pub struct Args {
     /// Accepted for khmer compatibility.
     #[arg(short = 'f', long = "force")]
     pub force: bool,
+    #[command(flatten)]
+    /// `--single-strand`: the map's k-mers were hashed as read (as the graph's were).
+    pub strand: StrandArgs,
     /// Base name of the merged partition map.
     pub graphbase: String,
     /// Read files to annotate.
@@ -34,7 +38,12 @@ pub struct Args {
 
 /// Runs `annotate-partitions`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
-    let opts = partition::AnnotateOptions { base: args.graphbase, ksize: args.ksize, inputs: args.inputs };
+    let opts = partition::AnnotateOptions {
+        base: args.graphbase,
+        ksize: args.ksize,
+        inputs: args.inputs,
+        strand: args.strand.strand(),
+    };
     let summary = partition::annotate_partitions(&opts, &ctx.run)?;
     report_annotated(ctx, &summary);
     summary_json(&summary)

@@ -1,6 +1,7 @@
 //! `kmerflow count-median`: per-read k-mer count median, mean and standard deviation (khmer's
 //! count-median.py).
 
+use super::counting_args::StrandArgs;
 use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::count_median;
 use serde_json::Value;
@@ -18,6 +19,9 @@ pub struct Args {
     /// Accepted for khmer compatibility (inputs are always checked).
     #[arg(short = 'f', long = "force")]
     pub force: bool,
+    #[command(flatten)]
+    /// `--single-strand`: the countgraph's k-mers are hashed as read.
+    pub strand: StrandArgs,
     /// Saved countgraph.
     pub graph: String,
     /// Reads.
@@ -30,7 +34,12 @@ pub struct Args {
 
 /// Runs `count-median`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
-    let opts = count_median::Options { graph: args.graph, input: args.input, output: args.output };
+    let opts = count_median::Options {
+        graph: args.graph,
+        input: args.input,
+        output: args.output,
+        strand: args.strand.strand(),
+    };
     let summary = count_median::run(&opts, &ctx.run)?;
     ctx.info(format_args!("{} reads; {} shorter than k skipped", summary.reads, summary.short_reads));
     summary_json(&summary)

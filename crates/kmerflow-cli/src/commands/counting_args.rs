@@ -4,6 +4,7 @@
 use crate::common::Ctx;
 use crate::flags;
 use clap::Args;
+use kmerflow_core::kmer::Strand;
 use kmerflow_core::ops::autosize;
 use kmerflow_core::ops::count::ReadTally;
 use kmerflow_core::ops::sizing::{self, TableParams};
@@ -51,7 +52,24 @@ fn memory_arg(text: &str) -> Result<MemoryArg, String> {
     }
 }
 
-/// Sizing flags of presence tables (nodegraphs): `-k -N -U --fp-rate -x|-M`.
+/// `--single-strand`, shared by every command that hashes k-mers.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct StrandArgs {
+    /// Hash k-mers as read, not canonically: a k-mer and its reverse complement are counted
+    /// apart (stranded RNA-seq, single-stranded DNA). Saved tables record it, and a table made
+    /// the other way is refused.
+    #[arg(long = "single-strand")]
+    pub single_strand: bool,
+}
+
+impl StrandArgs {
+    /// The strand k-mers are hashed on.
+    pub fn strand(&self) -> Strand {
+        Strand::from_single(self.single_strand)
+    }
+}
+
+/// Sizing flags of presence tables (nodegraphs): `-k -N -U --fp-rate -x|-M`, `--single-strand`.
 #[derive(Args, Debug, Clone)]
 pub struct GraphArgs {
     /// k-mer size to use.
@@ -85,6 +103,9 @@ pub struct GraphArgs {
     /// refused before counting [default: half the available memory].
     #[arg(long = "memory-cap", value_name = "BYTES", value_parser = flags::memory, allow_negative_numbers = true)]
     pub memory_cap: Option<f64>,
+    #[command(flatten)]
+    /// `--single-strand`.
+    pub strand: StrandArgs,
 }
 
 impl GraphArgs {
@@ -105,6 +126,7 @@ impl GraphArgs {
             alloc: AllocOptions::default(),
             auto_memory: self.max_memory == Some(MemoryArg::Auto),
             memory_cap: self.memory_cap,
+            strand: self.strand.strand(),
         }
     }
 }
@@ -278,6 +300,12 @@ mod tests {
         assert_eq!(Cli::try_parse_from(["prog"]).unwrap().layout.layout, Layout::Khmer);
         assert!(Cli::try_parse_from(["prog", "--layout", "dense"]).is_err());
         assert!(Cli::try_parse_from(["prog", "--huge-pages", "always"]).is_err());
+    }
+
+    #[test]
+    fn single_strand_flag_sets_the_strand() {
+        assert_eq!(parse(&[]).unwrap().strand, Strand::Canonical);
+        assert_eq!(parse(&["--single-strand"]).unwrap().strand, Strand::Single);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `kmerflow filter-abund`: trim reads at low-abundance k-mers of a saved countgraph
 //! (khmer's filter-abund.py).
 
+use super::counting_args::StrandArgs;
 use super::shard_args::ShardArgs;
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
@@ -66,6 +67,9 @@ pub struct Args {
     #[arg(required = true)]
     pub inputs: Vec<String>,
     #[command(flatten)]
+    /// `--single-strand`: the countgraph's k-mers are hashed as read.
+    pub strand: StrandArgs,
+    #[command(flatten)]
     /// Sharding over Dask workers (run by the Python package).
     pub sharding: ShardArgs,
     #[command(flatten)]
@@ -75,6 +79,6 @@ pub struct Args {
 /// Runs `filter-abund` (output is identical for any number of threads).
 pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
     let filter = args.filter.params();
-    let opts = filter_abund::Options { graph: args.graph, inputs: args.inputs, filter };
+    let opts = filter_abund::Options { graph: args.graph, inputs: args.inputs, filter, strand: args.strand.strand() };
     filter_abund::run(&opts, &ctx.run).and_then(|s| summary_json(&s))
 }

@@ -1,6 +1,7 @@
 //! `kmerflow partition-graph`: partition a nodegraph's tags into subset maps (khmer's
 //! partition-graph.py).
 
+use super::counting_args::StrandArgs;
 use crate::common::{summary_json, CommonArgs, Ctx};
 use crate::flags;
 use kmerflow_core::ops::partition;
@@ -30,6 +31,9 @@ pub struct Args {
     /// Accepted for khmer compatibility.
     #[arg(short = 'f', long = "force")]
     pub force: bool,
+    #[command(flatten)]
+    /// `--single-strand`: the nodegraph's k-mers are hashed as read.
+    pub strand: StrandArgs,
     /// Base name of the nodegraph and tagset.
     pub basename: String,
     #[command(flatten)]
@@ -43,6 +47,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
         stoptags: args.stoptags,
         subset_size: args.subset_size as u64,
         stop_big_traversals: args.no_big_traverse,
+        strand: args.strand.strand(),
     };
     let summary = partition::partition_graph(&opts, &ctx.run)?;
     ctx.info(format_args!("{} tags in {} subsets", summary.tags, summary.subsets));

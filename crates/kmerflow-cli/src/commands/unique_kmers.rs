@@ -1,5 +1,6 @@
 //! `kmerflow unique-kmers`: HyperLogLog estimate of distinct k-mers (khmer's unique-kmers.py).
 
+use super::counting_args::StrandArgs;
 use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::io::{Compression, OutputFile};
 use kmerflow_core::ops::count::write_text;
@@ -40,6 +41,9 @@ pub struct Args {
     /// Print recommended table sizes on stderr.
     #[arg(long = "diagnostics")]
     pub diagnostics: bool,
+    #[command(flatten)]
+    /// `--single-strand`: count k-mers as read.
+    pub strand: StrandArgs,
     /// Read files.
     #[arg(required = true)]
     pub inputs: Vec<String>,
@@ -59,6 +63,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
         inputs: args.inputs,
         stream_records: args.stream_records,
         hash: HllHash::Khmer,
+        strand: args.strand.strand(),
     };
     let mut stdout = args.stream_records.then(|| OutputFile::create_with("-", Compression::None)).transpose()?;
     let summary = unique_kmers::run(&opts, &ctx.run, |records| match &mut stdout {

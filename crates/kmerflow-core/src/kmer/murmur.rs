@@ -4,6 +4,8 @@
 //! description: 16-byte blocks mixed into two 64-bit lanes, a tail of up to 15 bytes, then the
 //! length and the 64-bit finaliser.
 
+use super::Strand;
+
 const C1: u64 = 0x87c3_7b91_1142_53d5;
 const C2: u64 = 0x4cf5_ad43_2745_937f;
 
@@ -97,6 +99,24 @@ pub fn canonical_hashes(seq: &[u8], k: usize, rc: &mut Vec<u8>, out: &mut Vec<u6
     reverse_complement_into(seq, rc);
     let n = seq.len();
     out.extend(seq.windows(k).enumerate().map(|(i, kmer)| canonical_from_parts(kmer, &rc[n - k - i..n - i])));
+}
+
+/// [`canonical_hashes`] for `strand`: khmer's `hash_no_rc_murmur3` of each k-mer as read for
+/// [`Strand::Single`].
+pub fn hashes(seq: &[u8], k: usize, strand: Strand, rc: &mut Vec<u8>, out: &mut Vec<u64>) {
+    match strand {
+        Strand::Canonical => canonical_hashes(seq, k, rc, out),
+        Strand::Single if k > 0 => out.extend(seq.windows(k).map(hash_no_rc_murmur3)),
+        Strand::Single => {}
+    }
+}
+
+/// Hash of one k-mer for `strand` ([`hash_murmur3`] or [`hash_no_rc_murmur3`]).
+pub fn hash_for(kmer: &[u8], strand: Strand) -> u64 {
+    match strand {
+        Strand::Canonical => hash_murmur3(kmer),
+        Strand::Single => hash_no_rc_murmur3(kmer),
+    }
 }
 
 /// Complement of each byte, khmer's table: IUPAC aware, lowercase → uppercase complement,

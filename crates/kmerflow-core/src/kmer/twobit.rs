@@ -5,6 +5,7 @@
 //! strand and as `C` on the complement strand, so callers clean reads first (see
 //! [`super::clean`]).
 
+use super::Strand;
 use crate::{Error, Result};
 
 /// Largest k of the 2-bit hash.
@@ -87,6 +88,30 @@ pub fn reverse_hash(hash: u64, k: usize) -> String {
 /// time (shift-and-mask). `k` must be in 1..=32 (checked by the caller); a sequence shorter
 /// than k yields nothing.
 pub fn canonical_hashes(seq: &[u8], k: usize, out: &mut Vec<u64>) {
+    rolling_hashes::<true>(seq, k, out);
+}
+
+/// [`canonical_hashes`] for `strand`: the forward-strand values for [`Strand::Single`].
+#[inline]
+pub fn hashes(seq: &[u8], k: usize, strand: Strand, out: &mut Vec<u64>) {
+    match strand {
+        Strand::Canonical => rolling_hashes::<true>(seq, k, out),
+        Strand::Single => rolling_hashes::<false>(seq, k, out),
+    }
+}
+
+/// Hash of one k-mer for `strand` ([`forward_hash`] or [`forward_hash_no_rc`]).
+pub fn hash_for(kmer: &[u8], strand: Strand) -> Result<u64> {
+    match strand {
+        Strand::Canonical => forward_hash(kmer),
+        Strand::Single => forward_hash_no_rc(kmer),
+    }
+}
+
+/// The rolling 2-bit values of every k-mer of `seq`: canonical (min of both strands) when
+/// `CANONICAL`, else the forward strand's (the reverse complement is then never computed).
+#[inline(always)]
+fn rolling_hashes<const CANONICAL: bool>(seq: &[u8], k: usize, out: &mut Vec<u64>) {
     debug_assert!((1..=MAX_K).contains(&k));
     if seq.len() < k {
         return;
@@ -97,12 +122,18 @@ pub fn canonical_hashes(seq: &[u8], k: usize, out: &mut Vec<u64>) {
     let (mut f, mut r) = (0u64, 0u64);
     for &b in &seq[..k - 1] {
         f = (f << 2) | u64::from(FORWARD_CODE[b as usize]);
-        r = (r >> 2) | (u64::from(COMPLEMENT_CODE[b as usize]) << top);
+        if CANONICAL {
+            r = (r >> 2) | (u64::from(COMPLEMENT_CODE[b as usize]) << top);
+        }
     }
     out.extend(seq[k - 1..].iter().map(|&b| {
         f = ((f << 2) | u64::from(FORWARD_CODE[b as usize])) & mask;
-        r = (r >> 2) | (u64::from(COMPLEMENT_CODE[b as usize]) << top);
-        f.min(r)
+        if CANONICAL {
+            r = (r >> 2) | (u64::from(COMPLEMENT_CODE[b as usize]) << top);
+            f.min(r)
+        } else {
+            f
+        }
     }));
 }
 
@@ -169,5 +200,20 @@ mod tests {
         let mut none = Vec::new();
         canonical_hashes(b"ACG", 4, &mut none);
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn single_strand_rolling_matches_forward_values() {
+        let seq = b"GGTTGACGGGGCTCAGGGGGCGGCTGACTCCGAGAGACAGCNacgtRYTTAGC";
+        for k in 1..=MAX_K {
+            let mut rolled = Vec::new();
+            hashes(seq, k, Strand::Single, &mut rolled);
+            let direct: Vec<u64> = seq.windows(k).map(|w| forward_hash_no_rc(w).unwrap()).collect();
+            assert_eq!(rolled, direct, "k = {k}");
+        }
+        // A k-mer and its reverse complement: one canonical value, two single-strand values.
+        let (kmer, rc) = (b"AAACGTATGACT", b"AGTCATACGTTT");
+        assert_eq!(hash_for(kmer, Strand::Canonical).unwrap(), hash_for(rc, Strand::Canonical).unwrap());
+        assert_ne!(hash_for(kmer, Strand::Single).unwrap(), hash_for(rc, Strand::Single).unwrap());
     }
 }

@@ -281,13 +281,15 @@ pub struct Options {
     pub output: HistogramOutput,
     /// Report counts above 255 (`-b` turns it off).
     pub bigcount: bool,
+    /// The strand the saved countgraph's k-mers must be hashed on (`--single-strand`).
+    pub strand: crate::kmer::Strand,
 }
 
 /// Runs `abundance-dist` within `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs(ctx, [&opts.graph, &opts.seqs], [&opts.output.path])?;
     let mut summary = Summary::default();
-    let mut table = super::read_filter::load_countgraph(&opts.graph, ctx)?;
+    let mut table = super::read_filter::load_countgraph(&opts.graph, opts.strand, ctx)?;
     if table.storage_kind() == StorageKind::Byte {
         if !table.use_bigcount() && opts.bigcount {
             ctx.warning(

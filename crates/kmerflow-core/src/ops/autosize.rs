@@ -113,6 +113,7 @@ pub fn resolve(params: &mut TableParams, inputs: &[String], ctx: &RunContext) ->
             inputs: inputs.to_vec(),
             stream_records: false,
             hash: HllHash::Fast,
+            strand: params.strand,
         };
         ctx.progress().begin_pass("estimating distinct k-mers");
         (unique_kmers::run(&opts, ctx, |_| Ok(()))?.total as f64, true)

@@ -19,6 +19,8 @@ pub struct Options {
     pub input: String,
     /// CSV output (`-` = stdout).
     pub output: String,
+    /// The strand the saved countgraph's k-mers must be hashed on (`--single-strand`).
+    pub strand: crate::kmer::Strand,
 }
 
 /// What `count-median` did.
@@ -47,7 +49,7 @@ pub fn median_row(table: &KhmerTable, name: &[u8], seq: &[u8], clean: &mut Vec<u
 /// Runs `count-median` within `ctx`.
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs(ctx, [&opts.graph, &opts.input], [&opts.output])?;
-    let table = super::read_filter::load_countgraph(&opts.graph, ctx)?;
+    let table = super::read_filter::load_countgraph(&opts.graph, opts.strand, ctx)?;
     let mut text = String::from("name,median,average,stddev,seqlen\r\n");
     let mut summary = Summary::default();
     let mut clean = Vec::new();

@@ -17,7 +17,7 @@ use super::sizing::{any_fp_rate, create_counting_table, resize_hint, target_rate
 use crate::io::{
     Compression, MateCounts, MateFiles, MateWriter, OutputFile, PairMode, PairedInput, PairedOutput, Staged,
 };
-use crate::kmer::twobit;
+use crate::kmer::{twobit, Strand};
 use crate::pipeline::run_ordered;
 use crate::run::metrics;
 use crate::run::RunContext;
@@ -127,8 +127,8 @@ pub struct Summary {
 /// The k-mer hash function of a table, usable by the workers while the table is updated.
 #[derive(Clone)]
 pub(crate) enum BatchHasher {
-    /// khmer's canonical 2-bit hash of k-mers of this size.
-    Khmer(usize),
+    /// khmer's 2-bit hash of k-mers of this size on this strand.
+    Khmer(usize, Strand),
     /// The blocked table's hasher.
     Blocked(KmerHasher),
 }
@@ -137,7 +137,7 @@ impl BatchHasher {
     /// The hash function of `table`.
     pub(crate) fn of(table: &AnyTable) -> Self {
         match table {
-            AnyTable::Khmer(t) => BatchHasher::Khmer(t.ksize()),
+            AnyTable::Khmer(t) => BatchHasher::Khmer(t.ksize(), t.strand()),
             AnyTable::Blocked(t) => BatchHasher::Blocked(t.hasher().clone()),
         }
     }
@@ -145,7 +145,7 @@ impl BatchHasher {
     /// Appends the hashes of the k-mers of `seq` to `out`.
     pub(crate) fn hashes(&self, seq: &[u8], out: &mut Vec<u64>) {
         match self {
-            BatchHasher::Khmer(k) => twobit::canonical_hashes(seq, *k, out),
+            BatchHasher::Khmer(k, strand) => twobit::hashes(seq, *k, *strand, out),
             BatchHasher::Blocked(h) => h.hashes(seq, out),
         }
     }
@@ -417,6 +417,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             ctx.info(format!("loading k-mer countgraph from {path}"));
             let table = AnyTable::load_in(path, HashKind::TwoBit, ctx)?;
             read_filter::check_counts(path, table.holds_counts())?;
+            opts.table.strand.check_table(table.strand(), path)?;
             table
         }
         None => {

@@ -70,6 +70,8 @@ pub struct Options {
     pub inputs: Vec<String>,
     /// Trimming parameters.
     pub filter: FilterParams,
+    /// The strand the saved countgraph's k-mers must be hashed on (`--single-strand`).
+    pub strand: crate::kmer::Strand,
 }
 
 /// Options of filter-abund-single (count, then filter, one input).
@@ -273,7 +275,7 @@ pub fn run_sharded(
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     opts.filter.refuse_inputs_as_outputs(ctx, std::iter::once(&opts.graph), &opts.inputs, None)?;
     ctx.info(format!("loading countgraph: {}", opts.graph));
-    let table = super::read_filter::load_countgraph(&opts.graph, ctx)?;
+    let table = super::read_filter::load_countgraph(&opts.graph, opts.strand, ctx)?;
     ctx.info(format!("K: {}", table.ksize()));
     let mut summary = Summary::default();
     filter_all_here(&table, &opts.inputs, &opts.filter, &mut summary, ctx)?;

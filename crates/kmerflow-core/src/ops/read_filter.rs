@@ -12,6 +12,7 @@
 use super::sizing::TableParams;
 use crate::io::{BundleBatch, PairMode, PairedInput, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
+use crate::kmer::Strand;
 use crate::run::RunContext;
 use crate::table::CountingTable;
 use crate::table::{median_min_required, trim_position, HashKind, KhmerTable};
@@ -294,10 +295,12 @@ pub fn check_counts(path: &str, holds_counts: bool) -> Result<()> {
     Ok(())
 }
 
-/// Loads the khmer-format countgraph at `path` (a nodegraph is refused) within the run `ctx`.
-pub fn load_countgraph(path: &str, ctx: &RunContext) -> Result<KhmerTable> {
+/// Loads the khmer-format countgraph at `path` (a nodegraph, and a table of k-mers hashed on
+/// another `strand`, are refused) within the run `ctx`.
+pub fn load_countgraph(path: &str, strand: Strand, ctx: &RunContext) -> Result<KhmerTable> {
     let table = KhmerTable::load_in(path, HashKind::TwoBit, ctx)?;
     check_counts(path, table.holds_counts())?;
+    strand.check_table(table.strand(), path)?;
     Ok(table)
 }
 

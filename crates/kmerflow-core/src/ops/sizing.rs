@@ -3,6 +3,7 @@
 
 use super::memory::{check_table_fits, Backing};
 use super::pyfmt::{general, repr};
+use crate::kmer::Strand;
 use crate::run::RunContext;
 use crate::table::shard::ShardClient;
 use crate::table::CountingTable;
@@ -45,6 +46,8 @@ pub struct TableParams {
     /// `--memory-cap`: the most bytes an automatically sized table may take (default: half the
     /// available memory).
     pub memory_cap: Option<f64>,
+    /// `--single-strand`: k-mers are hashed as read, not canonically.
+    pub strand: Strand,
 }
 
 impl Default for TableParams {
@@ -61,6 +64,7 @@ impl Default for TableParams {
             alloc: AllocOptions::default(),
             auto_memory: false,
             memory_cap: None,
+            strand: Strand::Canonical,
         }
     }
 }
@@ -360,6 +364,7 @@ pub fn create_countgraph(params: &TableParams, multiplier: f64, ctx: &RunContext
     };
     let size = checked_khmer_size(params, kind, multiplier, COUNTGRAPH_FP_TARGET, ctx)?;
     KhmerTable::new_with_options(params.ksize, HashKind::TwoBit, storage, size, params.n_tables, params.alloc)
+        .map(|table| table.with_strand(params.strand))
 }
 
 /// The table sizes (primes) of the countgraph [`create_countgraph`] makes for `params` (8-bit
@@ -381,7 +386,7 @@ pub fn blocked_countgraph_params(params: &TableParams, multiplier: f64, ctx: &Ru
     };
     let size = checked_size(params, kind, multiplier, COUNTGRAPH_FP_TARGET, ctx)?;
     let bytes = size * params.n_tables as f64 / kind.buckets_per_byte();
-    let shape = BlockedParams::new(params.ksize, bytes as u64, width, params.n_tables);
+    let shape = BlockedParams { strand: params.strand, ..BlockedParams::new(params.ksize, bytes as u64, width, params.n_tables) };
     shape.check()?;
     Ok(shape)
 }
@@ -408,6 +413,7 @@ pub fn create_counting_table(
 pub fn create_nodegraph(params: &TableParams, ctx: &RunContext) -> Result<KhmerTable> {
     let size = checked_khmer_size(params, GraphKind::Nodegraph, 1.0, NODEGRAPH_FP_TARGET, ctx)?;
     KhmerTable::new_with_options(params.ksize, HashKind::TwoBit, StorageKind::Bit, size, params.n_tables, params.alloc)
+        .map(|table| table.with_strand(params.strand))
 }
 
 /// khmer's `calc_expected_collisions`: (n_occupied / min(hashsizes)) ^ n_tables.

@@ -625,7 +625,7 @@ fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -
             let table = match &o.loadgraph {
                 Some(path) => {
                     ctx.info(format!("loading countgraph from {path}"));
-                    let table = read_filter::load_countgraph(path, ctx)?;
+                    let table = read_filter::load_countgraph(path, o.table.strand, ctx)?;
                     read_filter::loadgraph_params(&o.table, path, table.ksize(), ctx);
                     table
                 }

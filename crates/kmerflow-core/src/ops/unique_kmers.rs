@@ -23,6 +23,8 @@ pub struct Options {
     pub stream_records: bool,
     /// How k-mers are hashed: khmer's hash for `unique-kmers`, the fast one for sizing tables.
     pub hash: HllHash,
+    /// Which strand k-mers are hashed on (`--single-strand`).
+    pub strand: crate::kmer::Strand,
 }
 
 /// The estimate of one input.
@@ -51,7 +53,7 @@ pub struct Summary {
 pub fn run(opts: &Options, ctx: &RunContext, mut on_records: impl FnMut(&[u8]) -> Result<()>) -> Result<Summary> {
     crate::io::refuse_inputs_as_outputs(ctx, &opts.inputs, None::<&str>)?;
     let mut summary = Summary::default();
-    let empty = HllCounter::with_hash(opts.error_rate, opts.ksize, opts.hash)?;
+    let empty = HllCounter::with_hash(opts.error_rate, opts.ksize, opts.hash)?.with_strand(opts.strand);
     let mut total = empty.clone();
     for path in &opts.inputs {
         let mut hll = empty.clone();

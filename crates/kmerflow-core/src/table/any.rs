@@ -1,6 +1,7 @@
 //! A table of either layout, chosen at run time (`--layout`), so that commands work on both.
 
 use super::{native_format, BlockedTable, CountingTable, HashKind, KhmerTable, Layout};
+use crate::kmer::Strand;
 use crate::run::RunContext;
 use crate::{Error, Result};
 use std::io::Read;
@@ -37,6 +38,14 @@ impl AnyTable {
         match self {
             AnyTable::Khmer(t) => t.memory_bytes(),
             AnyTable::Blocked(t) => t.params().data_bytes(),
+        }
+    }
+
+    /// Which strand its k-mers are hashed on.
+    pub fn strand(&self) -> Strand {
+        match self {
+            AnyTable::Khmer(t) => t.strand(),
+            AnyTable::Blocked(t) => t.params().strand,
         }
     }
 

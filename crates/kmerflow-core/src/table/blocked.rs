@@ -42,6 +42,7 @@ use super::alloc::AllocOptions;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
 use super::{prefetch, CountingTable, MedianVote, PassTable, StorageKind, Tally, PREFETCH_AHEAD};
 use crate::io::Staged;
+use crate::kmer::Strand;
 use crate::run::RunContext;
 use crate::{Error, Result};
 use memory::LineMemory;
@@ -142,6 +143,8 @@ pub struct BlockedParams {
     pub probes: usize,
     /// Hash scheme (by default [`BlockedHash::for_k`]).
     pub hash: BlockedHash,
+    /// Which strand k-mers are hashed on (by default canonical).
+    pub strand: Strand,
 }
 
 impl BlockedParams {
@@ -149,7 +152,7 @@ impl BlockedParams {
     /// hash scheme for `k`.
     pub fn new(k: usize, memory_bytes: u64, width: CounterWidth, probes: usize) -> Self {
         let n_lines = (memory_bytes / LINE_BYTES as u64).max(1);
-        Self { k, n_lines, width, probes, hash: BlockedHash::for_k(k) }
+        Self { k, n_lines, width, probes, hash: BlockedHash::for_k(k), strand: Strand::Canonical }
     }
 
     /// Bytes of counter memory.
@@ -281,7 +284,7 @@ impl BlockedTable {
     /// A table over existing memory (parameters checked by the caller).
     fn assemble(params: BlockedParams, mem: LineMemory, stats: OccupancyStats) -> Self {
         Self {
-            hasher: KmerHasher::new(params.k, params.hash),
+            hasher: KmerHasher::new(params.k, params.hash, params.strand),
             params,
             mem,
             stats: Stats {

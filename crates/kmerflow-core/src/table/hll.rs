@@ -7,7 +7,7 @@
 //! HyperLogLog++ empirical bias correction up to 5m.
 
 use super::hll_bias::{BIASES, RAW_ESTIMATES};
-use crate::kmer::{murmur, twobit};
+use crate::kmer::{murmur, twobit, Strand};
 use crate::{Error, Result};
 
 /// Smallest and largest precision khmer accepts.
@@ -40,6 +40,7 @@ pub struct HllCounter {
     p: u32,
     k: usize,
     hash: HllHash,
+    strand: Strand,
     registers: Vec<u8>,
     revcomp: Vec<u8>,
     hashes: Vec<u64>,
@@ -65,7 +66,14 @@ impl HllCounter {
         }
         let p = p as u32;
         let hash = if k > twobit::MAX_K { HllHash::Khmer } else { hash };
-        Ok(Self { p, k, hash, registers: vec![0; 1 << p], revcomp: Vec::new(), hashes: Vec::new() })
+        let strand = Strand::Canonical;
+        Ok(Self { p, k, hash, strand, registers: vec![0; 1 << p], revcomp: Vec::new(), hashes: Vec::new() })
+    }
+
+    /// The counter, empty, counting k-mers hashed on `strand` (canonical by default).
+    pub fn with_strand(mut self, strand: Strand) -> Self {
+        self.strand = strand;
+        self
     }
 
     /// The precision p (2^p registers).
@@ -105,8 +113,8 @@ impl HllCounter {
             hashes.clear();
             let piece = &seq[first..end + self.k - 1];
             match self.hash {
-                HllHash::Khmer => murmur::canonical_hashes(piece, self.k, &mut self.revcomp, &mut hashes),
-                HllHash::Fast => twobit::canonical_hashes(piece, self.k, &mut hashes),
+                HllHash::Khmer => murmur::hashes(piece, self.k, self.strand, &mut self.revcomp, &mut hashes),
+                HllHash::Fast => twobit::hashes(piece, self.k, self.strand, &mut hashes),
             }
             for &hash in &hashes {
                 self.add_hash(match self.hash {
@@ -121,7 +129,7 @@ impl HllCounter {
 
     /// Merges `other` (same p, k and hash) register-wise by max.
     pub fn merge(&mut self, other: &HllCounter) -> Result<()> {
-        if other.p != self.p || other.k != self.k || other.hash != self.hash {
+        if other.p != self.p || other.k != self.k || other.hash != self.hash || other.strand != self.strand {
             return Err(Error::invalid(format!(
                 "cannot merge HyperLogLog counters with different parameters (p {} k {} vs p {} k {})",
                 self.p, self.k, other.p, other.k

@@ -6,6 +6,7 @@
 //! u16 each, written here in ascending hash order).
 
 use super::{HashKind, KhmerTable, StorageKind, Table};
+use crate::kmer::Strand;
 use crate::io::interruptible::{open_read, Interruptible};
 use crate::io::{Compression, OutputFile};
 use crate::run::{CancelToken, RunContext};
@@ -20,13 +21,33 @@ const TYPE_COUNTING: u8 = 1;
 const TYPE_BITS: u8 = 2;
 const TYPE_SMALLCOUNT: u8 = 7;
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// Bit of the type byte set for single-strand tables (kmerflow's own; khmer has none): khmer
+/// and other readers of its format refuse such a file as of an unknown type instead of
+/// looking up canonical k-mers in it. Canonical tables keep khmer's type bytes.
+const TYPE_SINGLE_STRAND: u8 = 0x80;
 
-fn type_byte(storage: StorageKind) -> u8 {
-    match storage {
+fn type_byte(storage: StorageKind, strand: Strand) -> u8 {
+    let base = match storage {
         StorageKind::Byte => TYPE_COUNTING,
         StorageKind::Bit => TYPE_BITS,
         StorageKind::Nibble => TYPE_SMALLCOUNT,
+    };
+    if strand.is_single() {
+        base | TYPE_SINGLE_STRAND
+    } else {
+        base
     }
+}
+
+/// The storage and strand of a type byte.
+fn parse_type(byte: u8) -> Option<(StorageKind, Strand)> {
+    let storage = match byte & !TYPE_SINGLE_STRAND {
+        TYPE_COUNTING => StorageKind::Byte,
+        TYPE_BITS => StorageKind::Bit,
+        TYPE_SMALLCOUNT => StorageKind::Nibble,
+        _ => return None,
+    };
+    Some((storage, Strand::from_single(byte & TYPE_SINGLE_STRAND != 0)))
 }
 
 /// Saves `table` to `path` (type 1 gzip-compressed when the name ends in `.gz`).
@@ -39,7 +60,7 @@ pub fn save(table: &KhmerTable, path: &str, ctx: &RunContext) -> Result<()> {
 
 fn write_table(table: &KhmerTable, out: &mut dyn Write) -> std::io::Result<()> {
     let occupied = table.occupied.load(Relaxed);
-    out.write_all(&header(table.storage, table.use_bigcount, table.k, table.tables.len(), occupied))?;
+    out.write_all(&header(table.storage, table.strand, table.use_bigcount, table.k, table.tables.len(), occupied))?;
     // Read atomically: other threads may be counting while the table is saved.
     for (size, bins) in table.sizes.iter().zip(&table.tables) {
         out.write_all(&size.to_le_bytes())?;
@@ -51,12 +72,12 @@ fn write_table(table: &KhmerTable, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The fields before the first table: signature, version, type, (type 1) the bigcount flag,
-/// k, the number of tables and the occupied counters of table 0.
-fn header(storage: StorageKind, use_bigcount: bool, k: usize, n_tables: usize, occupied: u64) -> Vec<u8> {
+/// The fields before the first table: signature, version, type (with the strand bit), (type 1)
+/// the bigcount flag, k, the number of tables and the occupied counters of table 0.
+fn header(storage: StorageKind, strand: Strand, use_bigcount: bool, k: usize, n_tables: usize, occupied: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(BYTE_HEADER_LEN as usize);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&[VERSION, type_byte(storage)]);
+    out.extend_from_slice(&[VERSION, type_byte(storage, strand)]);
     if storage == StorageKind::Byte {
         out.push(u8::from(use_bigcount));
     }
@@ -130,7 +151,7 @@ impl ByteFrame {
     /// bigcount entries; and the length of the whole file.
     pub fn pieces(&self) -> (u64, Vec<(u64, Vec<u8>)>) {
         let mut pieces =
-            vec![(0, header(StorageKind::Byte, self.use_bigcount, self.k, self.sizes.len(), self.occupied))];
+            vec![(0, header(StorageKind::Byte, Strand::Canonical, self.use_bigcount, self.k, self.sizes.len(), self.occupied))];
         for (t, size) in self.sizes.iter().enumerate() {
             pieces.push((self.table_offset(t) - 8, size.to_le_bytes().to_vec()));
         }
@@ -162,6 +183,9 @@ impl ByteFrame {
         }
         match reader.u8("the file type")? {
             TYPE_COUNTING => {}
+            single if parse_type(single).is_some_and(|(_, strand)| strand.is_single()) => {
+                return Err(reader.invalid("is a single-strand table: sharded tables hold canonical k-mers only"))
+            }
             TYPE_SMALLCOUNT => {
                 return Err(reader
                     .invalid("holds 4-bit counters (--small-count): shards of khmer's layout hold 8-bit counters"))
@@ -272,13 +296,11 @@ pub fn load(path: &str, hash: HashKind, cancel: &CancelToken) -> Result<KhmerTab
     if version != VERSION {
         return Err(reader.invalid(format!("khmer table file version {version} is not supported (expected {VERSION})")));
     }
-    let storage = match reader.u8("the file type")? {
-        TYPE_COUNTING => StorageKind::Byte,
-        TYPE_BITS => StorageKind::Bit,
-        TYPE_SMALLCOUNT => StorageKind::Nibble,
-        other => {
-            return Err(reader.invalid(format!("khmer file type {other} is not a k-mer table (expected 1, 2 or 7)")))
-        }
+    let type_byte = reader.u8("the file type")?;
+    let Some((storage, strand)) = parse_type(type_byte) else {
+        return Err(reader.invalid(format!(
+            "khmer file type {type_byte} is not a k-mer table (expected 1, 2 or 7; 129, 130 or 135 single-strand)"
+        )));
     };
     let use_bigcount = storage == StorageKind::Byte && reader.u8("the bigcount flag")? != 0;
     let k = reader.u32("k")? as usize;
@@ -302,7 +324,7 @@ pub fn load(path: &str, hash: HashKind, cancel: &CancelToken) -> Result<KhmerTab
         reader.fill(table.mem.bytes_mut(), "table contents")?;
         tables.push(table);
     }
-    let mut table = KhmerTable::assemble(k, hash, storage, tables);
+    let mut table = KhmerTable::assemble(k, hash, storage, tables).with_strand(strand);
     table.occupied.store(occupied, Relaxed);
     if storage == StorageKind::Byte {
         table.use_bigcount = use_bigcount;

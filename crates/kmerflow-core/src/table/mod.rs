@@ -26,7 +26,7 @@ pub use blocked::{BlockedHash, BlockedParams, BlockedTable, CounterWidth};
 pub use counting::{CountingTable, Layout};
 pub use fastmod::FastMod;
 
-use crate::kmer::{murmur, twobit};
+use crate::kmer::{murmur, twobit, Strand};
 use crate::run::RunContext;
 use crate::{Error, Result};
 use alloc::ZeroedBytes;
@@ -208,11 +208,11 @@ thread_local! {
     static REVCOMP: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// Appends the canonical hash (by `hash`) of every k-mer (k = `k`) of `seq` to `out`.
-fn hash_kmers(hash: HashKind, k: usize, seq: &[u8], revcomp: &mut Vec<u8>, out: &mut Vec<u64>) {
+/// Appends the hash (by `hash`, for `strand`) of every k-mer (k = `k`) of `seq` to `out`.
+fn hash_kmers(hash: HashKind, strand: Strand, k: usize, seq: &[u8], revcomp: &mut Vec<u8>, out: &mut Vec<u64>) {
     match hash {
-        HashKind::TwoBit => twobit::canonical_hashes(seq, k, out),
-        HashKind::Murmur => murmur::canonical_hashes(seq, k, revcomp, out),
+        HashKind::TwoBit => twobit::hashes(seq, k, strand, out),
+        HashKind::Murmur => murmur::hashes(seq, k, strand, revcomp, out),
     }
 }
 
@@ -238,6 +238,7 @@ fn prefetch<T>(cell: &T) {
 pub struct KhmerTable {
     k: usize,
     hash: HashKind,
+    strand: Strand,
     storage: StorageKind,
     sizes: Vec<u64>,
     tables: Vec<Table>,
@@ -273,6 +274,7 @@ impl KhmerTable {
         Self {
             k,
             hash,
+            strand: Strand::Canonical,
             storage,
             sizes: tables.iter().map(|t| t.modulus.divisor()).collect(),
             tables,
@@ -305,6 +307,17 @@ impl KhmerTable {
     /// Hash family.
     pub fn hash_kind(&self) -> HashKind {
         self.hash
+    }
+
+    /// The table, empty, for k-mers hashed on `strand` (canonical by default).
+    pub fn with_strand(mut self, strand: Strand) -> Self {
+        self.strand = strand;
+        self
+    }
+
+    /// Which strand its k-mers are hashed on.
+    pub fn strand(&self) -> Strand {
+        self.strand
     }
 
     /// Storage kind.
@@ -345,20 +358,20 @@ impl KhmerTable {
     pub fn hash_kmer(&self, kmer: &[u8]) -> Result<u64> {
         twobit::check_length(kmer, self.k)?;
         Ok(match self.hash {
-            HashKind::TwoBit => twobit::forward_hash(kmer)?,
-            HashKind::Murmur => murmur::hash_murmur3(kmer),
+            HashKind::TwoBit => twobit::hash_for(kmer, self.strand)?,
+            HashKind::Murmur => murmur::hash_for(kmer, self.strand),
         })
     }
 
     /// [`CountingTable::kmer_hashes`] as a function that does not borrow the table (for threads that
     /// hash while another one updates the table).
     pub fn kmer_hasher(&self) -> impl Fn(&[u8], &mut Vec<u64>) + Send + Sync + 'static {
-        let (hash, k) = (self.hash, self.k);
-        move |seq, out| hash_kmers(hash, k, seq, &mut Vec::new(), out)
+        let (hash, strand, k) = (self.hash, self.strand, self.k);
+        move |seq, out| hash_kmers(hash, strand, k, seq, &mut Vec::new(), out)
     }
 
     fn hashes_into(&self, seq: &[u8], revcomp: &mut Vec<u8>, out: &mut Vec<u64>) {
-        hash_kmers(self.hash, self.k, seq, revcomp, out);
+        hash_kmers(self.hash, self.strand, self.k, seq, revcomp, out);
     }
 
     /// Runs `f` with the thread's scratch buffers, `hashes` holding the k-mer hashes of `seq`.

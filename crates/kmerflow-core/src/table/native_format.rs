@@ -12,7 +12,7 @@
 //! | 24     | 8    | number of 64-byte lines                                      |
 //! | 32     | 1    | counter width in bits (8, 4 or 1)                            |
 //! | 33     | 1    | probes per k-mer                                             |
-//! | 34     | 2    | flags: bit 0 canonical k-mers, bit 1 unfinished              |
+//! | 34     | 2    | flags: bit 0 canonical k-mers (clear: single-strand), bit 1 unfinished |
 //! | 36     | 4    | reserved (0)                                                 |
 //! | 40     | 8    | non-zero counters                                            |
 //! | 48     | 8    | adds that found a zero counter (distinct k-mer estimate)     |
@@ -30,6 +30,7 @@
 
 use super::blocked::{BlockedHash, BlockedParams, BlockedTable, CounterWidth, OccupancyStats};
 use crate::io::output::create_regular;
+use crate::kmer::Strand;
 use crate::io::{Compression, OutputFile, Staged};
 use crate::run::RunContext;
 use crate::{Error, Result};
@@ -111,9 +112,6 @@ impl Header {
         if flags & FLAG_UNFINISHED != 0 {
             return Err(bad("the table was never finished (the run that created it did not complete)".into()));
         }
-        if flags & FLAG_CANONICAL == 0 {
-            return Err(bad("forward-strand (non-canonical) tables are not supported".into()));
-        }
         let layout = u32_at(12);
         if layout != LAYOUT_BLOCKED {
             return Err(bad(format!("unknown table layout {layout}")));
@@ -122,8 +120,15 @@ impl Header {
             BlockedHash::from_id(u32_at(16)).ok_or_else(|| bad(format!("unknown hash scheme {}", u32_at(16))))?;
         let width = CounterWidth::from_bits(bytes[32])
             .ok_or_else(|| bad(format!("unsupported counter width {}", bytes[32])))?;
-        let params =
-            BlockedParams { k: u32_at(20) as usize, n_lines: u64_at(24), width, probes: usize::from(bytes[33]), hash };
+        let strand = Strand::from_single(flags & FLAG_CANONICAL == 0);
+        let params = BlockedParams {
+            k: u32_at(20) as usize,
+            n_lines: u64_at(24),
+            width,
+            probes: usize::from(bytes[33]),
+            hash,
+            strand,
+        };
         params.check().map_err(|e| bad(e.to_string()))?;
         if u64_at(64) != DATA_OFFSET as u64 || u64_at(72) != params.data_bytes() {
             return Err(bad(format!("inconsistent data offset/length ({}, {})", u64_at(64), u64_at(72))));
@@ -137,12 +142,21 @@ impl Header {
     }
 }
 
+/// [`FLAG_CANONICAL`] for a canonical table, no flag for a single-strand one.
+fn strand_flag(params: &BlockedParams) -> u16 {
+    if params.strand.is_single() {
+        0
+    } else {
+        FLAG_CANONICAL
+    }
+}
+
 fn finished_header(params: &BlockedParams, stats: OccupancyStats, data: &[u8]) -> [u8; HEADER_LEN] {
     finished_header_checksummed(params, stats, xxh3_64(data))
 }
 
 fn finished_header_checksummed(params: &BlockedParams, stats: OccupancyStats, data_checksum: u64) -> [u8; HEADER_LEN] {
-    Header { params: *params, flags: FLAG_CANONICAL, stats, data_checksum }.encode()
+    Header { params: *params, flags: strand_flag(params), stats, data_checksum }.encode()
 }
 
 /// Writes `table` to `path` (through a temporary name, renamed when complete).
@@ -159,7 +173,7 @@ pub fn save(table: &BlockedTable, path: &str, ctx: &RunContext) -> Result<()> {
         Ok::<u64, std::io::Error>(hasher.digest())
     };
     let data_checksum = checksum(&mut |_| Ok(())).map_err(io)?;
-    let header = Header { params: *table.params(), flags: FLAG_CANONICAL, stats: table.occupancy(), data_checksum };
+    let header = Header { params: *table.params(), flags: strand_flag(table.params()), stats: table.occupancy(), data_checksum };
     // A temporary name renamed when complete: no half-written table under `path`.
     let mut out = OutputFile::create_in(path, Compression::None, ctx)?;
     let mut page = vec![0u8; DATA_OFFSET];
@@ -269,7 +283,7 @@ pub fn create_file_backed(path: &str, params: BlockedParams) -> Result<(BlockedT
     // SAFETY: we created the file; other processes are not expected to modify it while mapped.
     let mut map = unsafe { MmapMut::map_mut(&file) }.map_err(io)?;
     let header =
-        Header { params, flags: FLAG_CANONICAL | FLAG_UNFINISHED, stats: OccupancyStats::default(), data_checksum: 0 };
+        Header { params, flags: strand_flag(&params) | FLAG_UNFINISHED, stats: OccupancyStats::default(), data_checksum: 0 };
     map[..HEADER_LEN].copy_from_slice(&header.encode());
     Ok((BlockedTable::from_map(params, map, DATA_OFFSET, OccupancyStats::default()), staged))
 }

@@ -533,7 +533,7 @@ impl ShardClient {
     /// table of the same k and hash family hashes them).
     pub fn kmer_hasher(&self) -> impl Fn(&[u8], &mut Vec<u64>) + Send + Sync + 'static {
         let (hash, k) = (self.hash, self.k);
-        move |seq, out| super::hash_kmers(hash, k, seq, &mut Vec::new(), out)
+        move |seq, out| super::hash_kmers(hash, crate::kmer::Strand::Canonical, k, seq, &mut Vec::new(), out)
     }
 
     /// Counters of table 0 that are not zero (khmer's `n_occupied`).

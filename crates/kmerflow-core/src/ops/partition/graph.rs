@@ -23,6 +23,8 @@ pub struct Traverser<'a> {
     max_breadth: u32,
     mask: u64,
     top: u32,
+    /// The graph's k-mers are single-strand: a node is its forward value, not the canonical one.
+    single: bool,
 }
 
 /// Reusable memory of one thread's traversals.
@@ -55,11 +57,23 @@ impl<'a> Traverser<'a> {
             max_breadth: 2 * tag_density + 1,
             mask,
             top: 2 * k - 2,
+            single: graph.strand().is_single(),
+        }
+    }
+
+    /// The hash of the k-mer of (forward, reverse-complement) values `f`, `r` in the graph.
+    #[inline]
+    fn node(&self, f: u64, r: u64) -> u64 {
+        if self.single {
+            f
+        } else {
+            f.min(r)
         }
     }
 
     /// The (forward, reverse-complement) values of the k-mer whose canonical hash is `hash`
-    /// (khmer's `build_kmer`: the canonical strand is taken as forward).
+    /// (khmer's `build_kmer`: the canonical strand is taken as forward; a single-strand hash is
+    /// the forward value).
     fn build(&self, hash: u64) -> (u64, u64) {
         let k = (self.top + 2) / 2;
         let rc = (0..k).fold(0u64, |rc, i| (rc << 2) | (((hash >> (2 * i)) & 3) ^ 1));
@@ -84,7 +98,7 @@ impl<'a> Traverser<'a> {
                 found.clear();
                 break;
             }
-            let node = f.min(r);
+            let node = self.node(f, r);
             if visited.contains(&node) || self.stop_tags.contains(&node) {
                 continue;
             }
@@ -105,9 +119,9 @@ impl<'a> Traverser<'a> {
             for code in NEIGHBOUR_CODES {
                 neighbours.push(((f >> 2) | (code << self.top), ((r << 2) & self.mask) | (code ^ 1)));
             }
-            neighbours.retain(|&(nf, nr)| !visited.contains(&nf.min(nr)));
+            neighbours.retain(|&(nf, nr)| !visited.contains(&self.node(nf, nr)));
             hashes.clear();
-            hashes.extend(neighbours.iter().map(|&(nf, nr)| nf.min(nr)));
+            hashes.extend(neighbours.iter().map(|&(nf, nr)| self.node(nf, nr)));
             counts.clear();
             self.graph.counts_for_hashes(hashes, counts);
             for (&(nf, nr), &count) in neighbours.iter().zip(counts.iter()) {

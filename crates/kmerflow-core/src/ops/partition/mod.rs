@@ -21,7 +21,7 @@ use super::load_graph::{self, TAG_DENSITY};
 use super::read_filter::check_ksize;
 use crate::io::{write_record, Compression, OutputFile};
 use crate::kmer::clean::clean_parser;
-use crate::kmer::twobit;
+use crate::kmer::{twobit, Strand};
 use crate::run::RunContext;
 use crate::table::{CountingTable, HashKind, KhmerTable};
 use crate::{Error, Result};
@@ -117,10 +117,11 @@ impl TaggedGraph {
     }
 }
 
-/// Loads the nodegraph `path` (a countgraph is refused) with its tagset `path.tagset` and the
-/// optional stop tags.
-pub fn load_tagged_graph(path: &str, stoptags: Option<&str>, ctx: &RunContext) -> Result<TaggedGraph> {
+/// Loads the nodegraph `path` (a countgraph, and a graph of k-mers hashed on another `strand`,
+/// are refused) with its tagset `path.tagset` and the optional stop tags.
+pub fn load_tagged_graph(path: &str, stoptags: Option<&str>, strand: Strand, ctx: &RunContext) -> Result<TaggedGraph> {
     let graph = KhmerTable::load_in(path, HashKind::TwoBit, ctx)?;
+    strand.check_table(graph.strand(), path)?;
     if graph.holds_counts() {
         return Err(Error::format(
             path,
@@ -159,6 +160,8 @@ pub struct PartitionOptions {
     pub subset_size: u64,
     /// `--no-big-traverse`.
     pub stop_big_traversals: bool,
+    /// The strand the graph's k-mers must be hashed on (`--single-strand`).
+    pub strand: Strand,
 }
 
 /// What `partition-graph` did.
@@ -178,7 +181,7 @@ pub struct PartitionSummary {
 /// (an existing one is kept and its subset skipped, as khmer does, to resume a run).
 pub fn partition_graph(opts: &PartitionOptions, ctx: &RunContext) -> Result<PartitionSummary> {
     check_subset_size(opts.subset_size)?;
-    let tagged = load_tagged_graph(&opts.base, opts.stoptags.as_deref(), ctx)?;
+    let tagged = load_tagged_graph(&opts.base, opts.stoptags.as_deref(), opts.strand, ctx)?;
     let k = tagged.graph.ksize();
     let subsets = tagged.subsets(opts.subset_size);
     let mut summary = PartitionSummary { tags: tagged.tags.len(), subsets: subsets.len(), ..Default::default() };
@@ -303,6 +306,7 @@ pub fn output_name(input: &str, suffix: &str) -> String {
 pub fn annotate_file(
     lookup: &FxHashMap<u64, u32>,
     k: usize,
+    strand: Strand,
     input: &str,
     output: &str,
     ctx: &RunContext,
@@ -314,7 +318,7 @@ pub fn annotate_file(
     crate::io::fastx::for_each_record(input, ctx, |rec| {
         clean_parser(rec.seq, &mut clean);
         hashes.clear();
-        twobit::canonical_hashes(&clean, k, &mut hashes);
+        twobit::hashes(&clean, k, strand, &mut hashes);
         let Some(pid) = hashes.iter().find_map(|h| lookup.get(h).copied()) else { return Ok(()) };
         seen.insert(pid);
         name.clear();
@@ -341,6 +345,8 @@ pub struct AnnotateOptions {
     pub ksize: usize,
     /// Read files; each gets `<basename>.part` in the current directory.
     pub inputs: Vec<String>,
+    /// The strand the map's k-mers were hashed on (`--single-strand`).
+    pub strand: Strand,
 }
 
 /// Partitions found per annotated file.
@@ -354,6 +360,7 @@ pub struct AnnotateSummary {
 fn annotate_all(
     lookup: &FxHashMap<u64, u32>,
     k: usize,
+    strand: Strand,
     inputs: &[String],
     ctx: &RunContext,
 ) -> Result<AnnotateSummary> {
@@ -361,7 +368,7 @@ fn annotate_all(
     crate::io::refuse_inputs_as_outputs(ctx, inputs, &outputs)?;
     let mut summary = AnnotateSummary::default();
     for (input, output) in inputs.iter().zip(outputs) {
-        let n = annotate_file(lookup, k, input, &output, ctx)?;
+        let n = annotate_file(lookup, k, strand, input, &output, ctx)?;
         summary.files.push((input.clone(), output, n));
     }
     Ok(summary)
@@ -371,7 +378,7 @@ fn annotate_all(
 pub fn annotate_partitions(opts: &AnnotateOptions, ctx: &RunContext) -> Result<AnnotateSummary> {
     check_ksize(opts.ksize)?;
     let map = merge_files(&[format!("{}.pmap.merged", opts.base)], opts.ksize, ctx)?;
-    annotate_all(&map.lookup(), opts.ksize, &opts.inputs, ctx)
+    annotate_all(&map.lookup(), opts.ksize, opts.strand, &opts.inputs, ctx)
 }
 
 /// Options of `do-partition`.
@@ -419,6 +426,6 @@ pub fn do_partition(opts: &DoPartitionOptions, ctx: &RunContext) -> Result<DoPar
         }
         merged.merge(&map.assignments(), &FxHashSet::default());
     }
-    let annotated = annotate_all(&merged.lookup(), k, &opts.graph.inputs, ctx)?;
+    let annotated = annotate_all(&merged.lookup(), k, tagged.graph.strand(), &opts.graph.inputs, ctx)?;
     Ok(DoPartitionSummary { graph: graph_summary, subsets: subsets.len(), partitions: count_ids(&merged), annotated })
 }

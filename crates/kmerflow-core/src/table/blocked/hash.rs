@@ -16,10 +16,13 @@
 //!   swapping two bases a multiple of 64 apart does not give the same hash; only k-mers longer
 //!   than 1023 bases have such structural collisions.
 //!
+//! A single-strand table ([`Strand::Single`]) takes the forward value of each scheme instead
+//! of the smaller of the two strands (then finalised the same way).
+//!
 //! Base codes are A=0, T=1, C=2 and G=3 for every other byte (callers clean reads first, as
 //! for the 2-bit tables); the complement of a code is `code ^ 1`.
 
-use crate::kmer::twobit;
+use crate::kmer::{twobit, Strand};
 
 /// A hash scheme of the blocked layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +131,7 @@ fn srol_n(mut x: u64, n: usize) -> u64 {
 pub struct KmerHasher {
     k: usize,
     scheme: BlockedHash,
+    strand: Strand,
     /// Seed of each code rotated k times (the leaving base of the forward hash).
     seeds_rot_k: [u64; 4],
     /// Seed of each code rotated k - 1 times (the entering base of the reverse hash).
@@ -135,10 +139,10 @@ pub struct KmerHasher {
 }
 
 impl KmerHasher {
-    /// A hasher for `k` (1..=`scheme.max_k()`, checked by the caller).
-    pub fn new(k: usize, scheme: BlockedHash) -> Self {
+    /// A hasher for `k` (1..=`scheme.max_k()`, checked by the caller) on `strand`.
+    pub fn new(k: usize, scheme: BlockedHash, strand: Strand) -> Self {
         debug_assert!(k >= 1 && k <= scheme.max_k());
-        Self { k, scheme, seeds_rot_k: SEEDS.map(|s| srol_n(s, k)), seeds_rot_k1: SEEDS.map(|s| srol_n(s, k - 1)) }
+        Self { k, scheme, strand, seeds_rot_k: SEEDS.map(|s| srol_n(s, k)), seeds_rot_k1: SEEDS.map(|s| srol_n(s, k - 1)) }
     }
 
     /// The scheme.
@@ -146,23 +150,29 @@ impl KmerHasher {
         self.scheme
     }
 
+    /// Which strand it hashes.
+    pub fn strand(&self) -> Strand {
+        self.strand
+    }
+
     /// Hash of one k-mer (`kmer.len() == k`, checked by the caller).
     pub fn hash(&self, kmer: &[u8]) -> u64 {
+        let single = self.strand.is_single();
         match self.scheme {
             BlockedHash::TwoBit64 => {
                 let f = kmer.iter().fold(0u64, |h, &b| (h << 2) | code(b) as u64);
                 let r = kmer.iter().rev().fold(0u64, |h, &b| (h << 2) | (code(b) ^ 1) as u64);
-                mix64(f.min(r))
+                mix64(if single { f } else { f.min(r) })
             }
             BlockedHash::TwoBit128 => {
                 let f = kmer.iter().fold(0u128, |h, &b| (h << 2) | code(b) as u128);
                 let r = kmer.iter().rev().fold(0u128, |h, &b| (h << 2) | (code(b) ^ 1) as u128);
-                fold128(f.min(r))
+                fold128(if single { f } else { f.min(r) })
             }
             BlockedHash::Rolling => {
                 let f = kmer.iter().fold(0, |h, &b| srol(h) ^ SEEDS[code(b)]);
                 let r = kmer.iter().rev().fold(0, |h, &b| srol(h) ^ SEEDS[code(b) ^ 1]);
-                mix64(f.min(r))
+                mix64(if single { f } else { f.min(r) })
             }
         }
     }
@@ -178,15 +188,19 @@ impl KmerHasher {
         match self.scheme {
             BlockedHash::TwoBit64 => {
                 let start = out.len();
-                twobit::canonical_hashes(seq, k, out);
+                twobit::hashes(seq, k, self.strand, out);
                 out[start..].iter_mut().for_each(|h| *h = mix64(*h));
             }
-            BlockedHash::TwoBit128 => self.hashes_u128(seq, out),
-            BlockedHash::Rolling => self.hashes_rolling(seq, out),
+            BlockedHash::TwoBit128 if self.strand.is_single() => self.hashes_u128::<false>(seq, out),
+            BlockedHash::TwoBit128 => self.hashes_u128::<true>(seq, out),
+            BlockedHash::Rolling if self.strand.is_single() => self.hashes_rolling::<false>(seq, out),
+            BlockedHash::Rolling => self.hashes_rolling::<true>(seq, out),
         }
     }
 
-    fn hashes_u128(&self, seq: &[u8], out: &mut Vec<u64>) {
+    /// The values of `seq`'s k-mers in the 128-bit scheme: canonical when `CANONICAL`, else
+    /// the forward strand's.
+    fn hashes_u128<const CANONICAL: bool>(&self, seq: &[u8], out: &mut Vec<u64>) {
         let k = self.k;
         let mask = if k == 64 { u128::MAX } else { (1u128 << (2 * k)) - 1 };
         let top = 2 * k as u32 - 2;
@@ -198,20 +212,22 @@ impl KmerHasher {
         out.extend(seq[k - 1..].iter().map(|&b| {
             f = ((f << 2) | code(b) as u128) & mask;
             r = (r >> 2) | (((code(b) ^ 1) as u128) << top);
-            fold128(f.min(r))
+            fold128(if CANONICAL { f.min(r) } else { f })
         }));
     }
 
-    fn hashes_rolling(&self, seq: &[u8], out: &mut Vec<u64>) {
+    /// The values of `seq`'s k-mers in the rolling scheme: canonical when `CANONICAL`, else
+    /// the forward strand's.
+    fn hashes_rolling<const CANONICAL: bool>(&self, seq: &[u8], out: &mut Vec<u64>) {
         let k = self.k;
         let mut f = seq[..k].iter().fold(0, |h, &b| srol(h) ^ SEEDS[code(b)]);
         let mut r = seq[..k].iter().rev().fold(0, |h, &b| srol(h) ^ SEEDS[code(b) ^ 1]);
-        out.push(mix64(f.min(r)));
+        out.push(mix64(if CANONICAL { f.min(r) } else { f }));
         out.extend(seq.iter().zip(&seq[k..]).map(|(&leaving, &entering)| {
             let (out_code, in_code) = (code(leaving), code(entering));
             f = srol(f) ^ self.seeds_rot_k[out_code] ^ SEEDS[in_code];
             r = sror(r ^ SEEDS[out_code ^ 1]) ^ self.seeds_rot_k1[in_code ^ 1];
-            mix64(f.min(r))
+            mix64(if CANONICAL { f.min(r) } else { f })
         }));
     }
 }
@@ -245,14 +261,17 @@ mod tests {
                 33..=64 => &[BlockedHash::TwoBit128, BlockedHash::Rolling],
                 _ => &[BlockedHash::Rolling],
             };
-            for &scheme in schemes {
-                let hasher = KmerHasher::new(k, scheme);
+            for (&scheme, strand) in schemes.iter().flat_map(|s| [(s, Strand::Canonical), (s, Strand::Single)]) {
+                let hasher = KmerHasher::new(k, scheme, strand);
                 let mut rolled = Vec::new();
                 hasher.hashes(SEQ, &mut rolled);
                 let direct: Vec<u64> = SEQ.windows(k).map(|w| hasher.hash(w)).collect();
-                assert_eq!(rolled, direct, "k = {k}, {scheme:?}");
-                let rc: Vec<u64> = SEQ.windows(k).map(|w| hasher.hash(&revcomp(w))).collect();
-                assert_eq!(rc, direct, "reverse complements, k = {k}, {scheme:?}");
+                assert_eq!(rolled, direct, "k = {k}, {scheme:?}, {strand:?}");
+                // Reverse complements share the canonical hash; single-strand ones (other than
+                // palindromes) do not.
+                let rc_same =
+                    SEQ.windows(k).filter(|w| revcomp(w) != **w).all(|w| hasher.hash(&revcomp(w)) == hasher.hash(w));
+                assert_eq!(rc_same, strand == Strand::Canonical, "reverse complements, k = {k}, {scheme:?}");
             }
         }
     }
@@ -260,7 +279,7 @@ mod tests {
     #[test]
     fn distinct_kmers_get_distinct_hashes() {
         for (k, scheme) in [(21, BlockedHash::TwoBit64), (63, BlockedHash::TwoBit128), (100, BlockedHash::Rolling)] {
-            let hasher = KmerHasher::new(k, scheme);
+            let hasher = KmerHasher::new(k, scheme, Strand::Canonical);
             let long: Vec<u8> = SEQ.iter().chain(&revcomp(SEQ)).map(|&b| b"ATCG"[code(b)]).collect();
             let mut kmers: Vec<Vec<u8>> = long.windows(k).map(<[u8]>::to_vec).collect();
             kmers.iter_mut().for_each(|w| {

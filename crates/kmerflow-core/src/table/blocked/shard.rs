@@ -320,7 +320,7 @@ impl BlockedShardClient {
     pub fn new(params: BlockedParams, shards: usize) -> Result<Self> {
         let map = BlockedShardMap::new(params, shards)?;
         Ok(BlockedShardClient {
-            hasher: KmerHasher::new(params.k, params.hash),
+            hasher: KmerHasher::new(params.k, params.hash, params.strand),
             map,
             stats: Mutex::new(OccupancyStats::default()),
         })
