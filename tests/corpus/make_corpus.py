@@ -162,7 +162,8 @@ def damaged_table(dest: Path, source: str, damage: str) -> None:
     bigcount entry count set to 2**60); ``flip-data`` (one bit of the counters flipped);
     ``flip-header`` (one bit of a kmerflow header field flipped, so its checksum fails);
     ``flip-checksum`` (one bit of a kmerflow data checksum flipped); ``unfinished`` (kmerflow's
-    "unfinished" flag set; the header checksum then fails too).
+    "unfinished" flag set; the header checksum then fails too); ``single-strand`` (khmer type
+    byte 5 given kmerflow's single-strand bit, 0x80).
     """
     blob = bytearray((FILES / "tables" / source).read_bytes())
     khmer = blob[:4] == b"OXLI"
@@ -207,6 +208,8 @@ def damaged_table(dest: Path, source: str, damage: str) -> None:
         blob[34] |= 0x02
     elif damage == "trailing":
         blob += b"trailing garbage"
+    elif damage == "single-strand":
+        blob[5] |= 0x80
     else:
         raise ValueError(f"unknown damage {damage}")
     dest.write_bytes(bytes(blob))

@@ -10,7 +10,7 @@ use crate::errors::IntoPyResult;
 use crate::hashing::check_ascii;
 use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
-use kmerflow_core::kmer::twobit;
+use kmerflow_core::kmer::{twobit, Strand};
 use kmerflow_core::ops::memory::{check_fits, Backing};
 use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{add_table_files, HashKind, KhmerTable, StorageKind};
@@ -59,6 +59,7 @@ fn build(
     starting_size: f64,
     n_tables: usize,
     primes: Option<Vec<u64>>,
+    single_strand: bool,
 ) -> PyResult<Table> {
     if hash == HashKind::TwoBit && k > twobit::MAX_K {
         return Err(PyValueError::new_err(format!(
@@ -85,7 +86,7 @@ fn build(
         Some(sizes) => KhmerTable::with_sizes(k, hash, storage, sizes),
         None => KhmerTable::new(k, hash, storage, starting_size as u64, n_tables),
     };
-    Ok(Table { inner: inner.py()? })
+    Ok(Table { inner: inner.py()?.with_strand(Strand::from_single(single_strand)) })
 }
 
 /// Loads a saved table and checks that its storage matches the class.
@@ -145,6 +146,11 @@ impl Table {
     /// k.
     fn ksize(&self) -> usize {
         self.inner.ksize()
+    }
+
+    /// Whether k-mers are hashed as read (`single_strand=True`), not canonically.
+    fn single_strand(&self) -> bool {
+        self.inner.strand().is_single()
     }
 
     /// The size (bins) of each table.
@@ -330,7 +336,7 @@ impl Table {
 }
 
 /// Defines one concrete table class: its constructor (khmer's `Cls(k, starting_size, n_tables,
-/// primes=None)`) and `load` classmethod.
+/// primes=None)`, plus `single_strand=False`: k-mers hashed as read) and `load` classmethod.
 macro_rules! table_class {
     ($name:ident, $hash:expr, $storage:expr, $doc:literal) => {
         #[doc = $doc]
@@ -340,14 +346,15 @@ macro_rules! table_class {
         #[pymethods]
         impl $name {
             #[new]
-            #[pyo3(signature = (ksize, starting_size, n_tables, primes = None))]
+            #[pyo3(signature = (ksize, starting_size, n_tables, primes = None, *, single_strand = false))]
             fn new(
                 ksize: usize,
                 starting_size: f64,
                 n_tables: usize,
                 primes: Option<Vec<u64>>,
+                single_strand: bool,
             ) -> PyResult<PyClassInitializer<Self>> {
-                let table = build(ksize, $hash, $storage, starting_size, n_tables, primes)?;
+                let table = build(ksize, $hash, $storage, starting_size, n_tables, primes, single_strand)?;
                 Ok(PyClassInitializer::from(table).add_subclass($name))
             }
 

@@ -41,16 +41,19 @@ pub(super) fn shape_mismatch(what: &str, mine: impl std::fmt::Debug, theirs: imp
 
 impl KhmerTable {
     /// Adds `other`'s counters to this table's (see the module documentation for what is
-    /// exact). Both tables need the same k, hash family, storage and table sizes.
+    /// exact). Both tables need the same k, hash family, strand, storage and table sizes.
     pub fn add_table(&mut self, other: &KhmerTable) -> Result<()> {
         let checks = [
             (self.k != other.k, "k-mer sizes"),
             (self.hash != other.hash, "hash families"),
+            (self.strand != other.strand, "strands"),
             (self.storage != other.storage, "storages"),
             (self.sizes != other.sizes, "table sizes"),
         ];
         if let Some((_, what)) = checks.iter().find(|(differ, _)| *differ) {
-            let describe = |t: &KhmerTable| format!("k={} {:?} {:?} sizes {:?}", t.k, t.hash, t.storage, t.sizes);
+            let describe = |t: &KhmerTable| {
+                format!("k={} {:?} {} {:?} sizes {:?}", t.k, t.hash, t.strand.describe(), t.storage, t.sizes)
+            };
             return Err(shape_mismatch(what, describe(self), describe(other)));
         }
         let big = self.summed_bigcounts(other);
