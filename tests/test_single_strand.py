@@ -157,3 +157,13 @@ def test_khmer_refuses_a_single_strand_table(tmp_path, stranded_reads):
                  table, stranded_reads)
     proc = khmer("abundance-dist", table, stranded_reads, tmp_path / "h.csv", check=False)
     assert proc.returncode != 0
+
+
+def test_pipeline_shorthand_sets_every_hashing_step():
+    from kmerflow.pipeline.config import PROTOCOL_REPLACES, load_config
+
+    khmer_steps = load_config(steps=[*PROTOCOL_REPLACES, "readstats"]).with_overrides({"single_strand": True})
+    hashing = ("normalize", "filter", "renormalize", "histogram")
+    assert all(khmer_steps.params[step]["single_strand"] is True for step in hashing)
+    protocol = load_config().with_overrides({"single_strand": True})
+    assert protocol.params["protocol"]["single_strand"] is True

@@ -18,7 +18,8 @@ steps (in order; default {','.join(DEFAULT_STEPS)}): {', '.join(STEP_ORDER)}.
 
 sample sheet (TSV or CSV with a header): sample, r1, optional r2, and optional per-sample
   parameter columns: cutoff (the first normalization's -C: normalize's -C, protocol's
-  --first-target), ksize (k of every step), or STEP.PARAM.
+  --first-target), ksize (k of every step), single_strand (true: every step hashes k-mers as
+  read, --single-strand), or STEP.PARAM.
 
 steps.toml (khmer's separate steps, their reads between steps kept in OUTDIR):
   steps = ["interleave", "normalize", "filter", "extract", "renormalize", "histogram",

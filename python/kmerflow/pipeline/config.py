@@ -95,6 +95,9 @@ RESERVED = frozenset({
 SHORTHANDS: dict[str, tuple[str, ...]] = {
     "cutoff": ("normalize.cutoff", "protocol.first_target"),
     "ksize": ("protocol.ksize", "normalize.ksize", "renormalize.ksize", "histogram.ksize"),
+    # The steps that hash k-mers; filter reads the normalize step's table, made the same way.
+    "single_strand": ("protocol.single_strand", "normalize.single_strand", "filter.single_strand",
+                      "renormalize.single_strand", "histogram.single_strand"),
 }
 
 

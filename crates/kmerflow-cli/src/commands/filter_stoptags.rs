@@ -1,5 +1,6 @@
 //! `kmerflow filter-stoptags`: trim reads at stop tags (khmer's filter-stoptags.py).
 
+use super::counting_args::StrandArgs;
 use crate::common::{summary_json, CommonArgs, Ctx};
 use crate::flags;
 use kmerflow_core::ops::partition::stoptags;
@@ -23,6 +24,9 @@ pub struct Args {
     /// Accepted for khmer compatibility.
     #[arg(short = 'f', long = "force")]
     pub force: bool,
+    #[command(flatten)]
+    /// `--single-strand`: the stop tags' k-mers were hashed as read (as the graph's were).
+    pub strand: StrandArgs,
     /// The stop tags file.
     pub stoptags: String,
     /// Read files.
@@ -34,7 +38,12 @@ pub struct Args {
 
 /// Runs `filter-stoptags`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
-    let opts = stoptags::Options { ksize: args.ksize, stoptags: args.stoptags, inputs: args.inputs };
+    let opts = stoptags::Options {
+        ksize: args.ksize,
+        stoptags: args.stoptags,
+        inputs: args.inputs,
+        strand: args.strand.strand(),
+    };
     let summary = stoptags::run(&opts, &ctx.run)?;
     for (input, output, reads, kept) in &summary.files {
         ctx.info(format_args!("{input}: kept {kept} of {reads} reads; output in {output}"));

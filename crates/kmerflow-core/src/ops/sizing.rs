@@ -386,7 +386,10 @@ pub fn blocked_countgraph_params(params: &TableParams, multiplier: f64, ctx: &Ru
     };
     let size = checked_size(params, kind, multiplier, COUNTGRAPH_FP_TARGET, ctx)?;
     let bytes = size * params.n_tables as f64 / kind.buckets_per_byte();
-    let shape = BlockedParams { strand: params.strand, ..BlockedParams::new(params.ksize, bytes as u64, width, params.n_tables) };
+    let shape = BlockedParams {
+        strand: params.strand,
+        ..BlockedParams::new(params.ksize, bytes as u64, width, params.n_tables)
+    };
     shape.check()?;
     Ok(shape)
 }

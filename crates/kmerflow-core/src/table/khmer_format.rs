@@ -6,9 +6,9 @@
 //! u16 each, written here in ascending hash order).
 
 use super::{HashKind, KhmerTable, StorageKind, Table};
-use crate::kmer::Strand;
 use crate::io::interruptible::{open_read, Interruptible};
 use crate::io::{Compression, OutputFile};
+use crate::kmer::Strand;
 use crate::run::{CancelToken, RunContext};
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -74,7 +74,14 @@ fn write_table(table: &KhmerTable, out: &mut dyn Write) -> std::io::Result<()> {
 
 /// The fields before the first table: signature, version, type (with the strand bit), (type 1)
 /// the bigcount flag, k, the number of tables and the occupied counters of table 0.
-fn header(storage: StorageKind, strand: Strand, use_bigcount: bool, k: usize, n_tables: usize, occupied: u64) -> Vec<u8> {
+fn header(
+    storage: StorageKind,
+    strand: Strand,
+    use_bigcount: bool,
+    k: usize,
+    n_tables: usize,
+    occupied: u64,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(BYTE_HEADER_LEN as usize);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[VERSION, type_byte(storage, strand)]);
@@ -150,8 +157,10 @@ impl ByteFrame {
     /// Everything but the counters, as (offset, bytes): the header, each table's size and the
     /// bigcount entries; and the length of the whole file.
     pub fn pieces(&self) -> (u64, Vec<(u64, Vec<u8>)>) {
-        let mut pieces =
-            vec![(0, header(StorageKind::Byte, Strand::Canonical, self.use_bigcount, self.k, self.sizes.len(), self.occupied))];
+        let mut pieces = vec![(
+            0,
+            header(StorageKind::Byte, Strand::Canonical, self.use_bigcount, self.k, self.sizes.len(), self.occupied),
+        )];
         for (t, size) in self.sizes.iter().enumerate() {
             pieces.push((self.table_offset(t) - 8, size.to_le_bytes().to_vec()));
         }

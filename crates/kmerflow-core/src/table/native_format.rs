@@ -12,7 +12,7 @@
 //! | 24     | 8    | number of 64-byte lines                                      |
 //! | 32     | 1    | counter width in bits (8, 4 or 1)                            |
 //! | 33     | 1    | probes per k-mer                                             |
-//! | 34     | 2    | flags: bit 0 canonical k-mers (clear: single-strand), bit 1 unfinished |
+//! | 34     | 2    | flags: bit 0 canonical (clear: single-strand), 1 unfinished  |
 //! | 36     | 4    | reserved (0)                                                 |
 //! | 40     | 8    | non-zero counters                                            |
 //! | 48     | 8    | adds that found a zero counter (distinct k-mer estimate)     |
@@ -30,8 +30,8 @@
 
 use super::blocked::{BlockedHash, BlockedParams, BlockedTable, CounterWidth, OccupancyStats};
 use crate::io::output::create_regular;
-use crate::kmer::Strand;
 use crate::io::{Compression, OutputFile, Staged};
+use crate::kmer::Strand;
 use crate::run::RunContext;
 use crate::{Error, Result};
 use memmap2::{MmapMut, MmapOptions};
@@ -173,7 +173,8 @@ pub fn save(table: &BlockedTable, path: &str, ctx: &RunContext) -> Result<()> {
         Ok::<u64, std::io::Error>(hasher.digest())
     };
     let data_checksum = checksum(&mut |_| Ok(())).map_err(io)?;
-    let header = Header { params: *table.params(), flags: strand_flag(table.params()), stats: table.occupancy(), data_checksum };
+    let header =
+        Header { params: *table.params(), flags: strand_flag(table.params()), stats: table.occupancy(), data_checksum };
     // A temporary name renamed when complete: no half-written table under `path`.
     let mut out = OutputFile::create_in(path, Compression::None, ctx)?;
     let mut page = vec![0u8; DATA_OFFSET];
@@ -282,8 +283,12 @@ pub fn create_file_backed(path: &str, params: BlockedParams) -> Result<(BlockedT
     file.set_len(DATA_OFFSET as u64 + params.data_bytes()).map_err(io)?;
     // SAFETY: we created the file; other processes are not expected to modify it while mapped.
     let mut map = unsafe { MmapMut::map_mut(&file) }.map_err(io)?;
-    let header =
-        Header { params, flags: strand_flag(&params) | FLAG_UNFINISHED, stats: OccupancyStats::default(), data_checksum: 0 };
+    let header = Header {
+        params,
+        flags: strand_flag(&params) | FLAG_UNFINISHED,
+        stats: OccupancyStats::default(),
+        data_checksum: 0,
+    };
     map[..HEADER_LEN].copy_from_slice(&header.encode());
     Ok((BlockedTable::from_map(params, map, DATA_OFFSET, OccupancyStats::default()), staged))
 }

@@ -2,7 +2,7 @@
 
 use super::files;
 use crate::io::{write_record, Compression, OutputFile, Record};
-use crate::kmer::twobit;
+use crate::kmer::{twobit, Strand};
 use crate::ops::read_filter::check_ksize;
 use crate::run::RunContext;
 use crate::{Error, Result};
@@ -10,11 +10,17 @@ use rustc_hash::FxHashSet;
 use std::io::Write;
 
 /// khmer's `trim_on_stoptags` on the sequence as read (2-bit codes of the raw bytes, no
-/// cleaning): where to cut `seq`, `j + k - 2` for the first k-mer `j` that is a stop tag, or
-/// the whole length.
-pub fn trim_on_stoptags(seq: &[u8], k: usize, stop_tags: &FxHashSet<u64>, hashes: &mut Vec<u64>) -> usize {
+/// cleaning), its k-mers hashed on `strand`: where to cut `seq`, `j + k - 2` for the first
+/// k-mer `j` that is a stop tag, or the whole length.
+pub fn trim_on_stoptags(
+    seq: &[u8],
+    k: usize,
+    strand: Strand,
+    stop_tags: &FxHashSet<u64>,
+    hashes: &mut Vec<u64>,
+) -> usize {
     hashes.clear();
-    twobit::canonical_hashes(seq, k, hashes);
+    twobit::hashes(seq, k, strand, hashes);
     hashes.iter().position(|h| stop_tags.contains(h)).map_or(seq.len(), |j| j + k - 2)
 }
 
@@ -27,6 +33,8 @@ pub struct Options {
     pub stoptags: String,
     /// Read files; each gets `<basename>.stopfilt` in the current directory.
     pub inputs: Vec<String>,
+    /// The strand the stop tags' k-mers were hashed on (`--single-strand`).
+    pub strand: Strand,
 }
 
 /// What `filter-stoptags` did, per input: (input, output, reads read, reads kept).
@@ -52,7 +60,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             if rec.seq.contains(&b'N') {
                 return Ok(());
             }
-            let cut = trim_on_stoptags(rec.seq, opts.ksize, &stop_tags, &mut hashes);
+            let cut = trim_on_stoptags(rec.seq, opts.ksize, opts.strand, &stop_tags, &mut hashes);
             if cut < opts.ksize {
                 return Ok(());
             }
@@ -78,7 +86,7 @@ mod tests {
         let tags: FxHashSet<u64> = [stop].into_iter().collect();
         let seq = b"CGCAGGCTGGATTCTAGAGGCAGAGGTGAGCTATAAG";
         // the stop tag starts at 5 (khmer: 'CGCAGGCTGGATTCTAGAGGCAG', 23)
-        assert_eq!(trim_on_stoptags(seq, k, &tags, &mut Vec::new()), 23);
-        assert_eq!(trim_on_stoptags(b"ACGTACGTACGTACGTACGTAC", k, &tags, &mut Vec::new()), 22);
+        assert_eq!(trim_on_stoptags(seq, k, Strand::Canonical, &tags, &mut Vec::new()), 23);
+        assert_eq!(trim_on_stoptags(b"ACGTACGTACGTACGTACGTAC", k, Strand::Canonical, &tags, &mut Vec::new()), 22);
     }
 }

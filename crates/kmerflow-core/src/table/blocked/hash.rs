@@ -142,7 +142,13 @@ impl KmerHasher {
     /// A hasher for `k` (1..=`scheme.max_k()`, checked by the caller) on `strand`.
     pub fn new(k: usize, scheme: BlockedHash, strand: Strand) -> Self {
         debug_assert!(k >= 1 && k <= scheme.max_k());
-        Self { k, scheme, strand, seeds_rot_k: SEEDS.map(|s| srol_n(s, k)), seeds_rot_k1: SEEDS.map(|s| srol_n(s, k - 1)) }
+        Self {
+            k,
+            scheme,
+            strand,
+            seeds_rot_k: SEEDS.map(|s| srol_n(s, k)),
+            seeds_rot_k1: SEEDS.map(|s| srol_n(s, k - 1)),
+        }
     }
 
     /// The scheme.
