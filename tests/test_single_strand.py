@@ -7,10 +7,11 @@ import random
 from pathlib import Path
 
 import pytest
+from test_partition import read_part
 
 import kmerflow
-from conftest import khmer, kmerflow as run_kmerflow
-from test_partition import read_part
+from conftest import khmer
+from conftest import kmerflow as run_kmerflow
 
 COMPLEMENT = str.maketrans("ACGT", "TGCA")
 

@@ -89,4 +89,16 @@ mod tests {
         assert_eq!(trim_on_stoptags(seq, k, Strand::Canonical, &tags, &mut Vec::new()), 23);
         assert_eq!(trim_on_stoptags(b"ACGTACGTACGTACGTACGTAC", k, Strand::Canonical, &tags, &mut Vec::new()), 22);
     }
+
+    #[test]
+    fn single_strand_stop_tags_match_their_own_strand_only() {
+        let k = 20;
+        let stop = twobit::forward_hash_no_rc(b"GCTGGATTCTAGAGGCAGAG").unwrap();
+        let tags: FxHashSet<u64> = [stop].into_iter().collect();
+        let forward = b"CGCAGGCTGGATTCTAGAGGCAGAGGTGAGCTATAAG";
+        assert_eq!(trim_on_stoptags(forward, k, Strand::Single, &tags, &mut Vec::new()), 23);
+        // The reverse complement holds the tag's reverse complement: another k-mer.
+        let reverse = crate::kmer::murmur::reverse_complement(forward);
+        assert_eq!(trim_on_stoptags(&reverse, k, Strand::Single, &tags, &mut Vec::new()), reverse.len());
+    }
 }
