@@ -143,4 +143,13 @@ mod tests {
         assert_eq!(derived_name("reads.fq", ".1", Some("out/")), "out/reads.fq.1");
         assert_eq!(derived_name("x/reads.fq", ".subset", Some("")), "reads.fq.subset");
     }
+
+    #[test]
+    fn stdin_without_output_says_it_as_khmer() {
+        let one = stdin_without_output(&["-o"]).to_string();
+        assert!(one.contains("Accepting input from stdin; output filename must be provided with -o."), "{one}");
+        let two =
+            two_outputs("-", [&None, &Some("b".into())], [".1", ".2"], None, ["-1", "-2"]).unwrap_err().to_string();
+        assert!(two.contains("output filenames must be provided. Give them with -1 and -2."), "{two}");
+    }
 }
