@@ -137,8 +137,8 @@ struct Parsed {
     parameters: serde_json::Value,
 }
 
-/// Parses `argv`; `None` when it was a help or version request (printed on stdout) or an
-/// `--info` request (the citation notice, printed on stderr).
+/// Parses `argv`; `None` when it was a help or version request (printed on stdout; a command's
+/// adds [`info::pointer`] on stderr) or an `--info` request (the citation notice, on stderr).
 fn parse(argv: &[OsString]) -> Result<Option<Parsed>, CliError> {
     let usage = |e: clap::Error| CliError { code: EXIT_USAGE, message: e.render().to_string(), file: None };
     let is_command = |c: &str| c != PIPELINE && cli_command().find_subcommand(c).is_some();
