@@ -24,6 +24,8 @@ COMMANDS = [
     "extract-paired-reads", "fastq-to-fasta", "filter-abund", "filter-abund-single",
     "interleave-reads", "load-graph", "load-into-counting", "normalize-by-median", "readstats",
     "sample-reads-randomly", "split-paired-reads", "trim-low-abund", "unique-kmers",
+    "annotate-partitions", "do-partition", "extract-partitions", "filter-stoptags", "merge-partitions",
+    "partition-graph",
 ]
 
 
@@ -117,6 +119,15 @@ def test_info_prints_khmers_citations(command: str) -> None:
     assert ours.stdout == b""
     theirs = khmer(command, "--info")
     assert _citations(ours.stderr) == _citations(theirs.stderr) != []
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_point_to_the_citations(flag: str) -> None:
+    # khmer's scripts print their citation notice on stderr for --help and --version too.
+    proc = kmerflow("partition-graph", flag)
+    assert "publication" in proc.stderr.decode() and "kmerflow partition-graph --info" in proc.stderr.decode()
+    assert "usage:" not in proc.stderr.decode()
+    assert ("usage: kmerflow partition-graph" in proc.stdout.decode()) == (flag == "--help")
 
 
 def test_loadgraph_k_wins_over_k_flag_as_in_khmer(tmp_path: Path) -> None:

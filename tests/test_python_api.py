@@ -569,7 +569,8 @@ def test_a_failing_command_raises_command_error(small_fasta, tmp_path):
     with pytest.raises(kmerflow.CommandError) as info:
         kmerflow.load_into_counting(tmp_path / "t.ct", [small_fasta], ksize=17, max_tablesize=100)
     assert info.value.code == 1
-    assert str(info.value).startswith("kmerflow load-into-counting: error: the graph structure is too small")
+    assert str(info.value).startswith(
+        "kmerflow load-into-counting: error: ** ERROR: the graph structure is too small")
 
 
 def test_usage_error_raises_with_clap_message():
@@ -597,7 +598,7 @@ def _help_flags(command: str) -> set[str]:
 
 def _help_positionals(command: str) -> int:
     """The number of positional arguments of the usage line of `kmerflow COMMAND --help`."""
-    usage = run_kmerflow(command, "--help").stdout.decode().split("Usage:")[1].splitlines()[0]
+    usage = run_kmerflow(command, "--help").stdout.decode().split("usage:")[1].splitlines()[0]
     # Required options (`--output <OUTPUT>`) are shown in the usage line too.
     usage = re.sub(r"--[\w-]+ <\w+>", "", usage.split("[OPTIONS]")[-1])
     return len(re.findall(r"(?:<\w+>|\[\w+\])(?:\.\.\.)?(?=\s|$)", usage))

@@ -1,5 +1,6 @@
 //! `--info`: the publications to cite for a command (khmer's citation notice), printed on stderr
-//! with exit 0, whatever other arguments are given.
+//! with exit 0, whatever other arguments are given. `--help` and `--version` of a command add a
+//! line on stderr pointing to it (khmer's scripts print their notice there too).
 
 use std::ffi::OsString;
 
@@ -19,10 +20,11 @@ pub fn citations(command: &str) -> Vec<&'static str> {
         "load-graph" => &[GRAPH, SEQAN],
         "partition-graph"
         | "merge-partitions"
-        | "annotate-partitions"
         | "extract-partitions"
         | "do-partition"
-        | "filter-stoptags" => &[GRAPH],
+        | "filter-stoptags"
+        | "find-knots"
+        | "make-initial-stoptags" => &[GRAPH],
         "normalize-by-median" => &[DIGINORM],
         "trim-low-abund" => &[TRIMMING],
         "unique-kmers" => &[SEQAN, HLL],
@@ -45,10 +47,21 @@ pub fn notice(command: &str) -> String {
     text
 }
 
+/// The line printed on stderr after a command's `--help` or `--version`: where to find what to
+/// cite.
+pub fn pointer(command: &str) -> String {
+    format!("|| If you use kmerflow {command} in a publication, please cite the papers listed by `kmerflow {command} --info`.\n")
+}
+
+/// The command that `argv` (program name first) names, when `is_command` knows it.
+pub fn command_of(argv: &[OsString], is_command: impl Fn(&str) -> bool) -> Option<&str> {
+    argv.get(1)?.to_str().filter(|c| is_command(c))
+}
+
 /// The command of `argv` (program name first) when its arguments ask for `--info` (before any
 /// `--`), so that the notice is printed even where required arguments are missing.
 pub fn requested(argv: &[OsString], is_command: impl Fn(&str) -> bool) -> Option<String> {
-    let command = argv.get(1)?.to_str().filter(|c| is_command(c))?;
+    let command = command_of(argv, is_command)?;
     argv[2..].iter().take_while(|a| *a != "--").any(|a| a == "--info").then(|| command.to_string())
 }
 

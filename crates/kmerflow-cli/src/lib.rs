@@ -56,10 +56,12 @@ struct Cli {
 
 /// The command-line definition: clap's derive output with every subcommand printing its version
 /// as `kmerflow VERSION` (clap would say `kmerflow-SUBCOMMAND VERSION`), and a long-only
-/// `--version` where khmer's `-V` means something else.
+/// `--version` where khmer's `-V` means something else. Help texts head their usage line
+/// `usage:`, as khmer's scripts (argparse) do.
 fn cli_command() -> clap::Command {
-    Cli::command().subcommand(pipeline_command()).mut_subcommands(|sub| {
-        let sub = sub.display_name("kmerflow");
+    const HELP_TEMPLATE: &str = "{before-help}{about-with-newline}\nusage: {usage}\n\n{all-args}{after-help}";
+    Cli::command().help_template(HELP_TEMPLATE).subcommand(pipeline_command()).mut_subcommands(|sub| {
+        let sub = sub.display_name("kmerflow").help_template(HELP_TEMPLATE);
         if sub.get_arguments().any(|a| a.get_short() == Some('V')) {
             sub.arg(clap::Arg::new("version").long("version").action(clap::ArgAction::Version).help("Print version"))
         } else {
@@ -135,11 +137,12 @@ struct Parsed {
     parameters: serde_json::Value,
 }
 
-/// Parses `argv`; `None` when it was a help or version request (printed on stdout) or an
-/// `--info` request (the citation notice, printed on stderr).
+/// Parses `argv`; `None` when it was a help or version request (printed on stdout; a command's
+/// adds [`info::pointer`] on stderr) or an `--info` request (the citation notice, on stderr).
 fn parse(argv: &[OsString]) -> Result<Option<Parsed>, CliError> {
     let usage = |e: clap::Error| CliError { code: EXIT_USAGE, message: e.render().to_string(), file: None };
-    if let Some(command) = info::requested(argv, |c| cli_command().find_subcommand(c).is_some()) {
+    let is_command = |c: &str| c != PIPELINE && cli_command().find_subcommand(c).is_some();
+    if let Some(command) = info::requested(argv, is_command) {
         eprint!("{}", info::notice(&command));
         return Ok(None);
     }
@@ -148,6 +151,9 @@ fn parse(argv: &[OsString]) -> Result<Option<Parsed>, CliError> {
         Err(e) if !e.use_stderr() => {
             // --help / --version: print to stdout; a closed stdout is not an error.
             let _ = e.print();
+            if let Some(command) = info::command_of(argv, is_command) {
+                eprint!("{}", info::pointer(command));
+            }
             return Ok(None);
         }
         Err(e) => return Err(usage(e)),

@@ -153,7 +153,7 @@ def _check_fp(plan: Dict[str, Any], graph: Any, say: OnMessage) -> float:
     text = (f"the graph structure is too small for this data set (estimated false positive rate "
             f"of {fp:.3f}; max recommended {ceiling:.3f}); increase -M or -x")
     if not plan["table"]["force"]:
-        raise KmerflowError(text + ", or use --force")
+        raise KmerflowError("** ERROR: " + text + ", or use --force")
     say("warning", f"WARNING: {text}")
     return fp
 
@@ -280,7 +280,7 @@ def _normalize(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -
         files.append((plan["unpaired"], "single" if single else True))
     output = plan["output"]
     if output is None and any(path == "-" for path, _ in files):
-        raise KmerflowError("reading from stdin requires -o/--output")
+        raise KmerflowError("Accepting input from stdin; output filename must be provided with -o.")
     outputs = [output] if output else [os.path.basename(path) + ".keep" for path, _ in files]
     side = [p for p in (plan["report"], plan["savegraph"]) if p]
     short_dropped = 0

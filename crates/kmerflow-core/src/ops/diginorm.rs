@@ -12,7 +12,7 @@
 
 use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, HashedBatch};
-use super::reads::{create_output, derived_name, is_stdin, write_to};
+use super::reads::{create_output, derived_name, is_stdin, stdin_without_output, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, resize_hint, target_rate, TableParams};
 use crate::io::{
     Compression, MateCounts, MateFiles, MateWriter, OutputFile, PairMode, PairedInput, PairedOutput, Staged,
@@ -405,7 +405,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         let mut seen = std::collections::HashSet::new();
         for f in inputs.iter().flat_map(PairedInput::paths) {
             if is_stdin(f) {
-                return Err(Error::invalid("reading from stdin requires -o/--output"));
+                return Err(stdin_without_output(&["-o"]));
             }
             if !seen.insert(derived_name(f, "", None)) {
                 return Err(Error::invalid(format!("duplicate input file name {f}; use -o")));

@@ -8,7 +8,7 @@
 
 use super::count::consume_file;
 use super::read_filter::{bundle_source, check_ksize, clean_batch, trim_of_counts, trim_record, Cleaning, Trim};
-use super::reads::{create_output, derived_name, is_stdin, write_to};
+use super::reads::{create_output, derived_name, is_stdin, stdin_without_output, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode, PairedInput, Record};
 use crate::pipeline::run_ordered;
@@ -17,7 +17,7 @@ use crate::table::batch::spans;
 use crate::table::shard_runs::{BundleBatches, Cleaning as BatchCleaning, ShardedDecisions};
 use crate::table::CountingTable;
 use crate::table::KhmerTable;
-use crate::{Error, Result};
+use crate::Result;
 
 /// Largest false-positive rate filter-abund-single accepts (checked before filtering).
 pub const MAX_FP_RATE: f64 = 0.2;
@@ -208,7 +208,7 @@ fn filter_all(
     mut filter_file: impl FnMut(&str, &mut OutputFile, &mut Summary) -> Result<()>,
 ) -> Result<()> {
     if p.output.is_none() && inputs.iter().any(|f| is_stdin(f)) {
-        return Err(Error::invalid("reading from stdin requires -o/--output"));
+        return Err(stdin_without_output(&["-o"]));
     }
     let mut single = match &p.output {
         Some(path) => Some(create_output(path, p.compression, ctx)?),

@@ -270,12 +270,14 @@ pub fn loadgraph_params(params: &TableParams, path: &str, table_k: usize, ctx: &
         != (defaults.ksize, defaults.n_tables, defaults.max_tablesize);
     if sized {
         ctx.warning(format!(
-            "WARNING: loading the saved k-mer countgraph {path}: its k ({table_k}), number of tables \
+            "WARNING: You are loading a saved k-mer countgraph from {path}: its k ({table_k}), number of tables \
              and table size are used; -k/--ksize, -N/--n_tables and -x/--max-tablesize are ignored"
         ));
     }
     if params.unique_kmers != 0.0 || params.max_memory.is_some_and(|m| m != 0.0) {
-        ctx.warning(format!("WARNING: loading the saved k-mer countgraph {path}: -U and -M do not resize it"));
+        ctx.warning(format!(
+            "WARNING: You are loading a saved k-mer countgraph from {path}: -U and -M do not resize it"
+        ));
     }
     TableParams { ksize: table_k, ..params.clone() }
 }
@@ -330,7 +332,9 @@ pub fn check_fp_rate(fp: f64, limit: f64, force: bool, resize: &str, ctx: &RunCo
          max recommended {limit:.3})"
     );
     if !force {
-        return Err(Error::invalid(format!("{problem}; increase it with {resize} (or -M auto), or use --force")));
+        return Err(Error::invalid(format!(
+            "** ERROR: {problem}; increase it with {resize} (or -M auto), or use --force"
+        )));
     }
     ctx.warning(format!("WARNING: {problem}; do not use these results (going on because of --force)"));
     Ok(())

@@ -261,7 +261,7 @@ fn check_fp_rate(params: &TableParams, kind: GraphKind, default_fp: f64, ctx: &R
         if res.fp_rate > target {
             let problem = format!(
                 "the given restrictions (-U {}, -M {}) yield an estimated false positive rate of {}, \
-                 above the ceiling of {}; -M {} would reach it",
+                 which is above the recommended false positive ceiling of {}! -M {} would reach it",
                 repr(params.unique_kmers),
                 repr(memory),
                 repr(res.fp_rate),

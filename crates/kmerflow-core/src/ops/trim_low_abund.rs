@@ -21,7 +21,7 @@
 
 use super::diginorm::BATCH_KMERS;
 use super::read_filter::{self, bundle_source, check_ksize, clean_batch, trim_of_counts, Cleaning, HashedBatch, Trim};
-use super::reads::{derived_name, is_stdin};
+use super::reads::{derived_name, is_stdin, stdin_without_output};
 use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target_rate, TableParams};
 use super::SummaryFormat;
 use crate::io::{
@@ -556,7 +556,7 @@ fn check_options(o: &Options) -> Result<()> {
         return Err(Error::invalid("--diginorm and --single-pass are incompatible!"));
     }
     if o.output.is_none() && o.inputs.iter().chain(&o.mates.mate).any(|f| is_stdin(f)) {
-        return Err(Error::invalid("Accepting input from stdin; output filename must be provided with -o."));
+        return Err(stdin_without_output(&["-o"]));
     }
     Ok(())
 }

@@ -127,7 +127,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                     input,
                     Some(1),
                     None,
-                    "input files must have consistent format (all FASTA or all FASTQ)",
+                    "Input files must have consistent format. Give all FASTA or all FASTQ.",
                 ))
             }
             _ => fastq = Some(first.qual.is_some()),
@@ -167,6 +167,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     }
     write_text(&dist_path, distribution(&counts), ctx)?;
     if !opts.output_groups {
+        ctx.info("NOT outputting groups! Beware!");
         return Ok(summary);
     }
     let (groups, n_groups) = develop_groups(&counts, opts.min_partition_size, opts.max_size);

@@ -49,7 +49,7 @@ pub fn extract_paired_reads(opts: &ExtractPairedOptions, ctx: &RunContext) -> Re
     let input = &opts.input.path;
     let dir = opts.output_dir.as_deref();
     let explicit = [&opts.output_paired, &opts.output_single];
-    let [paired_path, single_path] = two_outputs(input, explicit, [".pe", ".se"], dir, "-p and -s")?;
+    let [paired_path, single_path] = two_outputs(input, explicit, [".pe", ".se"], dir, ["-p", "-s"])?;
     let outputs = [Some(&paired_path), opts.mate_output.as_ref(), Some(&single_path)];
     let outputs: Vec<&String> = outputs.into_iter().flatten().collect();
     crate::io::refuse_inputs_as_outputs(ctx, opts.input.paths(), &outputs)?;
@@ -72,7 +72,9 @@ pub fn extract_paired_reads(opts: &ExtractPairedOptions, ctx: &RunContext) -> Re
         write_to(&mut single, &r.orphans)
     })?;
     if pairs == 0 {
-        return Err(Error::invalid(format!("{input}: no paired reads found; check the read names")));
+        return Err(Error::invalid(format!(
+            "{input}: no paired reads!? check file formats... (pairs are found by their read names)"
+        )));
     }
     paired.finish()?;
     mate.map(OutputFile::finish).transpose()?;

@@ -25,6 +25,18 @@ pub fn is_stdin(path: &str) -> bool {
     path == "-" || path == "/dev/stdin"
 }
 
+/// The error for reading stdin with no output file named, in khmer's words: one flag (`["-o"]`)
+/// names the output, several (`["-1", "-2"]`) name one output each.
+pub fn stdin_without_output(flags: &[&str]) -> Error {
+    Error::invalid(match flags {
+        [flag] => format!("Accepting input from stdin; output filename must be provided with {flag}."),
+        _ => format!(
+            "Accepting input from stdin; output filenames must be provided. Give them with {}.",
+            flags.join(" and ")
+        ),
+    })
+}
+
 /// khmer's derived output name: the input's base name plus `suffix`, in `dir` when given,
 /// else in the current directory.
 pub fn derived_name(input: &str, suffix: &str, dir: Option<&str>) -> String {
@@ -52,13 +64,11 @@ pub fn two_outputs(
     explicit: [&Option<String>; 2],
     suffixes: [&str; 2],
     dir: Option<&str>,
-    flags: &str,
+    flags: [&str; 2],
 ) -> Result<[String; 2]> {
     if explicit.iter().any(|e| e.is_none()) {
         if is_stdin(input) {
-            return Err(Error::invalid(format!(
-                "accepting input from stdin; output filenames must be provided ({flags})"
-            )));
+            return Err(stdin_without_output(&flags));
         }
         ensure_dir(dir)?;
     }
@@ -132,5 +142,14 @@ mod tests {
         assert_eq!(derived_name("/a/b/reads.fq.gz", ".pe", None), "reads.fq.gz.pe");
         assert_eq!(derived_name("reads.fq", ".1", Some("out/")), "out/reads.fq.1");
         assert_eq!(derived_name("x/reads.fq", ".subset", Some("")), "reads.fq.subset");
+    }
+
+    #[test]
+    fn stdin_without_output_says_it_as_khmer() {
+        let one = stdin_without_output(&["-o"]).to_string();
+        assert!(one.contains("Accepting input from stdin; output filename must be provided with -o."), "{one}");
+        let two =
+            two_outputs("-", [&None, &Some("b".into())], [".1", ".2"], None, ["-1", "-2"]).unwrap_err().to_string();
+        assert!(two.contains("output filenames must be provided. Give them with -1 and -2."), "{two}");
     }
 }

@@ -15,7 +15,7 @@
 //! a mate output (a kmerflow extension), as R1/R2 files with the single reads to an orphans
 //! file or left out ([`crate::io::mates`]): the one file split by split-paired-reads.
 
-use super::{derived_name, is_stdin};
+use super::{derived_name, is_stdin, stdin_without_output};
 use crate::io::{Compression, MateCounts, MateWriter, OwnedRecord, PairMode, PairedInput, PairedOutput};
 use crate::run::RunContext;
 use crate::{Error, Result};
@@ -105,7 +105,7 @@ fn output_base(opts: &SampleOptions) -> Result<String> {
         None => {
             let first = &opts.inputs.first().ok_or_else(|| Error::invalid("no input files"))?.path;
             if is_stdin(first) {
-                return Err(Error::invalid("accepting input from stdin; output filename must be provided with -o"));
+                return Err(stdin_without_output(&["-o"]));
             }
             derived_name(first, ".subset", None)
         }

@@ -41,7 +41,7 @@ pub struct SplitPairedSummary {
 pub fn split_paired_reads(opts: &SplitPairedOptions, ctx: &RunContext) -> Result<SplitPairedSummary> {
     let dir = opts.output_dir.as_deref();
     let explicit = [&opts.output_first, &opts.output_second];
-    let [out1, out2] = two_outputs(&opts.input, explicit, [".1", ".2"], dir, "-1 and -2")?;
+    let [out1, out2] = two_outputs(&opts.input, explicit, [".1", ".2"], dir, ["-1", "-2"])?;
     crate::io::refuse_inputs_as_outputs(
         ctx,
         [&opts.input],
