@@ -1,4 +1,4 @@
-//! Sharded blocked tables (`kmerflow-core`'s `table::blocked::shard`) on numpy arrays:
+//! Sharded blocked tables (`kmerflow-core`'s `shards::blocked`) on numpy arrays:
 //! `BlockedShard`, one range of lines (held by a Dask worker or locally), `BlockedShardClient`,
 //! the client's part (hashing, routing, statistics, gathering), and `BlockedShardedCountRun`,
 //! counting a file. A table's shape is given as k, bytes of counters (whole 64-byte lines),
@@ -12,11 +12,11 @@ use crate::reads::pair_mode;
 use crate::shards::{hash_reads_by, open_reader, updates_arrays, HashedReads, MessageArrays, ShardUpdates};
 use kmerflow_core::io::PairMode;
 use kmerflow_core::run::RunContext;
-use kmerflow_core::table::blocked::shard::{BlockedShard as CoreShard, BlockedShardClient as CoreClient};
-use kmerflow_core::table::blocked::shard_normalize::{BlockedMessage, BlockedShardedNormalize};
-use kmerflow_core::table::blocked::shard_run::BlockedShardedCount;
+use kmerflow_core::shards::blocked::count::BlockedShardedCount;
+use kmerflow_core::shards::blocked::normalize::{BlockedMessage, BlockedShardedNormalize};
+use kmerflow_core::shards::blocked::{BlockedShard as CoreShard, BlockedShardClient as CoreClient};
+use kmerflow_core::shards::runs::{BundleBatches, Cleaning};
 use kmerflow_core::table::blocked::OccupancyStats;
-use kmerflow_core::table::shard_runs::{BundleBatches, Cleaning};
 use kmerflow_core::table::{native_format, BlockedParams, CounterWidth};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
@@ -382,7 +382,7 @@ fn message_arrays(py: Python<'_>, m: BlockedMessage) -> MessageArrays<'_> {
 }
 
 /// Each read's k-mers hashed by `client`'s table hash.
-fn read_hasher(client: &CoreClient) -> kmerflow_core::table::shard_runs::ReadHasher {
+fn read_hasher(client: &CoreClient) -> kmerflow_core::shards::runs::ReadHasher {
     let hasher = client.hasher().clone();
     Box::new(move |seq, out| hasher.hashes(seq, out))
 }

@@ -10,7 +10,7 @@ use crate::shards::{message_arrays, Shard, ShardClient};
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::run::RunContext;
-use kmerflow_core::table::shard_runs::{Message, RemoteShards, ShardedDecisions};
+use kmerflow_core::shards::runs::{Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::{Error, Result};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -56,7 +56,7 @@ impl RemoteShards for PyRemote {
 fn with_shards<R>(
     local: &[Option<Py<Shard>>],
     remote: Py<PyAny>,
-    work: impl FnOnce(Vec<Option<&mut kmerflow_core::table::shard::Shard>>, &mut dyn RemoteShards) -> R,
+    work: impl FnOnce(Vec<Option<&mut kmerflow_core::shards::khmer::Shard>>, &mut dyn RemoteShards) -> R,
 ) -> R {
     let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
     work(guards.iter_mut().map(|g| g.as_deref_mut()).collect(), &mut PyRemote(remote))
@@ -67,8 +67,8 @@ fn with_shards<R>(
 type ShardedCommand = fn(
     &[OsString],
     &kmerflow_core::run::RunContext,
-    &kmerflow_core::table::shard::ShardClient,
-    Vec<Option<&mut kmerflow_core::table::shard::Shard>>,
+    &kmerflow_core::shards::khmer::ShardClient,
+    Vec<Option<&mut kmerflow_core::shards::khmer::Shard>>,
     &mut dyn RemoteShards,
 ) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError>;
 

@@ -1,4 +1,4 @@
-//! Sharded tables (`kmerflow-core`'s `table::shard`) on numpy arrays: `Shard`, one range of
+//! Sharded tables (`kmerflow-core`'s `shards::khmer`) on numpy arrays: `Shard`, one range of
 //! counters (held by a Dask worker or locally), and `ShardClient`, the client's part (routing,
 //! statistics, bigcounts, decisions). Every call on many counters releases the GIL.
 
@@ -13,8 +13,8 @@ use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::kmer::twobit;
 use kmerflow_core::ops::memory::{check_fits, Backing};
 use kmerflow_core::run::{CancelToken, RunContext};
-use kmerflow_core::table::shard::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
-use kmerflow_core::table::shard_runs::{BundleBatches, Cleaning, Message, ShardedCount, ShardedNormalize};
+use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
+use kmerflow_core::shards::runs::{BundleBatches, Cleaning, Message, ShardedCount, ShardedNormalize};
 use kmerflow_core::table::HashKind;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;

@@ -4,7 +4,7 @@
 use super::memory::{check_table_fits, Backing};
 use super::pyfmt::{general, repr};
 use crate::run::RunContext;
-use crate::table::shard::ShardClient;
+use crate::shards::khmer::ShardClient;
 use crate::table::CountingTable;
 use crate::table::{
     AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, HashKind, KhmerTable, Layout, StorageKind,

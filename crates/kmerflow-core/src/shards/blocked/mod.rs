@@ -10,13 +10,20 @@
 //! the statistics summed from the shards' answers. Each k-mer is added in input order in its
 //! own line, so the counters and the statistics are those of the one-process table, and
 //! [`BlockedShardClient::gather`] rebuilds it (its saved file is the one-process file byte for
-//! byte).
+//! byte). Whole files go through them by [`count`] (counting) and [`normalize`]
+//! (normalize-by-median).
 
-use super::{probe_slots, BitCells, ByteCells, Cells, CounterWidth, LineCells, NibbleCells};
-use super::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
+pub mod count;
+pub mod normalize;
+
+use crate::shards::file as shard_file;
+use crate::shards::khmer::{split_by_owner, Updates};
 use crate::table::batch::{self, ends_in_order, spans, BatchLookup, BatchRules};
-use crate::table::shard::{split_by_owner, Updates};
-use crate::table::{native_format, shard_file, AllocOptions, ReadCounts};
+use crate::table::blocked::{probe_slots, with_width, CounterWidth, LineCells};
+use crate::table::blocked::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
+use crate::table::storage::{BitCells, ByteCells, Cells, NibbleCells};
+use crate::table::with_cells;
+use crate::table::{native_format, AllocOptions, ReadCounts};
 use crate::{Error, Result};
 use std::ops::Range;
 use std::sync::Mutex;
@@ -103,7 +110,7 @@ impl BlockedShardMap {
 
     /// Splits `hashes` by shard: each shard's hashes in input order, and `order`, the input
     /// position of each entry of the shards' parts laid end to end (for
-    /// [`crate::table::shard::ShardMap::unroute`]).
+    /// [`crate::shards::khmer::ShardMap::unroute`]).
     pub fn route(&self, hashes: &[u64]) -> Result<(Vec<Vec<u64>>, Vec<u32>)> {
         Ok(split_by_owner(hashes, &self.owners(hashes)?, self.shards(), |_| true))
     }
@@ -158,7 +165,7 @@ impl BlockedShard {
     }
 
     /// Writes the shard's lines at their place in the table file `path` (made by the client
-    /// at its full length; see [`crate::table::shard_file`]).
+    /// at its full length; see [`crate::shards::file`]).
     pub fn write_to(&self, path: &str) -> Result<()> {
         shard_file::write_chunks(path, self.place().0, |write| self.table.for_each_data_chunk(write))
     }
@@ -509,7 +516,7 @@ mod tests {
                 assert_eq!(client.expected_fp_rate(), expected.expected_fp_rate());
                 let (parts, order) = client.map().route(&hashes).unwrap();
                 let answers: Vec<Vec<u8>> = shards.iter().zip(&parts).map(|(s, p)| s.counts(p).unwrap()).collect();
-                let counts = crate::table::shard::ShardMap::unroute(
+                let counts = crate::shards::khmer::ShardMap::unroute(
                     &order,
                     &answers.iter().map(Vec::as_slice).collect::<Vec<_>>(),
                 )
