@@ -20,7 +20,7 @@ use crate::table::batch::{
     self, ends_in_order, spans, BatchLookup, BatchOutcome, BatchRules, Decider, Positions, SeenCounters,
 };
 use crate::table::khmer_format::ByteFrame;
-use crate::table::{prefetch, FastMod, HashKind, KhmerTable, ReadCounts, StorageKind, Table};
+use crate::table::{prefetch, FastMod, HashKind, KhmerTable, StorageKind, Table};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::ops::{Deref, Range};
@@ -636,17 +636,8 @@ impl ShardClient {
             return Err(Error::invalid("read and bundle ends must be non-decreasing and in range"));
         }
         let reads: Vec<Range<usize>> = spans(read_ends).collect();
-        let (keep, positions, outcome) = batch::decide_on(self, hashes, positions, |d| {
-            spans(bundle_ends)
-                .map(|bundle| {
-                    let keep = !reads[bundle.clone()].iter().all(|read| d.median_at_least(read.clone(), cutoff));
-                    if keep {
-                        reads[bundle].iter().for_each(|read| d.add(read.clone()));
-                    }
-                    keep
-                })
-                .collect()
-        });
+        let (keep, positions, outcome) =
+            batch::decide_on(self, hashes, positions, |d| super::keep_bundles(d, &reads, bundle_ends, cutoff));
         self.record(&outcome);
         Ok((keep, positions))
     }
@@ -733,7 +724,7 @@ impl ShardClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::{median_min_required, CountingTable as _};
+    use crate::table::{median_min_required, CountingTable as _, ReadCounts};
     use rand::{Rng, SeedableRng};
 
     const SIZES: [u64; 3] = [97, 89, 83];

@@ -23,7 +23,7 @@ use crate::table::blocked::{probe_slots, with_width, CounterWidth, LineCells};
 use crate::table::blocked::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
 use crate::table::storage::{BitCells, ByteCells, Cells, NibbleCells};
 use crate::table::with_cells;
-use crate::table::{native_format, AllocOptions, ReadCounts};
+use crate::table::{native_format, AllocOptions};
 use crate::{Error, Result};
 use std::ops::Range;
 use std::sync::Mutex;
@@ -301,27 +301,6 @@ impl BatchRules for BlockedShardClient {
     }
 }
 
-/// khmer's normalize-by-median rule over the bundles of a batch (bundle `b` holds reads
-/// `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `reads[i]`), counted through
-/// `counts`: a bundle is dropped when every read's upper-median count is at least `cutoff`,
-/// else its reads are counted. Returns whether each bundle is kept.
-pub fn keep_bundles(
-    counts: &mut impl ReadCounts,
-    reads: &[Range<usize>],
-    bundle_ends: &[u64],
-    cutoff: u32,
-) -> Vec<bool> {
-    spans(bundle_ends)
-        .map(|bundle| {
-            let keep = !reads[bundle.clone()].iter().all(|read| counts.median_at_least(read.clone(), cutoff));
-            if keep {
-                reads[bundle].iter().for_each(|read| counts.add(read.clone()));
-            }
-            keep
-        })
-        .collect()
-}
-
 impl BlockedShardClient {
     /// A table of shape `params` cut into `shards` shards.
     pub fn new(params: BlockedParams, shards: usize) -> Result<Self> {
@@ -369,7 +348,7 @@ impl BlockedShardClient {
         self.map.params.expected_fp_rate(self.occupancy().occupied)
     }
 
-    /// Digital normalization of one batch (phase 2) by [`keep_bundles`]: read `i` holds the
+    /// Digital normalization of one batch (phase 2) by [`super::keep_bundles`]: read `i` holds the
     /// k-mers `read_ends[i-1] .. read_ends[i]` of `hashes`, whose positions' counters are
     /// `counters` and whose values before the batch `lookup` holds. Records the kept reads'
     /// statistics; returns whether each bundle is kept and the updates for the shards.
@@ -390,7 +369,7 @@ impl BlockedShardClient {
         }
         let reads: Vec<Range<usize>> = spans(read_ends).collect();
         let (keep, delta, outcome) =
-            batch::decide(self, hashes, lookup, |d| keep_bundles(d, &reads, bundle_ends, cutoff))?;
+            batch::decide(self, hashes, lookup, |d| super::keep_bundles(d, &reads, bundle_ends, cutoff))?;
         let mut updates = Updates::default();
         for (q, &d) in delta.iter().enumerate().filter(|(_, &d)| d > 0) {
             updates.counters.push(counters[q]);
