@@ -124,3 +124,19 @@ def test_trim_low_abund_second_pass_is_a_pass_of_its_own(tmp_path: Path) -> None
     assert any("pass 2/2 second pass" in d for d in drawn), drawn
     overall = _overall(drawn)
     assert overall == sorted(overall) and overall[-1] >= 75, overall
+
+
+def test_a_sharded_run_draws_the_one_process_progress_line(cluster, tmp_path: Path) -> None:
+    """A sharded run's progress line is the one-process run's, fed by the reads of the sharded
+    run, erased before the resource line."""
+    _reads(tmp_path / "reads.fa")
+    args = ["normalize-by-median", "-k", "20", "-x", "2e6", "-N", "2", "-o", "out.fa", "reads.fa",
+            "--scheduler", cluster.scheduler_address, "--shards", "2", "--batch-kmers", "20000"]
+    status, received = _on_terminal(args, tmp_path)
+    stream = received.decode()
+    assert status == 0, stream
+    drawn = _drawn(stream, "normalize-by-median")
+    assert any(re.search(r"[1-9][0-9.]*/[0-9.]+ MB read", d) for d in drawn), drawn
+    lines = _scrollback(stream)
+    assert not [line for line in lines if "[kmerflow normalize-by-median]" in line], lines
+    assert lines[-1].startswith("[kmerflow] Version: ") and "--shards 2" in lines[-1], lines

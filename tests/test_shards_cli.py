@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -176,6 +177,36 @@ def _functions(tmp_path: Path, reads: Path, tag: str, **sharding) -> list:
         kf.filter_abund_single(reads, cutoff=3, output=tmp_path / f"{tag}.filt", **table),
         kf.trim_low_abund(reads, cutoff=3, output=tmp_path / f"{tag}.trim", tempdir=tmp_path, **table),
     ]
+
+
+#: The resource line, as the one-process command line ends a run (the command line captured).
+RESOURCE_LINE = re.compile(r"\[kmerflow\] Version: [^;]+; CMD: (.*); Real time: [0-9.]+ sec; "
+                           r"CPU: [0-9.]+ sec; Peak RSS: [0-9.]+ GB")
+
+
+@pytest.mark.parametrize("command", [
+    ["normalize-by-median", "-C", "12", "r.fq", "-o", "out.keep"],
+    ["abundance-dist-single", "r.fq", "out.hist"],
+])
+def test_the_sharded_run_prints_the_one_process_lines(cluster, tmp_path, command):
+    """The messages and the resource line of a sharded run are the one-process run's (printed
+    by the same native code), the resource line naming the sharded command line; ``-q`` hides
+    them both."""
+    sharding = ["--scheduler", cluster.scheduler_address, "--shards", "2"]
+    printed = {}
+    for tag, extra in (("one", []), ("sharded", sharding)):
+        folder = tmp_path / tag
+        folder.mkdir()
+        _reads(folder / "r.fq", 300, seed=8)
+        argv = [command[0], *TABLE, *command[1:], *extra]
+        lines = kmerflow(*argv, cwd=folder).stderr.decode().splitlines()
+        resource = RESOURCE_LINE.fullmatch(lines[-1])
+        assert resource and resource.group(1) == " ".join(["kmerflow", *argv]), lines
+        printed[tag] = lines[:-1]
+        (folder / command[-1]).unlink()  # abundance-dist-single keeps an existing output
+        assert kmerflow(*argv, "-q", cwd=folder).stderr == b""
+    assert printed["sharded"] == printed["one"]
+    assert any("unique k-mers" in line for line in printed["one"]), printed
 
 
 def test_command_functions_run_on_the_shards(client, tmp_path):

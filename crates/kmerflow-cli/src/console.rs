@@ -1,9 +1,12 @@
 //! The terminal side of a command-line run: messages printed on stderr as the core emits them
-//! (informational ones unless `-q`), kept in order with the progress line.
+//! (informational ones unless `-q`), kept in order with the progress line, and the resource
+//! line at the end ([`Terminal`], for one-process and sharded runs alike).
 
 use crate::progress::Progress;
-use kmerflow_core::run::{Level, Message, RunContext};
-use std::sync::Mutex;
+use crate::report::Report;
+use kmerflow_core::run::{CancelToken, Level, Message, RunContext};
+use std::ffi::OsString;
+use std::sync::{Arc, Mutex};
 
 /// Where a command-line run prints.
 pub struct Console {
@@ -52,6 +55,46 @@ impl Console {
         let line = self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(mut line) = line {
             line.finish();
+        }
+    }
+}
+
+/// A command-line run as the terminal shows it: its context, whose messages are printed as they
+/// come (informational ones unless `-q`) above the progress line, and the resource line of a
+/// successful run. The one-process command line and a sharded run's front end (whose steps
+/// read in contexts sharing this one's progress counters) print through it.
+pub struct Terminal {
+    console: Arc<Console>,
+    run: RunContext,
+    report: Report,
+}
+
+impl Terminal {
+    /// The terminal of the command line `argv` (program name first), quiet with `-q`, its run
+    /// stopped through `cancel`; the run's clock starts now.
+    pub fn new(argv: &[OsString], quiet: bool, cancel: CancelToken) -> Self {
+        let console = Arc::new(Console::new(quiet));
+        let shown = console.clone();
+        let run = RunContext::build(cancel, Some(Box::new(move |m: &Message| shown.show(m))));
+        Terminal { console, run, report: Report::start(argv) }
+    }
+
+    /// The run's context (its messages are printed).
+    pub fn run(&self) -> &RunContext {
+        &self.run
+    }
+
+    /// Where the run prints.
+    pub fn console(&self) -> &Arc<Console> {
+        &self.console
+    }
+
+    /// Stops the progress line and prints the resource line (not when quiet): the end of a
+    /// successful run.
+    pub fn finish(&self) {
+        self.console.finish_progress();
+        if !self.console.quiet() {
+            self.console.print(&self.report.line());
         }
     }
 }

@@ -28,7 +28,7 @@ pub mod spec;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use commands::Command;
 use common::{Ctx, Settings};
-use console::Console;
+use console::{Console, Terminal};
 use kmerflow_core::run::{CancelToken, Message, RunContext};
 use serde_json::Value;
 use std::ffi::OsString;
@@ -229,14 +229,9 @@ fn execute_printing(argv: Vec<OsString>, cancel: CancelToken, renders: bool) -> 
             file: None,
         });
     }
-    let console = Arc::new(Console::new(settings.quiet));
-    let shown = console.clone();
-    let run = RunContext::build(cancel, Some(Box::new(move |m: &Message| shown.show(m))));
-    let report = report::Report::start(&argv);
-    let outcome = execute_cli(parsed, &argv, &run, Some(&console))?;
-    if !console.quiet() {
-        console.print(&report.line());
-    }
+    let terminal = Terminal::new(&argv, settings.quiet, cancel);
+    let outcome = execute_cli(parsed, &argv, terminal.run(), Some(terminal.console()))?;
+    terminal.finish();
     Ok(settings.renders.then_some(outcome.report))
 }
 

@@ -7,7 +7,9 @@
 //!   named) and hands over what the run needs, table sizes included, as JSON;
 //! - [`finish`] writes what the native command writes besides its main outputs
 //!   (`load-into-counting`'s `OUT.info` and `-s` file) and the run report (`--report-json`),
-//!   from the run's summary.
+//!   from the run's summary;
+//! - [`terminal`] prints the run as the one-process command line does: its messages above the
+//!   progress line, and the resource line at the end.
 //!
 //! This executable alone cannot run them: [`refusal`] is its usage error.
 
@@ -17,6 +19,7 @@ use crate::commands::normalize_by_median;
 use crate::commands::shard_args::ShardArgs;
 use crate::commands::Command;
 use crate::common::{summary_json, Ctx};
+use crate::console::Terminal;
 use crate::{cli_command, parse, report, run_failure, CliError, Parsed, EXIT_DATA, EXIT_USAGE};
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
@@ -26,10 +29,10 @@ use kmerflow_core::ops::read_filter;
 use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::ops::{abundance_dist, diginorm, filter_abund, sizing, trim_low_abund};
 use kmerflow_core::run::files::{preflight, Output};
-use kmerflow_core::run::RunContext;
+use kmerflow_core::run::{CancelToken, RunContext};
+use kmerflow_core::shards::khmer::{Shard, ShardClient};
+use kmerflow_core::shards::runs::{RemoteShards, ShardedDecisions};
 use kmerflow_core::table::khmer_format::ByteFrame;
-use kmerflow_core::table::shard::{Shard, ShardClient};
-use kmerflow_core::table::shard_runs::{RemoteShards, ShardedDecisions};
 use kmerflow_core::table::{native_format, Layout};
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -363,7 +366,10 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
                 Some(path) => {
                     loaded_table(name, path, &a.counting, a.force, ("loading k-mer countgraph from", false), &mut ctx)?
                 }
-                None => table(name, &a.counting, Some(a.layout.layout), a.force, &all, &mut ctx)?,
+                None => {
+                    ctx.run.info("making countgraph");
+                    table(name, &a.counting, Some(a.layout.layout), a.force, &all, &mut ctx)?
+                }
             };
             json!({
                 "table": table,
@@ -539,6 +545,17 @@ fn on_shards(
         Ok(None) => Err(usage_error(name, ErrorKind::InvalidSubcommand, format!("{name} has no such sharded run"))),
         Err(e) => Err(run_failure(name, run, e)),
     }
+}
+
+/// The terminal of the sharded command line `argv` (program name first): quiet with `-q`, its
+/// progress line (on a terminal) started and fed by the contexts that read the run's inputs
+/// ([`RunContext::build_showing_progress`] of [`Terminal::run`]); `None` for a help, version or
+/// `--info` request.
+pub fn terminal(argv: &[OsString]) -> Result<Option<Terminal>, CliError> {
+    let Some(Parsed { cli, .. }) = parse(argv)? else { return Ok(None) };
+    let terminal = Terminal::new(argv, cli.command.settings().quiet, CancelToken::new());
+    terminal.console().start_progress(cli.command.name(), terminal.run());
+    Ok(Some(terminal))
 }
 
 /// Finishes the sharded run of `argv` (program name first) that returned `summary` (the

@@ -20,6 +20,7 @@ pub mod kmer;
 pub mod ops;
 pub mod pipeline;
 pub mod run;
+pub mod shards;
 pub mod table;
 
 pub use error::{Error, Result};

@@ -93,15 +93,7 @@ fn batch_decide(
         .detach(|| {
             let lookup = BatchLookup::from_arrays(hashes.len(), inner.n_tables(), bases, slots)?;
             batch::decide(inner, hashes, &lookup, |d| {
-                spans(ends)
-                    .map(|read| {
-                        let keep = !d.median_at_least(read.clone(), cutoff);
-                        if keep {
-                            d.add(read);
-                        }
-                        keep
-                    })
-                    .collect()
+                spans(ends).map(|read| d.keep_bundle(|| std::iter::once(read.clone()), cutoff)).collect()
             })
         })
         .py()?;

@@ -1,4 +1,4 @@
-//! Sharded blocked tables (`kmerflow-core`'s `table::blocked::shard`) on numpy arrays:
+//! Sharded blocked tables (`kmerflow-core`'s `shards::blocked`) on numpy arrays:
 //! `BlockedShard`, one range of lines (held by a Dask worker or locally), `BlockedShardClient`,
 //! the client's part (hashing, routing, statistics, gathering), and `BlockedShardedCountRun`,
 //! counting a file. A table's shape is given as k, bytes of counters (whole 64-byte lines),
@@ -6,16 +6,17 @@
 //! call on many k-mers releases the GIL.
 
 use crate::batch::slice;
+use crate::commands::ShardTerminal;
 use crate::errors::IntoPyResult;
 use crate::reads::pair_mode;
 use crate::shards::{hash_reads_by, open_reader, updates_arrays, HashedReads, MessageArrays, ShardUpdates};
 use kmerflow_core::io::PairMode;
 use kmerflow_core::run::RunContext;
-use kmerflow_core::table::blocked::shard::{BlockedShard as CoreShard, BlockedShardClient as CoreClient};
-use kmerflow_core::table::blocked::shard_normalize::{BlockedMessage, BlockedShardedNormalize};
-use kmerflow_core::table::blocked::shard_run::BlockedShardedCount;
+use kmerflow_core::shards::blocked::count::BlockedShardedCount;
+use kmerflow_core::shards::blocked::normalize::{BlockedMessage, BlockedShardedNormalize};
+use kmerflow_core::shards::blocked::{BlockedShard as CoreShard, BlockedShardClient as CoreClient};
+use kmerflow_core::shards::runs::{BundleBatches, Cleaning};
 use kmerflow_core::table::blocked::OccupancyStats;
-use kmerflow_core::table::shard_runs::{BundleBatches, Cleaning};
 use kmerflow_core::table::{native_format, BlockedParams, CounterWidth};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
@@ -245,16 +246,19 @@ pub struct BlockedShardedCountRun {
 #[pymethods]
 impl BlockedShardedCountRun {
     /// Counting `path` (every record, khmer's C++ cleaning) on `client`'s table, whose shard
-    /// `s` is `local[s]` when held in this process and remote when `None`.
+    /// `s` is `local[s]` when held in this process and remote when `None`; the reading advances
+    /// the progress line of `terminal` when given.
     #[new]
+    #[pyo3(signature = (client, local, path, batch_kmers, terminal = None))]
     fn new(
         py: Python<'_>,
         client: Py<BlockedShardClient>,
         local: Vec<Option<Py<BlockedShard>>>,
         path: std::path::PathBuf,
         batch_kmers: usize,
+        terminal: Option<PyRef<'_, ShardTerminal>>,
     ) -> PyResult<Self> {
-        let reader = open_reader(py, path, PairMode::ForceSingle, None)?;
+        let reader = open_reader(py, path, PairMode::ForceSingle, None, terminal.as_deref())?;
         let batches =
             BundleBatches::with_hasher(reader, read_hasher(&client.get().inner), batch_kmers, Cleaning::Parser);
         let remote = local.iter().map(Option::is_none).collect();
@@ -316,9 +320,10 @@ pub struct BlockedShardedNormalizeRun {
 impl BlockedShardedNormalizeRun {
     /// Normalizing `path` to `cutoff` on `client`'s table (`local` as for
     /// `BlockedShardedCountRun`); `pairs` as for `open_reads`; reads shorter than k are
-    /// dropped, as khmer does.
+    /// dropped, as khmer does; `terminal` as for `BlockedShardedCountRun`.
     #[new]
-    #[pyo3(signature = (client, local, path, pairs, cutoff, batch_kmers))]
+    #[pyo3(signature = (client, local, path, pairs, cutoff, batch_kmers, terminal = None))]
+    #[allow(clippy::too_many_arguments)] // the Python constructor's keywords
     fn new(
         py: Python<'_>,
         client: Py<BlockedShardClient>,
@@ -327,10 +332,11 @@ impl BlockedShardedNormalizeRun {
         pairs: &Bound<'_, PyAny>,
         cutoff: u32,
         batch_kmers: usize,
+        terminal: Option<PyRef<'_, ShardTerminal>>,
     ) -> PyResult<Self> {
         let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
         let core = &client.get().inner;
-        let reader = open_reader(py, path, mode, Some(core.map().params().k))?;
+        let reader = open_reader(py, path, mode, Some(core.map().params().k), terminal.as_deref())?;
         let batches = BundleBatches::with_hasher(reader, read_hasher(core), batch_kmers, Cleaning::ScreedWithText);
         let remote = local.iter().map(Option::is_none).collect();
         let run = BlockedShardedNormalize::new(batches, cutoff, core, remote).py()?;
@@ -376,7 +382,7 @@ fn message_arrays(py: Python<'_>, m: BlockedMessage) -> MessageArrays<'_> {
 }
 
 /// Each read's k-mers hashed by `client`'s table hash.
-fn read_hasher(client: &CoreClient) -> kmerflow_core::table::shard_runs::ReadHasher {
+fn read_hasher(client: &CoreClient) -> kmerflow_core::shards::runs::ReadHasher {
     let hasher = client.hasher().clone();
     Box::new(move |seq, out| hasher.hashes(seq, out))
 }

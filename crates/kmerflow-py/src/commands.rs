@@ -2,7 +2,7 @@
 
 use crate::errors::command_error;
 use crate::interrupt::interruptible_with;
-use kmerflow_core::run::{Level, Message};
+use kmerflow_core::run::{Level, Message, RunContext};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::ffi::OsString;
@@ -127,6 +127,58 @@ pub fn shard_finish(
     Ok(report.to_string())
 }
 
+/// The terminal of a sharded command line (`kmerflow_cli::sharded::terminal`): the run's
+/// messages printed as the one-process command line prints them (informational ones unless
+/// `-q`), its progress line on a terminal (fed by the reads of the sharded runs given it), and
+/// the resource line at the end.
+#[pyclass(module = "kmerflow._core", frozen)]
+pub struct ShardTerminal(kmerflow_cli::console::Terminal);
+
+impl ShardTerminal {
+    /// The context whose progress counters the progress line shows.
+    pub(crate) fn run(&self) -> &RunContext {
+        self.0.run()
+    }
+}
+
+#[pymethods]
+impl ShardTerminal {
+    /// The terminal of the sharded command line `argv` (program name first); its progress line
+    /// and its clock start now. Raises `kmerflow.CommandError` for a command line that is not a
+    /// run (usage error, help request).
+    #[new]
+    fn new(argv: Vec<OsString>) -> PyResult<Self> {
+        match kmerflow_cli::sharded::terminal(&argv).map_err(command_error)? {
+            Some(terminal) => Ok(ShardTerminal(terminal)),
+            None => Err(pyo3::exceptions::PyValueError::new_err("the command line asks for no run")),
+        }
+    }
+
+    /// Prints a message of the run (`level`: `"info"`, `"warning"` or `"error"`) above the
+    /// progress line; informational ones not under `-q`.
+    fn say(&self, level: &str, text: &str) -> PyResult<()> {
+        let level = match level {
+            "info" => Level::Info,
+            "warning" => Level::Warning,
+            "error" => Level::Error,
+            other => return Err(pyo3::exceptions::PyValueError::new_err(format!("no message level {other:?}"))),
+        };
+        self.0.console().show(&Message::new(level, text));
+        Ok(())
+    }
+
+    /// Ends a successful run: erases the progress line and prints the resource line (not
+    /// under `-q`).
+    fn finish(&self) {
+        self.0.finish();
+    }
+
+    /// Erases the progress line (a failed run: its error is printed next).
+    fn stop(&self) {
+        self.0.console().finish_progress();
+    }
+}
+
 /// Whether matplotlib, which draws the `--plots` PNGs, can be imported (checked by a run's
 /// preflight, before anything is read).
 fn plots_drawable() -> Result<(), String> {
@@ -152,5 +204,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shard_requested, m)?)?;
     m.add_function(wrap_pyfunction!(shard_plan, m)?)?;
     m.add_function(wrap_pyfunction!(shard_finish, m)?)?;
+    m.add_class::<ShardTerminal>()?;
     Ok(())
 }

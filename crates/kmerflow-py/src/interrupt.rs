@@ -9,7 +9,7 @@
 //! (the core stops within a batch) and the exception is raised.
 
 use crate::errors::error_class;
-use kmerflow_core::run::{Level, Message, RunContext};
+use kmerflow_core::run::{CancelToken, Level, Message, MessageHandler, RunContext};
 use pyo3::prelude::*;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -108,13 +108,28 @@ pub fn warn_message(py: Python<'_>, message: &Message) -> PyResult<()> {
 /// GIL held) while the run goes on; an error from `on_message` cancels the run and is raised.
 pub fn interruptible_with<T: Send>(
     py: Python<'_>,
+    on_message: impl FnMut(Python<'_>, &Message) -> PyResult<()>,
+    work: impl FnOnce(&RunContext) -> T + Send,
+) -> PyResult<T> {
+    interruptible_showing(py, on_message, None, work)
+}
+
+/// [`interruptible_with`], the run's reading counted on the progress counters of `shown` when
+/// given (the terminal of a sharded run: [`RunContext::build_showing_progress`]).
+pub fn interruptible_showing<T: Send>(
+    py: Python<'_>,
     mut on_message: impl FnMut(Python<'_>, &Message) -> PyResult<()>,
+    shown: Option<&RunContext>,
     work: impl FnOnce(&RunContext) -> T + Send,
 ) -> PyResult<T> {
     let shared = Arc::new(Shared::default());
     let ctx = {
         let shared = shared.clone();
-        RunContext::with_handler(move |m| shared.post_message(m))
+        let handler: MessageHandler = Box::new(move |m| shared.post_message(m));
+        match shown {
+            Some(shown) => RunContext::build_showing_progress(CancelToken::new(), Some(handler), shown),
+            None => RunContext::build(CancelToken::new(), Some(handler)),
+        }
     };
     std::thread::scope(|scope| {
         let worker = scope.spawn(|| {

@@ -1,5 +1,5 @@
 //! Sharded tables' files written and read shard by shard (`kmerflow-core`'s
-//! `table::shard_file`): each shard's counters go to (come from) their places in the file from
+//! `shards::file`): each shard's counters go to (come from) their places in the file from
 //! the process that holds the shard, and the client writes (reads) the rest. `StagedFile` is
 //! the file being saved, under a temporary name beside the output until committed. Every call
 //! on counters releases the GIL.
@@ -10,11 +10,12 @@ use crate::errors::IntoPyResult;
 use crate::shards::{Shard, ShardClient};
 use kmerflow_core::io::output::{create_regular, is_replaced};
 use kmerflow_core::io::Staged;
-use kmerflow_core::table::blocked::shard::BlockedShard as CoreBlockedShard;
-use kmerflow_core::table::blocked::shard::BlockedShardClient as CoreBlockedClient;
+use kmerflow_core::shards::blocked::BlockedShard as CoreBlockedShard;
+use kmerflow_core::shards::blocked::BlockedShardClient as CoreBlockedClient;
+use kmerflow_core::shards::file as shard_file;
+use kmerflow_core::shards::khmer::ShardClient as CoreClient;
 use kmerflow_core::table::khmer_format::ByteFrame;
-use kmerflow_core::table::shard::ShardClient as CoreClient;
-use kmerflow_core::table::{native_format, shard_file, BlockedParams, CounterWidth};
+use kmerflow_core::table::{native_format, BlockedParams, CounterWidth};
 use kmerflow_core::Error;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;

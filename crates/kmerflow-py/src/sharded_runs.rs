@@ -3,14 +3,14 @@
 //! second looking up there, and the filtering and the histogram of a table counted on the
 //! shards, looked up there.
 
-use crate::commands::forwarder;
+use crate::commands::{forwarder, ShardTerminal};
 use crate::errors::{command_error, IntoPyResult};
-use crate::interrupt::{interruptible, interruptible_with};
+use crate::interrupt::{interruptible, interruptible_showing};
 use crate::shards::{message_arrays, Shard, ShardClient};
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::run::RunContext;
-use kmerflow_core::table::shard_runs::{Message, RemoteShards, ShardedDecisions};
+use kmerflow_core::shards::runs::{Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::{Error, Result};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -56,7 +56,7 @@ impl RemoteShards for PyRemote {
 fn with_shards<R>(
     local: &[Option<Py<Shard>>],
     remote: Py<PyAny>,
-    work: impl FnOnce(Vec<Option<&mut kmerflow_core::table::shard::Shard>>, &mut dyn RemoteShards) -> R,
+    work: impl FnOnce(Vec<Option<&mut kmerflow_core::shards::khmer::Shard>>, &mut dyn RemoteShards) -> R,
 ) -> R {
     let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
     work(guards.iter_mut().map(|g| g.as_deref_mut()).collect(), &mut PyRemote(remote))
@@ -67,43 +67,25 @@ fn with_shards<R>(
 type ShardedCommand = fn(
     &[OsString],
     &kmerflow_core::run::RunContext,
-    &kmerflow_core::table::shard::ShardClient,
-    Vec<Option<&mut kmerflow_core::table::shard::Shard>>,
+    &kmerflow_core::shards::khmer::ShardClient,
+    Vec<Option<&mut kmerflow_core::shards::khmer::Shard>>,
     &mut dyn RemoteShards,
 ) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError>;
-
-/// Runs `command` on the command line `argv` and `client`'s table, whose shard `s` is
-/// `local[s]` when held in this process and reached through `remote` (see the module
-/// documentation) when `None`. Messages go to `on_message(level, text)` as with `run_command`.
-/// Returns the summary as JSON text and the outputs written. Raises `kmerflow.CommandError` (a
-/// lost shard: exit status 1, its message naming the shard).
-fn run_sharded(
-    py: Python<'_>,
-    command: ShardedCommand,
-    argv: Vec<OsString>,
-    on_message: Bound<'_, PyAny>,
-    client: Py<ShardClient>,
-    local: Vec<Option<Py<Shard>>>,
-    remote: Py<PyAny>,
-) -> PyResult<(String, Vec<String>)> {
-    let (summary, outputs) = interruptible_with(py, forwarder(&on_message), |ctx| {
-        with_shards(&local, remote, |shards, remote| {
-            command(&argv, ctx, client.get().core(), shards, remote)
-                .map(|summary| (summary.to_string(), ctx.files().outputs()))
-        })
-    })?
-    .map_err(command_error)?;
-    Ok((summary, outputs))
-}
 
 /// Runs the sharded `command` (`trim-low-abund`: pass 1 deciding natively batch by batch on the
 /// shards, pass 2 trimming from counts looked up on them; `filter-abund-single` / `filter-abund`:
 /// the filtering of a table that holds the counts already, each batch of reads looked up on the
 /// shards; `abundance-dist-single`: the histogram of such a table, the k-mers new to the tracking
 /// filter held here looked up on the shards) on the command line `argv` (program name first) and
-/// `client`'s table (`local`, `remote` as for `run_sharded`). The table is never gathered.
-/// Returns the summary as JSON text and the outputs written.
+/// `client`'s table, whose shard `s` is `local[s]` when held in this process and reached
+/// through `remote` (see the module documentation) when `None`. The table is never gathered.
+/// Messages go to `on_message(level, text)` as with `run_command`; the reading advances the
+/// progress line of `terminal` when given. Returns the summary as JSON text and the outputs
+/// written. Raises `kmerflow.CommandError` (a lost shard: exit status 1, its message naming the
+/// shard).
 #[pyfunction]
+#[pyo3(signature = (command, argv, on_message, client, local, remote, terminal = None))]
+#[allow(clippy::too_many_arguments)] // the Python function's keywords
 pub fn run_sharded_command(
     py: Python<'_>,
     command: &str,
@@ -112,6 +94,7 @@ pub fn run_sharded_command(
     client: Py<ShardClient>,
     local: Vec<Option<Py<Shard>>>,
     remote: Py<PyAny>,
+    terminal: Option<PyRef<'_, ShardTerminal>>,
 ) -> PyResult<(String, Vec<String>)> {
     let native: ShardedCommand = match command {
         "trim-low-abund" => kmerflow_cli::sharded::trim_low_abund,
@@ -119,11 +102,19 @@ pub fn run_sharded_command(
         "abundance-dist-single" => kmerflow_cli::sharded::abundance_dist_single,
         other => return Err(pyo3::exceptions::PyValueError::new_err(format!("no sharded native run of {other}"))),
     };
-    run_sharded(py, native, argv, on_message, client, local, remote)
+    let shown = terminal.as_deref().map(ShardTerminal::run);
+    let (summary, outputs) = interruptible_showing(py, forwarder(&on_message), shown, |ctx| {
+        with_shards(&local, remote, |shards, remote| {
+            native(&argv, ctx, client.get().core(), shards, remote)
+                .map(|summary| (summary.to_string(), ctx.files().outputs()))
+        })
+    })?
+    .map_err(command_error)?;
+    Ok((summary, outputs))
 }
 
 /// Runs `work` on `client`'s table as a `ShardedDecisions` (`local`, `remote` as for
-/// `run_sharded`; batches of `batch_kmers` k-mers), without the GIL; Ctrl-C stops it.
+/// `run_sharded_command`; batches of `batch_kmers` k-mers), without the GIL; Ctrl-C stops it.
 fn on_table<T: Send>(
     py: Python<'_>,
     client: &Py<ShardClient>,
@@ -141,7 +132,7 @@ fn on_table<T: Send>(
 }
 
 /// khmer's `abundance_distribution` of the files `paths` (read in order, one tracking filter)
-/// on `client`'s table (`local`, `remote` as for `run_sharded`), the k-mers new to the
+/// on `client`'s table (`local`, `remote` as for `run_sharded_command`), the k-mers new to the
 /// tracking filter (held here) looked up on the shards in batches of `batch_kmers`: the
 /// histogram (uint64, abundances 0 .. 65534). The table is not gathered.
 #[pyfunction]
@@ -161,7 +152,7 @@ pub fn abundance_distribution_sharded<'py>(
 }
 
 /// filter-abund's filtering of the files `inputs` into `output` (FASTA/FASTQ, compressed by its
-/// name's extension) on `client`'s table (`local`, `remote` as for `run_sharded`): each read
+/// name's extension) on `client`'s table (`local`, `remote` as for `run_sharded_command`): each read
 /// cut before its first k-mer whose count is below `cutoff`, with `normalize_to` (`-V -Z`)
 /// only the reads whose median count reaches it, the reads looked up on the shards in batches
 /// of `batch_kmers`. Returns the filtering's summary as JSON text. The table is not gathered.

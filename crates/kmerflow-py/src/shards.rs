@@ -1,8 +1,9 @@
-//! Sharded tables (`kmerflow-core`'s `table::shard`) on numpy arrays: `Shard`, one range of
+//! Sharded tables (`kmerflow-core`'s `shards::khmer`) on numpy arrays: `Shard`, one range of
 //! counters (held by a Dask worker or locally), and `ShardClient`, the client's part (routing,
 //! statistics, bigcounts, decisions). Every call on many counters releases the GIL.
 
 use crate::batch::slice;
+use crate::commands::ShardTerminal;
 use crate::errors::IntoPyResult;
 use crate::interrupt::warn_message;
 use crate::reads::pair_mode;
@@ -11,9 +12,9 @@ use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::kmer::twobit;
 use kmerflow_core::ops::memory::{check_fits, Backing};
-use kmerflow_core::run::RunContext;
-use kmerflow_core::table::shard::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
-use kmerflow_core::table::shard_runs::{BundleBatches, Cleaning, Message, ShardedCount, ShardedNormalize};
+use kmerflow_core::run::{CancelToken, RunContext};
+use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
+use kmerflow_core::shards::runs::{BundleBatches, Cleaning, Message, ShardedCount, ShardedNormalize};
 use kmerflow_core::table::HashKind;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -258,31 +259,21 @@ pub(crate) fn message_arrays(py: Python<'_>, messages: Vec<Message>) -> Vec<Mess
         .collect()
 }
 
-/// The bundles of `path` in batches of about `batch_kmers` k-mers (warnings about the input
-/// go to Python's `warnings`).
-fn open_batches(
-    py: Python<'_>,
-    client: &CoreClient,
-    path: std::path::PathBuf,
-    mode: PairMode,
-    min_length: Option<usize>,
-    batch_kmers: usize,
-    cleaning: Cleaning,
-) -> PyResult<BundleBatches> {
-    let reader = open_reader(py, path, mode, min_length)?;
-    Ok(BundleBatches::new(reader, client.ksize(), batch_kmers, cleaning))
-}
-
 /// The reader of the bundles of `path`, paired as `mode` says, reads shorter than `min_length`
-/// dropped (warnings about the input go to Python's `warnings`).
+/// dropped (warnings about the input go to Python's `warnings`); what it reads advances the
+/// progress line of `terminal` when given.
 pub(crate) fn open_reader(
     py: Python<'_>,
     path: std::path::PathBuf,
     mode: PairMode,
     min_length: Option<usize>,
+    terminal: Option<&ShardTerminal>,
 ) -> PyResult<PairedReader> {
     let path = path.to_string_lossy().into_owned();
-    let ctx = RunContext::new();
+    let ctx = match terminal {
+        Some(t) => RunContext::build_showing_progress(CancelToken::new(), None, t.run()),
+        None => RunContext::new(),
+    };
     let reader = py.detach(|| FastxReader::open_in(&path, &ctx));
     ctx.messages().iter().try_for_each(|m| warn_message(py, m))?;
     Ok(PairedReader::new(reader.py()?, mode, min_length))
@@ -330,18 +321,20 @@ pub struct ShardedCountRun {
 #[pymethods]
 impl ShardedCountRun {
     /// Counting `path` (every record, khmer's C++ cleaning) on `client`'s table, whose shard `s`
-    /// is `local[s]` when held in this process (a `Shard`) and remote when `None`.
+    /// is `local[s]` when held in this process (a `Shard`) and remote when `None`; the reading
+    /// advances the progress line of `terminal` when given.
     #[new]
-    #[pyo3(signature = (client, local, path, batch_kmers))]
+    #[pyo3(signature = (client, local, path, batch_kmers, terminal = None))]
     fn new(
         py: Python<'_>,
         client: Py<ShardClient>,
         local: Vec<Option<Py<Shard>>>,
         path: std::path::PathBuf,
         batch_kmers: usize,
+        terminal: Option<PyRef<'_, ShardTerminal>>,
     ) -> PyResult<Self> {
-        let batches =
-            open_batches(py, &client.get().inner, path, PairMode::ForceSingle, None, batch_kmers, Cleaning::Parser)?;
+        let reader = open_reader(py, path, PairMode::ForceSingle, None, terminal.as_deref())?;
+        let batches = BundleBatches::new(reader, client.get().inner.ksize(), batch_kmers, Cleaning::Parser);
         let run = ShardedCount::new(batches, &client.get().inner, remote(&local)).py()?;
         Ok(ShardedCountRun { client, local: LocalShards(local), run })
     }
@@ -391,9 +384,11 @@ pub struct ShardedNormalizeRun {
 #[pymethods]
 impl ShardedNormalizeRun {
     /// Normalizing `path` to `cutoff` on `client`'s table (`local` as for `ShardedCountRun`);
-    /// `pairs` as for `open_reads`; reads shorter than k are dropped, as khmer does.
+    /// `pairs` as for `open_reads`; reads shorter than k are dropped, as khmer does; `terminal`
+    /// as for `ShardedCountRun`.
     #[new]
-    #[pyo3(signature = (client, local, path, pairs, cutoff, batch_kmers))]
+    #[pyo3(signature = (client, local, path, pairs, cutoff, batch_kmers, terminal = None))]
+    #[allow(clippy::too_many_arguments)] // the Python constructor's keywords
     fn new(
         py: Python<'_>,
         client: Py<ShardClient>,
@@ -402,11 +397,12 @@ impl ShardedNormalizeRun {
         pairs: &Bound<'_, PyAny>,
         cutoff: u32,
         batch_kmers: usize,
+        terminal: Option<PyRef<'_, ShardTerminal>>,
     ) -> PyResult<Self> {
         let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
         let k = client.get().inner.ksize();
-        let batches =
-            open_batches(py, &client.get().inner, path, mode, Some(k), batch_kmers, Cleaning::ScreedWithText)?;
+        let reader = open_reader(py, path, mode, Some(k), terminal.as_deref())?;
+        let batches = BundleBatches::new(reader, k, batch_kmers, Cleaning::ScreedWithText);
         let run = ShardedNormalize::new(batches, cutoff, &client.get().inner, remote(&local)).py()?;
         Ok(ShardedNormalizeRun { client, local: LocalShards(local), run })
     }

@@ -129,6 +129,9 @@ class _Sharded:
     _table: Any
     batch_kmers: int
     short_reads: int
+    #: The terminal of the command line running on this table (``_core.ShardTerminal``), whose
+    #: progress line the files read here advance; ``None`` outside the command line.
+    terminal: Any = None
 
     def _start(self, client: Any, actor: Callable[..., Any], args: Sequence[Sequence[Any]],
                n_local: int, nbytes: Sequence[int], messages: Sequence[int]) -> None:
@@ -480,7 +483,8 @@ class ShardedCountgraph(_Sharded):
         The file is read, hashed and routed natively; the shards held here count at once, the
         others get one message per batch."""
         self.flush()
-        run = _core.ShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers)
+        run = _core.ShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers,
+                                    self.terminal)
         return self._count_file(run, lambda message: (message[2],))
 
     def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
@@ -496,7 +500,7 @@ class ShardedCountgraph(_Sharded):
         Returns (reads, reads kept)."""
         self.flush()
         run = _core.ShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
-                                        self.batch_kmers)
+                                        self.batch_kmers, self.terminal)
         return self._normalize(run, out, on_batch)
 
     def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:

@@ -48,13 +48,15 @@ def wants_shards(argv: Sequence[str]) -> bool:
     return _core.shard_requested(["kmerflow", *argv])
 
 
-def run(argv: Sequence[str], on_message: OnMessage, client: Any = None,
-        console: bool = False) -> Optional[Tuple[Dict[str, Any], Dict[str, Any]]]:
+def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
+        client: Any = None) -> Optional[Tuple[Dict[str, Any], Dict[str, Any]]]:
     """Runs the sharded command line ``argv`` (command first) on ``client`` (a
     ``distributed.Client``; else the cluster its flags name) and returns the command's summary
     and run report; ``None`` for a help or version request (printed). Messages go to
-    ``on_message`` (informational ones not under ``-q`` when ``console``). Raises
-    :class:`kmerflow.CommandError` (exit status 2 for a usage error, else 1)."""
+    ``on_message``; without it the run is printed as the one-process command line prints it
+    (``_core.ShardTerminal``: the messages, informational ones not under ``-q``, the progress
+    line on a terminal, the resource line at the end). Raises :class:`kmerflow.CommandError`
+    (exit status 2 for a usage error, else 1)."""
     full = ["kmerflow", *argv]
     text = _core.shard_plan(full)
     if text is None:
@@ -62,25 +64,29 @@ def run(argv: Sequence[str], on_message: OnMessage, client: Any = None,
     plan = json.loads(text)
     plan["argv"] = full
     name = plan["command"]
-
-    def say(level: str, message: str) -> None:
-        if level != "info" or not (console and plan["quiet"]):
-            on_message(level, message)
-
+    terminal = _core.ShardTerminal(full) if on_message is None else None
+    say: OnMessage = terminal.say if terminal is not None else on_message  # type: ignore[assignment]
     for m in plan["messages"]:
         say(m["level"], m["text"])
     started = time.monotonic()
     try:
         with _connected(plan["cluster"], client, name) as dask_client:
             graph = _graph(plan, dask_client) if "table" in plan else None
+            if graph is not None:
+                graph.terminal = terminal
             summary, outputs = _RUNS[name](plan, graph, say)
+        inputs = [*plan["inputs"], *([plan["unpaired"]] if plan.get("unpaired") else [])]
+        report = _core.shard_finish(full, json.dumps(summary), json.dumps(plan["table_sizing"]), inputs,
+                                    outputs, time.monotonic() - started)
     except CommandError:
         raise
     except (KmerflowError, OSError, ValueError) as e:
         raise CommandError(f"kmerflow {name}: error: {e}", 1) from e
-    inputs = [*plan["inputs"], *([plan["unpaired"]] if plan.get("unpaired") else [])]
-    report = _core.shard_finish(full, json.dumps(summary), json.dumps(plan["table_sizing"]), inputs,
-                                outputs, time.monotonic() - started)
+    finally:
+        if terminal is not None:
+            terminal.stop()
+    if terminal is not None:
+        terminal.finish()
     return summary, json.loads(report)
 
 
@@ -89,7 +95,7 @@ def main(argv: List[str]) -> int:
     command = argv[0]
     try:
         with stopped_by_signals(command):
-            result = run(argv, lambda _level, text: print(text, file=sys.stderr), console=True)
+            result = run(argv)
         if result is not None and any(result[1]["parameters"].get(k)
                                       for k in ("html", "plots", "multiqc")):
             from kmerflow.report import render
@@ -318,7 +324,7 @@ def _native(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> O
     two passes, or the look-up pass of filter-abund(-single) and abundance-dist-single over a
     table that holds the counts; the table never passes through this process."""
     summary_text, outputs = _core.run_sharded_command(plan["command"], plan["argv"], say,
-                                                      *graph.native_run())
+                                                      *graph.native_run(), graph.terminal)
     return json.loads(summary_text), outputs
 
 

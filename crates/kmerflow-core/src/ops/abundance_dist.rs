@@ -7,7 +7,7 @@ use super::sizing::{self, TableParams};
 use crate::io::{FastxReader, PairMode, PairedReader};
 use crate::run::metrics;
 use crate::run::RunContext;
-use crate::table::shard_runs::{BundleBatches, Cleaning, ReadHasher, ShardedDecisions};
+use crate::shards::runs::{BundleBatches, Cleaning, ReadHasher, ShardedDecisions};
 use crate::table::{
     AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, CountingTable, HashKind, HugePages, KhmerTable,
     Layout, OwnedBatch, OwnedCounting, StorageKind,
@@ -137,7 +137,7 @@ impl OwnedCounting for Tracker<'_, BlockedTable> {
 /// [`histogram_of_files`] on the sharded table `shards` (khmer's layout): the tracking filter
 /// lives in this process (one bit per counter of the table) and is filled in file order by the
 /// thread that reads and hashes the batches, which keeps only the k-mers new to it; their
-/// counts are looked up on the shards ([`Lookups`], one message per shard and batch) and
+/// counts are looked up on the shards ([`crate::shards::runs::Lookups`], one message per shard and batch) and
 /// counted in the histogram. Equal to [`histogram_of_files`] on the gathered table.
 pub fn sharded_histogram_of_files(
     shards: &mut ShardedDecisions<'_>,
@@ -494,8 +494,8 @@ mod tests {
     /// filter, with and without bigcount) equals the one-process run's.
     #[test]
     fn sharded_histogram_matches_one_process() {
-        use crate::table::shard_runs::testing::{counted_shards, fastq_of};
-        use crate::table::shard_runs::ShardedDecisions;
+        use crate::shards::runs::testing::{counted_shards, fastq_of};
+        use crate::shards::runs::ShardedDecisions;
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
         std::fs::write(path("reads.fq"), fastq_of(8, 1500, 70) + &fastq_of(9, 500, 4000)).unwrap();

@@ -251,12 +251,8 @@ impl<'a> Normalizer<'a> {
         let cutoff = self.opts.cutoff;
         for (index, b) in bundles.clone().zip(hb.reads.bundle_reads().skip(bundles.start)) {
             self.summary.total += b.len() as u64;
-            let discard = b.iter().all(|i| pass.median_at_least(hb.kmers[i].clone(), cutoff));
-            if !discard {
-                for i in b.iter() {
-                    pass.add(hb.kmers[i].clone());
-                    self.summary.kept += 1;
-                }
+            if pass.keep_bundle(|| b.iter().map(|i| hb.kmers[i].clone()), cutoff) {
+                self.summary.kept += b.len() as u64;
                 kept(index);
             }
             if self.summary.total >= self.next_curve_at {

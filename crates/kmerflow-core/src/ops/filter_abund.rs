@@ -13,8 +13,8 @@ use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target
 use crate::io::{Compression, OutputFile, PairMode, PairedInput, Record};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
+use crate::shards::runs::{BundleBatches, Cleaning as BatchCleaning, ShardedDecisions};
 use crate::table::batch::spans;
-use crate::table::shard_runs::{BundleBatches, Cleaning as BatchCleaning, ShardedDecisions};
 use crate::table::CountingTable;
 use crate::table::KhmerTable;
 use crate::Result;
@@ -311,7 +311,7 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::shard_runs::testing::{counted_shards, fastq_of};
+    use crate::shards::runs::testing::{counted_shards, fastq_of};
 
     /// filter-abund-single on shards (counts past 255, colliding tables, reads shorter than k,
     /// with and without -V) writes the reads and summary of the one-process run.

@@ -5,7 +5,7 @@ use super::memory::{check_table_fits, Backing};
 use super::pyfmt::{general, repr};
 use crate::kmer::Strand;
 use crate::run::RunContext;
-use crate::table::shard::ShardClient;
+use crate::shards::khmer::ShardClient;
 use crate::table::CountingTable;
 use crate::table::{
     AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, HashKind, KhmerTable, Layout, StorageKind,

@@ -9,30 +9,51 @@
 use super::read_filter::{trim_record, Trim};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::table::CountingTable;
-use crate::table::{median_mean_stddev, KhmerTable};
+use crate::table::{median_mean_stddev, KhmerTable, ReadCounts};
+use std::ops::Range;
 
-/// normalize-by-median on `bundles` (one or two reads each), in order: a bundle is kept unless
-/// every one of its reads already has an upper-median k-mer count >= `cutoff`, and a kept
-/// bundle's reads are counted. Returns whether each bundle is kept.
+/// normalize-by-median on `bundles` (one or two reads each), in order, by the one rule
+/// ([`ReadCounts::keep_bundle`]): a bundle is kept unless every one of its reads already has an
+/// upper-median k-mer count >= `cutoff`, and a kept bundle's reads are counted. Returns whether
+/// each bundle is kept.
 pub fn normalize_batch<S: AsRef<[u8]>>(table: &KhmerTable, bundles: &[Vec<S>], cutoff: u32) -> Vec<bool> {
     let mut clean = Vec::new();
-    let cleaned = |seq: &S, clean: &mut Vec<u8>| clean_screed(seq.as_ref(), clean);
+    let mut bundle = BundleCounts { table, hashes: Vec::new() };
+    let mut reads = Vec::new();
     bundles
         .iter()
-        .map(|reads| {
-            let discard = reads.iter().all(|r| {
-                cleaned(r, &mut clean);
-                table.median_at_least(&clean, cutoff)
-            });
-            if !discard {
-                for r in reads {
-                    cleaned(r, &mut clean);
-                    table.consume(&clean);
-                }
+        .map(|seqs| {
+            bundle.hashes.clear();
+            reads.clear();
+            for seq in seqs {
+                clean_screed(seq.as_ref(), &mut clean);
+                let start = bundle.hashes.len();
+                table.kmer_hashes(&clean, &mut bundle.hashes);
+                reads.push(start..bundle.hashes.len());
             }
-            !discard
+            bundle.keep_bundle(|| reads.iter().cloned(), cutoff)
         })
         .collect()
+}
+
+/// The k-mer hashes of one bundle's reads end to end, counted on a shared table.
+struct BundleCounts<'a> {
+    table: &'a KhmerTable,
+    hashes: Vec<u64>,
+}
+
+impl ReadCounts for BundleCounts<'_> {
+    fn counts(&mut self, kmers: Range<usize>, out: &mut Vec<u32>) {
+        self.table.counts_for_hashes(&self.hashes[kmers], out);
+    }
+
+    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
+        self.table.median_at_least_hashes(&self.hashes[kmers], cutoff)
+    }
+
+    fn add(&mut self, kmers: Range<usize>) {
+        self.table.add_hashes(&self.hashes[kmers]);
+    }
 }
 
 /// filter-abund on `reads`: each read is cut before its first k-mer with count < `cutoff`

@@ -10,7 +10,7 @@
 //! [`run_sharded`] decides pass 1 the same way on a table sharded over other processes
 //! ([`ShardedDecisions`]: each batch looked up on the shards, decided here with in-batch
 //! deltas, its updates sent to the shards), and trims pass 2 from counts looked up on the
-//! shards ([`crate::table::shard_runs::Lookups`]): the table is never gathered, and its `-s`
+//! shards ([`crate::shards::runs::Lookups`]): the table is never gathered, and its `-s`
 //! file is the caller's to write shard by shard.
 //!
 //! R1/R2 files ([`crate::io::mates`]): an input with a `--mate` file is read as the pairs of
@@ -30,8 +30,8 @@ use crate::io::{
 };
 use crate::pipeline::run_ordered;
 use crate::run::{metrics, RunContext};
+use crate::shards::runs::{BundleBatches, Cleaning as BatchCleaning, ShardedDecisions};
 use crate::table::batch::spans;
-use crate::table::shard_runs::{BundleBatches, Cleaning as BatchCleaning, ShardedDecisions};
 use crate::table::CountingTable;
 use crate::table::{median_mean_stddev, BatchRunner, KhmerTable, KmerPass, Lookahead, ReadCounts};
 use crate::{Error, Result};
@@ -485,7 +485,7 @@ fn pass2_reads(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut MateWri
 }
 
 /// [`pass2_reads`] against a sharded table: the set-aside reads are read, hashed and looked
-/// up on the shards a batch at a time ([`crate::table::shard_runs::Lookups`]) and trimmed here
+/// up on the shards a batch at a time ([`crate::shards::runs::Lookups`]) and trimmed here
 /// by the same rule; the table stays on the shards.
 fn pass2_reads_sharded(
     o: &Options,
@@ -584,7 +584,7 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
 /// loaded from `o.loadgraph` by the caller), pass 2 looking its reads up on the shards; the
 /// outputs are those of [`run`] with a table of the same sizes. `batched` is refused. The
 /// table is not saved here: `o.savegraph` is the caller's to write (shard by shard, see
-/// [`crate::table::shard_file`]) once this returns, the shards holding every update; it is
+/// [`crate::shards::file`]) once this returns, the shards holding every update; it is
 /// checked against the inputs, and the false-positive check that stops a run comes first.
 pub fn run_sharded(o: &Options, shards: ShardedDecisions<'_>, ctx: &RunContext) -> Result<Summary> {
     if o.batched {
@@ -805,8 +805,8 @@ fn write_summary_info(o: &Options, s: &Summary, format: SummaryFormat, ctx: &Run
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::shard::{Shard, ShardClient};
-    use crate::table::shard_runs::testing::InProcess;
+    use crate::shards::khmer::{Shard, ShardClient};
+    use crate::shards::runs::testing::InProcess;
     use crate::table::HashKind;
     use rand::{Rng, SeedableRng};
 

@@ -133,7 +133,7 @@ pub type MessageHandler = Box<dyn Fn(&Message) + Send + Sync>;
 struct State {
     threads: AtomicUsize,
     metrics: metrics::Metrics,
-    progress: progress::Progress,
+    progress: Arc<progress::Progress>,
     files: files::Files,
     cancel: CancelToken,
     messages: Mutex<Vec<Message>>,
@@ -178,7 +178,14 @@ impl RunContext {
 
     /// A context cancelled through `cancel` (shared with the caller), calling `handler` if any.
     pub fn build(cancel: CancelToken, handler: Option<MessageHandler>) -> Self {
-        Self::with_state(cancel, handler, None)
+        Self::with_state(cancel, handler, None, Arc::default())
+    }
+
+    /// [`RunContext::build`] with the progress counters of `shown`, the context a front end
+    /// draws its progress line from: what this context reads advances that line (a sharded
+    /// run, whose steps run in contexts of their own under one line).
+    pub fn build_showing_progress(cancel: CancelToken, handler: Option<MessageHandler>, shown: &RunContext) -> Self {
+        Self::with_state(cancel, handler, None, shown.0.progress.clone())
     }
 
     /// A context for a step run beside this run's own work (on a thread of its own): `threads`
@@ -187,14 +194,19 @@ impl RunContext {
     /// run's progress line stays that of the run's own work). Its metrics, files, messages and
     /// side outputs are this run's.
     pub fn beside(&self, threads: usize, cancel: CancelToken) -> Self {
-        Self::with_state(cancel, None, Some(self.clone())).threads_set_to(threads)
+        Self::with_state(cancel, None, Some(self.clone()), Arc::default()).threads_set_to(threads)
     }
 
-    fn with_state(cancel: CancelToken, handler: Option<MessageHandler>, within: Option<RunContext>) -> Self {
+    fn with_state(
+        cancel: CancelToken,
+        handler: Option<MessageHandler>,
+        within: Option<RunContext>,
+        progress: Arc<progress::Progress>,
+    ) -> Self {
         RunContext(Arc::new(State {
             threads: AtomicUsize::new(1),
             metrics: metrics::Metrics::default(),
-            progress: progress::Progress::default(),
+            progress,
             files: files::Files::default(),
             cancel,
             messages: Mutex::new(Vec::new()),
@@ -359,6 +371,17 @@ mod tests {
         let beside = ctx.beside(1, CancelToken::new());
         ctx.cancel();
         assert!(matches!(beside.check_cancelled(), Err(Error::Cancelled)));
+    }
+
+    #[test]
+    fn a_context_showing_progress_shares_only_the_progress() {
+        let shown = RunContext::new();
+        let step = RunContext::build_showing_progress(CancelToken::new(), None, &shown);
+        step.progress().add_read(10);
+        step.info("step");
+        step.cancel();
+        assert_eq!(shown.progress().snapshot().read, 10);
+        assert!(shown.messages().is_empty() && !shown.is_cancelled());
     }
 
     #[test]

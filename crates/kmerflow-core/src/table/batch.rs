@@ -49,7 +49,7 @@ struct SeenEntry {
 
 impl SeenCounters {
     /// Empties the map for up to `n` counters.
-    pub(super) fn start(&mut self, n: usize) {
+    pub(crate) fn start(&mut self, n: usize) {
         let capacity = (2 * n).next_power_of_two().max(16);
         if self.entries.len() < capacity {
             self.entries = vec![SeenEntry::default(); capacity];
@@ -70,13 +70,13 @@ impl SeenCounters {
 
     /// Prefetches the entry where `counter` is looked for first.
     #[inline(always)]
-    pub(super) fn prefetch(&self, counter: u64) {
+    pub(crate) fn prefetch(&self, counter: u64) {
         prefetch(&self.entries[self.index(counter)]);
     }
 
     /// The first position of `counter`, if it was seen.
     #[inline(always)]
-    pub(super) fn get(&self, counter: u64) -> Option<u32> {
+    pub(crate) fn get(&self, counter: u64) -> Option<u32> {
         let mut i = self.index(counter);
         loop {
             let entry = &self.entries[i];
@@ -92,7 +92,7 @@ impl SeenCounters {
 
     /// The first position of `counter`, which is `q` if the counter was not seen before.
     #[inline(always)]
-    pub(super) fn first(&mut self, counter: u64, q: u32) -> u32 {
+    pub(crate) fn first(&mut self, counter: u64, q: u32) -> u32 {
         let mut i = self.index(counter);
         loop {
             let entry = &mut self.entries[i];
@@ -109,7 +109,7 @@ impl SeenCounters {
 }
 
 /// The counting rules that phase 2 needs of a table, wherever its counters are held (in this
-/// process, or in shards elsewhere: [`super::shard`]).
+/// process, or in shards elsewhere: [`crate::shards::khmer`]).
 pub trait BatchRules: Sync {
     /// Counters of one k-mer (`P`: tables of khmer's layout, probes of the blocked layout).
     fn batch_probes(&self) -> usize;

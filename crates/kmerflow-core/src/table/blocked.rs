@@ -101,7 +101,7 @@ impl CounterWidth {
 }
 
 /// A storage of the khmer tables reused inside lines, with the number of bits of a slot index.
-trait LineCells: Cells {
+pub(crate) trait LineCells: Cells {
     const SLOT_BITS: u32;
 }
 
@@ -124,11 +124,9 @@ macro_rules! with_width {
         with_cells!(CounterWidth::storage($width), $C => $body)
     };
 }
+pub(crate) use with_width;
 
 mod batch;
-pub mod shard;
-pub mod shard_normalize;
-pub mod shard_run;
 
 /// The shape of a blocked table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,13 +198,13 @@ impl BlockedParams {
 
 /// Occupancy counters, updated once per batch.
 #[derive(Debug, Default)]
-struct Stats {
+pub(crate) struct Stats {
     /// Non-zero counters.
-    occupied: AtomicU64,
+    pub(crate) occupied: AtomicU64,
     /// Adds that found at least one zero counter.
-    unique: AtomicU64,
+    pub(crate) unique: AtomicU64,
     /// All adds.
-    added: AtomicU64,
+    pub(crate) added: AtomicU64,
 }
 
 /// Saved values of [`Stats`].
@@ -233,7 +231,7 @@ thread_local! {
 
 /// The N distinct probe slots of `hash` inside its line.
 #[inline(always)]
-fn probe_slots<C: LineCells>(hash: u64, probes: usize) -> [u16; MAX_PROBES] {
+pub(crate) fn probe_slots<C: LineCells>(hash: u64, probes: usize) -> [u16; MAX_PROBES] {
     // u16 slots: the array travels in registers, not through the stack.
     let mask = (1u16 << C::SLOT_BITS) - 1;
     let mut slots = [0u16; MAX_PROBES];
@@ -260,10 +258,10 @@ fn probe_slots<C: LineCells>(hash: u64, probes: usize) -> [u16; MAX_PROBES] {
 /// Concurrency: as for [`super::KhmerTable`], every counter update is atomic and saturating, so the
 /// counters and `n_occupied` do not depend on the thread interleaving; `n_unique_kmers` may.
 pub struct BlockedTable {
-    params: BlockedParams,
-    hasher: KmerHasher,
-    mem: LineMemory,
-    stats: Stats,
+    pub(crate) params: BlockedParams,
+    pub(crate) hasher: KmerHasher,
+    pub(crate) mem: LineMemory,
+    pub(crate) stats: Stats,
 }
 
 impl BlockedTable {
@@ -373,7 +371,12 @@ impl BlockedTable {
     /// Visits the hashes in order with their line (`lines[i]` for `hashes[i]`) while the line
     /// `PREFETCH_AHEAD` k-mers later is prefetched; stops early when `visit` returns false.
     #[inline(always)]
-    fn visit_prefetched(&self, hashes: &[u64], lines: &[u64], mut visit: impl FnMut(&[AtomicU8], u64, u64) -> bool) {
+    pub(crate) fn visit_prefetched(
+        &self,
+        hashes: &[u64],
+        lines: &[u64],
+        mut visit: impl FnMut(&[AtomicU8], u64, u64) -> bool,
+    ) {
         let mem = self.mem.atomics();
         let fetch = |line: u64| prefetch(&mem[line as usize * LINE_BYTES]);
         lines.iter().take(PREFETCH_AHEAD).for_each(|&line| fetch(line));
@@ -395,7 +398,12 @@ impl BlockedTable {
 
     /// Adds each hash in order at its line (`lines[i]` for `hashes[i]`, lines of this table),
     /// calling `each_new` with the hashes that found a zero counter.
-    fn add_at_lines<const EXCLUSIVE: bool>(&self, hashes: &[u64], lines: &[u64], mut each_new: impl FnMut(u64)) {
+    pub(crate) fn add_at_lines<const EXCLUSIVE: bool>(
+        &self,
+        hashes: &[u64],
+        lines: &[u64],
+        mut each_new: impl FnMut(u64),
+    ) {
         let mut total = Tally::default();
         with_width!(self.params.width, C => self.visit_prefetched(hashes, lines, |mem, hash, line| {
             let tally = self.update::<C, EXCLUSIVE>(mem, hash, line);
@@ -445,7 +453,7 @@ impl BlockedTable {
     }
 
     /// Appends the count of each hash at its line (`lines[i]` for `hashes[i]`) to `out`.
-    fn counts_at_lines(&self, hashes: &[u64], lines: &[u64], out: &mut Vec<u32>) {
+    pub(crate) fn counts_at_lines(&self, hashes: &[u64], lines: &[u64], out: &mut Vec<u32>) {
         out.reserve(hashes.len());
         with_width!(self.params.width, C => self.visit_prefetched(hashes, lines, |mem, hash, line| {
             out.push(self.count::<C>(mem, hash, line));

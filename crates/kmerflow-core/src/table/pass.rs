@@ -55,6 +55,22 @@ pub trait ReadCounts {
     fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool;
     /// Counts the k-mers `kmers`, the same as consuming the read.
     fn add(&mut self, kmers: Range<usize>);
+
+    /// khmer's normalize-by-median rule, the one of every run (one process, batched, sharded):
+    /// a bundle (a read, or a pair: `reads()` gives the k-mers of each of its reads) is
+    /// discarded when every one of its reads already has an upper-median count of at least
+    /// `cutoff` ([`ReadCounts::median_at_least`]), else kept and its reads counted. Returns
+    /// whether the bundle is kept.
+    fn keep_bundle<I: Iterator<Item = Range<usize>>>(&mut self, reads: impl Fn() -> I, cutoff: u32) -> bool
+    where
+        Self: Sized,
+    {
+        let keep = !reads().all(|read| self.median_at_least(read, cutoff));
+        if keep {
+            reads().for_each(|read| self.add(read));
+        }
+        keep
+    }
 }
 
 /// Which k-mers of each read a [`KmerPass`] prefetches ahead (a hint: any use is correct).

@@ -17,7 +17,7 @@
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 /// One storage layout: how bins map to bytes and how a bin is counted.
-pub(super) trait Cells {
+pub(crate) trait Cells {
     /// Largest count a bin holds.
     const MAX: u8;
     /// Whether the bigcount overflow map applies (byte storage only).
@@ -69,7 +69,7 @@ fn increment_field_exclusive(cell: &AtomicU8, shift: u32, mask: u8) -> u8 {
 }
 
 /// 8-bit saturating counters (khmer type 1).
-pub(super) struct ByteCells;
+pub(crate) struct ByteCells;
 
 impl Cells for ByteCells {
     const MAX: u8 = 255;
@@ -106,7 +106,7 @@ impl Cells for ByteCells {
 }
 
 /// 4-bit saturating counters, even bin in the high nibble (khmer type 7).
-pub(super) struct NibbleCells;
+pub(crate) struct NibbleCells;
 
 impl NibbleCells {
     #[inline(always)]
@@ -156,7 +156,7 @@ impl Cells for NibbleCells {
 }
 
 /// One bit per bin, least significant bit first (khmer type 2).
-pub(super) struct BitCells;
+pub(crate) struct BitCells;
 
 impl Cells for BitCells {
     const MAX: u8 = 1;

@@ -1,6 +1,7 @@
 //! Unit tests of `KhmerTable` semantics against values observed with khmer 3.0.
 
 use super::*;
+use crate::kmer::murmur;
 
 fn countgraph(k: usize, sizes: &[u64]) -> KhmerTable {
     KhmerTable::with_sizes(k, HashKind::TwoBit, StorageKind::Byte, sizes.to_vec()).unwrap()

@@ -13,7 +13,7 @@ enum Backing {
 }
 
 /// `len` bytes of counters starting on a cache-line boundary.
-pub(super) struct LineMemory {
+pub(crate) struct LineMemory {
     backing: Backing,
     ptr: *mut u8,
     len: usize,
@@ -26,7 +26,7 @@ unsafe impl Sync for LineMemory {}
 
 impl LineMemory {
     /// `len` zero bytes allocated as `options` say, aligned to a cache line.
-    pub(super) fn anonymous(len: usize, options: AllocOptions) -> std::io::Result<Self> {
+    pub(crate) fn anonymous(len: usize, options: AllocOptions) -> std::io::Result<Self> {
         let zeroed = ZeroedBytes::with_options(len + LINE_BYTES, options)?;
         let base = zeroed.atomics().as_ptr() as *mut u8;
         // SAFETY: the offset is below LINE_BYTES, so [offset, offset + len) is inside the buffer.
@@ -35,7 +35,7 @@ impl LineMemory {
     }
 
     /// The `len` bytes at `offset` (a multiple of the page size) of a writable map.
-    pub(super) fn mapped(mut map: memmap2::MmapMut, offset: usize, len: usize) -> Self {
+    pub(crate) fn mapped(mut map: memmap2::MmapMut, offset: usize, len: usize) -> Self {
         assert!(offset + len <= map.len() && offset & (LINE_BYTES - 1) == 0, "table data outside its map");
         // SAFETY: checked above that the range lies inside the map.
         let ptr = unsafe { map.as_mut_ptr().add(offset) };
@@ -44,21 +44,21 @@ impl LineMemory {
 
     /// The bytes as atomics, for (shared) updates.
     #[inline(always)]
-    pub(super) fn atomics(&self) -> &[AtomicU8] {
+    pub(crate) fn atomics(&self) -> &[AtomicU8] {
         // SAFETY: AtomicU8 has the layout of u8; the memory is valid and writable for `len`
         // bytes while self lives, and shared mutation only goes through atomics.
         unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU8, self.len) }
     }
 
     /// The bytes, mutably (`&mut self` excludes every other access).
-    pub(super) fn bytes_mut(&mut self) -> &mut [u8] {
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: valid and writable for `len` bytes while self lives; `&mut self` excludes
         // every other access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 
     /// The whole writable map (header included) of a mapped memory.
-    pub(super) fn map_mut(&mut self) -> Option<&mut memmap2::MmapMut> {
+    pub(crate) fn map_mut(&mut self) -> Option<&mut memmap2::MmapMut> {
         match &mut self.backing {
             Backing::Map(map) => Some(map),
             Backing::Anonymous(_) => None,

@@ -9,18 +9,18 @@
 //! of counters, adding one to counters (returning the values before each add), and applying
 //! deltas. A [`ShardClient`] holds the rest of the table (the bigcount map, `n_occupied`,
 //! `n_unique_kmers`) and makes the per-k-mer decisions from the values the shards return, by the
-//! rules of [`super::batch`]: counting a batch (phase 3 alone: the shards add in input order and
+//! rules of [`crate::table::batch`]: counting a batch (phase 3 alone: the shards add in input order and
 //! return each counter's previous value, from which the statistics and bigcounts follow exactly
 //! as in a sequential add), counts of k-mers, and the three phases of the read-by-read decisions.
 //!
 //! Everything equals the one-process table with the same sizes: counters, bigcounts and the
 //! statistics ([`ShardClient::gather`] rebuilds it).
 
-use super::batch::{
+use crate::table::batch::{
     self, ends_in_order, spans, BatchLookup, BatchOutcome, BatchRules, Decider, Positions, SeenCounters,
 };
-use super::khmer_format::ByteFrame;
-use super::{prefetch, FastMod, HashKind, KhmerTable, ReadCounts, StorageKind, Table};
+use crate::table::khmer_format::ByteFrame;
+use crate::table::{prefetch, FastMod, HashKind, KhmerTable, StorageKind, Table};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::ops::{Deref, Range};
@@ -306,9 +306,9 @@ impl Shard {
     }
 
     /// Replaces the counters with those at `places` of the table file `path` (see
-    /// [`super::shard_file`]), checked against the maximum.
+    /// [`super::file`]), checked against the maximum.
     pub fn read_from(&mut self, path: &str, places: &[(u64, u64)]) -> Result<()> {
-        super::shard_file::read_into(path, places, &mut self.cells)?;
+        super::file::read_into(path, places, &mut self.cells)?;
         match self.cells.iter().position(|&c| c > self.max) {
             Some(i) => Err(Error::format(
                 path,
@@ -501,7 +501,7 @@ impl ShardClient {
     /// The client of a byte-counter table (khmer's Countgraph or Counttable) of `sizes` cut
     /// into `shards` shards.
     pub fn new(k: usize, hash: HashKind, sizes: &[u64], shards: usize, use_bigcount: bool) -> Result<Self> {
-        super::check_parameters(k, hash, sizes.len())?;
+        crate::table::check_parameters(k, hash, sizes.len())?;
         Ok(ShardClient {
             map: ShardMap::new(sizes, shards)?,
             k,
@@ -533,7 +533,7 @@ impl ShardClient {
     /// table of the same k and hash family hashes them).
     pub fn kmer_hasher(&self) -> impl Fn(&[u8], &mut Vec<u64>) + Send + Sync + 'static {
         let (hash, k) = (self.hash, self.k);
-        move |seq, out| super::hash_kmers(hash, crate::kmer::Strand::Canonical, k, seq, &mut Vec::new(), out)
+        move |seq, out| crate::table::hash_kmers(hash, crate::kmer::Strand::Canonical, k, seq, &mut Vec::new(), out)
     }
 
     /// Counters of table 0 that are not zero (khmer's `n_occupied`).
@@ -636,17 +636,8 @@ impl ShardClient {
             return Err(Error::invalid("read and bundle ends must be non-decreasing and in range"));
         }
         let reads: Vec<Range<usize>> = spans(read_ends).collect();
-        let (keep, positions, outcome) = batch::decide_on(self, hashes, positions, |d| {
-            spans(bundle_ends)
-                .map(|bundle| {
-                    let keep = !reads[bundle.clone()].iter().all(|read| d.median_at_least(read.clone(), cutoff));
-                    if keep {
-                        reads[bundle].iter().for_each(|read| d.add(read.clone()));
-                    }
-                    keep
-                })
-                .collect()
-        });
+        let (keep, positions, outcome) =
+            batch::decide_on(self, hashes, positions, |d| super::keep_bundles(d, &reads, bundle_ends, cutoff));
         self.record(&outcome);
         Ok((keep, positions))
     }
@@ -674,7 +665,7 @@ impl ShardClient {
     }
 
     /// The fields of the table's file other than the counters (khmer's format, type 1), for a
-    /// save shard by shard ([`super::shard_file`]).
+    /// save shard by shard ([`super::file`]).
     pub fn frame(&self) -> ByteFrame {
         ByteFrame {
             k: self.k,
@@ -733,7 +724,7 @@ impl ShardClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::{median_min_required, CountingTable as _};
+    use crate::table::{median_min_required, CountingTable as _, ReadCounts};
     use rand::{Rng, SeedableRng};
 
     const SIZES: [u64; 3] = [97, 89, 83];
@@ -848,7 +839,8 @@ mod tests {
 
     #[test]
     fn saved_shard_by_shard_is_the_gathered_file_and_loads_back() {
-        use crate::table::{khmer_format, shard_file};
+        use crate::shards::file as shard_file;
+        use crate::table::khmer_format;
         let hashes = reads(7, 2000, 100).concat();
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();

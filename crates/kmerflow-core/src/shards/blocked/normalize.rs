@@ -1,4 +1,4 @@
-//! normalize-by-median of a whole file on a sharded blocked table ([`super::shard`]), a batch at
+//! normalize-by-median of a whole file on a sharded blocked table ([`super`]), a batch at
 //! a time, with only the remote shards' messages left to the caller.
 //!
 //! [`BlockedShardedNormalize::send`] reads the next batch ([`BundleBatches`], screed's cleaning,
@@ -12,11 +12,11 @@
 //! the local shards and keeps the remote ones for the next messages, and appends the kept
 //! bundles' text. The kept reads and the table are those of the one-process run.
 
-use super::shard::{BlockedShard, BlockedShardClient};
+use super::{BlockedShard, BlockedShardClient};
+use crate::shards::in_flight::InFlight;
+use crate::shards::khmer::{first_positions, split_by_owner, Updates, PREFETCH_AHEAD};
+use crate::shards::runs::{BundleBatches, Decided, HashedBundles};
 use crate::table::batch::{BatchLookup, SeenCounters};
-use crate::table::in_flight::InFlight;
-use crate::table::shard::{first_positions, split_by_owner, Updates, PREFETCH_AHEAD};
-use crate::table::shard_runs::{BundleBatches, Decided, HashedBundles};
 use crate::{Error, Result};
 
 /// One message to a remote shard: the updates to apply first, then the hashes of this batch
@@ -307,7 +307,7 @@ mod tests {
     use super::*;
     use crate::io::{FastxReader, PairMode, PairedReader};
     use crate::run::RunContext;
-    use crate::table::shard_runs::Cleaning;
+    use crate::shards::runs::Cleaning;
     use crate::table::{AllocOptions, BlockedParams, BlockedTable, CounterWidth, CountingTable as _};
     use std::collections::VecDeque;
     use std::io::Write as _;

@@ -1,4 +1,4 @@
-//! Whole files through a sharded table ([`super::shard`]): the client's side of counting and of
+//! Whole files through a sharded table ([`super::khmer`]): the client's side of counting and of
 //! normalize-by-median, batch by batch, with only the remote shards' messages left to the
 //! caller (who sends them to Dask workers and hands back the answers).
 //!
@@ -14,13 +14,13 @@
 //! batch's counts to a caller that decides from them (filtering, histograms). Every result is
 //! that of the one-process table with the same sizes.
 
-use super::batch::{spans, Positions, SeenCounters};
 use super::in_flight::{InFlight, LastDeltas};
-use super::shard::{first_positions, Sections, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
-use super::Decider;
+use super::khmer::{first_positions, Sections, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
 use crate::io::{write_record, BundleBatch, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
+use crate::table::batch::{spans, Positions, SeenCounters};
+use crate::table::Decider;
 use crate::{Error, Result};
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -781,7 +781,7 @@ pub trait RemoteShards: Send {
 /// gives the counts of a file's k-mers without changing the table (trim-low-abund's second pass,
 /// filter-abund's and abundance-dist's passes); [`ShardedDecisions::flush`] sends the updates
 /// still held here, leaving the whole table on the shards (to be saved shard by shard, see
-/// [`super::shard_file`]). The decisions, counts, counters and statistics are those of the
+/// [`super::file`]). The decisions, counts, counters and statistics are those of the
 /// one-process table with the same sizes.
 pub struct ShardedDecisions<'a> {
     client: &'a ShardClient,

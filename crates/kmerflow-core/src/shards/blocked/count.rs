@@ -1,4 +1,4 @@
-//! Counting a whole file on a sharded blocked table ([`super::shard`]), a batch at a time, with
+//! Counting a whole file on a sharded blocked table ([`super`]), a batch at a time, with
 //! only the remote shards' messages left to the caller (who sends them to Dask workers and
 //! hands back their answers).
 //!
@@ -8,11 +8,11 @@
 //! the remote shards work; [`BlockedShardedCount::record`] records the remote shards' answers.
 //! Each shard gets its parts in input order, one batch after the other.
 
-use super::shard::{BlockedShard, BlockedShardClient};
-use super::OccupancyStats;
+use super::{BlockedShard, BlockedShardClient};
+use crate::shards::khmer::split_by_owner;
+use crate::shards::runs::{BundleBatches, HashedBundles};
 use crate::table::batch::spans;
-use crate::table::shard::split_by_owner;
-use crate::table::shard_runs::{BundleBatches, HashedBundles};
+use crate::table::blocked::OccupancyStats;
 use crate::{Error, Result};
 
 /// Counting a file on a sharded blocked table; `local[s]` (given to each call) is shard `s`
@@ -111,7 +111,7 @@ mod tests {
     use super::*;
     use crate::io::{FastxReader, PairMode, PairedReader};
     use crate::run::RunContext;
-    use crate::table::shard_runs::Cleaning;
+    use crate::shards::runs::Cleaning;
     use crate::table::{AllocOptions, BlockedParams, BlockedTable, CounterWidth, CountingTable as _};
     use std::io::Write as _;
 

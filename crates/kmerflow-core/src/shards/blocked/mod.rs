@@ -10,13 +10,20 @@
 //! the statistics summed from the shards' answers. Each k-mer is added in input order in its
 //! own line, so the counters and the statistics are those of the one-process table, and
 //! [`BlockedShardClient::gather`] rebuilds it (its saved file is the one-process file byte for
-//! byte).
+//! byte). Whole files go through them by [`count`] (counting) and [`normalize`]
+//! (normalize-by-median).
 
-use super::{probe_slots, BitCells, ByteCells, Cells, CounterWidth, LineCells, NibbleCells};
-use super::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
+pub mod count;
+pub mod normalize;
+
+use crate::shards::file as shard_file;
+use crate::shards::khmer::{split_by_owner, Updates};
 use crate::table::batch::{self, ends_in_order, spans, BatchLookup, BatchRules};
-use crate::table::shard::{split_by_owner, Updates};
-use crate::table::{native_format, shard_file, AllocOptions, ReadCounts};
+use crate::table::blocked::{probe_slots, with_width, CounterWidth, LineCells};
+use crate::table::blocked::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
+use crate::table::storage::{BitCells, ByteCells, Cells, NibbleCells};
+use crate::table::with_cells;
+use crate::table::{native_format, AllocOptions};
 use crate::{Error, Result};
 use std::ops::Range;
 use std::sync::Mutex;
@@ -103,7 +110,7 @@ impl BlockedShardMap {
 
     /// Splits `hashes` by shard: each shard's hashes in input order, and `order`, the input
     /// position of each entry of the shards' parts laid end to end (for
-    /// [`crate::table::shard::ShardMap::unroute`]).
+    /// [`crate::shards::khmer::ShardMap::unroute`]).
     pub fn route(&self, hashes: &[u64]) -> Result<(Vec<Vec<u64>>, Vec<u32>)> {
         Ok(split_by_owner(hashes, &self.owners(hashes)?, self.shards(), |_| true))
     }
@@ -158,7 +165,7 @@ impl BlockedShard {
     }
 
     /// Writes the shard's lines at their place in the table file `path` (made by the client
-    /// at its full length; see [`crate::table::shard_file`]).
+    /// at its full length; see [`crate::shards::file`]).
     pub fn write_to(&self, path: &str) -> Result<()> {
         shard_file::write_chunks(path, self.place().0, |write| self.table.for_each_data_chunk(write))
     }
@@ -294,27 +301,6 @@ impl BatchRules for BlockedShardClient {
     }
 }
 
-/// khmer's normalize-by-median rule over the bundles of a batch (bundle `b` holds reads
-/// `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `reads[i]`), counted through
-/// `counts`: a bundle is dropped when every read's upper-median count is at least `cutoff`,
-/// else its reads are counted. Returns whether each bundle is kept.
-pub fn keep_bundles(
-    counts: &mut impl ReadCounts,
-    reads: &[Range<usize>],
-    bundle_ends: &[u64],
-    cutoff: u32,
-) -> Vec<bool> {
-    spans(bundle_ends)
-        .map(|bundle| {
-            let keep = !reads[bundle.clone()].iter().all(|read| counts.median_at_least(read.clone(), cutoff));
-            if keep {
-                reads[bundle].iter().for_each(|read| counts.add(read.clone()));
-            }
-            keep
-        })
-        .collect()
-}
-
 impl BlockedShardClient {
     /// A table of shape `params` cut into `shards` shards.
     pub fn new(params: BlockedParams, shards: usize) -> Result<Self> {
@@ -362,7 +348,7 @@ impl BlockedShardClient {
         self.map.params.expected_fp_rate(self.occupancy().occupied)
     }
 
-    /// Digital normalization of one batch (phase 2) by [`keep_bundles`]: read `i` holds the
+    /// Digital normalization of one batch (phase 2) by [`super::keep_bundles`]: read `i` holds the
     /// k-mers `read_ends[i-1] .. read_ends[i]` of `hashes`, whose positions' counters are
     /// `counters` and whose values before the batch `lookup` holds. Records the kept reads'
     /// statistics; returns whether each bundle is kept and the updates for the shards.
@@ -383,7 +369,7 @@ impl BlockedShardClient {
         }
         let reads: Vec<Range<usize>> = spans(read_ends).collect();
         let (keep, delta, outcome) =
-            batch::decide(self, hashes, lookup, |d| keep_bundles(d, &reads, bundle_ends, cutoff))?;
+            batch::decide(self, hashes, lookup, |d| super::keep_bundles(d, &reads, bundle_ends, cutoff))?;
         let mut updates = Updates::default();
         for (q, &d) in delta.iter().enumerate().filter(|(_, &d)| d > 0) {
             updates.counters.push(counters[q]);
@@ -509,7 +495,7 @@ mod tests {
                 assert_eq!(client.expected_fp_rate(), expected.expected_fp_rate());
                 let (parts, order) = client.map().route(&hashes).unwrap();
                 let answers: Vec<Vec<u8>> = shards.iter().zip(&parts).map(|(s, p)| s.counts(p).unwrap()).collect();
-                let counts = crate::table::shard::ShardMap::unroute(
+                let counts = crate::shards::khmer::ShardMap::unroute(
                     &order,
                     &answers.iter().map(Vec::as_slice).collect::<Vec<_>>(),
                 )

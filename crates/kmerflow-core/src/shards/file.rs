@@ -1,6 +1,6 @@
 //! A sharded table's file written and read shard by shard: each shard's counters go to (come
 //! from) their places in the table file, given as (offset, length) pieces in counter order
-//! (khmer's format: [`super::khmer_format::ByteFrame::places`]; kmerflow's format: one piece
+//! (khmer's format: [`crate::table::khmer_format::ByteFrame::places`]; kmerflow's format: one piece
 //! of lines). The file is opened by name, so that the process holding the shard (a Dask
 //! worker) reads and writes it where the client made it, without the counters passing through
 //! the client.

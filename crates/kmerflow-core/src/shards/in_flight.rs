@@ -1,6 +1,6 @@
 //! The batches of a sharded normalization sent to the remote shards and not decided yet, for
-//! both layouts ([`super::shard_runs::ShardedNormalize`],
-//! [`super::blocked::shard_normalize::BlockedShardedNormalize`]).
+//! both layouts ([`super::runs::ShardedNormalize`],
+//! [`super::blocked::normalize::BlockedShardedNormalize`]).
 //!
 //! The next batch is sent before the one answered is decided, so that its round trip overlaps
 //! the decisions: at most two batches wait. The answers of the second then lack the remote
@@ -10,7 +10,7 @@
 //! sum is at most the counters' maximum: the corrected values are those the read-by-read run
 //! reads.
 
-use super::batch::SeenCounters;
+use crate::table::batch::SeenCounters;
 use std::collections::VecDeque;
 
 /// The remote deltas of the batch decided last, by counter.
