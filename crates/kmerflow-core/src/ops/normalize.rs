@@ -284,7 +284,10 @@ impl Options {
     }
 
     fn check(&self, ctx: &RunContext) -> Result<()> {
-        check_ksize(self.table.ksize)?;
+        // khmer's k <= 32 limit applies to its layout only (the blocked one hashes any k).
+        if self.layout == Layout::Khmer {
+            check_ksize(self.table.ksize)?;
+        }
         if !(1..=2).contains(&self.passes) {
             return Err(Error::invalid(format!("--passes must be 1 or 2, not {}", self.passes)));
         }
