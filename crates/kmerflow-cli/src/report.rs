@@ -254,6 +254,30 @@ fn scalar(text: &str) -> Value {
     }
 }
 
+/// Above this estimated false-positive rate a table's counts are noticeably inflated: the run
+/// warns on the terminal (as its HTML report and MultiQC's General Statistics do).
+pub const FP_WARNING: f64 = 0.2;
+
+/// Warns, within `run`, about each table of `summary` (an `fp_rate` anywhere in it, named by
+/// the objects holding it: `first_pass.table.fp_rate` is the first pass table's) whose
+/// estimated false-positive rate is above [`FP_WARNING`].
+pub fn warn_full_tables(summary: &Value, run: &RunContext) {
+    let Value::Object(numbers) = counters(summary) else { return };
+    for (name, value) in numbers {
+        let (Some(path), Some(fp)) = (name.strip_suffix("fp_rate"), value.as_f64()) else { continue };
+        if fp <= FP_WARNING || !(path.is_empty() || path.ends_with('.')) {
+            continue;
+        }
+        let words = path.replace(['.', '_'], " ");
+        let words = words.trim_end().trim_end_matches("table").trim_end();
+        let table = if words.is_empty() { "the table".to_string() } else { format!("the {words} table") };
+        run.warning(format!(
+            "WARNING: {table}'s estimated false-positive rate is {fp:.3}, above {FP_WARNING}: its counts are \
+             inflated; give it more memory (-M, or -M auto)"
+        ));
+    }
+}
+
 /// The summary's numbers, nested objects flattened with dotted names (`tally.reads`); lists
 /// are left to `summary` and `plots`.
 fn counters(summary: &Value) -> Value {
@@ -379,6 +403,19 @@ mod tests {
         assert_eq!(p["keep_curve"], json!([[10, 4]]));
         assert!((p["table"]["occupancy"].as_f64().unwrap() - 0.1).abs() < 1e-12);
         assert_eq!(plots("readstats", &json!([]), &json!({}))["table"], Value::Null);
+    }
+
+    #[test]
+    fn tables_above_the_warning_rate_are_warned_about() {
+        let run = RunContext::new();
+        let summary = json!({"fp_rate": 0.5, "first_pass": {"table": {"fp_rate": 0.3}}, "second_pass": {"table": {"fp_rate": 0.1}},
+                             "target_fp_rate": 0.9});
+        warn_full_tables(&summary, &run);
+        let texts: Vec<String> = run.messages().into_iter().map(|m| m.text).collect();
+        assert_eq!(texts.len(), 2, "{texts:?}");
+        let warned = |start: &str| texts.iter().any(|t| t.starts_with(start));
+        assert!(warned("WARNING: the first pass table's estimated false-positive rate is 0.300, above 0.2"));
+        assert!(warned("WARNING: the table's estimated false-positive rate is 0.500, above 0.2"));
     }
 
     #[test]
