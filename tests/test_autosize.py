@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -234,7 +235,7 @@ def test_python_functions_stop_early_too(tmp_path, random_reads):
 
 @pytest.mark.parametrize("auto", [["-M", "auto"], []], ids=["M-auto", "by-default"])
 @pytest.mark.parametrize("command", ["abundance-dist-single", "filter-abund-single", "trim-low-abund",
-                                     "normalize-by-median", "load-into-counting"])
+                                     "normalize-by-median", "load-into-counting", "load-graph", "do-partition"])
 def test_every_counting_command_sizes_itself(tmp_path, command, auto):
     """With -M auto, and by default (none of -M/-x/-U), one line tells the size chosen; by
     default it also names the -x that gives khmer's table."""
@@ -244,13 +245,29 @@ def test_every_counting_command_sizes_itself(tmp_path, command, auto):
             "filter-abund-single": ["-o", tmp_path / "o.fa", path],
             "trim-low-abund": ["-o", tmp_path / "o.fa", path],
             "normalize-by-median": ["-o", tmp_path / "o.fa", path],
-            "load-into-counting": [tmp_path / "t.ct", path]}[command]
+            "load-into-counting": [tmp_path / "t.ct", path],
+            "load-graph": [tmp_path / "g", path],
+            "do-partition": [tmp_path / "dp", path]}[command]
     report = tmp_path / "r.json"
     proc = kmerflow(command, "-k", K, *auto, "--report-json", report, *args)
     lines = [line for line in proc.stderr.decode().splitlines() if "sized automatically" in line]
     assert len(lines) == 1, proc.stderr.decode()
     assert ("-x 1e6 gives khmer's default table" in lines[0]) == (not auto), lines[0]
     assert json.loads(report.read_text())["table_sizing"]["estimated"] is True
+
+
+def test_a_nodegraph_is_sized_for_a_rate_of_0_01(tmp_path, reads):
+    """load-graph's presence bits get the memory for khmer's nodegraph target, 0.01 (an eighth of
+    a counting table's bytes for as many counters)."""
+    path, _ = reads
+    proc = kmerflow("load-graph", "-k", K, "-n", tmp_path / "g", path)
+    line = next(line for line in proc.stderr.decode().splitlines() if "sized automatically" in line)
+    assert "for a false-positive rate of 0.01 " in line, line
+    kmers, memory = chosen(proc.stderr)
+    per_table = kmers / -math.log(1 - 0.01 ** 0.25)
+    assert size_of(memory) == pytest.approx(max(4 * per_table / 8, 65536), rel=0.03)
+    fp = float(re.search(r"false positive rate estimated to be ([0-9.]+)", proc.stderr.decode()).group(1))
+    assert fp <= 0.015
 
 
 def test_a_default_table_read_from_stdin_or_a_fifo_is_khmers(tmp_path, reads):

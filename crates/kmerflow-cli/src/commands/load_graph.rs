@@ -36,7 +36,7 @@ pub struct Args {
 /// Runs `load-graph`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = load_graph::Options {
-        params: args.graph.params(args.run.force),
+        params: args.graph.nodegraph_params(args.run.force, &args.inputs, ctx)?,
         output: args.output,
         inputs: args.inputs,
         build_tagset: !args.no_build_tagset,
