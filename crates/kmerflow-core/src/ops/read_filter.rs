@@ -418,6 +418,21 @@ mod tests {
     }
 
     #[test]
+    fn a_table_over_the_ceiling_stops_the_run_unless_forced() {
+        use crate::table::{HashKind, StorageKind};
+        let limit = FpLimit { max: 0.2, force: false, target: 0.1 };
+        let t = KhmerTable::new(4, HashKind::TwoBit, StorageKind::Byte, 13, 2).unwrap();
+        assert!(limit.stop_early(&t, "r.fa", 0).is_ok());
+        t.consume(b"ACGTTGCATTGACCATGGATCCAGTTACGGATTACAGGCATCGATCGGATCCATTGACGATTACCAGT");
+        let err = limit.stop_early(&t, "r.fa", 7).unwrap_err().to_string();
+        assert!(err.starts_with("r.fa: stopped at read 7: the graph structure is too small"), "{err}");
+        assert!(err.contains("increase it with at least -M "), "{err}");
+        assert!(FpLimit { force: true, ..limit }.stop_early(&t, "r.fa", 7).is_ok());
+        // At the ceiling, not above it, the run goes on.
+        assert!(FpLimit { max: t.fp_rate(), ..limit }.stop_early(&t, "r.fa", 7).is_ok());
+    }
+
+    #[test]
     fn large_k_is_refused() {
         assert!(check_ksize(33).is_err());
         assert!(check_ksize(32).is_ok());
