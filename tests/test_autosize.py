@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -157,18 +158,84 @@ def test_a_failed_rate_names_the_memory_and_leaves_no_output(tmp_path, reads):
     # Tables of half the distinct k-mers: a rate near 0.56, above filter-abund's 0.2.
     proc = kmerflow("filter-abund-single", "-k", K, "-x", str(distinct // 2), "-o", out, path, check=False)
     assert proc.returncode == 1
-    m = re.search(r"increase it with -M (\S+) \(or -M auto\)", proc.stderr.decode())
+    m = re.search(r"increase it with (at least )?-M (\S+) \(or -M auto\)", proc.stderr.decode())
     assert m, proc.stderr.decode()
     assert not out.exists()
-    # The -M it names reaches the rate (counted again by load-into-counting, which reports it).
+    # A run stopped before its last read names a lower bound, "at least" (the k-mers counted
+    # before the stop); after the whole input, the -M named reaches the rate (counted again by
+    # load-into-counting, which reports it).
+    n_reads = path.read_text().count(">")
+    stopped = re.search(r"stopped at read (\d+):", proc.stderr.decode())
+    assert bool(m.group(1)) == bool(stopped)
+    if stopped:
+        assert int(stopped.group(1)) <= n_reads
+        return
     report = tmp_path / "r.json"
-    kmerflow("load-into-counting", "-k", K, "-M", m.group(1), "--report-json", report, tmp_path / "t.ct", path)
+    kmerflow("load-into-counting", "-k", K, "-M", m.group(2), "--report-json", report, tmp_path / "t.ct", path)
     assert fp_of(report) <= 0.11
+
+
+N_RANDOM_READS = 30_000
+
+
+@pytest.fixture(scope="module")
+def random_reads(tmp_path_factory) -> Path:
+    """Reads of random sequence: every k-mer new, far too many for a table of 1e3 counters."""
+    rng = random.Random(27)
+    path = tmp_path_factory.mktemp("random") / "random.fa"
+    path.write_text("".join(f">r{i}\n{''.join(rng.choices('ACGT', k=100))}\n" for i in range(N_RANDOM_READS)))
+    return path
+
+
+def stopped_at(message: str, path: Path) -> int:
+    """The read a run over the false-positive ceiling stopped at (from its one error line)."""
+    m = re.search(rf"{re.escape(str(path))}: stopped at read (\d+): \*\* ERROR: the graph structure is too small .*"
+                  r"increase it with at least -M \S+ \(or -M auto\), or use --force", message)
+    assert m, message
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("command", ["normalize-by-median", "load-into-counting", "filter-abund-single",
+                                     "trim-low-abund", "load-graph", "normalize"])
+def test_a_table_over_the_ceiling_stops_the_run_early(tmp_path, random_reads, command):
+    """The false-positive check runs after every batch: a table far too small stops the run at
+    its first batches, naming -M, exit 1, and no output (temporaries included) is left."""
+    out = tmp_path / "out"
+    out.mkdir()
+    args = {"normalize-by-median": ["-x", "1e3", "-o", out / "o.fa"],
+            "load-into-counting": ["-x", "1e3", out / "t.ct"],
+            "filter-abund-single": ["-x", "1e3", "-o", out / "o.fa"],
+            "trim-low-abund": ["-x", "1e3", "-o", out / "o.fa"],
+            "load-graph": ["-x", "1e3", out / "g"],
+            "normalize": ["-M", "1e4", "-o", out / "o.fa"]}[command]
+    proc = kmerflow(command, "-k", K, *args, random_reads, check=False)
+    assert proc.returncode == 1, proc.stderr.decode()
+    assert stopped_at(proc.stderr.decode(), random_reads) < N_RANDOM_READS // 2
+    assert proc.stderr.decode().count("error:") == 1
+    assert list(out.iterdir()) == []
+
+
+def test_force_goes_on_past_the_ceiling(tmp_path, random_reads):
+    """With -f the run reads everything and warns at the end, as khmer."""
+    out = tmp_path / "o.fa"
+    proc = kmerflow("normalize-by-median", "-k", K, "-x", "1e3", "-f", "-o", out, random_reads)
+    assert f"of {N_RANDOM_READS} or" in proc.stderr.decode()
+    assert "going on because of --force" in proc.stderr.decode() and out.exists()
+
+
+def test_python_functions_stop_early_too(tmp_path, random_reads):
+    import kmerflow as kf
+    out = tmp_path / "o.fa"
+    with pytest.raises(kf.CommandError) as info:
+        kf.normalize_by_median([random_reads], ksize=K, max_tablesize=1000, output=out)
+    assert info.value.code == 1
+    assert stopped_at(str(info.value), random_reads) < N_RANDOM_READS // 2
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("auto", [["-M", "auto"], []], ids=["M-auto", "by-default"])
 @pytest.mark.parametrize("command", ["abundance-dist-single", "filter-abund-single", "trim-low-abund",
-                                     "normalize-by-median", "load-into-counting"])
+                                     "normalize-by-median", "load-into-counting", "load-graph", "do-partition"])
 def test_every_counting_command_sizes_itself(tmp_path, command, auto):
     """With -M auto, and by default (none of -M/-x/-U), one line tells the size chosen; by
     default it also names the -x that gives khmer's table."""
@@ -178,13 +245,29 @@ def test_every_counting_command_sizes_itself(tmp_path, command, auto):
             "filter-abund-single": ["-o", tmp_path / "o.fa", path],
             "trim-low-abund": ["-o", tmp_path / "o.fa", path],
             "normalize-by-median": ["-o", tmp_path / "o.fa", path],
-            "load-into-counting": [tmp_path / "t.ct", path]}[command]
+            "load-into-counting": [tmp_path / "t.ct", path],
+            "load-graph": [tmp_path / "g", path],
+            "do-partition": [tmp_path / "dp", path]}[command]
     report = tmp_path / "r.json"
     proc = kmerflow(command, "-k", K, *auto, "--report-json", report, *args)
     lines = [line for line in proc.stderr.decode().splitlines() if "sized automatically" in line]
     assert len(lines) == 1, proc.stderr.decode()
     assert ("-x 1e6 gives khmer's default table" in lines[0]) == (not auto), lines[0]
     assert json.loads(report.read_text())["table_sizing"]["estimated"] is True
+
+
+def test_a_nodegraph_is_sized_for_a_rate_of_0_01(tmp_path, reads):
+    """load-graph's presence bits get the memory for khmer's nodegraph target, 0.01 (an eighth of
+    a counting table's bytes for as many counters)."""
+    path, _ = reads
+    proc = kmerflow("load-graph", "-k", K, "-n", tmp_path / "g", path)
+    line = next(line for line in proc.stderr.decode().splitlines() if "sized automatically" in line)
+    assert "for a false-positive rate of 0.01 " in line, line
+    kmers, memory = chosen(proc.stderr)
+    per_table = kmers / -math.log(1 - 0.01 ** 0.25)
+    assert size_of(memory) == pytest.approx(max(4 * per_table / 8, 65536), rel=0.03)
+    fp = float(re.search(r"false positive rate estimated to be ([0-9.]+)", proc.stderr.decode()).group(1))
+    assert fp <= 0.015
 
 
 def test_a_default_table_read_from_stdin_or_a_fifo_is_khmers(tmp_path, reads):

@@ -268,6 +268,37 @@ def test_bad_input_is_one_error_and_no_output(tmp_path, reads, case):
     assert sorted(p.name for p in tmp_path.iterdir()) == (["bad.fq"] if bad.exists() else [])
 
 
+def test_k_above_32_counts_in_blocked_tables(tmp_path, reads):
+    """khmer's k <= 32 is its layout's limit: the default blocked tables take -k 33 (a run of
+    its own, not k 32's); khmer's layout refuses it as a usage error, writing nothing."""
+    _, r1, r2 = reads
+    for k in ("32", "33"):
+        run_kmerflow("normalize", r1, r2, "-k", k, "--target", "5", "-o", tmp_path / f"k{k}.fq")
+    assert records(tmp_path / "k33.fq") and (tmp_path / "k33.fq").read_bytes() != (tmp_path / "k32.fq").read_bytes()
+    proc = run_kmerflow("normalize", r1, r2, "-k", "33", *KHMER_LAYOUT, "-o", tmp_path / "khmer.fq", check=False)
+    assert proc.returncode == 2 and "--layout blocked" in proc.stderr.decode()
+    assert not (tmp_path / "khmer.fq").exists()
+
+
+def test_an_empty_orphans_file_is_not_counted_for_the_output_histogram(tmp_path):
+    """Pairs that all keep both mates leave --orphans empty: the output histogram counts only
+    the outputs holding reads, so no run warns about its own output as an empty input."""
+    rng = random.Random(5)
+    genome = "".join(rng.choices("ACGT", k=3000))
+    with (tmp_path / "r1.fq").open("w") as r1, (tmp_path / "r2.fq").open("w") as r2:
+        for i in range(2000):
+            start = rng.randrange(2800)
+            for out, seq in ((r1, genome[start:start + 100]), (r2, genome[start + 100:start + 200])):
+                out.write(f"@p{i}\n{seq}\n+\n{'I' * len(seq)}\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_kmerflow("normalize", tmp_path / "r1.fq", tmp_path / "r2.fq", "-o", out / "1.fq", "-O", out / "2.fq",
+                        "--orphans", out / "o.fq", "--hist-out", out / "h.csv")
+    assert (out / "o.fq").stat().st_size == 0 and (out / "1.fq").stat().st_size > 0
+    assert "is empty" not in proc.stderr.decode(), proc.stderr.decode()
+    assert (out / "h.csv").read_text().count("\n") > 1
+
+
 def test_usage_errors(tmp_path, reads):
     for args in (["--passes", "3"], ["--target", "300"], ["--orphans", "s.fq"]):
         proc = run_kmerflow("normalize", reads[0], "-o", tmp_path / "o.fq", *args, check=False)

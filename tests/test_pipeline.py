@@ -346,6 +346,25 @@ def test_reports_and_multiqc(finished: Path, tmp_path: Path):
     assert float(row_a["input"]) == 6000 and float(row_a["renormalize"]) > 0
 
 
+def test_the_html_report_shows_each_samples_fp_rate_and_warns_above_0_2(tmp_path: Path):
+    from kmerflow.pipeline.report import write_html
+
+    def sample(name: str, fps: list[float]) -> dict:
+        tables = {f"pass{i}": {"table": {"fp_rate": fp}} for i, fp in enumerate(fps)}
+        return {"sample": name, "status": "done", "error": None, "reads": [], "histogram": [],
+                "keep_curves": {}, "steps": {"protocol": {"seconds": 1.0, "summary": tables}}}
+
+    stats = {"samples_done": 2, "wall_seconds": 2.0, "worker_threads": 1, "utilisation": 0.5,
+             "samples_per_hour": 3600.0}
+    write_html(tmp_path / "r.html", [sample("ok", [0.05, 0.02]), sample("full", [0.1, 0.31])], stats, [], 0.0,
+               "run")
+    page = (tmp_path / "r.html").read_text()
+    assert "<th>FP rate</th>" in page
+    assert "<td>0.050</td>" in page and "<span class='fail'>0.310</span>" in page
+    warning = re.search(r"<p class='fail'>([^<]*)</p>", page)
+    assert warning and "above 0.2" in warning.group(1) and warning.group(1).endswith(": full (0.310).")
+
+
 def _snapshot(folder: Path) -> dict[Path, tuple[int, bytes]]:
     return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.rglob("*") if p.is_file()}
 

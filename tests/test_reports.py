@@ -292,3 +292,24 @@ def test_chart_ticks_are_round() -> None:
     ("R1.fq", "R1")])
 def test_sample_names_drop_the_mate_marker(first_input: str, sample: str) -> None:
     assert sample_name({"command": "normalize", "inputs": [{"path": f"dir/{first_input}"}]}) == sample
+
+
+@pytest.mark.parametrize("command,table,size", [
+    ("normalize-by-median", "the table", ["-x", "3e4"]),
+    ("normalize", "the first pass table", ["-M", "2e5", "--passes", "1"]),
+])
+def test_a_table_above_0_2_is_warned_about_on_the_terminal_and_in_the_report(tmp_path: Path, command: str,
+                                                                            table: str, size: list[str]) -> None:
+    """Past 0.2 the counts are inflated: one warning line a table on the terminal, kept in the
+    report's warnings; a table below 0.2 gets none."""
+    reads = REPO / "examples" / "reads.fq.gz"
+    proc = kmerflow(command, "-k", "20", *size, reads, "-o", "keep.fq", "--report-json", "r.json", cwd=tmp_path)
+    report = json.loads((tmp_path / "r.json").read_text())
+    summary = report["summary"]
+    fp = summary["first_pass"]["table"]["fp_rate"] if command == "normalize" else summary["fp_rate"]
+    assert fp > 0.2
+    line = f"WARNING: {table}'s estimated false-positive rate is {fp:.3f}, above 0.2: its counts are inflated"
+    assert proc.stderr.decode().count(line) == 1, proc.stderr.decode()
+    assert [w for w in report["warnings"] if w.startswith(line)]
+    proc = kmerflow(command, "-k", "20", reads, "-o", "big.fq", cwd=tmp_path)
+    assert "above 0.2" not in proc.stderr.decode()

@@ -281,6 +281,7 @@ fn execute_cli(
         }
         Err(e) => return Err(failed(e)),
     };
+    report::warn_full_tables(&summary, run);
     if let Some(path) = &ctx.metrics {
         metrics::write(path, name, argv, run, started).map_err(failed)?;
     }

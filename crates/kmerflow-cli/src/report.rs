@@ -254,6 +254,36 @@ fn scalar(text: &str) -> Value {
     }
 }
 
+/// Above this estimated false-positive rate a table's counts are noticeably inflated: the run
+/// warns on the terminal (as its HTML report and MultiQC's General Statistics do).
+pub const FP_WARNING: f64 = 0.2;
+
+/// Warns, within `run`, about each table of `summary` (an `fp_rate` anywhere in it, named by
+/// the objects holding it: `first_pass.table.fp_rate` is the first pass table's; a top-level
+/// `fp_rate` beside nested ones repeats one of them) whose estimated false-positive rate is
+/// above [`FP_WARNING`].
+pub fn warn_full_tables(summary: &Value, run: &RunContext) {
+    let Value::Object(numbers) = counters(summary) else { return };
+    let rates: Vec<(&str, f64)> = numbers
+        .iter()
+        .filter_map(|(name, value)| Some((name.strip_suffix("fp_rate")?, value.as_f64()?)))
+        .filter(|(path, _)| path.is_empty() || path.ends_with('.'))
+        .collect();
+    let nested = rates.iter().any(|(path, _)| !path.is_empty());
+    for (path, fp) in rates {
+        if fp <= FP_WARNING || (nested && path.is_empty()) {
+            continue;
+        }
+        let words = path.replace(['.', '_'], " ");
+        let words = words.trim_end().trim_end_matches("table").trim_end();
+        let table = if words.is_empty() { "the table".to_string() } else { format!("the {words} table") };
+        run.warning(format!(
+            "WARNING: {table}'s estimated false-positive rate is {fp:.3}, above {FP_WARNING}: its counts are \
+             inflated; give it more memory (-M, or -M auto)"
+        ));
+    }
+}
+
 /// The summary's numbers, nested objects flattened with dotted names (`tally.reads`); lists
 /// are left to `summary` and `plots`.
 fn counters(summary: &Value) -> Value {
@@ -379,6 +409,24 @@ mod tests {
         assert_eq!(p["keep_curve"], json!([[10, 4]]));
         assert!((p["table"]["occupancy"].as_f64().unwrap() - 0.1).abs() < 1e-12);
         assert_eq!(plots("readstats", &json!([]), &json!({}))["table"], Value::Null);
+    }
+
+    #[test]
+    fn tables_above_the_warning_rate_are_warned_about() {
+        let run = RunContext::new();
+        let summary = json!({"fp_rate": 0.5, "first_pass": {"table": {"fp_rate": 0.3}}, "second_pass": {"table": {"fp_rate": 0.1}},
+                             "target_fp_rate": 0.9});
+        warn_full_tables(&summary, &run);
+        let texts: Vec<String> = run.messages().into_iter().map(|m| m.text).collect();
+        assert_eq!(texts.len(), 1, "{texts:?}");
+        assert!(
+            texts[0].starts_with("WARNING: the first pass table's estimated false-positive rate is 0.300, above 0.2")
+        );
+        let run = RunContext::new();
+        warn_full_tables(&json!({"fp_rate": 0.5, "kept": 3}), &run);
+        let texts: Vec<String> = run.messages().into_iter().map(|m| m.text).collect();
+        assert_eq!(texts.len(), 1, "{texts:?}");
+        assert!(texts[0].starts_with("WARNING: the table's estimated false-positive rate is 0.500, above 0.2"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from kmerflow.report import charts, multiqc
+from kmerflow.report import FP_WARNING, charts, multiqc
 from kmerflow.report.multiqc import write_atomic
 
 #: One colour per step (the timeline, the bars).
@@ -193,9 +193,17 @@ def write_html(path: Path, summaries: list[dict[str, Any]], stats: dict[str, Any
     write_atomic(path, "\n".join(parts))
 
 
+def _highest_fp_rate(summary: dict[str, Any]) -> Optional[float]:
+    """The highest estimated false-positive rate of the tables of a sample's steps."""
+    return multiqc.highest_fp_rate([step.get("summary", {}) for step in summary["steps"].values()])
+
+
 def _samples_table(summaries: list[dict[str, Any]]) -> str:
+    """One row a sample (its highest false-positive rate in red above :data:`FP_WARNING`), then
+    a warning naming the samples whose tables are above it."""
     rows = ["<table><tr><th>sample</th><th>status</th><th>input reads</th>"
-            "<th>final reads</th><th>step seconds</th></tr>"]
+            "<th>final reads</th><th>FP rate</th><th>step seconds</th></tr>"]
+    full = []
     for s in summaries:
         counts = reads_per_step(s)
         final = list(counts.values())[-1] if counts else ""
@@ -203,10 +211,18 @@ def _samples_table(summaries: list[dict[str, Any]]) -> str:
         status = html.escape(s["status"])
         if s.get("error"):
             status = f"<span class='fail'>{status}: {html.escape(s['error'])}</span>"
+        fp = _highest_fp_rate(s)
+        fp_cell = "" if fp is None else f"{fp:.3f}"
+        if fp is not None and fp > FP_WARNING:
+            fp_cell = f"<span class='fail'>{fp_cell}</span>"
+            full.append(f"{s['sample']} ({fp:.3f})")
         rows.append(f"<tr><td>{html.escape(s['sample'])}</td><td>{status}</td>"
-                    f"<td>{counts.get('input', '')}</td><td>{final}</td>"
+                    f"<td>{counts.get('input', '')}</td><td>{final}</td><td>{fp_cell}</td>"
                     f"<td>{seconds:.1f}</td></tr>")
     rows.append("</table>")
+    if full:
+        rows.append(f"<p class='fail'>Estimated false-positive rate above {FP_WARNING} (the counts are "
+                    f"inflated; give the tables more memory): {html.escape(', '.join(full))}.</p>")
     return "".join(rows)
 
 

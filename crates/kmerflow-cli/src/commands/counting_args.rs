@@ -7,7 +7,7 @@ use clap::Args;
 use kmerflow_core::kmer::Strand;
 use kmerflow_core::ops::autosize;
 use kmerflow_core::ops::count::ReadTally;
-use kmerflow_core::ops::sizing::{self, TableParams};
+use kmerflow_core::ops::sizing::{self, GraphKind, TableParams};
 use kmerflow_core::table::{AllocOptions, HugePages, Layout};
 use kmerflow_core::Result;
 
@@ -88,14 +88,14 @@ pub struct GraphArgs {
     #[arg(long = "fp-rate", value_parser = flags::fp_rate, allow_negative_numbers = true)]
     pub fp_rate: Option<f64>,
     /// Upper bound on the size of each table (overridden by -M) [default: 1000000.0 (khmer's);
-    /// counting tables are sized from the data without -M/-x/-U, see -M].
+    /// tables are sized from the data without -M/-x/-U, see -M].
     #[arg(short = 'x', long = "max-tablesize", conflicts_with = "max_memory", value_parser = flags::tablesize,
           allow_negative_numbers = true)]
     pub max_tablesize: Option<f64>,
     /// Maximum memory for the tables, in bytes; K/M/G/T suffixes are decimal (e.g. 4G). `auto`:
     /// count the distinct k-mers first (a HyperLogLog pass over the inputs) and size the tables
-    /// for --fp-rate, within --memory-cap. Counting tables are sized so by default when none of
-    /// -M/-x/-U is given (khmer's default table for stdin or a FIFO).
+    /// for --fp-rate, within --memory-cap. Tables are sized so by default when none of -M/-x/-U
+    /// is given (khmer's default table for stdin or a FIFO).
     #[arg(short = 'M', long = "max-memory-usage", value_name = "BYTES|auto", value_parser = memory_arg,
           allow_negative_numbers = true)]
     pub max_memory: Option<MemoryArg>,
@@ -161,22 +161,41 @@ impl CountingArgs {
 }
 
 impl CountingArgs {
+    /// [`Self::params`] with an automatic size resolved ([`GraphArgs::resolved`]).
+    pub fn resolved_params(&self, force: bool, inputs: &[String], loading: bool, ctx: &mut Ctx) -> Result<TableParams> {
+        let kind = if self.small_count { GraphKind::SmallCountgraph } else { GraphKind::Countgraph };
+        self.graph.resolved(self.params(force), kind, inputs, loading, ctx)
+    }
+}
+
+impl GraphArgs {
+    /// The nodegraph parameters of load-graph and do-partition (`force` is `-f/--force`), sized
+    /// from `inputs` as the counting tables are ([`Self::resolved`]).
+    pub fn nodegraph_params(&self, force: bool, inputs: &[String], ctx: &mut Ctx) -> Result<TableParams> {
+        self.resolved(self.params(force), GraphKind::Nodegraph, inputs, false, ctx)
+    }
+
     /// Whether none of `-M`, `-x` and `-U` was given, so that the table is sized from the data
     /// (khmer's default table where the inputs can be read only once).
     fn size_unset(&self) -> bool {
-        let graph = &self.graph;
-        graph.max_memory.is_none() && graph.max_tablesize.is_none() && graph.unique_kmers <= 0.0
+        self.max_memory.is_none() && self.max_tablesize.is_none() && self.unique_kmers <= 0.0
     }
 
-    /// [`Self::params`] with an automatic size (`-M auto`, `-U` alone, or none of `-M`/`-x`/`-U`
-    /// with inputs that can be read twice) resolved by a pre-pass over `inputs` (none when
-    /// `loading` a saved table); the size chosen is told in one line unless `-q` and kept in
-    /// `ctx` for the report. Without `-M`/`-x`/`-U` and with an input read once (stdin, a FIFO)
-    /// the table is khmer's default, told so.
+    /// `params` (from these flags) with an automatic size (`-M auto`, `-U` alone, or none of
+    /// `-M`/`-x`/`-U` with inputs that can be read twice) resolved for tables of `kind` by a
+    /// pre-pass over `inputs` (none when `loading` a saved table); the size chosen is told in
+    /// one line unless `-q` and kept in `ctx` for the report. Without `-M`/`-x`/`-U` and with an
+    /// input read once (stdin, a FIFO) the table is khmer's default, told so.
     /// The command plans its own passes over the inputs first (`progress().plan_passes`), so
     /// that the progress line's overall fraction counts the pre-pass as one more.
-    pub fn resolved_params(&self, force: bool, inputs: &[String], loading: bool, ctx: &mut Ctx) -> Result<TableParams> {
-        let mut params = self.params(force);
+    pub fn resolved(
+        &self,
+        mut params: TableParams,
+        kind: GraphKind,
+        inputs: &[String],
+        loading: bool,
+        ctx: &mut Ctx,
+    ) -> Result<TableParams> {
         if loading {
             params.auto_memory = false;
             return Ok(params);
@@ -204,7 +223,7 @@ impl CountingArgs {
         if params.auto_memory && params.unique_kmers <= 0.0 {
             ctx.run.progress().plan_passes(1);
         }
-        ctx.table_sizing = autosize::resolve(&mut params, counted, &ctx.run)?;
+        ctx.table_sizing = autosize::resolve_kind(&mut params, kind, counted, &ctx.run)?;
         if let Some(chosen) = &ctx.table_sizing {
             let hint = if by_default {
                 format!(

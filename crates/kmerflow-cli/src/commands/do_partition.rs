@@ -45,13 +45,9 @@ pub struct Args {
 
 /// Runs `do-partition`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
+    let params = args.graph.nodegraph_params(args.run.force, &args.inputs, ctx)?;
     let opts = partition::DoPartitionOptions {
-        graph: load_graph::Options {
-            params: args.graph.params(args.run.force),
-            output: args.graphbase,
-            inputs: args.inputs,
-            build_tagset: true,
-        },
+        graph: load_graph::Options { params, output: args.graphbase, inputs: args.inputs, build_tagset: true },
         subset_size: args.subset_size as u64,
         stop_big_traversals: args.no_big_traverse,
         keep_subsets: args.keep_subsets,

@@ -8,8 +8,8 @@ use serde_json::Value;
 /// Arguments of `load-graph`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "\
-Writes the nodegraph OUT, its tagset OUT.tagset (unless -n) and OUT.info. Fails (after
-writing) when the estimated false-positive rate exceeds 0.15, unless -f.
+Writes the nodegraph OUT, its tagset OUT.tagset (unless -n) and OUT.info. Stops, writing
+nothing, as soon as the estimated false-positive rate exceeds 0.15, unless -f.
 
 Examples:
   kmerflow load-graph -k 20 -M 1G reads reads.fa
@@ -36,7 +36,7 @@ pub struct Args {
 /// Runs `load-graph`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = load_graph::Options {
-        params: args.graph.params(args.run.force),
+        params: args.graph.nodegraph_params(args.run.force, &args.inputs, ctx)?,
         output: args.output,
         inputs: args.inputs,
         build_tagset: !args.no_build_tagset,

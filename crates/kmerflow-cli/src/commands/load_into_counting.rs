@@ -12,8 +12,8 @@ use serde_json::Value;
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "\
 Writes the countgraph, OUT.info (files counted, unique k-mers, false-positive rate) and, with
--s, OUT.info.json or OUT.info.tsv. Fails (after writing) when the estimated false-positive rate
-exceeds 0.2, unless -f.
+-s, OUT.info.json or OUT.info.tsv. Stops, writing nothing, as soon as the estimated
+false-positive rate exceeds 0.2, unless -f.
 
 The saved countgraph, OUT.info and the -s summary are identical for any -T, and equal to
 khmer's single-threaded output (khmer's own threaded runs could vary).

@@ -3,7 +3,7 @@
 
 use super::count::{consume_file, count_owned_file, write_text, ReadTally};
 use super::pyfmt;
-use super::sizing::{self, TableParams};
+use super::sizing::{self, FpRate, TableParams};
 use crate::io::{FastxReader, PairMode, PairedReader};
 use crate::run::metrics;
 use crate::run::RunContext;
@@ -85,7 +85,7 @@ where
         let hash = |seq: &[u8], out: &mut Vec<u64>| table.kmer_hashes(seq, out);
         let mut tally = ReadTally::default();
         for path in paths {
-            tally.add(count_owned_file(&self, table.ksize(), &hash, path, ctx)?);
+            tally.add(count_owned_file(&self, table.ksize(), &hash, path, |_| Ok(()), ctx)?);
         }
         let mut dist = self.dist.into_inner().unwrap_or_else(PoisonError::into_inner);
         dist.truncate(HISTOGRAM_LEN);
@@ -375,7 +375,7 @@ pub fn run_single_sharded(
 }
 
 /// A table of either layout that gives the histogram of files against itself.
-trait Histogram: CountingTable + OwnedCounting + Sized {
+trait Histogram: CountingTable + OwnedCounting + FpRate + Sized {
     /// [`histogram_of_files`] of this layout.
     fn histogram_of_files(&self, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)>;
 
@@ -383,7 +383,7 @@ trait Histogram: CountingTable + OwnedCounting + Sized {
     fn count_then_histogram(&mut self, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
         ctx.progress().begin_pass("counting");
         for path in paths {
-            consume_file(self, path, ctx)?;
+            consume_file(self, path, None, ctx)?;
         }
         ctx.progress().begin_pass("histogram");
         self.histogram_of_files(paths, ctx)

@@ -3,7 +3,9 @@
 //! target false-positive rate, refused before counting when it is above the memory cap.
 
 use super::pyfmt::repr;
-use super::sizing::{graph_size, memory_arg, memory_for_rate, target_rate, GraphKind, TableParams};
+use super::sizing::{
+    graph_size, memory_arg, memory_for_rate, target_rate, GraphKind, TableParams, NODEGRAPH_FP_TARGET,
+};
 use super::{memory, unique_kmers};
 use crate::run::RunContext;
 use crate::table::hll::HllHash;
@@ -61,8 +63,25 @@ pub fn default_memory_cap() -> f64 {
 /// with N distinct counters set per k-mer, has the expectation of khmer's N tables of the same
 /// total memory.
 pub fn size_for(params: &TableParams, distinct_kmers: f64) -> Result<(f64, f64, f64)> {
-    let fp_rate = target_rate(params);
-    let kind = if params.small_count { GraphKind::SmallCountgraph } else { GraphKind::Countgraph };
+    size_of_kind(params, counting_kind(params), distinct_kmers)
+}
+
+/// The kind of the counting tables of `params` (4-bit counters with `--small-count`).
+fn counting_kind(params: &TableParams) -> GraphKind {
+    if params.small_count {
+        GraphKind::SmallCountgraph
+    } else {
+        GraphKind::Countgraph
+    }
+}
+
+/// [`size_for`] tables of `kind`: a nodegraph's target rate is khmer's 0.01 for it unless
+/// `--fp-rate`.
+fn size_of_kind(params: &TableParams, kind: GraphKind, distinct_kmers: f64) -> Result<(f64, f64, f64)> {
+    let fp_rate = match kind {
+        GraphKind::Nodegraph => params.fp_rate.filter(|&f| f > 0.0 && f < 1.0).unwrap_or(NODEGRAPH_FP_TARGET),
+        _ => target_rate(params),
+    };
     let memory = memory_for_rate(distinct_kmers, params.n_tables, fp_rate, kind).max(MIN_MEMORY);
     let cap = params.memory_cap.unwrap_or_else(default_memory_cap);
     if memory > cap {
@@ -94,6 +113,16 @@ pub fn read_once_input(inputs: &[String]) -> Option<&str> {
 /// threads of `ctx`. The caller tells the size chosen ([`AutoSize::describe`]). Returns `None`
 /// (and leaves `params` alone) when the size is not automatic.
 pub fn resolve(params: &mut TableParams, inputs: &[String], ctx: &RunContext) -> Result<Option<AutoSize>> {
+    resolve_kind(params, counting_kind(params), inputs, ctx)
+}
+
+/// [`resolve`] for tables of `kind` (a nodegraph's presence bits, for load-graph).
+pub fn resolve_kind(
+    params: &mut TableParams,
+    kind: GraphKind,
+    inputs: &[String],
+    ctx: &RunContext,
+) -> Result<Option<AutoSize>> {
     if !params.auto_memory {
         return Ok(None);
     }
@@ -120,11 +149,10 @@ pub fn resolve(params: &mut TableParams, inputs: &[String], ctx: &RunContext) ->
     };
     let prepass_seconds = if estimated { started.elapsed().as_secs_f64() } else { 0.0 };
     let margin = if estimated { PREPASS_MARGIN } else { 1.0 };
-    let (memory, fp_rate, cap) = size_for(params, distinct_kmers * margin)?;
+    let (memory, fp_rate, cap) = size_of_kind(params, kind, distinct_kmers * margin)?;
     params.max_memory = Some(memory);
     params.unique_kmers = 0.0;
     params.auto_memory = false;
-    let kind = if params.small_count { GraphKind::SmallCountgraph } else { GraphKind::Countgraph };
     let tablesize = graph_size(params, Some(memory), kind, 1.0) as u64;
     let n_tables = params.n_tables;
     let expected_fp_rate = (-(-distinct_kmers / tablesize.max(1) as f64).exp_m1()).powi(n_tables as i32);

@@ -4,8 +4,9 @@
 use super::kmer_slices::{kmer_slices, CleanReads, KmerSlice, MAX_SLICE_KMERS};
 use super::memory::{self, Backing};
 use super::pyfmt;
+use super::read_filter::FpLimit;
 use super::reads::record_batches;
-use super::sizing::{self, TableParams};
+use super::sizing::{self, FpRate, TableParams};
 use super::SummaryFormat;
 use crate::io::{Compression, FastxReader, OutputFile, RecordBatch};
 use crate::kmer::clean::clean_parser;
@@ -74,26 +75,33 @@ impl ReadTally {
 /// batch: 25% faster than all tables k-mer by k-mer on ecoli50_1.fq, probably because the huge
 /// pages of one 100 MB table fit the first-level TLB); with more, workers clean and hash batches
 /// while owner threads count them, each into the counters it owns. The table and its statistics
-/// do not depend on `threads`.
-pub fn consume_file<T: CountingTable + OwnedCounting>(
+/// do not depend on `threads`. With a `limit`, the run stops as soon as the table is over it
+/// ([`FpLimit::stop_early`], checked after every batch).
+pub fn consume_file<T: CountingTable + OwnedCounting + FpRate>(
     table: &mut T,
     path: &str,
+    limit: Option<&FpLimit>,
     ctx: &RunContext,
 ) -> Result<ReadTally> {
     let table: &T = table;
-    count_owned_file(table, table.ksize(), &|seq: &[u8], out: &mut Vec<u64>| table.kmer_hashes(seq, out), path, ctx)
+    let hash = |seq: &[u8], out: &mut Vec<u64>| table.kmer_hashes(seq, out);
+    let watch = |reads| limit.map_or(Ok(()), |limit| limit.stop_early(table, path, reads));
+    count_owned_file(table, table.ksize(), &hash, path, watch, ctx)
 }
 
 /// Appends the k-mer hashes of a cleaned read to a vector.
 pub(crate) trait KmerHashes: Fn(&[u8], &mut Vec<u64>) + Sync {}
 impl<F: Fn(&[u8], &mut Vec<u64>) + Sync> KmerHashes for F {}
 
-/// [`consume_file`] of any [`OwnedCounting`] table, the reads' k-mers (k = `k`) hashed by `hash`.
+/// [`consume_file`] of any [`OwnedCounting`] table, the reads' k-mers (k = `k`) hashed by `hash`;
+/// `watch` gets the reads of the file handed to the counters so far after every batch, and an
+/// error from it ends the walk.
 pub(crate) fn count_owned_file<T: OwnedCounting>(
     table: &T,
     k: usize,
     hash: &impl KmerHashes,
     path: &str,
+    mut watch: impl FnMut(u64) -> Result<()>,
     ctx: &RunContext,
 ) -> Result<ReadTally> {
     let threads = ctx.threads();
@@ -112,7 +120,7 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
                 table.split(&mut hashes, 1, &mut owned);
                 table.count_owned(&owned, 0, 1);
                 table.settle(&owned);
-                Ok(())
+                watch(total.reads)
             },
         )?;
         ctx.metrics().add_count(metrics::KMERS, total.kmers);
@@ -164,7 +172,7 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
                     // An owner only stops early by panicking; joining it below passes the panic on.
                     let _ = queue.send(Arc::clone(&owned));
                 }
-                Ok(())
+                watch(total.reads)
             },
         );
         drop(queues);
@@ -202,6 +210,9 @@ pub fn check_countgraph_fp_rate(
 fn fp_rate_check(fp: f64, max_fp: f64, force: bool, resize: &str, ctx: &RunContext) -> Result<f64> {
     super::read_filter::check_fp_rate(fp, max_fp, force, resize, ctx).map(|()| fp)
 }
+
+/// Largest false-positive rate load-into-counting accepts.
+pub const MAX_FP_RATE: f64 = 0.2;
 
 /// Options of `load-into-counting`.
 #[derive(Debug, Clone)]
@@ -286,8 +297,9 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
                 }
                 Ok(())
             });
-            let checked = counted
-                .and_then(|()| check_fp_rate(&table, 0.2, opts.params.force, sizing::target_rate(&opts.params), ctx));
+            let checked = counted.and_then(|()| {
+                check_fp_rate(&table, MAX_FP_RATE, opts.params.force, sizing::target_rate(&opts.params), ctx)
+            });
             if checked.is_err() && checkpointed {
                 // A run that fails or is interrupted leaves no table under the final name.
                 let _ = std::fs::remove_file(&opts.output);
@@ -314,7 +326,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             count_inputs(ctx, opts, &mut table, &mut summary, |_, _| Ok(()))?;
             let fp = table.expected_fp_rate();
             let resize = sizing::blocked_resize_hint(&table, fp, sizing::target_rate(&opts.params));
-            let fp = fp_rate_check(fp, 0.2, opts.params.force, &resize, ctx)?;
+            let fp = fp_rate_check(fp, MAX_FP_RATE, opts.params.force, &resize, ctx)?;
             match file {
                 Some(file) => table.finish(file)?,
                 None => table.save_in(&opts.output, ctx)?,
@@ -364,8 +376,9 @@ pub fn write_side_files(
 }
 
 /// Counts every input into `table` in order, calling `after_file` with the file's index;
-/// records the tallies and the unique k-mer count in `summary`.
-fn count_inputs<T: CountingTable + OwnedCounting>(
+/// records the tallies and the unique k-mer count in `summary`. Stops as soon as the table is
+/// over load-into-counting's false-positive ceiling (unless `-f`).
+fn count_inputs<T: CountingTable + OwnedCounting + FpRate>(
     ctx: &RunContext,
     opts: &Options,
     table: &mut T,
@@ -373,7 +386,7 @@ fn count_inputs<T: CountingTable + OwnedCounting>(
     mut after_file: impl FnMut(&T, usize) -> Result<()>,
 ) -> Result<()> {
     for (index, input) in opts.inputs.iter().enumerate() {
-        summary.tally.add(consume_file(table, input, ctx)?);
+        summary.tally.add(consume_file(table, input, Some(&FpLimit::of(MAX_FP_RATE, &opts.params)), ctx)?);
         after_file(table, index)?;
     }
     summary.unique_kmers = table.n_unique_kmers();
@@ -453,7 +466,7 @@ mod tests {
                 if storage == StorageKind::Byte {
                     table.set_use_bigcount(true).unwrap();
                 }
-                let tally = consume_file(&mut table, path, &RunContext::new().threads_set_to(threads)).unwrap();
+                let tally = consume_file(&mut table, path, None, &RunContext::new().threads_set_to(threads)).unwrap();
                 let mut probes: Vec<u32> = (0..20_000u64).map(|h| table.get_hash(h * 7919)).collect();
                 table.kmer_counts(&repeated, &mut probes);
                 let tables = table.raw_tables();
@@ -477,7 +490,7 @@ mod tests {
         for width in [CounterWidth::Bits8, CounterWidth::Bits4, CounterWidth::Bits1] {
             let count = |threads: usize| {
                 let mut table = BlockedTable::new(12, 64 * 300, width, 4).unwrap();
-                let tally = consume_file(&mut table, path, &RunContext::new().threads_set_to(threads)).unwrap();
+                let tally = consume_file(&mut table, path, None, &RunContext::new().threads_set_to(threads)).unwrap();
                 (tally, table.raw_bytes(), table.n_unique_kmers(), table.n_occupied())
             };
             let one = count(1);

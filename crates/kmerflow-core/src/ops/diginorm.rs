@@ -11,7 +11,7 @@
 //! updated by the owners.
 
 use super::pyfmt::{general_with_point, percent};
-use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, HashedBatch};
+use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, FpLimit, HashedBatch};
 use super::reads::{create_output, derived_name, is_stdin, stdin_without_output, write_to};
 use super::sizing::{any_fp_rate, create_counting_table, resize_hint, target_rate, TableParams};
 use crate::io::{
@@ -164,6 +164,10 @@ pub(crate) struct Normalizer<'a> {
     last_report_at: u64,
     /// When the next point of the keep curve is due.
     next_curve_at: u64,
+    /// normalize-by-median's false-positive ceiling, checked after every batch.
+    limit: FpLimit,
+    /// Reads examined before the file being read.
+    file_start: u64,
 }
 
 /// Reads examined between two points of the keep curve (besides the report points).
@@ -186,6 +190,8 @@ impl<'a> Normalizer<'a> {
             next_report_at: opts.report_frequency,
             last_report_at: opts.report_frequency,
             next_curve_at: KEEP_CURVE_EVERY,
+            limit: FpLimit { force: opts.force || opts.table.force, ..FpLimit::of(MAX_FP_RATE, &opts.table) },
+            file_start: 0,
         }
     }
 
@@ -195,7 +201,8 @@ impl<'a> Normalizer<'a> {
     }
 
     /// Decides and counts the bundles of one cleaned batch, in order, calling `kept` with the
-    /// index (in `hb`) of each bundle kept.
+    /// index (in `hb`) of each bundle kept; stops the run once the table is over the
+    /// false-positive ceiling ([`FpLimit::stop_early`]).
     pub(crate) fn process(
         &mut self,
         path: &str,
@@ -206,7 +213,8 @@ impl<'a> Normalizer<'a> {
         match table {
             AnyTable::Khmer(t) => self.process_in(path, t, hb, kept),
             AnyTable::Blocked(t) => self.process_in(path, t, hb, kept),
-        }
+        }?;
+        self.limit.stop_early(table, path, self.summary.total - self.file_start)
     }
 
     /// [`Normalizer::process`] on a table of either layout.
@@ -302,6 +310,7 @@ impl<'a> Normalizer<'a> {
         out: &mut MateWriter,
     ) -> Result<()> {
         let start = self.summary.total;
+        self.file_start = start;
         let ctx = self.ctx;
         let name = input.name();
         let path = name.as_str();

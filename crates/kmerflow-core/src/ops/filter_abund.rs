@@ -7,7 +7,9 @@
 //! so the table and its statistics are the same for any number of threads).
 
 use super::count::consume_file;
-use super::read_filter::{bundle_source, check_ksize, clean_batch, trim_of_counts, trim_record, Cleaning, Trim};
+use super::read_filter::{
+    bundle_source, check_ksize, clean_batch, trim_of_counts, trim_record, Cleaning, FpLimit, Trim,
+};
 use super::reads::{create_output, derived_name, is_stdin, stdin_without_output, write_to};
 use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target_rate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode, PairedInput, Record};
@@ -292,7 +294,8 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     let mut table = create_countgraph(&opts.table, 1.0, ctx)?;
     ctx.info(format!("consuming input, round 1 -- {}", opts.input));
     ctx.progress().begin_pass("counting");
-    consume_file(&mut table, &opts.input, ctx)?;
+    let limit = FpLimit::of(MAX_FP_RATE, &opts.table);
+    consume_file(&mut table, &opts.input, Some(&limit), ctx)?;
     let mut summary =
         Summary { unique_kmers: table.n_unique_kmers(), fp_rate: expected_fp_rate(&table), ..Summary::default() };
     ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));

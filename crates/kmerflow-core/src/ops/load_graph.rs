@@ -3,6 +3,7 @@
 
 use super::count::{check_fp_rate, consume_file, write_text, ReadTally};
 use super::kmer_slices::{kmer_slices, CleanReads, KmerSlice, MAX_SLICE_KMERS};
+use super::read_filter::FpLimit;
 use super::reads::record_batches;
 use super::sizing::{self, TableParams};
 use crate::io::FastxReader;
@@ -12,6 +13,9 @@ use crate::table::CountingTable;
 use crate::table::KhmerTable;
 use crate::Result;
 use rustc_hash::FxHashSet;
+
+/// Largest false-positive rate load-graph accepts.
+pub const MAX_FP_RATE: f64 = 0.15;
 
 /// khmer's default tag density (one tag about every 40 k-mers).
 pub const TAG_DENSITY: u32 = 40;
@@ -141,22 +145,23 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
 
 /// Builds the nodegraph of `opts.inputs` and (with `opts.build_tagset`) its tagset without
 /// saving them (`load-graph`, and `do-partition`, which partitions them in memory); fails when
-/// the graph is over the 0.15 false-positive ceiling (unless forced).
+/// the graph is over the 0.15 false-positive ceiling (unless forced), as soon as it is.
 pub fn build(opts: &Options, ctx: &RunContext) -> Result<(KhmerTable, Tagset, Summary)> {
     let mut summary = Summary::default();
     let mut graph = sizing::create_nodegraph(&opts.params, ctx)?;
+    let limit = FpLimit { target: sizing::NODEGRAPH_FP_TARGET, ..FpLimit::of(MAX_FP_RATE, &opts.params) };
     let k = graph.ksize();
     let mut tagset = Tagset::default();
     for input in &opts.inputs {
         if !opts.build_tagset {
             // Without tags, the graph is filled like a countgraph (owner threads, in file order).
-            summary.tally.add(consume_file(&mut graph, input, ctx)?);
+            summary.tally.add(consume_file(&mut graph, input, Some(&limit), ctx)?);
             continue;
         }
         // Pieces of at most MAX_SLICE_KMERS k-mers (a chromosome is not hashed at once); the
         // tagging of a read goes on from piece to piece.
         let slices = kmer_slices(record_batches(FastxReader::open_in(input, ctx)?), k, MAX_SLICE_KMERS);
-        let mut read = ReadTagging::start(true);
+        let (mut read, mut reads) = (ReadTagging::start(true), 0);
         // The workers hash without borrowing the graph, which the sink updates alone.
         let hasher = graph.kmer_hasher();
         run_ordered(
@@ -177,8 +182,9 @@ pub fn build(opts: &Options, ctx: &RunContext) -> Result<(KhmerTable, Tagset, Su
                     Ok((pieces, tally))
                 }
             },
-            |(pieces, tally)| {
+            |(pieces, tally): (Vec<_>, ReadTally)| {
                 summary.tally.add(tally);
+                reads += tally.reads;
                 for (hashes, first, last) in &pieces {
                     if *first {
                         read = ReadTagging::start(*last);
@@ -187,13 +193,13 @@ pub fn build(opts: &Options, ctx: &RunContext) -> Result<(KhmerTable, Tagset, Su
                     }
                     tagset.consume_and_tag(&mut graph, hashes, &mut read);
                 }
-                Ok(())
+                limit.stop_early(&graph, input, reads)
             },
         )?;
     }
     summary.unique_kmers = graph.n_unique_kmers();
     summary.tags = tagset.tags.len();
-    summary.fp_rate = check_fp_rate(&graph, 0.15, opts.params.force, super::sizing::NODEGRAPH_FP_TARGET, ctx)?;
+    summary.fp_rate = check_fp_rate(&graph, limit.max, limit.force, limit.target, ctx)?;
     Ok((graph, tagset, summary))
 }
 

@@ -284,7 +284,10 @@ impl Options {
     }
 
     fn check(&self, ctx: &RunContext) -> Result<()> {
-        check_ksize(self.table.ksize)?;
+        // khmer's k <= 32 limit applies to its layout only (the blocked one hashes any k).
+        if self.layout == Layout::Khmer {
+            check_ksize(self.table.ksize)?;
+        }
         if !(1..=2).contains(&self.passes) {
             return Err(Error::invalid(format!("--passes must be 1 or 2, not {}", self.passes)));
         }
@@ -708,6 +711,14 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     summary.orphans_dropped = sinks.writer.counts().orphans_dropped;
     summary.reads_out = sinks.reads - summary.orphans_dropped;
     summary.pairs_out = sinks.pairs;
+    // Which outputs (R1, R2 and orphans, or the one -o) hold reads: the output histogram reads
+    // only those (an empty one would be warned about as an empty input).
+    let counts = sinks.writer.counts();
+    let holds_reads = if sinks.writer.is_split() {
+        vec![counts.pairs > 0, counts.pairs > 0, counts.orphans_written > 0]
+    } else {
+        vec![summary.reads_out > 0]
+    };
     let staged = sinks.writer.close()?;
     let mut last_unique = t1.n_unique_kmers();
     summary.fp_rate = summary.first_pass.table.fp_rate;
@@ -733,7 +744,12 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let mut hist_out = None;
     if opts.hist_out.is_some() {
         ctx.info("k-mer abundance histogram of the output");
-        let paths: Vec<String> = staged.iter().map(|s| s.written_path().to_string_lossy().into_owned()).collect();
+        let paths: Vec<String> = staged
+            .iter()
+            .zip(holds_reads)
+            .filter(|(_, holds)| *holds)
+            .map(|(s, _)| s.written_path().to_string_lossy().into_owned())
+            .collect();
         let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
         let (hist_params, _) = sized_after(&params, auto.is_some(), last_unique)?;
         let (_, dist, _) = counted_histogram(&hist_params, opts.layout, true, &paths, ctx)?;

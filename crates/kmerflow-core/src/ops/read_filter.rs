@@ -9,7 +9,7 @@
 //! through the sequence-level `KhmerTable` methods, which hash a whole read and prefetch its
 //! table cells ahead, so that the memory latency of the large tables overlaps.
 
-use super::sizing::TableParams;
+use super::sizing::{FpRate, TableParams};
 use crate::io::{BundleBatch, PairMode, PairedInput, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::Strand;
@@ -327,10 +327,7 @@ pub fn check_fp_rate(fp: f64, limit: f64, force: bool, resize: &str, ctx: &RunCo
     if fp <= limit {
         return Ok(());
     }
-    let problem = format!(
-        "the graph structure is too small for this data set (estimated false positive rate of {fp:.3}; \
-         max recommended {limit:.3})"
-    );
+    let problem = too_small(fp, limit);
     if !force {
         return Err(Error::invalid(format!(
             "** ERROR: {problem}; increase it with {resize} (or -M auto), or use --force"
@@ -338,6 +335,54 @@ pub fn check_fp_rate(fp: f64, limit: f64, force: bool, resize: &str, ctx: &RunCo
     }
     ctx.warning(format!("WARNING: {problem}; do not use these results (going on because of --force)"));
     Ok(())
+}
+
+/// The problem [`check_fp_rate`] and [`FpLimit::stop_early`] report.
+fn too_small(fp: f64, limit: f64) -> String {
+    format!(
+        "the graph structure is too small for this data set (estimated false positive rate of {fp:.3}; \
+         max recommended {limit:.3})"
+    )
+}
+
+/// The false-positive ceiling of a run (khmer's `max_false_pos`), checked as its table fills
+/// so that a run bound to fail at its end stops as soon as that is known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FpLimit {
+    /// The largest estimated rate accepted.
+    pub max: f64,
+    /// `-f/--force`: the run goes on past the ceiling (and warns at its end).
+    pub force: bool,
+    /// The rate the `-M` hint is for (`--fp-rate`).
+    pub target: f64,
+}
+
+impl FpLimit {
+    /// The ceiling `max` with the `-f` and the target rate of `params`.
+    pub fn of(max: f64, params: &TableParams) -> Self {
+        FpLimit { max, force: params.force, target: super::sizing::target_rate(params) }
+    }
+
+    /// Ends the run, at read `reads` of `path`, once the estimated rate of `table` is above the
+    /// ceiling (unless `force`): the rate only grows as the table fills, so the run's final
+    /// check would fail. The `-M` named is a lower bound, for the k-mers counted so far (the
+    /// share of the input read cannot be told: the reader runs far ahead of the counting).
+    /// Cheap enough for every batch: one counter read and a power.
+    pub fn stop_early(&self, table: &impl FpRate, path: &str, reads: u64) -> Result<()> {
+        if self.force {
+            return Ok(());
+        }
+        let fp = table.fp_rate();
+        if fp <= self.max {
+            return Ok(());
+        }
+        let hint = table.resize_hint(fp, self.target);
+        let hint = hint.strip_prefix("at least ").unwrap_or(&hint);
+        Err(Error::invalid(format!(
+            "{path}: stopped at read {reads}: ** ERROR: {}; increase it with at least {hint} (or -M auto), or use --force",
+            too_small(fp, self.max)
+        )))
+    }
 }
 
 #[cfg(test)]
@@ -377,6 +422,21 @@ mod tests {
         let screed = clean_batch(batch, Cleaning::Screed);
         assert_eq!(screed.clean_seq(0), b"ACGTAAX");
         assert_eq!(screed.record(0).seq, b"ACGTNnx");
+    }
+
+    #[test]
+    fn a_table_over_the_ceiling_stops_the_run_unless_forced() {
+        use crate::table::{HashKind, StorageKind};
+        let limit = FpLimit { max: 0.2, force: false, target: 0.1 };
+        let t = KhmerTable::new(4, HashKind::TwoBit, StorageKind::Byte, 13, 2).unwrap();
+        assert!(limit.stop_early(&t, "r.fa", 0).is_ok());
+        t.consume(b"ACGTTGCATTGACCATGGATCCAGTTACGGATTACAGGCATCGATCGGATCCATTGACGATTACCAGT");
+        let err = limit.stop_early(&t, "r.fa", 7).unwrap_err().to_string();
+        assert!(err.starts_with("r.fa: stopped at read 7: ** ERROR: the graph structure is too small"), "{err}");
+        assert!(err.contains("increase it with at least -M "), "{err}");
+        assert!(FpLimit { force: true, ..limit }.stop_early(&t, "r.fa", 7).is_ok());
+        // At the ceiling, not above it, the run goes on.
+        assert!(FpLimit { max: t.fp_rate(), ..limit }.stop_early(&t, "r.fa", 7).is_ok());
     }
 
     #[test]

@@ -239,6 +239,51 @@ pub fn countgraph_resize_hint(sizes: &[u64], fp: f64, target: f64) -> String {
     memory_to_reach(fp, sizes.len(), per_table, GraphKind::Countgraph, target)
 }
 
+/// A table whose false-positive rate is estimated from its occupancy as it fills (khmer's
+/// `calc_expected_collisions`; the occupancy is a running counter, so the estimate is cheap).
+pub trait FpRate {
+    /// The estimated rate now.
+    fn fp_rate(&self) -> f64;
+    /// The `-M` that would bring this table, now at rate `fp`, to `target` ([`resize_hint`]).
+    fn resize_hint(&self, fp: f64, target: f64) -> String;
+}
+
+impl FpRate for KhmerTable {
+    fn fp_rate(&self) -> f64 {
+        expected_fp_rate(self)
+    }
+    fn resize_hint(&self, fp: f64, target: f64) -> String {
+        khmer_resize_hint(self, fp, target)
+    }
+}
+
+impl FpRate for BlockedTable {
+    fn fp_rate(&self) -> f64 {
+        self.expected_fp_rate()
+    }
+    fn resize_hint(&self, fp: f64, target: f64) -> String {
+        blocked_resize_hint(self, fp, target)
+    }
+}
+
+impl FpRate for AnyTable {
+    fn fp_rate(&self) -> f64 {
+        any_fp_rate(self)
+    }
+    fn resize_hint(&self, fp: f64, target: f64) -> String {
+        resize_hint(self, fp, target)
+    }
+}
+
+impl FpRate for ShardClient {
+    fn fp_rate(&self) -> f64 {
+        sharded_fp_rate(self)
+    }
+    fn resize_hint(&self, fp: f64, target: f64) -> String {
+        countgraph_resize_hint(&self.map().sizes(), fp, target)
+    }
+}
+
 /// The false-positive rate a table is sized for: `--fp-rate`, default khmer's 0.1 for counting.
 pub fn target_rate(params: &TableParams) -> f64 {
     params.fp_rate.filter(|&f| f > 0.0 && f < 1.0).unwrap_or(COUNTGRAPH_FP_TARGET)

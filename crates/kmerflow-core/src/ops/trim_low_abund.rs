@@ -20,7 +20,9 @@
 //! one-file output split by split-paired-reads.
 
 use super::diginorm::BATCH_KMERS;
-use super::read_filter::{self, bundle_source, check_ksize, clean_batch, trim_of_counts, Cleaning, HashedBatch, Trim};
+use super::read_filter::{
+    self, bundle_source, check_ksize, clean_batch, trim_of_counts, Cleaning, FpLimit, HashedBatch, Trim,
+};
 use super::reads::{derived_name, is_stdin, stdin_without_output};
 use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target_rate, TableParams};
 use super::SummaryFormat;
@@ -303,6 +305,15 @@ impl Pass1<'_> {
         match self {
             Pass1::Here(table, _) => expected_fp_rate(table),
             Pass1::Sharded(shards) => sharded_fp_rate(shards.client()),
+        }
+    }
+
+    /// Stops pass 1 at read `reads` of `path` once the table is over `limit`
+    /// ([`FpLimit::stop_early`]).
+    fn stop_early(&self, limit: &FpLimit, path: &str, reads: u64) -> Result<()> {
+        match self {
+            Pass1::Here(table, _) => limit.stop_early(&**table, path, reads),
+            Pass1::Sharded(shards) => limit.stop_early(shards.client(), path, reads),
         }
     }
 
@@ -686,6 +697,7 @@ fn run_passes<'a, 'b>(
     let mut t =
         Tally { s: Summary::default(), pass2_reads: 0, pass2_basepairs: 0, ctx, file: "", n_start: 0, watermark: 0 };
     let mode = if o.ignore_pairs { PairMode::ForceSingle } else { PairMode::BrokenPaired };
+    let limit = FpLimit::of(MAX_FP_RATE, &o.table);
     for (input, output) in inputs.iter().zip(outputs.iter().cycle()) {
         let pass2 = tempdir.join(format!("{}.pass2", input.path.replace('/', "-"))).to_string_lossy().into_owned();
         if outs.is_empty() || o.output.is_none() {
@@ -709,6 +721,7 @@ fn run_passes<'a, 'b>(
                 bufs.clear();
                 aside.clear();
                 pass1.batch(o, &hb, &mut t, &mut bufs, &mut aside)?;
+                pass1.stop_early(&limit, &input.path, t.s.reads - t.n_start)?;
                 out.write(&bufs)?;
                 aside_file.write_all(&aside).map_err(|e| Error::io(&job.pass2, e))
             },
