@@ -301,3 +301,18 @@ def test_a_few_kmers_get_a_table_that_passes_the_rate_check(tmp_path: Path, data
                     data / "test-abund-read-2.fa")
     assert chosen(proc.stderr)[1] == "65.6K", proc.stderr.decode()
     assert (tmp_path / "t.ct").exists()
+
+
+def test_force_skips_an_unreadable_input_when_sizing_from_the_data(tmp_path):
+    """-f without -M/-x: the pre-pass leaves out the input the command skips (khmer's
+    test_normalize_by_median_force), so the run goes on with the good file's reads."""
+    good, bad, out = tmp_path / "good.fa", tmp_path / "bad.fq", tmp_path / "o.fa"
+    make_reads(good, 2000, seed=5)
+    bad.write_text("@r1\nACGTACGTACGTACGTACGTACGT\n+\nIII\n")
+    proc = kmerflow("normalize-by-median", "-k", K, "-f", "-o", out, good, bad, check=False)
+    err = proc.stderr.decode()
+    assert proc.returncode == 0, err
+    assert "table sized automatically" in err and str(bad) in err
+    assert out.read_text().count(">") > 0
+    refused = kmerflow("normalize-by-median", "-k", K, "-o", tmp_path / "o2.fa", good, bad, check=False)
+    assert refused.returncode == 1 and str(bad) in refused.stderr.decode()

@@ -116,6 +116,32 @@ pub fn resolve(params: &mut TableParams, inputs: &[String], ctx: &RunContext) ->
     resolve_kind(params, counting_kind(params), inputs, ctx)
 }
 
+/// The distinct k-mers of `inputs` estimated by one HyperLogLog pass. With `-f/--force` an input
+/// that cannot be read is left out, as the command then skips it: the inputs are estimated one
+/// by one and the estimates added (shared k-mers counted more than once, so the table errs on
+/// the large side).
+fn estimate_distinct(params: &TableParams, inputs: &[String], ctx: &RunContext) -> Result<u64> {
+    let estimate = |inputs: &[String]| {
+        let opts = unique_kmers::Options {
+            ksize: params.ksize,
+            error_rate: PREPASS_ERROR_RATE,
+            inputs: inputs.to_vec(),
+            stream_records: false,
+            hash: HllHash::Fast,
+            strand: params.strand,
+        };
+        unique_kmers::run(&opts, ctx, |_| Ok(())).map(|summary| summary.total)
+    };
+    match estimate(inputs) {
+        Err(Error::Cancelled) => Err(Error::Cancelled),
+        Err(_) if params.force && inputs.len() > 1 => {
+            Ok(inputs.iter().filter_map(|input| estimate(std::slice::from_ref(input)).ok()).sum())
+        }
+        Err(_) if params.force => Ok(0),
+        result => result,
+    }
+}
+
 /// [`resolve`] for tables of `kind` (a nodegraph's presence bits, for load-graph).
 pub fn resolve_kind(
     params: &mut TableParams,
@@ -136,16 +162,8 @@ pub fn resolve_kind(
                  k-mers, e.g. from `kmerflow unique-kmers`) or -M"
             )));
         }
-        let opts = unique_kmers::Options {
-            ksize: params.ksize,
-            error_rate: PREPASS_ERROR_RATE,
-            inputs: inputs.to_vec(),
-            stream_records: false,
-            hash: HllHash::Fast,
-            strand: params.strand,
-        };
         ctx.progress().begin_pass("estimating distinct k-mers");
-        (unique_kmers::run(&opts, ctx, |_| Ok(()))?.total as f64, true)
+        (estimate_distinct(params, inputs, ctx)? as f64, true)
     };
     let prepass_seconds = if estimated { started.elapsed().as_secs_f64() } else { 0.0 };
     let margin = if estimated { PREPASS_MARGIN } else { 1.0 };
