@@ -616,7 +616,7 @@ mod tests {
         let pool: Vec<u64> = (0..distinct).map(|_| rng.random()).collect();
         (0..n_reads)
             .map(|_| {
-                let len = rng.random_range(0..12);
+                let len = rng.random_range(0..40);
                 (0..len).map(|_| pool[rng.random_range(0..pool.len())]).collect()
             })
             .collect()
@@ -645,13 +645,16 @@ mod tests {
             .collect()
     }
 
-    /// The same through the three phases, `piece` k-mers a batch, with `threads` threads.
+    /// The same through the three phases, `piece` k-mers a batch, with `threads` threads. With
+    /// `votes`, reads are decided by their median vote alone, as normalize-by-median does (a
+    /// vote stops as soon as its answer is known), and their counts are left empty.
     fn batched<T: BatchTable>(
         table: &T,
         reads: &[Vec<u64>],
         cutoff: u32,
         threads: usize,
         piece: usize,
+        votes: bool,
     ) -> Vec<(Vec<u32>, bool)> {
         let hashes: Vec<u64> = reads.concat();
         let mut ranges = Vec::new();
@@ -672,9 +675,14 @@ mod tests {
                 .run(table, &hashes, kmers, |d| {
                     for range in &ranges[first..=last] {
                         let mut counts = Vec::new();
-                        d.counts(range.clone(), &mut counts);
-                        let keep = keeps(&counts, cutoff);
-                        assert_eq!(!keep, d.median_at_least(range.clone(), cutoff));
+                        let keep = if votes {
+                            !d.median_at_least(range.clone(), cutoff)
+                        } else {
+                            d.counts(range.clone(), &mut counts);
+                            let keep = keeps(&counts, cutoff);
+                            assert_eq!(!keep, d.median_at_least(range.clone(), cutoff));
+                            keep
+                        };
                         if keep {
                             d.add(range.clone());
                         }
@@ -685,6 +693,18 @@ mod tests {
             first = last + 1;
         }
         result
+    }
+
+    /// The decisions of `expected` with the counts left out where `votes` left them out.
+    fn as_decided(expected: &[(Vec<u32>, bool)], votes: bool) -> Vec<(Vec<u32>, bool)> {
+        expected.iter().map(|(counts, keep)| (if votes { Vec::new() } else { counts.clone() }, *keep)).collect()
+    }
+
+    /// Threads, k-mers a batch, and whether reads are decided by their votes alone.
+    fn runs() -> impl Iterator<Item = (usize, usize, bool)> {
+        (1..=3).flat_map(|threads| {
+            [1, 40, 100_000].into_iter().flat_map(move |piece| [false, true].map(|votes| (threads, piece, votes)))
+        })
     }
 
     fn ktable(storage: StorageKind, bigcount: bool) -> KhmerTable {
@@ -713,12 +733,12 @@ mod tests {
             let expected_table = ktable(storage, bigcount);
             let expected = sequential(&expected_table, &reads, cutoff);
             assert!(bigcount <= expected.iter().any(|(counts, _)| counts.iter().any(|&c| c > 255)));
-            for threads in 1..=3 {
-                for piece in [1, 40, 100_000] {
-                    let table = ktable(storage, bigcount);
-                    assert_eq!(batched(&table, &reads, cutoff, threads, piece), expected, "{storage:?} -T{threads}");
-                    assert_same_ktables(&table, &expected_table, &reads.concat());
-                }
+            assert!(expected.iter().any(|(_, keep)| !keep) && expected.iter().any(|(_, keep)| *keep));
+            for (threads, piece, votes) in runs() {
+                let table = ktable(storage, bigcount);
+                let decided = batched(&table, &reads, cutoff, threads, piece, votes);
+                assert_eq!(decided, as_decided(&expected, votes), "{storage:?} -T{threads} {piece} {votes}");
+                assert_same_ktables(&table, &expected_table, &reads.concat());
             }
         }
     }
@@ -729,13 +749,12 @@ mod tests {
             let reads = reads(11, 2000, 400);
             let expected_table = BlockedTable::new(20, 3 * 64, width, 4).unwrap();
             let expected = sequential(&expected_table, &reads, cutoff);
-            for threads in 1..=3 {
-                for piece in [1, 40, 100_000] {
-                    let table = BlockedTable::new(20, 3 * 64, width, 4).unwrap();
-                    assert_eq!(batched(&table, &reads, cutoff, threads, piece), expected, "{width:?} -T{threads}");
-                    assert_eq!(table.raw_bytes(), expected_table.raw_bytes());
-                    assert_eq!(table.occupancy(), expected_table.occupancy());
-                }
+            for (threads, piece, votes) in runs() {
+                let table = BlockedTable::new(20, 3 * 64, width, 4).unwrap();
+                let decided = batched(&table, &reads, cutoff, threads, piece, votes);
+                assert_eq!(decided, as_decided(&expected, votes), "{width:?} -T{threads} {piece} {votes}");
+                assert_eq!(table.raw_bytes(), expected_table.raw_bytes());
+                assert_eq!(table.occupancy(), expected_table.occupancy());
             }
         }
     }
