@@ -284,3 +284,107 @@ def test_subset_maps_do_not_depend_on_threads(tmp_path, data):
         kmerflow("partition-graph", "-T", threads, "-s", "3000", "g", cwd=where)
         maps[threads] = {p.name: p.read_bytes() for p in where.glob("g.subset.*.pmap")}
     assert len(maps["1"]) > 1 and maps["1"] == maps["3"]
+
+
+def load_graph_both(tmp_path: Path, reads: Path, k: str, *partition_args: str) -> dict[str, Path]:
+    """load-graph (and partition-graph with `partition_args`, if any) by both tools, in
+    tmp_path/ours and tmp_path/theirs; the graphs are identical."""
+    places = {}
+    for tool, where in ((kmerflow, "ours"), (khmer, "theirs")):
+        w = tmp_path / where
+        w.mkdir()
+        tool("load-graph", "-x", "1e7", "-N", "2", "-k", k, "g", reads, cwd=w)
+        if partition_args:
+            tool("partition-graph", *partition_args, "g", cwd=w)
+        places[where] = w
+    return places
+
+
+@pytest.mark.parametrize("reads, k, table", [
+    ("biglump-random-20-a.fa", "20", ("-x", "1e6", "-N", "4", "-s", "1000")),
+    # a countgraph so small its counts collide: khmer's order of walks matters, and is kept
+    ("biglump-random-20-a.fa", "20", ("-x", "1e3", "-N", "2")),
+    ("test-reads.fa", "25", ("-x", "1e6", "-N", "2", "-s", "300")),
+    ("random-20-a.fa", "20", ()),
+])
+def test_make_initial_stoptags_is_khmers(tmp_path, data, reads, k, table):
+    places = load_graph_both(tmp_path, data / reads, k)
+    for tool, where in ((kmerflow, "ours"), (khmer, "theirs")):
+        tool("make-initial-stoptags", *table, "g", cwd=places[where])
+    ours, theirs = ((places[w] / "g.stoptags").read_bytes() for w in ("ours", "theirs"))
+    assert ours == theirs
+    if reads == "biglump-random-20-a.fa":
+        assert struct.unpack("<Q", ours[10:18])[0] > 100
+
+
+def test_make_initial_stoptags_keeps_given_stoptags(tmp_path, data):
+    reads = data / "biglump-random-20-a.fa"
+    seqs = [line for line in reads.read_text().splitlines() if not line.startswith(">")]
+    khmer_stoptags(tmp_path / "st", 20, [s[10:30] for s in seqs[:60:7]])
+    places = load_graph_both(tmp_path, reads, "20")
+    for tool, where in ((kmerflow, "ours"), (khmer, "theirs")):
+        tool("make-initial-stoptags", "-x", "1e6", "-N", "4", "-S", tmp_path / "st", "g", cwd=places[where])
+    ours = (places["ours"] / "g.stoptags").read_bytes()
+    assert ours == (places["theirs"] / "g.stoptags").read_bytes()
+    given = (tmp_path / "st").read_bytes()[18:]
+    tags = {ours[i:i + 8] for i in range(18, len(ours), 8)}
+    assert {given[i:i + 8] for i in range(0, len(given), 8)} < tags
+
+
+@pytest.mark.parametrize("initial", [False, True])
+def test_find_knots_is_khmers(tmp_path, data, initial):
+    # one subset map: khmer's own order of maps does not come into it
+    places = load_graph_both(tmp_path, data / "biglump-random-20-a.fa", "20", "-s", "1e5")
+    for tool, where in ((kmerflow, "ours"), (khmer, "theirs")):
+        if initial:
+            tool("make-initial-stoptags", "-x", "1e5", "-N", "2", "-s", "100", "g", cwd=places[where])
+        proc = tool("find-knots", "-x", "1e6", "-N", "2", "g", cwd=places[where])
+        assert not (places[where] / "g.subset.0.pmap").exists()
+        assert (places[where] / "g.subset.0.pmap.processed").exists()
+    assert (places["ours"] / "g.stoptags").read_bytes() == (places["theirs"] / "g.stoptags").read_bytes()
+    # the run is done: a second one finds no map left
+    proc = kmerflow("find-knots", "g", cwd=places["ours"], check=False)
+    assert proc.returncode == 1 and b"no partition subsets" in proc.stderr
+
+
+KHMER_FIND_KNOTS = """\
+import glob, sys, khmer
+graph = khmer.Nodegraph.load(sys.argv[1])
+graph.load_tagset(sys.argv[1] + '.tagset')
+counting = khmer.Countgraph(graph.ksize(), int(float(sys.argv[2])), int(sys.argv[3]))
+for path in sorted(glob.glob(sys.argv[1] + '.subset.*.pmap'), key=lambda p: int(p.split('.')[-2])):
+    subset = khmer.SubsetPartition.load(path, graph)
+    graph.repartition_largest_partition(counting, 40, 200, 2, subs=subset)
+    graph.merge_subset(subset)
+    graph.repartition_largest_partition(counting, 40, 200, 2)
+graph.save_stop_tags(sys.argv[1] + '.stoptags')
+"""
+
+
+@pytest.mark.parametrize("table", [("1e6", "2"), ("1e3", "2")])
+def test_find_knots_over_many_maps_is_khmers_algorithm(tmp_path, data, table):
+    # find-knots.py takes the maps in directory order; kmerflow by ascending N. khmer's own
+    # calls, given the maps in that order, find the same stop tags.
+    reads = data / "biglump-random-20-a.fa"
+    places = load_graph_both(tmp_path, reads, "20", "-s", "50")
+    assert len(list(places["theirs"].glob("g.subset.*.pmap"))) == 4
+    kmerflow("find-knots", "-x", table[0], "-N", table[1], "g", cwd=places["ours"])
+    subprocess.run(["/usr/bin/python3", "-c", KHMER_FIND_KNOTS, "g", *table], cwd=places["theirs"], check=True)
+    ours = (places["ours"] / "g.stoptags").read_bytes()
+    assert ours == (places["theirs"] / "g.stoptags").read_bytes()
+    assert len(ours) > 18 + 8 * 100
+
+
+def test_knots_cut_the_lump(tmp_path, data):
+    # khmer's protocol: the stop tags of find-knots split biglump's lump when partitioning again
+    reads = data / "biglump-random-20-a.fa"
+    kmerflow("load-graph", "-x", "1e7", "-N", "2", "-k", "20", "g", reads, cwd=tmp_path)
+    sizes = []
+    for stoptags in ((), ("-S", "g.stoptags")):
+        kmerflow("partition-graph", *stoptags, "g", cwd=tmp_path)
+        kmerflow("merge-partitions", "-k", "20", "--keep-subsets", "g", cwd=tmp_path)
+        kmerflow("annotate-partitions", "-k", "20", "g", reads, cwd=tmp_path)
+        sizes.append(len(read_part(tmp_path / "biglump-random-20-a.fa.part")[1]))
+        if not stoptags:
+            kmerflow("find-knots", "-x", "1e6", "-N", "2", "g", cwd=tmp_path)
+    assert sizes[0] == 1 and sizes[1] > 1, sizes

@@ -22,7 +22,9 @@ pub fn citations(command: &str) -> Vec<&'static str> {
         | "annotate-partitions"
         | "extract-partitions"
         | "do-partition"
-        | "filter-stoptags" => &[GRAPH],
+        | "filter-stoptags"
+        | "make-initial-stoptags"
+        | "find-knots" => &[GRAPH],
         "normalize-by-median" => &[DIGINORM],
         "trim-low-abund" => &[TRIMMING],
         "unique-kmers" => &[SEQAN, HLL],

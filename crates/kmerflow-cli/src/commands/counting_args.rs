@@ -139,6 +139,12 @@ impl CountingArgs {
 }
 
 impl CountingArgs {
+    /// [`Self::params`] for a command that reads no reads to size its table from: khmer's rules
+    /// (`-U` alone sizes for the false-positive rate as khmer does; `-M auto` is refused).
+    pub fn fixed_params(&self, force: bool) -> TableParams {
+        TableParams { auto_memory: self.graph.max_memory == Some(MemoryArg::Auto), ..self.params(force) }
+    }
+
     /// Whether none of `-M`, `-x` and `-U` was given, so that the table is sized from the data
     /// (khmer's default table where the inputs can be read only once).
     fn size_unset(&self) -> bool {
