@@ -339,6 +339,20 @@ mod tests {
     }
 
     #[test]
+    fn take_largest_removes_the_biggest_partition() {
+        let mut map = PartitionMap::default();
+        map.assign(1, &[2, 3]);
+        map.assign(10, &[11]);
+        map.assign(20, &[21]);
+        assert_eq!(map.take_largest(), Some((vec![1, 2, 3], 2)));
+        assert_eq!(sets(&map), vec![vec![10, 11], vec![20, 21]]);
+        // of two largest partitions, the one with the smallest tag; no smaller size left
+        assert_eq!(map.take_largest(), Some((vec![10, 11], 0)));
+        assert_eq!(map.take_largest(), Some((vec![20, 21], 0)));
+        assert_eq!(map.take_largest(), None);
+    }
+
+    #[test]
     fn merge_joins_partitions_sharing_a_tag() {
         let mut map = PartitionMap::default();
         map.merge(&[(1, 7), (2, 7), (3, 9)], &FxHashSet::default());

@@ -159,6 +159,7 @@ pub fn make_initial_stoptags(opts: &InitialOptions, counting: &TableParams, ctx:
     let output = stoptags_path(&opts.base);
     let inputs = [opts.base.clone(), format!("{}.tagset", opts.base)];
     crate::io::refuse_inputs_as_outputs(ctx, &inputs, [&output])?;
+    let counting = sizing::create_countgraph(counting, 1.0, ctx)?;
     let mut tagged = load_tagged_graph(&opts.base, None, ctx)?;
     let initial = match &opts.stoptags {
         Some(path) => files::load_stoptags(path, tagged.graph.ksize(), ctx)?,
@@ -168,7 +169,6 @@ pub fn make_initial_stoptags(opts: &InitialOptions, counting: &TableParams, ctx:
     let label = format!("the first {} tags", first.len());
     let mut map = tagged.partition_subset(first, false, ctx)?;
     tagged.stop_tags.extend(initial);
-    let counting = sizing::create_countgraph(counting, 1.0, ctx)?;
     let mut finder = KnotFinder::new(tagged, counting, INITIAL_FREQUENCY);
     let repartition = finder.repartition_largest(&mut map, ctx)?;
     finder.save_stop_tags(&output, ctx)?;
@@ -190,9 +190,9 @@ pub fn find_knots(base: &str, counting: &TableParams, ctx: &RunContext) -> Resul
     }
     let inputs = [base.to_string(), format!("{base}.tagset")];
     crate::io::refuse_inputs_as_outputs(ctx, inputs.iter().chain(&paths), [&output])?;
+    let counting = sizing::create_countgraph(counting, 1.0, ctx)?;
     let tagged = load_tagged_graph(base, stoptags, ctx)?;
     let k = tagged.graph.ksize();
-    let counting = sizing::create_countgraph(counting, 1.0, ctx)?;
     let mut finder = KnotFinder::new(tagged, counting, KNOTS_FREQUENCY);
     let mut merged = super::PartitionMap::default();
     let mut repartitions = Vec::new();
