@@ -25,7 +25,7 @@ pub struct Args {
     #[command(flatten)]
     /// Sizing of the countgraph of walked k-mers (its -k is not used).
     pub counting: CountingArgs,
-    /// Continue past sizing limits.
+    /// Continue past sizing limits and a graph over the 0.15 false-positive ceiling.
     #[arg(short = 'f', long = "force")]
     pub force: bool,
     /// Base name of the input and output files.
@@ -36,7 +36,7 @@ pub struct Args {
 
 /// Runs `find-knots`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
-    let summary = knots::find_knots(&args.graphbase, &args.counting.fixed_params(args.force), &ctx.run)?;
+    let summary = knots::find_knots(&args.graphbase, &args.counting.fixed_params(args.force), args.force, &ctx.run)?;
     report(&summary, ctx);
     summary_json(&summary)
 }

@@ -29,7 +29,7 @@ pub struct Args {
     /// Start from the stop tags in this file (they are written out too).
     #[arg(short = 'S', long = "stoptags", value_name = "FILE")]
     pub stoptags: Option<String>,
-    /// Continue past sizing limits.
+    /// Continue past sizing limits and a graph over the 0.15 false-positive ceiling.
     #[arg(short = 'f', long = "force")]
     pub force: bool,
     /// Base name of the nodegraph and tagset (writes BASE.stoptags).
@@ -40,8 +40,12 @@ pub struct Args {
 
 /// Runs `make-initial-stoptags`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
-    let opts =
-        knots::InitialOptions { base: args.graphbase, stoptags: args.stoptags, subset_size: args.subset_size as u64 };
+    let opts = knots::InitialOptions {
+        base: args.graphbase,
+        stoptags: args.stoptags,
+        subset_size: args.subset_size as u64,
+        force: args.force,
+    };
     let summary = knots::make_initial_stoptags(&opts, &args.counting.fixed_params(args.force), &ctx.run)?;
     super::find_knots::report(&summary, ctx);
     summary_json(&summary)

@@ -27,7 +27,7 @@ pub struct Args {
     /// Truncate graph joins at big traversals (more than 200 k-mers).
     #[arg(long = "no-big-traverse")]
     pub no_big_traverse: bool,
-    /// Accepted for khmer compatibility.
+    /// Partition a graph over the 0.15 false-positive ceiling (its walks may not end).
     #[arg(short = 'f', long = "force")]
     pub force: bool,
     /// Base name of the nodegraph and tagset.
@@ -43,6 +43,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
         stoptags: args.stoptags,
         subset_size: args.subset_size as u64,
         stop_big_traversals: args.no_big_traverse,
+        force: args.force,
     };
     let summary = partition::partition_graph(&opts, &ctx.run)?;
     ctx.info(format_args!("{} tags in {} subsets", summary.tags, summary.subsets));

@@ -138,6 +138,8 @@ pub struct InitialOptions {
     pub stoptags: Option<String>,
     /// Tags pre-partitioned (`-s`): the first this many, ascending.
     pub subset_size: u64,
+    /// Use a graph over [`super::MAX_GRAPH_FP_RATE`] (`-f`).
+    pub force: bool,
 }
 
 /// What `make-initial-stoptags` or `find-knots` did.
@@ -160,7 +162,7 @@ pub fn make_initial_stoptags(opts: &InitialOptions, counting: &TableParams, ctx:
     let inputs = [opts.base.clone(), format!("{}.tagset", opts.base)];
     crate::io::refuse_inputs_as_outputs(ctx, &inputs, [&output])?;
     let counting = sizing::create_countgraph(counting, 1.0, ctx)?;
-    let mut tagged = load_tagged_graph(&opts.base, None, ctx)?;
+    let mut tagged = load_tagged_graph(&opts.base, None, opts.force, ctx)?;
     let initial = match &opts.stoptags {
         Some(path) => files::load_stoptags(path, tagged.graph.ksize(), ctx)?,
         None => Vec::new(),
@@ -176,12 +178,13 @@ pub fn make_initial_stoptags(opts: &InitialOptions, counting: &TableParams, ctx:
     Ok(KnotsSummary { output, stop_tags, repartitions: vec![(label, repartition)] })
 }
 
-/// Runs `find-knots` (a countgraph sized by `counting`) on `BASE`, `BASE.tagset`, `BASE.stoptags` when it exists and every
+/// Runs `find-knots` (a countgraph sized by `counting`; a graph over
+/// [`super::MAX_GRAPH_FP_RATE`] only if `force`) on `BASE`, `BASE.tagset`, `BASE.stoptags` when it exists and every
 /// `BASE.subset.N.pmap` (by N): each map is read (stop tags left out) and its largest
 /// partition repartitioned, it is merged into the maps so far, whose largest partition is
 /// repartitioned too; then `BASE.stoptags` is written (the stop tags loaded included) and the
 /// map renamed `BASE.subset.N.pmap.processed`, so that a stopped run resumes where it was.
-pub fn find_knots(base: &str, counting: &TableParams, ctx: &RunContext) -> Result<KnotsSummary> {
+pub fn find_knots(base: &str, counting: &TableParams, force: bool, ctx: &RunContext) -> Result<KnotsSummary> {
     let output = stoptags_path(base);
     let stoptags = std::path::Path::new(&output).exists().then_some(output.as_str());
     let paths = super::subset_files(base)?;
@@ -191,7 +194,7 @@ pub fn find_knots(base: &str, counting: &TableParams, ctx: &RunContext) -> Resul
     let inputs = [base.to_string(), format!("{base}.tagset")];
     crate::io::refuse_inputs_as_outputs(ctx, inputs.iter().chain(&paths), [&output])?;
     let counting = sizing::create_countgraph(counting, 1.0, ctx)?;
-    let tagged = load_tagged_graph(base, stoptags, ctx)?;
+    let tagged = load_tagged_graph(base, stoptags, force, ctx)?;
     let k = tagged.graph.ksize();
     let mut finder = KnotFinder::new(tagged, counting, KNOTS_FREQUENCY);
     let mut merged = super::PartitionMap::default();

@@ -19,9 +19,10 @@ pub mod stoptags;
 
 pub use graph::{PartitionMap, Scratch, Traverser, BIG_TRAVERSALS_ARE};
 
-use super::count::write_text;
+use super::count::{check_fp_rate, write_text};
 use super::load_graph::{self, TAG_DENSITY};
 use super::read_filter::check_ksize;
+use super::sizing::NODEGRAPH_FP_TARGET;
 use crate::io::{write_record, Compression, OutputFile};
 use crate::kmer::clean::clean_parser;
 use crate::kmer::twobit;
@@ -120,9 +121,14 @@ impl TaggedGraph {
     }
 }
 
-/// Loads the nodegraph `path` (a countgraph is refused) with its tagset `path.tagset` and the
-/// optional stop tags.
-pub fn load_tagged_graph(path: &str, stoptags: Option<&str>, ctx: &RunContext) -> Result<TaggedGraph> {
+/// khmer's false-positive ceiling of a nodegraph (load-graph's): past it a walk meets more
+/// false neighbours than it leaves behind, and the traversals do not end.
+pub const MAX_GRAPH_FP_RATE: f64 = 0.15;
+
+/// Loads the nodegraph `path` (a countgraph is refused, and a graph over
+/// [`MAX_GRAPH_FP_RATE`] unless `force`) with its tagset `path.tagset` and the optional stop
+/// tags.
+pub fn load_tagged_graph(path: &str, stoptags: Option<&str>, force: bool, ctx: &RunContext) -> Result<TaggedGraph> {
     let graph = KhmerTable::load_in(path, HashKind::TwoBit, ctx)?;
     if graph.holds_counts() {
         return Err(Error::format(
@@ -138,6 +144,14 @@ pub fn load_tagged_graph(path: &str, stoptags: Option<&str>, ctx: &RunContext) -
         Some(stoptags) => files::load_stoptags(stoptags, k, ctx)?,
         None => Vec::new(),
     };
+    check_fp_rate(&graph, MAX_GRAPH_FP_RATE, force, NODEGRAPH_FP_TARGET, ctx).map_err(|e| {
+        Error::format(
+            path,
+            None,
+            None,
+            format!("is too full to partition (its walks would not end; rebuild it larger with load-graph): {e}"),
+        )
+    })?;
     Ok(TaggedGraph::new(graph, tags, stop_tags))
 }
 
@@ -162,6 +176,8 @@ pub struct PartitionOptions {
     pub subset_size: u64,
     /// `--no-big-traverse`.
     pub stop_big_traversals: bool,
+    /// Partition a graph over [`MAX_GRAPH_FP_RATE`] (`-f`).
+    pub force: bool,
 }
 
 /// What `partition-graph` did.
@@ -181,7 +197,7 @@ pub struct PartitionSummary {
 /// (an existing one is kept and its subset skipped, as khmer does, to resume a run).
 pub fn partition_graph(opts: &PartitionOptions, ctx: &RunContext) -> Result<PartitionSummary> {
     check_subset_size(opts.subset_size)?;
-    let tagged = load_tagged_graph(&opts.base, opts.stoptags.as_deref(), ctx)?;
+    let tagged = load_tagged_graph(&opts.base, opts.stoptags.as_deref(), opts.force, ctx)?;
     let k = tagged.graph.ksize();
     let subsets = tagged.subsets(opts.subset_size);
     let mut summary = PartitionSummary { tags: tagged.tags.len(), subsets: subsets.len(), ..Default::default() };
