@@ -388,3 +388,51 @@ def test_knots_cut_the_lump(tmp_path, data):
         if not stoptags:
             kmerflow("find-knots", "-x", "1e6", "-N", "2", "g", cwd=tmp_path)
     assert sizes[0] == 1 and sizes[1] > 1, sizes
+
+
+KHMER_MARKS = """\
+import khmer, sys
+ng = khmer.Nodegraph(20, 1e5, 2)
+ng.load_stop_tags(sys.argv[1])
+ng.load_tagset(sys.argv[2])
+print(sorted(ng.get_stop_tags()), sorted(ng.get_tagset()))
+print(ng.trim_on_stoptags(sys.argv[3]))
+ng.save_stop_tags(sys.argv[1] + '.khmer')
+ng.save_tagset(sys.argv[2] + '.khmer')
+"""
+
+
+def test_graph_tags_and_stop_tags_are_khmers(tmp_path, data):
+    import kmerflow as kf
+
+    ng = kf.Nodegraph(20, 1e5, 2)
+    ng.add_stop_tag("GCTGGATTCTAGAGGCAGAG")
+    ng.add_stop_tag(ng.hash("ACGTACGTACGTACGTACGT"))
+    ng.add_tag("TTTTTGGGGGCCCCCAAAAA")
+    # canonical k-mers (the reverse hash), by ascending hash
+    assert ng.get_stop_tags() == ["ACGTACGTACGTACGTACGT", "CTCTGCCTCTAGAATCCAGC"]
+    assert ng.n_tags() == 1
+    seq = "CGCAGGCTGGATTCTAGAGGCAGAGGTGAG"
+    assert ng.trim_on_stoptags(seq) == ("CGCAGGCTGGATTCTAGAGGCAG", 23)
+    ng.save_stop_tags(tmp_path / "st")
+    ng.save_tagset(tmp_path / "ts")
+    # khmer reads our files, finds the same marks and trims alike; its files are ours
+    out = subprocess.run(["/usr/bin/python3", "-c", KHMER_MARKS, tmp_path / "st", tmp_path / "ts", seq],
+                         check=True, capture_output=True, text=True).stdout.splitlines()
+    assert out[0] == f"{sorted(ng.get_stop_tags())} {sorted(ng.get_tagset())}"
+    assert out[1] == str(("CGCAGGCTGGATTCTAGAGGCAG", 23))
+    assert (tmp_path / "st.khmer").read_bytes() == (tmp_path / "st").read_bytes()
+    assert (tmp_path / "ts.khmer").read_bytes() == (tmp_path / "ts").read_bytes()
+    # khmer's files load; load_stop_tags adds unless clear_tags, load_tagset replaces
+    other = kf.Nodegraph(20, 1e5, 2)
+    other.add_stop_tag("TTTTTTTTTTTTTTTTTTTT")
+    other.load_stop_tags(tmp_path / "st.khmer")
+    assert len(other.get_stop_tags()) == 3
+    other.load_stop_tags(tmp_path / "st.khmer", clear_tags=True)
+    other.add_tag("AAAAACCCCCAAAAACCCCC")
+    other.load_tagset(tmp_path / "ts.khmer")
+    assert (other.get_stop_tags(), other.get_tagset()) == (ng.get_stop_tags(), ng.get_tagset())
+    with pytest.raises(ValueError, match="k-mer size 20 does not match"):
+        kf.Nodegraph(21, 1e5, 2).load_stop_tags(tmp_path / "st")
+    with pytest.raises(ValueError, match="2-bit graphs"):
+        kf.Nodetable(20, 1e5, 2).add_stop_tag("GCTGGATTCTAGAGGCAGAG")

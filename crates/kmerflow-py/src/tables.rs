@@ -11,14 +11,19 @@ use crate::hashing::check_ascii;
 use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
 use kmerflow_core::kmer::twobit;
+use kmerflow_core::ops::count::write_text;
+use kmerflow_core::ops::load_graph::Tagset;
 use kmerflow_core::ops::memory::{check_fits, Backing};
+use kmerflow_core::ops::partition::{files, stoptags};
 use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{add_table_files, HashKind, KhmerTable, StorageKind};
 use numpy::PyArray1;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
+use rustc_hash::FxHashSet;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// A k-mer given as a string or as a precomputed hash.
 #[derive(FromPyObject)]
@@ -36,6 +41,15 @@ const DIST_LEN: usize = 65535;
 #[pyclass(subclass, module = "kmerflow._core")]
 pub struct Table {
     inner: KhmerTable,
+    /// khmer's tags and stop tags of a 2-bit graph (its partitioning API).
+    marks: Mutex<Marks>,
+}
+
+/// The tags and stop tags of a graph.
+#[derive(Default)]
+struct Marks {
+    tags: FxHashSet<u64>,
+    stop_tags: FxHashSet<u64>,
 }
 
 /// Bases of a long sequence counted at a time: the hashes and bins of a piece are held at once
@@ -85,7 +99,7 @@ fn build(
         Some(sizes) => KhmerTable::with_sizes(k, hash, storage, sizes),
         None => KhmerTable::new(k, hash, storage, starting_size as u64, n_tables),
     };
-    Ok(Table { inner: inner.py()? })
+    Ok(Table::from_core(inner.py()?))
 }
 
 /// Loads a saved table and checks that its storage matches the class.
@@ -98,13 +112,34 @@ fn load_checked(py: Python<'_>, path: PathBuf, hash: HashKind, storage: StorageK
             inner.storage_kind()
         )));
     }
-    Ok(Table { inner })
+    Ok(Table::from_core(inner))
 }
 
 impl Table {
     /// A table over a core table.
     pub fn from_core(inner: KhmerTable) -> Self {
-        Table { inner }
+        Table { inner, marks: Mutex::default() }
+    }
+
+    /// The tags and stop tags, for a 2-bit graph (khmer's Hashgraph; a Murmur table has none).
+    fn marks(&self) -> PyResult<std::sync::MutexGuard<'_, Marks>> {
+        if self.inner.hash_kind() != HashKind::TwoBit {
+            return Err(PyValueError::new_err("tags and stop tags are for 2-bit graphs (Countgraph, Nodegraph)"));
+        }
+        Ok(self.marks.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// The k-mers of the 2-bit `hashes`, by ascending hash.
+    fn kmers_of(&self, hashes: &FxHashSet<u64>) -> Vec<String> {
+        let mut sorted: Vec<u64> = hashes.iter().copied().collect();
+        sorted.sort_unstable();
+        sorted.into_iter().map(|hash| twobit::reverse_hash(hash, self.inner.ksize())).collect()
+    }
+
+    /// Writes `bytes` to `path` within a run (Ctrl-C stops it), GIL released.
+    fn write_file(py: Python<'_>, path: PathBuf, bytes: Vec<u8>) -> PyResult<()> {
+        let path = path.to_string_lossy().into_owned();
+        interruptible(py, |ctx| write_text(&path, &bytes, ctx))?.py()
     }
 
     /// The core table.
@@ -316,6 +351,86 @@ impl Table {
         let inner = &self.inner;
         let path = path.to_string_lossy().into_owned();
         interruptible(py, |ctx| inner.save_in(&path, ctx))?.py()
+    }
+
+    /// Adds a tag (k-mer or hash), as khmer's `add_tag`.
+    fn add_tag(&self, kmer: KmerOrHash) -> PyResult<()> {
+        let hash = self.hash_of(&kmer)?;
+        self.marks()?.tags.insert(hash);
+        Ok(())
+    }
+
+    /// The tags as k-mers (khmer's), by ascending hash.
+    fn get_tagset(&self) -> PyResult<Vec<String>> {
+        Ok(self.kmers_of(&self.marks()?.tags))
+    }
+
+    /// Number of tags.
+    fn n_tags(&self) -> PyResult<usize> {
+        Ok(self.marks()?.tags.len())
+    }
+
+    /// Reads a tagset file (khmer's or load-graph's) of this k; its tags replace ours unless
+    /// `clear_tags` is False.
+    #[pyo3(signature = (path, clear_tags = true))]
+    fn load_tagset(&self, py: Python<'_>, path: PathBuf, clear_tags: bool) -> PyResult<()> {
+        let path = path.to_string_lossy().into_owned();
+        let k = self.inner.ksize();
+        let tags = interruptible(py, |ctx| files::load_tagset(&path, k, ctx))?.py()?;
+        let mut marks = self.marks()?;
+        if clear_tags {
+            marks.tags.clear();
+        }
+        marks.tags.extend(tags);
+        Ok(())
+    }
+
+    /// Saves the tags as a tagset file khmer reads.
+    fn save_tagset(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let tagset = Tagset { tags: self.marks()?.tags.iter().copied().collect() };
+        Self::write_file(py, path, tagset.to_bytes(self.inner.ksize()))
+    }
+
+    /// Adds a stop tag (k-mer or hash), as khmer's `add_stop_tag`.
+    fn add_stop_tag(&self, kmer: KmerOrHash) -> PyResult<()> {
+        let hash = self.hash_of(&kmer)?;
+        self.marks()?.stop_tags.insert(hash);
+        Ok(())
+    }
+
+    /// The stop tags as k-mers (khmer's), by ascending hash.
+    fn get_stop_tags(&self) -> PyResult<Vec<String>> {
+        Ok(self.kmers_of(&self.marks()?.stop_tags))
+    }
+
+    /// Reads a stop-tags file of this k (khmer's, or make-initial-stoptags' and find-knots');
+    /// its stop tags are added to ours, or replace them with `clear_tags`.
+    #[pyo3(signature = (path, clear_tags = false))]
+    fn load_stop_tags(&self, py: Python<'_>, path: PathBuf, clear_tags: bool) -> PyResult<()> {
+        let path = path.to_string_lossy().into_owned();
+        let k = self.inner.ksize();
+        let tags = interruptible(py, |ctx| files::load_stoptags(&path, k, ctx))?.py()?;
+        let mut marks = self.marks()?;
+        if clear_tags {
+            marks.stop_tags.clear();
+        }
+        marks.stop_tags.extend(tags);
+        Ok(())
+    }
+
+    /// Saves the stop tags as a stop-tags file khmer reads.
+    fn save_stop_tags(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let bytes = files::stoptags_bytes(self.marks()?.stop_tags.iter().copied(), self.inner.ksize());
+        Self::write_file(py, path, bytes)
+    }
+
+    /// khmer's `trim_on_stoptags`: `seq` cut k - 2 bases after the start of its first k-mer that
+    /// is a stop tag, and the length kept.
+    fn trim_on_stoptags(&self, seq: &str) -> PyResult<(String, usize)> {
+        check_ascii(seq)?;
+        let cut =
+            stoptags::trim_on_stoptags(seq.as_bytes(), self.inner.ksize(), &self.marks()?.stop_tags, &mut Vec::new());
+        Ok((seq[..cut].to_owned(), cut))
     }
 
     /// A copy of the counters of each table as numpy `uint8` arrays (the caller's to keep or
