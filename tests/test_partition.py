@@ -436,3 +436,27 @@ def test_graph_tags_and_stop_tags_are_khmers(tmp_path, data):
         kf.Nodegraph(21, 1e5, 2).load_stop_tags(tmp_path / "st")
     with pytest.raises(ValueError, match="2-bit graphs"):
         kf.Nodetable(20, 1e5, 2).add_stop_tag("GCTGGATTCTAGAGGCAGAG")
+
+
+KHMER_TAGGING = """\
+import khmer, sys
+ng = khmer.Nodegraph(20, 1e6, 2)
+print(ng.consume_seqfile_and_tag(sys.argv[1]))
+ng.save_tagset(sys.argv[2])
+"""
+
+
+def test_consume_seqfile_and_tag_is_khmers(tmp_path, data):
+    import kmerflow as kf
+
+    reads = data / "test-reads.fa"
+    out = subprocess.run(["/usr/bin/python3", "-c", KHMER_TAGGING, reads, tmp_path / "theirs.tagset"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    ng = kf.Nodegraph(20, 1e6, 2)
+    assert str(ng.consume_seqfile_and_tag(reads)) == out
+    assert ng.n_tags() > 1000
+    ng.save_tagset(tmp_path / "ours.tagset")
+    assert (tmp_path / "ours.tagset").read_bytes() == (tmp_path / "theirs.tagset").read_bytes()
+    with pytest.raises(FileNotFoundError):
+        ng.consume_seqfile_and_tag(tmp_path / "missing.fa")
+    assert ng.n_tags() > 1000  # a failed call keeps the tags

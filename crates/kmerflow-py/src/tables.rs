@@ -12,7 +12,7 @@ use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
 use kmerflow_core::kmer::twobit;
 use kmerflow_core::ops::count::write_text;
-use kmerflow_core::ops::load_graph::Tagset;
+use kmerflow_core::ops::load_graph::{self, Tagset};
 use kmerflow_core::ops::memory::{check_fits, Backing};
 use kmerflow_core::ops::partition::{files, stoptags};
 use kmerflow_core::table::CountingTable;
@@ -351,6 +351,19 @@ impl Table {
         let inner = &self.inner;
         let path = path.to_string_lossy().into_owned();
         interruptible(py, |ctx| inner.save_in(&path, ctx))?.py()
+    }
+
+    /// khmer's `consume_seqfile_and_tag`: counts every k-mer of the reads of `path` (cleaned)
+    /// and tags them as load-graph does, GIL released; returns `(n_reads, n_new_kmers)` (the
+    /// k-mers not yet in the graph, as khmer counts them).
+    fn consume_seqfile_and_tag(&mut self, py: Python<'_>, path: PathBuf) -> PyResult<(u64, u64)> {
+        let mut tagset = Tagset { tags: std::mem::take(&mut self.marks()?.tags) };
+        let path = path.to_string_lossy().into_owned();
+        let inner = &mut self.inner;
+        let tally = interruptible(py, |ctx| load_graph::consume_file_and_tag(inner, &mut tagset, &path, ctx));
+        self.marks()?.tags = tagset.tags;
+        let (tally, new_kmers) = tally?.py()?;
+        Ok((tally.reads, new_kmers))
     }
 
     /// Adds a tag (k-mer or hash), as khmer's `add_tag`.
