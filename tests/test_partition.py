@@ -460,3 +460,39 @@ def test_consume_seqfile_and_tag_is_khmers(tmp_path, data):
     with pytest.raises(FileNotFoundError):
         ng.consume_seqfile_and_tag(tmp_path / "missing.fa")
     assert ng.n_tags() > 1000  # a failed call keeps the tags
+
+
+KHMER_PMAP = """\
+import khmer, sys
+ng = khmer.Nodegraph.load(sys.argv[1])
+ng.load_tagset(sys.argv[1] + '.tagset')
+ng.load_partitionmap(sys.argv[1] + '.pmap.merged')
+print(ng.count_partitions())
+print(ng.output_partitions(sys.argv[2], sys.argv[3]))
+"""
+
+
+@pytest.mark.parametrize("reads, k, args", [("biglump-random-20-a.fa", "20", ("-s", "7")),
+                                            ("random-20-a.fa", "21", ())])
+def test_graph_partition_map_is_khmers(tmp_path, data, reads, k, args):
+    import kmerflow as kf
+
+    kmerflow("load-graph", "-x", "1e7", "-N", "2", "-k", k, "g", data / reads, cwd=tmp_path)
+    kmerflow("partition-graph", *args, "g", cwd=tmp_path)
+    kmerflow("merge-partitions", "-k", k, "--keep-subsets", "g", cwd=tmp_path)
+    out = subprocess.run(["/usr/bin/python3", "-c", KHMER_PMAP, "g", data / reads, "theirs.part"], cwd=tmp_path,
+                         check=True, capture_output=True, text=True).stdout.splitlines()
+    ng = kf.Nodegraph.load(tmp_path / "g")
+    ng.load_tagset(tmp_path / "g.tagset")
+    ng.load_partitionmap(tmp_path / "g.pmap.merged")
+    assert str(ng.count_partitions()) == out[0]
+    assert str(ng.output_partitions(data / reads, tmp_path / "ours.part")) == out[1]
+    assert_same_partitions(tmp_path / "ours.part", tmp_path / "theirs.part")
+    ng.save_partitionmap(tmp_path / "saved.pmap")
+    assert (tmp_path / "saved.pmap").read_bytes() == (tmp_path / "g.pmap.merged").read_bytes()
+    # the subset maps merged one by one give the merged map
+    ng.load_partitionmap(tmp_path / "g.subset.0.pmap")
+    for subset in sorted(tmp_path.glob("g.subset.*.pmap"))[1:]:
+        ng.merge_subset_from_disk(subset)
+    ng.save_partitionmap(tmp_path / "remerged.pmap")
+    assert (tmp_path / "remerged.pmap").read_bytes() == (tmp_path / "g.pmap.merged").read_bytes()

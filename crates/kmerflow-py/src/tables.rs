@@ -14,7 +14,7 @@ use kmerflow_core::kmer::twobit;
 use kmerflow_core::ops::count::write_text;
 use kmerflow_core::ops::load_graph::{self, Tagset};
 use kmerflow_core::ops::memory::{check_fits, Backing};
-use kmerflow_core::ops::partition::{files, stoptags};
+use kmerflow_core::ops::partition::{annotate_file, files, stoptags, PartitionMap};
 use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{add_table_files, HashKind, KhmerTable, StorageKind};
 use numpy::PyArray1;
@@ -50,6 +50,7 @@ pub struct Table {
 struct Marks {
     tags: FxHashSet<u64>,
     stop_tags: FxHashSet<u64>,
+    partition: PartitionMap,
 }
 
 /// Bases of a long sequence counted at a time: the hashes and bins of a piece are held at once
@@ -435,6 +436,49 @@ impl Table {
     fn save_stop_tags(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         let bytes = files::stoptags_bytes(self.marks()?.stop_tags.iter().copied(), self.inner.ksize());
         Self::write_file(py, path, bytes)
+    }
+
+    /// Replaces the graph's partition map with the map file `path` (khmer's
+    /// `load_partitionmap`; stop tags are left out).
+    fn load_partitionmap(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        self.marks()?.partition = PartitionMap::default();
+        self.merge_subset_from_disk(py, path)
+    }
+
+    /// Merges the map file `path` into the graph's partition map: partitions sharing a tag
+    /// are joined (khmer's `merge_subset_from_disk`; stop tags are left out).
+    fn merge_subset_from_disk(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let path = path.to_string_lossy().into_owned();
+        let k = self.inner.ksize();
+        let records = interruptible(py, |ctx| files::load_pmap_records(&path, k, ctx))?.py()?;
+        let mut marks = self.marks()?;
+        let Marks { stop_tags, partition, .. } = &mut *marks;
+        partition.merge(&records, stop_tags);
+        Ok(())
+    }
+
+    /// Saves the graph's partition map as a map file khmer reads (partition ids from 2 by
+    /// ascending tag).
+    fn save_partitionmap(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let bytes = files::pmap_bytes(&self.marks()?.partition, self.inner.ksize());
+        Self::write_file(py, path, bytes)
+    }
+
+    /// khmer's `count_partitions`: `(partitions, tags without a partition)`.
+    fn count_partitions(&self) -> PyResult<(usize, usize)> {
+        let marks = self.marks()?;
+        let tags: Vec<u64> = marks.tags.iter().copied().collect();
+        Ok(marks.partition.count_partitions(&tags))
+    }
+
+    /// khmer's `output_partitions`: writes each read of `infile` with a tagged k-mer to
+    /// `outfile` as `name<TAB>partition` (as annotate-partitions); returns the number of
+    /// partitions seen.
+    fn output_partitions(&self, py: Python<'_>, infile: PathBuf, outfile: PathBuf) -> PyResult<usize> {
+        let lookup = self.marks()?.partition.lookup();
+        let (infile, outfile) = (infile.to_string_lossy().into_owned(), outfile.to_string_lossy().into_owned());
+        let k = self.inner.ksize();
+        interruptible(py, |ctx| annotate_file(&lookup, k, &infile, &outfile, ctx))?.py()
     }
 
     /// khmer's `trim_on_stoptags`: `seq` cut k - 2 bases after the start of its first k-mer that
