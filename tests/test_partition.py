@@ -496,3 +496,46 @@ def test_graph_partition_map_is_khmers(tmp_path, data, reads, k, args):
         ng.merge_subset_from_disk(subset)
     ng.save_partitionmap(tmp_path / "remerged.pmap")
     assert (tmp_path / "remerged.pmap").read_bytes() == (tmp_path / "g.pmap.merged").read_bytes()
+
+
+KHMER_SUBSETS = """\
+import khmer, sys
+ng = khmer.Nodegraph.load(sys.argv[1])
+ng.load_tagset(sys.argv[1] + '.tagset')
+ng.add_stop_tag(sys.argv[2])
+for break_on, big in ((False, False), (True, False), (False, True)):
+    subset = ng.do_subset_partition(0, 0, break_on, big)
+    print(subset.count_partitions()[:2])
+ng.merge_subset(subset)
+print(ng.count_partitions())
+tags = sorted(ng.get_tagset(), key=ng.hash)
+print(ng.do_subset_partition(tags[0], tags[1]).count_partitions()[:2])
+"""
+
+
+def test_do_subset_partition_is_khmers(tmp_path, data):
+    import kmerflow as kf
+
+    reads = data / "biglump-random-20-a.fa"
+    kmerflow("load-graph", "-x", "1e7", "-N", "2", "-k", "20", "g", reads, cwd=tmp_path)
+    kmerflow("partition-graph", "-s", "1e6", "g", cwd=tmp_path)
+    stop = reads.read_text().splitlines()[1][30:50]
+    out = subprocess.run(["/usr/bin/python3", "-c", KHMER_SUBSETS, "g", stop], cwd=tmp_path,
+                         check=True, capture_output=True, text=True).stdout.splitlines()
+    ng = kf.Nodegraph.load(tmp_path / "g")
+    ng.load_tagset(tmp_path / "g.tagset")
+    ng.add_stop_tag(stop)
+    counts = []
+    for break_on, big in ((False, False), (True, False), (False, True)):
+        subset = ng.do_subset_partition(0, 0, break_on, big)
+        counts.append(subset.count_partitions())
+    assert [str(c) for c in counts] == out[:3]
+    assert counts[0] != counts[2]  # --no-big-traverse breaks the lump
+    ng.merge_subset(subset)
+    assert str(ng.count_partitions()) == out[3]
+    # the whole tagset as one subset is partition-graph's one subset map
+    ng.do_subset_partition().save_partitionmap(tmp_path / "subset.pmap")
+    assert (tmp_path / "subset.pmap").read_bytes() == (tmp_path / "g.subset.0.pmap").read_bytes()
+    # khmer's bounds: from a tag up to (not including) another
+    tags = ng.get_tagset()
+    assert str(ng.do_subset_partition(tags[0], tags[1]).count_partitions()) == out[4]

@@ -12,9 +12,10 @@ use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
 use kmerflow_core::kmer::twobit;
 use kmerflow_core::ops::count::write_text;
+use kmerflow_core::ops::load_graph::TAG_DENSITY;
 use kmerflow_core::ops::load_graph::{self, Tagset};
 use kmerflow_core::ops::memory::{check_fits, Backing};
-use kmerflow_core::ops::partition::{annotate_file, files, stoptags, PartitionMap};
+use kmerflow_core::ops::partition::{annotate_file, files, partition_tags, stoptags, PartitionMap, Traverser};
 use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{add_table_files, HashKind, KhmerTable, StorageKind};
 use numpy::PyArray1;
@@ -438,6 +439,53 @@ impl Table {
         Self::write_file(py, path, bytes)
     }
 
+    /// khmer's `do_subset_partition`: joins each tag from `start_kmer` (a tag; 0 or None: the
+    /// first) up to `end_kmer` (excluded; 0 or None: to the last) to the tags near it, into a new
+    /// `SubsetPartition`; stop tags end the walks with `break_on_stoptags`, and a walk of more
+    /// than 200 k-mers joins nothing with `stop_big_traversals`. GIL released.
+    #[pyo3(signature = (start_kmer = None, end_kmer = None, break_on_stoptags = false, stop_big_traversals = false))]
+    fn do_subset_partition(
+        &self,
+        py: Python<'_>,
+        start_kmer: Option<KmerOrHash>,
+        end_kmer: Option<KmerOrHash>,
+        break_on_stoptags: bool,
+        stop_big_traversals: bool,
+    ) -> PyResult<SubsetPartition> {
+        let bound = |kmer: Option<KmerOrHash>| kmer.map_or(Ok(0), |kmer| self.hash_of(&kmer));
+        let (start, end) = (bound(start_kmer)?, bound(end_kmer)?);
+        // copies, so that no lock is held while the GIL is released
+        let (tag_set, stop_tags) = {
+            let marks = self.marks()?;
+            let stops = if break_on_stoptags { marks.stop_tags.clone() } else { FxHashSet::default() };
+            (marks.tags.clone(), stops)
+        };
+        let mut tags: Vec<u64> = tag_set.iter().copied().collect();
+        tags.sort_unstable();
+        // khmer's bounds: a bound that is not a tag is the end of the tags
+        let position = |bound: u64, none: usize| match bound {
+            0 => none,
+            _ => tags.binary_search(&bound).unwrap_or(tags.len()),
+        };
+        let (first, last) = (position(start, 0), position(end, tags.len()));
+        let inner = &self.inner;
+        let map = interruptible(py, |ctx| {
+            let traverser = Traverser::new(inner, &tag_set, &stop_tags, stop_big_traversals, TAG_DENSITY);
+            partition_tags(&traverser, &tags[first.min(last)..last], ctx)
+        })?
+        .py()?;
+        Ok(SubsetPartition { map, ksize: inner.ksize(), tags })
+    }
+
+    /// Merges `subset` into the graph's partition map (khmer's `merge_subset`; stop tags are
+    /// left out).
+    fn merge_subset(&self, subset: PyRef<'_, SubsetPartition>) -> PyResult<()> {
+        let mut marks = self.marks()?;
+        let Marks { stop_tags, partition, .. } = &mut *marks;
+        partition.merge(&subset.map.assignments(), stop_tags);
+        Ok(())
+    }
+
     /// Replaces the graph's partition map with the map file `path` (khmer's
     /// `load_partitionmap`; stop tags are left out).
     fn load_partitionmap(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
@@ -498,6 +546,29 @@ impl Table {
         let inner = &self.inner;
         let copies = py.detach(|| inner.raw_tables());
         copies.into_iter().map(|bytes| PyArray1::from_vec(py, bytes)).collect()
+    }
+}
+
+/// khmer's `SubsetPartition`: the partition map of some of a graph's tags, made by
+/// `do_subset_partition`.
+#[pyclass(module = "kmerflow._core")]
+pub struct SubsetPartition {
+    map: PartitionMap,
+    ksize: usize,
+    /// The graph's tags when the subset was made, ascending.
+    tags: Vec<u64>,
+}
+
+#[pymethods]
+impl SubsetPartition {
+    /// `(partitions, tags of the graph without a partition here)`, as khmer's `count_partitions`.
+    fn count_partitions(&self) -> (usize, usize) {
+        self.map.count_partitions(&self.tags)
+    }
+
+    /// Saves the map as a partition-map file (what partition-graph writes for a subset).
+    fn save_partitionmap(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        Table::write_file(py, path, files::pmap_bytes(&self.map, self.ksize))
     }
 }
 
@@ -574,6 +645,7 @@ fn add_tables(py: Python<'_>, inputs: Vec<PathBuf>, output: PathBuf) -> PyResult
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_tables, m)?)?;
     m.add_class::<Table>()?;
+    m.add_class::<SubsetPartition>()?;
     m.add_class::<Countgraph>()?;
     m.add_class::<SmallCountgraph>()?;
     m.add_class::<Nodegraph>()?;

@@ -72,9 +72,8 @@ impl TaggedGraph {
         (0..self.tags.len()).step_by(size).map(|start| start..self.tags.len().min(start.saturating_add(size))).collect()
     }
 
-    /// khmer's `do_subset_partition` over the tags `range` (stop tags respected): the
-    /// traversals run on the threads of `ctx`, their joins are applied in tag order, so the
-    /// map is the one khmer's single thread builds.
+    /// khmer's `do_subset_partition` over the tags `range` (stop tags respected), as
+    /// [`partition_tags`] does it.
     pub fn partition_subset(
         &self,
         range: Range<usize>,
@@ -82,43 +81,49 @@ impl TaggedGraph {
         ctx: &RunContext,
     ) -> Result<PartitionMap> {
         let traverser = Traverser::new(&self.graph, &self.tag_set, &self.stop_tags, stop_big_traversals, TAG_DENSITY);
-        let starts = &self.tags[range];
-        let n_tasks = starts.len().div_ceil(TAGS_PER_TASK);
-        let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<Option<Vec<Vec<u64>>>>> = Mutex::new(vec![None; n_tasks]);
-        std::thread::scope(|scope| {
-            for _ in 0..ctx.threads().clamp(1, n_tasks.max(1)) {
-                scope.spawn(|| {
-                    let mut scratch = Scratch::default();
-                    loop {
-                        let task = next.fetch_add(1, Ordering::Relaxed);
-                        if task >= n_tasks || ctx.is_cancelled() {
-                            return;
-                        }
-                        let chunk = &starts[task * TAGS_PER_TASK..starts.len().min((task + 1) * TAGS_PER_TASK)];
-                        let found = chunk
-                            .iter()
-                            .map(|&tag| {
-                                let mut found = Vec::new();
-                                traverser.find_all_tags(tag, &mut scratch, &mut found);
-                                found
-                            })
-                            .collect();
-                        results.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[task] = Some(found);
-                    }
-                });
-            }
-        });
-        if ctx.is_cancelled() {
-            return Err(Error::Cancelled);
-        }
-        let mut map = PartitionMap::default();
-        let results = results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (found, &tag) in results.into_iter().flat_map(|task| task.unwrap_or_default()).zip(starts) {
-            map.assign(tag, &found);
-        }
-        Ok(map)
+        partition_tags(&traverser, &self.tags[range], ctx)
     }
+}
+
+/// khmer's `do_subset_partition` from the tags `starts`: the traversals run on the threads of
+/// `ctx`, their joins are applied in the order of `starts`, so the map is the one khmer's single
+/// thread builds.
+pub fn partition_tags(traverser: &Traverser<'_>, starts: &[u64], ctx: &RunContext) -> Result<PartitionMap> {
+    let n_tasks = starts.len().div_ceil(TAGS_PER_TASK);
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Vec<Vec<u64>>>>> = Mutex::new(vec![None; n_tasks]);
+    std::thread::scope(|scope| {
+        for _ in 0..ctx.threads().clamp(1, n_tasks.max(1)) {
+            scope.spawn(|| {
+                let mut scratch = Scratch::default();
+                loop {
+                    let task = next.fetch_add(1, Ordering::Relaxed);
+                    if task >= n_tasks || ctx.is_cancelled() {
+                        return;
+                    }
+                    let chunk = &starts[task * TAGS_PER_TASK..starts.len().min((task + 1) * TAGS_PER_TASK)];
+                    let found = chunk
+                        .iter()
+                        .map(|&tag| {
+                            let mut found = Vec::new();
+                            traverser.find_all_tags(tag, &mut scratch, &mut found);
+                            found
+                        })
+                        .collect();
+                    results.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[task] = Some(found);
+                }
+            });
+        }
+    });
+    if ctx.is_cancelled() {
+        return Err(Error::Cancelled);
+    }
+    let mut map = PartitionMap::default();
+    let results = results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for (found, &tag) in results.into_iter().flat_map(|task| task.unwrap_or_default()).zip(starts) {
+        map.assign(tag, &found);
+    }
+    Ok(map)
 }
 
 /// khmer's false-positive ceiling of a nodegraph (load-graph's): past it a walk meets more
