@@ -284,3 +284,258 @@ def test_subset_maps_do_not_depend_on_threads(tmp_path, data):
         kmerflow("partition-graph", "-T", threads, "-s", "3000", "g", cwd=where)
         maps[threads] = {p.name: p.read_bytes() for p in where.glob("g.subset.*.pmap")}
     assert len(maps["1"]) > 1 and maps["1"] == maps["3"]
+
+
+def load_graph_both(tmp_path: Path, reads: Path, k: str, *partition_args: str) -> dict[str, Path]:
+    """load-graph (and partition-graph with `partition_args`, if any) by both tools, in
+    tmp_path/ours and tmp_path/theirs; the graphs are identical."""
+    places = {}
+    for tool, where in ((kmerflow, "ours"), (khmer, "theirs")):
+        w = tmp_path / where
+        w.mkdir()
+        tool("load-graph", "-x", "1e7", "-N", "2", "-k", k, "g", reads, cwd=w)
+        if partition_args:
+            tool("partition-graph", *partition_args, "g", cwd=w)
+        places[where] = w
+    return places
+
+
+@pytest.mark.parametrize("reads, k, table", [
+    ("biglump-random-20-a.fa", "20", ("-x", "1e6", "-N", "4", "-s", "1000")),
+    # a countgraph so small its counts collide: khmer's order of walks matters, and is kept
+    ("biglump-random-20-a.fa", "20", ("-x", "1e3", "-N", "2")),
+    ("test-reads.fa", "25", ("-x", "1e6", "-N", "2", "-s", "300")),
+    ("random-20-a.fa", "20", ()),
+])
+def test_make_initial_stoptags_is_khmers(tmp_path, data, reads, k, table):
+    places = load_graph_both(tmp_path, data / reads, k)
+    for tool, where in ((kmerflow, "ours"), (khmer, "theirs")):
+        tool("make-initial-stoptags", *table, "g", cwd=places[where])
+    ours, theirs = ((places[w] / "g.stoptags").read_bytes() for w in ("ours", "theirs"))
+    assert ours == theirs
+    if reads == "biglump-random-20-a.fa":
+        assert struct.unpack("<Q", ours[10:18])[0] > 100
+
+
+def test_make_initial_stoptags_keeps_given_stoptags(tmp_path, data):
+    reads = data / "biglump-random-20-a.fa"
+    seqs = [line for line in reads.read_text().splitlines() if not line.startswith(">")]
+    khmer_stoptags(tmp_path / "st", 20, [s[10:30] for s in seqs[:60:7]])
+    places = load_graph_both(tmp_path, reads, "20")
+    for tool, where in ((kmerflow, "ours"), (khmer, "theirs")):
+        tool("make-initial-stoptags", "-x", "1e6", "-N", "4", "-S", tmp_path / "st", "g", cwd=places[where])
+    ours = (places["ours"] / "g.stoptags").read_bytes()
+    assert ours == (places["theirs"] / "g.stoptags").read_bytes()
+    given = (tmp_path / "st").read_bytes()[18:]
+    tags = {ours[i:i + 8] for i in range(18, len(ours), 8)}
+    assert {given[i:i + 8] for i in range(0, len(given), 8)} < tags
+
+
+@pytest.mark.parametrize("initial", [False, True])
+def test_find_knots_is_khmers(tmp_path, data, initial):
+    # one subset map: khmer's own order of maps does not come into it
+    places = load_graph_both(tmp_path, data / "biglump-random-20-a.fa", "20", "-s", "1e5")
+    for tool, where in ((kmerflow, "ours"), (khmer, "theirs")):
+        if initial:
+            tool("make-initial-stoptags", "-x", "1e5", "-N", "2", "-s", "100", "g", cwd=places[where])
+        proc = tool("find-knots", "-x", "1e6", "-N", "2", "g", cwd=places[where])
+        assert not (places[where] / "g.subset.0.pmap").exists()
+        assert (places[where] / "g.subset.0.pmap.processed").exists()
+    assert (places["ours"] / "g.stoptags").read_bytes() == (places["theirs"] / "g.stoptags").read_bytes()
+    # the run is done: a second one finds no map left
+    proc = kmerflow("find-knots", "g", cwd=places["ours"], check=False)
+    assert proc.returncode == 1 and b"no partition subsets" in proc.stderr
+
+
+KHMER_FIND_KNOTS = """\
+import glob, sys, khmer
+graph = khmer.Nodegraph.load(sys.argv[1])
+graph.load_tagset(sys.argv[1] + '.tagset')
+counting = khmer.Countgraph(graph.ksize(), int(float(sys.argv[2])), int(sys.argv[3]))
+for path in sorted(glob.glob(sys.argv[1] + '.subset.*.pmap'), key=lambda p: int(p.split('.')[-2])):
+    subset = khmer.SubsetPartition.load(path, graph)
+    graph.repartition_largest_partition(counting, 40, 200, 2, subs=subset)
+    graph.merge_subset(subset)
+    graph.repartition_largest_partition(counting, 40, 200, 2)
+graph.save_stop_tags(sys.argv[1] + '.stoptags')
+"""
+
+
+@pytest.mark.parametrize("table", [("1e6", "2"), ("1e3", "2")])
+def test_find_knots_over_many_maps_is_khmers_algorithm(tmp_path, data, table):
+    # find-knots.py takes the maps in directory order; kmerflow by ascending N. khmer's own
+    # calls, given the maps in that order, find the same stop tags.
+    reads = data / "biglump-random-20-a.fa"
+    places = load_graph_both(tmp_path, reads, "20", "-s", "50")
+    assert len(list(places["theirs"].glob("g.subset.*.pmap"))) == 4
+    kmerflow("find-knots", "-x", table[0], "-N", table[1], "g", cwd=places["ours"])
+    subprocess.run(["/usr/bin/python3", "-c", KHMER_FIND_KNOTS, "g", *table], cwd=places["theirs"], check=True)
+    ours = (places["ours"] / "g.stoptags").read_bytes()
+    assert ours == (places["theirs"] / "g.stoptags").read_bytes()
+    assert len(ours) > 18 + 8 * 100
+
+
+def test_knots_cut_the_lump(tmp_path, data):
+    # khmer's protocol: the stop tags of find-knots split biglump's lump when partitioning again
+    reads = data / "biglump-random-20-a.fa"
+    kmerflow("load-graph", "-x", "1e7", "-N", "2", "-k", "20", "g", reads, cwd=tmp_path)
+    sizes = []
+    for stoptags in ((), ("-S", "g.stoptags")):
+        kmerflow("partition-graph", *stoptags, "g", cwd=tmp_path)
+        kmerflow("merge-partitions", "-k", "20", "--keep-subsets", "g", cwd=tmp_path)
+        kmerflow("annotate-partitions", "-k", "20", "g", reads, cwd=tmp_path)
+        sizes.append(len(read_part(tmp_path / "biglump-random-20-a.fa.part")[1]))
+        if not stoptags:
+            kmerflow("find-knots", "-x", "1e6", "-N", "2", "g", cwd=tmp_path)
+    assert sizes[0] == 1 and sizes[1] > 1, sizes
+
+
+KHMER_MARKS = """\
+import khmer, sys
+ng = khmer.Nodegraph(20, 1e5, 2)
+ng.load_stop_tags(sys.argv[1])
+ng.load_tagset(sys.argv[2])
+print(sorted(ng.get_stop_tags()), sorted(ng.get_tagset()))
+print(ng.trim_on_stoptags(sys.argv[3]))
+ng.save_stop_tags(sys.argv[1] + '.khmer')
+ng.save_tagset(sys.argv[2] + '.khmer')
+"""
+
+
+def test_graph_tags_and_stop_tags_are_khmers(tmp_path, data):
+    import kmerflow as kf
+
+    ng = kf.Nodegraph(20, 1e5, 2)
+    ng.add_stop_tag("GCTGGATTCTAGAGGCAGAG")
+    ng.add_stop_tag(ng.hash("ACGTACGTACGTACGTACGT"))
+    ng.add_tag("TTTTTGGGGGCCCCCAAAAA")
+    # canonical k-mers (the reverse hash), by ascending hash
+    assert ng.get_stop_tags() == ["ACGTACGTACGTACGTACGT", "CTCTGCCTCTAGAATCCAGC"]
+    assert ng.n_tags() == 1
+    seq = "CGCAGGCTGGATTCTAGAGGCAGAGGTGAG"
+    assert ng.trim_on_stoptags(seq) == ("CGCAGGCTGGATTCTAGAGGCAG", 23)
+    ng.save_stop_tags(tmp_path / "st")
+    ng.save_tagset(tmp_path / "ts")
+    # khmer reads our files, finds the same marks and trims alike; its files are ours
+    out = subprocess.run(["/usr/bin/python3", "-c", KHMER_MARKS, tmp_path / "st", tmp_path / "ts", seq],
+                         check=True, capture_output=True, text=True).stdout.splitlines()
+    assert out[0] == f"{sorted(ng.get_stop_tags())} {sorted(ng.get_tagset())}"
+    assert out[1] == str(("CGCAGGCTGGATTCTAGAGGCAG", 23))
+    assert (tmp_path / "st.khmer").read_bytes() == (tmp_path / "st").read_bytes()
+    assert (tmp_path / "ts.khmer").read_bytes() == (tmp_path / "ts").read_bytes()
+    # khmer's files load; load_stop_tags adds unless clear_tags, load_tagset replaces
+    other = kf.Nodegraph(20, 1e5, 2)
+    other.add_stop_tag("TTTTTTTTTTTTTTTTTTTT")
+    other.load_stop_tags(tmp_path / "st.khmer")
+    assert len(other.get_stop_tags()) == 3
+    other.load_stop_tags(tmp_path / "st.khmer", clear_tags=True)
+    other.add_tag("AAAAACCCCCAAAAACCCCC")
+    other.load_tagset(tmp_path / "ts.khmer")
+    assert (other.get_stop_tags(), other.get_tagset()) == (ng.get_stop_tags(), ng.get_tagset())
+    with pytest.raises(ValueError, match="k-mer size 20 does not match"):
+        kf.Nodegraph(21, 1e5, 2).load_stop_tags(tmp_path / "st")
+    with pytest.raises(ValueError, match="2-bit graphs"):
+        kf.Nodetable(20, 1e5, 2).add_stop_tag("GCTGGATTCTAGAGGCAGAG")
+
+
+KHMER_TAGGING = """\
+import khmer, sys
+ng = khmer.Nodegraph(20, 1e6, 2)
+print(ng.consume_seqfile_and_tag(sys.argv[1]))
+ng.save_tagset(sys.argv[2])
+"""
+
+
+def test_consume_seqfile_and_tag_is_khmers(tmp_path, data):
+    import kmerflow as kf
+
+    reads = data / "test-reads.fa"
+    out = subprocess.run(["/usr/bin/python3", "-c", KHMER_TAGGING, reads, tmp_path / "theirs.tagset"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    ng = kf.Nodegraph(20, 1e6, 2)
+    assert str(ng.consume_seqfile_and_tag(reads)) == out
+    assert ng.n_tags() > 1000
+    ng.save_tagset(tmp_path / "ours.tagset")
+    assert (tmp_path / "ours.tagset").read_bytes() == (tmp_path / "theirs.tagset").read_bytes()
+    with pytest.raises(FileNotFoundError):
+        ng.consume_seqfile_and_tag(tmp_path / "missing.fa")
+    assert ng.n_tags() > 1000  # a failed call keeps the tags
+
+
+KHMER_PMAP = """\
+import khmer, sys
+ng = khmer.Nodegraph.load(sys.argv[1])
+ng.load_tagset(sys.argv[1] + '.tagset')
+ng.load_partitionmap(sys.argv[1] + '.pmap.merged')
+print(ng.count_partitions())
+print(ng.output_partitions(sys.argv[2], sys.argv[3]))
+"""
+
+
+@pytest.mark.parametrize("reads, k, args", [("biglump-random-20-a.fa", "20", ("-s", "7")),
+                                            ("random-20-a.fa", "21", ())])
+def test_graph_partition_map_is_khmers(tmp_path, data, reads, k, args):
+    import kmerflow as kf
+
+    kmerflow("load-graph", "-x", "1e7", "-N", "2", "-k", k, "g", data / reads, cwd=tmp_path)
+    kmerflow("partition-graph", *args, "g", cwd=tmp_path)
+    kmerflow("merge-partitions", "-k", k, "--keep-subsets", "g", cwd=tmp_path)
+    out = subprocess.run(["/usr/bin/python3", "-c", KHMER_PMAP, "g", data / reads, "theirs.part"], cwd=tmp_path,
+                         check=True, capture_output=True, text=True).stdout.splitlines()
+    ng = kf.Nodegraph.load(tmp_path / "g")
+    ng.load_tagset(tmp_path / "g.tagset")
+    ng.load_partitionmap(tmp_path / "g.pmap.merged")
+    assert str(ng.count_partitions()) == out[0]
+    assert str(ng.output_partitions(data / reads, tmp_path / "ours.part")) == out[1]
+    assert_same_partitions(tmp_path / "ours.part", tmp_path / "theirs.part")
+    ng.save_partitionmap(tmp_path / "saved.pmap")
+    assert (tmp_path / "saved.pmap").read_bytes() == (tmp_path / "g.pmap.merged").read_bytes()
+    # the subset maps merged one by one give the merged map
+    ng.load_partitionmap(tmp_path / "g.subset.0.pmap")
+    for subset in sorted(tmp_path.glob("g.subset.*.pmap"))[1:]:
+        ng.merge_subset_from_disk(subset)
+    ng.save_partitionmap(tmp_path / "remerged.pmap")
+    assert (tmp_path / "remerged.pmap").read_bytes() == (tmp_path / "g.pmap.merged").read_bytes()
+
+
+KHMER_SUBSETS = """\
+import khmer, sys
+ng = khmer.Nodegraph.load(sys.argv[1])
+ng.load_tagset(sys.argv[1] + '.tagset')
+ng.add_stop_tag(sys.argv[2])
+for break_on, big in ((False, False), (True, False), (False, True)):
+    subset = ng.do_subset_partition(0, 0, break_on, big)
+    print(subset.count_partitions()[:2])
+ng.merge_subset(subset)
+print(ng.count_partitions())
+tags = sorted(ng.get_tagset(), key=ng.hash)
+print(ng.do_subset_partition(tags[0], tags[1]).count_partitions()[:2])
+"""
+
+
+def test_do_subset_partition_is_khmers(tmp_path, data):
+    import kmerflow as kf
+
+    reads = data / "biglump-random-20-a.fa"
+    kmerflow("load-graph", "-x", "1e7", "-N", "2", "-k", "20", "g", reads, cwd=tmp_path)
+    kmerflow("partition-graph", "-s", "1e6", "g", cwd=tmp_path)
+    stop = reads.read_text().splitlines()[1][30:50]
+    out = subprocess.run(["/usr/bin/python3", "-c", KHMER_SUBSETS, "g", stop], cwd=tmp_path,
+                         check=True, capture_output=True, text=True).stdout.splitlines()
+    ng = kf.Nodegraph.load(tmp_path / "g")
+    ng.load_tagset(tmp_path / "g.tagset")
+    ng.add_stop_tag(stop)
+    counts = []
+    for break_on, big in ((False, False), (True, False), (False, True)):
+        subset = ng.do_subset_partition(0, 0, break_on, big)
+        counts.append(subset.count_partitions())
+    assert [str(c) for c in counts] == out[:3]
+    assert counts[0] != counts[2]  # --no-big-traverse breaks the lump
+    ng.merge_subset(subset)
+    assert str(ng.count_partitions()) == out[3]
+    # the whole tagset as one subset is partition-graph's one subset map
+    ng.do_subset_partition().save_partitionmap(tmp_path / "subset.pmap")
+    assert (tmp_path / "subset.pmap").read_bytes() == (tmp_path / "g.subset.0.pmap").read_bytes()
+    # khmer's bounds: from a tag up to (not including) another
+    tags = ng.get_tagset()
+    assert str(ng.do_subset_partition(tags[0], tags[1]).count_partitions()) == out[4]

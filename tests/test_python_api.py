@@ -613,7 +613,7 @@ def test_every_command_has_a_function_and_no_more():
         "abundance_dist", "abundance_dist_single", "normalize_by_median", "normalize", "filter_abund",
         "filter_abund_single", "trim_low_abund", "count_median", "unique_kmers", "load_graph",
         "partition_graph", "merge_partitions", "annotate_partitions", "extract_partitions",
-        "do_partition", "filter_stoptags"}
+        "do_partition", "filter_stoptags", "make_initial_stoptags", "find_knots"}
 
 
 @pytest.mark.parametrize("name", sorted(COMMAND_FUNCTIONS))

@@ -41,9 +41,11 @@ RUNS: dict[str, tuple[str, ...]] = {
     "filter-abund": ("t.ct", "reads.fa", "-o", "filtered.fa"),
     "filter-abund-single": (*TABLE, "reads.fa", "-o", "filtered.fa"),
     "filter-stoptags": ("-k", "17", "pg.stoptags", "reads.fa"),
+    "find-knots": ("-x", "1e5", "-N", "2", "pg3"),
     "interleave-reads": ("paired.fq.1", "paired.fq.2", "-o", "interleaved.fq"),
     "load-graph": (*TABLE, "graph.pt", "reads.fa"),
     "load-into-counting": (*TABLE, "t2.ct", "reads.fa"),
+    "make-initial-stoptags": ("-x", "1e5", "-N", "2", "pg2"),
     "merge-partitions": ("-k", "17", "--keep-subsets", "pg"),
     "normalize": ("-k", "17", "paired.fq.1", "paired.fq.2", "-o", "n1.fq", "-O", "n2.fq", "--hist", "nh.csv",
                   "--hist-out", "nho.csv"),
@@ -65,9 +67,10 @@ def workdir(tmp_path_factory: pytest.TempPathFactory, data: Path) -> Path:
     for name in ("paired.fq", "paired.fq.1", "paired.fq.2"):
         shutil.copy(data / name, where / name)
     kmerflow("load-into-counting", *TABLE, "t.ct", "reads.fa", cwd=where)
-    for graph in ("pg", "pg2"):
+    for graph in ("pg", "pg2", "pg3"):
         kmerflow("load-graph", *TABLE, graph, "reads.fa", cwd=where)
-    kmerflow("partition-graph", "pg", cwd=where)
+    for graph in ("pg", "pg3"):
+        kmerflow("partition-graph", graph, cwd=where)
     kmerflow("merge-partitions", "-k", "17", "--keep-subsets", "pg", cwd=where)
     kmerflow("annotate-partitions", "-k", "17", "pg", "reads.fa", cwd=where)
     # a stop-tags file (khmer's format) of one k-mer

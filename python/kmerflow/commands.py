@@ -404,6 +404,18 @@ def filter_stoptags(stoptags: PathLike, inputs: Paths) -> None:
     in the current directory."""
 
 
+@_command("make-initial-stoptags")
+def make_initial_stoptags(graphbase: PathLike) -> None:
+    """Write the highly connected k-mers of the largest partition among the first ``subset_size``
+    tags of ``graphbase`` (and ``graphbase.tagset``) as stop tags to ``graphbase.stoptags``."""
+
+
+@_command("find-knots")
+def find_knots(graphbase: PathLike) -> None:
+    """Add the highly connected k-mers of the largest partitions of each
+    ``graphbase.subset.N.pmap`` to ``graphbase.stoptags`` (each map renamed ``.processed``)."""
+
+
 @_command("do-partition")
 def do_partition(graphbase: PathLike, inputs: Paths) -> None:
     """Build the graph of ``inputs``, partition it and write each input's ``<basename>.part``."""
@@ -416,5 +428,5 @@ __all__ = [
     "load_into_counting", "abundance_dist", "abundance_dist_single", "normalize_by_median",
     "normalize", "filter_abund", "filter_abund_single", "trim_low_abund", "count_median",
     "unique_kmers", "load_graph", "partition_graph", "merge_partitions", "annotate_partitions",
-    "extract_partitions", "do_partition", "filter_stoptags",
+    "extract_partitions", "do_partition", "filter_stoptags", "make_initial_stoptags", "find_knots",
 ]

@@ -11,14 +11,20 @@ use crate::hashing::check_ascii;
 use crate::interrupt::interruptible;
 use crate::seqfile::for_each_clean_read;
 use kmerflow_core::kmer::{twobit, Strand};
+use kmerflow_core::ops::count::write_text;
+use kmerflow_core::ops::load_graph::TAG_DENSITY;
+use kmerflow_core::ops::load_graph::{self, Tagset};
 use kmerflow_core::ops::memory::{check_fits, Backing};
+use kmerflow_core::ops::partition::{annotate_file, files, partition_tags, stoptags, PartitionMap, Traverser};
 use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{add_table_files, HashKind, KhmerTable, StorageKind};
 use numpy::PyArray1;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
+use rustc_hash::FxHashSet;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// A k-mer given as a string or as a precomputed hash.
 #[derive(FromPyObject)]
@@ -36,6 +42,16 @@ const DIST_LEN: usize = 65535;
 #[pyclass(subclass, module = "kmerflow._core")]
 pub struct Table {
     inner: KhmerTable,
+    /// khmer's tags and stop tags of a 2-bit graph (its partitioning API).
+    marks: Mutex<Marks>,
+}
+
+/// The tags and stop tags of a graph.
+#[derive(Default)]
+struct Marks {
+    tags: FxHashSet<u64>,
+    stop_tags: FxHashSet<u64>,
+    partition: PartitionMap,
 }
 
 /// Bases of a long sequence counted at a time: the hashes and bins of a piece are held at once
@@ -86,7 +102,7 @@ fn build(
         Some(sizes) => KhmerTable::with_sizes(k, hash, storage, sizes),
         None => KhmerTable::new(k, hash, storage, starting_size as u64, n_tables),
     };
-    Ok(Table { inner: inner.py()?.with_strand(Strand::from_single(single_strand)) })
+    Ok(Table::from_core(inner.py()?.with_strand(Strand::from_single(single_strand))))
 }
 
 /// Loads a saved table and checks that its storage matches the class.
@@ -99,13 +115,34 @@ fn load_checked(py: Python<'_>, path: PathBuf, hash: HashKind, storage: StorageK
             inner.storage_kind()
         )));
     }
-    Ok(Table { inner })
+    Ok(Table::from_core(inner))
 }
 
 impl Table {
     /// A table over a core table.
     pub fn from_core(inner: KhmerTable) -> Self {
-        Table { inner }
+        Table { inner, marks: Mutex::default() }
+    }
+
+    /// The tags and stop tags, for a 2-bit graph (khmer's Hashgraph; a Murmur table has none).
+    fn marks(&self) -> PyResult<std::sync::MutexGuard<'_, Marks>> {
+        if self.inner.hash_kind() != HashKind::TwoBit {
+            return Err(PyValueError::new_err("tags and stop tags are for 2-bit graphs (Countgraph, Nodegraph)"));
+        }
+        Ok(self.marks.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// The k-mers of the 2-bit `hashes`, by ascending hash.
+    fn kmers_of(&self, hashes: &FxHashSet<u64>) -> Vec<String> {
+        let mut sorted: Vec<u64> = hashes.iter().copied().collect();
+        sorted.sort_unstable();
+        sorted.into_iter().map(|hash| twobit::reverse_hash(hash, self.inner.ksize())).collect()
+    }
+
+    /// Writes `bytes` to `path` within a run (Ctrl-C stops it), GIL released.
+    fn write_file(py: Python<'_>, path: PathBuf, bytes: Vec<u8>) -> PyResult<()> {
+        let path = path.to_string_lossy().into_owned();
+        interruptible(py, |ctx| write_text(&path, &bytes, ctx))?.py()
     }
 
     /// The core table.
@@ -324,6 +361,194 @@ impl Table {
         interruptible(py, |ctx| inner.save_in(&path, ctx))?.py()
     }
 
+    /// khmer's `consume_seqfile_and_tag`: counts every k-mer of the reads of `path` (cleaned)
+    /// and tags them as load-graph does, GIL released; returns `(n_reads, n_new_kmers)` (the
+    /// k-mers not yet in the graph, as khmer counts them).
+    fn consume_seqfile_and_tag(&mut self, py: Python<'_>, path: PathBuf) -> PyResult<(u64, u64)> {
+        let mut tagset = Tagset { tags: std::mem::take(&mut self.marks()?.tags) };
+        let path = path.to_string_lossy().into_owned();
+        let inner = &mut self.inner;
+        let tally = interruptible(py, |ctx| load_graph::consume_file_and_tag(inner, &mut tagset, &path, None, ctx));
+        self.marks()?.tags = tagset.tags;
+        let (tally, new_kmers) = tally?.py()?;
+        Ok((tally.reads, new_kmers))
+    }
+
+    /// Adds a tag (k-mer or hash), as khmer's `add_tag`.
+    fn add_tag(&self, kmer: KmerOrHash) -> PyResult<()> {
+        let hash = self.hash_of(&kmer)?;
+        self.marks()?.tags.insert(hash);
+        Ok(())
+    }
+
+    /// The tags as k-mers (khmer's), by ascending hash.
+    fn get_tagset(&self) -> PyResult<Vec<String>> {
+        Ok(self.kmers_of(&self.marks()?.tags))
+    }
+
+    /// Number of tags.
+    fn n_tags(&self) -> PyResult<usize> {
+        Ok(self.marks()?.tags.len())
+    }
+
+    /// Reads a tagset file (khmer's or load-graph's) of this k; its tags replace ours unless
+    /// `clear_tags` is False.
+    #[pyo3(signature = (path, clear_tags = true))]
+    fn load_tagset(&self, py: Python<'_>, path: PathBuf, clear_tags: bool) -> PyResult<()> {
+        let path = path.to_string_lossy().into_owned();
+        let k = self.inner.ksize();
+        let tags = interruptible(py, |ctx| files::load_tagset(&path, k, ctx))?.py()?;
+        let mut marks = self.marks()?;
+        if clear_tags {
+            marks.tags.clear();
+        }
+        marks.tags.extend(tags);
+        Ok(())
+    }
+
+    /// Saves the tags as a tagset file khmer reads.
+    fn save_tagset(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let tagset = Tagset { tags: self.marks()?.tags.iter().copied().collect() };
+        Self::write_file(py, path, tagset.to_bytes(self.inner.ksize()))
+    }
+
+    /// Adds a stop tag (k-mer or hash), as khmer's `add_stop_tag`.
+    fn add_stop_tag(&self, kmer: KmerOrHash) -> PyResult<()> {
+        let hash = self.hash_of(&kmer)?;
+        self.marks()?.stop_tags.insert(hash);
+        Ok(())
+    }
+
+    /// The stop tags as k-mers (khmer's), by ascending hash.
+    fn get_stop_tags(&self) -> PyResult<Vec<String>> {
+        Ok(self.kmers_of(&self.marks()?.stop_tags))
+    }
+
+    /// Reads a stop-tags file of this k (khmer's, or make-initial-stoptags' and find-knots');
+    /// its stop tags are added to ours, or replace them with `clear_tags`.
+    #[pyo3(signature = (path, clear_tags = false))]
+    fn load_stop_tags(&self, py: Python<'_>, path: PathBuf, clear_tags: bool) -> PyResult<()> {
+        let path = path.to_string_lossy().into_owned();
+        let k = self.inner.ksize();
+        let tags = interruptible(py, |ctx| files::load_stoptags(&path, k, ctx))?.py()?;
+        let mut marks = self.marks()?;
+        if clear_tags {
+            marks.stop_tags.clear();
+        }
+        marks.stop_tags.extend(tags);
+        Ok(())
+    }
+
+    /// Saves the stop tags as a stop-tags file khmer reads.
+    fn save_stop_tags(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let bytes = files::stoptags_bytes(self.marks()?.stop_tags.iter().copied(), self.inner.ksize());
+        Self::write_file(py, path, bytes)
+    }
+
+    /// khmer's `do_subset_partition`: joins each tag from `start_kmer` (a tag; 0 or None: the
+    /// first) up to `end_kmer` (excluded; 0 or None: to the last) to the tags near it, into a new
+    /// `SubsetPartition`; stop tags end the walks with `break_on_stoptags`, and a walk of more
+    /// than 200 k-mers joins nothing with `stop_big_traversals`. GIL released.
+    #[pyo3(signature = (start_kmer = None, end_kmer = None, break_on_stoptags = false, stop_big_traversals = false))]
+    fn do_subset_partition(
+        &self,
+        py: Python<'_>,
+        start_kmer: Option<KmerOrHash>,
+        end_kmer: Option<KmerOrHash>,
+        break_on_stoptags: bool,
+        stop_big_traversals: bool,
+    ) -> PyResult<SubsetPartition> {
+        let bound = |kmer: Option<KmerOrHash>| kmer.map_or(Ok(0), |kmer| self.hash_of(&kmer));
+        let (start, end) = (bound(start_kmer)?, bound(end_kmer)?);
+        // copies, so that no lock is held while the GIL is released
+        let (tag_set, stop_tags) = {
+            let marks = self.marks()?;
+            let stops = if break_on_stoptags { marks.stop_tags.clone() } else { FxHashSet::default() };
+            (marks.tags.clone(), stops)
+        };
+        let mut tags: Vec<u64> = tag_set.iter().copied().collect();
+        tags.sort_unstable();
+        // khmer's bounds: a bound that is not a tag is the end of the tags
+        let position = |bound: u64, none: usize| match bound {
+            0 => none,
+            _ => tags.binary_search(&bound).unwrap_or(tags.len()),
+        };
+        let (first, last) = (position(start, 0), position(end, tags.len()));
+        let inner = &self.inner;
+        let map = interruptible(py, |ctx| {
+            let traverser = Traverser::new(inner, &tag_set, &stop_tags, stop_big_traversals, TAG_DENSITY);
+            partition_tags(&traverser, &tags[first.min(last)..last], ctx)
+        })?
+        .py()?;
+        Ok(SubsetPartition { map, ksize: inner.ksize(), tags })
+    }
+
+    /// Merges `subset` into the graph's partition map (khmer's `merge_subset`; stop tags are
+    /// left out).
+    fn merge_subset(&self, subset: PyRef<'_, SubsetPartition>) -> PyResult<()> {
+        let mut marks = self.marks()?;
+        let Marks { stop_tags, partition, .. } = &mut *marks;
+        partition.merge(&subset.map.assignments(), stop_tags);
+        Ok(())
+    }
+
+    /// Replaces the graph's partition map with the map file `path` (khmer's
+    /// `load_partitionmap`; stop tags are left out).
+    fn load_partitionmap(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        self.marks()?.partition = PartitionMap::default();
+        self.merge_subset_from_disk(py, path)
+    }
+
+    /// Merges the map file `path` into the graph's partition map: partitions sharing a tag
+    /// are joined (khmer's `merge_subset_from_disk`; stop tags are left out).
+    fn merge_subset_from_disk(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let path = path.to_string_lossy().into_owned();
+        let k = self.inner.ksize();
+        let records = interruptible(py, |ctx| files::load_pmap_records(&path, k, ctx))?.py()?;
+        let mut marks = self.marks()?;
+        let Marks { stop_tags, partition, .. } = &mut *marks;
+        partition.merge(&records, stop_tags);
+        Ok(())
+    }
+
+    /// Saves the graph's partition map as a map file khmer reads (partition ids from 2 by
+    /// ascending tag).
+    fn save_partitionmap(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let bytes = files::pmap_bytes(&self.marks()?.partition, self.inner.ksize());
+        Self::write_file(py, path, bytes)
+    }
+
+    /// khmer's `count_partitions`: `(partitions, tags without a partition)`.
+    fn count_partitions(&self) -> PyResult<(usize, usize)> {
+        let marks = self.marks()?;
+        let tags: Vec<u64> = marks.tags.iter().copied().collect();
+        Ok(marks.partition.count_partitions(&tags))
+    }
+
+    /// khmer's `output_partitions`: writes each read of `infile` with a tagged k-mer to
+    /// `outfile` as `name<TAB>partition` (as annotate-partitions); returns the number of
+    /// partitions seen.
+    fn output_partitions(&self, py: Python<'_>, infile: PathBuf, outfile: PathBuf) -> PyResult<usize> {
+        let lookup = self.marks()?.partition.lookup();
+        let (infile, outfile) = (infile.to_string_lossy().into_owned(), outfile.to_string_lossy().into_owned());
+        let k = self.inner.ksize();
+        interruptible(py, |ctx| annotate_file(&lookup, k, self.inner.strand(), &infile, &outfile, ctx))?.py()
+    }
+
+    /// khmer's `trim_on_stoptags`: `seq` cut k - 2 bases after the start of its first k-mer that
+    /// is a stop tag, and the length kept.
+    fn trim_on_stoptags(&self, seq: &str) -> PyResult<(String, usize)> {
+        check_ascii(seq)?;
+        let cut = stoptags::trim_on_stoptags(
+            seq.as_bytes(),
+            self.inner.ksize(),
+            self.inner.strand(),
+            &self.marks()?.stop_tags,
+            &mut Vec::new(),
+        );
+        Ok((seq[..cut].to_owned(), cut))
+    }
+
     /// A copy of the counters of each table as numpy `uint8` arrays (the caller's to keep or
     /// change). The copy is read atomically, so other threads may go on counting meanwhile.
     /// Nibble tables pack two bins per byte (even bin in the high nibble), bit tables eight (LSB
@@ -332,6 +557,29 @@ impl Table {
         let inner = &self.inner;
         let copies = py.detach(|| inner.raw_tables());
         copies.into_iter().map(|bytes| PyArray1::from_vec(py, bytes)).collect()
+    }
+}
+
+/// khmer's `SubsetPartition`: the partition map of some of a graph's tags, made by
+/// `do_subset_partition`.
+#[pyclass(module = "kmerflow._core")]
+pub struct SubsetPartition {
+    map: PartitionMap,
+    ksize: usize,
+    /// The graph's tags when the subset was made, ascending.
+    tags: Vec<u64>,
+}
+
+#[pymethods]
+impl SubsetPartition {
+    /// `(partitions, tags of the graph without a partition here)`, as khmer's `count_partitions`.
+    fn count_partitions(&self) -> (usize, usize) {
+        self.map.count_partitions(&self.tags)
+    }
+
+    /// Saves the map as a partition-map file (what partition-graph writes for a subset).
+    fn save_partitionmap(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        Table::write_file(py, path, files::pmap_bytes(&self.map, self.ksize))
     }
 }
 
@@ -409,6 +657,7 @@ fn add_tables(py: Python<'_>, inputs: Vec<PathBuf>, output: PathBuf) -> PyResult
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_tables, m)?)?;
     m.add_class::<Table>()?;
+    m.add_class::<SubsetPartition>()?;
     m.add_class::<Countgraph>()?;
     m.add_class::<SmallCountgraph>()?;
     m.add_class::<Nodegraph>()?;

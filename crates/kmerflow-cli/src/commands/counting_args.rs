@@ -166,6 +166,12 @@ impl CountingArgs {
         let kind = if self.small_count { GraphKind::SmallCountgraph } else { GraphKind::Countgraph };
         self.graph.resolved(self.params(force), kind, inputs, loading, ctx)
     }
+
+    /// [`Self::params`] for a command that reads no reads to size its table from: khmer's rules
+    /// (`-U` alone sizes for the false-positive rate as khmer does; `-M auto` is refused).
+    pub fn fixed_params(&self, force: bool) -> TableParams {
+        TableParams { auto_memory: self.graph.max_memory == Some(MemoryArg::Auto), ..self.params(force) }
+    }
 }
 
 impl GraphArgs {

@@ -26,9 +26,11 @@ pub mod fastq_to_fasta;
 pub mod filter_abund;
 pub mod filter_abund_single;
 pub mod filter_stoptags;
+pub mod find_knots;
 pub mod interleave_reads;
 pub mod load_graph;
 pub mod load_into_counting;
+pub mod make_initial_stoptags;
 pub mod mate_args;
 pub mod merge_partitions;
 pub mod normalize;
@@ -103,12 +105,16 @@ commands! {
     "filter-abund-single" => FilterAbundSingle(filter_abund_single),
     /// Trim reads at stop tags
     "filter-stoptags" => FilterStoptags(filter_stoptags),
+    /// Find the highly connected k-mers (knots) of the largest partitions and save them as stop tags
+    "find-knots" => FindKnots(find_knots),
     /// Produce an interleaved file from R1/R2 paired files
     "interleave-reads" => InterleaveReads(interleave_reads),
     /// Load sequences into a nodegraph (presence table) and build its tagset
     "load-graph" => LoadGraph(load_graph),
     /// Build a countgraph of k-mer counts from reads and save it
     "load-into-counting" => LoadIntoCounting(load_into_counting),
+    /// Find an initial set of highly connected k-mers (stop tags) from a sample of the graph's tags
+    "make-initial-stoptags" => MakeInitialStoptags(make_initial_stoptags),
     /// Merge the subset partition maps of partition-graph into one
     "merge-partitions" => MergePartitions(merge_partitions),
     /// The normalization protocol in one run: normalize, trim errors, normalize again (R1/R2 in and out)

@@ -28,7 +28,7 @@ pub struct Args {
     /// Truncate graph joins at big traversals (more than 200 k-mers).
     #[arg(long = "no-big-traverse")]
     pub no_big_traverse: bool,
-    /// Accepted for khmer compatibility.
+    /// Partition a graph over the 0.15 false-positive ceiling (its walks may not end).
     #[arg(short = 'f', long = "force")]
     pub force: bool,
     #[command(flatten)]
@@ -48,6 +48,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
         subset_size: args.subset_size as u64,
         stop_big_traversals: args.no_big_traverse,
         strand: args.strand.strand(),
+        force: args.force,
     };
     let summary = partition::partition_graph(&opts, &ctx.run)?;
     ctx.info(format_args!("{} tags in {} subsets", summary.tags, summary.subsets));

@@ -33,9 +33,12 @@ impl Tagset {
     /// khmer's `consume_sequence_and_tag`, for one piece of a read given as its k-mer hashes
     /// (the pieces of a read in order; see [`ReadTagging`]): adds each k-mer to `graph` and tags
     /// one k-mer in about every [`TAG_DENSITY`], plus the last k-mer of the read when enough
-    /// k-mers passed since the previous tag.
-    pub fn consume_and_tag(&mut self, graph: &mut KhmerTable, hashes: &[u64], read: &mut ReadTagging) {
+    /// k-mers passed since the previous tag. Returns the number of k-mers new to the graph
+    /// (khmer's count).
+    pub fn consume_and_tag(&mut self, graph: &mut KhmerTable, hashes: &[u64], read: &mut ReadTagging) -> u64 {
+        let mut new_kmers = 0;
         graph.add_hashes_each_exclusive(hashes, |hash, is_new| {
+            new_kmers += u64::from(is_new);
             if !is_new && self.tags.contains(&hash) {
                 read.since = 1;
             } else {
@@ -53,6 +56,7 @@ impl Tagset {
                 }
             }
         }
+        new_kmers
     }
 
     /// The tagset file (type 3): `OXLI`, version 4, type 3, k (u32), n (u64), density (u32),
@@ -150,7 +154,6 @@ pub fn build(opts: &Options, ctx: &RunContext) -> Result<(KhmerTable, Tagset, Su
     let mut summary = Summary::default();
     let mut graph = sizing::create_nodegraph(&opts.params, ctx)?;
     let limit = FpLimit { target: sizing::NODEGRAPH_FP_TARGET, ..FpLimit::of(MAX_FP_RATE, &opts.params) };
-    let k = graph.ksize();
     let mut tagset = Tagset::default();
     for input in &opts.inputs {
         if !opts.build_tagset {
@@ -158,49 +161,64 @@ pub fn build(opts: &Options, ctx: &RunContext) -> Result<(KhmerTable, Tagset, Su
             summary.tally.add(consume_file(&mut graph, input, Some(&limit), ctx)?);
             continue;
         }
-        // Pieces of at most MAX_SLICE_KMERS k-mers (a chromosome is not hashed at once); the
-        // tagging of a read goes on from piece to piece.
-        let slices = kmer_slices(record_batches(FastxReader::open_in(input, ctx)?), k, MAX_SLICE_KMERS);
-        let (mut read, mut reads) = (ReadTagging::start(true), 0);
-        // The workers hash without borrowing the graph, which the sink updates alone.
-        let hasher = graph.kmer_hasher();
-        run_ordered(
-            ctx,
-            slices,
-            || {
-                let (mut reads, hasher) = (CleanReads::default(), &hasher);
-                move |slice: KmerSlice| {
-                    let tally = reads.fill(&slice);
-                    let pieces: Vec<_> = reads
-                        .pieces()
-                        .map(|piece| {
-                            let mut hashes = Vec::new();
-                            hasher(piece.bases, &mut hashes);
-                            (hashes, piece.first, piece.last)
-                        })
-                        .collect();
-                    Ok((pieces, tally))
-                }
-            },
-            |(pieces, tally): (Vec<_>, ReadTally)| {
-                summary.tally.add(tally);
-                reads += tally.reads;
-                for (hashes, first, last) in &pieces {
-                    if *first {
-                        read = ReadTagging::start(*last);
-                    } else {
-                        read.next_piece(*last);
-                    }
-                    tagset.consume_and_tag(&mut graph, hashes, &mut read);
-                }
-                limit.stop_early(&graph, input, reads)
-            },
-        )?;
+        summary.tally.add(consume_file_and_tag(&mut graph, &mut tagset, input, Some(&limit), ctx)?.0);
     }
     summary.unique_kmers = graph.n_unique_kmers();
     summary.tags = tagset.tags.len();
     summary.fp_rate = check_fp_rate(&graph, limit.max, limit.force, limit.target, ctx)?;
     Ok((graph, tagset, summary))
+}
+
+/// khmer's `consume_seqfile_and_tag`: adds every k-mer of the reads of `input` (cleaned) to
+/// `graph` and tags them into `tagset` (see [`Tagset::consume_and_tag`]), in file order;
+/// returns the reads and k-mers read and the number of k-mers new to the graph.
+pub fn consume_file_and_tag(
+    graph: &mut KhmerTable,
+    tagset: &mut Tagset,
+    input: &str,
+    limit: Option<&FpLimit>,
+    ctx: &RunContext,
+) -> Result<(ReadTally, u64)> {
+    let k = graph.ksize();
+    let (mut total, mut new_kmers) = (ReadTally::default(), 0);
+    // Pieces of at most MAX_SLICE_KMERS k-mers (a chromosome is not hashed at once); the
+    // tagging of a read goes on from piece to piece.
+    let slices = kmer_slices(record_batches(FastxReader::open_in(input, ctx)?), k, MAX_SLICE_KMERS);
+    let mut read = ReadTagging::start(true);
+    // The workers hash without borrowing the graph, which the sink updates alone.
+    let hasher = graph.kmer_hasher();
+    run_ordered(
+        ctx,
+        slices,
+        || {
+            let (mut reads, hasher) = (CleanReads::default(), &hasher);
+            move |slice: KmerSlice| {
+                let tally = reads.fill(&slice);
+                let pieces: Vec<_> = reads
+                    .pieces()
+                    .map(|piece| {
+                        let mut hashes = Vec::new();
+                        hasher(piece.bases, &mut hashes);
+                        (hashes, piece.first, piece.last)
+                    })
+                    .collect();
+                Ok((pieces, tally))
+            }
+        },
+        |(pieces, tally)| {
+            total.add(tally);
+            for (hashes, first, last) in &pieces {
+                if *first {
+                    read = ReadTagging::start(*last);
+                } else {
+                    read.next_piece(*last);
+                }
+                new_kmers += tagset.consume_and_tag(graph, hashes, &mut read);
+            }
+            limit.map_or(Ok(()), |limit| limit.stop_early(&*graph, input, total.reads))
+        },
+    )?;
+    Ok((total, new_kmers))
 }
 
 #[cfg(test)]

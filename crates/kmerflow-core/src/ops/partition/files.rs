@@ -145,18 +145,38 @@ pub fn load_pmap_records(path: &str, k: usize, ctx: &RunContext) -> Result<Vec<(
     Ok(records)
 }
 
+/// The common header of a file of type `kind` for k-mer size `k` holding `n` entries, with room
+/// for `n` entries of `size` bytes.
+fn header(kind: u8, k: usize, n: usize, size: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(18 + size * n);
+    out.extend_from_slice(b"OXLI");
+    out.extend_from_slice(&[4, kind]);
+    out.extend_from_slice(&(k as u32).to_le_bytes());
+    out.extend_from_slice(&(n as u64).to_le_bytes());
+    out
+}
+
 /// The bytes of a partition-map file for k-mer size `k`: the header, then one (tag u64,
 /// partition id u32) record per assigned tag, by ascending tag.
 pub fn pmap_bytes(map: &PartitionMap, k: usize) -> Vec<u8> {
     let records = map.assignments();
-    let mut out = Vec::with_capacity(18 + 12 * records.len());
-    out.extend_from_slice(b"OXLI");
-    out.extend_from_slice(&[4, PMAP]);
-    out.extend_from_slice(&(k as u32).to_le_bytes());
-    out.extend_from_slice(&(records.len() as u64).to_le_bytes());
+    let mut out = header(PMAP, k, records.len(), 12);
     for (tag, pid) in records {
         out.extend_from_slice(&tag.to_le_bytes());
         out.extend_from_slice(&pid.to_le_bytes());
+    }
+    out
+}
+
+/// The bytes of a stop-tags file for k-mer size `k` holding `stop_tags`, ascending (as khmer's
+/// `save_stop_tags` writes them).
+pub fn stoptags_bytes(stop_tags: impl IntoIterator<Item = u64>, k: usize) -> Vec<u8> {
+    let mut tags: Vec<u64> = stop_tags.into_iter().collect();
+    tags.sort_unstable();
+    tags.dedup();
+    let mut out = header(STOPTAGS, k, tags.len(), 8);
+    for tag in tags {
+        out.extend_from_slice(&tag.to_le_bytes());
     }
     out
 }

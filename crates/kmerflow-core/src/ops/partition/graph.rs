@@ -86,23 +86,19 @@ impl<'a> Traverser<'a> {
     /// [`BIG_TRAVERSALS_ARE`] k-mers finds nothing.
     pub fn find_all_tags(&self, start: u64, scratch: &mut Scratch, found: &mut Vec<u64>) {
         found.clear();
-        let Scratch { visited, queue, neighbours, hashes, counts } = scratch;
-        visited.clear();
-        queue.clear();
-        let (f, r) = self.build(start);
-        queue.push_back((f, r, 0));
+        scratch.start(self.build(start));
         let mut first = true;
-        while let Some((f, r, breadth)) = queue.pop_front() {
+        while let Some((f, r, breadth)) = scratch.queue.pop_front() {
             // khmer checks the size before taking the next node off a non-empty queue.
-            if self.stop_big_traversals && visited.len() > BIG_TRAVERSALS_ARE {
+            if self.stop_big_traversals && scratch.visited.len() > BIG_TRAVERSALS_ARE {
                 found.clear();
                 break;
             }
             let node = self.node(f, r);
-            if visited.contains(&node) || self.stop_tags.contains(&node) {
+            if scratch.visited.contains(&node) || self.stop_tags.contains(&node) {
                 continue;
             }
-            visited.insert(node);
+            scratch.visited.insert(node);
             if !first && self.tags.contains(&node) {
                 found.push(node);
                 continue;
@@ -110,28 +106,64 @@ impl<'a> Traverser<'a> {
             if breadth >= self.max_breadth {
                 continue;
             }
-            // The unvisited neighbours, right then left in khmer's base order, looked up in
-            // the graph together (their bins prefetched).
-            neighbours.clear();
-            for code in NEIGHBOUR_CODES {
-                neighbours.push((((f << 2) & self.mask) | code, (r >> 2) | ((code ^ 1) << self.top)));
-            }
-            for code in NEIGHBOUR_CODES {
-                neighbours.push(((f >> 2) | (code << self.top), ((r << 2) & self.mask) | (code ^ 1)));
-            }
-            neighbours.retain(|&(nf, nr)| !visited.contains(&self.node(nf, nr)));
-            hashes.clear();
-            hashes.extend(neighbours.iter().map(|&(nf, nr)| self.node(nf, nr)));
-            counts.clear();
-            self.graph.counts_for_hashes(hashes, counts);
-            for (&(nf, nr), &count) in neighbours.iter().zip(counts.iter()) {
-                if count != 0 {
-                    queue.push_back((nf, nr, breadth + 1));
-                }
-            }
+            self.push_neighbours(f, r, breadth, scratch);
             first = false;
         }
         found.sort_unstable();
+    }
+
+    /// khmer's `traverse_from_kmer` from the k-mer whose canonical hash is `start`: every
+    /// k-mer at most `radius` steps away (tags do not stop the walk, stop tags are not
+    /// entered), collected ascending into `keeper`.
+    pub fn traverse_from(&self, start: u64, radius: u32, scratch: &mut Scratch, keeper: &mut Vec<u64>) {
+        scratch.start(self.build(start));
+        while let Some((f, r, breadth)) = scratch.queue.pop_front() {
+            if breadth > radius {
+                break;
+            }
+            let node = self.node(f, r);
+            if scratch.visited.contains(&node) || self.stop_tags.contains(&node) {
+                continue;
+            }
+            scratch.visited.insert(node);
+            self.push_neighbours(f, r, breadth, scratch);
+        }
+        keeper.clear();
+        keeper.extend(scratch.visited.iter().copied());
+        keeper.sort_unstable();
+    }
+
+    /// Queues, one step deeper, the neighbours of the k-mer (`f`, `r`) that are in the graph
+    /// and not yet visited: right then left in khmer's base order, looked up in the graph
+    /// together (their bins prefetched).
+    fn push_neighbours(&self, f: u64, r: u64, breadth: u32, scratch: &mut Scratch) {
+        let Scratch { visited, queue, neighbours, hashes, counts } = scratch;
+        neighbours.clear();
+        for code in NEIGHBOUR_CODES {
+            neighbours.push((((f << 2) & self.mask) | code, (r >> 2) | ((code ^ 1) << self.top)));
+        }
+        for code in NEIGHBOUR_CODES {
+            neighbours.push(((f >> 2) | (code << self.top), ((r << 2) & self.mask) | (code ^ 1)));
+        }
+        neighbours.retain(|&(nf, nr)| !visited.contains(&self.node(nf, nr)));
+        hashes.clear();
+        hashes.extend(neighbours.iter().map(|&(nf, nr)| self.node(nf, nr)));
+        counts.clear();
+        self.graph.counts_for_hashes(hashes, counts);
+        for (&(nf, nr), &count) in neighbours.iter().zip(counts.iter()) {
+            if count != 0 {
+                queue.push_back((nf, nr, breadth + 1));
+            }
+        }
+    }
+}
+
+impl Scratch {
+    /// Empties the memory of the last walk and queues the k-mer (`f`, `r`) at breadth 0.
+    fn start(&mut self, (f, r): (u64, u64)) {
+        self.visited.clear();
+        self.queue.clear();
+        self.queue.push_back((f, r, 0));
     }
 }
 
@@ -250,6 +282,32 @@ impl PartitionMap {
         self.tags.is_empty()
     }
 
+    /// Removes the largest partition from the map (khmer's `_clear_partition` of the partition
+    /// `repartition_largest_partition` picks) and returns its tags, ascending, with the size of
+    /// the next smaller partition size present (0 when every partition has the largest size);
+    /// `None` when no tag has a partition. Of several largest partitions the one holding the
+    /// smallest tag is taken (khmer takes the one with the highest partition id, which
+    /// depends on the order of its joins).
+    pub fn take_largest(&mut self) -> Option<(Vec<u64>, usize)> {
+        // size and smallest tag of each partition
+        let mut partitions: FxHashMap<u32, (usize, u64)> = FxHashMap::default();
+        for (&tag, &id) in &self.tags {
+            let entry = partitions.entry(self.root(id)).or_insert((0, tag));
+            entry.0 += 1;
+            entry.1 = entry.1.min(tag);
+        }
+        let (&largest, &(size, _)) =
+            partitions.iter().max_by_key(|&(_, &(size, smallest))| (size, std::cmp::Reverse(smallest)))?;
+        let next = partitions.values().map(|&(n, _)| n).filter(|&n| n < size).max().unwrap_or(0);
+        let mut tags: Vec<u64> =
+            self.tags.iter().filter(|&(_, &id)| self.root(id) == largest).map(|(&t, _)| t).collect();
+        tags.sort_unstable();
+        for tag in &tags {
+            self.tags.remove(tag);
+        }
+        Some((tags, next))
+    }
+
     /// khmer's `count_partitions` over the tags `all_tags`: (partitions, tags without one).
     pub fn count_partitions(&self, all_tags: &[u64]) -> (usize, usize) {
         let mut partitions = FxHashSet::default();
@@ -292,6 +350,20 @@ mod tests {
         map.assign(2, &[]);
         assert_eq!(sets(&map), vec![vec![1, 3, 4, 6]]);
         assert_eq!(map.count_partitions(&[1, 2, 3, 4, 5, 6]), (1, 2));
+    }
+
+    #[test]
+    fn take_largest_removes_the_biggest_partition() {
+        let mut map = PartitionMap::default();
+        map.assign(1, &[2, 3]);
+        map.assign(10, &[11]);
+        map.assign(20, &[21]);
+        assert_eq!(map.take_largest(), Some((vec![1, 2, 3], 2)));
+        assert_eq!(sets(&map), vec![vec![10, 11], vec![20, 21]]);
+        // of two largest partitions, the one with the smallest tag; no smaller size left
+        assert_eq!(map.take_largest(), Some((vec![10, 11], 0)));
+        assert_eq!(map.take_largest(), Some((vec![20, 21], 0)));
+        assert_eq!(map.take_largest(), None);
     }
 
     #[test]

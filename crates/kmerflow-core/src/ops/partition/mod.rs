@@ -3,7 +3,9 @@
 //! them ([`graph::Traverser`]) into `.subset.N.pmap` maps; `merge-partitions` joins the
 //! subsets' maps into `.pmap.merged`; `annotate-partitions` labels every read with the
 //! partition of its first tagged k-mer (`.part`); `extract-partitions` groups the labelled
-//! reads by partition size; `do-partition` runs all but the last in one process.
+//! reads by partition size; `do-partition` runs all but the last in one process;
+//! `make-initial-stoptags` and `find-knots` find the highly connected k-mers that join
+//! partitions ([`knots`]).
 //!
 //! Partition ids depend on the order of the joins (in khmer, on thread scheduling); the
 //! partitions as sets of tags, and so of reads, do not. kmerflow numbers the partitions of a
@@ -12,13 +14,15 @@
 pub mod extract;
 pub mod files;
 pub mod graph;
+pub mod knots;
 pub mod stoptags;
 
 pub use graph::{PartitionMap, Scratch, Traverser, BIG_TRAVERSALS_ARE};
 
-use super::count::write_text;
+use super::count::{check_fp_rate, write_text};
 use super::load_graph::{self, TAG_DENSITY};
 use super::read_filter::check_ksize;
+use super::sizing::NODEGRAPH_FP_TARGET;
 use crate::io::{write_record, Compression, OutputFile};
 use crate::kmer::clean::clean_parser;
 use crate::kmer::{twobit, Strand};
@@ -68,9 +72,8 @@ impl TaggedGraph {
         (0..self.tags.len()).step_by(size).map(|start| start..self.tags.len().min(start.saturating_add(size))).collect()
     }
 
-    /// khmer's `do_subset_partition` over the tags `range` (stop tags respected): the
-    /// traversals run on the threads of `ctx`, their joins are applied in tag order, so the
-    /// map is the one khmer's single thread builds.
+    /// khmer's `do_subset_partition` over the tags `range` (stop tags respected), as
+    /// [`partition_tags`] does it.
     pub fn partition_subset(
         &self,
         range: Range<usize>,
@@ -78,48 +81,65 @@ impl TaggedGraph {
         ctx: &RunContext,
     ) -> Result<PartitionMap> {
         let traverser = Traverser::new(&self.graph, &self.tag_set, &self.stop_tags, stop_big_traversals, TAG_DENSITY);
-        let starts = &self.tags[range];
-        let n_tasks = starts.len().div_ceil(TAGS_PER_TASK);
-        let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<Option<Vec<Vec<u64>>>>> = Mutex::new(vec![None; n_tasks]);
-        std::thread::scope(|scope| {
-            for _ in 0..ctx.threads().clamp(1, n_tasks.max(1)) {
-                scope.spawn(|| {
-                    let mut scratch = Scratch::default();
-                    loop {
-                        let task = next.fetch_add(1, Ordering::Relaxed);
-                        if task >= n_tasks || ctx.is_cancelled() {
-                            return;
-                        }
-                        let chunk = &starts[task * TAGS_PER_TASK..starts.len().min((task + 1) * TAGS_PER_TASK)];
-                        let found = chunk
-                            .iter()
-                            .map(|&tag| {
-                                let mut found = Vec::new();
-                                traverser.find_all_tags(tag, &mut scratch, &mut found);
-                                found
-                            })
-                            .collect();
-                        results.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[task] = Some(found);
-                    }
-                });
-            }
-        });
-        if ctx.is_cancelled() {
-            return Err(Error::Cancelled);
-        }
-        let mut map = PartitionMap::default();
-        let results = results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (found, &tag) in results.into_iter().flat_map(|task| task.unwrap_or_default()).zip(starts) {
-            map.assign(tag, &found);
-        }
-        Ok(map)
+        partition_tags(&traverser, &self.tags[range], ctx)
     }
 }
 
-/// Loads the nodegraph `path` (a countgraph, and a graph of k-mers hashed on another `strand`,
-/// are refused) with its tagset `path.tagset` and the optional stop tags.
-pub fn load_tagged_graph(path: &str, stoptags: Option<&str>, strand: Strand, ctx: &RunContext) -> Result<TaggedGraph> {
+/// khmer's `do_subset_partition` from the tags `starts`: the traversals run on the threads of
+/// `ctx`, their joins are applied in the order of `starts`, so the map is the one khmer's single
+/// thread builds.
+pub fn partition_tags(traverser: &Traverser<'_>, starts: &[u64], ctx: &RunContext) -> Result<PartitionMap> {
+    let n_tasks = starts.len().div_ceil(TAGS_PER_TASK);
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Vec<Vec<u64>>>>> = Mutex::new(vec![None; n_tasks]);
+    std::thread::scope(|scope| {
+        for _ in 0..ctx.threads().clamp(1, n_tasks.max(1)) {
+            scope.spawn(|| {
+                let mut scratch = Scratch::default();
+                loop {
+                    let task = next.fetch_add(1, Ordering::Relaxed);
+                    if task >= n_tasks || ctx.is_cancelled() {
+                        return;
+                    }
+                    let chunk = &starts[task * TAGS_PER_TASK..starts.len().min((task + 1) * TAGS_PER_TASK)];
+                    let found = chunk
+                        .iter()
+                        .map(|&tag| {
+                            let mut found = Vec::new();
+                            traverser.find_all_tags(tag, &mut scratch, &mut found);
+                            found
+                        })
+                        .collect();
+                    results.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[task] = Some(found);
+                }
+            });
+        }
+    });
+    if ctx.is_cancelled() {
+        return Err(Error::Cancelled);
+    }
+    let mut map = PartitionMap::default();
+    let results = results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for (found, &tag) in results.into_iter().flat_map(|task| task.unwrap_or_default()).zip(starts) {
+        map.assign(tag, &found);
+    }
+    Ok(map)
+}
+
+/// khmer's false-positive ceiling of a nodegraph (load-graph's): past it a walk meets more
+/// false neighbours than it leaves behind, and the traversals do not end.
+pub const MAX_GRAPH_FP_RATE: f64 = 0.15;
+
+/// Loads the nodegraph `path` (a countgraph, a graph of k-mers hashed on another `strand`, and
+/// a graph over [`MAX_GRAPH_FP_RATE`] unless `force`, are refused) with its tagset
+/// `path.tagset` and the optional stop tags.
+pub fn load_tagged_graph(
+    path: &str,
+    stoptags: Option<&str>,
+    strand: Strand,
+    force: bool,
+    ctx: &RunContext,
+) -> Result<TaggedGraph> {
     let graph = KhmerTable::load_in(path, HashKind::TwoBit, ctx)?;
     strand.check_table(graph.strand(), path)?;
     if graph.holds_counts() {
@@ -136,6 +156,14 @@ pub fn load_tagged_graph(path: &str, stoptags: Option<&str>, strand: Strand, ctx
         Some(stoptags) => files::load_stoptags(stoptags, k, ctx)?,
         None => Vec::new(),
     };
+    check_fp_rate(&graph, MAX_GRAPH_FP_RATE, force, NODEGRAPH_FP_TARGET, ctx).map_err(|e| {
+        Error::format(
+            path,
+            None,
+            None,
+            format!("is too full to partition (its walks would not end; rebuild it larger with load-graph): {e}"),
+        )
+    })?;
     Ok(TaggedGraph::new(graph, tags, stop_tags))
 }
 
@@ -162,6 +190,8 @@ pub struct PartitionOptions {
     pub stop_big_traversals: bool,
     /// The strand the graph's k-mers must be hashed on (`--single-strand`).
     pub strand: Strand,
+    /// Partition a graph over [`MAX_GRAPH_FP_RATE`] (`-f`).
+    pub force: bool,
 }
 
 /// What `partition-graph` did.
@@ -181,7 +211,7 @@ pub struct PartitionSummary {
 /// (an existing one is kept and its subset skipped, as khmer does, to resume a run).
 pub fn partition_graph(opts: &PartitionOptions, ctx: &RunContext) -> Result<PartitionSummary> {
     check_subset_size(opts.subset_size)?;
-    let tagged = load_tagged_graph(&opts.base, opts.stoptags.as_deref(), opts.strand, ctx)?;
+    let tagged = load_tagged_graph(&opts.base, opts.stoptags.as_deref(), opts.strand, opts.force, ctx)?;
     let k = tagged.graph.ksize();
     let subsets = tagged.subsets(opts.subset_size);
     let mut summary = PartitionSummary { tags: tagged.tags.len(), subsets: subsets.len(), ..Default::default() };

@@ -1,0 +1,219 @@
+//! khmer's highly connected k-mers ("knots"): `make-initial-stoptags` and `find-knots`.
+//!
+//! Both repartition the largest partition of a map (khmer's `repartition_largest_partition`):
+//! from each of its tags (ascending) a walk of at most [`EXCURSION_DISTANCE`] steps is made;
+//! a walk reaching at least [`EXCURSION_KMER_THRESHOLD`] k-mers is big, and each k-mer it
+//! reached is counted in a countgraph, or becomes a stop tag once its count is above the
+//! command's frequency. Stop tags found end later walks. The partition's tags are then joined
+//! again with the stop tags in place. The order is khmer's, so the stop tags are khmer's.
+
+use super::{files, load_tagged_graph, TaggedGraph, Traverser};
+use crate::ops::count::write_text;
+use crate::ops::load_graph::TAG_DENSITY;
+use crate::ops::sizing::{self, TableParams};
+use crate::run::RunContext;
+use crate::table::{CountingTable, KhmerTable};
+use crate::{Error, Result};
+use rustc_hash::FxHashSet;
+
+/// How many steps from its tag a walk goes (khmer's `EXCURSION_DISTANCE`).
+pub const EXCURSION_DISTANCE: u32 = 40;
+/// k-mers a walk must reach to be big (khmer's `EXCURSION_KMER_THRESHOLD`).
+pub const EXCURSION_KMER_THRESHOLD: usize = 200;
+/// `make-initial-stoptags`' frequency: a k-mer reached by more big walks becomes a stop tag.
+pub const INITIAL_FREQUENCY: u32 = 5;
+/// `find-knots`' frequency (khmer's `EXCURSION_KMER_COUNT_THRESHOLD` there).
+pub const KNOTS_FREQUENCY: u32 = 2;
+/// `make-initial-stoptags`' default number of tags pre-partitioned (`-s`).
+pub const DEFAULT_INITIAL_SUBSET_SIZE: u64 = 10_000;
+
+/// A search for knots over a tagged graph: the stop tags so far (in the graph), the tags
+/// whose walk was small (never walked from again: stop tags only shrink a walk) and the
+/// countgraph of how often big walks reached each k-mer.
+pub struct KnotFinder {
+    tagged: TaggedGraph,
+    counting: KhmerTable,
+    frequency: u32,
+    small_tags: FxHashSet<u64>,
+}
+
+/// What one repartitioning did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Repartition {
+    /// Tags of the largest partition.
+    pub tags: usize,
+    /// Walks from them that were big.
+    pub big_walks: usize,
+    /// Stop tags afterwards.
+    pub stop_tags: usize,
+    /// khmer's return value: the next smaller partition size before repartitioning.
+    pub next_largest: usize,
+}
+
+impl KnotFinder {
+    /// A search over `tagged` (its stop tags included), counting in `counting`, with a k-mer
+    /// becoming a stop tag when its count is above `frequency`.
+    pub fn new(tagged: TaggedGraph, counting: KhmerTable, frequency: u32) -> Self {
+        KnotFinder { tagged, counting, frequency, small_tags: FxHashSet::default() }
+    }
+
+    /// The graph, its tags and the stop tags found so far.
+    pub fn graph(&self) -> &TaggedGraph {
+        &self.tagged
+    }
+
+    /// khmer's `repartition_largest_partition` of `map` (see the module's doc); `None` when no
+    /// tag of `map` has a partition (khmer raises an error).
+    pub fn repartition_largest(
+        &mut self,
+        map: &mut super::PartitionMap,
+        ctx: &RunContext,
+    ) -> Result<Option<Repartition>> {
+        let Some((big_tags, next_largest)) = map.take_largest() else { return Ok(None) };
+        let mut scratch = super::Scratch::default();
+        let mut keeper = Vec::new();
+        let mut big_walks = 0;
+        for &tag in &big_tags {
+            if ctx.is_cancelled() {
+                return Err(Error::Cancelled);
+            }
+            if self.small_tags.contains(&tag) {
+                continue;
+            }
+            let t = &self.tagged;
+            Traverser::new(&t.graph, &t.tag_set, &t.stop_tags, false, TAG_DENSITY).traverse_from(
+                tag,
+                EXCURSION_DISTANCE,
+                &mut scratch,
+                &mut keeper,
+            );
+            if keeper.len() < EXCURSION_KMER_THRESHOLD {
+                self.small_tags.insert(tag);
+                continue;
+            }
+            big_walks += 1;
+            for &kmer in &keeper {
+                if self.counting.get_hash(kmer) > self.frequency {
+                    self.tagged.stop_tags.insert(kmer);
+                } else {
+                    self.counting.add_hash(kmer);
+                }
+            }
+        }
+        // khmer's `repartition_a_partition`: join the partition's tags again, each only to
+        // tags of the partition, stop tags respected.
+        let big_set: FxHashSet<u64> = big_tags.iter().copied().collect();
+        let t = &self.tagged;
+        let traverser = Traverser::new(&t.graph, &t.tag_set, &t.stop_tags, false, TAG_DENSITY);
+        let mut found = Vec::new();
+        for &tag in &big_tags {
+            if ctx.is_cancelled() {
+                return Err(Error::Cancelled);
+            }
+            traverser.find_all_tags(tag, &mut scratch, &mut found);
+            found.retain(|found_tag| big_set.contains(found_tag));
+            map.assign(tag, &found);
+        }
+        Ok(Some(Repartition { tags: big_tags.len(), big_walks, stop_tags: t.stop_tags.len(), next_largest }))
+    }
+
+    /// Writes the stop tags to `path` (khmer's `save_stop_tags`).
+    pub fn save_stop_tags(&self, path: &str, ctx: &RunContext) -> Result<()> {
+        let t = &self.tagged;
+        write_text(path, files::stoptags_bytes(t.stop_tags.iter().copied(), t.graph.ksize()), ctx)
+    }
+}
+
+/// The stop tags file of a graph base name: `BASE.stoptags`.
+pub fn stoptags_path(base: &str) -> String {
+    format!("{base}.stoptags")
+}
+
+/// Options of `make-initial-stoptags`.
+#[derive(Debug, Clone)]
+pub struct InitialOptions {
+    /// The graph's base name: reads `BASE` and `BASE.tagset`, writes `BASE.stoptags`.
+    pub base: String,
+    /// Stop tags to start from (`-S`); they are also written out.
+    pub stoptags: Option<String>,
+    /// Tags pre-partitioned (`-s`): the first this many, ascending.
+    pub subset_size: u64,
+    /// Use a graph over [`super::MAX_GRAPH_FP_RATE`] (`-f`).
+    pub force: bool,
+}
+
+/// What `make-initial-stoptags` or `find-knots` did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct KnotsSummary {
+    /// The stop tags file written.
+    pub output: String,
+    /// Stop tags written.
+    pub stop_tags: usize,
+    /// Per repartitioning: which map it was of, and what it did (`None`: no partition in it).
+    pub repartitions: Vec<(String, Option<Repartition>)>,
+}
+
+/// Runs `make-initial-stoptags`: partitions the first subset of tags (ignoring stop tags, as
+/// khmer does), repartitions its largest partition with a countgraph sized by `counting` and frequency
+/// [`INITIAL_FREQUENCY`], writes the stop tags (those of `-S` included) to `BASE.stoptags`.
+pub fn make_initial_stoptags(opts: &InitialOptions, counting: &TableParams, ctx: &RunContext) -> Result<KnotsSummary> {
+    super::check_subset_size(opts.subset_size)?;
+    let output = stoptags_path(&opts.base);
+    let inputs = [opts.base.clone(), format!("{}.tagset", opts.base)];
+    crate::io::refuse_inputs_as_outputs(ctx, &inputs, [&output])?;
+    let counting = sizing::create_countgraph(counting, 1.0, ctx)?;
+    let mut tagged = load_tagged_graph(&opts.base, None, counting.strand(), opts.force, ctx)?;
+    let initial = match &opts.stoptags {
+        Some(path) => files::load_stoptags(path, tagged.graph.ksize(), ctx)?,
+        None => Vec::new(),
+    };
+    let first = tagged.subsets(opts.subset_size).into_iter().next().unwrap_or(0..0);
+    let label = format!("the first {} tags", first.len());
+    let mut map = tagged.partition_subset(first, false, ctx)?;
+    tagged.stop_tags.extend(initial);
+    let mut finder = KnotFinder::new(tagged, counting, INITIAL_FREQUENCY);
+    let repartition = finder.repartition_largest(&mut map, ctx)?;
+    finder.save_stop_tags(&output, ctx)?;
+    let stop_tags = finder.graph().stop_tags.len();
+    Ok(KnotsSummary { output, stop_tags, repartitions: vec![(label, repartition)] })
+}
+
+/// Runs `find-knots` (a countgraph sized by `counting`; a graph over
+/// [`super::MAX_GRAPH_FP_RATE`] only if `force`) on `BASE`, `BASE.tagset`, `BASE.stoptags` when it exists and every
+/// `BASE.subset.N.pmap` (by N): each map is read (stop tags left out) and its largest
+/// partition repartitioned, it is merged into the maps so far, whose largest partition is
+/// repartitioned too; then `BASE.stoptags` is written (the stop tags loaded included) and the
+/// map renamed `BASE.subset.N.pmap.processed`, so that a stopped run resumes where it was.
+pub fn find_knots(base: &str, counting: &TableParams, force: bool, ctx: &RunContext) -> Result<KnotsSummary> {
+    let output = stoptags_path(base);
+    let stoptags = std::path::Path::new(&output).exists().then_some(output.as_str());
+    let paths = super::subset_files(base)?;
+    if paths.is_empty() {
+        return Err(Error::invalid(format!("no partition subsets {base}.subset.*.pmap to find knots in")));
+    }
+    let inputs = [base.to_string(), format!("{base}.tagset")];
+    crate::io::refuse_inputs_as_outputs(ctx, inputs.iter().chain(&paths), [&output])?;
+    let counting = sizing::create_countgraph(counting, 1.0, ctx)?;
+    let tagged = load_tagged_graph(base, stoptags, counting.strand(), force, ctx)?;
+    let k = tagged.graph.ksize();
+    let mut finder = KnotFinder::new(tagged, counting, KNOTS_FREQUENCY);
+    let mut merged = super::PartitionMap::default();
+    let mut repartitions = Vec::new();
+    for path in &paths {
+        let mut subset = super::PartitionMap::default();
+        subset.merge(&files::load_pmap_records(path, k, ctx)?, &finder.graph().stop_tags);
+        let first = finder.repartition_largest(&mut subset, ctx)?;
+        merged.merge(&subset.assignments(), &finder.graph().stop_tags);
+        let second = finder.repartition_largest(&mut merged, ctx)?;
+        finder.save_stop_tags(&output, ctx)?;
+        let processed = format!("{path}.processed");
+        std::fs::rename(path, &processed).map_err(|e| Error::io(path, e))?;
+        if let Some(done) = &second {
+            ctx.info(format!("{path}: repartitioned size {}; {} stop tags", done.next_largest, done.stop_tags));
+        }
+        repartitions.push((path.clone(), first));
+        repartitions.push((format!("all maps up to {path}"), second));
+    }
+    let stop_tags = finder.graph().stop_tags.len();
+    Ok(KnotsSummary { output, stop_tags, repartitions })
+}
