@@ -561,7 +561,8 @@ pub fn terminal(argv: &[OsString]) -> Result<Option<Terminal>, CliError> {
 /// Finishes the sharded run of `argv` (program name first) that returned `summary` (the
 /// native command's summary fields) after `wall_s` seconds, having read `inputs` and written
 /// `outputs`: writes `load-into-counting`'s `OUT.info` (and `-s` file) and the `--report-json`
-/// document; returns the run report, whose `table_sizing` is the plan's (`-M auto`, `-U`).
+/// document; returns the run report, whose `table_sizing` is the plan's (`-M auto`, `-U`) and whose
+/// `warnings` are the final checks' (a table above the false-positive warning rate), for the caller to show.
 pub fn finish(
     argv: Vec<OsString>,
     summary: Value,
@@ -601,6 +602,7 @@ pub fn finish(
         count::write_side_files(&a.output, &a.inputs, &counted, a.summary_info.map(Into::into), &run)
             .map_err(failed)?;
     }
+    report::warn_full_tables(&summary, &run);
     let mut document = report::Report::started_before(&argv, Duration::from_secs_f64(wall_s.max(0.0)))
         .document(name, parameters, &run, &summary, None);
     document["table_sizing"] = table_sizing;

@@ -78,6 +78,8 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
         inputs = [*plan["inputs"], *([plan["unpaired"]] if plan.get("unpaired") else [])]
         report = _core.shard_finish(full, json.dumps(summary), json.dumps(plan["table_sizing"]), inputs,
                                     outputs, time.monotonic() - started)
+        for warning in json.loads(report).get("warnings", []):  # the final checks' (full tables)
+            say("warning", warning)
     except CommandError:
         raise
     except (KmerflowError, OSError, ValueError) as e:
