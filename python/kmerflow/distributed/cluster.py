@@ -9,6 +9,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import logging
 import os
 import re
 import signal
@@ -72,6 +73,9 @@ def stopped_by_signals(command: str) -> Iterator[None]:
         status[0] = EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
         if not stopped.is_set():
             stopped.set()
+            # Connections closed by the teardown are expected now: Dask's log of them (with a
+            # traceback) is noise on the terminal of a stopped run, which this process ends.
+            dask_log.setLevel(logging.CRITICAL)
             threading.Thread(target=watchdog, name="kmerflow-watchdog", daemon=True).start()
         raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
@@ -81,6 +85,7 @@ def stopped_by_signals(command: str) -> Iterator[None]:
             print(f"kmerflow {command}: interrupted", file=sys.stderr, flush=True)
         os._exit(status[0])
 
+    dask_log = logging.getLogger("distributed")
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
