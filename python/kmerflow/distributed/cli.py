@@ -145,23 +145,15 @@ def _graph(plan: Dict[str, Any], client: Any) -> Any:
                              use_bigcount=plan["bigcount"])
 
 
-#: The false-positive ceilings of the commands that check it (the native commands').
-FP_CEILING = {"load-into-counting": 0.2, "normalize-by-median": 0.8, "filter-abund-single": 0.2}
-
-
 def _check_fp(plan: Dict[str, Any], graph: Any, say: OnMessage) -> float:
-    """The false-positive rate (the table's estimate) against the command's ceiling: an error
-    (a warning with ``-f``) before any output is renamed into place."""
-    fp = graph.expected_fp_rate()
-    ceiling = FP_CEILING.get(plan["command"])
-    if ceiling is None or fp <= ceiling:
-        return fp
-    text = (f"the graph structure is too small for this data set (estimated false positive rate "
-            f"of {fp:.3f}; max recommended {ceiling:.3f}); increase -M or -x")
-    if not plan["table"]["force"]:
-        raise KmerflowError("** ERROR: " + text + ", or use --force")
-    say("warning", f"WARNING: {text}")
-    return fp
+    """The table's estimated false-positive rate, checked (where the command checks it) as the
+    one-process command checks it: an error (a warning with ``-f``) with the same line, before
+    any output is renamed into place."""
+    table = plan["table"]
+    check = table.get("fp_check")
+    if check is None:
+        return graph.expected_fp_rate()
+    return graph.check_fp_rate(check["max"], check["target"], table["force"], say)
 
 
 @contextlib.contextmanager
