@@ -33,7 +33,7 @@ import numpy as np
 
 from kmerflow import _core
 from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph
-from kmerflow.distributed.cluster import connect, exit_status, stopped_by_signals
+from kmerflow.distributed.cluster import connect, exit_status, local_cluster_refusal, stopped_by_signals
 from kmerflow.errors import CommandError, KmerflowError
 
 #: A receiver of the run's messages: ``(level, text)``, level ``info``, ``warning`` or ``error``.
@@ -56,7 +56,8 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     ``on_message``; without it the run is printed as the one-process command line prints it
     (``_core.ShardTerminal``: the messages, informational ones not under ``-q``, the progress
     line on a terminal, the resource line at the end). Raises :class:`kmerflow.CommandError`
-    (exit status 2 for a usage error, else 1)."""
+    (exit status 2 for a usage error, a ``--local-cluster`` above the CPUs this process may use
+    included, else 1)."""
     full = ["kmerflow", *argv]
     text = _core.shard_plan(full)
     if text is None:
@@ -64,6 +65,10 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     plan = json.loads(text)
     plan["argv"] = full
     name = plan["command"]
+    local = plan["cluster"]["local_cluster"]
+    refusal = local_cluster_refusal(local) if local is not None and client is None else None
+    if refusal is not None:
+        raise CommandError(f"kmerflow {name}: error: {refusal}", 2)
     terminal = _core.ShardTerminal(full) if on_message is None else None
     say: OnMessage = terminal.say if terminal is not None else on_message  # type: ignore[assignment]
     for m in plan["messages"]:
