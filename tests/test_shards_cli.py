@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import kmerflow
+from conftest import genome_reads, kmerflow
 
 distributed = pytest.importorskip("distributed")
 
@@ -184,9 +184,16 @@ RESOURCE_LINE = re.compile(r"\[kmerflow\] Version: [^;]+; CMD: (.*); Real time: 
                            r"CPU: [0-9.]+ sec; Peak RSS: [0-9.]+ GB")
 
 
+#: trim-low-abund's temporary directory, named by the process and the clock.
+TEMP_DIR = re.compile(r"tmp\d+-\d+-\d+kmerflow")
+
+
 @pytest.mark.parametrize("command", [
     ["normalize-by-median", "-C", "12", "r.fq", "-o", "out.keep"],
     ["abundance-dist-single", "r.fq", "out.hist"],
+    # Over the false-positive ceiling: the -f warning is the one-process run's too.
+    ["filter-abund-single", "-C", "3", "r.fq", "-o", "out.filt"],
+    ["trim-low-abund", "-C", "3", "-T", ".", "r.fq", "-o", "out.trim"],
 ])
 def test_the_sharded_run_prints_the_one_process_lines(cluster, tmp_path, command):
     """The messages and the resource line of a sharded run are the one-process run's (printed
@@ -198,15 +205,45 @@ def test_the_sharded_run_prints_the_one_process_lines(cluster, tmp_path, command
         folder = tmp_path / tag
         folder.mkdir()
         _reads(folder / "r.fq", 300, seed=8)
-        argv = [command[0], *TABLE, *command[1:], *extra]
+        table = [a for a in TABLE if a != "-f"] if command[0] == "trim-low-abund" else TABLE  # no -f there
+        argv = [command[0], *table, *command[1:], *extra]
         lines = kmerflow(*argv, cwd=folder).stderr.decode().splitlines()
         resource = RESOURCE_LINE.fullmatch(lines[-1])
         assert resource and resource.group(1) == " ".join(["kmerflow", *argv]), lines
-        printed[tag] = lines[:-1]
+        printed[tag] = [TEMP_DIR.sub("TMP", line) for line in lines[:-1]]
         (folder / command[-1]).unlink()  # abundance-dist-single keeps an existing output
         assert kmerflow(*argv, "-q", cwd=folder).stderr == b""
     assert printed["sharded"] == printed["one"]
-    assert any("unique k-mers" in line for line in printed["one"]), printed
+    assert any(line.startswith(("Total number of unique k-mers", "making countgraph"))
+               for line in printed["one"]), printed
+
+
+#: The early stop's prefix of the one-process error line (the sharded run checks at the end).
+STOPPED_AT = re.compile(r"r\.fq: stopped at read \d+: ")
+
+
+@pytest.mark.parametrize("command", [
+    ["filter-abund-single", "r.fq", "-o", "out"],
+    ["normalize-by-median", "r.fq", "-o", "out"],
+    ["load-into-counting", "out", "r.fq"],
+    ["load-into-counting", "--layout", "blocked", "out", "r.fq"],
+])
+def test_a_too_small_sharded_table_fails_as_in_one_process(cluster, tmp_path, command):
+    """Over the command's false-positive ceiling, the sharded run fails with the one-process
+    error line (ceiling and the layout's -M hint included), exit status 1, and writes nothing."""
+    table = ["-k", "20", "-M", "2e3"] if "blocked" in command else ["-k", "20", "-N", "3", "-x", "100"]
+    errors = {}
+    for tag, extra in (("one", []), ("sharded", ["--scheduler", cluster.scheduler_address, "--shards", "2"])):
+        folder = tmp_path / tag
+        folder.mkdir()
+        genome_reads(folder / "r.fq", n=300)
+        run = kmerflow(command[0], *table, *command[1:], *extra, cwd=folder, check=False)
+        assert run.returncode == 1, run.stderr
+        errors[tag] = STOPPED_AT.sub("", run.stderr.decode().splitlines()[-1])
+        assert sorted(p.name for p in folder.iterdir()) == ["r.fq"]
+    assert errors["sharded"] == errors["one"]
+    assert "** ERROR: the graph structure is too small" in errors["one"], errors
+    assert "increase it with " in errors["one"] and errors["one"].endswith("or use --force")
 
 
 def test_command_functions_run_on_the_shards(client, tmp_path):

@@ -14,7 +14,7 @@ __all__ = [
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
     "is_prime", "cli_main", "run_command", "command_specs", "check_command", "shard_requested", "shard_plan",
     "shard_finish", "ShardTerminal",
-    "run_sharded_command",
+    "run_sharded_command", "check_sharded_fp_rate",
     "abundance_distribution_sharded", "filter_reads_sharded", "REPORT_CHARTS",
     "Normalizer", "AbundanceFilter", "Trimmer", "BatchDecision", "batch_lookup", "batch_decide",
     "batch_apply", "add_tables", "Shard", "ShardClient", "ShardedCountRun", "ShardedNormalizeRun",
@@ -221,6 +221,8 @@ class ShardTerminal:
 def run_sharded_command(command: str, argv: Sequence[str], on_message: Callable[[str, str], object],
                         client: ShardClient, local: Sequence[Optional[Shard]],
                         remote: Any, terminal: Optional[ShardTerminal] = None) -> Tuple[str, List[str]]: ...
+def check_sharded_fp_rate(client: Union[ShardClient, BlockedShardClient], max: float, target: float, force: bool,
+                          on_message: Callable[[str, str], object]) -> float: ...
 def abundance_distribution_sharded(client: ShardClient, local: Sequence[Optional[Shard]], remote: Any,
                                    paths: Sequence[str], batch_kmers: int) -> npt.NDArray[np.uint64]: ...
 def filter_reads_sharded(client: ShardClient, local: Sequence[Optional[Shard]], remote: Any,

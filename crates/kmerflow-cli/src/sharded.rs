@@ -203,9 +203,23 @@ fn data_error(command: &str, e: kmerflow_core::Error) -> CliError {
     CliError { code: EXIT_DATA, message: format!("kmerflow {command}: error: {e}"), file: None }
 }
 
+/// The false-positive check that `command` makes of its table once it is counted, as the
+/// one-process command makes it: `{"max", "target"}` (the ceiling, and the `--fp-rate` of
+/// the `-M` the error suggests), or null where the sharded run makes none (trim-low-abund's
+/// native run checks its own).
+fn fp_check(command: &str, params: &TableParams) -> Value {
+    let max = match command {
+        "load-into-counting" => count::MAX_FP_RATE,
+        "normalize-by-median" => diginorm::MAX_FP_RATE,
+        "filter-abund-single" => filter_abund::MAX_FP_RATE,
+        _ => return Value::Null,
+    };
+    json!({"max": max, "target": sizing::target_rate(params)})
+}
+
 /// The table of a sharded run, sized as the native command sizes it (`-x`, `-M`, `-M auto` and
 /// `-U` with their checks and messages): `layout` (`khmer` or `blocked`), `ksize`, `force`
-/// (`-f`) and the shape, khmer's `sizes` or the blocked layout's `memory_bytes` (whole lines),
+/// (`-f`), `fp_check` ([`fp_check`]) and the shape, khmer's `sizes` or the blocked layout's `memory_bytes` (whole lines),
 /// `bits` (8, 4 with `--small-count`) and `probes` (the commands with `--layout`).
 fn table(
     command: &str,
@@ -234,18 +248,20 @@ fn table(
             "bits": shape.width.bits(),
             "probes": shape.probes,
             "force": force,
+            "fp_check": fp_check(command, &params),
         }));
     }
     // abundance-dist-single's -M holds its tracking filter too, as in one process.
     let multiplier = if command == "abundance-dist-single" { abundance_dist::SINGLE_MULTIPLIER } else { 1.0 };
     let sizes = sizing::countgraph_sizes(&params, multiplier, &ctx.run).map_err(data)?;
-    Ok(json!({"layout": "khmer", "ksize": params.ksize, "sizes": sizes, "force": force}))
+    let check = fp_check(command, &params);
+    Ok(json!({"layout": "khmer", "ksize": params.ksize, "sizes": sizes, "force": force, "fp_check": check}))
 }
 
 /// The table of a sharded run that loads the saved table `path` (`-l`): `layout` (read from
 /// the file: `blocked` for kmerflow's format, else `khmer`, whose file must hold 8-bit
 /// counters, uncompressed), `ksize` (the file's, which wins over `-k` with the one-process
-/// command's warning), `loadgraph` and `force`; `loading` is the one-process command's
+/// command's warning), `loadgraph`, `force` and `fp_check` ([`fp_check`]); `loading` is the one-process command's
 /// message. `khmer_only`: a kmerflow-format file is refused (the command loads khmer's).
 fn loaded_table(
     command: &str,
@@ -274,6 +290,7 @@ fn loaded_table(
         "ksize": k,
         "loadgraph": path,
         "force": force,
+        "fp_check": fp_check(command, &params),
     }))
 }
 
@@ -394,19 +411,25 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
             "inputs": [a.seqs],
             "output": a.output,
         }),
-        Command::FilterAbundSingle(a) => json!({
-            "table": table(name, &a.counting, None, a.filter.force, std::slice::from_ref(&a.input), &mut ctx)?,
-            // As khmer's (and the one-process) filter-abund-single: counts stop at 255.
-            "bigcount": false,
-            "cutoff": a.filter.cutoff,
-            "variable_coverage": a.filter.variable_coverage,
-            "normalize_to": a.filter.normalize_to,
-            "gzip": a.filter.compression.gzip,
-            "bzip": a.filter.compression.bzip,
-            "savegraph": a.savegraph,
-            "inputs": [a.input],
-            "output": a.filter.output,
-        }),
+        Command::FilterAbundSingle(a) => {
+            // The one-process command's lines as it makes its table and starts counting.
+            ctx.run.info("making countgraph");
+            let table = table(name, &a.counting, None, a.filter.force, std::slice::from_ref(&a.input), &mut ctx)?;
+            ctx.run.info(format!("consuming input, round 1 -- {}", a.input));
+            json!({
+                "table": table,
+                // As khmer's (and the one-process) filter-abund-single: counts stop at 255.
+                "bigcount": false,
+                "cutoff": a.filter.cutoff,
+                "variable_coverage": a.filter.variable_coverage,
+                "normalize_to": a.filter.normalize_to,
+                "gzip": a.filter.compression.gzip,
+                "bzip": a.filter.compression.bzip,
+                "savegraph": a.savegraph,
+                "inputs": [a.input],
+                "output": a.filter.output,
+            })
+        }
         Command::FilterAbund(a) => {
             let all: Vec<&String> = std::iter::once(&a.graph).chain(&a.inputs).collect();
             json!({
@@ -421,7 +444,10 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
                 Some(path) => {
                     loaded_table(name, path, &a.counting, a.force, ("loading countgraph from", true), &mut ctx)?
                 }
-                None => table(name, &a.counting, None, a.force, &all, &mut ctx)?,
+                None => {
+                    ctx.run.info("making countgraph");
+                    table(name, &a.counting, None, a.force, &all, &mut ctx)?
+                }
             };
             json!({
                 "table": table,

@@ -3,12 +3,15 @@
 //! second looking up there, and the filtering and the histogram of a table counted on the
 //! shards, looked up there.
 
+use crate::blocked_shards::BlockedShardClient;
 use crate::commands::{forwarder, ShardTerminal};
 use crate::errors::{command_error, IntoPyResult};
-use crate::interrupt::{interruptible, interruptible_showing};
+use crate::interrupt::{interruptible, interruptible_showing, interruptible_with};
 use crate::shards::{message_arrays, Shard, ShardClient};
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
+use kmerflow_core::ops::read_filter;
+use kmerflow_core::ops::sizing::FpRate;
 use kmerflow_core::run::RunContext;
 use kmerflow_core::shards::runs::{Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::{Error, Result};
@@ -113,6 +116,34 @@ pub fn run_sharded_command(
     Ok((summary, outputs))
 }
 
+/// The estimated false-positive rate of a sharded table, `client` (a `ShardClient` or a
+/// `BlockedShardClient`, the pending updates sent), checked against the command's ceiling
+/// `max` as the one-process command checks it (`read_filter::check_fp_rate`, naming the `-M`
+/// that the table's layout needs for the rate `target`): over it, `kmerflow.ParameterError`
+/// with the one-process error text, or with `force` the one-process warning passed to
+/// `on_message(level, text)`. Returns the rate.
+#[pyfunction]
+pub fn check_sharded_fp_rate(
+    py: Python<'_>,
+    client: &Bound<'_, PyAny>,
+    max: f64,
+    target: f64,
+    force: bool,
+    on_message: Bound<'_, PyAny>,
+) -> PyResult<f64> {
+    fn rate_and_hint(table: &impl FpRate, target: f64) -> (f64, String) {
+        let fp = table.fp_rate();
+        (fp, table.resize_hint(fp, target))
+    }
+    let (fp, resize) = match client.cast::<ShardClient>() {
+        Ok(c) => rate_and_hint(c.get().core(), target),
+        Err(_) => rate_and_hint(client.cast::<BlockedShardClient>()?.get().core(), target),
+    };
+    interruptible_with(py, forwarder(&on_message), |ctx| read_filter::check_fp_rate(fp, max, force, &resize, ctx))?
+        .py()?;
+    Ok(fp)
+}
+
 /// Runs `work` on `client`'s table as a `ShardedDecisions` (`local`, `remote` as for
 /// `run_sharded_command`; batches of `batch_kmers` k-mers), without the GIL; Ctrl-C stops it.
 fn on_table<T: Send>(
@@ -186,6 +217,7 @@ pub fn filter_reads_sharded(
 /// Adds the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sharded_command, m)?)?;
+    m.add_function(wrap_pyfunction!(check_sharded_fp_rate, m)?)?;
     m.add_function(wrap_pyfunction!(abundance_distribution_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(filter_reads_sharded, m)?)?;
     Ok(())

@@ -253,6 +253,15 @@ class _Sharded:
             self._call("step", [(*p, np.zeros(0, dtype=np.uint64)) for p in self._pending])
             self._pending = [_no_update() for _ in self._pending]
 
+    def check_fp_rate(self, ceiling: float, target: float, force: bool,
+                      on_message: Callable[[str, str], object]) -> float:
+        """The estimated false-positive rate, checked against ``ceiling`` as the one-process
+        commands check it (``_core.check_sharded_fp_rate``): above it, a
+        :class:`kmerflow.ParameterError` naming the ``-M`` that would bring the table to
+        ``target``; with ``force``, that warning passed to ``on_message(level, text)``."""
+        self.flush()
+        return _core.check_sharded_fp_rate(self._table, ceiling, target, force, on_message)
+
     # --- the table's file, written and read shard by shard ---------------------------------------
 
     def _places(self) -> List[List[Tuple[int, int]]]:

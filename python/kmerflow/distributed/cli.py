@@ -33,7 +33,7 @@ import numpy as np
 
 from kmerflow import _core
 from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph
-from kmerflow.distributed.cluster import connect, exit_status, stopped_by_signals
+from kmerflow.distributed.cluster import connect, exit_status, local_cluster_refusal, stopped_by_signals
 from kmerflow.errors import CommandError, KmerflowError
 
 #: A receiver of the run's messages: ``(level, text)``, level ``info``, ``warning`` or ``error``.
@@ -56,7 +56,8 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     ``on_message``; without it the run is printed as the one-process command line prints it
     (``_core.ShardTerminal``: the messages, informational ones not under ``-q``, the progress
     line on a terminal, the resource line at the end). Raises :class:`kmerflow.CommandError`
-    (exit status 2 for a usage error, else 1)."""
+    (exit status 2 for a usage error, a ``--local-cluster`` above the CPUs this process may use
+    included, else 1)."""
     full = ["kmerflow", *argv]
     text = _core.shard_plan(full)
     if text is None:
@@ -64,6 +65,10 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     plan = json.loads(text)
     plan["argv"] = full
     name = plan["command"]
+    local = plan["cluster"]["local_cluster"]
+    refusal = local_cluster_refusal(local) if local is not None and client is None else None
+    if refusal is not None:
+        raise CommandError(f"kmerflow {name}: error: {refusal}", 2)
     terminal = _core.ShardTerminal(full) if on_message is None else None
     say: OnMessage = terminal.say if terminal is not None else on_message  # type: ignore[assignment]
     for m in plan["messages"]:
@@ -147,23 +152,15 @@ def _graph(plan: Dict[str, Any], client: Any) -> Any:
                              use_bigcount=plan["bigcount"])
 
 
-#: The false-positive ceilings of the commands that check it (the native commands').
-FP_CEILING = {"load-into-counting": 0.2, "normalize-by-median": 0.8, "filter-abund-single": 0.2}
-
-
 def _check_fp(plan: Dict[str, Any], graph: Any, say: OnMessage) -> float:
-    """The false-positive rate (the table's estimate) against the command's ceiling: an error
-    (a warning with ``-f``) before any output is renamed into place."""
-    fp = graph.expected_fp_rate()
-    ceiling = FP_CEILING.get(plan["command"])
-    if ceiling is None or fp <= ceiling:
-        return fp
-    text = (f"the graph structure is too small for this data set (estimated false positive rate "
-            f"of {fp:.3f}; max recommended {ceiling:.3f}); increase -M or -x")
-    if not plan["table"]["force"]:
-        raise KmerflowError("** ERROR: " + text + ", or use --force")
-    say("warning", f"WARNING: {text}")
-    return fp
+    """The table's estimated false-positive rate, checked (where the command checks it) as the
+    one-process command checks it: an error (a warning with ``-f``) with the same line, before
+    any output is renamed into place."""
+    table = plan["table"]
+    check = table.get("fp_check")
+    if check is None:
+        return graph.expected_fp_rate()
+    return graph.check_fp_rate(check["max"], check["target"], table["force"], say)
 
 
 @contextlib.contextmanager

@@ -108,6 +108,16 @@ def available_cpus() -> int:
     return os.cpu_count() or 1
 
 
+def local_cluster_refusal(n_workers: int) -> Optional[str]:
+    """Why ``--local-cluster n_workers`` is refused: fewer than one worker, or more than
+    :func:`available_cpus` (each worker is a single-thread process: more only share the CPUs
+    and add their memory); ``None`` when it is accepted."""
+    cpus = available_cpus()
+    if 1 <= n_workers <= cpus:
+        return None
+    return f"--local-cluster {n_workers}: between 1 and the {cpus} CPU(s) this process may use"
+
+
 def local_cluster(n_workers: int, memory_limit: Any = "auto",
                   config: Optional[Mapping[str, Any]] = None) -> Any:
     """A LocalCluster of ``n_workers`` single-thread worker processes without a dashboard,

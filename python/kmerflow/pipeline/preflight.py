@@ -41,18 +41,16 @@ class FolderError(RuntimeError):
 
 def check_cluster_options(scheduler: Optional[str], local_cluster: Optional[int],
                           max_active: Optional[int]) -> None:
-    """Refuse (:class:`ConfigError`) a LocalCluster of fewer than one or more workers than
-    :func:`~kmerflow.distributed.cluster.available_cpus` (each worker is a single-thread
-    process: more only share the CPUs and add their memory) and a ``max_active`` under 1; a
-    malformed scheduler address or a bad scheduler file as the run would
+    """Refuse (:class:`ConfigError`) a LocalCluster size that
+    :func:`~kmerflow.distributed.cluster.local_cluster_refusal` refuses and a ``max_active``
+    under 1; a malformed scheduler address or a bad scheduler file as the run would
     (:func:`kmerflow.distributed.cluster.scheduler_address`, :class:`kmerflow.CommandError`)."""
     if local_cluster is not None:
-        from kmerflow.distributed.cluster import available_cpus
+        from kmerflow.distributed.cluster import local_cluster_refusal
 
-        cpus = available_cpus()
-        if not 1 <= local_cluster <= cpus:
-            raise ConfigError(f"--local-cluster {local_cluster}: between 1 and the {cpus} "
-                              f"CPU(s) this process may use")
+        refusal = local_cluster_refusal(local_cluster)
+        if refusal is not None:
+            raise ConfigError(refusal)
     if max_active is not None and max_active < 1:
         raise ConfigError(f"--max-active {max_active}: must be at least 1")
     if scheduler is not None and scheduler != "local":

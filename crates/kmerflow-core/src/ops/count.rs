@@ -325,7 +325,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             };
             count_inputs(ctx, opts, &mut table, &mut summary, |_, _| Ok(()))?;
             let fp = table.expected_fp_rate();
-            let resize = sizing::blocked_resize_hint(&table, fp, sizing::target_rate(&opts.params));
+            let resize = sizing::blocked_resize_hint(table.params(), fp, sizing::target_rate(&opts.params));
             let fp = fp_rate_check(fp, MAX_FP_RATE, opts.params.force, &resize, ctx)?;
             match file {
                 Some(file) => table.finish(file)?,

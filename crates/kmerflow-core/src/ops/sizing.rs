@@ -5,6 +5,7 @@ use super::memory::{check_table_fits, Backing};
 use super::pyfmt::{general, repr};
 use crate::kmer::Strand;
 use crate::run::RunContext;
+use crate::shards::blocked::BlockedShardClient;
 use crate::shards::khmer::ShardClient;
 use crate::table::CountingTable;
 use crate::table::{
@@ -213,13 +214,13 @@ fn memory_to_reach(fp: f64, n_tables: usize, per_table: f64, kind: GraphKind, ta
 pub fn resize_hint(table: &AnyTable, fp: f64, target: f64) -> String {
     match table {
         AnyTable::Khmer(t) => khmer_resize_hint(t, fp, target),
-        AnyTable::Blocked(t) => blocked_resize_hint(t, fp, target),
+        AnyTable::Blocked(t) => blocked_resize_hint(t.params(), fp, target),
     }
 }
 
-/// [`resize_hint`] of a blocked table (its rate taken as that of N tables sharing its counters).
-pub fn blocked_resize_hint(table: &BlockedTable, fp: f64, target: f64) -> String {
-    let shape = table.params();
+/// [`resize_hint`] of a blocked table of `shape`, here or sharded (its rate taken as that of N
+/// tables sharing its counters).
+pub fn blocked_resize_hint(shape: &BlockedParams, fp: f64, target: f64) -> String {
     let kind = GraphKind::of_storage(shape.width.storage());
     let per_table = shape.data_bytes() as f64 * kind.buckets_per_byte() / shape.probes.max(1) as f64;
     memory_to_reach(fp, shape.probes, per_table, kind, target)
@@ -262,7 +263,7 @@ impl FpRate for BlockedTable {
         self.expected_fp_rate()
     }
     fn resize_hint(&self, fp: f64, target: f64) -> String {
-        blocked_resize_hint(self, fp, target)
+        blocked_resize_hint(self.params(), fp, target)
     }
 }
 
@@ -281,6 +282,15 @@ impl FpRate for ShardClient {
     }
     fn resize_hint(&self, fp: f64, target: f64) -> String {
         countgraph_resize_hint(&self.map().sizes(), fp, target)
+    }
+}
+
+impl FpRate for BlockedShardClient {
+    fn fp_rate(&self) -> f64 {
+        self.expected_fp_rate()
+    }
+    fn resize_hint(&self, fp: f64, target: f64) -> String {
+        blocked_resize_hint(self.map().params(), fp, target)
     }
 }
 

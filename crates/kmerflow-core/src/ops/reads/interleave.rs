@@ -3,6 +3,7 @@
 //! not already mark them, and checking that each couple is a pair.
 
 use super::{bundle_batches, create_output, write_to};
+use crate::io::mates::refuse_same_mates;
 use crate::io::pairs::{check_is_pair, mate_name};
 use crate::io::{write_record, BundleBatch, Compression, FastxReader, PairedReader, Record};
 use crate::pipeline::run_ordered;
@@ -61,13 +62,11 @@ fn interleave_batch(bb: &BundleBatch, reformat: bool, files: &str) -> Result<(Ve
     Ok((buf, bb.bundles.len() as u64))
 }
 
-/// Interleaves `opts.left` and `opts.right` within `ctx`.
+/// Interleaves `opts.left` and `opts.right` within `ctx`; one file given as both (by any
+/// path or link) is refused before either is opened.
 pub fn interleave_reads(opts: &InterleaveOptions, ctx: &RunContext) -> Result<InterleaveSummary> {
     crate::io::refuse_inputs_as_outputs(ctx, [&opts.left, &opts.right], [&opts.output])?;
-    if crate::io::same_file(&opts.left, &opts.right) {
-        // One stream cannot be read by both readers.
-        crate::io::check_rereadable(&opts.left)?;
-    }
+    refuse_same_mates(&opts.left, &opts.right)?;
     let reader = PairedReader::from_two_files(
         FastxReader::open_in(&opts.left, ctx)?,
         FastxReader::open_in(&opts.right, ctx)?,
