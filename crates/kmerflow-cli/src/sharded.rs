@@ -4,7 +4,7 @@
 //! (`kmerflow.distributed.cli`):
 //! - [`plan`] parses the command line (help, usage errors, range checks and the table's sizing
 //!   are the native ones), refuses the flags a sharded run does not have (exit 2, the flag
-//!   named) and hands over what the run needs, table sizes included, as JSON;
+//!   named) and hands over what the run needs, table sizes included, as a [`Plan`] (JSON);
 //! - [`finish`] writes what the native command writes besides its main outputs
 //!   (`load-into-counting`'s `OUT.info` and `-s` file) and the run report (`--report-json`),
 //!   from the run's summary;
@@ -29,12 +29,12 @@ use kmerflow_core::ops::read_filter;
 use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::ops::{abundance_dist, diginorm, filter_abund, sizing, trim_low_abund};
 use kmerflow_core::run::files::{preflight, Output};
-use kmerflow_core::run::{CancelToken, RunContext};
+use kmerflow_core::run::{CancelToken, Message, RunContext};
 use kmerflow_core::shards::khmer::{Shard, ShardClient};
 use kmerflow_core::shards::runs::{RemoteShards, ShardedDecisions};
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::{native_format, Layout};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -198,29 +198,165 @@ fn check_supported(command: &str, argv: &[OsString]) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The run of a sharded command line, as [`plan`] hands it to the Python package (serialized as
+/// JSON, read by `kmerflow.distributed.plan`): everything the run needs that the command line
+/// and the table's sizing decide.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Plan {
+    /// The cluster to run on and how the table is split over it.
+    pub cluster: Cluster,
+    /// The table's shape, or the saved table to load into the shards.
+    pub table: Table,
+    /// Whether counts go past 255 (khmer's bigcount); false where the command stops them there.
+    pub bigcount: bool,
+    /// The sequence files the command reads, in order (`filter-abund`: the saved table first;
+    /// `trim-low-abund`: the mates after the inputs; `normalize-by-median`: without `-u`'s).
+    pub inputs: Vec<String>,
+    /// The sizing's notes and warnings and the command's opening lines, to print before the run.
+    pub messages: Vec<Message>,
+    /// The run report's `table_sizing` (`-M auto`, `-U`), handed back to [`finish`].
+    pub table_sizing: Option<Value>,
+    /// The command and its own arguments.
+    #[serde(flatten)]
+    pub command: CommandPlan,
+}
+
+/// Where a sharded run runs (`--scheduler`, `--local-cluster`, [`ShardArgs`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Cluster {
+    /// `--scheduler`: the address (or scheduler file) of a running Dask cluster.
+    pub scheduler: Option<String>,
+    /// `--local-cluster`: the number of workers of a cluster started for the run.
+    pub local_cluster: Option<usize>,
+    /// `--shards`: the number of shards; `None` for one per worker plus the local ones.
+    pub shards: Option<usize>,
+    /// `--local-shards`: the shards held in this process.
+    pub local_shards: usize,
+    /// `--batch-kmers`: the k-mers sent to a shard in one message.
+    pub batch_kmers: usize,
+}
+
+/// The table of a sharded run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Table {
+    /// The layout (`khmer` or `blocked`); a loaded table's is its file's.
+    pub layout: Layout,
+    /// The k-mer size (a loaded table's is its file's).
+    pub ksize: usize,
+    /// `-f`: a false-positive rate above the ceiling is a warning rather than an error.
+    pub force: bool,
+    /// The false-positive check made once the table is counted; `None` where the sharded run
+    /// makes none.
+    pub fp_check: Option<FpCheck>,
+    /// How the table is made.
+    #[serde(flatten)]
+    pub shape: Shape,
+}
+
+/// How the table of a sharded run is made: sized as the native command sizes it (`-x`, `-M`,
+/// `-M auto`, `-U`), or loaded from a saved table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Shape {
+    /// khmer's layout: one prime size per hash table.
+    Khmer {
+        /// The sizes of the hash tables.
+        sizes: Vec<u64>,
+    },
+    /// The blocked layout.
+    Blocked {
+        /// The table's bytes (whole cache lines).
+        memory_bytes: u64,
+        /// Bits a counter: 8, or 4 with `--small-count`.
+        bits: u8,
+        /// Counters a k-mer.
+        probes: usize,
+    },
+    /// A saved table (`-l`, `filter-abund`'s countgraph), each shard reading its range of it.
+    Saved {
+        /// The saved table's path.
+        loadgraph: String,
+    },
+}
+
+/// The false-positive check a command makes of its counted table, as the one-process command
+/// makes it.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct FpCheck {
+    /// The ceiling: a higher estimated rate is an error (a warning with `-f`).
+    pub max: f64,
+    /// The `--fp-rate` of the `-M` the error suggests.
+    pub target: f64,
+}
+
+/// The command of a sharded run (`command`, its name) and the arguments of its own that the
+/// Python package reads; the native parts of a run read the rest from the command line.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "command", rename_all = "kebab-case")]
+pub enum CommandPlan {
+    /// Counts the inputs into the shards and saves the table.
+    LoadIntoCounting {
+        /// The saved table's path.
+        output: String,
+    },
+    /// Normalizes the inputs on the shards.
+    NormalizeByMedian {
+        /// `-C`: the median count at which a read is dropped.
+        cutoff: u32,
+        /// `-p`: the inputs are interleaved pairs.
+        paired: bool,
+        /// `--force-single`: every read is its own bundle.
+        force_single: bool,
+        /// `-u`: a file of single reads read after the inputs.
+        unpaired: Option<String>,
+        /// `-s`: where the table is saved (shard by shard).
+        savegraph: Option<String>,
+        /// `-R`: the report file.
+        report: Option<String>,
+        /// `--report-frequency` (at least 1): reads between two report lines.
+        report_frequency: u64,
+        /// `-o`: the one output; `None` for `NAME.keep` beside each input's name.
+        output: Option<String>,
+    },
+    /// Counts the input on the shards, then runs the native histogram looking up there.
+    AbundanceDistSingle {
+        /// `-s`: where the table is saved (shard by shard).
+        savegraph: Option<String>,
+    },
+    /// Counts the input on the shards, then runs the native filtering looking up there.
+    FilterAbundSingle {
+        /// `-s`: where the table is saved (shard by shard).
+        savegraph: Option<String>,
+    },
+    /// The native trim-low-abund, its first pass deciding on the shards.
+    TrimLowAbund {
+        /// `-s`: where the table is saved (shard by shard).
+        savegraph: Option<String>,
+    },
+    /// The native filter-abund looking up on the saved table loaded into the shards.
+    FilterAbund,
+}
+
 /// The data error (exit 1) of `command` for `e`.
 fn data_error(command: &str, e: kmerflow_core::Error) -> CliError {
     CliError { code: EXIT_DATA, message: format!("kmerflow {command}: error: {e}"), file: None }
 }
 
 /// The false-positive check that `command` makes of its table once it is counted, as the
-/// one-process command makes it: `{"max", "target"}` (the ceiling, and the `--fp-rate` of
-/// the `-M` the error suggests), or null where the sharded run makes none (trim-low-abund's
+/// one-process command makes it; `None` where the sharded run makes none (trim-low-abund's
 /// native run checks its own).
-fn fp_check(command: &str, params: &TableParams) -> Value {
+fn fp_check(command: &str, params: &TableParams) -> Option<FpCheck> {
     let max = match command {
         "load-into-counting" => count::MAX_FP_RATE,
         "normalize-by-median" => diginorm::MAX_FP_RATE,
         "filter-abund-single" => filter_abund::MAX_FP_RATE,
-        _ => return Value::Null,
+        _ => return None,
     };
-    json!({"max": max, "target": sizing::target_rate(params)})
+    Some(FpCheck { max, target: sizing::target_rate(params) })
 }
 
 /// The table of a sharded run, sized as the native command sizes it (`-x`, `-M`, `-M auto` and
-/// `-U` with their checks and messages): `layout` (`khmer` or `blocked`), `ksize`, `force`
-/// (`-f`), `fp_check` ([`fp_check`]) and the shape, khmer's `sizes` or the blocked layout's `memory_bytes` (whole lines),
-/// `bits` (8, 4 with `--small-count`) and `probes` (the commands with `--layout`).
+/// `-U` with their checks and messages); `layout` is given by the commands with `--layout`.
 fn table(
     command: &str,
     counting: &CountingArgs,
@@ -228,7 +364,7 @@ fn table(
     force: bool,
     inputs: &[String],
     ctx: &mut Ctx,
-) -> Result<Value, CliError> {
+) -> Result<Table, CliError> {
     let conflict = |flag: &str, why: &str| {
         let message = format!("the argument '{flag}' cannot be used with '--scheduler' or '--local-cluster': {why}");
         Err(usage_error(command, ErrorKind::ArgumentConflict, message))
@@ -241,28 +377,25 @@ fn table(
     let params = counting.resolved_params(force, inputs, false, ctx).map_err(data)?;
     if blocked {
         let shape = sizing::blocked_countgraph_params(&params, 1.0, &ctx.run).map_err(data)?;
-        return Ok(json!({
-            "layout": "blocked",
-            "ksize": shape.k,
-            "memory_bytes": shape.data_bytes(),
-            "bits": shape.width.bits(),
-            "probes": shape.probes,
-            "force": force,
-            "fp_check": fp_check(command, &params),
-        }));
+        return Ok(Table {
+            layout: Layout::Blocked,
+            ksize: shape.k,
+            force,
+            fp_check: fp_check(command, &params),
+            shape: Shape::Blocked { memory_bytes: shape.data_bytes(), bits: shape.width.bits(), probes: shape.probes },
+        });
     }
     // abundance-dist-single's -M holds its tracking filter too, as in one process.
     let multiplier = if command == "abundance-dist-single" { abundance_dist::SINGLE_MULTIPLIER } else { 1.0 };
     let sizes = sizing::countgraph_sizes(&params, multiplier, &ctx.run).map_err(data)?;
-    let check = fp_check(command, &params);
-    Ok(json!({"layout": "khmer", "ksize": params.ksize, "sizes": sizes, "force": force, "fp_check": check}))
+    let fp_check = fp_check(command, &params);
+    Ok(Table { layout: Layout::Khmer, ksize: params.ksize, force, fp_check, shape: Shape::Khmer { sizes } })
 }
 
-/// The table of a sharded run that loads the saved table `path` (`-l`): `layout` (read from
-/// the file: `blocked` for kmerflow's format, else `khmer`, whose file must hold 8-bit
-/// counters, uncompressed), `ksize` (the file's, which wins over `-k` with the one-process
-/// command's warning), `loadgraph`, `force` and `fp_check` ([`fp_check`]); `loading` is the one-process command's
-/// message. `khmer_only`: a kmerflow-format file is refused (the command loads khmer's).
+/// The table of a sharded run that loads the saved table `path` (`-l`): its layout is read
+/// from the file (`blocked` for kmerflow's format, else `khmer`, whose file must hold 8-bit
+/// counters, uncompressed), and so is its k-mer size, which wins over `-k` with the one-process
+/// command's warning; `loading` is the one-process command's message. `khmer_only`: a kmerflow-format file is refused (the command loads khmer's).
 fn loaded_table(
     command: &str,
     path: &str,
@@ -270,7 +403,7 @@ fn loaded_table(
     force: bool,
     (loading, khmer_only): (&str, bool),
     ctx: &mut Ctx,
-) -> Result<Value, CliError> {
+) -> Result<Table, CliError> {
     let data = |e| data_error(command, e);
     let params = counting.resolved_params(force, &[], true, ctx).map_err(data)?;
     let mut start = [0u8; 8];
@@ -285,25 +418,26 @@ fn loaded_table(
     };
     ctx.run.info(format!("{loading} {path}"));
     read_filter::loadgraph_params(&params, path, k, &ctx.run);
-    Ok(json!({
-        "layout": if blocked { "blocked" } else { "khmer" },
-        "ksize": k,
-        "loadgraph": path,
-        "force": force,
-        "fp_check": fp_check(command, &params),
-    }))
+    Ok(Table {
+        layout: if blocked { Layout::Blocked } else { Layout::Khmer },
+        ksize: k,
+        force,
+        fp_check: fp_check(command, &params),
+        shape: Shape::Saved { loadgraph: path.to_string() },
+    })
 }
 
 /// The table of a sharded `filter-abund`: the countgraph saved at `path`, loaded into the shards
-/// (`layout` `khmer`, `ksize`, `loadgraph`, `force`). As the one-process command says
+/// (no false-positive check: the native run makes its own). As the one-process command says
 /// `loading countgraph:` and `K:`; a file the shards cannot read (compressed, 4-bit counters, a
 /// nodegraph) is refused with one line naming it.
-fn saved_countgraph(command: &str, path: &str, filter: &FilterArgs, run: &RunContext) -> Result<Value, CliError> {
+fn saved_countgraph(command: &str, path: &str, filter: &FilterArgs, run: &RunContext) -> Result<Table, CliError> {
     let data = |e| data_error(command, e);
     run.info(format!("loading countgraph: {path}"));
     let k = ByteFrame::read(path).map_err(data)?.k;
     run.info(format!("K: {k}"));
-    Ok(json!({"layout": "khmer", "ksize": k, "loadgraph": path, "force": filter.force}))
+    let shape = Shape::Saved { loadgraph: path.to_string() };
+    Ok(Table { layout: Layout::Khmer, ksize: k, force: filter.force, fp_check: None, shape })
 }
 
 /// Refuses, before the cluster starts and before anything is read, an output or side output of
@@ -334,14 +468,11 @@ fn refuse_overwrites(command: &Command, run: &RunContext) -> kmerflow_core::Resu
 }
 
 /// Parses the sharded command line `argv` (program name first) with the command definitions
-/// and returns the run to carry out as JSON: `command`, `quiet`, `cluster` (`scheduler`,
-/// `local_cluster`, `shards`, `local_shards`, `batch_kmers`), `table` (see [`table`]),
-/// `report_json`, `renders`, the command's own arguments by clap id (`inputs`, `output`,
-/// `cutoff`, ...) and `messages` (the sizing's notes and warnings, `{level, text}`). `None` for a
-/// help, version or `--info` request (printed here). A usage error (exit 2) names the flag,
-/// including a flag the sharded run does not have; an input that cannot be read while sizing
-/// the table (`-M auto`) is a data error (exit 1).
-pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
+/// and returns the run to carry out ([`Plan`]). `None` for a help, version or `--info` request
+/// (printed here). A usage error (exit 2) names the flag, including a flag the sharded run does
+/// not have; an input that cannot be read while sizing the table (`-M auto`) is a data error
+/// (exit 1).
+pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
     let Some(Parsed { cli, .. }) = parse(&argv)? else { return Ok(None) };
     let command = cli.command;
     let name = command.name();
@@ -354,28 +485,24 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
     }
     check_supported(name, &argv)?;
     let settings = command.settings();
-    let cluster = json!({
-        "scheduler": sharding.cluster.scheduler,
-        "local_cluster": sharding.cluster.local_cluster,
-        "shards": sharding.shards,
-        "local_shards": sharding.local_shards,
-        "batch_kmers": sharding.batch_kmers,
-    });
+    let cluster = Cluster {
+        scheduler: sharding.cluster.scheduler.clone(),
+        local_cluster: sharding.cluster.local_cluster,
+        shards: sharding.shards,
+        local_shards: sharding.local_shards,
+        batch_kmers: sharding.batch_kmers,
+    };
     let run = RunContext::new();
     crate::declare_run_files(name, &settings, &run);
     refuse_overwrites(&command, &run).map_err(|e| data_error(name, e))?;
     let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
-    let mut out = match &command {
+    let (table, bigcount, inputs, command_plan) = match &command {
         Command::LoadIntoCounting(a) => {
             if a.layout.layout == Layout::Blocked {
                 count::check_blocked_output(&a.output).map_err(|e| data_error(name, e))?;
             }
-            json!({
-                "table": table(name, &a.counting, Some(a.layout.layout), a.run.force, &a.inputs, &mut ctx)?,
-                "bigcount": !a.no_bigcount,
-                "output": a.output,
-                "inputs": a.inputs,
-            })
+            let table = table(name, &a.counting, Some(a.layout.layout), a.run.force, &a.inputs, &mut ctx)?;
+            (table, !a.no_bigcount, a.inputs.clone(), CommandPlan::LoadIntoCounting { output: a.output.clone() })
         }
         Command::NormalizeByMedian(a) => {
             let all: Vec<String> = a.inputs.iter().chain(&a.unpaired).cloned().collect();
@@ -388,55 +515,37 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
                     table(name, &a.counting, Some(a.layout.layout), a.force, &all, &mut ctx)?
                 }
             };
-            json!({
-                "table": table,
-                "bigcount": false,
-                "cutoff": a.cutoff,
-                "paired": a.paired,
-                "force_single": a.force_single,
-                "unpaired": a.unpaired,
-                "savegraph": a.savegraph,
-                "report": a.report,
-                "report_frequency": a.report_frequency.max(1),
-                "output": a.output,
-                "inputs": a.inputs,
-            })
+            let normalize = CommandPlan::NormalizeByMedian {
+                cutoff: a.cutoff,
+                paired: a.paired,
+                force_single: a.force_single,
+                unpaired: a.unpaired.clone(),
+                savegraph: a.savegraph.clone(),
+                report: a.report.clone(),
+                report_frequency: a.report_frequency.max(1),
+                output: a.output.clone(),
+            };
+            (table, false, a.inputs.clone(), normalize)
         }
-        Command::AbundanceDistSingle(a) => json!({
-            "table": table(name, &a.counting, None, a.run.force, std::slice::from_ref(&a.seqs), &mut ctx)?,
-            "bigcount": !a.histogram.no_bigcount,
-            "no_zero": a.histogram.no_zero,
-            "squash": a.histogram.squash,
-            "savegraph": a.savegraph,
-            "inputs": [a.seqs],
-            "output": a.output,
-        }),
+        Command::AbundanceDistSingle(a) => {
+            let inputs = vec![a.seqs.clone()];
+            let table = table(name, &a.counting, None, a.run.force, &inputs, &mut ctx)?;
+            let savegraph = a.savegraph.clone();
+            (table, !a.histogram.no_bigcount, inputs, CommandPlan::AbundanceDistSingle { savegraph })
+        }
         Command::FilterAbundSingle(a) => {
             // The one-process command's lines as it makes its table and starts counting.
             ctx.run.info("making countgraph");
-            let table = table(name, &a.counting, None, a.filter.force, std::slice::from_ref(&a.input), &mut ctx)?;
+            let inputs = vec![a.input.clone()];
+            let table = table(name, &a.counting, None, a.filter.force, &inputs, &mut ctx)?;
             ctx.run.info(format!("consuming input, round 1 -- {}", a.input));
-            json!({
-                "table": table,
-                // As khmer's (and the one-process) filter-abund-single: counts stop at 255.
-                "bigcount": false,
-                "cutoff": a.filter.cutoff,
-                "variable_coverage": a.filter.variable_coverage,
-                "normalize_to": a.filter.normalize_to,
-                "gzip": a.filter.compression.gzip,
-                "bzip": a.filter.compression.bzip,
-                "savegraph": a.savegraph,
-                "inputs": [a.input],
-                "output": a.filter.output,
-            })
+            // As khmer's (and the one-process) filter-abund-single: counts stop at 255.
+            (table, false, inputs, CommandPlan::FilterAbundSingle { savegraph: a.savegraph.clone() })
         }
         Command::FilterAbund(a) => {
-            let all: Vec<&String> = std::iter::once(&a.graph).chain(&a.inputs).collect();
-            json!({
-                "table": saved_countgraph(name, &a.graph, &a.filter, &ctx.run)?,
-                "bigcount": false,
-                "inputs": all,
-            })
+            let table = saved_countgraph(name, &a.graph, &a.filter, &ctx.run)?;
+            let all: Vec<String> = std::iter::once(&a.graph).chain(&a.inputs).cloned().collect();
+            (table, false, all, CommandPlan::FilterAbund)
         }
         Command::TrimLowAbund(a) => {
             let all: Vec<String> = a.inputs.iter().chain(&a.mates.mate).cloned().collect();
@@ -449,24 +558,19 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Value>, CliError> {
                     table(name, &a.counting, None, a.force, &all, &mut ctx)?
                 }
             };
-            json!({
-                "table": table,
-                "bigcount": false,
-                "savegraph": a.savegraph,
-                "inputs": all,
-            })
+            (table, false, all, CommandPlan::TrimLowAbund { savegraph: a.savegraph.clone() })
         }
         _ => unreachable!("shard_args answers for these commands only"),
     };
-    let map = out.as_object_mut().expect("an object");
-    map.insert("command".into(), json!(name));
-    map.insert("quiet".into(), json!(settings.quiet));
-    map.insert("cluster".into(), cluster);
-    map.insert("report_json".into(), json!(settings.report_json));
-    map.insert("renders".into(), json!(settings.renders));
-    map.insert("messages".into(), serde_json::to_value(run.messages()).unwrap_or_default());
-    map.insert("table_sizing".into(), json!(ctx.table_sizing.as_ref().map(report::sizing_json)));
-    Ok(Some(out))
+    Ok(Some(Plan {
+        cluster,
+        table,
+        bigcount,
+        inputs,
+        messages: run.messages(),
+        table_sizing: ctx.table_sizing.as_ref().map(report::sizing_json),
+        command: command_plan,
+    }))
 }
 
 /// Runs the sharded `trim-low-abund` command line `argv` (program name first) within `run`:
@@ -644,9 +748,18 @@ pub fn finish(
 mod tests {
     use super::*;
     use kmerflow_core::ops::sizing::TableParams;
+    use serde_json::json;
 
     fn argv(args: &[&str]) -> Vec<OsString> {
         std::iter::once("kmerflow").chain(args.iter().copied()).map(OsString::from).collect()
+    }
+
+    /// The hash table sizes of a plan's khmer-layout table.
+    fn sizes(plan: &Plan) -> &[u64] {
+        match &plan.table.shape {
+            Shape::Khmer { sizes } => sizes,
+            other => panic!("not a khmer table: {other:?}"),
+        }
     }
 
     #[test]
@@ -655,36 +768,49 @@ mod tests {
             plan(argv(&["load-into-counting", "-N", "3", "-x", "1000", "--local-cluster", "2", "o.ct", "a.fq"]))
                 .unwrap()
                 .unwrap();
-        let sizes: Vec<u64> = kmerflow_core::table::primes::get_n_primes_near_x(3, 1000).unwrap();
-        assert_eq!(counted["table"]["sizes"], json!(sizes));
-        assert_eq!(counted["table"]["ksize"], json!(sizing::DEFAULT_K));
-        assert_eq!(counted["cluster"]["local_cluster"], json!(2));
-        assert_eq!(counted["cluster"]["batch_kmers"], json!(crate::commands::shard_args::DEFAULT_BATCH_KMERS));
-        assert_eq!((counted["output"].as_str(), counted["bigcount"].as_bool()), (Some("o.ct"), Some(true)));
+        let expected: Vec<u64> = kmerflow_core::table::primes::get_n_primes_near_x(3, 1000).unwrap();
+        assert_eq!(sizes(&counted), expected);
+        assert_eq!(counted.table.ksize, sizing::DEFAULT_K);
+        assert_eq!(counted.cluster.local_cluster, Some(2));
+        assert_eq!(counted.cluster.batch_kmers, crate::commands::shard_args::DEFAULT_BATCH_KMERS);
+        assert_eq!(counted.command, CommandPlan::LoadIntoCounting { output: "o.ct".into() });
+        assert!(counted.bigcount);
         let memory =
             plan(argv(&["normalize-by-median", "-M", "4e6", "--scheduler", "s.json", "a.fq"])).unwrap().unwrap();
         let expected: Vec<u64> = kmerflow_core::table::primes::get_n_primes_near_x(4, 1_000_000).unwrap();
-        assert_eq!(memory["table"]["sizes"], json!(expected));
-        assert_eq!(memory["cutoff"], json!(20));
+        assert_eq!(sizes(&memory), expected);
+        assert!(matches!(memory.command, CommandPlan::NormalizeByMedian { cutoff: 20, .. }), "{:?}", memory.command);
         let trim =
             plan(argv(&["trim-low-abund", "-N", "3", "-x", "1000", "--local-cluster", "1", "a.fq", "--mate", "b.fq"]))
                 .unwrap()
                 .unwrap();
-        assert_eq!((&trim["table"]["sizes"], &trim["inputs"]), (&counted["table"]["sizes"], &json!(["a.fq", "b.fq"])));
+        assert_eq!((sizes(&trim), &trim.inputs[..]), (sizes(&counted), &["a.fq".to_string(), "b.fq".to_string()][..]));
         let histogram =
             plan(argv(&["abundance-dist-single", "-M", "4e6", "--local-cluster", "1", "a.fq", "h"])).unwrap().unwrap();
         let params = TableParams { max_memory: Some(4e6), ..TableParams::default() };
         let one_process = sizing::create_countgraph(&params, abundance_dist::SINGLE_MULTIPLIER, &RunContext::new());
-        assert_eq!(histogram["table"]["sizes"], json!(one_process.unwrap().hashsizes()));
+        assert_eq!(sizes(&histogram), one_process.unwrap().hashsizes());
+    }
+
+    #[test]
+    fn the_plan_serializes_flat_with_the_command_named() {
+        let args = ["normalize-by-median", "-N", "3", "-x", "1000", "-C", "5", "--local-cluster", "1", "a.fq"];
+        let value = serde_json::to_value(plan(argv(&args)).unwrap().unwrap()).unwrap();
+        assert_eq!((&value["command"], &value["cutoff"]), (&json!("normalize-by-median"), &json!(5)));
+        assert_eq!((&value["table"]["layout"], &value["table"]["fp_check"]["max"]), (&json!("khmer"), &json!(0.8)));
+        assert_eq!(value["table"]["sizes"].as_array().map(Vec::len), Some(3));
+        let filter = ["filter-abund-single", "-N", "3", "-x", "1000", "--local-cluster", "1", "a.fq"];
+        let value = serde_json::to_value(plan(argv(&filter)).unwrap().unwrap()).unwrap();
+        assert_eq!((&value["command"], &value["savegraph"]), (&json!("filter-abund-single"), &Value::Null));
+        assert_eq!(value["messages"][0], json!({"level": "info", "text": "making countgraph"}));
     }
 
     #[test]
     fn load_into_counting_plans_blocked_shards() {
         let args = ["load-into-counting", "-N", "3", "-x", "1000", "--layout", "blocked", "--local-cluster", "2"];
         let counted = plan(argv(&[&args[..], &["--small-count", "o.kf", "a.fq"]].concat())).unwrap().unwrap();
-        assert_eq!(counted["table"]["layout"], json!("blocked"));
-        assert_eq!((counted["table"]["bits"].as_u64(), counted["table"]["probes"].as_u64()), (Some(4), Some(3)));
-        assert_eq!(counted["table"]["memory_bytes"], json!(1472));
+        assert_eq!(counted.table.layout, Layout::Blocked);
+        assert_eq!(counted.table.shape, Shape::Blocked { memory_bytes: 1472, bits: 4, probes: 3 });
         let gz = plan(argv(&[&args[..], &["o.kf.gz", "a.fq"]].concat())).unwrap_err();
         assert_eq!(gz.code, EXIT_DATA);
         assert!(gz.message.contains("drop the .gz"), "{}", gz.message);

@@ -92,14 +92,14 @@ pub fn shard_requested(argv: Vec<OsString>) -> bool {
 }
 
 /// The run of a sharded command line (`argv`, program name first) as JSON text
-/// (`kmerflow_cli::sharded::plan`): parsed and checked with the command definitions, the table
-/// sized as the native command sizes it; `None` for a help, version or `--info` request
-/// (printed). Raises `kmerflow.CommandError` (exit status 2 for a usage error, 1 for an input
+/// (`kmerflow_cli::sharded::Plan`, made by `plan`; read by `kmerflow.distributed.plan`):
+/// parsed and checked with the command definitions, the table sized as the native command
+/// sizes it; `None` for a help, version or `--info` request (printed). Raises `kmerflow.CommandError` (exit status 2 for a usage error, 1 for an input
 /// that cannot be read while sizing) with the message to print.
 #[pyfunction]
 pub fn shard_plan(py: Python<'_>, argv: Vec<OsString>) -> PyResult<Option<String>> {
     let plan = py.detach(|| kmerflow_cli::sharded::plan(argv)).map_err(command_error)?;
-    Ok(plan.map(|p| p.to_string()))
+    Ok(plan.map(|p| serde_json::to_string(&p).expect("a plan serializes")))
 }
 
 /// Finishes a sharded run (`kmerflow_cli::sharded::finish`): writes load-into-counting's

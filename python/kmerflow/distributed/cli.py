@@ -2,9 +2,10 @@
 --scheduler ADDRESS | --local-cluster N [--shards N]`` (dispatched here by ``kmerflow``, and by
 the command functions given ``scheduler=`` or ``local_cluster=``).
 
-The command line is parsed by the native command definitions (``_core.shard_plan``): flags,
-defaults, range checks, usage errors and the table's sizing are the one-process command's, and
-a flag the sharded run does not have is a usage error naming it. ``load-into-counting`` and
+The command line is parsed by the native command definitions (``_core.shard_plan``, read
+through :mod:`kmerflow.distributed.plan`): flags, defaults, range checks, usage errors and the
+table's sizing are the one-process command's, and a flag the sharded run does not have is a
+usage error naming it. ``load-into-counting`` and
 ``normalize-by-median`` run on the shards throughout; ``abundance-dist-single`` and
 ``filter-abund-single`` count on the shards, then run the native histogram / filtering whose
 look-ups go to the shards. ``trim-low-abund`` is the native command with its first pass
@@ -27,13 +28,15 @@ import os
 import sys
 import tempfile
 import time
-from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
 from kmerflow import _core
 from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph
+from kmerflow.distributed import plan as shard_plan
 from kmerflow.distributed.cluster import connect, exit_status, local_cluster_refusal, stopped_by_signals
+from kmerflow.distributed.plan import Cluster, Run
 from kmerflow.errors import CommandError, KmerflowError
 
 #: A receiver of the run's messages: ``(level, text)``, level ``info``, ``warning`` or ``error``.
@@ -62,8 +65,7 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     text = _core.shard_plan(full)
     if text is None:
         return None
-    plan = json.loads(text)
-    plan["argv"] = full
+    plan = shard_plan.parse(text, full)
     name = plan["command"]
     local = plan["cluster"]["local_cluster"]
     refusal = local_cluster_refusal(local) if local is not None and client is None else None
@@ -76,11 +78,11 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     started = time.monotonic()
     try:
         with _connected(plan["cluster"], client, name) as dask_client:
-            graph = _graph(plan, dask_client) if "table" in plan else None
-            if graph is not None:
-                graph.terminal = terminal
+            graph = _graph(plan, dask_client)
+            graph.terminal = terminal
             summary, outputs = _RUNS[name](plan, graph, say)
-        inputs = [*plan["inputs"], *([plan["unpaired"]] if plan.get("unpaired") else [])]
+        unpaired = plan.get("unpaired")
+        inputs = [*plan["inputs"], *([unpaired] if unpaired else [])]
         report = _core.shard_finish(full, json.dumps(summary), json.dumps(plan["table_sizing"]), inputs,
                                     outputs, time.monotonic() - started)
         for warning in json.loads(report).get("warnings", []):  # the final checks' (full tables)
@@ -123,7 +125,7 @@ def main(argv: List[str]) -> int:
 # --- the cluster and the table -------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _connected(cluster: Dict[str, Any], client: Any, command: str) -> Iterator[Any]:
+def _connected(cluster: Cluster, client: Any, command: str) -> Iterator[Any]:
     """The Dask client of the run: ``client``, or the cluster's (:func:`connect`)."""
     if client is not None:
         yield client
@@ -132,7 +134,7 @@ def _connected(cluster: Dict[str, Any], client: Any, command: str) -> Iterator[A
         yield own
 
 
-def _graph(plan: Dict[str, Any], client: Any) -> Any:
+def _graph(plan: Run, client: Any) -> Any:
     """The run's table: a :class:`ShardedCountgraph`, or a :class:`ShardedBlockedTable` for
     ``--layout blocked``; with ``-l``, the saved table loaded into the shards (its layout is
     the file's)."""
@@ -152,12 +154,12 @@ def _graph(plan: Dict[str, Any], client: Any) -> Any:
                              use_bigcount=plan["bigcount"])
 
 
-def _check_fp(plan: Dict[str, Any], graph: Any, say: OnMessage) -> float:
+def _check_fp(plan: Run, graph: Any, say: OnMessage) -> float:
     """The table's estimated false-positive rate, checked (where the command checks it) as the
     one-process command checks it: an error (a warning with ``-f``) with the same line, before
     any output is renamed into place."""
     table = plan["table"]
-    check = table.get("fp_check")
+    check = table["fp_check"]
     if check is None:
         return graph.expected_fp_rate()
     return graph.check_fp_rate(check["max"], check["target"], table["force"], say)
@@ -183,7 +185,7 @@ def _staged(path: str) -> Iterator[IO[str]]:
 
 # --- the commands -------------------------------------------------------------------------------
 
-def _load_into_counting(plan: Dict[str, Any], graph: Any, say: OnMessage) -> Outcome:
+def _load_into_counting(plan: Run, graph: Any, say: OnMessage) -> Outcome:
     tally = {"reads": 0, "short_reads": 0, "kmers": 0}
     for path in plan["inputs"]:
         short = graph.short_reads
@@ -192,14 +194,15 @@ def _load_into_counting(plan: Dict[str, Any], graph: Any, say: OnMessage) -> Out
         tally["kmers"] += kmers
         tally["short_reads"] += graph.short_reads - short
     fp = _check_fp(plan, graph, say)
-    graph.save(plan["output"])
+    output = cast(str, plan["output"])  # load-into-counting's plan always names it
+    graph.save(output)
     summary = {"tally": tally, "unique_kmers": graph.n_unique_kmers(), "fp_rate": fp}
     say("info", f"Total number of unique k-mers: {summary['unique_kmers']}")
     say("info", f"fp rate estimated to be {fp:.3f}")
-    say("info", f"wrote to: {plan['output']}.info")
+    say("info", f"wrote to: {output}.info")
     say("info", f"{tally['reads']} reads, {tally['kmers']} k-mers; {tally['short_reads']} reads "
         "shorter than k contributed no k-mers")
-    return summary, [plan["output"]]
+    return summary, [output]
 
 
 #: Reads examined between two points of the keep curve (the native command's).
@@ -277,7 +280,7 @@ class _KeepCounts:
             self.report.flush()
 
 
-def _normalize(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+def _normalize(plan: Run, graph: ShardedCountgraph, say: OnMessage) -> Outcome:
     k, single = plan["table"]["ksize"], plan["force_single"]
     main_mode: Any = "require" if plan["paired"] else ("single" if single else True)
     files = [(path, main_mode) for path in plan["inputs"]]
@@ -318,7 +321,7 @@ def _normalize(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -
     return summary, [o for o in outputs if o != "-"] + side
 
 
-def _native(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+def _native(plan: Run, graph: ShardedCountgraph, say: OnMessage) -> Outcome:
     """The command's native run on the shards (``_core.run_sharded_command``): trim-low-abund's
     two passes, or the look-up pass of filter-abund(-single) and abundance-dist-single over a
     table that holds the counts; the table never passes through this process."""
@@ -327,7 +330,7 @@ def _native(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> O
     return json.loads(summary_text), outputs
 
 
-def _table_saved(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage,
+def _table_saved(plan: Run, graph: ShardedCountgraph, say: OnMessage,
                  outcome: Outcome, saying: str) -> Outcome:
     """``outcome`` with the table saved shard by shard to ``--savegraph`` (when given) once the
     native run has let go of the shards held here, announced as ``saying`` and the path (the
@@ -340,7 +343,7 @@ def _table_saved(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage,
     return summary, outputs
 
 
-def _counted_on_shards(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+def _counted_on_shards(plan: Run, graph: ShardedCountgraph, say: OnMessage) -> Outcome:
     """filter-abund-single and abundance-dist-single: the input counted on the shards, then
     the native look-up pass; the table stays on the shards unless ``--savegraph`` saves it."""
     (path,) = plan["inputs"]
@@ -353,14 +356,14 @@ def _counted_on_shards(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMe
                         "Saving k-mer countgraph filename")
 
 
-def _trim_low_abund(plan: Dict[str, Any], graph: ShardedCountgraph, say: OnMessage) -> Outcome:
+def _trim_low_abund(plan: Run, graph: ShardedCountgraph, say: OnMessage) -> Outcome:
     """The native trim-low-abund, pass 1 deciding on the shards, pass 2 looking up there; its
     ``-s`` table is saved after the outputs and ``--summary-info`` file (which the native run
     writes)."""
     return _table_saved(plan, graph, say, _native(plan, graph, say), "Saving k-mer countgraph to")
 
 
-_RUNS: Dict[str, Callable[[Dict[str, Any], Any, OnMessage], Outcome]] = {
+_RUNS: Dict[str, Callable[[Run, Any, OnMessage], Outcome]] = {
     "load-into-counting": _load_into_counting,
     "normalize-by-median": _normalize,
     "abundance-dist-single": _counted_on_shards,
