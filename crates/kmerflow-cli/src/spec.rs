@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn every_command_is_described() {
         let specs = command_specs();
-        assert_eq!(specs.len(), 24);
+        assert_eq!(specs.len(), 26);
         let nbm = specs.iter().find(|c| c.name == "normalize-by-median").unwrap();
         let arg = |id: &str| nbm.args.iter().find(|a| a.id == id).unwrap_or_else(|| panic!("{id}"));
         let inputs = arg("inputs");
