@@ -341,6 +341,9 @@ def test_find_knots_is_khmers(tmp_path, data, initial):
         proc = tool("find-knots", "-x", "1e6", "-N", "2", "g", cwd=places[where])
         assert not (places[where] / "g.subset.0.pmap").exists()
         assert (places[where] / "g.subset.0.pmap.processed").exists()
+        # both say that the stop tags found start from those of g.stoptags
+        said = b"loading stoptags" in proc.stderr and b"will include the already-loaded set" in proc.stderr
+        assert said == initial
     assert (places["ours"] / "g.stoptags").read_bytes() == (places["theirs"] / "g.stoptags").read_bytes()
     # the run is done: a second one finds no map left
     proc = kmerflow("find-knots", "g", cwd=places["ours"], check=False)

@@ -182,8 +182,9 @@ pub fn make_initial_stoptags(opts: &InitialOptions, counting: &TableParams, ctx:
 /// [`super::MAX_GRAPH_FP_RATE`] only if `force`) on `BASE`, `BASE.tagset`, `BASE.stoptags` when it exists and every
 /// `BASE.subset.N.pmap` (by N): each map is read (stop tags left out) and its largest
 /// partition repartitioned, it is merged into the maps so far, whose largest partition is
-/// repartitioned too; then `BASE.stoptags` is written (the stop tags loaded included) and the
-/// map renamed `BASE.subset.N.pmap.processed`, so that a stopped run resumes where it was.
+/// repartitioned too; then `BASE.stoptags` is written (the stop tags loaded included, which it
+/// says as khmer does) and the map renamed `BASE.subset.N.pmap.processed`, so that a stopped
+/// run resumes where it was.
 pub fn find_knots(base: &str, counting: &TableParams, force: bool, ctx: &RunContext) -> Result<KnotsSummary> {
     let output = stoptags_path(base);
     let stoptags = std::path::Path::new(&output).exists().then_some(output.as_str());
@@ -195,6 +196,12 @@ pub fn find_knots(base: &str, counting: &TableParams, force: bool, ctx: &RunCont
     crate::io::refuse_inputs_as_outputs(ctx, inputs.iter().chain(&paths), [&output])?;
     let counting = sizing::create_countgraph(counting, 1.0, ctx)?;
     let tagged = load_tagged_graph(base, stoptags, counting.strand(), force, ctx)?;
+    if stoptags.is_some() {
+        ctx.info(format!(
+            "loading stoptags {output}: {} stop tags (these output stoptags will include the already-loaded set)",
+            tagged.stop_tags.len()
+        ));
+    }
     let k = tagged.graph.ksize();
     let mut finder = KnotFinder::new(tagged, counting, KNOTS_FREQUENCY);
     let mut merged = super::PartitionMap::default();
