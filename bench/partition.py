@@ -172,8 +172,9 @@ def main() -> int:
                 if sub == "steps" and any(r.error for r in results[tool].values()):
                     results[tool][step] = Timing(error="skipped (an earlier step failed)")
                     continue
-                print(f"{step}: {tool} ...", file=sys.stderr, flush=True)
-                results[tool][step] = timed(argv, Path(tmp) / tool / sub, args.timeout)
+                print(f"{step}: {tool} ... ", end="", file=sys.stderr, flush=True)
+                r = results[tool][step] = timed(argv, Path(tmp) / tool / sub, args.timeout)
+                print(r.error or f"{r.wall:.2f} s wall, {r.cpu:.2f} s CPU", file=sys.stderr, flush=True)
         for step, _, _ in plan["kmerflow"]:
             if step in ("load-graph (with tagset)", "partition-graph", "merge-partitions"):
                 continue
