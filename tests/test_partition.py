@@ -331,6 +331,19 @@ def test_make_initial_stoptags_keeps_given_stoptags(tmp_path, data):
     assert {given[i:i + 8] for i in range(0, len(given), 8)} < tags
 
 
+@pytest.mark.parametrize("command", ["make-initial-stoptags", "find-knots"])
+def test_knot_commands_help_tells_their_fixed_table(tmp_path, data, command):
+    # they read no reads, so their countgraph is khmer's default (see the "random-20-a.fa" case
+    # above), not sized from the data as load-graph's help says of its table
+    text = " ".join(kmerflow(command, "--help").stdout.decode().split())
+    assert "sized from the data" not in text
+    assert "the table is khmer's default, -N tables of 1e6 counters; `auto` is refused" in text
+    load_graph_both(tmp_path, data / "random-20-a.fa", "20", "-T", "1")  # find-knots needs a subset map
+    proc = kmerflow(command, "-M", "auto", "g", cwd=tmp_path / "ours", check=False)
+    assert proc.returncode != 0 and b"-M auto is not supported by this command" in proc.stderr
+    assert not (tmp_path / "ours" / "g.stoptags").exists()
+
+
 @pytest.mark.parametrize("initial", [False, True])
 def test_find_knots_is_khmers(tmp_path, data, initial):
     # one subset map: khmer's own order of maps does not come into it

@@ -174,6 +174,30 @@ impl CountingArgs {
     }
 }
 
+/// The help of `-U`, `-x` and `-M` for a command whose table reads no reads to be sized from
+/// ([`CountingArgs::fixed_params`]), in place of the data-sized tables' help; other arguments
+/// are kept. Used as `#[command(mut_args(counting_args::fixed_size_help))]`.
+pub fn fixed_size_help(arg: clap::Arg) -> clap::Arg {
+    let help = match arg.get_id().as_str() {
+        "unique_kmers" => {
+            "Approximate number of unique k-mers in the input set: without -M the table is sized \
+            for --fp-rate from it up to -x (a warning where -x is smaller, as in khmer); -M is \
+            checked against it"
+        }
+        "max_tablesize" => {
+            "Upper bound on the size of each table (overridden by -M) [default: 1000000.0 \
+            (khmer's); this command has no reads to size its table from]"
+        }
+        "max_memory" => {
+            "Maximum memory for the tables, in bytes; K/M/G/T suffixes are decimal (e.g. 4G). \
+            Without -M/-x/-U the table is khmer's default, -N tables of 1e6 counters; `auto` is \
+            refused (no reads to size the table from)"
+        }
+        _ => return arg,
+    };
+    arg.help(help)
+}
+
 impl GraphArgs {
     /// The nodegraph parameters of load-graph and do-partition (`force` is `-f/--force`), sized
     /// from `inputs` as the counting tables are ([`Self::resolved`]).

@@ -1,13 +1,14 @@
 //! `kmerflow find-knots`: find the highly connected k-mers of the largest partitions (khmer's
 //! find-knots.py).
 
-use super::counting_args::CountingArgs;
+use super::counting_args::{self, CountingArgs};
 use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::partition::knots;
 use serde_json::Value;
 
 /// Arguments of `find-knots`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(mut_args(counting_args::fixed_size_help))]
 #[command(after_help = "\
 Reads BASE, BASE.tagset, BASE.stoptags when it exists and every BASE.subset.N.pmap of
 partition-graph. For each map in turn: repartitions its largest partition, merges it into the

@@ -1,7 +1,7 @@
 //! `kmerflow make-initial-stoptags`: find an initial set of highly connected k-mers (khmer's
 //! make-initial-stoptags.py).
 
-use super::counting_args::CountingArgs;
+use super::counting_args::{self, CountingArgs};
 use crate::common::{summary_json, CommonArgs, Ctx};
 use crate::flags;
 use kmerflow_core::ops::partition::knots;
@@ -9,6 +9,7 @@ use serde_json::Value;
 
 /// Arguments of `make-initial-stoptags`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(mut_args(counting_args::fixed_size_help))]
 #[command(after_help = "\
 Reads BASE and BASE.tagset (as load-graph writes them), partitions the first -s tags, walks
 from every tag of the largest partition and writes the k-mers that many big walks cross to
