@@ -175,7 +175,13 @@ def test_a_failed_rate_names_the_memory_and_leaves_no_output(tmp_path, reads):
     assert fp_of(report) <= 0.11
 
 
-N_RANDOM_READS = 120_000  # large enough that the counters, lagging the reader on a loaded machine, fill before half
+N_RANDOM_READS = 30_000
+# A table of 1e3 counters is over every ceiling within the first hundred reads, so a run stops
+# at its first check, made once a piece of the input is counted: the owner-thread commands count
+# slices of 2**19 k-mers (the first ends within read 2**19 // 81 + 1), the others batches of
+# the reader's 1 MiB chunks. A check of what was handed to the counters, not what they counted,
+# stops one piece or more later (later still on a loaded machine).
+FIRST_SLICE_READS = 2**19 // (100 - K + 1) + 1
 
 
 @pytest.fixture(scope="module")
@@ -195,22 +201,34 @@ def stopped_at(message: str, path: Path) -> int:
     return int(m.group(1))
 
 
+def first_batch_reads(path: Path) -> int:
+    """The reads of the first batch of `path` (those starting in its first MiB)."""
+    return path.read_bytes()[:1 << 20].count(b">")
+
+
 @pytest.mark.parametrize("command", ["normalize-by-median", "load-into-counting", "filter-abund-single",
-                                     "trim-low-abund", "load-graph", "normalize"])
+                                     "trim-low-abund", "load-graph", "load-graph-no-tags", "do-partition",
+                                     "normalize"])
 def test_a_table_over_the_ceiling_stops_the_run_early(tmp_path, random_reads, command):
-    """The false-positive check runs after every batch: a table far too small stops the run at
-    its first batches, naming -M, exit 1, and no output (temporaries included) is left."""
+    """The false-positive check runs after every piece counted: a table far too small stops the
+    run at its first piece (see FIRST_SLICE_READS), with more threads than cores too, naming -M,
+    exit 1, and no output (temporaries included) is left."""
     out = tmp_path / "out"
     out.mkdir()
     args = {"normalize-by-median": ["-x", "1e3", "-o", out / "o.fa"],
             "load-into-counting": ["-x", "1e3", out / "t.ct"],
             "filter-abund-single": ["-x", "1e3", "-o", out / "o.fa"],
-            "trim-low-abund": ["-x", "1e3", "-o", out / "o.fa"],
+            "trim-low-abund": ["-x", "1e3", "-T", out, "-o", out / "o.fa"],
             "load-graph": ["-x", "1e3", out / "g"],
+            "load-graph-no-tags": ["-x", "1e3", "--no-build-tagset", out / "g"],
+            "do-partition": ["-x", "1e3", out / "dp"],
             "normalize": ["-M", "1e4", "-o", out / "o.fa"]}[command]
-    proc = kmerflow(command, "-k", K, *args, random_reads, check=False)
+    proc = kmerflow(command.removesuffix("-no-tags"), "-k", K, "--threads", 4, *args, random_reads, check=False)
     assert proc.returncode == 1, proc.stderr.decode()
-    assert stopped_at(proc.stderr.decode(), random_reads) < N_RANDOM_READS // 2
+    by_slices = command in ("load-into-counting", "filter-abund-single", "load-graph", "load-graph-no-tags",
+                            "do-partition")
+    first_piece = FIRST_SLICE_READS if by_slices else first_batch_reads(random_reads)
+    assert stopped_at(proc.stderr.decode(), random_reads) <= first_piece
     assert proc.stderr.decode().count("error:") == 1
     assert list(out.iterdir()) == []
 
@@ -229,8 +247,14 @@ def test_python_functions_stop_early_too(tmp_path, random_reads):
     with pytest.raises(kf.CommandError) as info:
         kf.normalize_by_median([random_reads], ksize=K, max_tablesize=1000, output=out)
     assert info.value.code == 1
-    assert stopped_at(str(info.value), random_reads) < N_RANDOM_READS // 2
+    assert stopped_at(str(info.value), random_reads) <= first_batch_reads(random_reads)
     assert not out.exists()
+    graph = tmp_path / "t.ct"
+    with pytest.raises(kf.CommandError) as info:
+        kf.load_into_counting(graph, [random_reads], ksize=K, max_tablesize=1000, threads=4)
+    assert info.value.code == 1
+    assert stopped_at(str(info.value), random_reads) <= FIRST_SLICE_READS
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("auto", [["-M", "auto"], []], ids=["M-auto", "by-default"])

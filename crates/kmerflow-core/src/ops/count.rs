@@ -76,7 +76,7 @@ impl ReadTally {
 /// pages of one 100 MB table fit the first-level TLB); with more, workers clean and hash batches
 /// while owner threads count them, each into the counters it owns. The table and its statistics
 /// do not depend on `threads`. With a `limit`, the run stops as soon as the table is over it
-/// ([`FpLimit::stop_early`], checked after every batch).
+/// ([`FpLimit::stop_early`], checked after every batch is counted).
 pub fn consume_file<T: CountingTable + OwnedCounting + FpRate>(
     table: &mut T,
     path: &str,
@@ -94,14 +94,14 @@ pub(crate) trait KmerHashes: Fn(&[u8], &mut Vec<u64>) + Sync {}
 impl<F: Fn(&[u8], &mut Vec<u64>) + Sync> KmerHashes for F {}
 
 /// [`consume_file`] of any [`OwnedCounting`] table, the reads' k-mers (k = `k`) hashed by `hash`;
-/// `watch` gets the reads of the file handed to the counters so far after every batch, and an
-/// error from it ends the walk.
+/// `watch` gets the reads of the file counted so far once every batch is counted (on the thread
+/// that finished counting it), and an error from it ends the walk.
 pub(crate) fn count_owned_file<T: OwnedCounting>(
     table: &T,
     k: usize,
     hash: &impl KmerHashes,
     path: &str,
-    mut watch: impl FnMut(u64) -> Result<()>,
+    watch: impl Fn(u64) -> Result<()> + Sync,
     ctx: &RunContext,
 ) -> Result<ReadTally> {
     let threads = ctx.threads();
@@ -129,22 +129,31 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
     let owners = table.owners(threads);
     // Counted batches go back to the workers for reuse (their buffers are large).
     let (recycle, reuse) = crossbeam_channel::bounded::<Arc<OwnedBatch>>(2 * owners + threads);
+    // The first error of `watch`, from the owner that counted a batch last; the walk ends at
+    // its next batch (or when done), and it is the run's error.
+    let stopped = std::sync::Mutex::new(None::<Error>);
+    let stopped_error = || stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
     std::thread::scope(|scope| {
         let mut queues = Vec::with_capacity(owners);
         let mut owner_threads = Vec::with_capacity(owners);
         for owner in 0..owners {
-            let (queue, batches) = crossbeam_channel::bounded::<Arc<OwnedBatch>>(1);
+            // Each batch goes with the reads of the file up to its end.
+            let (queue, batches) = crossbeam_channel::bounded::<(u64, Arc<OwnedBatch>)>(1);
             queues.push(queue);
-            let recycle = recycle.clone();
+            let (recycle, watch, stopped) = (recycle.clone(), &watch, &stopped);
             let spawned =
                 std::thread::Builder::new().name(format!("kmerflow-owner{owner}")).spawn_scoped(scope, move || {
                     let (cpu, mut m) = (metrics::thread_cpu_time(), metrics::StageMetrics::default());
-                    while let Ok(batch) = m.time_wait(|| batches.recv()) {
+                    while let Ok((reads, batch)) = m.time_wait(|| batches.recv()) {
                         m.count_batch();
                         m.time_busy(|| table.count_owned(&batch, owner, owners));
                         if batch.finish_owner() {
                             table.settle(&batch);
                             let _ = recycle.try_send(batch);
+                            if let Err(e) = watch(reads) {
+                                let mut first = stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                                first.get_or_insert(e);
+                            }
                         }
                     }
                     m.set_cpu_since(cpu);
@@ -170,9 +179,9 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
                 total.add(tally);
                 for queue in &queues {
                     // An owner only stops early by panicking; joining it below passes the panic on.
-                    let _ = queue.send(Arc::clone(&owned));
+                    let _ = queue.send((total.reads, Arc::clone(&owned)));
                 }
-                watch(total.reads)
+                stopped_error().map_or(Ok(()), Err)
             },
         );
         drop(queues);
@@ -180,7 +189,8 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
         let owner_metrics =
             owner_threads.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
         ctx.metrics().record_threads("count-owners", owner_metrics);
-        walked
+        // The last batches are counted after the walk: a stop they caused is the run's error.
+        walked.and_then(|_| stopped_error().map_or(Ok(()), Err))
     })?;
     ctx.metrics().add_count(metrics::KMERS, total.kmers);
     Ok(total)
