@@ -422,6 +422,46 @@ def test_a_signal_to_the_process_group_stops_a_sharded_run(reads: Path, tmp_path
     assert _left(tmp_path, {"in.fq"}) == [], err
 
 
+IN_PROCESS = """
+import logging, os, signal, sys, threading, time
+from pathlib import Path
+from kmerflow.distributed.cli import main
+
+dask_log = logging.getLogger("distributed")
+dask_log.setLevel(logging.INFO)
+before = (dask_log.level, signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+
+def interrupt():
+    while not any(Path(".").glob(".out.fq.tmp-*")):
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt, daemon=True).start()
+status = main(sys.argv[1:])
+time.sleep(2 * {grace})  # past the watchdog's grace: the caller goes on
+after = (dask_log.level, signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+print(status, after == before, flush=True)
+"""
+
+
+def test_a_sharded_run_stopped_in_process_leaves_the_process_as_it_was(reads: Path, tmp_path: Path):
+    """A sharded run called in a Python process (not the command line) and stopped by SIGINT
+    returns 130 and leaves nothing behind: the level of the `distributed` logger and the signal
+    handlers are the caller's again, and the process goes on past the watchdog's grace."""
+    pytest.importorskip("distributed")
+    from kmerflow.distributed.cluster import STOP_GRACE
+
+    os.symlink(reads, tmp_path / "in.fq")
+    args = ["normalize-by-median", "-k", "20", "-M", "40e6", "-o", "out.fq", "in.fq", "in.fq", "in.fq",
+            "--local-cluster", "1"]
+    proc = subprocess.run([sys.executable, "-c", IN_PROCESS.format(grace=STOP_GRACE), *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["130", "True"], proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert _left(tmp_path, {"in.fq"}) == [], proc.stderr
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_to_the_process_group_stops_a_pipeline_and_a_rerun_resumes(tmp_path: Path, sig: signal.Signals):
     """SIGINT or SIGTERM to the process group of `kmerflow pipeline` once its samples run (khmer's

@@ -22,13 +22,13 @@ def main() -> None:
     if sys.argv[1:2] == ["pipeline"] or sys.argv[1:3] == ["help", "pipeline"]:
         from kmerflow.pipeline.cli import main as pipeline_main
 
-        sys.exit(pipeline_main(sys.argv[2:] if sys.argv[1] == "pipeline" else ["--help"]))
+        sys.exit(_ended(pipeline_main(sys.argv[2:] if sys.argv[1] == "pipeline" else ["--help"])))
     from kmerflow.distributed.cli import wants_shards
 
     if wants_shards(sys.argv[1:]):
         from kmerflow.distributed.cli import main as sharded_main
 
-        sys.exit(sharded_main(sys.argv[1:]))
+        sys.exit(_ended(sharded_main(sys.argv[1:])))
     from kmerflow._core import cli_main
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -36,6 +36,15 @@ def main() -> None:
     if report is not None:
         code = _render(json.loads(report))
     sys.exit(code)
+
+
+def _ended(status: int) -> int:
+    """``status`` of a run on Dask, whose process ends at once if a signal stopped it
+    (:func:`kmerflow.distributed.cluster.end_stopped_process`)."""
+    from kmerflow.distributed.cluster import end_stopped_process
+
+    end_stopped_process(status)
+    return status
 
 
 def _render(report: dict) -> int:

@@ -16,7 +16,6 @@ import signal
 import socket
 import sys
 import threading
-import time
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 from kmerflow.errors import CommandError
@@ -62,7 +61,9 @@ def stopped_by_signals(command: str) -> Iterator[None]:
     :class:`Terminated`, so that it unwinds: outputs staged under temporary names and the
     cluster's workers go (see :func:`connect`). Should the unwinding take more than
     :data:`STOP_GRACE` seconds, the process ends with the signal's status and the line
-    ``kmerflow COMMAND: interrupted`` (its workers end with it)."""
+    ``kmerflow COMMAND: interrupted`` (its workers end with it). Nothing outlives the run: the
+    signal handlers and the level of the ``distributed`` logger are restored when it ends (the
+    command line ends a stopped run's process itself, :func:`end_stopped_process`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -74,18 +75,18 @@ def stopped_by_signals(command: str) -> Iterator[None]:
         if not stopped.is_set():
             stopped.set()
             # Connections closed by the teardown are expected now: Dask's log of them (with a
-            # traceback) is noise on the terminal of a stopped run, which this process ends.
+            # traceback) is noise on the terminal of a stopped run (until the run has unwound).
             dask_log.setLevel(logging.CRITICAL)
             threading.Thread(target=watchdog, name="kmerflow-watchdog", daemon=True).start()
         raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
     def watchdog() -> None:
-        time.sleep(STOP_GRACE)
-        if not unwound.is_set():  # else the caller said it; the interpreter's exit stalls
+        if not unwound.wait(STOP_GRACE):
             print(f"kmerflow {command}: interrupted", file=sys.stderr, flush=True)
-        os._exit(status[0])
+            os._exit(status[0])
 
     dask_log = logging.getLogger("distributed")
+    level = dask_log.level
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
@@ -93,6 +94,17 @@ def stopped_by_signals(command: str) -> Iterator[None]:
         unwound.set()
         for s, action in previous.items():
             signal.signal(s, action)
+        dask_log.setLevel(level)
+
+
+def end_stopped_process(status: int) -> None:
+    """Ends the process of a ``kmerflow`` command line that a signal stopped (``status`` 130 or
+    143) at once, its output flushed: the threads of the Dask client it closed would stall the
+    interpreter's exit. Any other status returns."""
+    if status in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
 
 
 def exit_status(stop: KeyboardInterrupt) -> int:
