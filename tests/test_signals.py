@@ -403,6 +403,37 @@ def _interrupt_group(args: list[str], cwd: Path, sig: signal.Signals, ready) -> 
         return proc.returncode, took, err.read().decode(errors="replace")
 
 
+def test_ctrl_c_while_a_counting_run_stops_early(reads: Path, tmp_path: Path):
+    """Ctrl-C (SIGINT to the process group) at points over a counting run whose table passes
+    the false-positive ceiling part way, so that the signal also comes while the stop found by
+    a counting thread is on its way: whichever comes first ends the run, exit 130 saying so or
+    exit 1 with the stop's one line, and nothing is left behind."""
+    os.symlink(reads, tmp_path / "in.fq")
+    # A table of 3e6 counters passes load-into-counting's 0.2 at about a third of the reads.
+    args = ["load-into-counting", "-k", "20", "-N", "4", "-x", "3e6", "--threads", "2", "t.ct", "in.fq"]
+    for point in range(12):
+        where = f"SIGINT {point * 50} ms after the handlers"
+        proc = subprocess.Popen([*_command(), *args], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            _wait_for_handlers(proc)
+            time.sleep(point * 0.05)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGINT)
+            sent = time.monotonic()
+            err = proc.communicate(timeout=30)[1].decode(errors="replace")
+            took = time.monotonic() - sent
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        if proc.returncode == 1:
+            lines = err.splitlines()
+            assert len(lines) == 1 and "in.fq: stopped at read" in lines[0], f"{where}: {err}"
+        else:
+            _check(proc.returncode, took, err, signal.SIGINT, "load-into-counting", where)
+        assert _left(tmp_path, {"in.fq"}) == [], f"{where}: {err}"
+
+
 def _appeared(folder: Path, pattern: str):
     """A readiness test: a path matching `pattern` exists in `folder`."""
     return lambda: any(folder.glob(pattern))
