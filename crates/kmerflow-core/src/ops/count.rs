@@ -494,6 +494,40 @@ mod tests {
     }
 
     #[test]
+    fn a_limit_stops_at_the_first_batch_counted_with_any_threads() {
+        // 6000 reads in one batch and one slice, far over the ceiling of a 13-counter table:
+        // the stop names the end of that batch, even when the owners count it after the walk.
+        let (file, _) = reads_file();
+        let path = file.path().to_str().unwrap();
+        let limit = FpLimit { max: 0.2, force: false, target: 0.1 };
+        for threads in [1, 2, 4] {
+            let ctx = RunContext::new().threads_set_to(threads);
+            for layout in 0..2 {
+                let err = match layout {
+                    0 => consume_file(
+                        &mut KhmerTable::new(12, HashKind::TwoBit, StorageKind::Byte, 13, 4).unwrap(),
+                        path,
+                        Some(&limit),
+                        &ctx,
+                    ),
+                    _ => consume_file(
+                        &mut BlockedTable::new(12, 64, CounterWidth::Bits8, 4).unwrap(),
+                        path,
+                        Some(&limit),
+                        &ctx,
+                    ),
+                }
+                .unwrap_err()
+                .to_string();
+                assert!(err.starts_with(&format!("{path}: stopped at read 6000: ")), "{threads} threads: {err}");
+            }
+            let mut table = KhmerTable::new(12, HashKind::TwoBit, StorageKind::Byte, 13, 4).unwrap();
+            let forced = FpLimit { force: true, ..limit };
+            assert_eq!(consume_file(&mut table, path, Some(&forced), &ctx).unwrap().reads, 6000);
+        }
+    }
+
+    #[test]
     fn blocked_layout_counts_do_not_depend_on_threads() {
         let (file, _) = reads_file();
         let path = file.path().to_str().unwrap();
