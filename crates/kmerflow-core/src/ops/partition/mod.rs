@@ -5,7 +5,7 @@
 //! partition of its first tagged k-mer (`.part`); `extract-partitions` groups the labelled
 //! reads by partition size; `do-partition` runs all but the last in one process;
 //! `make-initial-stoptags` and `find-knots` find the highly connected k-mers that join
-//! partitions ([`knots`]).
+//! partitions ([`knots`], by [`repartition`]ing the largest partition).
 //!
 //! Partition ids depend on the order of the joins (in khmer, on thread scheduling); the
 //! partitions as sets of tags, and so of reads, do not. kmerflow numbers the partitions of a
@@ -15,6 +15,7 @@ pub mod extract;
 pub mod files;
 pub mod graph;
 pub mod knots;
+pub mod repartition;
 pub mod stoptags;
 
 pub use graph::{PartitionMap, Scratch, Traverser, BIG_TRAVERSALS_ARE};
