@@ -246,7 +246,7 @@ def sparse_nodegraph(dest: Path, mib: str = "250", k: str = "21") -> None:
     with open(dest, "wb") as out:
         out.write(b"OXLI" + bytes([4, 2]) + struct.pack("<IBQ", int(k), 4, 0))
         for _ in range(4):
-            out.write(struct.pack("<Q", table_bytes * 8))
+            out.write(struct.pack("<Q", table_bytes * 8 - 1))  # bits: the table holds bits // 8 + 1 bytes
             out.seek(table_bytes, 1)
         out.truncate()
 
