@@ -555,3 +555,92 @@ def test_do_subset_partition_is_khmers(tmp_path, data):
     # khmer's bounds: from a tag up to (not including) another
     tags = ng.get_tagset()
     assert str(ng.do_subset_partition(tags[0], tags[1]).count_partitions()) == out[4]
+
+
+KHMER_REPARTITION = """\
+import khmer, sys
+k, size, rounds = int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+ng = khmer.Nodegraph(k, size, 4)
+ng.consume_seqfile_and_tag(sys.argv[1])
+ng.merge_subset(ng.do_subset_partition(0, 0))
+counts = khmer.Countgraph(k, size, 4)
+for _ in range(rounds):
+    print(ng.repartition_largest_partition(counts, 40, 82, 1), ng.count_partitions())
+ng.save_stop_tags('theirs.stoptags')
+subset = ng.do_subset_partition(0, 0)
+print(ng.repartition_largest_partition(counts, 40, 82, 1, subs=subset), subset.count_partitions()[:2],
+      ng.count_partitions())
+ng.save_stop_tags('theirs-subs.stoptags')
+"""
+
+
+def repartitioned(reads: Path, k: int, size: float, rounds: int, where: Path) -> list[str]:
+    """KHMER_REPARTITION with kmerflow's API: what it prints; the stop tags saved in `where`."""
+    import kmerflow as kf
+
+    ng = kf.Nodegraph(k, size, 4)
+    ng.consume_seqfile_and_tag(reads)
+    ng.merge_subset(ng.do_subset_partition(0, 0))
+    counts = kf.Countgraph(k, size, 4)
+    said = [f"{ng.repartition_largest_partition(counts, 40, 82, 1)} {ng.count_partitions()}" for _ in range(rounds)]
+    ng.save_stop_tags(where / "ours.stoptags")
+    subset = ng.do_subset_partition(0, 0)
+    before = ng.count_partitions()
+    said.append(f"{ng.repartition_largest_partition(counts, 40, 82, 1, subs=subset)} "
+                f"{subset.count_partitions()} {ng.count_partitions()}")
+    assert ng.count_partitions() == before  # with subs, the graph's own map is left alone
+    ng.save_stop_tags(where / "ours-subs.stoptags")
+    return said
+
+
+# fakelump's first repartitioning leaves two largest partitions of 102 tags, of which khmer
+# takes the one of highest id and kmerflow the one holding the smallest tag
+# (docs/differences-from-khmer.md): one round there.
+@pytest.mark.parametrize("reads, k, rounds", [("fakelump.fa", 32, 1), ("biglump-random-20-a.fa", 20, 3)])
+def test_repartition_largest_partition_is_khmers(tmp_path, data, reads, k, rounds):
+    # the walks of khmer's test_fakelump_repartitioning: 40 steps, big from 82 k-mers, k-mers
+    # reached more than once are stop tags
+    ours = repartitioned(data / reads, k, 1e5, rounds, tmp_path)
+    theirs = subprocess.run(["/usr/bin/python3", "-c", KHMER_REPARTITION, data / reads, str(k), "1e5", str(rounds)],
+                            cwd=tmp_path, check=True, capture_output=True, text=True).stdout.splitlines()
+    assert ours == theirs
+    for name in ("", "-subs"):
+        assert (tmp_path / f"ours{name}.stoptags").read_bytes() == (tmp_path / f"theirs{name}.stoptags").read_bytes()
+
+
+def test_repartitioning_stop_tags_split_fakelump(tmp_path, data):
+    # khmer's test_fakelump_repartitioning: the stop tags found split the lump in 6
+    import kmerflow as kf
+
+    assert repartitioned(data / "fakelump.fa", 32, 1e5, 1, tmp_path)[0] == "0 (6, 11)"
+    ng = kf.Nodegraph(32, 1e5, 4)
+    ng.consume_seqfile_and_tag(data / "fakelump.fa")
+    ng.load_stop_tags(tmp_path / "ours.stoptags")
+    ng.merge_subset(ng.do_subset_partition(0, 0, True))
+    assert ng.count_partitions()[0] == 6
+
+
+def test_repartition_largest_partition_refuses_what_khmer_aborts_on(tmp_path, data):
+    import kmerflow as kf
+
+    ng = kf.Nodegraph(32, 1e5, 4)
+    ng.consume_seqfile_and_tag(data / "fakelump.fa")
+    counts = kf.Countgraph(32, 1e5, 4)
+    # no partition yet (khmer aborts the process)
+    with pytest.raises(ValueError, match="no partition to repartition"):
+        ng.repartition_largest_partition(counts, 40, 82, 1)
+    with pytest.raises(ValueError, match="no partition to repartition"):
+        ng.repartition_largest_partition(counts, 40, 82, 1, subs=kf.Nodegraph(32, 1e5, 4).do_subset_partition())
+    assert (ng.get_stop_tags(), counts.n_unique_kmers()) == ([], 0)
+    ng.merge_subset(ng.do_subset_partition())
+    with pytest.raises(TypeError):
+        ng.repartition_largest_partition(kf.Nodegraph(32, 1e5, 4), 40, 82, 1)
+    with pytest.raises(ValueError, match=r"graph's k-mer size \(32\)"):
+        ng.repartition_largest_partition(kf.Countgraph(31, 1e5, 4), 40, 82, 1)
+    with pytest.raises(ValueError, match=r"graph's k-mer size \(32\)"):
+        ng.repartition_largest_partition(counts, 40, 82, 1, subs=kf.Nodegraph(31, 1e5, 4).do_subset_partition())
+    with pytest.raises(OverflowError):
+        ng.repartition_largest_partition(counts, -1, 82, 1)
+    with pytest.raises(ValueError, match="2-bit graphs"):
+        kf.Nodetable(32, 1e5, 4).repartition_largest_partition(counts, 40, 82, 1)
+    assert ng.count_partitions() == (1, 0) and ng.get_stop_tags() == []

@@ -527,3 +527,66 @@ def test_a_signal_during_a_gzip_table_save_leaves_no_temporary(tmp_path: Path):
     status, took, err = _interrupt_group(args, tmp_path, signal.SIGINT, _appeared(tmp_path, ".t.ct.gz.tmp-*"))
     _check(status, took, err, signal.SIGINT, "load-into-counting", "gzip save", PROMPT_S)
     assert _left(tmp_path, {"in.fq"}) == [], err
+
+
+def _genome_reads(path: Path, n: int, genome_length: int, seed: int = 3) -> None:
+    """Writes `n` error-free FASTA reads of 100 bases from a random genome of `genome_length`
+    bases: a graph whose tags join into long partitions, so that partitioning walks far."""
+    rng = random.Random(seed)
+    genome = rng.randbytes(genome_length).translate(bytes.maketrans(bytes(range(256)), b"ACGT" * 64))
+    with open(path, "wb") as out:
+        for i in range(n):
+            start = rng.randrange(genome_length - 100)
+            out.write(b">r%d\n%s\n" % (i, genome[start:start + 100]))
+
+
+@pytest.fixture(scope="module")
+def partition_graph_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A nodegraph `g` and its tagset of 200 k genome reads (partition-graph runs for seconds)."""
+    root = tmp_path_factory.mktemp("signal-partition")
+    _genome_reads(root / "reads.fa", 200_000, 2_000_000)
+    subprocess.run([*_command(), "load-graph", "-q", "-k", "25", "-x", "2e7", "-N", "4", "g", "reads.fa"],
+                   cwd=root, check=True, capture_output=True)
+    return root
+
+
+def test_ctrl_c_to_the_process_group_stops_partition_graph_and_a_rerun_resumes(partition_graph_base: Path,
+                                                                               tmp_path: Path):
+    """Ctrl-C (SIGINT to the process group) once partition-graph wrote its first subset map:
+    exit 130 within the grace, one line saying so, no temporary file, every subset map written
+    whole; a rerun keeps them and writes the others, the maps of an uninterrupted run."""
+    for name in ("g", "g.tagset"):
+        os.symlink(partition_graph_base / name, tmp_path / name)
+    args = ["partition-graph", "-T", "1", "-s", "1000", "g"]  # -q only when interrupted: the rerun says SKIPPING
+    status, took, err = _interrupt_group([*args, "-q"], tmp_path, signal.SIGINT,
+                                         _appeared(tmp_path, "g.subset.0.pmap"))
+    _check(status, took, err, signal.SIGINT, "partition-graph", "partition-graph")
+    assert len(err.strip().splitlines()) == 1, err
+    left = set(_left(tmp_path, {"g", "g.tagset", "g.info"}))
+    done = {f"g.subset.{i}.pmap" for i in range(len(left))}
+    assert left == done, left  # the first maps, whole (not a temporary among them)
+    n_subsets = int((tmp_path / "g.info").read_text().split()[0])
+    assert 0 < len(done) < n_subsets
+    proc = subprocess.run([*_command(), *args], cwd=tmp_path, capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert proc.stderr.decode().count("SKIPPING") == len(done)
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    for name in ("g", "g.tagset"):
+        os.symlink(partition_graph_base / name, whole / name)
+    subprocess.run([*_command(), *args], cwd=whole, check=True, capture_output=True, timeout=600)
+    for i in range(n_subsets):
+        name = f"g.subset.{i}.pmap"
+        assert (tmp_path / name).read_bytes() == (whole / name).read_bytes(), name
+
+
+def test_ctrl_c_to_the_process_group_stops_do_partition_leaving_no_output(partition_graph_base: Path,
+                                                                          tmp_path: Path):
+    """Ctrl-C once do-partition partitions (its graph is built, BASE.info written): exit 130
+    within the grace, one line, and no .part file or temporary left."""
+    os.symlink(partition_graph_base / "reads.fa", tmp_path / "reads.fa")
+    args = ["do-partition", "-q", "-T", "1", "-k", "25", "-x", "2e7", "-N", "4", "-s", "1000", "g", "reads.fa"]
+    status, took, err = _interrupt_group(args, tmp_path, signal.SIGINT, _appeared(tmp_path, "g.info"))
+    _check(status, took, err, signal.SIGINT, "do-partition", "do-partition")
+    assert len(err.strip().splitlines()) == 1, err
+    assert _left(tmp_path, {"reads.fa", "g.info"}) == []

@@ -239,6 +239,18 @@ def long_header_fastq(dest: Path, mib: str = "8") -> None:
     dest.write_bytes(b"@" + b"h" * (int(mib) * MIB) + b"\nACGTACGTACGTACGTACGTA\n+\nIIIIIIIIIIIIIIIIIIIII\n")
 
 
+def sparse_nodegraph(dest: Path, mib: str = "250", k: str = "21") -> None:
+    """A khmer nodegraph of k K whose four empty tables take MIB MiB in all: a sparse file (its
+    length without the disk), to load where that memory is not to be had."""
+    table_bytes = int(mib) * MIB // 4
+    with open(dest, "wb") as out:
+        out.write(b"OXLI" + bytes([4, 2]) + struct.pack("<IBQ", int(k), 4, 0))
+        for _ in range(4):
+            out.write(struct.pack("<Q", table_bytes * 8 - 1))  # bits: the table holds bits // 8 + 1 bytes
+            out.seek(table_bytes, 1)
+        out.truncate()
+
+
 if __name__ == "__main__":
     function, dest, *args = sys.argv[1:]
     globals()[function](Path(dest), *args)

@@ -15,6 +15,7 @@ use kmerflow_core::ops::count::write_text;
 use kmerflow_core::ops::load_graph::TAG_DENSITY;
 use kmerflow_core::ops::load_graph::{self, Tagset};
 use kmerflow_core::ops::memory::{check_fits, Backing};
+use kmerflow_core::ops::partition::repartition::{Excursions, Repartitioner};
 use kmerflow_core::ops::partition::{annotate_file, files, partition_tags, stoptags, PartitionMap, Traverser};
 use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{add_table_files, HashKind, KhmerTable, StorageKind};
@@ -46,12 +47,14 @@ pub struct Table {
     marks: Mutex<Marks>,
 }
 
-/// The tags and stop tags of a graph.
+/// The tags and stop tags of a graph, its partition map, and the tags that
+/// `repartition_largest_partition` no longer walks from (khmer's `repart_small_tags`).
 #[derive(Default)]
 struct Marks {
     tags: FxHashSet<u64>,
     stop_tags: FxHashSet<u64>,
     partition: PartitionMap,
+    small_tags: FxHashSet<u64>,
 }
 
 /// Bases of a long sequence counted at a time: the hashes and bins of a piece are held at once
@@ -523,6 +526,54 @@ impl Table {
         let marks = self.marks()?;
         let tags: Vec<u64> = marks.tags.iter().copied().collect();
         Ok(marks.partition.count_partitions(&tags))
+    }
+
+    /// khmer's `repartition_largest_partition`: takes the largest partition of `subs` (or of
+    /// the graph's map) apart, walks `distance` steps from each of its tags, counts the k-mers
+    /// of each walk reaching at least `threshold` k-mers in `counts` (a Countgraph of this k),
+    /// makes those counted more than `frequency` times stop tags, and joins the partition's
+    /// tags again with the stop tags in place. A tag whose walk was small is not walked from
+    /// again by later calls. Returns the next smaller partition size before the call (0 if
+    /// none); a map without a partition is a `ValueError`. GIL released; an interrupted call
+    /// leaves the map and the stop tags as they were (`counts` keeps what it counted).
+    #[pyo3(signature = (counts, distance, threshold, frequency, subs = None))]
+    fn repartition_largest_partition(
+        &self,
+        py: Python<'_>,
+        counts: PyRef<'_, Countgraph>,
+        distance: u32,
+        threshold: u32,
+        frequency: u32,
+        subs: Option<PyRefMut<'_, SubsetPartition>>,
+    ) -> PyResult<usize> {
+        let counting = &counts.as_super().inner;
+        let k = self.inner.ksize();
+        if counting.ksize() != k || subs.as_ref().is_some_and(|subs| subs.ksize != k) {
+            return Err(PyValueError::new_err(format!("counts and subs must have the graph's k-mer size ({k})")));
+        }
+        // copies, so that no lock is held while the GIL is released, and an interrupted call
+        // changes nothing
+        let (tags, mut stop_tags, mut small_tags, mut map) = {
+            let marks = self.marks()?;
+            let map = subs.as_ref().map_or_else(|| marks.partition.clone(), |subs| subs.map.clone());
+            (marks.tags.clone(), marks.stop_tags.clone(), marks.small_tags.clone(), map)
+        };
+        let excursions = Excursions { distance, threshold: threshold as usize, frequency };
+        let graph = &self.inner;
+        let done = interruptible(py, |ctx| {
+            Repartitioner { graph, tags: &tags, stop_tags: &mut stop_tags, small_tags: &mut small_tags, counting }
+                .repartition_largest(&mut map, excursions, ctx)
+        })?
+        .py()?
+        .ok_or_else(|| PyValueError::new_err("no partition to repartition: no tag of the map has a partition"))?;
+        let mut marks = self.marks()?;
+        marks.stop_tags.extend(stop_tags);
+        marks.small_tags.extend(small_tags);
+        match subs {
+            Some(mut subs) => subs.map = map,
+            None => marks.partition = map,
+        }
+        Ok(done.next_largest)
     }
 
     /// khmer's `output_partitions`: writes each read of `infile` with a tagged k-mer to

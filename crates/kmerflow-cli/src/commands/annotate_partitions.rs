@@ -2,13 +2,14 @@
 //! annotate-partitions.py).
 
 use super::counting_args::StrandArgs;
+use super::partition_args::{CompatForceArgs, KsizeArgs};
 use crate::common::{summary_json, CommonArgs, Ctx};
-use crate::flags;
-use kmerflow_core::ops::{partition, sizing};
+use kmerflow_core::ops::partition;
 use serde_json::Value;
 
 /// Arguments of `annotate-partitions`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(mut_arg("ksize", |a| a.help("k-mer size of the partition map")))]
 #[command(after_help = "\
 Loads BASE.pmap.merged and writes, for each input, <basename of input>.part in the current
 directory: the reads that have a tagged k-mer, named `name<TAB>partition`, with their sequence
@@ -17,13 +18,10 @@ cleaned (non-ACGT bases as A, upper case), as khmer writes them.
 Examples:
   kmerflow annotate-partitions -k 20 reads reads.fa")]
 pub struct Args {
-    /// k-mer size of the partition map.
-    #[arg(short = 'k', long = "ksize", default_value_t = sizing::DEFAULT_K, value_parser = flags::positive,
-          allow_negative_numbers = true)]
-    pub ksize: usize,
-    /// Accepted for khmer compatibility.
-    #[arg(short = 'f', long = "force")]
-    pub force: bool,
+    #[command(flatten)]
+    pub ksize: KsizeArgs,
+    #[command(flatten)]
+    pub force: CompatForceArgs,
     #[command(flatten)]
     /// `--single-strand`: the map's k-mers were hashed as read (as the graph's were).
     pub strand: StrandArgs,
@@ -40,7 +38,7 @@ pub struct Args {
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = partition::AnnotateOptions {
         base: args.graphbase,
-        ksize: args.ksize,
+        ksize: args.ksize.ksize,
         inputs: args.inputs,
         strand: args.strand.strand(),
     };

@@ -3,8 +3,8 @@
 
 use super::annotate_partitions::report_annotated;
 use super::counting_args::{GraphArgs, RunArgs};
+use super::partition_args::{KeepSubsetsArgs, SubsetArgs};
 use crate::common::{summary_json, CommonArgs, Ctx};
-use crate::flags;
 use kmerflow_core::ops::{load_graph, partition};
 use serde_json::Value;
 
@@ -24,16 +24,10 @@ pub struct Args {
     #[command(flatten)]
     /// Force.
     pub run: RunArgs,
-    /// Number of tags per subset (usually 1e5-1e6 is good).
-    #[arg(short = 's', long = "subset-size", default_value_t = partition::DEFAULT_SUBSET_SIZE as f64,
-          value_parser = flags::tablesize)]
-    pub subset_size: f64,
-    /// Truncate graph joins at big traversals (more than 200 k-mers).
-    #[arg(long = "no-big-traverse")]
-    pub no_big_traverse: bool,
-    /// Keep the individual subset maps.
-    #[arg(long = "keep-subsets")]
-    pub keep_subsets: bool,
+    #[command(flatten)]
+    pub subsets: SubsetArgs,
+    #[command(flatten)]
+    pub keep_subsets: KeepSubsetsArgs,
     /// Base name for the output files.
     pub graphbase: String,
     /// Read files.
@@ -48,9 +42,9 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let params = args.graph.nodegraph_params(args.run.force, &args.inputs, ctx)?;
     let opts = partition::DoPartitionOptions {
         graph: load_graph::Options { params, output: args.graphbase, inputs: args.inputs, build_tagset: true },
-        subset_size: args.subset_size as u64,
-        stop_big_traversals: args.no_big_traverse,
-        keep_subsets: args.keep_subsets,
+        subset_size: args.subsets.subset_size(),
+        stop_big_traversals: args.subsets.no_big_traverse,
+        keep_subsets: args.keep_subsets.keep_subsets,
     };
     let summary = partition::do_partition(&opts, &ctx.run)?;
     ctx.info(format_args!("fp rate estimated to be {:.3}", summary.graph.fp_rate));

@@ -1,6 +1,7 @@
 //! `kmerflow extract-partitions`: group annotated reads by partition (khmer's
 //! extract-partitions.py).
 
+use super::partition_args::CompatForceArgs;
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use kmerflow_core::ops::partition::extract;
 use serde_json::Value;
@@ -33,9 +34,8 @@ pub struct Args {
     /// Write the unassigned reads too.
     #[arg(short = 'U', long = "output-unassigned")]
     pub output_unassigned: bool,
-    /// Accepted for khmer compatibility.
-    #[arg(short = 'f', long = "force")]
-    pub force: bool,
+    #[command(flatten)]
+    pub force: CompatForceArgs,
     #[command(flatten)]
     pub compression: CompressionArgs,
     #[command(flatten)]

@@ -1,14 +1,14 @@
 //! `kmerflow filter-stoptags`: trim reads at stop tags (khmer's filter-stoptags.py).
 
 use super::counting_args::StrandArgs;
+use super::partition_args::{CompatForceArgs, KsizeArgs};
 use crate::common::{summary_json, CommonArgs, Ctx};
-use crate::flags;
 use kmerflow_core::ops::partition::stoptags;
-use kmerflow_core::ops::sizing;
 use serde_json::Value;
 
 /// Arguments of `filter-stoptags`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(mut_arg("ksize", |a| a.help("k-mer size of the stop tags")))]
 #[command(after_help = "\
 Writes <basename of input>.stopfilt in the current directory: reads containing N are dropped,
 the others are cut k-2 bases after the start of their first k-mer that is a stop tag and kept
@@ -17,13 +17,10 @@ when at least k bases remain. Reads keep their input order.
 Examples:
   kmerflow filter-stoptags -k 20 reads.stoptags reads.fa")]
 pub struct Args {
-    /// k-mer size of the stop tags.
-    #[arg(short = 'k', long = "ksize", default_value_t = sizing::DEFAULT_K, value_parser = flags::positive,
-          allow_negative_numbers = true)]
-    pub ksize: usize,
-    /// Accepted for khmer compatibility.
-    #[arg(short = 'f', long = "force")]
-    pub force: bool,
+    #[command(flatten)]
+    pub ksize: KsizeArgs,
+    #[command(flatten)]
+    pub force: CompatForceArgs,
     #[command(flatten)]
     /// `--single-strand`: the stop tags' k-mers were hashed as read (as the graph's were).
     pub strand: StrandArgs,
@@ -39,7 +36,7 @@ pub struct Args {
 /// Runs `filter-stoptags`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = stoptags::Options {
-        ksize: args.ksize,
+        ksize: args.ksize.ksize,
         stoptags: args.stoptags,
         inputs: args.inputs,
         strand: args.strand.strand(),

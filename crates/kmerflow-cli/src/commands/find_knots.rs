@@ -1,14 +1,13 @@
 //! `kmerflow find-knots`: find the highly connected k-mers of the largest partitions (khmer's
 //! find-knots.py).
 
-use super::counting_args::{self, CountingArgs};
+use super::partition_args::{KnotForceArgs, KnotTableArgs};
 use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::partition::knots;
 use serde_json::Value;
 
 /// Arguments of `find-knots`.
 #[derive(clap::Args, Debug, Clone)]
-#[command(mut_args(counting_args::fixed_size_help))]
 #[command(after_help = "\
 Reads BASE, BASE.tagset, BASE.stoptags when it exists and every BASE.subset.N.pmap of
 partition-graph. For each map in turn: repartitions its largest partition, merges it into the
@@ -24,11 +23,9 @@ Examples:
   kmerflow filter-stoptags -k 20 reads.stoptags reads.fa")]
 pub struct Args {
     #[command(flatten)]
-    /// Sizing of the countgraph of walked k-mers (its -k is not used).
-    pub counting: CountingArgs,
-    /// Continue past sizing limits and a graph over the 0.15 false-positive ceiling.
-    #[arg(short = 'f', long = "force")]
-    pub force: bool,
+    pub table: KnotTableArgs,
+    #[command(flatten)]
+    pub force: KnotForceArgs,
     /// Base name of the input and output files.
     pub graphbase: String,
     #[command(flatten)]
@@ -37,7 +34,7 @@ pub struct Args {
 
 /// Runs `find-knots`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
-    let summary = knots::find_knots(&args.graphbase, &args.counting.fixed_params(args.force), args.force, &ctx.run)?;
+    let summary = knots::find_knots(&args.graphbase, &args.table.params(&args.force), args.force.force, &ctx.run)?;
     report(&summary, ctx);
     summary_json(&summary)
 }

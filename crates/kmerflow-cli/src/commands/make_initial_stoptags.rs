@@ -1,7 +1,7 @@
 //! `kmerflow make-initial-stoptags`: find an initial set of highly connected k-mers (khmer's
 //! make-initial-stoptags.py).
 
-use super::counting_args::{self, CountingArgs};
+use super::partition_args::{KnotForceArgs, KnotTableArgs};
 use crate::common::{summary_json, CommonArgs, Ctx};
 use crate::flags;
 use kmerflow_core::ops::partition::knots;
@@ -9,7 +9,6 @@ use serde_json::Value;
 
 /// Arguments of `make-initial-stoptags`.
 #[derive(clap::Args, Debug, Clone)]
-#[command(mut_args(counting_args::fixed_size_help))]
 #[command(after_help = "\
 Reads BASE and BASE.tagset (as load-graph writes them), partitions the first -s tags, walks
 from every tag of the largest partition and writes the k-mers that many big walks cross to
@@ -21,8 +20,7 @@ Examples:
   kmerflow partition-graph -S reads.stoptags reads")]
 pub struct Args {
     #[command(flatten)]
-    /// Sizing of the countgraph of walked k-mers (its -k is not used).
-    pub counting: CountingArgs,
+    pub table: KnotTableArgs,
     /// Number of tags to partition before looking for highly connected k-mers.
     #[arg(short = 's', long = "subset-size", default_value_t = knots::DEFAULT_INITIAL_SUBSET_SIZE as f64,
           value_parser = flags::tablesize)]
@@ -30,9 +28,8 @@ pub struct Args {
     /// Start from the stop tags in this file (they are written out too).
     #[arg(short = 'S', long = "stoptags", value_name = "FILE")]
     pub stoptags: Option<String>,
-    /// Continue past sizing limits and a graph over the 0.15 false-positive ceiling.
-    #[arg(short = 'f', long = "force")]
-    pub force: bool,
+    #[command(flatten)]
+    pub force: KnotForceArgs,
     /// Base name of the nodegraph and tagset (writes BASE.stoptags).
     pub graphbase: String,
     #[command(flatten)]
@@ -45,9 +42,9 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
         base: args.graphbase,
         stoptags: args.stoptags,
         subset_size: args.subset_size as u64,
-        force: args.force,
+        force: args.force.force,
     };
-    let summary = knots::make_initial_stoptags(&opts, &args.counting.fixed_params(args.force), &ctx.run)?;
+    let summary = knots::make_initial_stoptags(&opts, &args.table.params(&args.force), &ctx.run)?;
     super::find_knots::report(&summary, ctx);
     summary_json(&summary)
 }

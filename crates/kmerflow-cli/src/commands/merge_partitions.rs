@@ -1,8 +1,8 @@
 //! `kmerflow merge-partitions`: merge the subset partition maps (khmer's merge-partitions.py).
 
+use super::partition_args::{CompatForceArgs, KeepSubsetsArgs, KsizeArgs};
 use crate::common::{summary_json, CommonArgs, Ctx};
-use crate::flags;
-use kmerflow_core::ops::{partition, sizing};
+use kmerflow_core::ops::partition;
 use serde_json::Value;
 
 /// Arguments of `merge-partitions`.
@@ -14,16 +14,12 @@ Merges every BASE.subset.*.pmap into BASE.pmap.merged, then removes the subset m
 Examples:
   kmerflow merge-partitions -k 20 reads")]
 pub struct Args {
-    /// k-mer size of the partition maps.
-    #[arg(short = 'k', long = "ksize", default_value_t = sizing::DEFAULT_K, value_parser = flags::positive,
-          allow_negative_numbers = true)]
-    pub ksize: usize,
-    /// Keep the individual subset maps.
-    #[arg(long = "keep-subsets")]
-    pub keep_subsets: bool,
-    /// Accepted for khmer compatibility.
-    #[arg(short = 'f', long = "force")]
-    pub force: bool,
+    #[command(flatten)]
+    pub ksize: KsizeArgs,
+    #[command(flatten)]
+    pub keep_subsets: KeepSubsetsArgs,
+    #[command(flatten)]
+    pub force: CompatForceArgs,
     /// Base name of the input and output files.
     pub graphbase: String,
     #[command(flatten)]
@@ -32,7 +28,11 @@ pub struct Args {
 
 /// Runs `merge-partitions`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
-    let opts = partition::MergeOptions { base: args.graphbase, ksize: args.ksize, keep_subsets: args.keep_subsets };
+    let opts = partition::MergeOptions {
+        base: args.graphbase,
+        ksize: args.ksize.ksize,
+        keep_subsets: args.keep_subsets.keep_subsets,
+    };
     let summary = partition::merge_partitions(&opts, &ctx.run)?;
     ctx.info(format_args!(
         "merged {} pmap files: {} tags in {} partitions; saved to {}.pmap.merged",

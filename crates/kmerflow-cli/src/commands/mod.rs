@@ -35,6 +35,7 @@ pub mod mate_args;
 pub mod merge_partitions;
 pub mod normalize;
 pub mod normalize_by_median;
+pub mod partition_args;
 pub mod partition_graph;
 pub mod readstats;
 pub mod sample_reads_randomly;

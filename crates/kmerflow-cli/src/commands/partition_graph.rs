@@ -2,8 +2,8 @@
 //! partition-graph.py).
 
 use super::counting_args::StrandArgs;
+use super::partition_args::SubsetArgs;
 use crate::common::{summary_json, CommonArgs, Ctx};
-use crate::flags;
 use kmerflow_core::ops::partition;
 use serde_json::Value;
 
@@ -21,13 +21,8 @@ pub struct Args {
     /// Use the stop tags in this file during partitioning.
     #[arg(short = 'S', long = "stoptags", value_name = "FILE")]
     pub stoptags: Option<String>,
-    /// Number of tags per subset (usually 1e5-1e6 is good).
-    #[arg(short = 's', long = "subset-size", default_value_t = partition::DEFAULT_SUBSET_SIZE as f64,
-          value_parser = flags::tablesize)]
-    pub subset_size: f64,
-    /// Truncate graph joins at big traversals (more than 200 k-mers).
-    #[arg(long = "no-big-traverse")]
-    pub no_big_traverse: bool,
+    #[command(flatten)]
+    pub subsets: SubsetArgs,
     /// Partition a graph over the 0.15 false-positive ceiling (its walks may not end).
     #[arg(short = 'f', long = "force")]
     pub force: bool,
@@ -45,8 +40,8 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = partition::PartitionOptions {
         base: args.basename,
         stoptags: args.stoptags,
-        subset_size: args.subset_size as u64,
-        stop_big_traversals: args.no_big_traverse,
+        subset_size: args.subsets.subset_size(),
+        stop_big_traversals: args.subsets.no_big_traverse,
         strand: args.strand.strand(),
         force: args.force,
     };

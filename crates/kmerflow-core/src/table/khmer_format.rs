@@ -9,6 +9,7 @@ use super::{HashKind, KhmerTable, StorageKind, Table};
 use crate::io::interruptible::{open_read, Interruptible};
 use crate::io::{Compression, OutputFile};
 use crate::kmer::Strand;
+use crate::ops::memory::{check_fits, Backing};
 use crate::run::{CancelToken, RunContext};
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -317,6 +318,17 @@ pub fn load(path: &str, hash: HashKind, cancel: &CancelToken) -> Result<KhmerTab
     let occupied = reader.u64("the occupied count")?;
 
     super::check_parameters(k, hash, usize::from(n_tables)).map_err(|e| reader.invalid(e.to_string()))?;
+    // Memory the tables cannot have is refused before it is filled (instead of the run being
+    // killed): a plain file's tables take its length, a compressed file's or a stream's are
+    // checked one by one as their sizes are read.
+    let fits = |bytes: u64| {
+        check_fits(bytes as f64, Backing::Memory, "the flags that made it (-M, or -x and -N)")
+            .map_err(|e| Error::format(path, None, None, e.to_string()))
+    };
+    let whole_file = file_len.filter(|_| !gzip);
+    if let Some(len) = whole_file {
+        fits(len)?;
+    }
 
     // Each table's size comes just before its bytes; a size is checked against the file length
     // before allocating (compressed files and streams are checked by reading).
@@ -330,6 +342,10 @@ pub fn load(path: &str, hash: HashKind, cancel: &CancelToken) -> Result<KhmerTab
             return Err(reader.invalid(format!("truncated khmer table file (table {t} of size {size})")));
         }
         let mut table = Table::new(storage, size).map_err(|e| reader.invalid(e.to_string()))?;
+        // (its pages are only taken as they are filled)
+        if whole_file.is_none() {
+            fits(super::bytes_for(storage, size) as u64)?;
+        }
         reader.fill(table.mem.bytes_mut(), "table contents")?;
         tables.push(table);
     }

@@ -2,8 +2,7 @@
 //! and the reads grouped by partition into files of about a given number of reads.
 
 use crate::io::fastx::for_each_record;
-use crate::io::{write_record, Compression, OutputFile, Record};
-use crate::ops::count::write_text;
+use crate::io::{write_record, Compression, OutputFile, Record, Staged};
 use crate::run::RunContext;
 use crate::{Error, Result};
 use rustc_hash::FxHashMap;
@@ -114,7 +113,8 @@ pub fn distribution(counts: &[(u32, u64)]) -> String {
 }
 
 /// Runs `extract-partitions`: one pass counts the reads of each partition (and writes the
-/// unassigned ones with `-U`), `PREFIX.dist` is written, then a second pass writes the groups.
+/// unassigned ones with `-U`), a second pass writes the groups; `PREFIX.dist` and every other
+/// output appear together at the end (a failed run leaves none).
 pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let mut fastq = None;
     for input in &opts.inputs {
@@ -142,6 +142,8 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let mut summary = Summary::default();
     let mut counts: Vec<(u32, u64)> = Vec::new();
     let mut index: FxHashMap<u32, usize> = FxHashMap::default();
+    // every output is opened before the reads are, and appears only once all are written
+    let mut dist = OutputFile::create_in(&dist_path, Compression::None, ctx)?;
     let mut unassigned =
         if opts.output_unassigned { Some(OutputFile::create_in(&unassigned_path, compression, ctx)?) } else { None };
     let mut buf = Vec::new();
@@ -162,11 +164,11 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         }
         Ok(())
     })?;
-    if let Some(out) = unassigned {
-        out.finish()?;
-    }
-    write_text(&dist_path, distribution(&counts), ctx)?;
+    dist.write_all(distribution(&counts).as_bytes()).map_err(|e| Error::io(&dist_path, e))?;
+    let mut done = vec![dist];
+    done.extend(unassigned);
     if !opts.output_groups {
+        commit_all(done)?;
         ctx.info("NOT outputting groups! Beware!");
         return Ok(summary);
     }
@@ -190,13 +192,19 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         grouped += 1;
         Ok(())
     })?;
-    for out in outs {
-        out.finish()?;
-    }
+    done.extend(outs);
+    commit_all(done)?;
     summary.grouped_reads = grouped;
     summary.small_partition_reads = small;
     summary.groups = paths;
     Ok(summary)
+}
+
+/// Closes every output, then renames them all to their final names: a failure before leaves
+/// none of them.
+fn commit_all(outputs: Vec<OutputFile>) -> Result<()> {
+    let staged = outputs.into_iter().map(OutputFile::close).collect::<Result<Vec<_>>>()?;
+    staged.into_iter().try_for_each(Staged::commit)
 }
 
 #[cfg(test)]

@@ -10,6 +10,10 @@ use std::collections::VecDeque;
 /// than this joins nothing.
 pub const BIG_TRAVERSALS_ARE: usize = 200;
 
+/// khmer's `MAX_KEEPER_SIZE`: a [`Traverser::traverse_from`] walk ends once it has visited more
+/// k-mers than this.
+pub const MAX_WALK_KMERS: usize = 1_000_000;
+
 /// 2-bit codes of khmer's neighbour order `ACGT` (A=0, T=1, C=2, G=3; a complement flips the
 /// low bit).
 const NEIGHBOUR_CODES: [u64; 4] = [0, 2, 3, 1];
@@ -114,11 +118,11 @@ impl<'a> Traverser<'a> {
 
     /// khmer's `traverse_from_kmer` from the k-mer whose canonical hash is `start`: every
     /// k-mer at most `radius` steps away (tags do not stop the walk, stop tags are not
-    /// entered), collected ascending into `keeper`.
+    /// entered; past [`MAX_WALK_KMERS`] the walk ends), collected ascending into `keeper`.
     pub fn traverse_from(&self, start: u64, radius: u32, scratch: &mut Scratch, keeper: &mut Vec<u64>) {
         scratch.start(self.build(start));
         while let Some((f, r, breadth)) = scratch.queue.pop_front() {
-            if breadth > radius {
+            if breadth > radius || scratch.visited.len() > MAX_WALK_KMERS {
                 break;
             }
             let node = self.node(f, r);

@@ -1,15 +1,12 @@
 //! khmer's highly connected k-mers ("knots"): `make-initial-stoptags` and `find-knots`.
 //!
-//! Both repartition the largest partition of a map (khmer's `repartition_largest_partition`):
-//! from each of its tags (ascending) a walk of at most [`EXCURSION_DISTANCE`] steps is made;
-//! a walk reaching at least [`EXCURSION_KMER_THRESHOLD`] k-mers is big, and each k-mer it
-//! reached is counted in a countgraph, or becomes a stop tag once its count is above the
-//! command's frequency. Stop tags found end later walks. The partition's tags are then joined
-//! again with the stop tags in place. The order is khmer's, so the stop tags are khmer's.
+//! Both repartition the largest partition of a map ([`super::repartition`]) with khmer's
+//! scripts' walks: at most [`EXCURSION_DISTANCE`] steps, big from
+//! [`EXCURSION_KMER_THRESHOLD`] k-mers, and the command's frequency.
 
-use super::{files, load_tagged_graph, TaggedGraph, Traverser};
+use super::repartition::{Excursions, Repartition, Repartitioner};
+use super::{files, load_tagged_graph, PartitionMap, TaggedGraph};
 use crate::ops::count::write_text;
-use crate::ops::load_graph::TAG_DENSITY;
 use crate::ops::sizing::{self, TableParams};
 use crate::run::RunContext;
 use crate::table::{CountingTable, KhmerTable};
@@ -37,19 +34,6 @@ pub struct KnotFinder {
     small_tags: FxHashSet<u64>,
 }
 
-/// What one repartitioning did.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Repartition {
-    /// Tags of the largest partition.
-    pub tags: usize,
-    /// Walks from them that were big.
-    pub big_walks: usize,
-    /// Stop tags afterwards.
-    pub stop_tags: usize,
-    /// khmer's return value: the next smaller partition size before repartitioning.
-    pub next_largest: usize,
-}
-
 impl KnotFinder {
     /// A search over `tagged` (its stop tags included), counting in `counting`, with a k-mer
     /// becoming a stop tag when its count is above `frequency`.
@@ -62,59 +46,21 @@ impl KnotFinder {
         &self.tagged
     }
 
-    /// khmer's `repartition_largest_partition` of `map` (see the module's doc); `None` when no
-    /// tag of `map` has a partition (khmer raises an error).
-    pub fn repartition_largest(
-        &mut self,
-        map: &mut super::PartitionMap,
-        ctx: &RunContext,
-    ) -> Result<Option<Repartition>> {
-        let Some((big_tags, next_largest)) = map.take_largest() else { return Ok(None) };
-        let mut scratch = super::Scratch::default();
-        let mut keeper = Vec::new();
-        let mut big_walks = 0;
-        for &tag in &big_tags {
-            if ctx.is_cancelled() {
-                return Err(Error::Cancelled);
-            }
-            if self.small_tags.contains(&tag) {
-                continue;
-            }
-            let t = &self.tagged;
-            Traverser::new(&t.graph, &t.tag_set, &t.stop_tags, false, TAG_DENSITY).traverse_from(
-                tag,
-                EXCURSION_DISTANCE,
-                &mut scratch,
-                &mut keeper,
-            );
-            if keeper.len() < EXCURSION_KMER_THRESHOLD {
-                self.small_tags.insert(tag);
-                continue;
-            }
-            big_walks += 1;
-            for &kmer in &keeper {
-                if self.counting.get_hash(kmer) > self.frequency {
-                    self.tagged.stop_tags.insert(kmer);
-                } else {
-                    self.counting.add_hash(kmer);
-                }
-            }
-        }
-        // khmer's `repartition_a_partition`: join the partition's tags again, each only to
-        // tags of the partition, stop tags respected.
-        let big_set: FxHashSet<u64> = big_tags.iter().copied().collect();
-        let t = &self.tagged;
-        let traverser = Traverser::new(&t.graph, &t.tag_set, &t.stop_tags, false, TAG_DENSITY);
-        let mut found = Vec::new();
-        for &tag in &big_tags {
-            if ctx.is_cancelled() {
-                return Err(Error::Cancelled);
-            }
-            traverser.find_all_tags(tag, &mut scratch, &mut found);
-            found.retain(|found_tag| big_set.contains(found_tag));
-            map.assign(tag, &found);
-        }
-        Ok(Some(Repartition { tags: big_tags.len(), big_walks, stop_tags: t.stop_tags.len(), next_largest }))
+    /// khmer's `repartition_largest_partition` of `map` with the scripts' walks
+    /// ([`EXCURSION_DISTANCE`], [`EXCURSION_KMER_THRESHOLD`]) and this search's frequency;
+    /// `None` when no tag of `map` has a partition.
+    pub fn repartition_largest(&mut self, map: &mut PartitionMap, ctx: &RunContext) -> Result<Option<Repartition>> {
+        let excursions =
+            Excursions { distance: EXCURSION_DISTANCE, threshold: EXCURSION_KMER_THRESHOLD, frequency: self.frequency };
+        let TaggedGraph { graph, tag_set, stop_tags, .. } = &mut self.tagged;
+        let mut repartitioner = Repartitioner {
+            graph,
+            tags: tag_set,
+            stop_tags,
+            small_tags: &mut self.small_tags,
+            counting: &self.counting,
+        };
+        repartitioner.repartition_largest(map, excursions, ctx)
     }
 
     /// Writes the stop tags to `path` (khmer's `save_stop_tags`).
@@ -204,10 +150,10 @@ pub fn find_knots(base: &str, counting: &TableParams, force: bool, ctx: &RunCont
     }
     let k = tagged.graph.ksize();
     let mut finder = KnotFinder::new(tagged, counting, KNOTS_FREQUENCY);
-    let mut merged = super::PartitionMap::default();
+    let mut merged = PartitionMap::default();
     let mut repartitions = Vec::new();
     for path in &paths {
-        let mut subset = super::PartitionMap::default();
+        let mut subset = PartitionMap::default();
         subset.merge(&files::load_pmap_records(path, k, ctx)?, &finder.graph().stop_tags);
         let first = finder.repartition_largest(&mut subset, ctx)?;
         merged.merge(&subset.assignments(), &finder.graph().stop_tags);

@@ -5,7 +5,7 @@
 //! partition of its first tagged k-mer (`.part`); `extract-partitions` groups the labelled
 //! reads by partition size; `do-partition` runs all but the last in one process;
 //! `make-initial-stoptags` and `find-knots` find the highly connected k-mers that join
-//! partitions ([`knots`]).
+//! partitions ([`knots`], by [`repartition`]ing the largest partition).
 //!
 //! Partition ids depend on the order of the joins (in khmer, on thread scheduling); the
 //! partitions as sets of tags, and so of reads, do not. kmerflow numbers the partitions of a
@@ -15,6 +15,7 @@ pub mod extract;
 pub mod files;
 pub mod graph;
 pub mod knots;
+pub mod repartition;
 pub mod stoptags;
 
 pub use graph::{PartitionMap, Scratch, Traverser, BIG_TRAVERSALS_ARE};
@@ -215,10 +216,17 @@ pub fn partition_graph(opts: &PartitionOptions, ctx: &RunContext) -> Result<Part
     let k = tagged.graph.ksize();
     let subsets = tagged.subsets(opts.subset_size);
     let mut summary = PartitionSummary { tags: tagged.tags.len(), subsets: subsets.len(), ..Default::default() };
+    // a subset map that exists is kept; anything else of its name (a folder) is refused first
+    for index in 0..subsets.len() {
+        let path = subset_path(&opts.base, index);
+        if !std::path::Path::new(&path).is_file() {
+            crate::io::output::check_writable(&path, crate::run::files::OutputKind::File, &|_| false)?;
+        }
+    }
     write_subset_info(&opts.base, subsets.len(), ctx)?;
     for (index, range) in subsets.into_iter().enumerate() {
         let path = subset_path(&opts.base, index);
-        if std::path::Path::new(&path).exists() {
+        if std::path::Path::new(&path).is_file() {
             ctx.info(format!("SKIPPING {path} -- already exists"));
             summary.skipped.push(path);
             continue;
