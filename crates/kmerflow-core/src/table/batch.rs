@@ -21,11 +21,20 @@
 //! Owners are those of counting ([`super::OwnedCounting`]): khmer's table `t` belongs to owner
 //! `t mod owners`, the blocked layout's line `l` to owner `l mod owners`. The counters,
 //! statistics and decisions are exactly those of the read-by-read run, for any number of owners.
+//!
+//! With one owner, a [`BatchRunner`] decides on the table itself ([`InTable`]): phase 1 has
+//! nothing to look up and phase 3 nothing to apply but the statistics, while phase 2 reads and
+//! counts the live counters as the only writer, prefetching the counters of the k-mers ahead,
+//! so that each line is loaded once, as read by read. The simulated counters (base + delta) are
+//! those of several owners and of tables held elsewhere (shards); the rules ([`Decider`]) are
+//! the same.
 
+use super::pass::AHEAD_LINES;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
-use super::{prefetch, KhmerTable, MedianVote, ReadCounts, StorageKind};
+use super::{prefetch, KhmerTable, MedianVote, PassTable, ReadCounts, StorageKind};
 use crate::{Error, Result};
 use rustc_hash::FxHashMap;
+use std::cell::Cell;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering::Relaxed};
 
@@ -135,6 +144,15 @@ pub trait BatchTable: BatchRules {
     fn apply_owned(&self, hashes: &[u64], lookup: &BatchLookup, delta: &[u8], owner: usize, owners: usize);
     /// Records the statistics and bigcount increments of a decided batch (after phase 3).
     fn record_outcome(&self, outcome: &BatchOutcome);
+    /// Number of cache lines holding one k-mer's counters ([`InTable`] prefetches by lines).
+    fn counter_lines(&self) -> usize;
+    /// Prefetches the counters of the k-mer `hash` ([`InTable`]).
+    fn prefetch_counters(&self, hash: u64);
+    /// The least of the counters of the k-mer `hash` (phase 2 on the table itself, [`InTable`]).
+    fn least_in_place(&self, hash: u64) -> u8;
+    /// Adds one to each counter of the k-mer `hash` below its maximum, as their only writer,
+    /// writing each counter's value before to `previous` (one per probe; [`InTable`]).
+    fn add_in_place(&self, hash: u64, previous: &mut [u8]);
 }
 
 /// Phase 1's result: base and slot of every position of a batch.
@@ -248,6 +266,38 @@ pub trait Positions {
     fn ahead(&self, _o: usize) {}
 }
 
+/// How phase 2 reads and counts the counters of a batch's k-mers (`n` k-mers of `probes`
+/// counters each): on [`Positions`] (any of them), or in a table itself ([`InTable`]).
+pub trait BatchCounters {
+    /// Called before k-mer `o` is read or counted (in non-decreasing order of `o`).
+    fn ahead(&self, o: usize);
+    /// The least value of k-mer `o`'s counters as the read-by-read run would see it now.
+    fn least(&self, o: usize, n: usize, probes: usize) -> u8;
+    /// Adds one to each counter of k-mer `o` unless it holds `max`, writing each counter's
+    /// value before to `previous` (one per probe).
+    fn add_kmer(&mut self, o: usize, n: usize, max: u8, previous: &mut [u8]);
+}
+
+/// A k-mer's counters are its positions `p * n + o`.
+impl<P: Positions> BatchCounters for P {
+    #[inline(always)]
+    fn ahead(&self, o: usize) {
+        Positions::ahead(self, o)
+    }
+
+    #[inline(always)]
+    fn least(&self, o: usize, n: usize, probes: usize) -> u8 {
+        (0..probes).map(|p| self.value(p * n + o)).min().unwrap_or(0)
+    }
+
+    #[inline(always)]
+    fn add_kmer(&mut self, o: usize, n: usize, max: u8, previous: &mut [u8]) {
+        for (p, before) in previous.iter_mut().enumerate() {
+            *before = self.add_one(p * n + o, max);
+        }
+    }
+}
+
 /// The simulated counters of phase 2: a position reads its base plus the delta at its slot.
 pub struct Simulated<'a> {
     lookup: &'a BatchLookup,
@@ -269,12 +319,90 @@ impl Positions for Simulated<'_> {
     }
 }
 
-/// Phase 2 over one batch: counts and adds on the batch's [`Positions`] (by default the
+/// The counters of a table in this process, read and counted in place by phase 2, their only
+/// writer while a batch is decided: the counters of the k-mers [`AHEAD_LINES`] lines ahead of
+/// the one decided are prefetched (see the module documentation).
+pub struct InTable<'a, T: ?Sized> {
+    table: &'a T,
+    hashes: &'a [u64],
+    /// k-mers prefetched ahead of the one decided.
+    distance: usize,
+    /// End of the k-mers prefetched so far.
+    ready: Cell<usize>,
+}
+
+impl<'a, T: BatchTable + ?Sized> InTable<'a, T> {
+    /// The counters of the k-mers `hashes` in `table`.
+    pub fn new(table: &'a T, hashes: &'a [u64]) -> Self {
+        let distance = AHEAD_LINES / table.counter_lines().max(1);
+        InTable { table, hashes, distance, ready: Cell::new(0) }
+    }
+}
+
+impl<T: BatchTable + ?Sized> BatchCounters for InTable<'_, T> {
+    #[inline(always)]
+    fn ahead(&self, o: usize) {
+        let end = (o + 1 + self.distance).min(self.hashes.len());
+        for k in self.ready.get().max(o)..end {
+            self.table.prefetch_counters(self.hashes[k]);
+        }
+        self.ready.set(self.ready.get().max(end));
+    }
+
+    #[inline(always)]
+    fn least(&self, o: usize, _n: usize, _probes: usize) -> u8 {
+        self.table.least_in_place(self.hashes[o])
+    }
+
+    #[inline(always)]
+    fn add_kmer(&mut self, o: usize, _n: usize, _max: u8, previous: &mut [u8]) {
+        self.table.add_in_place(self.hashes[o], previous)
+    }
+}
+
+/// The counters of a [`BatchRunner`]'s phase 2: simulated with several owners, in the table
+/// with one.
+pub enum RunCounters<'a, T: ?Sized> {
+    /// Base + delta ([`Simulated`]).
+    Simulated(Simulated<'a>),
+    /// The live counters ([`InTable`]).
+    InTable(InTable<'a, T>),
+}
+
+impl<T: BatchTable + ?Sized> BatchCounters for RunCounters<'_, T> {
+    #[inline(always)]
+    fn ahead(&self, o: usize) {
+        match self {
+            RunCounters::Simulated(c) => BatchCounters::ahead(c, o),
+            RunCounters::InTable(c) => c.ahead(o),
+        }
+    }
+
+    #[inline(always)]
+    fn least(&self, o: usize, n: usize, probes: usize) -> u8 {
+        match self {
+            RunCounters::Simulated(c) => c.least(o, n, probes),
+            RunCounters::InTable(c) => c.least(o, n, probes),
+        }
+    }
+
+    #[inline(always)]
+    fn add_kmer(&mut self, o: usize, n: usize, max: u8, previous: &mut [u8]) {
+        match self {
+            RunCounters::Simulated(c) => c.add_kmer(o, n, max, previous),
+            RunCounters::InTable(c) => c.add_kmer(o, n, max, previous),
+        }
+    }
+}
+
+/// Phase 2 over one batch: counts and adds on the batch's [`BatchCounters`] (by default the
 /// simulated counters, see the module documentation). Reads must be decided in input order.
-pub struct Decider<'a, T: BatchRules + ?Sized, P: Positions = Simulated<'a>> {
+pub struct Decider<'a, T: BatchRules + ?Sized, P: BatchCounters = Simulated<'a>> {
     table: &'a T,
     hashes: &'a [u64],
     positions: P,
+    /// The values before of the counters of the k-mer counted last (one per probe).
+    previous: Vec<u8>,
     /// k-mers of the batch and counters per k-mer.
     n: usize,
     probes: usize,
@@ -286,7 +414,7 @@ pub struct Decider<'a, T: BatchRules + ?Sized, P: Positions = Simulated<'a>> {
     offset: usize,
 }
 
-impl<'a, T: BatchRules + ?Sized, P: Positions> Decider<'a, T, P> {
+impl<'a, T: BatchRules + ?Sized, P: BatchCounters> Decider<'a, T, P> {
     /// Phase 2 of the k-mers `hashes` on `positions`, the outcome recorded in `outcome` and
     /// the bigcounts reached in `big` (empty).
     fn new(
@@ -297,7 +425,8 @@ impl<'a, T: BatchRules + ?Sized, P: Positions> Decider<'a, T, P> {
         big: &'a mut FxHashMap<u64, u16>,
     ) -> Self {
         let (n, probes, max) = (hashes.len(), table.batch_probes(), table.counter_max());
-        Decider { table, hashes, positions, n, probes, outcome, big, max, offset: 0 }
+        let previous = vec![0; probes];
+        Decider { table, hashes, positions, previous, n, probes, outcome, big, max, offset: 0 }
     }
 
     /// The batch's indices of the caller's k-mers `kmers`.
@@ -316,7 +445,7 @@ impl<'a, T: BatchRules + ?Sized, P: Positions> Decider<'a, T, P> {
     #[inline]
     pub fn count(&self, o: usize) -> u32 {
         self.positions.ahead(o);
-        let min = (0..self.probes).map(|p| self.positions.value(p * self.n + o)).min().unwrap_or(0);
+        let min = self.positions.least(o, self.n, self.probes);
         if min == self.max && self.table.batch_uses_bigcount() {
             if let Some(big) = self.bigcount(self.hashes[o]) {
                 return u32::from(big);
@@ -326,7 +455,7 @@ impl<'a, T: BatchRules + ?Sized, P: Positions> Decider<'a, T, P> {
     }
 }
 
-impl<T: BatchRules + ?Sized, P: Positions> ReadCounts for Decider<'_, T, P> {
+impl<T: BatchRules + ?Sized, P: BatchCounters> ReadCounts for Decider<'_, T, P> {
     fn counts(&mut self, kmers: Range<usize>, out: &mut Vec<u32>) {
         out.extend(self.local(kmers).map(|o| self.count(o)));
     }
@@ -343,16 +472,16 @@ impl<T: BatchRules + ?Sized, P: Positions> ReadCounts for Decider<'_, T, P> {
         vote.result()
     }
 
-    /// Counts on the simulated counters, by the rules of the sequential add.
+    /// Counts on the batch's counters, by the rules of the sequential add.
     fn add(&mut self, kmers: Range<usize>) {
-        let (n, probes, occupancy) = (self.n, self.probes, self.table.occupancy_probes());
+        let (n, occupancy) = (self.n, self.table.occupancy_probes());
         let bigcount = self.table.batch_uses_bigcount();
         self.outcome.added += kmers.len() as u64;
         for o in self.local(kmers) {
             self.positions.ahead(o);
+            self.positions.add_kmer(o, n, self.max, &mut self.previous);
             let (mut any_zero, mut all_full) = (false, true);
-            for p in 0..probes {
-                let previous = self.positions.add_one(p * n + o, self.max);
+            for (p, &previous) in self.previous.iter().enumerate() {
                 if previous == 0 {
                     any_zero = true;
                     self.outcome.occupied += u64::from(p < occupancy);
@@ -407,22 +536,34 @@ impl BatchRunner {
         BatchRunner { owners, seen: (0..owners).map(|_| SeenCounters::default()).collect(), ..Default::default() }
     }
 
-    /// Decides the batch of the k-mers `kmers` of `hashes`: looks them up, calls `decide` with
-    /// the batch's [`Decider`] (reads given as ranges of indices into `hashes`) and applies
-    /// what it counted to `table`.
+    /// Decides the batch of the k-mers `kmers` of `hashes`: calls `decide` with the batch's
+    /// [`Decider`] (reads given as ranges of indices into `hashes`), on the table itself with
+    /// one owner, else looked up before and applied to `table` after.
     pub fn run<T: BatchTable + ?Sized, R>(
         &mut self,
         table: &T,
         hashes: &[u64],
         kmers: Range<usize>,
-        decide: impl FnOnce(&mut Decider<'_, T>) -> R,
+        decide: impl FnOnce(&mut Decider<'_, T, RunCounters<'_, T>>) -> R,
     ) -> Result<R> {
         let (offset, hashes) = (kmers.start, &hashes[kmers]);
-        self.look_up(table, hashes)?;
-        let mut decider = self.decider(table, hashes);
+        let in_table = self.owners == 1;
+        let counters = if in_table {
+            self.outcome = BatchOutcome::default();
+            self.big.clear();
+            RunCounters::InTable(InTable::new(table, hashes))
+        } else {
+            self.look_up(table, hashes)?;
+            RunCounters::Simulated(Simulated { lookup: &self.lookup, delta: &mut self.delta })
+        };
+        let mut decider = Decider::new(table, hashes, counters, &mut self.outcome, &mut self.big);
         decider.offset = offset;
         let result = decide(&mut decider);
-        self.apply(table, hashes);
+        if in_table {
+            table.record_outcome(&self.outcome);
+        } else {
+            self.apply(table, hashes);
+        }
         Ok(result)
     }
 
@@ -600,6 +741,27 @@ impl BatchTable for KhmerTable {
         self.occupied.fetch_add(outcome.occupied, Relaxed);
         self.unique.fetch_add(outcome.unique, Relaxed);
         outcome.bigcounts.iter().for_each(|&hash| self.bump_bigcount(hash));
+    }
+
+    fn counter_lines(&self) -> usize {
+        self.lines_per_kmer()
+    }
+
+    #[inline(always)]
+    fn prefetch_counters(&self, hash: u64) {
+        self.prefetch_kmer(hash)
+    }
+
+    #[inline(always)]
+    fn least_in_place(&self, hash: u64) -> u8 {
+        with_cells!(self.storage, C => self.least::<C>(|t| self.tables[t].modulus.rem(hash)))
+    }
+
+    #[inline(always)]
+    fn add_in_place(&self, hash: u64, previous: &mut [u8]) {
+        with_cells!(self.storage, C => {
+            self.increment_bins::<C, true>(|t| self.tables[t].modulus.rem(hash), |t, before| previous[t] = before)
+        })
     }
 }
 

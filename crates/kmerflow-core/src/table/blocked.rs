@@ -342,14 +342,26 @@ impl BlockedTable {
     /// Increments the probe counters of `hash` in `line`.
     #[inline(always)]
     fn update<C: LineCells, const EXCLUSIVE: bool>(&self, mem: &[AtomicU8], hash: u64, line: u64) -> Tally {
-        let base = line << C::SLOT_BITS;
         let mut occupied = 0;
-        for &slot in &probe_slots::<C>(hash, self.params.probes)[..self.params.probes] {
-            let bin = base + u64::from(slot);
-            let previous = if EXCLUSIVE { C::increment_exclusive(mem, bin) } else { C::increment(mem, bin) };
-            occupied += u64::from(previous == 0);
-        }
+        self.increment_probes::<C, EXCLUSIVE>(mem, hash, line, |_, previous| occupied += u64::from(previous == 0));
         Tally { occupied, unique: u64::from(occupied > 0) }
+    }
+
+    /// Increments (saturating) the probe counters of `hash` in `line`, calling `each(probe,
+    /// value before)`; records nothing else.
+    #[inline(always)]
+    fn increment_probes<C: LineCells, const EXCLUSIVE: bool>(
+        &self,
+        mem: &[AtomicU8],
+        hash: u64,
+        line: u64,
+        mut each: impl FnMut(usize, u8),
+    ) {
+        let base = line << C::SLOT_BITS;
+        for (p, &slot) in probe_slots::<C>(hash, self.params.probes)[..self.params.probes].iter().enumerate() {
+            let bin = base + u64::from(slot);
+            each(p, if EXCLUSIVE { C::increment_exclusive(mem, bin) } else { C::increment(mem, bin) });
+        }
     }
 
     /// Count of `hash` in `line` (min over the probes).

@@ -21,7 +21,7 @@ use std::ops::Range;
 /// quarter of a read with khmer's four tables): enough misses in flight for a core
 /// (`bench/floor.rs`: a random update costs its least from 32-128 ahead on), few enough to stay
 /// in the first-level cache until they are read.
-const AHEAD_LINES: usize = 128;
+pub(crate) const AHEAD_LINES: usize = 128;
 /// k-mers of a read prefetched beyond those a median vote needs at the least, for votes that
 /// go on a little longer.
 const VOTE_SLACK: usize = 4;

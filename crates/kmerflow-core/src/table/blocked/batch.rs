@@ -3,7 +3,7 @@
 
 use super::{probe_slots, BitCells, BlockedTable, ByteCells, Cells, CounterWidth, LineCells, NibbleCells, LINE_BYTES};
 use crate::table::batch::{BatchLookup, BatchOutcome, BatchRules, BatchTable, SeenCounters};
-use crate::table::{prefetch, visit_prefetched, Tally};
+use crate::table::{prefetch, visit_prefetched, PassTable, Tally};
 
 impl BlockedTable {
     /// Calls `visit(o, line)` for every k-mer `o` of `hashes` whose line `owner` owns and that
@@ -96,5 +96,27 @@ impl BatchTable for BlockedTable {
 
     fn record_outcome(&self, outcome: &BatchOutcome) {
         self.record(Tally { occupied: outcome.occupied, unique: outcome.unique }, outcome.added);
+    }
+
+    fn counter_lines(&self) -> usize {
+        self.lines_per_kmer()
+    }
+
+    #[inline(always)]
+    fn prefetch_counters(&self, hash: u64) {
+        self.prefetch_kmer(hash)
+    }
+
+    #[inline(always)]
+    fn least_in_place(&self, hash: u64) -> u8 {
+        with_width!(self.params.width, C => self.count::<C>(self.mem.atomics(), hash, self.line_of(hash)) as u8)
+    }
+
+    #[inline(always)]
+    fn add_in_place(&self, hash: u64, previous: &mut [u8]) {
+        let (mem, line) = (self.mem.atomics(), self.line_of(hash));
+        with_width!(self.params.width, C => {
+            self.increment_probes::<C, true>(mem, hash, line, |p, before| previous[p] = before)
+        })
     }
 }
