@@ -22,16 +22,16 @@
 //! `t mod owners`, the blocked layout's line `l` to owner `l mod owners`. The counters,
 //! statistics and decisions are exactly those of the read-by-read run, for any number of owners.
 //!
-//! With one owner, a [`BatchRunner`] decides on the table itself ([`InTable`]): phase 1 has
-//! nothing to look up and phase 3 nothing to apply but the statistics, while phase 2 reads and
-//! counts the live counters as the only writer, prefetching the counters of the k-mers ahead,
-//! so that each line is loaded once, as read by read. The simulated counters (base + delta) are
-//! those of several owners and of tables held elsewhere (shards); the rules ([`Decider`]) are
-//! the same.
+//! On a table in this process, a [`BatchRunner`] decides on the table itself ([`InTable`]):
+//! phase 1 has nothing to look up and phase 3 nothing to apply but the statistics, while phase
+//! 2 reads and counts the live counters as their only writer, prefetching the counters of the
+//! k-mers ahead, so that each line is loaded once, as read by read. The simulated counters
+//! (base + delta, the phases above) are those of tables held elsewhere (shards), and of
+//! [`look_up`], [`decide`] and [`apply`]; the rules ([`Decider`]) are the same.
 
 use super::pass::AHEAD_LINES;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
-use super::{prefetch, KhmerTable, MedianVote, PassTable, ReadCounts, StorageKind};
+use super::{prefetch, KhmerTable, MedianVote, ReadCounts, StorageKind};
 use crate::{Error, Result};
 use rustc_hash::FxHashMap;
 use std::cell::Cell;
@@ -360,41 +360,6 @@ impl<T: BatchTable + ?Sized> BatchCounters for InTable<'_, T> {
     }
 }
 
-/// The counters of a [`BatchRunner`]'s phase 2: simulated with several owners, in the table
-/// with one.
-pub enum RunCounters<'a, T: ?Sized> {
-    /// Base + delta ([`Simulated`]).
-    Simulated(Simulated<'a>),
-    /// The live counters ([`InTable`]).
-    InTable(InTable<'a, T>),
-}
-
-impl<T: BatchTable + ?Sized> BatchCounters for RunCounters<'_, T> {
-    #[inline(always)]
-    fn ahead(&self, o: usize) {
-        match self {
-            RunCounters::Simulated(c) => BatchCounters::ahead(c, o),
-            RunCounters::InTable(c) => c.ahead(o),
-        }
-    }
-
-    #[inline(always)]
-    fn least(&self, o: usize, n: usize, probes: usize) -> u8 {
-        match self {
-            RunCounters::Simulated(c) => c.least(o, n, probes),
-            RunCounters::InTable(c) => c.least(o, n, probes),
-        }
-    }
-
-    #[inline(always)]
-    fn add_kmer(&mut self, o: usize, n: usize, max: u8, previous: &mut [u8]) {
-        match self {
-            RunCounters::Simulated(c) => c.add_kmer(o, n, max, previous),
-            RunCounters::InTable(c) => c.add_kmer(o, n, max, previous),
-        }
-    }
-}
-
 /// Phase 2 over one batch: counts and adds on the batch's [`BatchCounters`] (by default the
 /// simulated counters, see the module documentation). Reads must be decided in input order.
 pub struct Decider<'a, T: BatchRules + ?Sized, P: BatchCounters = Simulated<'a>> {
@@ -518,90 +483,47 @@ pub fn spans(ends: &[u64]) -> impl Iterator<Item = Range<usize>> + '_ {
     })
 }
 
-/// Runs the three phases batch after batch with a fixed number of owners, reusing its buffers.
+/// Decides batch after batch on a table in this process ([`InTable`]), reusing its buffers:
+/// the engine of one-process normalize-by-median, `normalize` and trim-low-abund.
 #[derive(Default)]
 pub struct BatchRunner {
-    owners: usize,
-    lookup: BatchLookup,
-    delta: Vec<u8>,
-    seen: Vec<SeenCounters>,
     outcome: BatchOutcome,
     big: FxHashMap<u64, u16>,
 }
 
 impl BatchRunner {
-    /// A runner for `table` with the owners of `threads` threads.
-    pub fn new<T: BatchTable + ?Sized>(table: &T, threads: usize) -> Self {
-        let owners = table.batch_owners(threads);
-        BatchRunner { owners, seen: (0..owners).map(|_| SeenCounters::default()).collect(), ..Default::default() }
-    }
-
-    /// Decides the batch of the k-mers `kmers` of `hashes`: calls `decide` with the batch's
-    /// [`Decider`] (reads given as ranges of indices into `hashes`), on the table itself with
-    /// one owner, else looked up before and applied to `table` after.
+    /// Decides the batch of the k-mers `kmers` of `hashes` on `table` itself: calls `decide`
+    /// with the batch's [`Decider`] (reads given as ranges of indices into `hashes`), then
+    /// records the batch's statistics and bigcounts in `table`. The caller must be the table's
+    /// only writer meanwhile.
     pub fn run<T: BatchTable + ?Sized, R>(
         &mut self,
         table: &T,
         hashes: &[u64],
         kmers: Range<usize>,
-        decide: impl FnOnce(&mut Decider<'_, T, RunCounters<'_, T>>) -> R,
-    ) -> Result<R> {
+        decide: impl FnOnce(&mut Decider<'_, T, InTable<'_, T>>) -> R,
+    ) -> R {
         let (offset, hashes) = (kmers.start, &hashes[kmers]);
-        let in_table = self.owners == 1;
-        let counters = if in_table {
-            self.outcome = BatchOutcome::default();
-            self.big.clear();
-            RunCounters::InTable(InTable::new(table, hashes))
-        } else {
-            self.look_up(table, hashes)?;
-            RunCounters::Simulated(Simulated { lookup: &self.lookup, delta: &mut self.delta })
-        };
+        self.outcome = BatchOutcome::default();
+        self.big.clear();
+        let counters = InTable::new(table, hashes);
         let mut decider = Decider::new(table, hashes, counters, &mut self.outcome, &mut self.big);
         decider.offset = offset;
         let result = decide(&mut decider);
-        if in_table {
-            table.record_outcome(&self.outcome);
-        } else {
-            self.apply(table, hashes);
-        }
-        Ok(result)
-    }
-
-    /// Phase 1: looks up `hashes` (the batch is then decided by [`BatchRunner::decider`]).
-    pub fn look_up<T: BatchTable + ?Sized>(&mut self, table: &T, hashes: &[u64]) -> Result<&BatchLookup> {
-        let probes = table.batch_probes();
-        self.lookup.reset(hashes.len(), probes)?;
-        let lookup = &self.lookup;
-        by_owners(self.owners, &mut self.seen, |owner, seen| {
-            table.lookup_owned(hashes, lookup, owner, self.owners, seen)
-        });
-        self.delta.clear();
-        self.delta.resize(hashes.len() * probes, 0);
-        self.outcome = BatchOutcome::default();
-        self.big.clear();
-        Ok(&self.lookup)
-    }
-
-    /// Phase 2 of the batch looked up last (`hashes` as given to [`BatchRunner::look_up`]).
-    pub fn decider<'a, T: BatchTable + ?Sized>(&'a mut self, table: &'a T, hashes: &'a [u64]) -> Decider<'a, T> {
-        let positions = Simulated { lookup: &self.lookup, delta: &mut self.delta };
-        Decider::new(table, hashes, positions, &mut self.outcome, &mut self.big)
-    }
-
-    /// Phase 3 of the batch decided last: updates the counters and records the outcome.
-    pub fn apply<T: BatchTable + ?Sized>(&mut self, table: &T, hashes: &[u64]) {
-        let (lookup, delta) = (&self.lookup, &self.delta[..]);
-        by_owners(self.owners, &mut self.seen, |owner, _| table.apply_owned(hashes, lookup, delta, owner, self.owners));
         table.record_outcome(&self.outcome);
+        result
     }
 }
 
 /// Phase 1 alone, with the owners of `threads` threads (for look-ups made apart from the
 /// decisions, as by a shard of a table).
 pub fn look_up<T: BatchTable + ?Sized>(table: &T, hashes: &[u64], threads: usize) -> Result<BatchLookup> {
-    let mut runner = BatchRunner::new(table, threads);
-    runner.look_up(table, hashes)?;
-    Ok(std::mem::take(&mut runner.lookup))
+    let owners = table.batch_owners(threads);
+    let mut lookup = BatchLookup::default();
+    lookup.reset(hashes.len(), table.batch_probes())?;
+    let mut seen: Vec<SeenCounters> = (0..owners).map(|_| SeenCounters::default()).collect();
+    by_owners(owners, &mut seen, |owner, seen| table.lookup_owned(hashes, &lookup, owner, owners, seen));
+    Ok(lookup)
 }
 
 /// Phase 2 alone: calls `decide` with the [`Decider`] of `lookup` (made from `hashes`); returns
@@ -744,12 +666,16 @@ impl BatchTable for KhmerTable {
     }
 
     fn counter_lines(&self) -> usize {
-        self.lines_per_kmer()
+        self.n_tables()
     }
 
     #[inline(always)]
     fn prefetch_counters(&self, hash: u64) {
-        self.prefetch_kmer(hash)
+        with_cells!(self.storage, C => {
+            for table in &self.tables {
+                prefetch(&table.mem.atomics()[C::byte_of(table.modulus.rem(hash))]);
+            }
+        })
     }
 
     #[inline(always)]
@@ -807,14 +733,16 @@ mod tests {
             .collect()
     }
 
-    /// The same through the three phases, `piece` k-mers a batch, with `threads` threads. With
-    /// `votes`, reads are decided by their median vote alone, as normalize-by-median does (a
-    /// vote stops as soon as its answer is known), and their counts are left empty.
+    /// The same batch by batch, `piece` k-mers a batch: on the table itself ([`BatchRunner`])
+    /// without `threads`, else through the three phases on simulated counters with `threads`
+    /// threads ([`look_up`], [`decide`], [`apply`]). With `votes`, reads are decided by their
+    /// median vote alone, as normalize-by-median does (a vote stops as soon as its answer is
+    /// known), and their counts are left empty.
     fn batched<T: BatchTable>(
         table: &T,
         reads: &[Vec<u64>],
         cutoff: u32,
-        threads: usize,
+        threads: Option<usize>,
         piece: usize,
         votes: bool,
     ) -> Vec<(Vec<u32>, bool)> {
@@ -824,7 +752,7 @@ mod tests {
             ranges.push(start..start + r.len());
             start + r.len()
         });
-        let mut runner = BatchRunner::new(table, threads);
+        let mut runner = BatchRunner::default();
         let mut result = Vec::new();
         let mut first = 0;
         while first < ranges.len() {
@@ -833,28 +761,59 @@ mod tests {
                 last += 1;
             }
             let kmers = ranges[first].start..ranges[last].end;
-            runner
-                .run(table, &hashes, kmers, |d| {
-                    for range in &ranges[first..=last] {
-                        let mut counts = Vec::new();
-                        let keep = if votes {
-                            !d.median_at_least(range.clone(), cutoff)
-                        } else {
-                            d.counts(range.clone(), &mut counts);
-                            let keep = keeps(&counts, cutoff);
-                            assert_eq!(!keep, d.median_at_least(range.clone(), cutoff));
-                            keep
-                        };
-                        if keep {
-                            d.add(range.clone());
-                        }
-                        result.push((counts, keep));
-                    }
-                })
-                .unwrap();
+            let decide_reads = |d: &mut dyn FnMut(Range<usize>, &mut Vec<u32>) -> bool| {
+                let mut decided = Vec::new();
+                for range in &ranges[first..=last] {
+                    let mut counts = Vec::new();
+                    let keep = d(range.clone(), &mut counts);
+                    decided.push((counts, keep));
+                }
+                decided
+            };
+            let decided = match threads {
+                None => runner.run(table, &hashes, kmers, |d| {
+                    decide_reads(&mut |read, counts| decide_read(d, read, cutoff, votes, counts))
+                }),
+                Some(threads) => {
+                    let (offset, batch) = (kmers.start, &hashes[kmers]);
+                    let lookup = look_up(table, batch, threads).unwrap();
+                    let (decided, delta, outcome) = decide(table, batch, &lookup, |d| {
+                        decide_reads(&mut |read: Range<usize>, counts| {
+                            decide_read(d, read.start - offset..read.end - offset, cutoff, votes, counts)
+                        })
+                    })
+                    .unwrap();
+                    apply(table, batch, &lookup, &delta, &outcome, threads).unwrap();
+                    decided
+                }
+            };
+            result.extend(decided);
             first = last + 1;
         }
         result
+    }
+
+    /// Decides one read as normalize-by-median (by its vote alone with `votes`) or from its
+    /// counts (appended to `counts`, the vote checked against them); counts it when kept.
+    fn decide_read(
+        d: &mut impl ReadCounts,
+        read: Range<usize>,
+        cutoff: u32,
+        votes: bool,
+        counts: &mut Vec<u32>,
+    ) -> bool {
+        let keep = if votes {
+            !d.median_at_least(read.clone(), cutoff)
+        } else {
+            d.counts(read.clone(), counts);
+            let keep = keeps(counts, cutoff);
+            assert_eq!(!keep, d.median_at_least(read.clone(), cutoff));
+            keep
+        };
+        if keep {
+            d.add(read);
+        }
+        keep
     }
 
     /// The decisions of `expected` with the counts left out where `votes` left them out.
@@ -862,9 +821,10 @@ mod tests {
         expected.iter().map(|(counts, keep)| (if votes { Vec::new() } else { counts.clone() }, *keep)).collect()
     }
 
-    /// Threads, k-mers a batch, and whether reads are decided by their votes alone.
-    fn runs() -> impl Iterator<Item = (usize, usize, bool)> {
-        (1..=3).flat_map(|threads| {
+    /// Engines (in the table, or simulated with 1-3 threads), k-mers a batch, and whether reads
+    /// are decided by their votes alone.
+    fn runs() -> impl Iterator<Item = (Option<usize>, usize, bool)> {
+        [None, Some(1), Some(2), Some(3)].into_iter().flat_map(|threads| {
             [1, 40, 100_000].into_iter().flat_map(move |piece| [false, true].map(|votes| (threads, piece, votes)))
         })
     }
@@ -899,7 +859,7 @@ mod tests {
             for (threads, piece, votes) in runs() {
                 let table = ktable(storage, bigcount);
                 let decided = batched(&table, &reads, cutoff, threads, piece, votes);
-                assert_eq!(decided, as_decided(&expected, votes), "{storage:?} -T{threads} {piece} {votes}");
+                assert_eq!(decided, as_decided(&expected, votes), "{storage:?} -T{threads:?} {piece} {votes}");
                 assert_same_ktables(&table, &expected_table, &reads.concat());
             }
         }
@@ -914,7 +874,7 @@ mod tests {
             for (threads, piece, votes) in runs() {
                 let table = BlockedTable::new(20, 3 * 64, width, 4).unwrap();
                 let decided = batched(&table, &reads, cutoff, threads, piece, votes);
-                assert_eq!(decided, as_decided(&expected, votes), "{width:?} -T{threads} {piece} {votes}");
+                assert_eq!(decided, as_decided(&expected, votes), "{width:?} -T{threads:?} {piece} {votes}");
                 assert_eq!(table.raw_bytes(), expected_table.raw_bytes());
                 assert_eq!(table.occupancy(), expected_table.occupancy());
             }
@@ -926,8 +886,7 @@ mod tests {
         let table = ktable(StorageKind::Byte, false);
         let hashes = [5u64, 102, 5, 9];
         table.add_hash(5);
-        let mut runner = BatchRunner::new(&table, 2);
-        let lookup = runner.look_up(&table, &hashes).unwrap();
+        let lookup = look_up(&table, &hashes, 2).unwrap();
         let (bases, slots) = (lookup.bases(), lookup.slots());
         // k-mer 2 repeats k-mer 0; 102 = 5 + 97 shares its bin in table 0 only.
         assert_eq!(&slots[..4], &[0, 0, 0, 3]);

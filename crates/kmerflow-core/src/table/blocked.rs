@@ -40,7 +40,7 @@ pub use hash::{BlockedHash, KmerHasher};
 
 use super::alloc::AllocOptions;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
-use super::{prefetch, CountingTable, MedianVote, PassTable, StorageKind, Tally, PREFETCH_AHEAD};
+use super::{prefetch, CountingTable, MedianVote, StorageKind, Tally, PREFETCH_AHEAD};
 use crate::io::Staged;
 use crate::kmer::Strand;
 use crate::run::RunContext;
@@ -599,31 +599,6 @@ impl CountingTable for BlockedTable {
     }
     fn save_in(&self, path: &str, ctx: &RunContext) -> Result<()> {
         super::native_format::save(self, path, ctx)
-    }
-}
-
-impl PassTable for BlockedTable {
-    fn lines_per_kmer(&self) -> usize {
-        1
-    }
-
-    #[inline(always)]
-    fn prefetch_kmer(&self, hash: u64) {
-        prefetch(&self.mem.atomics()[self.line_of(hash) as usize * LINE_BYTES]);
-    }
-
-    #[inline(always)]
-    fn count_of(&self, hash: u64) -> u32 {
-        with_width!(self.params.width, C => self.count::<C>(self.mem.atomics(), hash, self.line_of(hash)))
-    }
-
-    #[inline(always)]
-    fn add_exclusive(&mut self, hash: u64) -> Tally {
-        with_width!(self.params.width, C => self.update::<C, true>(self.mem.atomics(), hash, self.line_of(hash)))
-    }
-
-    fn record_adds(&mut self, tally: Tally, kmers: u64) {
-        self.record(tally, kmers);
     }
 }
 

@@ -563,32 +563,3 @@ impl CountingTable for KhmerTable {
         khmer_format::save(self, path, ctx)
     }
 }
-
-impl PassTable for KhmerTable {
-    fn lines_per_kmer(&self) -> usize {
-        self.tables.len()
-    }
-
-    #[inline(always)]
-    fn prefetch_kmer(&self, hash: u64) {
-        with_cells!(self.storage, C => {
-            for table in &self.tables {
-                prefetch(&table.mem.atomics()[C::byte_of(table.modulus.rem(hash))]);
-            }
-        })
-    }
-
-    #[inline(always)]
-    fn count_of(&self, hash: u64) -> u32 {
-        with_cells!(self.storage, C => self.count::<C>(hash, |t| self.tables[t].modulus.rem(hash)))
-    }
-
-    #[inline(always)]
-    fn add_exclusive(&mut self, hash: u64) -> Tally {
-        with_cells!(self.storage, C => self.update::<C, true>(hash, |t| self.tables[t].modulus.rem(hash)))
-    }
-
-    fn record_adds(&mut self, tally: Tally, _kmers: u64) {
-        self.record(tally);
-    }
-}

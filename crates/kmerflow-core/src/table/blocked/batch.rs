@@ -3,7 +3,7 @@
 
 use super::{probe_slots, BitCells, BlockedTable, ByteCells, Cells, CounterWidth, LineCells, NibbleCells, LINE_BYTES};
 use crate::table::batch::{BatchLookup, BatchOutcome, BatchRules, BatchTable, SeenCounters};
-use crate::table::{prefetch, visit_prefetched, PassTable, Tally};
+use crate::table::{prefetch, visit_prefetched, Tally};
 
 impl BlockedTable {
     /// Calls `visit(o, line)` for every k-mer `o` of `hashes` whose line `owner` owns and that
@@ -99,12 +99,12 @@ impl BatchTable for BlockedTable {
     }
 
     fn counter_lines(&self) -> usize {
-        self.lines_per_kmer()
+        1
     }
 
     #[inline(always)]
     fn prefetch_counters(&self, hash: u64) {
-        self.prefetch_kmer(hash)
+        prefetch(&self.mem.atomics()[self.line_of(hash) as usize * LINE_BYTES]);
     }
 
     #[inline(always)]
