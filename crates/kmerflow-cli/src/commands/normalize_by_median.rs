@@ -76,10 +76,9 @@ pub struct Args {
     pub output: Option<String>,
     #[command(flatten)]
     pub compression: CompressionArgs,
-    /// Decide in three phases per batch (owner threads look up, one thread decides, owners
-    /// update): the same output; the engine of tables held elsewhere. Slower than the default
-    /// read-by-read pass on two cores.
-    #[arg(long = "batched")]
+    /// Accepted for compatibility: every run decides batch by batch (the engine of sharded
+    /// tables too).
+    #[arg(long = "batched", hide = true)]
     pub batched: bool,
     #[command(flatten)]
     pub mates: MateArgs,
@@ -117,7 +116,6 @@ pub fn options(args: Args, table: TableParams) -> diginorm::Options {
         mates: args.mates.into(),
         compression: args.compression.compression(),
         force: args.force,
-        batched: args.batched,
         layout: args.layout.layout,
         inputs: args.inputs,
     }

@@ -85,10 +85,9 @@ pub struct Args {
     /// Skip the second pass (reads set aside are lost).
     #[arg(long = "single-pass", conflicts_with = "diginorm")]
     pub single_pass: bool,
-    /// Decide in three phases per batch (owner threads look up, one thread decides, owners
-    /// update): the same output; the engine of tables held elsewhere. Slower than the default
-    /// read-by-read pass on two cores.
-    #[arg(long = "batched")]
+    /// Accepted for compatibility: every run decides batch by batch (the engine of sharded
+    /// tables too).
+    #[arg(long = "batched", hide = true)]
     pub batched: bool,
     #[command(flatten)]
     pub mates: MateArgs,
@@ -135,7 +134,6 @@ pub fn sized_options(args: Args, table: TableParams) -> trim_low_abund::Options 
         mates: args.mates.into(),
         compression: args.compression.compression(),
         summary_info: args.summary_info.map(Into::into),
-        batched: args.batched,
         inputs: args.inputs,
     }
 }

@@ -4,11 +4,9 @@
 //! has an upper-median k-mer count >= C, tested before anything is counted; otherwise all its
 //! reads are counted (read 1 then read 2) and written unchanged. Workers clean and hash the
 //! reads; the decisions are made in input order, so the output does not depend on the number
-//! of threads. By default one pass looks up, decides and counts read by read
-//! ([`KmerPass`]); with `batched`, each batch goes through the three phases of
-//! [`crate::table::batch`]: its counters are looked up by owner threads, decided on the
-//! ordered stage's thread from the looked-up counts plus the batch's own increments, and
-//! updated by the owners.
+//! of threads. The ordered stage's thread decides batch after batch on the table itself
+//! ([`BatchRunner`], the [`crate::table::batch::Decider`] of sharded runs too), prefetching the
+//! counters of the k-mers ahead.
 
 use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, FpLimit, HashedBatch};
@@ -22,15 +20,12 @@ use crate::pipeline::run_ordered;
 use crate::run::metrics;
 use crate::run::RunContext;
 use crate::table::blocked::KmerHasher;
-use crate::table::{
-    AnyTable, BatchRunner, BatchTable, CountingTable, HashKind, KmerPass, Layout, Lookahead, PassTable, ReadCounts,
-};
+use crate::table::{AnyTable, BatchRunner, BatchTable, CountingTable, HashKind, Layout, ReadCounts};
 use crate::{Error, Result};
 use std::io::Write;
 use std::ops::Range;
 
-/// k-mers decided at once by the three phases (the owners' maps of a batch's counters stay in
-/// their caches).
+/// k-mers decided at once ([`BatchRunner::run`]).
 pub const BATCH_KMERS: usize = 1 << 13;
 
 /// Largest false-positive rate normalize-by-median accepts.
@@ -69,10 +64,6 @@ pub struct Options {
     pub compression: Option<Compression>,
     /// `-f/--force`: skip unreadable inputs, accept a high FP rate.
     pub force: bool,
-    /// `--batched`: decide in three phases per batch (look up by owner threads, decide in order with
-    /// in-batch deltas, update by owner), the exact form that tables held elsewhere need; the output
-    /// is the same as the read-by-read pass.
-    pub batched: bool,
     /// Layout of a new table (`--layout`; a loaded table keeps its own).
     pub layout: Layout,
 }
@@ -94,7 +85,6 @@ impl Default for Options {
             output: None,
             compression: None,
             force: false,
-            batched: false,
             layout: Layout::Khmer,
         }
     }
@@ -156,8 +146,8 @@ impl BatchHasher {
 pub(crate) struct Normalizer<'a> {
     opts: &'a Options,
     ctx: &'a RunContext,
-    /// The three-phase engine (more than one thread).
-    runner: Option<BatchRunner>,
+    /// The engine that decides batch after batch.
+    runner: BatchRunner,
     summary: Summary,
     report: Option<OutputFile>,
     next_report_at: u64,
@@ -174,17 +164,12 @@ pub(crate) struct Normalizer<'a> {
 const KEEP_CURVE_EVERY: u64 = 10_000;
 
 impl<'a> Normalizer<'a> {
-    /// A normalization at `opts.cutoff` into `table` (three-phase with `opts.batched`), without
-    /// a report file.
-    pub(crate) fn new(opts: &'a Options, ctx: &'a RunContext, table: &AnyTable) -> Self {
-        let runner = opts.batched.then(|| match table {
-            AnyTable::Khmer(t) => BatchRunner::new(t, ctx.threads()),
-            AnyTable::Blocked(t) => BatchRunner::new(t, ctx.threads()),
-        });
+    /// A normalization at `opts.cutoff`, without a report file.
+    pub(crate) fn new(opts: &'a Options, ctx: &'a RunContext) -> Self {
         Normalizer {
             opts,
             ctx,
-            runner,
+            runner: BatchRunner::default(),
             summary: Summary::default(),
             report: None,
             next_report_at: opts.report_frequency,
@@ -218,32 +203,23 @@ impl<'a> Normalizer<'a> {
     }
 
     /// [`Normalizer::process`] on a table of either layout.
-    fn process_in<T: PassTable + BatchTable>(
+    fn process_in<T: BatchTable>(
         &mut self,
         path: &str,
-        table: &mut T,
+        table: &T,
         hb: &HashedBatch,
         kept: &mut dyn FnMut(usize),
     ) -> Result<()> {
-        match self.runner.take() {
-            Some(mut runner) => {
-                let mut decided = Ok(());
-                for (bundles, kmers) in hb.pieces(BATCH_KMERS) {
-                    decided =
-                        runner.run(&*table, &hb.hashes, kmers, |batch| self.decide(path, batch, hb, bundles, kept))?;
-                    if decided.is_err() {
-                        break;
-                    }
-                }
-                self.runner = Some(runner);
-                decided
-            }
-            None => {
-                let bundles = 0..hb.reads.bundles.bundles.len();
-                let mut pass = KmerPass::new(table, &hb.hashes, &hb.kmers, Lookahead::Vote);
-                self.decide(path, &mut pass, hb, bundles, kept)
+        let mut runner = std::mem::take(&mut self.runner);
+        let mut decided = Ok(());
+        for (bundles, kmers) in hb.pieces(BATCH_KMERS) {
+            decided = runner.run(table, &hb.hashes, kmers, |batch| self.decide(path, batch, hb, bundles, kept));
+            if decided.is_err() {
+                break;
             }
         }
+        self.runner = runner;
+        decided
     }
 
     /// Decides and counts (through `pass`) the bundles `bundles` of `hb`, in order, calling
@@ -448,7 +424,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         }
         None => None,
     };
-    let mut norm = Normalizer { report, ..Normalizer::new(opts, ctx, &table) };
+    let mut norm = Normalizer { report, ..Normalizer::new(opts, ctx) };
 
     let main_mode = if opts.force_single {
         PairMode::ForceSingle

@@ -528,7 +528,7 @@ fn first_pass(
     let first_opts = pass_options(params, cutoff);
     let mut keep = KeepBits::default();
     let (mut pairs_in, mut short) = (0, 0);
-    let mut norm = Normalizer::new(&first_opts, ctx, &table);
+    let mut norm = Normalizer::new(&first_opts, ctx);
     let hasher = BatchHasher::of(&table);
     run_ordered(
         ctx,
@@ -674,7 +674,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     let mut deferred: Option<BundleBatch> = None;
     let mut second_done = None;
     {
-        let mut norm2 = second.as_mut().map(|(t, o, ..)| (Normalizer::new(o, ctx, t), t));
+        let mut norm2 = second.as_mut().map(|(t, o, ..)| (Normalizer::new(o, ctx), t));
         run_ordered(
             ctx,
             opts.bundles(ctx)?,

@@ -5,8 +5,7 @@
 //! file (optionally, with `--diginorm`, bundles already at the diginorm coverage are dropped).
 //! Pass 2 re-reads the set-aside reads singly and trims them against the final table; it only
 //! reads the table, so workers trim batches in parallel. In pass 1 workers clean and hash the
-//! reads; the ordered stage decides read by read, or with `batched` through the three phases
-//! of [`crate::table::batch`] (look-ups and updates by owner threads), with the same output.
+//! reads; the ordered stage decides batch after batch on the table itself ([`BatchRunner`]).
 //! [`run_sharded`] decides pass 1 the same way on a table sharded over other processes
 //! ([`ShardedDecisions`]: each batch looked up on the shards, decided here with in-batch
 //! deltas, its updates sent to the shards), and trims pass 2 from counts looked up on the
@@ -35,7 +34,7 @@ use crate::run::{metrics, RunContext};
 use crate::shards::runs::{BundleBatches, Cleaning as BatchCleaning, ShardedDecisions};
 use crate::table::batch::spans;
 use crate::table::CountingTable;
-use crate::table::{median_mean_stddev, BatchRunner, KhmerTable, KmerPass, Lookahead, ReadCounts};
+use crate::table::{median_mean_stddev, BatchRunner, KhmerTable, ReadCounts};
 use crate::{Error, Result};
 use std::io::Write;
 use std::ops::Range;
@@ -81,10 +80,6 @@ pub struct Options {
     pub compression: Option<Compression>,
     /// `--summary-info`.
     pub summary_info: Option<SummaryFormat>,
-    /// `--batched`: decide in three phases per batch (look up by owner threads, decide in order with
-    /// in-batch deltas, update by owner), the exact form that tables held elsewhere need; the output
-    /// is the same as the read-by-read pass.
-    pub batched: bool,
 }
 
 impl Default for Options {
@@ -105,7 +100,6 @@ impl Default for Options {
             output: None,
             compression: None,
             summary_info: None,
-            batched: false,
         }
     }
 }
@@ -190,29 +184,18 @@ impl Tally<'_> {
 /// `aside`.
 fn pass1_batch(
     o: &Options,
-    table: &mut KhmerTable,
-    runner: Option<&mut BatchRunner>,
+    table: &KhmerTable,
+    runner: &mut BatchRunner,
     hb: &HashedBatch,
     t: &mut Tally<'_>,
     out: &mut MateBuffers,
     aside: &mut Vec<u8>,
-) -> Result<()> {
+) {
     t.s.short_dropped += hb.reads.bundles.n_short_dropped;
     let k = table.ksize();
-    match runner {
-        Some(runner) => {
-            for (bundles, kmers) in hb.pieces(BATCH_KMERS) {
-                runner
-                    .run(&*table, &hb.hashes, kmers, |batch| pass1_bundles(o, k, batch, hb, bundles, t, out, aside))?;
-            }
-        }
-        None => {
-            let bundles = 0..hb.reads.bundles.bundles.len();
-            let mut pass = KmerPass::new(table, &hb.hashes, &hb.kmers, Lookahead::Whole);
-            pass1_bundles(o, k, &mut pass, hb, bundles, t, out, aside);
-        }
+    for (bundles, kmers) in hb.pieces(BATCH_KMERS) {
+        runner.run(table, &hb.hashes, kmers, |batch| pass1_bundles(o, k, batch, hb, bundles, t, out, aside));
     }
-    Ok(())
 }
 
 /// The counts of k-mers numbered from `.1` through a [`ReadCounts`] that numbers them from 0.
@@ -244,10 +227,10 @@ impl<R: ReadCounts> ReadCounts for Shifted<'_, R> {
 /// Appends the canonical hashes of a sequence's k-mers.
 type KmerHasher = dyn Fn(&[u8], &mut Vec<u64>) + Send + Sync;
 
-/// Where pass 1 counts: a table in this process (read by read, or in three phases with
-/// `--batched`), or shards of one held elsewhere; pass 2 looks its reads up there too.
+/// Where pass 1 counts: a table in this process, or shards of one held elsewhere; pass 2
+/// looks its reads up there too.
 enum Pass1<'a> {
-    Here(Box<KhmerTable>, Option<BatchRunner>),
+    Here(Box<KhmerTable>, BatchRunner),
     Sharded(ShardedDecisions<'a>),
 }
 
@@ -276,7 +259,10 @@ impl Pass1<'_> {
         aside: &mut Vec<u8>,
     ) -> Result<()> {
         match self {
-            Pass1::Here(table, runner) => pass1_batch(o, table, runner.as_mut(), hb, t, out, aside),
+            Pass1::Here(table, runner) => {
+                pass1_batch(o, table, runner, hb, t, out, aside);
+                Ok(())
+            }
             // In pieces of about the shards' batch size, each looked up on the shards and decided here.
             Pass1::Sharded(shards) => {
                 t.s.short_dropped += hb.reads.bundles.n_short_dropped;
@@ -593,14 +579,11 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
 
 /// [`run`] with pass 1 deciding on the sharded table `shards` (sized as `o.table` sizes it, or
 /// loaded from `o.loadgraph` by the caller), pass 2 looking its reads up on the shards; the
-/// outputs are those of [`run`] with a table of the same sizes. `batched` is refused. The
+/// outputs are those of [`run`] with a table of the same sizes. The
 /// table is not saved here: `o.savegraph` is the caller's to write (shard by shard, see
 /// [`crate::shards::file`]) once this returns, the shards holding every update; it is
 /// checked against the inputs, and the false-positive check that stops a run comes first.
 pub fn run_sharded(o: &Options, shards: ShardedDecisions<'_>, ctx: &RunContext) -> Result<Summary> {
-    if o.batched {
-        return Err(Error::invalid("a sharded run does not take --batched"));
-    }
     run_on(o, Some(shards), ctx)
 }
 
@@ -645,8 +628,7 @@ fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -
                     create_countgraph(&o.table, 1.0, ctx)?
                 }
             };
-            let runner = o.batched.then(|| BatchRunner::new(&table, ctx.threads()));
-            Pass1::Here(Box::new(table), runner)
+            Pass1::Here(Box::new(table), BatchRunner::default())
         }
     };
     let k = pass1.ksize();

@@ -21,11 +21,20 @@
 //! Owners are those of counting ([`super::OwnedCounting`]): khmer's table `t` belongs to owner
 //! `t mod owners`, the blocked layout's line `l` to owner `l mod owners`. The counters,
 //! statistics and decisions are exactly those of the read-by-read run, for any number of owners.
+//!
+//! On a table in this process, a [`BatchRunner`] decides on the table itself ([`InTable`]):
+//! phase 1 has nothing to look up and phase 3 nothing to apply but the statistics, while phase
+//! 2 reads and counts the live counters as their only writer, prefetching the counters of the
+//! k-mers ahead, so that each line is loaded once, as read by read. The simulated counters
+//! (base + delta, the phases above) are those of tables held elsewhere (shards), and of
+//! [`look_up`], [`decide`] and [`apply`]; the rules ([`Decider`]) are the same.
 
+use super::pass::AHEAD_LINES;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
 use super::{prefetch, KhmerTable, MedianVote, ReadCounts, StorageKind};
 use crate::{Error, Result};
 use rustc_hash::FxHashMap;
+use std::cell::Cell;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering::Relaxed};
 
@@ -135,6 +144,15 @@ pub trait BatchTable: BatchRules {
     fn apply_owned(&self, hashes: &[u64], lookup: &BatchLookup, delta: &[u8], owner: usize, owners: usize);
     /// Records the statistics and bigcount increments of a decided batch (after phase 3).
     fn record_outcome(&self, outcome: &BatchOutcome);
+    /// Number of cache lines holding one k-mer's counters ([`InTable`] prefetches by lines).
+    fn counter_lines(&self) -> usize;
+    /// Prefetches the counters of the k-mer `hash` ([`InTable`]).
+    fn prefetch_counters(&self, hash: u64);
+    /// The least of the counters of the k-mer `hash` (phase 2 on the table itself, [`InTable`]).
+    fn least_in_place(&self, hash: u64) -> u8;
+    /// Adds one to each counter of the k-mer `hash` below its maximum, as their only writer,
+    /// writing each counter's value before to `previous` (one per probe; [`InTable`]).
+    fn add_in_place(&self, hash: u64, previous: &mut [u8]);
 }
 
 /// Phase 1's result: base and slot of every position of a batch.
@@ -248,6 +266,38 @@ pub trait Positions {
     fn ahead(&self, _o: usize) {}
 }
 
+/// How phase 2 reads and counts the counters of a batch's k-mers (`n` k-mers of `probes`
+/// counters each): on [`Positions`] (any of them), or in a table itself ([`InTable`]).
+pub trait BatchCounters {
+    /// Called before k-mer `o` is read or counted (in non-decreasing order of `o`).
+    fn ahead(&self, o: usize);
+    /// The least value of k-mer `o`'s counters as the read-by-read run would see it now.
+    fn least(&self, o: usize, n: usize, probes: usize) -> u8;
+    /// Adds one to each counter of k-mer `o` unless it holds `max`, writing each counter's
+    /// value before to `previous` (one per probe).
+    fn add_kmer(&mut self, o: usize, n: usize, max: u8, previous: &mut [u8]);
+}
+
+/// A k-mer's counters are its positions `p * n + o`.
+impl<P: Positions> BatchCounters for P {
+    #[inline(always)]
+    fn ahead(&self, o: usize) {
+        Positions::ahead(self, o)
+    }
+
+    #[inline(always)]
+    fn least(&self, o: usize, n: usize, probes: usize) -> u8 {
+        (0..probes).map(|p| self.value(p * n + o)).min().unwrap_or(0)
+    }
+
+    #[inline(always)]
+    fn add_kmer(&mut self, o: usize, n: usize, max: u8, previous: &mut [u8]) {
+        for (p, before) in previous.iter_mut().enumerate() {
+            *before = self.add_one(p * n + o, max);
+        }
+    }
+}
+
 /// The simulated counters of phase 2: a position reads its base plus the delta at its slot.
 pub struct Simulated<'a> {
     lookup: &'a BatchLookup,
@@ -269,12 +319,55 @@ impl Positions for Simulated<'_> {
     }
 }
 
-/// Phase 2 over one batch: counts and adds on the batch's [`Positions`] (by default the
+/// The counters of a table in this process, read and counted in place by phase 2, their only
+/// writer while a batch is decided: the counters of the k-mers [`AHEAD_LINES`] lines ahead of
+/// the one decided are prefetched (see the module documentation).
+pub struct InTable<'a, T: ?Sized> {
+    table: &'a T,
+    hashes: &'a [u64],
+    /// k-mers prefetched ahead of the one decided.
+    distance: usize,
+    /// End of the k-mers prefetched so far.
+    ready: Cell<usize>,
+}
+
+impl<'a, T: BatchTable + ?Sized> InTable<'a, T> {
+    /// The counters of the k-mers `hashes` in `table`.
+    pub fn new(table: &'a T, hashes: &'a [u64]) -> Self {
+        let distance = AHEAD_LINES / table.counter_lines().max(1);
+        InTable { table, hashes, distance, ready: Cell::new(0) }
+    }
+}
+
+impl<T: BatchTable + ?Sized> BatchCounters for InTable<'_, T> {
+    #[inline(always)]
+    fn ahead(&self, o: usize) {
+        let end = (o + 1 + self.distance).min(self.hashes.len());
+        for k in self.ready.get().max(o)..end {
+            self.table.prefetch_counters(self.hashes[k]);
+        }
+        self.ready.set(self.ready.get().max(end));
+    }
+
+    #[inline(always)]
+    fn least(&self, o: usize, _n: usize, _probes: usize) -> u8 {
+        self.table.least_in_place(self.hashes[o])
+    }
+
+    #[inline(always)]
+    fn add_kmer(&mut self, o: usize, _n: usize, _max: u8, previous: &mut [u8]) {
+        self.table.add_in_place(self.hashes[o], previous)
+    }
+}
+
+/// Phase 2 over one batch: counts and adds on the batch's [`BatchCounters`] (by default the
 /// simulated counters, see the module documentation). Reads must be decided in input order.
-pub struct Decider<'a, T: BatchRules + ?Sized, P: Positions = Simulated<'a>> {
+pub struct Decider<'a, T: BatchRules + ?Sized, P: BatchCounters = Simulated<'a>> {
     table: &'a T,
     hashes: &'a [u64],
     positions: P,
+    /// The values before of the counters of the k-mer counted last (one per probe).
+    previous: Vec<u8>,
     /// k-mers of the batch and counters per k-mer.
     n: usize,
     probes: usize,
@@ -286,7 +379,7 @@ pub struct Decider<'a, T: BatchRules + ?Sized, P: Positions = Simulated<'a>> {
     offset: usize,
 }
 
-impl<'a, T: BatchRules + ?Sized, P: Positions> Decider<'a, T, P> {
+impl<'a, T: BatchRules + ?Sized, P: BatchCounters> Decider<'a, T, P> {
     /// Phase 2 of the k-mers `hashes` on `positions`, the outcome recorded in `outcome` and
     /// the bigcounts reached in `big` (empty).
     fn new(
@@ -297,7 +390,8 @@ impl<'a, T: BatchRules + ?Sized, P: Positions> Decider<'a, T, P> {
         big: &'a mut FxHashMap<u64, u16>,
     ) -> Self {
         let (n, probes, max) = (hashes.len(), table.batch_probes(), table.counter_max());
-        Decider { table, hashes, positions, n, probes, outcome, big, max, offset: 0 }
+        let previous = vec![0; probes];
+        Decider { table, hashes, positions, previous, n, probes, outcome, big, max, offset: 0 }
     }
 
     /// The batch's indices of the caller's k-mers `kmers`.
@@ -316,7 +410,7 @@ impl<'a, T: BatchRules + ?Sized, P: Positions> Decider<'a, T, P> {
     #[inline]
     pub fn count(&self, o: usize) -> u32 {
         self.positions.ahead(o);
-        let min = (0..self.probes).map(|p| self.positions.value(p * self.n + o)).min().unwrap_or(0);
+        let min = self.positions.least(o, self.n, self.probes);
         if min == self.max && self.table.batch_uses_bigcount() {
             if let Some(big) = self.bigcount(self.hashes[o]) {
                 return u32::from(big);
@@ -326,7 +420,7 @@ impl<'a, T: BatchRules + ?Sized, P: Positions> Decider<'a, T, P> {
     }
 }
 
-impl<T: BatchRules + ?Sized, P: Positions> ReadCounts for Decider<'_, T, P> {
+impl<T: BatchRules + ?Sized, P: BatchCounters> ReadCounts for Decider<'_, T, P> {
     fn counts(&mut self, kmers: Range<usize>, out: &mut Vec<u32>) {
         out.extend(self.local(kmers).map(|o| self.count(o)));
     }
@@ -343,16 +437,16 @@ impl<T: BatchRules + ?Sized, P: Positions> ReadCounts for Decider<'_, T, P> {
         vote.result()
     }
 
-    /// Counts on the simulated counters, by the rules of the sequential add.
+    /// Counts on the batch's counters, by the rules of the sequential add.
     fn add(&mut self, kmers: Range<usize>) {
-        let (n, probes, occupancy) = (self.n, self.probes, self.table.occupancy_probes());
+        let (n, occupancy) = (self.n, self.table.occupancy_probes());
         let bigcount = self.table.batch_uses_bigcount();
         self.outcome.added += kmers.len() as u64;
         for o in self.local(kmers) {
             self.positions.ahead(o);
+            self.positions.add_kmer(o, n, self.max, &mut self.previous);
             let (mut any_zero, mut all_full) = (false, true);
-            for p in 0..probes {
-                let previous = self.positions.add_one(p * n + o, self.max);
+            for (p, &previous) in self.previous.iter().enumerate() {
                 if previous == 0 {
                     any_zero = true;
                     self.outcome.occupied += u64::from(p < occupancy);
@@ -389,78 +483,47 @@ pub fn spans(ends: &[u64]) -> impl Iterator<Item = Range<usize>> + '_ {
     })
 }
 
-/// Runs the three phases batch after batch with a fixed number of owners, reusing its buffers.
+/// Decides batch after batch on a table in this process ([`InTable`]), reusing its buffers:
+/// the engine of one-process normalize-by-median, `normalize` and trim-low-abund.
 #[derive(Default)]
 pub struct BatchRunner {
-    owners: usize,
-    lookup: BatchLookup,
-    delta: Vec<u8>,
-    seen: Vec<SeenCounters>,
     outcome: BatchOutcome,
     big: FxHashMap<u64, u16>,
 }
 
 impl BatchRunner {
-    /// A runner for `table` with the owners of `threads` threads.
-    pub fn new<T: BatchTable + ?Sized>(table: &T, threads: usize) -> Self {
-        let owners = table.batch_owners(threads);
-        BatchRunner { owners, seen: (0..owners).map(|_| SeenCounters::default()).collect(), ..Default::default() }
-    }
-
-    /// Decides the batch of the k-mers `kmers` of `hashes`: looks them up, calls `decide` with
-    /// the batch's [`Decider`] (reads given as ranges of indices into `hashes`) and applies
-    /// what it counted to `table`.
+    /// Decides the batch of the k-mers `kmers` of `hashes` on `table` itself: calls `decide`
+    /// with the batch's [`Decider`] (reads given as ranges of indices into `hashes`), then
+    /// records the batch's statistics and bigcounts in `table`. The caller must be the table's
+    /// only writer meanwhile.
     pub fn run<T: BatchTable + ?Sized, R>(
         &mut self,
         table: &T,
         hashes: &[u64],
         kmers: Range<usize>,
-        decide: impl FnOnce(&mut Decider<'_, T>) -> R,
-    ) -> Result<R> {
+        decide: impl FnOnce(&mut Decider<'_, T, InTable<'_, T>>) -> R,
+    ) -> R {
         let (offset, hashes) = (kmers.start, &hashes[kmers]);
-        self.look_up(table, hashes)?;
-        let mut decider = self.decider(table, hashes);
-        decider.offset = offset;
-        let result = decide(&mut decider);
-        self.apply(table, hashes);
-        Ok(result)
-    }
-
-    /// Phase 1: looks up `hashes` (the batch is then decided by [`BatchRunner::decider`]).
-    pub fn look_up<T: BatchTable + ?Sized>(&mut self, table: &T, hashes: &[u64]) -> Result<&BatchLookup> {
-        let probes = table.batch_probes();
-        self.lookup.reset(hashes.len(), probes)?;
-        let lookup = &self.lookup;
-        by_owners(self.owners, &mut self.seen, |owner, seen| {
-            table.lookup_owned(hashes, lookup, owner, self.owners, seen)
-        });
-        self.delta.clear();
-        self.delta.resize(hashes.len() * probes, 0);
         self.outcome = BatchOutcome::default();
         self.big.clear();
-        Ok(&self.lookup)
-    }
-
-    /// Phase 2 of the batch looked up last (`hashes` as given to [`BatchRunner::look_up`]).
-    pub fn decider<'a, T: BatchTable + ?Sized>(&'a mut self, table: &'a T, hashes: &'a [u64]) -> Decider<'a, T> {
-        let positions = Simulated { lookup: &self.lookup, delta: &mut self.delta };
-        Decider::new(table, hashes, positions, &mut self.outcome, &mut self.big)
-    }
-
-    /// Phase 3 of the batch decided last: updates the counters and records the outcome.
-    pub fn apply<T: BatchTable + ?Sized>(&mut self, table: &T, hashes: &[u64]) {
-        let (lookup, delta) = (&self.lookup, &self.delta[..]);
-        by_owners(self.owners, &mut self.seen, |owner, _| table.apply_owned(hashes, lookup, delta, owner, self.owners));
+        let counters = InTable::new(table, hashes);
+        let mut decider = Decider::new(table, hashes, counters, &mut self.outcome, &mut self.big);
+        decider.offset = offset;
+        let result = decide(&mut decider);
         table.record_outcome(&self.outcome);
+        result
     }
 }
 
 /// Phase 1 alone, with the owners of `threads` threads (for look-ups made apart from the
 /// decisions, as by a shard of a table).
 pub fn look_up<T: BatchTable + ?Sized>(table: &T, hashes: &[u64], threads: usize) -> Result<BatchLookup> {
-    let mut runner = BatchRunner::new(table, threads);
-    runner.look_up(table, hashes)?;
-    Ok(std::mem::take(&mut runner.lookup))
+    let owners = table.batch_owners(threads);
+    let mut lookup = BatchLookup::default();
+    lookup.reset(hashes.len(), table.batch_probes())?;
+    let mut seen: Vec<SeenCounters> = (0..owners).map(|_| SeenCounters::default()).collect();
+    by_owners(owners, &mut seen, |owner, seen| table.lookup_owned(hashes, &lookup, owner, owners, seen));
+    Ok(lookup)
 }
 
 /// Phase 2 alone: calls `decide` with the [`Decider`] of `lookup` (made from `hashes`); returns
@@ -601,6 +664,31 @@ impl BatchTable for KhmerTable {
         self.unique.fetch_add(outcome.unique, Relaxed);
         outcome.bigcounts.iter().for_each(|&hash| self.bump_bigcount(hash));
     }
+
+    fn counter_lines(&self) -> usize {
+        self.n_tables()
+    }
+
+    #[inline(always)]
+    fn prefetch_counters(&self, hash: u64) {
+        with_cells!(self.storage, C => {
+            for table in &self.tables {
+                prefetch(&table.mem.atomics()[C::byte_of(table.modulus.rem(hash))]);
+            }
+        })
+    }
+
+    #[inline(always)]
+    fn least_in_place(&self, hash: u64) -> u8 {
+        with_cells!(self.storage, C => self.least::<C>(|t| self.tables[t].modulus.rem(hash)))
+    }
+
+    #[inline(always)]
+    fn add_in_place(&self, hash: u64, previous: &mut [u8]) {
+        with_cells!(self.storage, C => {
+            self.increment_bins::<C, true>(|t| self.tables[t].modulus.rem(hash), |t, before| previous[t] = before)
+        })
+    }
 }
 
 #[cfg(test)]
@@ -645,14 +733,16 @@ mod tests {
             .collect()
     }
 
-    /// The same through the three phases, `piece` k-mers a batch, with `threads` threads. With
-    /// `votes`, reads are decided by their median vote alone, as normalize-by-median does (a
-    /// vote stops as soon as its answer is known), and their counts are left empty.
+    /// The same batch by batch, `piece` k-mers a batch: on the table itself ([`BatchRunner`])
+    /// without `threads`, else through the three phases on simulated counters with `threads`
+    /// threads ([`look_up`], [`decide`], [`apply`]). With `votes`, reads are decided by their
+    /// median vote alone, as normalize-by-median does (a vote stops as soon as its answer is
+    /// known), and their counts are left empty.
     fn batched<T: BatchTable>(
         table: &T,
         reads: &[Vec<u64>],
         cutoff: u32,
-        threads: usize,
+        threads: Option<usize>,
         piece: usize,
         votes: bool,
     ) -> Vec<(Vec<u32>, bool)> {
@@ -662,7 +752,7 @@ mod tests {
             ranges.push(start..start + r.len());
             start + r.len()
         });
-        let mut runner = BatchRunner::new(table, threads);
+        let mut runner = BatchRunner::default();
         let mut result = Vec::new();
         let mut first = 0;
         while first < ranges.len() {
@@ -671,28 +761,59 @@ mod tests {
                 last += 1;
             }
             let kmers = ranges[first].start..ranges[last].end;
-            runner
-                .run(table, &hashes, kmers, |d| {
-                    for range in &ranges[first..=last] {
-                        let mut counts = Vec::new();
-                        let keep = if votes {
-                            !d.median_at_least(range.clone(), cutoff)
-                        } else {
-                            d.counts(range.clone(), &mut counts);
-                            let keep = keeps(&counts, cutoff);
-                            assert_eq!(!keep, d.median_at_least(range.clone(), cutoff));
-                            keep
-                        };
-                        if keep {
-                            d.add(range.clone());
-                        }
-                        result.push((counts, keep));
-                    }
-                })
-                .unwrap();
+            let decide_reads = |d: &mut dyn FnMut(Range<usize>, &mut Vec<u32>) -> bool| {
+                let mut decided = Vec::new();
+                for range in &ranges[first..=last] {
+                    let mut counts = Vec::new();
+                    let keep = d(range.clone(), &mut counts);
+                    decided.push((counts, keep));
+                }
+                decided
+            };
+            let decided = match threads {
+                None => runner.run(table, &hashes, kmers, |d| {
+                    decide_reads(&mut |read, counts| decide_read(d, read, cutoff, votes, counts))
+                }),
+                Some(threads) => {
+                    let (offset, batch) = (kmers.start, &hashes[kmers]);
+                    let lookup = look_up(table, batch, threads).unwrap();
+                    let (decided, delta, outcome) = decide(table, batch, &lookup, |d| {
+                        decide_reads(&mut |read: Range<usize>, counts| {
+                            decide_read(d, read.start - offset..read.end - offset, cutoff, votes, counts)
+                        })
+                    })
+                    .unwrap();
+                    apply(table, batch, &lookup, &delta, &outcome, threads).unwrap();
+                    decided
+                }
+            };
+            result.extend(decided);
             first = last + 1;
         }
         result
+    }
+
+    /// Decides one read as normalize-by-median (by its vote alone with `votes`) or from its
+    /// counts (appended to `counts`, the vote checked against them); counts it when kept.
+    fn decide_read(
+        d: &mut impl ReadCounts,
+        read: Range<usize>,
+        cutoff: u32,
+        votes: bool,
+        counts: &mut Vec<u32>,
+    ) -> bool {
+        let keep = if votes {
+            !d.median_at_least(read.clone(), cutoff)
+        } else {
+            d.counts(read.clone(), counts);
+            let keep = keeps(counts, cutoff);
+            assert_eq!(!keep, d.median_at_least(read.clone(), cutoff));
+            keep
+        };
+        if keep {
+            d.add(read);
+        }
+        keep
     }
 
     /// The decisions of `expected` with the counts left out where `votes` left them out.
@@ -700,9 +821,10 @@ mod tests {
         expected.iter().map(|(counts, keep)| (if votes { Vec::new() } else { counts.clone() }, *keep)).collect()
     }
 
-    /// Threads, k-mers a batch, and whether reads are decided by their votes alone.
-    fn runs() -> impl Iterator<Item = (usize, usize, bool)> {
-        (1..=3).flat_map(|threads| {
+    /// Engines (in the table, or simulated with 1-3 threads), k-mers a batch, and whether reads
+    /// are decided by their votes alone.
+    fn runs() -> impl Iterator<Item = (Option<usize>, usize, bool)> {
+        [None, Some(1), Some(2), Some(3)].into_iter().flat_map(|threads| {
             [1, 40, 100_000].into_iter().flat_map(move |piece| [false, true].map(|votes| (threads, piece, votes)))
         })
     }
@@ -737,7 +859,7 @@ mod tests {
             for (threads, piece, votes) in runs() {
                 let table = ktable(storage, bigcount);
                 let decided = batched(&table, &reads, cutoff, threads, piece, votes);
-                assert_eq!(decided, as_decided(&expected, votes), "{storage:?} -T{threads} {piece} {votes}");
+                assert_eq!(decided, as_decided(&expected, votes), "{storage:?} -T{threads:?} {piece} {votes}");
                 assert_same_ktables(&table, &expected_table, &reads.concat());
             }
         }
@@ -752,7 +874,7 @@ mod tests {
             for (threads, piece, votes) in runs() {
                 let table = BlockedTable::new(20, 3 * 64, width, 4).unwrap();
                 let decided = batched(&table, &reads, cutoff, threads, piece, votes);
-                assert_eq!(decided, as_decided(&expected, votes), "{width:?} -T{threads} {piece} {votes}");
+                assert_eq!(decided, as_decided(&expected, votes), "{width:?} -T{threads:?} {piece} {votes}");
                 assert_eq!(table.raw_bytes(), expected_table.raw_bytes());
                 assert_eq!(table.occupancy(), expected_table.occupancy());
             }
@@ -764,8 +886,7 @@ mod tests {
         let table = ktable(StorageKind::Byte, false);
         let hashes = [5u64, 102, 5, 9];
         table.add_hash(5);
-        let mut runner = BatchRunner::new(&table, 2);
-        let lookup = runner.look_up(&table, &hashes).unwrap();
+        let lookup = look_up(&table, &hashes, 2).unwrap();
         let (bases, slots) = (lookup.bases(), lookup.slots());
         // k-mer 2 repeats k-mer 0; 102 = 5 + 97 shares its bin in table 0 only.
         assert_eq!(&slots[..4], &[0, 0, 0, 3]);

@@ -40,7 +40,7 @@ pub use hash::{BlockedHash, KmerHasher};
 
 use super::alloc::AllocOptions;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
-use super::{prefetch, CountingTable, MedianVote, PassTable, StorageKind, Tally, PREFETCH_AHEAD};
+use super::{prefetch, CountingTable, MedianVote, StorageKind, Tally, PREFETCH_AHEAD};
 use crate::io::Staged;
 use crate::kmer::Strand;
 use crate::run::RunContext;
@@ -342,14 +342,26 @@ impl BlockedTable {
     /// Increments the probe counters of `hash` in `line`.
     #[inline(always)]
     fn update<C: LineCells, const EXCLUSIVE: bool>(&self, mem: &[AtomicU8], hash: u64, line: u64) -> Tally {
-        let base = line << C::SLOT_BITS;
         let mut occupied = 0;
-        for &slot in &probe_slots::<C>(hash, self.params.probes)[..self.params.probes] {
-            let bin = base + u64::from(slot);
-            let previous = if EXCLUSIVE { C::increment_exclusive(mem, bin) } else { C::increment(mem, bin) };
-            occupied += u64::from(previous == 0);
-        }
+        self.increment_probes::<C, EXCLUSIVE>(mem, hash, line, |_, previous| occupied += u64::from(previous == 0));
         Tally { occupied, unique: u64::from(occupied > 0) }
+    }
+
+    /// Increments (saturating) the probe counters of `hash` in `line`, calling `each(probe,
+    /// value before)`; records nothing else.
+    #[inline(always)]
+    fn increment_probes<C: LineCells, const EXCLUSIVE: bool>(
+        &self,
+        mem: &[AtomicU8],
+        hash: u64,
+        line: u64,
+        mut each: impl FnMut(usize, u8),
+    ) {
+        let base = line << C::SLOT_BITS;
+        for (p, &slot) in probe_slots::<C>(hash, self.params.probes)[..self.params.probes].iter().enumerate() {
+            let bin = base + u64::from(slot);
+            each(p, if EXCLUSIVE { C::increment_exclusive(mem, bin) } else { C::increment(mem, bin) });
+        }
     }
 
     /// Count of `hash` in `line` (min over the probes).
@@ -587,31 +599,6 @@ impl CountingTable for BlockedTable {
     }
     fn save_in(&self, path: &str, ctx: &RunContext) -> Result<()> {
         super::native_format::save(self, path, ctx)
-    }
-}
-
-impl PassTable for BlockedTable {
-    fn lines_per_kmer(&self) -> usize {
-        1
-    }
-
-    #[inline(always)]
-    fn prefetch_kmer(&self, hash: u64) {
-        prefetch(&self.mem.atomics()[self.line_of(hash) as usize * LINE_BYTES]);
-    }
-
-    #[inline(always)]
-    fn count_of(&self, hash: u64) -> u32 {
-        with_width!(self.params.width, C => self.count::<C>(self.mem.atomics(), hash, self.line_of(hash)))
-    }
-
-    #[inline(always)]
-    fn add_exclusive(&mut self, hash: u64) -> Tally {
-        with_width!(self.params.width, C => self.update::<C, true>(self.mem.atomics(), hash, self.line_of(hash)))
-    }
-
-    fn record_adds(&mut self, tally: Tally, kmers: u64) {
-        self.record(tally, kmers);
     }
 }
 

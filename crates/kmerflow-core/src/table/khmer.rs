@@ -422,23 +422,35 @@ impl KhmerTable {
     /// bigcount map when every table was saturated.
     /// `EXCLUSIVE`: the caller holds the table exclusively (plain loads and stores).
     #[inline(always)]
-    fn update<C: Cells, const EXCLUSIVE: bool>(&self, hash: u64, mut bin_of: impl FnMut(usize) -> u64) -> Tally {
+    fn update<C: Cells, const EXCLUSIVE: bool>(&self, hash: u64, bin_of: impl FnMut(usize) -> u64) -> Tally {
         let mut any_zero = false;
         let mut all_full = true;
         let mut occupied = 0;
-        for (t, table) in self.tables.iter().enumerate() {
-            let (mem, bin) = (table.mem.atomics(), bin_of(t));
-            let previous = if EXCLUSIVE { C::increment_exclusive(mem, bin) } else { C::increment(mem, bin) };
+        self.increment_bins::<C, EXCLUSIVE>(bin_of, |t, previous| {
             if previous == 0 {
                 any_zero = true;
                 occupied += u64::from(t == 0);
             }
             all_full &= previous == C::MAX;
-        }
+        });
         if C::BIGCOUNT && all_full && self.use_bigcount {
             self.bump_bigcount(hash);
         }
         Tally { occupied, unique: u64::from(any_zero) }
+    }
+
+    /// Increments the bin `bin_of(t)` of every table `t` (saturating), calling `each(t, value
+    /// before)`; nothing else (statistics, bigcount) is recorded.
+    #[inline(always)]
+    pub(super) fn increment_bins<C: Cells, const EXCLUSIVE: bool>(
+        &self,
+        mut bin_of: impl FnMut(usize) -> u64,
+        mut each: impl FnMut(usize, u8),
+    ) {
+        for (t, table) in self.tables.iter().enumerate() {
+            let (mem, bin) = (table.mem.atomics(), bin_of(t));
+            each(t, if EXCLUSIVE { C::increment_exclusive(mem, bin) } else { C::increment(mem, bin) });
+        }
     }
 
     /// One more add of a k-mer whose bins were all saturated: its bigcount becomes 256 on the
@@ -451,11 +463,8 @@ impl KhmerTable {
 
     /// Count of one k-mer (min over tables, then the bigcount map when saturated).
     #[inline(always)]
-    fn count<C: Cells>(&self, hash: u64, mut bin_of: impl FnMut(usize) -> u64) -> u32 {
-        let mut min = C::MAX;
-        for (t, table) in self.tables.iter().enumerate() {
-            min = min.min(C::count(table.mem.atomics(), bin_of(t)));
-        }
+    fn count<C: Cells>(&self, hash: u64, bin_of: impl FnMut(usize) -> u64) -> u32 {
+        let min = self.least::<C>(bin_of);
         if C::BIGCOUNT && min == C::MAX && self.use_bigcount {
             let map = self.bigcounts.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(&big) = map.get(&hash) {
@@ -463,6 +472,16 @@ impl KhmerTable {
             }
         }
         u32::from(min)
+    }
+
+    /// The least of the bins `bin_of(t)` of the tables `t` (no bigcount).
+    #[inline(always)]
+    pub(super) fn least<C: Cells>(&self, mut bin_of: impl FnMut(usize) -> u64) -> u8 {
+        let mut min = C::MAX;
+        for (t, table) in self.tables.iter().enumerate() {
+            min = min.min(C::count(table.mem.atomics(), bin_of(t)));
+        }
+        min
     }
 
     fn record(&self, tally: Tally) {
@@ -542,34 +561,5 @@ impl CountingTable for KhmerTable {
     }
     fn save_in(&self, path: &str, ctx: &RunContext) -> Result<()> {
         khmer_format::save(self, path, ctx)
-    }
-}
-
-impl PassTable for KhmerTable {
-    fn lines_per_kmer(&self) -> usize {
-        self.tables.len()
-    }
-
-    #[inline(always)]
-    fn prefetch_kmer(&self, hash: u64) {
-        with_cells!(self.storage, C => {
-            for table in &self.tables {
-                prefetch(&table.mem.atomics()[C::byte_of(table.modulus.rem(hash))]);
-            }
-        })
-    }
-
-    #[inline(always)]
-    fn count_of(&self, hash: u64) -> u32 {
-        with_cells!(self.storage, C => self.count::<C>(hash, |t| self.tables[t].modulus.rem(hash)))
-    }
-
-    #[inline(always)]
-    fn add_exclusive(&mut self, hash: u64) -> Tally {
-        with_cells!(self.storage, C => self.update::<C, true>(hash, |t| self.tables[t].modulus.rem(hash)))
-    }
-
-    fn record_adds(&mut self, tally: Tally, _kmers: u64) {
-        self.record(tally);
     }
 }

@@ -87,7 +87,6 @@ pub use add::{add_table_files, sum_table_files};
 pub use batch::{BatchLookup, BatchOutcome, BatchRules, BatchRunner, BatchTable, Decider};
 pub use owned::{OwnedBatch, OwnedCounting};
 pub use pass::ReadCounts;
-pub(crate) use pass::{KmerPass, Lookahead, PassTable};
 mod khmer;
 pub use khmer::KhmerTable;
 pub(crate) use khmer::{bytes_for, check_parameters, hash_kmers, Table};

@@ -238,36 +238,43 @@ fn hash_lookups_equal_sequence_lookups() {
 }
 
 #[test]
-fn kmer_pass_decides_and_counts_like_the_sequence_methods() {
-    let reads = repetitive_reads();
-    for (kind, lookahead) in (0..all_kinds(6).len()).flat_map(|k| [(k, Lookahead::Vote), (k, Lookahead::Whole)]) {
-        let (reference, mut passed) = (all_kinds(6).remove(kind), all_kinds(6).remove(kind));
+fn in_table_decisions_count_like_the_sequence_methods() {
+    let mut reads = repetitive_reads();
+    reads.push(b"ACG".to_vec());
+    for (kind, piece) in (0..all_kinds(6).len()).flat_map(|k| [(k, 7), (k, usize::MAX)]) {
+        let (reference, passed) = (all_kinds(6).remove(kind), all_kinds(6).remove(kind));
         let (mut hashes, mut spans) = (Vec::new(), Vec::new());
-        for read in reads.iter().chain([&b"ACG".to_vec()]) {
+        for read in &reads {
             let start = hashes.len();
             reference.kmer_hashes(read, &mut hashes);
             spans.push(start..hashes.len());
         }
-        let mut pass = KmerPass::new(&mut passed, &hashes, &spans, lookahead);
         // Bit storage counts 0 or 1: drop reads already seen.
         let keep_below = if reference.storage_kind() == StorageKind::Bit { 1 } else { 2 };
-        let mut kept = 0;
-        for (i, (read, span)) in reads.iter().chain([&b"ACG".to_vec()]).zip(&spans).enumerate() {
-            // Every third read is skipped (as the second read of a discarded pair is).
-            if i % 3 == 2 {
-                continue;
-            }
-            for cutoff in [1, 2, 3] {
-                assert_eq!(pass.median_at_least(span.clone(), cutoff), reference.median_at_least(read, cutoff));
-            }
-            let mut counts = Vec::new();
-            pass.counts(span.clone(), &mut counts);
-            assert_eq!(counts, hashes[span.clone()].iter().map(|&h| reference.get_hash(h)).collect::<Vec<_>>());
-            if !reference.median_at_least(read, keep_below) {
-                reference.consume(read);
-                pass.add(span.clone());
-                kept += 1;
-            }
+        let (mut runner, mut kept) = (BatchRunner::default(), 0);
+        let reads_and_spans: Vec<_> = reads.iter().zip(&spans).enumerate().collect();
+        // Batches of `piece` reads, each decided on the table itself.
+        for batch in reads_and_spans.chunks(piece.min(reads_and_spans.len())) {
+            let kmers = batch[0].1 .1.start..batch[batch.len() - 1].1 .1.end;
+            runner.run(&passed, &hashes, kmers, |pass| {
+                for &(i, (read, span)) in batch {
+                    // Every third read is skipped (as the second read of a discarded pair is).
+                    if i % 3 == 2 {
+                        continue;
+                    }
+                    for cutoff in [1, 2, 3] {
+                        assert_eq!(pass.median_at_least(span.clone(), cutoff), reference.median_at_least(read, cutoff));
+                    }
+                    let mut counts = Vec::new();
+                    pass.counts(span.clone(), &mut counts);
+                    assert_eq!(counts, hashes[span.clone()].iter().map(|&h| reference.get_hash(h)).collect::<Vec<_>>());
+                    if !reference.median_at_least(read, keep_below) {
+                        reference.consume(read);
+                        pass.add(span.clone());
+                        kept += 1;
+                    }
+                }
+            });
         }
         assert!(kept > 1 && kept < reads.len(), "{kept}");
         assert_eq!(passed.raw_tables(), reference.raw_tables());

@@ -97,4 +97,26 @@ impl BatchTable for BlockedTable {
     fn record_outcome(&self, outcome: &BatchOutcome) {
         self.record(Tally { occupied: outcome.occupied, unique: outcome.unique }, outcome.added);
     }
+
+    fn counter_lines(&self) -> usize {
+        1
+    }
+
+    #[inline(always)]
+    fn prefetch_counters(&self, hash: u64) {
+        prefetch(&self.mem.atomics()[self.line_of(hash) as usize * LINE_BYTES]);
+    }
+
+    #[inline(always)]
+    fn least_in_place(&self, hash: u64) -> u8 {
+        with_width!(self.params.width, C => self.count::<C>(self.mem.atomics(), hash, self.line_of(hash)) as u8)
+    }
+
+    #[inline(always)]
+    fn add_in_place(&self, hash: u64, previous: &mut [u8]) {
+        let (mem, line) = (self.mem.atomics(), self.line_of(hash));
+        with_width!(self.params.width, C => {
+            self.increment_probes::<C, true>(mem, hash, line, |p, before| previous[p] = before)
+        })
+    }
 }
