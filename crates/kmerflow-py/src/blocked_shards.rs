@@ -9,13 +9,12 @@ use crate::batch::slice;
 use crate::commands::ShardTerminal;
 use crate::errors::IntoPyResult;
 use crate::reads::pair_mode;
-use crate::shards::{hash_reads_by, open_reader, updates_arrays, HashedReads, MessageArrays, ShardUpdates};
+use crate::shards::ShardUpdates;
+use crate::shards::{hash_reads_by, open_reader, updates_arrays, HashedReads, HeldShard, LocalShards, MessageArrays};
 use kmerflow_core::io::PairMode;
 use kmerflow_core::run::RunContext;
-use kmerflow_core::shards::blocked::count::BlockedShardedCount;
-use kmerflow_core::shards::blocked::normalize::{BlockedMessage, BlockedShardedNormalize};
 use kmerflow_core::shards::blocked::{BlockedShard as CoreShard, BlockedShardClient as CoreClient};
-use kmerflow_core::shards::runs::{BundleBatches, Cleaning};
+use kmerflow_core::shards::runs::{BundleBatches, Cleaning, ShardedCount, ShardedNormalize};
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::table::{native_format, BlockedParams, CounterWidth};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
@@ -43,6 +42,14 @@ type Done = (u64, u64, u64);
 #[pyclass(module = "kmerflow._core", frozen)]
 pub struct BlockedShard {
     inner: Mutex<CoreShard>,
+}
+
+impl HeldShard for BlockedShard {
+    type Core = CoreShard;
+
+    fn lock(&self) -> MutexGuard<'_, CoreShard> {
+        BlockedShard::lock(self)
+    }
 }
 
 impl BlockedShard {
@@ -233,14 +240,14 @@ fn occupancy((occupied, unique, added): Done) -> OccupancyStats {
 }
 
 /// Counting a file on a sharded blocked table (`ShardedBlockedTable.consume_seqfile`):
-/// `send()` reads the next batch and returns the hashes for each remote shard (for its `add`),
-/// or `None` at the end; `local()` counts the batch on the local shards and reads the next one
-/// (while the remote shards work); `record(answers)` records the remote shards' answers.
+/// `send()` reads the next batch and returns one message per remote shard (its hashes, for its
+/// `add`), or `None` at the end; `local()` counts the batch on the local shards (while the
+/// remote shards work); `record(answers)` records the remote shards' answers.
 #[pyclass(module = "kmerflow._core")]
 pub struct BlockedShardedCountRun {
     client: Py<BlockedShardClient>,
-    local: Vec<Option<Py<BlockedShard>>>,
-    run: BlockedShardedCount,
+    local: LocalShards<BlockedShard>,
+    run: ShardedCount<CoreClient>,
 }
 
 #[pymethods]
@@ -261,28 +268,29 @@ impl BlockedShardedCountRun {
         let reader = open_reader(py, path, PairMode::ForceSingle, None, terminal.as_deref())?;
         let batches =
             BundleBatches::with_hasher(reader, read_hasher(&client.get().inner), batch_kmers, Cleaning::Parser);
-        let remote = local.iter().map(Option::is_none).collect();
-        let run = BlockedShardedCount::new(batches, &client.get().inner, remote).py()?;
+        let local = LocalShards(local);
+        let run = ShardedCount::new(batches, &client.get().inner, local.remote()).py()?;
         Ok(BlockedShardedCountRun { client, local, run })
     }
 
-    /// The next batch's hashes for each remote shard, `None` at the end.
-    fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Parts<'py>>> {
-        let (client, run) = (&self.client.get().inner, &mut self.run);
-        let parts = py.detach(|| run.send(client)).py()?;
-        Ok(parts.map(|parts| parts.into_iter().map(|p| p.into_pyarray(py)).collect()))
+    /// The next batch's messages to the remote shards, `None` at the end.
+    fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
+        let run = &mut self.run;
+        self.local.send(py, |local| run.send(local))
     }
 
-    /// Counts the batch sent last on the local shards, then reads the next batch.
+    /// Counts the batch sent last on the local shards (call while the remote shards work).
     fn local(&mut self, py: Python<'_>) -> PyResult<()> {
-        let (client, run) = (&self.client.get().inner, &mut self.run);
-        locked(&self.local, |shards| py.detach(|| run.local(client, shards))).py()
+        let run = &mut self.run;
+        self.local.call(py, |local| run.local(local)).py()
     }
 
     /// Records the remote shards' answers to the batch sent last (in shard order).
-    fn record(&mut self, answers: Vec<Done>) -> PyResult<()> {
+    fn record(&mut self, py: Python<'_>, answers: Vec<Done>) -> PyResult<()> {
         let answers: Vec<OccupancyStats> = answers.into_iter().map(occupancy).collect();
-        self.run.record(&self.client.get().inner, &answers).py()
+        let answers: Vec<&OccupancyStats> = answers.iter().collect();
+        let (client, run) = (self.client.get(), &mut self.run);
+        self.local.call(py, |local| run.record(&client.inner, local, &answers)).py()
     }
 
     /// (reads, k-mers, reads shorter than k) counted so far.
@@ -292,28 +300,20 @@ impl BlockedShardedCountRun {
     }
 }
 
-/// Calls `f` with the shards held in this process (`None` for a remote one), locked.
-fn locked<R>(local: &[Option<Py<BlockedShard>>], f: impl FnOnce(&mut [Option<&mut CoreShard>]) -> R) -> R {
-    let mut guards: Vec<Option<MutexGuard<'_, CoreShard>>> =
-        local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
-    let mut shards: Vec<Option<&mut CoreShard>> = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
-    f(&mut shards)
-}
-
 /// A batch's kept records as text, where each bundle's reads end, and whether each was kept.
 type Decisions<'py> = (Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<bool>>);
 
 /// normalize-by-median of a file on a sharded blocked table
 /// (`ShardedBlockedTable.normalize_file`): `send()` reads the next batch and returns one message
 /// per remote shard (counters to update, their deltas, hashes to look up: its `step`), or
-/// `None` at the end; `local()` looks the batch up on the local shards; `decide(answers)`
-/// decides it and returns the kept bundles' records and the decisions; `unsent()` the updates
-/// left for the remote shards at the end.
+/// `None` at the end (at most two batches sent and not decided); `decide(answers)` decides the
+/// oldest batch sent, counting on the local shards in place, and returns the kept bundles'
+/// records and the decisions; `unsent()` the updates left for the remote shards at the end.
 #[pyclass(module = "kmerflow._core")]
 pub struct BlockedShardedNormalizeRun {
     client: Py<BlockedShardClient>,
-    local: Vec<Option<Py<BlockedShard>>>,
-    run: BlockedShardedNormalize,
+    local: LocalShards<BlockedShard>,
+    run: ShardedNormalize<CoreClient>,
 }
 
 #[pymethods]
@@ -338,17 +338,16 @@ impl BlockedShardedNormalizeRun {
         let core = &client.get().inner;
         let reader = open_reader(py, path, mode, Some(core.map().params().k), terminal.as_deref())?;
         let batches = BundleBatches::with_hasher(reader, read_hasher(core), batch_kmers, Cleaning::ScreedWithText);
-        let remote = local.iter().map(Option::is_none).collect();
-        let run = BlockedShardedNormalize::new(batches, cutoff, core, remote).py()?;
+        let local = LocalShards(local);
+        let run = ShardedNormalize::new(batches, cutoff, core, local.remote()).py()?;
         Ok(BlockedShardedNormalizeRun { client, local, run })
     }
 
     /// The next batch's messages to the remote shards, `None` at the end (at most two batches
     /// wait).
     fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
-        let (client, run) = (&self.client.get().inner, &mut self.run);
-        let messages = py.detach(|| run.send(client)).py()?;
-        Ok(messages.map(|m| m.into_iter().map(|m| message_arrays(py, m)).collect()))
+        let run = &mut self.run;
+        self.local.send(py, |local| run.send(local))
     }
 
     /// Decides the oldest batch sent from the remote shards' answers (uint8, in shard order;
@@ -358,8 +357,7 @@ impl BlockedShardedNormalizeRun {
         let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
         let (client, run) = (&self.client.get().inner, &mut self.run);
         let mut out = Vec::new();
-        let decided =
-            locked(&self.local, |shards| py.detach(|| run.decide(client, shards, &answers, &mut out))).py()?;
+        let decided = self.local.call(py, |local| run.decide(client, local, &answers, &mut out)).py()?;
         Ok((PyBytes::new(py, &out), decided.bundle_ends.into_pyarray(py), decided.keep.into_pyarray(py)))
     }
 
@@ -373,12 +371,6 @@ impl BlockedShardedNormalizeRun {
     fn totals(&self) -> (u64, u64, u64) {
         self.run.totals()
     }
-}
-
-/// One remote shard's message as numpy arrays.
-fn message_arrays(py: Python<'_>, m: BlockedMessage) -> MessageArrays<'_> {
-    let (counters, deltas) = updates_arrays(py, m.apply);
-    (counters, deltas, m.hashes.into_pyarray(py))
 }
 
 /// Each read's k-mers hashed by `client`'s table hash.

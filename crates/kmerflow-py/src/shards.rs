@@ -18,13 +18,23 @@ use kmerflow_core::shards::runs::{BundleBatches, Cleaning, Message, ShardedCount
 use kmerflow_core::table::HashKind;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::pyclass::boolean_struct::True;
 use pyo3::types::{PyBytes, PyString};
+use pyo3::PyClass;
 use std::sync::{Mutex, MutexGuard};
 
 /// One shard: counters `start .. start + size` of a table, one byte each.
 #[pyclass(module = "kmerflow._core", frozen)]
 pub struct Shard {
     inner: Mutex<CoreShard>,
+}
+
+impl HeldShard for Shard {
+    type Core = CoreShard;
+
+    fn lock(&self) -> MutexGuard<'_, CoreShard> {
+        Shard::lock(self)
+    }
 }
 
 impl Shard {
@@ -254,7 +264,7 @@ pub(crate) fn message_arrays(py: Python<'_>, messages: Vec<Message>) -> Vec<Mess
         .into_iter()
         .map(|m| {
             let (counters, deltas) = updates_arrays(py, m.apply);
-            (counters, deltas, m.counters.into_pyarray(py))
+            (counters, deltas, m.keys.into_pyarray(py))
         })
         .collect()
 }
@@ -279,28 +289,37 @@ pub(crate) fn open_reader(
     Ok(PairedReader::new(reader.py()?, mode, min_length))
 }
 
-/// Which shards of a run are remote (`None` in `local`).
-fn remote(local: &[Option<Py<Shard>>]) -> Vec<bool> {
-    local.iter().map(Option::is_none).collect()
+/// A shard class of the module (of either layout), whose core shard a run locks.
+pub(crate) trait HeldShard: PyClass<Frozen = True> + Sync {
+    /// The core's shard.
+    type Core: Send;
+    /// The shard, locked.
+    fn lock(&self) -> MutexGuard<'_, Self::Core>;
 }
 
 /// The shards of a run held in this process (`None` for a remote one), locked for one call.
-struct LocalShards(Vec<Option<Py<Shard>>>);
+pub(crate) struct LocalShards<S>(pub(crate) Vec<Option<Py<S>>>);
 
-impl LocalShards {
-    fn call<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut [Option<&mut CoreShard>]) -> R + Send) -> R {
-        let mut guards: Vec<Option<MutexGuard<'_, CoreShard>>> =
+impl<S: HeldShard> LocalShards<S> {
+    /// Which shards are remote.
+    pub(crate) fn remote(&self) -> Vec<bool> {
+        self.0.iter().map(Option::is_none).collect()
+    }
+
+    /// `f` with the local shards locked, without the GIL.
+    pub(crate) fn call<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut [Option<&mut S::Core>]) -> R + Send) -> R {
+        let mut guards: Vec<Option<MutexGuard<'_, S::Core>>> =
             self.0.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
-        let mut shards: Vec<Option<&mut CoreShard>> = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
+        let mut shards: Vec<Option<&mut S::Core>> = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
         py.detach(|| f(&mut shards))
     }
 
     /// A run's `send` with the shards: the next batch's messages to the remote shards as
     /// arrays, `None` at the end.
-    fn send<'py>(
+    pub(crate) fn send<'py>(
         &self,
         py: Python<'py>,
-        send: impl FnOnce(&[Option<&mut CoreShard>]) -> kmerflow_core::Result<Option<Vec<Message>>> + Send,
+        send: impl FnOnce(&[Option<&mut S::Core>]) -> kmerflow_core::Result<Option<Vec<Message>>> + Send,
     ) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
         let messages = self.call(py, |local| send(local)).py()?;
         Ok(messages.map(|m| message_arrays(py, m)))
@@ -314,8 +333,8 @@ impl LocalShards {
 #[pyclass(module = "kmerflow._core")]
 pub struct ShardedCountRun {
     client: Py<ShardClient>,
-    local: LocalShards,
-    run: ShardedCount,
+    local: LocalShards<Shard>,
+    run: ShardedCount<CoreClient>,
 }
 
 #[pymethods]
@@ -335,8 +354,9 @@ impl ShardedCountRun {
     ) -> PyResult<Self> {
         let reader = open_reader(py, path, PairMode::ForceSingle, None, terminal.as_deref())?;
         let batches = BundleBatches::new(reader, client.get().inner.ksize(), batch_kmers, Cleaning::Parser);
-        let run = ShardedCount::new(batches, &client.get().inner, remote(&local)).py()?;
-        Ok(ShardedCountRun { client, local: LocalShards(local), run })
+        let local = LocalShards(local);
+        let run = ShardedCount::new(batches, &client.get().inner, local.remote()).py()?;
+        Ok(ShardedCountRun { client, local, run })
     }
 
     /// The next batch's messages to the remote shards, `None` at the end.
@@ -377,8 +397,8 @@ type Decisions<'py> = (Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>, Bound<'py
 #[pyclass(module = "kmerflow._core")]
 pub struct ShardedNormalizeRun {
     client: Py<ShardClient>,
-    local: LocalShards,
-    run: ShardedNormalize,
+    local: LocalShards<Shard>,
+    run: ShardedNormalize<CoreClient>,
 }
 
 #[pymethods]
@@ -403,8 +423,9 @@ impl ShardedNormalizeRun {
         let k = client.get().inner.ksize();
         let reader = open_reader(py, path, mode, Some(k), terminal.as_deref())?;
         let batches = BundleBatches::new(reader, k, batch_kmers, Cleaning::ScreedWithText);
-        let run = ShardedNormalize::new(batches, cutoff, &client.get().inner, remote(&local)).py()?;
-        Ok(ShardedNormalizeRun { client, local: LocalShards(local), run })
+        let local = LocalShards(local);
+        let run = ShardedNormalize::new(batches, cutoff, &client.get().inner, local.remote()).py()?;
+        Ok(ShardedNormalizeRun { client, local, run })
     }
 
     /// The next batch's messages to the remote shards, `None` at the end.

@@ -193,7 +193,7 @@ class ShardedBlockedTable(_Sharded):
         self.flush()
         run = _core.BlockedShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers,
                                            self.terminal)
-        return self._count_file(run, lambda part: (part,))
+        return self._count_file(run)
 
     def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
                        on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:
