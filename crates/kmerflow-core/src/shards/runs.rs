@@ -468,6 +468,9 @@ fn check_shards(map: &impl ShardRouting, given: usize) -> Result<()> {
 /// reads dropped so far for being too short.
 type Prepared<R> = Result<(Option<(HashedBundles, Routed<R>)>, u64)>;
 
+/// A batch sent: the batch, its routing and its messages to the remote shards.
+type Sent<R> = (HashedBundles, Routed<R>, Vec<Message>);
+
 /// The batches of a [`BundleBatches`] read, hashed and routed by a thread of their own, up to
 /// two batches ahead of the caller (who works on the shards meanwhile); the routings the caller
 /// is done with go back to the thread ([`RoutedBatches::recycle`]), whose next batches reuse
@@ -527,13 +530,7 @@ impl<R: ShardRouting> RoutedBatches<R> {
     /// Reads the next batch once the previous one is done (`busy` false) and returns it with
     /// one message per remote shard (in shard order, each with its updates taken from
     /// `unsent`); `None` at the end of the input.
-    #[allow(clippy::type_complexity)]
-    fn send<K>(
-        &mut self,
-        local: &[Option<&mut K>],
-        busy: bool,
-        unsent: &mut [Updates],
-    ) -> Result<Option<(HashedBundles, Routed<R>, Vec<Message>)>> {
+    fn send<K>(&mut self, local: &[Option<&mut K>], busy: bool, unsent: &mut [Updates]) -> Result<Option<Sent<R>>> {
         self.check(local)?;
         if busy {
             return Err(Error::invalid("the previous batch was not finished"));
@@ -574,9 +571,17 @@ pub struct Message {
 /// `local[s]` is shard `s` when it is held in this process.
 pub struct ShardedCount<C: ShardLayout> {
     batches: RoutedBatches<C::Routing>,
-    waiting: Option<(Vec<u64>, Routed<C::Routing>, Option<Vec<C::Tally>>)>,
+    waiting: Option<Counting<C>>,
     /// Reads, k-mers and reads without a k-mer (shorter than k) counted so far.
     pub totals: (u64, u64, u64),
+}
+
+/// A counting batch sent: its hashes, its routing and, once the local shards added their
+/// parts, their tallies.
+struct Counting<C: ShardLayout> {
+    hashes: Vec<u64>,
+    routed: Routed<C::Routing>,
+    here: Option<Vec<C::Tally>>,
 }
 
 impl<C: ShardLayout> ShardedCount<C> {
@@ -598,16 +603,16 @@ impl<C: ShardLayout> ShardedCount<C> {
         self.totals.0 += batch.read_ends.len() as u64;
         self.totals.1 += batch.hashes.len() as u64;
         self.totals.2 += spans(&batch.read_ends).filter(|read| read.is_empty()).count() as u64;
-        self.waiting = Some((batch.hashes, routed, None));
+        self.waiting = Some(Counting { hashes: batch.hashes, routed, here: None });
         Ok(Some(messages))
     }
 
     /// Adds the keys of the batch sent last held by the local shards (once).
     pub fn local(&mut self, local: &mut [Option<&mut C::Shard>]) -> Result<()> {
         self.batches.check(local)?;
-        let (_, routed, here) = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
-        if here.is_none() {
-            *here = Some(routed.count_here::<C>(local)?);
+        let batch = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
+        if batch.here.is_none() {
+            batch.here = Some(batch.routed.count_here::<C>(local)?);
         }
         Ok(())
     }
@@ -616,11 +621,12 @@ impl<C: ShardLayout> ShardedCount<C> {
     /// shard order).
     pub fn record(&mut self, client: &C, local: &mut [Option<&mut C::Shard>], remote: &[&C::Added]) -> Result<()> {
         self.local(local)?;
-        let (hashes, routed, here) = self.waiting.as_mut().expect("checked by local");
+        let batch = self.waiting.as_mut().expect("checked by local");
+        let here = batch.here.as_deref().expect("counted by local");
         // On an error the batch stays waiting, its local adds done, for the right answers.
-        client.record_count(hashes, here.as_deref().expect("counted by local"), remote, routed)?;
-        let (_, routed, _) = self.waiting.take().expect("checked by local");
-        self.batches.recycle(routed);
+        client.record_count(&batch.hashes, here, remote, &mut batch.routed)?;
+        let batch = self.waiting.take().expect("checked by local");
+        self.batches.recycle(batch.routed);
         Ok(())
     }
 }
