@@ -343,38 +343,6 @@ impl Shard {
         }
     }
 
-    /// Prefetches the cell of `counter` (held by the shard).
-    #[inline(always)]
-    pub fn prefetch(&self, counter: u64) {
-        prefetch(&self.cells[self.index(counter)]);
-    }
-
-    /// The value of `counter` (held by the shard).
-    #[inline(always)]
-    pub fn get(&self, counter: u64) -> u8 {
-        self.cells[self.index(counter)]
-    }
-
-    /// Adds one to `counter` (held by the shard; saturating) and returns its value before.
-    #[inline(always)]
-    pub fn add_one(&mut self, counter: u64) -> u8 {
-        let (i, max) = (self.index(counter), self.max);
-        let previous = self.cells[i];
-        self.cells[i] = previous + u8::from(previous < max);
-        previous
-    }
-
-    /// Adds `delta` to `counter` (held by the shard); refused when it would pass the maximum.
-    #[inline(always)]
-    pub fn add_delta(&mut self, counter: u64, delta: u8) -> Result<()> {
-        let i = self.index(counter);
-        if delta > self.max - self.cells[i] {
-            return Err(Error::invalid(format!("a delta takes counter {counter} past its maximum {}", self.max)));
-        }
-        self.cells[i] += delta;
-        Ok(())
-    }
-
     /// The values of `counters`.
     pub fn counts(&self, counters: &[u64]) -> Result<Vec<u8>> {
         Shard::each(self, counters, |shard, c| shard.get(c))
@@ -723,22 +691,30 @@ impl ShardKernel for Shard {
 
     #[inline(always)]
     fn prefetch(&self, counter: u64) {
-        Shard::prefetch(self, counter)
+        prefetch(&self.cells[self.index(counter)]);
     }
 
     #[inline(always)]
     fn get(&self, counter: u64) -> u8 {
-        Shard::get(self, counter)
+        self.cells[self.index(counter)]
     }
 
     #[inline(always)]
     fn add_one(&mut self, counter: u64) -> u8 {
-        Shard::add_one(self, counter)
+        let (i, max) = (self.index(counter), self.max);
+        let previous = self.cells[i];
+        self.cells[i] = previous + u8::from(previous < max);
+        previous
     }
 
     #[inline(always)]
     fn add_delta(&mut self, counter: u64, delta: u8) -> Result<()> {
-        Shard::add_delta(self, counter, delta)
+        let i = self.index(counter);
+        if delta > self.max - self.cells[i] {
+            return Err(Error::invalid(format!("a delta takes counter {counter} past its maximum {}", self.max)));
+        }
+        self.cells[i] += delta;
+        Ok(())
     }
 }
 
