@@ -18,7 +18,7 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 /// The shape of a blocked table of k `ksize`, `memory_bytes` of counters of `bits` bits and
 /// `probes` counters per k-mer.
@@ -44,15 +44,8 @@ pub struct BlockedShard {
 impl HeldShard for BlockedShard {
     type Core = CoreShard;
 
-    fn lock(&self) -> MutexGuard<'_, CoreShard> {
-        BlockedShard::lock(self)
-    }
-}
-
-impl BlockedShard {
-    /// The shard, locked.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, CoreShard> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn mutex(&self) -> &Mutex<CoreShard> {
+        &self.inner
     }
 }
 

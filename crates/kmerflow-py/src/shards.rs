@@ -37,17 +37,12 @@ pub struct Shard {
 impl HeldShard for Shard {
     type Core = CoreShard;
 
-    fn lock(&self) -> MutexGuard<'_, CoreShard> {
-        Shard::lock(self)
+    fn mutex(&self) -> &Mutex<CoreShard> {
+        &self.inner
     }
 }
 
 impl Shard {
-    /// The shard, locked.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, CoreShard> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn with<R>(&self, f: impl FnOnce(&mut CoreShard) -> R) -> R {
         f(&mut self.lock())
     }
@@ -298,8 +293,12 @@ pub(crate) fn open_reader(
 pub(crate) trait HeldShard: PyClass<Frozen = True> + Sync {
     /// The core's shard.
     type Core: Send;
+    /// The core's shard behind its lock.
+    fn mutex(&self) -> &Mutex<Self::Core>;
     /// The shard, locked.
-    fn lock(&self) -> MutexGuard<'_, Self::Core>;
+    fn lock(&self) -> MutexGuard<'_, Self::Core> {
+        self.mutex().lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The shards of a run held in this process (`None` for a remote one), locked for one call.
