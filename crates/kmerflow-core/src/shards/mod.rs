@@ -48,8 +48,16 @@ pub trait ShardRouting: Clone + Send + 'static {
 
     /// Sets `counters` to the counter of every position of `hashes` (probe-major: position
     /// `p * n + o` is probe `p` of k-mer `o`, numbered in the whole table) and `owners` to the
-    /// shard of each, refusing a batch too large for the routing's positions.
-    fn counters_and_owners(&self, hashes: &[u64], counters: &mut Vec<u64>, owners: &mut Vec<u32>) -> Result<()>;
+    /// shard of each, refusing a batch too large for the routing's positions. With
+    /// `keys_only` (counting, which needs the owners of the keys alone) a layout routing by
+    /// k-mer leaves `counters` empty and gives one owner per k-mer.
+    fn counters_and_owners(
+        &self,
+        hashes: &[u64],
+        keys_only: bool,
+        counters: &mut Vec<u64>,
+        owners: &mut Vec<u32>,
+    ) -> Result<()>;
 
     /// The shard of every counter, refusing a counter outside the table.
     fn counter_owners(&self, counters: &[u64]) -> Result<Vec<u32>>;

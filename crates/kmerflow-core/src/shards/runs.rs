@@ -249,9 +249,10 @@ impl<R: ShardRouting> Routed<R> {
     /// Routes `hashes` to the shards in place of the batch held, `remote[s]` when shard `s` is
     /// remote. With `seen` (normalization, which reads the local shards in place read by read)
     /// the remote positions get their slots and the local shards no part; otherwise each local
-    /// shard's keys are split off for [`Routed::local`] and [`ShardLayout::count_here`].
+    /// shard's keys are split off for [`Routed::local`] and [`ShardLayout::count_here`] (and a
+    /// layout routing by k-mer computes no counters: counting adds k-mers).
     fn route(&mut self, map: &R, hashes: &[u64], remote: &[bool], seen: Option<&mut SeenCounters>) -> Result<()> {
-        map.counters_and_owners(hashes, &mut self.counters, &mut self.owners)?;
+        map.counters_and_owners(hashes, seen.is_none(), &mut self.counters, &mut self.owners)?;
         self.keys = if R::BY_KMER { hashes.len() } else { self.counters.len() };
         let keys = if R::BY_KMER { hashes } else { &self.counters };
         self.remote_shards.clear();

@@ -396,15 +396,25 @@ impl ShardRouting for BlockedShardMap {
         self.params.probes
     }
 
-    fn counters_and_owners(&self, hashes: &[u64], counters: &mut Vec<u64>, owners: &mut Vec<u32>) -> Result<()> {
+    fn counters_and_owners(
+        &self,
+        hashes: &[u64],
+        keys_only: bool,
+        counters: &mut Vec<u64>,
+        owners: &mut Vec<u32>,
+    ) -> Result<()> {
         let len = hashes.len() * self.params.probes;
         if len > u32::MAX as usize {
             return Err(Error::invalid(format!("a batch of {len} counters is too large")));
         }
-        self.counters_into(hashes, counters);
         owners.clear();
         owners.extend(hashes.iter().map(|&h| self.shard_of(h) as u32));
-        (1..self.params.probes).for_each(|_| owners.extend_from_within(..hashes.len()));
+        if keys_only {
+            counters.clear();
+        } else {
+            self.counters_into(hashes, counters);
+            (1..self.params.probes).for_each(|_| owners.extend_from_within(..hashes.len()));
+        }
         Ok(())
     }
 
