@@ -675,13 +675,7 @@ impl ShardRouting for ShardMap {
         ShardMap::probes(self)
     }
 
-    fn counters_and_owners(
-        &self,
-        hashes: &[u64],
-        _: bool,
-        counters: &mut Vec<u64>,
-        owners: &mut Vec<u32>,
-    ) -> Result<()> {
+    fn positions(&self, hashes: &[u64], _: bool, counters: &mut Vec<u64>, owners: &mut Vec<u32>) -> Result<()> {
         ShardMap::counters_and_owners(self, hashes, counters, owners)
     }
 

@@ -3,7 +3,7 @@
 //!
 //! A layout is a parameter of one driver, not a twin of it: what differs between khmer's
 //! layout and the blocked one is behind three traits, [`ShardRouting`] (how a batch's hashes
-//! become counters and owners, and what a message names), [`ShardKernel`] (a shard's counters,
+//! become counters and owners, `positions`, and what a message names), [`ShardKernel`] (a shard's counters,
 //! read and counted in place) and [`ShardLayout`] (the client's part: routing, counting's
 //! answers, statistics), and the runs of [`runs`] are written once over them.
 //!
@@ -51,20 +51,14 @@ pub trait ShardRouting: Clone + Send + 'static {
     /// shard of each, refusing a batch too large for the routing's positions. With
     /// `keys_only` (counting, which needs the owners of the keys alone) a layout routing by
     /// k-mer leaves `counters` empty and gives one owner per k-mer.
-    fn counters_and_owners(
-        &self,
-        hashes: &[u64],
-        keys_only: bool,
-        counters: &mut Vec<u64>,
-        owners: &mut Vec<u32>,
-    ) -> Result<()>;
+    fn positions(&self, hashes: &[u64], keys_only: bool, counters: &mut Vec<u64>, owners: &mut Vec<u32>) -> Result<()>;
 
     /// The shard of every counter, refusing a counter outside the table.
     fn counter_owners(&self, counters: &[u64]) -> Result<Vec<u32>>;
 }
 
 /// A shard held in this process, read and counted in place counter by counter (counters
-/// numbered as its layout's [`ShardRouting::counters_and_owners`] numbers them, all held by
+/// numbered as its layout's [`ShardRouting::positions`] numbers them, all held by
 /// the shard).
 pub trait ShardKernel: Send {
     /// Counters held (the weight of the shard when the local shards are split in two groups).

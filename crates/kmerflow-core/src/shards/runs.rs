@@ -252,7 +252,7 @@ impl<R: ShardRouting> Routed<R> {
     /// shard's keys are split off for [`Routed::local`] and [`ShardLayout::count_here`] (and a
     /// layout routing by k-mer computes no counters: counting adds k-mers).
     fn route(&mut self, map: &R, hashes: &[u64], remote: &[bool], seen: Option<&mut SeenCounters>) -> Result<()> {
-        map.counters_and_owners(hashes, seen.is_none(), &mut self.counters, &mut self.owners)?;
+        map.positions(hashes, seen.is_none(), &mut self.counters, &mut self.owners)?;
         self.keys = if R::BY_KMER { hashes.len() } else { self.counters.len() };
         let keys = if R::BY_KMER { hashes } else { &self.counters };
         self.remote_shards.clear();

@@ -396,13 +396,7 @@ impl ShardRouting for BlockedShardMap {
         self.params.probes
     }
 
-    fn counters_and_owners(
-        &self,
-        hashes: &[u64],
-        keys_only: bool,
-        counters: &mut Vec<u64>,
-        owners: &mut Vec<u32>,
-    ) -> Result<()> {
+    fn positions(&self, hashes: &[u64], keys_only: bool, counters: &mut Vec<u64>, owners: &mut Vec<u32>) -> Result<()> {
         let len = hashes.len() * self.params.probes;
         if len > u32::MAX as usize {
             return Err(Error::invalid(format!("a batch of {len} counters is too large")));
