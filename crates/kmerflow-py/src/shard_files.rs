@@ -7,7 +7,7 @@
 use crate::batch::slice;
 use crate::blocked_shards::{BlockedShard, BlockedShardClient};
 use crate::errors::IntoPyResult;
-use crate::shards::{Shard, ShardClient};
+use crate::shards::{HeldShard, Shard, ShardClient};
 use kmerflow_core::io::output::{create_regular, is_replaced};
 use kmerflow_core::io::Staged;
 use kmerflow_core::shards::blocked::BlockedShard as CoreBlockedShard;

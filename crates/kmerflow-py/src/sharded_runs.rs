@@ -7,7 +7,7 @@ use crate::blocked_shards::BlockedShardClient;
 use crate::commands::{forwarder, ShardTerminal};
 use crate::errors::{command_error, IntoPyResult};
 use crate::interrupt::{interruptible, interruptible_showing, interruptible_with};
-use crate::shards::{message_arrays, Shard, ShardClient};
+use crate::shards::{message_arrays, HeldShard, Shard, ShardClient};
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::ops::read_filter;

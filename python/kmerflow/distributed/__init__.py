@@ -212,12 +212,12 @@ class _Sharded:
         """The answers of :meth:`_send_remote`'s futures, in shard order."""
         return [self._answer(s, f) for s, f in futures]
 
-    def _count_file(self, run: Any, add_args: Callable[[Any], Sequence[Any]]) -> Tuple[int, int]:
+    def _count_file(self, run: Any) -> Tuple[int, int]:
         """Drives a native counting run over a file (``run``: a ``*ShardedCountRun``): each
-        batch's messages go to the remote shards' ``add`` (``add_args`` turns one message into
-        its arguments) while the local shards count; returns (reads, k-mers)."""
+        batch's messages go to the remote shards' ``add`` (their keys: counters or k-mer
+        hashes) while the local shards count; returns (reads, k-mers)."""
         while (messages := run.send()) is not None:
-            futures = self._send_remote("add", [add_args(m) for m in messages])
+            futures = self._send_remote("add", [(keys,) for _, _, keys in messages])
             run.local()
             run.record(self._answers(futures))
         reads, kmers, short = run.totals
@@ -494,7 +494,7 @@ class ShardedCountgraph(_Sharded):
         self.flush()
         run = _core.ShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers,
                                     self.terminal)
-        return self._count_file(run, lambda message: (message[2],))
+        return self._count_file(run)
 
     def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
                        on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:

@@ -191,9 +191,8 @@ class ShardedBlockedTable(_Sharded):
         The file is read, hashed and routed natively; the shards held here count at once, the
         others get one message per batch, while the next batch is read."""
         self.flush()
-        run = _core.BlockedShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers,
-                                           self.terminal)
-        return self._count_file(run, lambda part: (part,))
+        run = _core.ShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers, self.terminal)
+        return self._count_file(run)
 
     def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
                        on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:
@@ -204,8 +203,8 @@ class ShardedBlockedTable(_Sharded):
         not sent yet and this batch's look-ups), sent before the previous batch is decided; the
         local shards are looked up as each batch is decided."""
         self.flush()
-        run = _core.BlockedShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
-                                               self.batch_kmers, self.terminal)
+        run = _core.ShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
+                                        self.batch_kmers, self.terminal)
         return self._normalize(run, out, on_batch)
 
     def save(self, path: Union[str, os.PathLike]) -> None:

@@ -16,15 +16,15 @@
 //! Everything equals the one-process table with the same sizes: counters, bigcounts and the
 //! statistics ([`ShardClient::gather`] rebuilds it).
 
-use crate::table::batch::{
-    self, ends_in_order, spans, BatchLookup, BatchOutcome, BatchRules, Decider, Positions, SeenCounters,
-};
+use super::runs::{drive, Routed};
+use super::{ShardKernel, ShardLayout, ShardRouting};
+use crate::table::batch::{self, BatchLookup, BatchOutcome, BatchRules, Decider, SeenCounters};
 use crate::table::khmer_format::ByteFrame;
 use crate::table::{prefetch, FastMod, HashKind, KhmerTable, StorageKind, Table};
 use crate::{Error, Result};
 use std::collections::HashMap;
-use std::ops::{Deref, Range};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Mutex;
 
 /// Where each counter of a khmer-layout table is: its index in the table's counter space and
@@ -343,38 +343,6 @@ impl Shard {
         }
     }
 
-    /// Prefetches the cell of `counter` (held by the shard).
-    #[inline(always)]
-    pub fn prefetch(&self, counter: u64) {
-        prefetch(&self.cells[self.index(counter)]);
-    }
-
-    /// The value of `counter` (held by the shard).
-    #[inline(always)]
-    pub fn get(&self, counter: u64) -> u8 {
-        self.cells[self.index(counter)]
-    }
-
-    /// Adds one to `counter` (held by the shard; saturating) and returns its value before.
-    #[inline(always)]
-    pub fn add_one(&mut self, counter: u64) -> u8 {
-        let (i, max) = (self.index(counter), self.max);
-        let previous = self.cells[i];
-        self.cells[i] = previous + u8::from(previous < max);
-        previous
-    }
-
-    /// Adds `delta` to `counter` (held by the shard); refused when it would pass the maximum.
-    #[inline(always)]
-    pub fn add_delta(&mut self, counter: u64, delta: u8) -> Result<()> {
-        let i = self.index(counter);
-        if delta > self.max - self.cells[i] {
-            return Err(Error::invalid(format!("a delta takes counter {counter} past its maximum {}", self.max)));
-        }
-        self.cells[i] += delta;
-        Ok(())
-    }
-
     /// The values of `counters`.
     pub fn counts(&self, counters: &[u64]) -> Result<Vec<u8>> {
         Shard::each(self, counters, |shard, c| shard.get(c))
@@ -617,31 +585,6 @@ impl ShardClient {
         Ok((result, updates))
     }
 
-    /// Digital normalization of one batch (phase 2) on `positions`, the values of the
-    /// batch's positions (probe-major) as the read-by-read run reads and counts them: bundle
-    /// `b` holds reads `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers
-    /// `read_ends[i-1] .. read_ends[i]` of `hashes`. A bundle is dropped when every read's
-    /// upper-median count, with the batch's earlier kept bundles counted, is at least `cutoff`;
-    /// kept bundles are counted and the outcome recorded. Returns whether each bundle is kept,
-    /// and the positions.
-    pub fn normalize<P: Positions>(
-        &self,
-        hashes: &[u64],
-        positions: P,
-        read_ends: &[u64],
-        bundle_ends: &[u64],
-        cutoff: u32,
-    ) -> Result<(Vec<bool>, P)> {
-        if !ends_in_order(read_ends, hashes.len()) || !ends_in_order(bundle_ends, read_ends.len()) {
-            return Err(Error::invalid("read and bundle ends must be non-decreasing and in range"));
-        }
-        let reads: Vec<Range<usize>> = spans(read_ends).collect();
-        let (keep, positions, outcome) =
-            batch::decide_on(self, hashes, positions, |d| super::keep_bundles(d, &reads, bundle_ends, cutoff));
-        self.record(&outcome);
-        Ok((keep, positions))
-    }
-
     /// The count of each k-mer from the values of its counters (probe-major): the minimum,
     /// or its bigcount when all are saturated.
     pub fn kmer_counts(&self, hashes: &[u64], values: &[u8]) -> Result<Vec<u32>> {
@@ -718,6 +661,93 @@ impl ShardClient {
         *table.bigcounts.get_mut().unwrap_or_else(|e| e.into_inner()) =
             self.bigcounts.lock().unwrap_or_else(|e| e.into_inner()).clone();
         Ok(table)
+    }
+}
+
+impl ShardRouting for ShardMap {
+    const BY_KMER: bool = false;
+
+    fn shards(&self) -> usize {
+        ShardMap::shards(self)
+    }
+
+    fn probes(&self) -> usize {
+        ShardMap::probes(self)
+    }
+
+    fn positions(&self, hashes: &[u64], _: bool, counters: &mut Vec<u64>, owners: &mut Vec<u32>) -> Result<()> {
+        ShardMap::counters_and_owners(self, hashes, counters, owners)
+    }
+
+    fn counter_owners(&self, counters: &[u64]) -> Result<Vec<u32>> {
+        self.owners(counters)
+    }
+}
+
+impl ShardKernel for Shard {
+    fn held(&self) -> u64 {
+        self.cells.len() as u64
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, counter: u64) {
+        prefetch(&self.cells[self.index(counter)]);
+    }
+
+    #[inline(always)]
+    fn get(&self, counter: u64) -> u8 {
+        self.cells[self.index(counter)]
+    }
+
+    #[inline(always)]
+    fn add_one(&mut self, counter: u64) -> u8 {
+        let (i, max) = (self.index(counter), self.max);
+        let previous = self.cells[i];
+        self.cells[i] = previous + u8::from(previous < max);
+        previous
+    }
+
+    #[inline(always)]
+    fn add_delta(&mut self, counter: u64, delta: u8) -> Result<()> {
+        let i = self.index(counter);
+        if delta > self.max - self.cells[i] {
+            return Err(Error::invalid(format!("a delta takes counter {counter} past its maximum {}", self.max)));
+        }
+        self.cells[i] += delta;
+        Ok(())
+    }
+}
+
+/// khmer's layout: messages name counters; counting's answers are the counters' previous
+/// values, from which the client keeps the statistics and bigcounts.
+impl ShardLayout for ShardClient {
+    type Routing = ShardMap;
+    type Shard = Shard;
+    type Added = [u8];
+    type Tally = ();
+
+    fn routing(&self) -> &ShardMap {
+        &self.map
+    }
+
+    fn count_here(shard: &mut Shard, keys: &[u64], positions: &[u32], values: &[AtomicU8]) -> Result<()> {
+        drive(shard, keys, positions, values, &|shard: &mut Shard, c| shard.add_one(c));
+        Ok(())
+    }
+
+    fn record_count(
+        &self,
+        hashes: &[u64],
+        _here: &[()],
+        remote: &[&[u8]],
+        routed: &mut Routed<ShardMap>,
+    ) -> Result<()> {
+        routed.put(remote)?;
+        self.record_adds(hashes, routed.values())
+    }
+
+    fn record_outcome(&self, outcome: &BatchOutcome) {
+        self.record(outcome)
     }
 }
 

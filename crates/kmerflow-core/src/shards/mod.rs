@@ -1,14 +1,21 @@
 //! Tables sharded over processes: the second backend of the engine's tables, between the
 //! in-process tables of [`crate::table`] and the operations of [`crate::ops`].
 //!
+//! A layout is a parameter of one driver, not a twin of it: what differs between khmer's
+//! layout and the blocked one is behind three traits, [`ShardRouting`] (how a batch's hashes
+//! become counters and owners, `positions`, and what a message names), [`ShardKernel`] (a shard's counters,
+//! read and counted in place) and [`ShardLayout`] (the client's part: routing, counting's
+//! answers, statistics), and the runs of [`runs`] are written once over them.
+//!
 //! - [`khmer`]: khmer's layout cut into shards, contiguous ranges of its counters: the shard
 //!   map (`ShardMap`: counter indices split by shard with one counting sort), a shard's kernel
 //!   (`Shard`: add, look up, step) and the client's part (`ShardClient`: bigcounts, statistics);
-//! - [`blocked`]: the blocked layout cut into shards of whole cache lines, with its counting
-//!   ([`blocked::count`]) and normalization ([`blocked::normalize`]) runs;
-//! - [`runs`]: whole files through a sharded table (reading, hashing and routing batches,
-//!   counting, normalize-by-median, look-ups), the transport to the remote shards
-//!   (`RemoteShards`) and the driver of the native commands' decisions (`ShardedDecisions`);
+//! - [`blocked`]: the blocked layout cut into shards of whole cache lines (a k-mer's counters
+//!   all on one shard, so a message names k-mer hashes);
+//! - [`runs`]: whole files through a sharded table of either layout (reading, hashing and
+//!   routing batches, counting `ShardedCount`, normalize-by-median `ShardedNormalize`), and for
+//!   khmer's layout the look-ups, the transport to the remote shards (`RemoteShards`) and the
+//!   driver of the native commands' decisions (`ShardedDecisions`);
 //! - [`in_flight`]: the updates a remote shard's answer lacks while they travel;
 //! - [`mod@file`]: a saved table written and read shard by shard at the shards' places.
 //!
@@ -20,9 +27,113 @@ pub mod in_flight;
 pub mod khmer;
 pub mod runs;
 
-use crate::table::batch::spans;
+use crate::table::batch::{self, ends_in_order, spans, BatchOutcome, BatchRules, Positions};
 use crate::table::ReadCounts;
+use crate::{Error, Result};
 use std::ops::Range;
+use std::sync::atomic::AtomicU8;
+
+/// How a layout's counters are cut into shards and how a batch reaches them.
+pub trait ShardRouting: Clone + Send + 'static {
+    /// Whether a message names k-mer hashes (all of a k-mer's counters on one shard, which
+    /// answers the values of each one's counters, probe-major) rather than counters (one
+    /// value each).
+    const BY_KMER: bool;
+
+    /// Number of shards.
+    fn shards(&self) -> usize;
+
+    /// Counters per k-mer.
+    fn probes(&self) -> usize;
+
+    /// Sets `counters` to the counter of every position of `hashes` (probe-major: position
+    /// `p * n + o` is probe `p` of k-mer `o`, numbered in the whole table) and `owners` to the
+    /// shard of each, refusing a batch too large for the routing's positions. With
+    /// `keys_only` (counting, which needs the owners of the keys alone) a layout routing by
+    /// k-mer leaves `counters` empty and gives one owner per k-mer.
+    fn positions(&self, hashes: &[u64], keys_only: bool, counters: &mut Vec<u64>, owners: &mut Vec<u32>) -> Result<()>;
+
+    /// The shard of every counter, refusing a counter outside the table.
+    fn counter_owners(&self, counters: &[u64]) -> Result<Vec<u32>>;
+}
+
+/// A shard held in this process, read and counted in place counter by counter (counters
+/// numbered as its layout's [`ShardRouting::positions`] numbers them, all held by
+/// the shard).
+pub trait ShardKernel: Send {
+    /// Counters held (the weight of the shard when the local shards are split in two groups).
+    fn held(&self) -> u64;
+    /// Prefetches the cell of `counter`.
+    fn prefetch(&self, counter: u64);
+    /// The value of `counter`.
+    fn get(&self, counter: u64) -> u8;
+    /// Adds one to `counter` (saturating) and returns its value before.
+    fn add_one(&mut self, counter: u64) -> u8;
+    /// Adds `delta` to `counter`; refused when it would pass the maximum.
+    fn add_delta(&mut self, counter: u64, delta: u8) -> Result<()>;
+}
+
+/// The client's part of a sharded table of one layout: its routing, its shards' kernel, what
+/// counting answers and how the statistics are kept. The runs of [`runs`] are written once
+/// over it.
+pub trait ShardLayout: BatchRules + Sync {
+    /// The map of the shards.
+    type Routing: ShardRouting;
+    /// A shard's kernel.
+    type Shard: ShardKernel;
+    /// A shard's answer to a counting message (khmer's layout: the previous value of each
+    /// counter; the blocked layout: what the adds did to the statistics).
+    type Added: ?Sized + Sync;
+    /// What a local shard's adds leave to be recorded with the batch.
+    type Tally: Send + Sync;
+
+    /// The map of the shards.
+    fn routing(&self) -> &Self::Routing;
+
+    /// Adds `keys` (a local shard's part of a counting batch, in input order, named as
+    /// [`ShardRouting::BY_KMER`] says) to `shard`, writing what the client needs at the
+    /// `positions` of `values`.
+    fn count_here(shard: &mut Self::Shard, keys: &[u64], positions: &[u32], values: &[AtomicU8])
+        -> Result<Self::Tally>;
+
+    /// Records a counted batch of `hashes` from the local shards' tallies, the remote shards'
+    /// answers (in shard order; values are set at their positions by [`runs::Routed::put`])
+    /// and the values the local shards wrote in `routed`. Nothing is recorded when the answers
+    /// are not those of the messages.
+    fn record_count(
+        &self,
+        hashes: &[u64],
+        here: &[Self::Tally],
+        remote: &[&Self::Added],
+        routed: &mut runs::Routed<Self::Routing>,
+    ) -> Result<()>;
+
+    /// Records the statistics (and bigcounts) of a decided batch.
+    fn record_outcome(&self, outcome: &BatchOutcome);
+
+    /// Digital normalization of one batch (phase 2) on `positions`, the values of the batch's
+    /// positions (probe-major) as the read-by-read run reads and counts them: bundle `b` holds
+    /// reads `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `read_ends[i-1] ..
+    /// read_ends[i]` of `hashes`, each bundle decided by [`keep_bundles`]. Records the outcome;
+    /// returns whether each bundle is kept, and the positions.
+    fn normalize<P: Positions>(
+        &self,
+        hashes: &[u64],
+        positions: P,
+        read_ends: &[u64],
+        bundle_ends: &[u64],
+        cutoff: u32,
+    ) -> Result<(Vec<bool>, P)> {
+        if !ends_in_order(read_ends, hashes.len()) || !ends_in_order(bundle_ends, read_ends.len()) {
+            return Err(Error::invalid("read and bundle ends must be non-decreasing and in range"));
+        }
+        let reads: Vec<Range<usize>> = spans(read_ends).collect();
+        let (keep, positions, outcome) =
+            batch::decide_on(self, hashes, positions, |d| keep_bundles(d, &reads, bundle_ends, cutoff));
+        self.record_outcome(&outcome);
+        Ok((keep, positions))
+    }
+}
 
 /// normalize-by-median over the bundles of a batch on either layout's shards (bundle `b` holds
 /// reads `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `reads[i]`), each bundle

@@ -16,6 +16,7 @@
 
 use super::in_flight::{InFlight, LastDeltas};
 use super::khmer::{first_positions, Sections, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
+use super::{ShardKernel, ShardLayout, ShardRouting};
 use crate::io::{write_record, BundleBatch, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
@@ -185,60 +186,89 @@ impl BundleBatches {
     }
 }
 
-/// A batch routed to the shards: its counters, the shard of each, the slot of each remote
-/// position (its counter's first position in its shard's part, for normalization; empty
-/// otherwise), the shards' parts (each shard's counters in input order: the remote ones' until
-/// sent, the local ones' unless the batch is normalized) with the input position of each entry
-/// of the parts laid end to end (the remote shards' first, in shard order, so that their
-/// answers go back to input order, then the local ones'), and every position's value as it
-/// arrives. The buffers of a batch done with are used again for a later one.
-#[derive(Default)]
-struct Routed {
+/// A batch routed to the shards: the counter of each position and the shard of each, the
+/// keys that messages name (the counters, or the k-mer hashes when the layout routes by
+/// k-mer, [`ShardRouting::BY_KMER`]), the slot of each remote position (its counter's first
+/// remote position, for normalization; empty otherwise), the shards' parts (each shard's keys
+/// in input order: the remote ones' until sent, the local ones' unless the batch is
+/// normalized) with the input index of each entry of the parts laid end to end (the remote
+/// shards' first, in shard order, so that their answers go back to input order, then the
+/// local ones'), and every position's value as it arrives. The buffers of a batch done with
+/// are used again for a later one.
+pub struct Routed<R> {
     counters: Vec<u64>,
     owners: Vec<u32>,
     slots: Vec<u32>,
     sections: Sections,
     part_lens: Vec<usize>,
-    /// `sections.order[..remote_len]` are the remote shards' positions.
+    /// Keys of the batch (positions, or k-mers when routed by k-mer).
+    keys: usize,
+    /// `sections.order[..remote_len]` are the remote shards' keys.
     remote_len: usize,
     values: Vec<u8>,
     local_done: bool,
     remote_shards: Vec<usize>,
+    routing: std::marker::PhantomData<R>,
 }
 
-impl Routed {
+impl<R> Default for Routed<R> {
+    fn default() -> Self {
+        Routed {
+            counters: Vec::new(),
+            owners: Vec::new(),
+            slots: Vec::new(),
+            sections: Sections::default(),
+            part_lens: Vec::new(),
+            keys: 0,
+            remote_len: 0,
+            values: Vec::new(),
+            local_done: false,
+            remote_shards: Vec::new(),
+            routing: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<R: ShardRouting> Routed<R> {
     /// `hashes` routed to the shards (see [`Routed::route`]).
-    fn new(map: &ShardMap, hashes: &[u64], remote: &[bool], seen: Option<&mut SeenCounters>) -> Result<Self> {
+    fn new(map: &R, hashes: &[u64], remote: &[bool], seen: Option<&mut SeenCounters>) -> Result<Self> {
         let mut routed = Routed::default();
         routed.route(map, hashes, remote, seen)?;
         Ok(routed)
     }
 
+    /// Values a key has: all of its k-mer's counters when routed by k-mer, else one.
+    fn per_key(&self) -> usize {
+        if R::BY_KMER {
+            self.counters.len() / self.keys.max(1)
+        } else {
+            1
+        }
+    }
+
     /// Routes `hashes` to the shards in place of the batch held, `remote[s]` when shard `s` is
     /// remote. With `seen` (normalization, which reads the local shards in place read by read)
     /// the remote positions get their slots and the local shards no part; otherwise each local
-    /// shard's positions are split off for [`Routed::local`].
-    fn route(
-        &mut self,
-        map: &ShardMap,
-        hashes: &[u64],
-        remote: &[bool],
-        seen: Option<&mut SeenCounters>,
-    ) -> Result<()> {
-        map.counters_and_owners(hashes, &mut self.counters, &mut self.owners)?;
+    /// shard's keys are split off for [`Routed::local`] and [`ShardLayout::count_here`] (and a
+    /// layout routing by k-mer computes no counters: counting adds k-mers).
+    fn route(&mut self, map: &R, hashes: &[u64], remote: &[bool], seen: Option<&mut SeenCounters>) -> Result<()> {
+        map.positions(hashes, seen.is_none(), &mut self.counters, &mut self.owners)?;
+        self.keys = if R::BY_KMER { hashes.len() } else { self.counters.len() };
+        let keys = if R::BY_KMER { hashes } else { &self.counters };
         self.remote_shards.clear();
         self.remote_shards.extend((0..remote.len()).filter(|&s| remote[s]));
         let local_shards = (0..remote.len()).filter(|&s| !remote[s] && seen.is_none());
         let wanted: Vec<usize> = self.remote_shards.iter().copied().chain(local_shards).collect();
-        self.sections.split(&self.counters, &self.owners, map.shards(), &wanted);
+        self.sections.split(keys, &self.owners[..self.keys], map.shards(), &wanted);
         self.part_lens.clear();
         self.part_lens.extend(self.sections.parts.iter().map(Vec::len));
         self.remote_len = self.remote_shards.iter().map(|&s| self.part_lens[s]).sum();
         self.slots.clear();
         if let Some(seen) = seen {
-            self.slots.resize(self.counters.len(), 0);
-            let remote_positions = self.sections.order[..self.remote_len].iter().map(|&q| q as usize);
-            first_positions(seen, &self.counters, remote_positions, &mut self.slots);
+            let mut slots = std::mem::take(&mut self.slots);
+            slots.resize(self.counters.len(), 0);
+            first_positions(seen, &self.counters, self.remote_positions(), &mut slots);
+            self.slots = slots;
         }
         self.values.clear();
         self.values.resize(self.counters.len(), 0);
@@ -246,16 +276,18 @@ impl Routed {
         Ok(())
     }
 
-    /// The input positions of the remote shards' counters, shard after shard.
-    fn remote_order(&self) -> &[u32] {
-        &self.sections.order[..self.remote_len]
+    /// The positions of the remote shards' counters: for each probe (one when routed by
+    /// counter), the remote keys shard after shard.
+    fn remote_positions(&self) -> impl ExactSizeIterator<Item = usize> + Clone + '_ {
+        let (order, keys, len) = (&self.sections.order[..self.remote_len], self.keys, self.remote_len.max(1));
+        (0..self.per_key() * self.remote_len).map(move |j| j / len * keys + order[j % len] as usize)
     }
 
     /// Sets the value of every position held by a local shard to `f(shard, counter)`, in input
-    /// order within each shard (once per batch; not for a normalized batch). The local shards
-    /// are cut into two groups of about equal size, each driven by a thread of its own when the
-    /// machine has two cores.
-    fn local(&mut self, local: &mut [Option<&mut Shard>], f: impl Fn(&mut Shard, u64) -> u8 + Sync) {
+    /// order within each shard (once per batch; a layout routing by counter, not for a
+    /// normalized batch).
+    fn local<K: ShardKernel>(&mut self, local: &mut [Option<&mut K>], f: impl Fn(&mut K, u64) -> u8 + Sync) {
+        debug_assert!(!R::BY_KMER, "a key is a counter");
         if std::mem::replace(&mut self.local_done, true) {
             return;
         }
@@ -271,31 +303,67 @@ impl Routed {
         });
     }
 
-    /// Adds the remote shards' answers (in shard order) to the values of their positions
-    /// (zero, or what [`Routed::add_deltas`] set).
-    fn remote(&mut self, remote: &[&[u8]]) -> Result<()> {
-        let lens = self.remote_shards.iter().map(|&s| self.part_lens[s]);
+    /// Adds each local shard's part of a counting batch ([`ShardLayout::count_here`], once per
+    /// batch) and returns their tallies.
+    fn count_here<C: ShardLayout<Routing = R>>(
+        &mut self,
+        local: &mut [Option<&mut C::Shard>],
+    ) -> Result<Vec<C::Tally>> {
+        let values = atomic_bytes(&mut self.values);
+        let Sections { parts, order, starts } = &self.sections;
+        let [first, second] = on_halves(local, |group| {
+            let held = group.iter_mut().enumerate().filter_map(|(s, shard)| Some((s, shard.as_deref_mut()?)));
+            held.map(|(s, shard)| C::count_here(shard, &parts[s], &order[starts[s]..], values))
+                .collect::<Result<Vec<_>>>()
+        });
+        Ok(first?.into_iter().chain(second?).collect())
+    }
+
+    /// Adds the remote shards' answers (in shard order; each the values of its keys,
+    /// probe-major when routed by k-mer) to the values of their positions (zero, or what
+    /// [`Routed::add_deltas`] set).
+    pub fn put(&mut self, remote: &[&[u8]]) -> Result<()> {
+        let per = self.per_key();
+        let lens = self.remote_shards.iter().map(|&s| self.part_lens[s] * per);
         if remote.len() != self.remote_shards.len() || lens.zip(remote).any(|(n, a)| n != a.len()) {
             return Err(Error::invalid("the remote shards' answers do not match their messages"));
         }
-        for (&q, &v) in self.sections.order[..self.remote_len].iter().zip(remote.iter().flat_map(|a| a.iter())) {
-            let value = &mut self.values[q as usize];
-            *value = value.checked_add(v).ok_or_else(|| Error::invalid("a remote shard answered a value too large"))?;
+        let mut at = 0;
+        for (&s, answer) in self.remote_shards.iter().zip(remote) {
+            let order = &self.sections.order[at..at + self.part_lens[s]];
+            for (p, values) in answer.chunks(order.len().max(1)).enumerate() {
+                for (&i, &v) in order.iter().zip(values) {
+                    let value = &mut self.values[p * self.keys + i as usize];
+                    *value = value
+                        .checked_add(v)
+                        .ok_or_else(|| Error::invalid("a remote shard answered a value too large"))?;
+                }
+            }
+            at += order.len();
         }
         Ok(())
+    }
+
+    /// The number of remote shards (of messages sent).
+    pub fn remote_shards(&self) -> usize {
+        self.remote_shards.len()
+    }
+
+    /// Every position's value (probe-major).
+    pub fn values(&self) -> &[u8] {
+        &self.values
     }
 
     /// Sets each remote counter's value (at its slot, before the answers are added) to its
     /// delta in `last`, the remote updates of the batch decided after this one was looked up.
     fn add_deltas(&mut self, last: &LastDeltas) {
-        let (order, slots, counters) = (&self.sections.order[..self.remote_len], &self.slots, &self.counters);
-        for (j, &q) in order.iter().enumerate() {
-            if let Some(&ahead) = order.get(j + PREFETCH_AHEAD) {
-                last.prefetch(counters[ahead as usize]);
+        let positions: Vec<usize> = self.remote_positions().collect();
+        for (j, &q) in positions.iter().enumerate() {
+            if let Some(&ahead) = positions.get(j + PREFETCH_AHEAD) {
+                last.prefetch(self.counters[ahead]);
             }
-            let q = q as usize;
-            if slots[q] as usize == q {
-                self.values[q] = last.get(counters[q]);
+            if self.slots[q] as usize == q {
+                self.values[q] = last.get(self.counters[q]);
             }
         }
     }
@@ -307,7 +375,7 @@ impl Routed {
             .iter()
             .map(|&s| Message {
                 apply: std::mem::take(&mut apply[s]),
-                counters: std::mem::take(&mut self.sections.parts[s]),
+                keys: std::mem::take(&mut self.sections.parts[s]),
             })
             .collect()
     }
@@ -316,15 +384,15 @@ impl Routed {
 /// Runs `work` on each of two groups of the local shards of about equal size (a shard whose
 /// middle lies in the second half of the local counters goes second; the other shards are
 /// `None` in each group), the second on a thread of its own when the machine has two cores.
-fn on_halves<R: Send>(
-    local: &mut [Option<&mut Shard>],
-    work: impl Fn(&mut [Option<&mut Shard>]) -> R + Sync,
-) -> [R; 2] {
-    let held: u64 = local.iter().flatten().map(|s| s.cells().len() as u64).sum();
+fn on_halves<K: ShardKernel, T: Send>(
+    local: &mut [Option<&mut K>],
+    work: impl Fn(&mut [Option<&mut K>]) -> T + Sync,
+) -> [T; 2] {
+    let held: u64 = local.iter().flatten().map(|s| s.held()).sum();
     let (mut first, mut second) = (Vec::with_capacity(local.len()), Vec::with_capacity(local.len()));
     let mut so_far = 0;
     for shard in local.iter_mut().map(|s| s.as_deref_mut()) {
-        let size = shard.as_ref().map_or(0, |s| s.cells().len() as u64);
+        let size = shard.as_ref().map_or(0, |s| s.held());
         let goes_second = 2 * so_far + size > held;
         so_far += size;
         let (mine, other) = if goes_second { (&mut second, &mut first) } else { (&mut first, &mut second) };
@@ -345,12 +413,12 @@ fn on_halves<R: Send>(
 
 /// Sets `values[positions[j]]` to `f(shard, part[j])` for each counter of the shard's `part`,
 /// in order, the cells prefetched ahead.
-fn drive(
-    shard: &mut Shard,
+pub(crate) fn drive<K: ShardKernel>(
+    shard: &mut K,
     part: &[u64],
     positions: &[u32],
     values: &[AtomicU8],
-    f: &(impl Fn(&mut Shard, u64) -> u8 + Sync),
+    f: &(impl Fn(&mut K, u64) -> u8 + Sync),
 ) {
     for (j, (&c, &q)) in part.iter().zip(positions).enumerate() {
         if let Some(&ahead) = part.get(j + PREFETCH_AHEAD) {
@@ -362,7 +430,7 @@ fn drive(
 
 /// Adds the deltas of `updates` whose shard (`owners[j]`) is in `local`, the cells prefetched
 /// ahead.
-fn apply_held(local: &mut [Option<&mut Shard>], updates: &Updates, owners: &[u32]) -> Result<()> {
+fn apply_held<K: ShardKernel>(local: &mut [Option<&mut K>], updates: &Updates, owners: &[u32]) -> Result<()> {
     let counters = &updates.counters;
     for (j, (&c, &d)) in counters.iter().zip(&updates.deltas).enumerate() {
         if let Some((&ahead, &s_ahead)) = counters.get(j + PREFETCH_AHEAD).zip(owners.get(j + PREFETCH_AHEAD)) {
@@ -390,7 +458,7 @@ fn parallel() -> bool {
 }
 
 /// Checks that `given` shards are as many as `map`'s.
-fn check_shards(map: &ShardMap, given: usize) -> Result<()> {
+fn check_shards(map: &impl ShardRouting, given: usize) -> Result<()> {
     if given != map.shards() {
         return Err(Error::invalid(format!("{given} shards given for a table of {}", map.shards())));
     }
@@ -399,25 +467,28 @@ fn check_shards(map: &ShardMap, given: usize) -> Result<()> {
 
 /// What the reading thread hands over: the next batch (`None` at the end of the input) and the
 /// reads dropped so far for being too short.
-type Prepared = Result<(Option<(HashedBundles, Routed)>, u64)>;
+type Prepared<R> = Result<(Option<(HashedBundles, Routed<R>)>, u64)>;
+
+/// A batch sent: the batch, its routing and its messages to the remote shards.
+type Sent<R> = (HashedBundles, Routed<R>, Vec<Message>);
 
 /// The batches of a [`BundleBatches`] read, hashed and routed by a thread of their own, up to
 /// two batches ahead of the caller (who works on the shards meanwhile); the routings the caller
 /// is done with go back to the thread ([`RoutedBatches::recycle`]), whose next batches reuse
 /// their buffers (fresh ones cost page faults).
-struct RoutedBatches {
-    batches: crossbeam_channel::Receiver<Prepared>,
-    spares: crossbeam_channel::Sender<Routed>,
+struct RoutedBatches<R> {
+    batches: crossbeam_channel::Receiver<Prepared<R>>,
+    spares: crossbeam_channel::Sender<Routed<R>>,
     remote: Vec<bool>,
     shards: usize,
     short_dropped: u64,
     ended: bool,
 }
 
-impl RoutedBatches {
+impl<R: ShardRouting> RoutedBatches<R> {
     /// Starts reading `batches` for a table of `map` whose shard `s` is remote when `remote[s]`
     /// (with each counter's first position in its batch when `slots`).
-    fn new(mut batches: BundleBatches, map: &ShardMap, remote: Vec<bool>, slots: bool) -> Result<Self> {
+    fn new(mut batches: BundleBatches, map: &R, remote: Vec<bool>, slots: bool) -> Result<Self> {
         check_shards(map, remote.len())?;
         let (send, receive) = crossbeam_channel::bounded(1);
         let (spares, spare) = crossbeam_channel::bounded(2);
@@ -428,7 +499,7 @@ impl RoutedBatches {
             .spawn(move || loop {
                 let next = batches.next_batch().and_then(|batch| match batch {
                     Some(batch) => {
-                        let mut routed: Routed = spare.try_recv().unwrap_or_default();
+                        let mut routed: Routed<R> = spare.try_recv().unwrap_or_default();
                         routed.route(&map, &batch.hashes, &mask, seen.as_mut()).map(|()| Some((batch, routed)))
                     }
                     None => Ok(None),
@@ -444,13 +515,13 @@ impl RoutedBatches {
     }
 
     /// Hands a batch's routing back once done with, for a later batch to reuse its buffers.
-    fn recycle(&self, routed: Routed) {
+    fn recycle(&self, routed: Routed<R>) {
         // Dropped when the thread holds enough spares or has ended.
         let _ = self.spares.try_send(routed);
     }
 
     /// Refuses `local` unless it holds exactly the shards that are not remote.
-    fn check(&self, local: &[Option<&mut Shard>]) -> Result<()> {
+    fn check<K>(&self, local: &[Option<&mut K>]) -> Result<()> {
         if local.len() != self.shards || local.iter().zip(&self.remote).any(|(l, &r)| l.is_none() != r) {
             return Err(Error::invalid("the shards given are not those the run was started with"));
         }
@@ -460,12 +531,7 @@ impl RoutedBatches {
     /// Reads the next batch once the previous one is done (`busy` false) and returns it with
     /// one message per remote shard (in shard order, each with its updates taken from
     /// `unsent`); `None` at the end of the input.
-    fn send(
-        &mut self,
-        local: &[Option<&mut Shard>],
-        busy: bool,
-        unsent: &mut [Updates],
-    ) -> Result<Option<(HashedBundles, Routed, Vec<Message>)>> {
+    fn send<K>(&mut self, local: &[Option<&mut K>], busy: bool, unsent: &mut [Updates]) -> Result<Option<Sent<R>>> {
         self.check(local)?;
         if busy {
             return Err(Error::invalid("the previous batch was not finished"));
@@ -476,7 +542,7 @@ impl RoutedBatches {
     }
 
     /// The next batch, `None` at the end of the input.
-    fn next(&mut self) -> Result<Option<(HashedBundles, Routed)>> {
+    fn next(&mut self) -> Result<Option<(HashedBundles, Routed<R>)>> {
         if self.ended {
             return Ok(None);
         }
@@ -488,40 +554,49 @@ impl RoutedBatches {
     }
 }
 
-/// One message to a remote shard: the updates to apply first, then the counters whose values
-/// (or previous values, for counting) it returns.
+/// One message to a remote shard: the updates to apply first, then the keys (counters, or
+/// k-mer hashes when the layout routes by k-mer) whose values it returns, or that it adds when
+/// counting.
 #[derive(Debug, Default)]
 pub struct Message {
     /// Counter updates from earlier batches (normalization; empty when counting).
     pub apply: Updates,
-    /// The counters of this batch held by the shard.
-    pub counters: Vec<u64>,
+    /// The keys of this batch held by the shard, in input order.
+    pub keys: Vec<u64>,
 }
 
-/// Counting a file on a sharded table, a batch at a time: [`ShardedCount::send`] reads the
-/// next batch and returns the remote shards' messages (their `add`); [`ShardedCount::local`]
-/// adds the batch's counters held by the local shards (while the remote ones work);
-/// [`ShardedCount::record`] takes the remote answers (the previous values) and records the
-/// batch. `local[s]` is shard `s` when it is held in this process.
-pub struct ShardedCount {
-    batches: RoutedBatches,
-    waiting: Option<(Vec<u64>, Routed)>,
+/// Counting a file on a sharded table of either layout, a batch at a time:
+/// [`ShardedCount::send`] reads the next batch and returns the remote shards' messages (their
+/// `add`); [`ShardedCount::local`] adds the batch's keys held by the local shards (while the
+/// remote ones work); [`ShardedCount::record`] takes the remote answers and records the batch.
+/// `local[s]` is shard `s` when it is held in this process.
+pub struct ShardedCount<C: ShardLayout> {
+    batches: RoutedBatches<C::Routing>,
+    waiting: Option<Counting<C>>,
     /// Reads, k-mers and reads without a k-mer (shorter than k) counted so far.
     pub totals: (u64, u64, u64),
 }
 
-impl ShardedCount {
+/// A counting batch sent: its hashes, its routing and, once the local shards added their
+/// parts, their tallies.
+struct Counting<C: ShardLayout> {
+    hashes: Vec<u64>,
+    routed: Routed<C::Routing>,
+    here: Option<Vec<C::Tally>>,
+}
+
+impl<C: ShardLayout> ShardedCount<C> {
     /// Counting the bundles of `batches` (made with [`Cleaning::Parser`]) on `client`'s table,
     /// whose shard `s` is remote when `remote[s]` (else given as `local[s]` to each call); the
     /// batches are read and routed ahead by a thread of the run.
-    pub fn new(batches: BundleBatches, client: &ShardClient, remote: Vec<bool>) -> Result<Self> {
-        let batches = RoutedBatches::new(batches, client.map(), remote, false)?;
+    pub fn new(batches: BundleBatches, client: &C, remote: Vec<bool>) -> Result<Self> {
+        let batches = RoutedBatches::new(batches, client.routing(), remote, false)?;
         Ok(ShardedCount { batches, waiting: None, totals: (0, 0, 0) })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
     /// shard order; `None` at the end of the input.
-    pub fn send(&mut self, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
+    pub fn send(&mut self, local: &[Option<&mut C::Shard>]) -> Result<Option<Vec<Message>>> {
         let mut no_updates = vec![Updates::default(); self.batches.shards];
         let Some((batch, routed, messages)) = self.batches.send(local, self.waiting.is_some(), &mut no_updates)? else {
             return Ok(None);
@@ -529,31 +604,35 @@ impl ShardedCount {
         self.totals.0 += batch.read_ends.len() as u64;
         self.totals.1 += batch.hashes.len() as u64;
         self.totals.2 += spans(&batch.read_ends).filter(|read| read.is_empty()).count() as u64;
-        self.waiting = Some((batch.hashes, routed));
+        self.waiting = Some(Counting { hashes: batch.hashes, routed, here: None });
         Ok(Some(messages))
     }
 
-    /// Adds the counters of the batch sent last held by the local shards (once).
-    pub fn local(&mut self, local: &mut [Option<&mut Shard>]) -> Result<()> {
+    /// Adds the keys of the batch sent last held by the local shards (once).
+    pub fn local(&mut self, local: &mut [Option<&mut C::Shard>]) -> Result<()> {
         self.batches.check(local)?;
-        let (_, routed) = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
-        routed.local(local, |shard, c| shard.add_one(c));
+        let batch = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
+        if batch.here.is_none() {
+            batch.here = Some(batch.routed.count_here::<C>(local)?);
+        }
         Ok(())
     }
 
-    /// Records the batch sent last, given the remote shards' answers (the previous value of
-    /// every counter of their messages, in shard order).
-    pub fn record(&mut self, client: &ShardClient, local: &mut [Option<&mut Shard>], remote: &[&[u8]]) -> Result<()> {
+    /// Records the batch sent last, given the remote shards' answers to their messages (in
+    /// shard order).
+    pub fn record(&mut self, client: &C, local: &mut [Option<&mut C::Shard>], remote: &[&C::Added]) -> Result<()> {
         self.local(local)?;
-        self.waiting.as_mut().expect("checked by local").1.remote(remote)?;
-        let (hashes, routed) = self.waiting.take().expect("checked by local");
-        client.record_adds(&hashes, &routed.values)?;
-        self.batches.recycle(routed);
+        let batch = self.waiting.as_mut().expect("checked by local");
+        let here = batch.here.as_deref().expect("counted by local");
+        // On an error the batch stays waiting, its local adds done, for the right answers.
+        client.record_count(&batch.hashes, here, remote, &mut batch.routed)?;
+        let batch = self.waiting.take().expect("checked by local");
+        self.batches.recycle(batch.routed);
         Ok(())
     }
 }
 
-/// Digital normalization of a file on a sharded table, a batch at a time:
+/// Digital normalization of a file on a sharded table of either layout, a batch at a time:
 /// [`ShardedNormalize::send`] reads the next batch and returns the remote shards' messages
 /// (the updates not sent yet, then this batch's look-ups); [`ShardedNormalize::decide`] takes
 /// the remote answers of the oldest batch sent, decides it (phase 2) counting the kept reads
@@ -563,10 +642,10 @@ impl ShardedCount {
 ///
 /// Up to two batches may wait ([`InFlight`]): the next batch is sent before the one answered
 /// is decided, so that its round trip overlaps the decisions.
-pub struct ShardedNormalize {
-    batches: RoutedBatches,
+pub struct ShardedNormalize<C: ShardLayout> {
+    batches: RoutedBatches<C::Routing>,
     cutoff: u32,
-    waiting: InFlight<(HashedBundles, Routed)>,
+    waiting: InFlight<(HashedBundles, Routed<C::Routing>)>,
     unsent: Vec<Updates>,
     /// The remote deltas of the batch decided last.
     last: LastDeltas,
@@ -583,12 +662,12 @@ pub struct Decided {
     pub keep: Vec<bool>,
 }
 
-impl ShardedNormalize {
+impl<C: ShardLayout> ShardedNormalize<C> {
     /// Normalizing the bundles of `batches` (made with [`Cleaning::ScreedWithText`]) to
     /// `cutoff` on `client`'s table, `remote` as for [`ShardedCount::new`].
-    pub fn new(batches: BundleBatches, cutoff: u32, client: &ShardClient, remote: Vec<bool>) -> Result<Self> {
+    pub fn new(batches: BundleBatches, cutoff: u32, client: &C, remote: Vec<bool>) -> Result<Self> {
         let unsent = vec![Updates::default(); remote.len()];
-        let batches = RoutedBatches::new(batches, client.map(), remote, true)?;
+        let batches = RoutedBatches::new(batches, client.routing(), remote, true)?;
         Ok(ShardedNormalize {
             batches,
             cutoff,
@@ -601,7 +680,7 @@ impl ShardedNormalize {
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
     /// shard order; `None` at the end of the input. At most two batches may wait.
-    pub fn send(&mut self, local: &[Option<&mut Shard>]) -> Result<Option<Vec<Message>>> {
+    pub fn send(&mut self, local: &[Option<&mut C::Shard>]) -> Result<Option<Vec<Message>>> {
         let busy = self.waiting.full();
         let Some((batch, routed, messages)) = self.batches.send(local, busy, &mut self.unsent)? else {
             return Ok(None);
@@ -622,16 +701,16 @@ impl ShardedNormalize {
     /// decided last (when the batch was sent before it was decided), never earlier ones.
     pub fn decide(
         &mut self,
-        client: &ShardClient,
-        local: &mut [Option<&mut Shard>],
+        client: &C,
+        local: &mut [Option<&mut C::Shard>],
         remote: &[&[u8]],
         out: &mut Vec<u8>,
     ) -> Result<Decided> {
         self.batches.check(local)?;
         let (_, routed) = self.waiting.front_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
-        routed.remote(remote)?;
+        routed.put(remote)?;
         let (batch, routed) = self.waiting.pop().expect("checked above");
-        let positions = InPlace::new(local, &routed, client.map().probes());
+        let positions = InPlace::new(local, &routed, client.routing().probes());
         let (keep, positions) =
             client.normalize(&batch.hashes, positions, &batch.read_ends, &batch.bundle_ends, self.cutoff)?;
         let before: Vec<usize> = self.unsent.iter().map(|u| u.counters.len()).collect();
@@ -666,9 +745,9 @@ impl ShardedNormalize {
 /// (its counter already holds every earlier kept read); a remote shard's position as its
 /// looked-up value plus the delta that the batch's earlier kept reads gave its slot (the first
 /// remote position of its counter), both held at the slot. A k-mer's counters may lie on both kinds of shards.
-struct InPlace<'a, 's> {
-    local: &'a mut [Option<&'s mut Shard>],
-    routed: &'a Routed,
+struct InPlace<'a, 's, K, R> {
+    local: &'a mut [Option<&'s mut K>],
+    routed: &'a Routed<R>,
     n: usize,
     probes: usize,
     delta: Vec<u8>,
@@ -676,24 +755,24 @@ struct InPlace<'a, 's> {
     ready: Cell<usize>,
 }
 
-impl<'a, 's> InPlace<'a, 's> {
+impl<'a, 's, K: ShardKernel, R: ShardRouting> InPlace<'a, 's, K, R> {
     /// The positions of `routed` (of `probes` counters per k-mer), the local shards `local`.
-    fn new(local: &'a mut [Option<&'s mut Shard>], routed: &'a Routed, probes: usize) -> Self {
+    fn new(local: &'a mut [Option<&'s mut K>], routed: &'a Routed<R>, probes: usize) -> Self {
         let len = routed.counters.len();
         InPlace { local, routed, n: len / probes, probes, delta: vec![0; len], ready: Cell::new(0) }
     }
 
     /// The local shard holding position `q`'s counter, if any.
     #[inline(always)]
-    fn shard(&self, q: usize) -> Option<&Shard> {
+    fn shard(&self, q: usize) -> Option<&K> {
         self.local[self.routed.owners[q] as usize].as_deref()
     }
 
     /// Adds the remote positions' deltas (at their slots) to `unsent`, each to its shard's
     /// updates.
     fn remote_updates(&self, unsent: &mut [Updates]) {
-        for &q in self.routed.remote_order() {
-            let (q, d) = (q as usize, self.delta[q as usize]);
+        for q in self.routed.remote_positions() {
+            let d = self.delta[q];
             if d > 0 {
                 let updates = &mut unsent[self.routed.owners[q] as usize];
                 updates.counters.push(self.routed.counters[q]);
@@ -703,7 +782,7 @@ impl<'a, 's> InPlace<'a, 's> {
     }
 }
 
-impl Positions for InPlace<'_, '_> {
+impl<K: ShardKernel, R: ShardRouting> Positions for InPlace<'_, '_, K, R> {
     #[inline(always)]
     fn value(&self, q: usize) -> u8 {
         match self.shard(q) {
@@ -746,13 +825,13 @@ impl Positions for InPlace<'_, '_> {
 
 /// Applies `updates` to the local shards (in two groups, as [`on_halves`]) and adds the
 /// others' to `unsent` (one per shard).
-fn apply_updates(
-    map: &ShardMap,
-    local: &mut [Option<&mut Shard>],
+fn apply_updates<K: ShardKernel>(
+    map: &impl ShardRouting,
+    local: &mut [Option<&mut K>],
     updates: &Updates,
     unsent: &mut [Updates],
 ) -> Result<()> {
-    let owners = map.owners(&updates.counters)?;
+    let owners = map.counter_owners(&updates.counters)?;
     for ((&c, &d), &s) in updates.counters.iter().zip(&updates.deltas).zip(&owners) {
         if local[s as usize].is_none() {
             unsent[s as usize].counters.push(c);
@@ -824,7 +903,7 @@ impl<'a> ShardedDecisions<'a> {
         self.remote.send(routed.messages(&mut self.unsent))?;
         routed.local(&mut self.local, |shard, c| shard.get(c));
         let answers = self.remote.answers()?;
-        routed.remote(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        routed.put(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
         let lookup = self.client.lookup(hashes, &routed.counters, &routed.values)?;
         let (result, updates) = self.client.decide(hashes, &routed.counters, &lookup, decide)?;
         apply_updates(self.client.map(), &mut self.local, &updates, &mut self.unsent)?;
@@ -858,9 +937,9 @@ impl<'a> ShardedDecisions<'a> {
 /// bigcounts are the client's).
 pub struct Lookups<'s, 'a> {
     shards: &'s mut ShardedDecisions<'a>,
-    batches: RoutedBatches,
+    batches: RoutedBatches<ShardMap>,
     /// The batches sent and not answered, oldest first (at most two).
-    waiting: VecDeque<(HashedBundles, Routed)>,
+    waiting: VecDeque<(HashedBundles, Routed<ShardMap>)>,
 }
 
 impl Lookups<'_, '_> {
@@ -878,7 +957,7 @@ impl Lookups<'_, '_> {
         let Some((batch, mut routed)) = self.waiting.pop_front() else { return Ok(None) };
         routed.local(&mut shards.local, |shard, c| shard.get(c));
         let answers = shards.remote.answers()?;
-        routed.remote(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        routed.put(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
         let counts = shards.client.kmer_counts(&batch.hashes, &routed.values)?;
         self.batches.recycle(routed);
         Ok(Some((batch, counts)))
@@ -922,7 +1001,7 @@ pub(crate) mod testing {
                 .zip(messages)
                 .map(|(shard, m)| {
                     shard.apply(&m.apply.counters, &m.apply.deltas)?;
-                    shard.counts(&m.counters)
+                    shard.counts(&m.keys)
                 })
                 .collect::<Result<_>>()?;
             self.answers.push_back(answers);
@@ -932,6 +1011,24 @@ pub(crate) mod testing {
         fn answers(&mut self) -> Result<Vec<Vec<u8>>> {
             self.answers.pop_front().ok_or_else(|| Error::invalid("no message is waiting"))
         }
+    }
+
+    /// The shards `shards` split into a run's local ones (`None` where `remote[s]`) and the
+    /// remote ones, in shard order (tests).
+    pub(crate) fn held_and_away<'a, K>(
+        shards: &'a mut [K],
+        remote: &[bool],
+    ) -> (Vec<Option<&'a mut K>>, Vec<&'a mut K>) {
+        let (mut held, mut away) = (Vec::new(), Vec::new());
+        for (shard, &is_remote) in shards.iter_mut().zip(remote) {
+            if is_remote {
+                away.push(shard);
+                held.push(None);
+            } else {
+                held.push(Some(shard));
+            }
+        }
+        (held, away)
     }
 
     /// FASTQ reads of 10 to 49 bases from a random genome of `genome` bases (at least 50), some
@@ -1075,7 +1172,7 @@ mod tests {
             .zip(messages)
             .map(|(shard, m)| {
                 shard.apply(&m.apply.counters, &m.apply.deltas).unwrap();
-                shard.counts(&m.counters).unwrap()
+                shard.counts(&m.keys).unwrap()
             })
             .collect()
     }
@@ -1091,15 +1188,7 @@ mod tests {
         (batch_kmers, waiting): (usize, usize),
         cutoff: u32,
     ) -> Normalized {
-        let (mut local, mut far) = (Vec::new(), Vec::new());
-        for (shard, &is_remote) in shards.iter_mut().zip(remote) {
-            if is_remote {
-                far.push(shard);
-                local.push(None);
-            } else {
-                local.push(Some(shard));
-            }
-        }
+        let (mut local, mut far) = held_and_away(&mut shards, remote);
         let batches = batches(text, batch_kmers, Cleaning::ScreedWithText, Some(20));
         let mut run = ShardedNormalize::new(batches, cutoff, client, remote.to_vec()).unwrap();
         let (mut out, mut decided_kept, mut answered) = (Vec::new(), 0, VecDeque::new());
@@ -1211,7 +1300,7 @@ mod tests {
             assert!(run.send(&none).is_err(), "not the shards the run was started with");
             while let Some(messages) = run.send(&local).unwrap() {
                 let answers: Vec<Vec<u8>> =
-                    remote.iter_mut().zip(&messages).map(|(s, m)| s.add(&m.counters).unwrap()).collect();
+                    remote.iter_mut().zip(&messages).map(|(s, m)| s.add(&m.keys).unwrap()).collect();
                 let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
                 if !answers.is_empty() {
                     assert!(run.record(&client, &mut local, &answers[1..]).is_err(), "an answer missing");

@@ -2,23 +2,23 @@
 //! in other processes (Dask workers), reached by batches of k-mer hashes.
 //!
 //! Every counter of a k-mer is in its line, so a k-mer belongs to exactly one shard, the one
-//! holding its line, which counts it and answers its count alone. A [`BlockedShardMap`] cuts
-//! the lines into equal contiguous ranges and routes the hashes of a batch to their shards with
-//! one counting sort (input order kept within a shard). A [`BlockedShard`] holds one range (a
-//! blocked table of those lines): it adds hashes in input order, returning what the adds did to
-//! the statistics, and answers counts. A [`BlockedShardClient`] holds the map, the hasher and
-//! the statistics summed from the shards' answers. Each k-mer is added in input order in its
-//! own line, so the counters and the statistics are those of the one-process table, and
+//! holding its line, which counts it and answers its counters alone: messages name k-mer
+//! hashes ([`crate::shards::ShardRouting::BY_KMER`]). A [`BlockedShardMap`] cuts the lines
+//! into equal contiguous ranges and routes the hashes of a batch to their shards with one
+//! counting sort (input order kept within a shard). A [`BlockedShard`] holds one range (a
+//! blocked table of those lines): it adds hashes in input order, returning what the adds did
+//! to the statistics, answers counts and counters' values, and is read and counted in place
+//! when held by the client. A [`BlockedShardClient`] holds the map, the hasher and the
+//! statistics summed from the shards' answers. Each k-mer is added in input order in its own
+//! line, so the counters and the statistics are those of the one-process table, and
 //! [`BlockedShardClient::gather`] rebuilds it (its saved file is the one-process file byte for
-//! byte). Whole files go through them by [`count`] (counting) and [`normalize`]
-//! (normalize-by-median).
-
-pub mod count;
-pub mod normalize;
+//! byte). Whole files go through them by the runs of [`crate::shards::runs`].
 
 use crate::shards::file as shard_file;
-use crate::shards::khmer::{split_by_owner, Updates};
-use crate::table::batch::{self, ends_in_order, spans, BatchLookup, BatchRules};
+use crate::shards::khmer::split_by_owner;
+use crate::shards::runs::Routed;
+use crate::shards::{ShardKernel, ShardLayout, ShardRouting};
+use crate::table::batch::{BatchOutcome, BatchRules};
 use crate::table::blocked::{probe_slots, with_width, CounterWidth, LineCells};
 use crate::table::blocked::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
 use crate::table::storage::{BitCells, ByteCells, Cells, NibbleCells};
@@ -26,6 +26,7 @@ use crate::table::with_cells;
 use crate::table::{native_format, AllocOptions};
 use crate::{Error, Result};
 use std::ops::Range;
+use std::sync::atomic::AtomicU8;
 use std::sync::Mutex;
 
 /// Where each line of a blocked table is: shard `s` holds lines `bounds[s] .. bounds[s + 1]`.
@@ -89,15 +90,22 @@ impl BlockedShardMap {
     /// Every counter of `hashes`, probe-major (position `p * n + o` is probe `p` of k-mer `o`),
     /// numbered in the whole table: line × counters a line + slot.
     pub fn counters(&self, hashes: &[u64]) -> Vec<u64> {
+        let mut out = Vec::new();
+        self.counters_into(hashes, &mut out);
+        out
+    }
+
+    /// Sets `out` to [`BlockedShardMap::counters`] of `hashes`.
+    fn counters_into(&self, hashes: &[u64], out: &mut Vec<u64>) {
         let (n, probes) = (hashes.len(), self.params.probes);
-        let mut out = vec![0u64; n * probes];
+        out.clear();
+        out.resize(n * probes, 0);
         with_width!(self.params.width, C => for (o, &hash) in hashes.iter().enumerate() {
             let base = self.params.line_of(hash) << C::SLOT_BITS;
             for (p, &slot) in probe_slots::<C>(hash, probes)[..probes].iter().enumerate() {
                 out[p * n + o] = base + u64::from(slot);
             }
         });
-        out
     }
 
     /// The shard of every hash, refusing a batch too large for the routing's positions.
@@ -348,37 +356,6 @@ impl BlockedShardClient {
         self.map.params.expected_fp_rate(self.occupancy().occupied)
     }
 
-    /// Digital normalization of one batch (phase 2) by [`super::keep_bundles`]: read `i` holds the
-    /// k-mers `read_ends[i-1] .. read_ends[i]` of `hashes`, whose positions' counters are
-    /// `counters` and whose values before the batch `lookup` holds. Records the kept reads'
-    /// statistics; returns whether each bundle is kept and the updates for the shards.
-    pub fn normalize(
-        &self,
-        hashes: &[u64],
-        counters: &[u64],
-        lookup: &BatchLookup,
-        read_ends: &[u64],
-        bundle_ends: &[u64],
-        cutoff: u32,
-    ) -> Result<(Vec<bool>, Updates)> {
-        if !ends_in_order(read_ends, hashes.len()) || !ends_in_order(bundle_ends, read_ends.len()) {
-            return Err(Error::invalid("read and bundle ends must be non-decreasing and in range"));
-        }
-        if counters.len() != hashes.len() * self.map.params.probes {
-            return Err(Error::invalid("the counters must be those of the batch's positions"));
-        }
-        let reads: Vec<Range<usize>> = spans(read_ends).collect();
-        let (keep, delta, outcome) =
-            batch::decide(self, hashes, lookup, |d| super::keep_bundles(d, &reads, bundle_ends, cutoff))?;
-        let mut updates = Updates::default();
-        for (q, &d) in delta.iter().enumerate().filter(|(_, &d)| d > 0) {
-            updates.counters.push(counters[q]);
-            updates.deltas.push(d);
-        }
-        self.record(OccupancyStats { occupied: outcome.occupied, unique: outcome.unique, added: outcome.added });
-        Ok((keep, updates))
-    }
-
     /// The whole table (in this process) from the shards' counter bytes, in shard order.
     pub fn gather(&self, parts: &[&[u8]]) -> Result<BlockedTable> {
         if parts.len() != self.map.shards() {
@@ -408,11 +385,131 @@ impl BlockedShardClient {
     }
 }
 
+impl ShardRouting for BlockedShardMap {
+    const BY_KMER: bool = true;
+
+    fn shards(&self) -> usize {
+        BlockedShardMap::shards(self)
+    }
+
+    fn probes(&self) -> usize {
+        self.params.probes
+    }
+
+    fn positions(&self, hashes: &[u64], keys_only: bool, counters: &mut Vec<u64>, owners: &mut Vec<u32>) -> Result<()> {
+        let len = hashes.len() * self.params.probes;
+        if len > u32::MAX as usize {
+            return Err(Error::invalid(format!("a batch of {len} counters is too large")));
+        }
+        owners.clear();
+        owners.extend(hashes.iter().map(|&h| self.shard_of(h) as u32));
+        if keys_only {
+            counters.clear();
+        } else {
+            self.counters_into(hashes, counters);
+            (1..self.params.probes).for_each(|_| owners.extend_from_within(..hashes.len()));
+        }
+        Ok(())
+    }
+
+    fn counter_owners(&self, counters: &[u64]) -> Result<Vec<u32>> {
+        let total = self.params.n_lines * self.params.width.slots_per_line();
+        counters
+            .iter()
+            .map(|&c| match c < total {
+                true => Ok(self.shard_of_counter(c) as u32),
+                false => Err(Error::invalid(format!("counter {c} is outside the table's {total} counters"))),
+            })
+            .collect()
+    }
+}
+
+impl BlockedShard {
+    /// The shard's own bin of `counter` (held by the shard).
+    #[inline(always)]
+    fn bin(&self, counter: u64) -> u64 {
+        counter - self.lines.start * self.params.width.slots_per_line()
+    }
+}
+
+impl ShardKernel for BlockedShard {
+    fn held(&self) -> u64 {
+        (self.lines.end - self.lines.start) * self.params.width.slots_per_line()
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, counter: u64) {
+        let (mem, bin) = (self.table.mem.atomics(), self.bin(counter));
+        with_width!(self.params.width, C => crate::table::prefetch(&mem[C::byte_of(bin)]));
+    }
+
+    #[inline(always)]
+    fn get(&self, counter: u64) -> u8 {
+        let (mem, bin) = (self.table.mem.atomics(), self.bin(counter));
+        with_width!(self.params.width, C => C::count(mem, bin))
+    }
+
+    #[inline(always)]
+    fn add_one(&mut self, counter: u64) -> u8 {
+        let (mem, bin) = (self.table.mem.atomics(), self.bin(counter));
+        with_width!(self.params.width, C => C::increment_exclusive(mem, bin))
+    }
+
+    fn add_delta(&mut self, counter: u64, delta: u8) -> Result<()> {
+        self.apply(&[counter], &[delta])
+    }
+}
+
+/// The blocked layout: messages name k-mer hashes; counting's answers are what the shards'
+/// adds did to the statistics.
+impl ShardLayout for BlockedShardClient {
+    type Routing = BlockedShardMap;
+    type Shard = BlockedShard;
+    type Added = OccupancyStats;
+    type Tally = OccupancyStats;
+
+    fn routing(&self) -> &BlockedShardMap {
+        &self.map
+    }
+
+    fn count_here(shard: &mut BlockedShard, keys: &[u64], _: &[u32], _: &[AtomicU8]) -> Result<OccupancyStats> {
+        shard.add(keys)
+    }
+
+    fn record_count(
+        &self,
+        _hashes: &[u64],
+        here: &[OccupancyStats],
+        remote: &[&OccupancyStats],
+        routed: &mut Routed<BlockedShardMap>,
+    ) -> Result<()> {
+        if remote.len() != routed.remote_shards() {
+            return Err(Error::invalid(format!(
+                "{} answers for {} remote shards",
+                remote.len(),
+                routed.remote_shards()
+            )));
+        }
+        here.iter().chain(remote.iter().copied()).for_each(|&done| self.record(done));
+        Ok(())
+    }
+
+    fn record_outcome(&self, outcome: &BatchOutcome) {
+        self.record(OccupancyStats { occupied: outcome.occupied, unique: outcome.unique, added: outcome.added });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::{FastxReader, PairMode, PairedReader};
+    use crate::run::RunContext;
+    use crate::shards::runs::testing::held_and_away;
+    use crate::shards::runs::{BundleBatches, Cleaning, Message, ShardedCount, ShardedNormalize};
     use crate::table::{CounterWidth, CountingTable as _};
     use rand::{Rng, SeedableRng};
+    use std::collections::VecDeque;
+    use std::io::Write as _;
 
     /// A small table: 40 lines, so that k-mers share lines and counters saturate.
     fn params(width: CounterWidth) -> BlockedParams {
@@ -519,5 +616,161 @@ mod tests {
         assert!(BlockedShard::new(*map.params(), 30..41).is_err());
         let client = BlockedShardClient::new(*map.params(), 3).unwrap();
         assert!(client.gather(&[&[0u8; 64]]).is_err());
+    }
+
+    #[test]
+    fn a_file_counts_as_in_one_process_with_local_and_remote_shards() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let bases = b"ACGTTGCAAGGCTTAACCGGTTAAGCTAGCTAGGATCCA";
+        for i in 0..400usize {
+            let len = 5 + (i * 7) % 60;
+            let read: Vec<u8> = (0..len).map(|j| bases[(i * 3 + j * j) % bases.len()]).collect();
+            writeln!(file, ">r{i}\n{}", String::from_utf8(read).unwrap()).unwrap();
+        }
+        let path = file.path().to_str().unwrap().to_string();
+        let params = BlockedParams::new(20, 30 * 64, CounterWidth::Bits8, 3);
+        let expected = BlockedTable::with_params(params, AllocOptions::default()).unwrap();
+        let ctx = RunContext::new();
+        let mut reader = FastxReader::open_in(&path, &ctx).unwrap();
+        let mut clean = Vec::new();
+        while let Some(batch) = reader.next_batch().unwrap() {
+            for i in 0..batch.len() {
+                crate::kmer::clean::clean_parser(batch.get(i).seq, &mut clean);
+                expected.consume_many([clean.as_slice()]);
+            }
+        }
+        for (n, remote) in [(1, vec![false]), (2, vec![true, false]), (3, vec![true, true, true])] {
+            let client = BlockedShardClient::new(params, n).unwrap();
+            let mut shards: Vec<BlockedShard> =
+                (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
+            let reader = PairedReader::new(FastxReader::open_in(&path, &ctx).unwrap(), PairMode::ForceSingle, None);
+            let hasher = client.hasher().clone();
+            let batches = BundleBatches::with_hasher(
+                reader,
+                Box::new(move |s, out| hasher.hashes(s, out)),
+                100,
+                Cleaning::Parser,
+            );
+            let mut run = ShardedCount::new(batches, &client, remote.clone()).unwrap();
+            loop {
+                let (mut held, away) = held_and_away(&mut shards, &remote);
+                let Some(messages) = run.send(&held).unwrap() else { break };
+                let answers: Vec<OccupancyStats> =
+                    away.into_iter().zip(&messages).map(|(s, m)| s.add(&m.keys).unwrap()).collect();
+                run.local(&mut held).unwrap();
+                run.record(&client, &mut held, &answers.iter().collect::<Vec<_>>()).unwrap();
+            }
+            assert_eq!(run.totals.0, 400);
+            let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
+            let table = client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+            assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{n} shards");
+            assert_eq!(table.occupancy(), expected.occupancy(), "{n} shards");
+        }
+    }
+
+    /// The answers of the remote shards `away` to their messages, as their workers give them.
+    fn answer(away: Vec<&mut BlockedShard>, messages: &[Message]) -> Vec<Vec<u8>> {
+        let mut answers = Vec::new();
+        for (shard, m) in away.into_iter().zip(messages) {
+            shard.apply(&m.apply.counters, &m.apply.deltas).unwrap();
+            answers.push(shard.values(&m.keys).unwrap());
+        }
+        answers
+    }
+
+    /// Reads from a short genome at high coverage, so that counters saturate and reads are
+    /// dropped.
+    fn reads_file() -> (tempfile::NamedTempFile, Vec<Vec<u8>>) {
+        let genome: Vec<u8> = (0..300usize).map(|i| b"ACGT"[(i * i + 7 * i) / 3 % 4]).collect();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let mut reads = Vec::new();
+        for i in 0..700usize {
+            let start = (i * 37) % 240;
+            let read = genome[start..start + 25 + (i % 35)].to_vec();
+            writeln!(file, ">r{i}\n{}", String::from_utf8(read.clone()).unwrap()).unwrap();
+            reads.push(read);
+        }
+        (file, reads)
+    }
+
+    #[test]
+    fn normalization_matches_read_by_read_with_local_and_remote_shards_and_batches_in_flight() {
+        let (file, reads) = reads_file();
+        let path = file.path().to_str().unwrap().to_string();
+        let cutoff = 40;
+        for width in [CounterWidth::Bits8, CounterWidth::Bits4] {
+            let params = BlockedParams::new(20, 12 * 64, width, 3);
+            let expected = BlockedTable::with_params(params, AllocOptions::default()).unwrap();
+            let cutoff = cutoff.min(width.max_count());
+            let mut hashes = Vec::new();
+            let expected_keep: Vec<bool> = reads
+                .iter()
+                .map(|read| {
+                    hashes.clear();
+                    expected.kmer_hashes(read, &mut hashes);
+                    let keep = !expected.median_at_least_hashes(&hashes, cutoff);
+                    if keep {
+                        expected.add_hashes(&hashes);
+                    }
+                    keep
+                })
+                .collect();
+            assert!(expected_keep.iter().any(|&k| !k) && expected_keep.iter().any(|&k| k));
+            let max = width.max_count() as u8;
+            let saturated = |b: u8| if width == CounterWidth::Bits4 { b & 15 == 15 || b >> 4 == 15 } else { b == max };
+            assert!(width == CounterWidth::Bits8 || expected.raw_bytes().into_iter().any(saturated));
+            let cases = [
+                (vec![false], 150, 1),
+                (vec![true], 150, 2),
+                (vec![true, false], 150, 1),
+                (vec![true, false], 1, 2),
+                (vec![false, true], 150, 2),
+                (vec![true, true, false], 150, 2),
+                (vec![true, true, true], 10_000, 2),
+                (vec![true, true, true], 60, 2),
+            ];
+            for (remote, batch_kmers, waiting) in cases {
+                let n = remote.len();
+                let client = BlockedShardClient::new(params, n).unwrap();
+                let mut shards: Vec<BlockedShard> =
+                    (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
+                let ctx = RunContext::new();
+                let reader =
+                    PairedReader::new(FastxReader::open_in(&path, &ctx).unwrap(), PairMode::ForceSingle, Some(20));
+                let hasher = client.hasher().clone();
+                let batches = BundleBatches::with_hasher(
+                    reader,
+                    Box::new(move |s, out| hasher.hashes(s, out)),
+                    batch_kmers,
+                    Cleaning::ScreedWithText,
+                );
+                let mut run = ShardedNormalize::new(batches, cutoff, &client, remote.clone()).unwrap();
+                let (mut keep, mut text, mut answered) = (Vec::new(), Vec::new(), VecDeque::new());
+                loop {
+                    let (mut held, away) = held_and_away(&mut shards, &remote);
+                    if answered.len() < waiting {
+                        if let Some(messages) = run.send(&held).unwrap() {
+                            answered.push_back(answer(away, &messages));
+                            continue;
+                        }
+                    } else if waiting == 2 {
+                        assert!(run.send(&held).is_err(), "at most two batches wait");
+                    }
+                    let Some(answers) = answered.pop_front() else { break };
+                    let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
+                    keep.extend(run.decide(&client, &mut held, &answers, &mut text).unwrap().keep);
+                }
+                for (shard, updates) in shards.iter_mut().zip(run.unsent()) {
+                    shard.apply(&updates.counters, &updates.deltas).unwrap();
+                }
+                let case = format!("{remote:?}, {batch_kmers} k-mers a batch, {waiting} waiting, {width:?}");
+                assert_eq!(keep, expected_keep, "{case}");
+                assert_eq!(run.totals().1, expected_keep.iter().filter(|&&k| k).count() as u64);
+                let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
+                let table = client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+                assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{case}");
+                assert_eq!(table.occupancy(), expected.occupancy(), "{case}");
+            }
+        }
     }
 }
