@@ -15,7 +15,7 @@
 
 use crate::commands::counting_args::CountingArgs;
 use crate::commands::filter_abund::FilterArgs;
-use crate::commands::normalize_by_median;
+use crate::commands::{load_into_counting, normalize_by_median};
 use crate::commands::shard_args::ShardArgs;
 use crate::commands::Command;
 use crate::common::{summary_json, Ctx};
@@ -31,6 +31,7 @@ use kmerflow_core::ops::{abundance_dist, diginorm, filter_abund, sizing, trim_lo
 use kmerflow_core::run::files::{preflight, Output};
 use kmerflow_core::run::{CancelToken, Message, RunContext};
 use kmerflow_core::shards::khmer::{Shard, ShardClient};
+use kmerflow_core::shards::drive::ShardedTable;
 use kmerflow_core::shards::runs::{RemoteShards, ShardedDecisions};
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::{native_format, Layout};
@@ -604,6 +605,55 @@ pub fn trim_low_abund(
         })
         .and_then(|summary| summary_json(&summary));
     summary.map_err(|e| run_failure(name, run, e))
+}
+
+/// Runs the sharded `normalize-by-median` command line `argv` (program name first) within
+/// `run` on `table` (either layout; its remote shards reached through `remote`): the native
+/// run ([`kmerflow_core::ops::diginorm::run_sharded`]: its messages, keep curve, `-R` report,
+/// false-positive ceiling and outputs); returns its summary. `-s` (the plan's `savegraph`) is
+/// the caller's to save shard by shard once this returns.
+pub fn normalize_by_median(
+    argv: &[OsString],
+    run: &RunContext,
+    table: &mut dyn ShardedTable,
+    remote: &mut dyn RemoteShards,
+) -> Result<Value, CliError> {
+    on_shards(argv, run, |command| {
+        let Command::NormalizeByMedian(a) = command else { return Ok(None) };
+        let batch_kmers = a.sharding.batch_kmers;
+        // A loaded table's k wins over -k (the plan told so).
+        let params = TableParams { ksize: table.ksize(), ..a.counting.fixed_params(a.force) };
+        let options = normalize_by_median::options(a, params);
+        summary_json(&diginorm::run_sharded(&options, table, remote, batch_kmers, run)?).map(Some)
+    })
+}
+
+/// Runs the sharded `load-into-counting` command line `argv` (program name first) within `run`
+/// on `table` (either layout, `remote` as for [`normalize_by_median`]): the inputs counted
+/// ([`kmerflow_core::ops::count::run_sharded`], the false-positive ceiling checked after each
+/// batch and at the end) and the native command's closing lines; returns its summary. Saving the
+/// table shard by shard is the caller's; `OUT.info` is [`finish`]'s.
+pub fn load_into_counting(
+    argv: &[OsString],
+    run: &RunContext,
+    table: &mut dyn ShardedTable,
+    remote: &mut dyn RemoteShards,
+) -> Result<Value, CliError> {
+    on_shards(argv, run, |command| {
+        let Command::LoadIntoCounting(a) = command else { return Ok(None) };
+        let opts = count::Options {
+            params: a.counting.fixed_params(a.run.force),
+            output: a.output.clone(),
+            inputs: a.inputs.clone(),
+            bigcount: !a.no_bigcount,
+            summary: None,
+            layout: a.layout.layout,
+        };
+        let summary = count::run_sharded(&opts, table, remote, a.sharding.batch_kmers, run)?;
+        let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
+        load_into_counting::tell(&a, &summary, &mut ctx);
+        summary_json(&summary).map(Some)
+    })
 }
 
 /// Runs the sharded `filter-abund-single` or `filter-abund` command line `argv` (program name

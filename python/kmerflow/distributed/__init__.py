@@ -247,6 +247,13 @@ class _Sharded:
         self.short_reads += short
         return reads, kept
 
+    def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
+        """What a native run on this table (either layout) takes (``_core.run_sharded_command``):
+        the client's part, the shards held here (``None`` for a remote one) and the remote
+        shards' calls."""
+        self.flush()
+        return self._table, self._held_here(), _RemoteCalls(self)
+
     def flush(self) -> None:
         """Sends the updates still held by the client (done by every reading method)."""
         if any(len(c) for c, _ in self._pending):
@@ -512,13 +519,6 @@ class ShardedCountgraph(_Sharded):
                                         self.batch_kmers, self.terminal)
         return self._normalize(run, out, on_batch)
 
-    def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
-        """What a native run deciding on this table takes (``_core.run_sharded_command``):
-        the client's part, the shards held here (``None`` for a remote one) and the remote
-        shards' calls."""
-        self.flush()
-        return self._table, self._held_here(), _RemoteCalls(self)
-
     def histogram(self) -> np.ndarray:
         """How many counters of the whole table hold each value 0..255."""
         self.flush()
@@ -577,18 +577,18 @@ class ShardedCountgraph(_Sharded):
 
 
 class _RemoteCalls:
-    """The remote shards of a :class:`ShardedCountgraph` as a native run calls them:
-    ``send(messages)`` (one ``step`` message per remote shard, in shard order), then
-    ``answers()``, the answers to the oldest messages not answered yet (a run may send the next
-    batch before it takes the answers of the previous one). A lost shard raises
-    :class:`ShardError` naming it."""
+    """The remote shards of a sharded table as a native run calls them (the transport only):
+    ``send(method, messages)`` calls the actors' ``method`` (``step`` or ``add``) on every
+    remote shard, one message (its arguments) each, in shard order; ``answers()`` gives the
+    answers to the oldest messages not answered yet (a run may send the next batch before it
+    takes the answers of the previous one). A lost shard raises :class:`ShardError` naming it."""
 
-    def __init__(self, graph: ShardedCountgraph) -> None:
+    def __init__(self, graph: _Sharded) -> None:
         self.graph = graph
         self.futures: Deque[List[Tuple[int, Any]]] = collections.deque()
 
-    def send(self, messages: Sequence[Tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
-        self.futures.append(self.graph._send_remote("step", messages))
+    def send(self, method: str, messages: Sequence[Tuple[np.ndarray, ...]]) -> None:
+        self.futures.append(self.graph._send_remote(method, messages))
 
     def answers(self) -> List[np.ndarray]:
         return self.graph._answers(self.futures.popleft())

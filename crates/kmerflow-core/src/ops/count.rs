@@ -8,11 +8,13 @@ use super::read_filter::FpLimit;
 use super::reads::record_batches;
 use super::sizing::{self, FpRate, TableParams};
 use super::SummaryFormat;
-use crate::io::{Compression, FastxReader, OutputFile, RecordBatch};
+use crate::io::{Compression, FastxReader, OutputFile, PairMode, PairedReader, RecordBatch};
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::run_ordered;
 use crate::run::metrics;
 use crate::run::RunContext;
+use crate::shards::drive::{self, CountBatches, ShardedTable};
+use crate::shards::runs::RemoteShards;
 use crate::table::{BlockedTable, CountingTable, KhmerTable, Layout, OwnedBatch, OwnedCounting};
 use crate::{Error, Result};
 use std::io::Write;
@@ -338,6 +340,53 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     summary.fp_rate = fp;
     write_side_files(&opts.output, &opts.inputs, &summary, opts.summary, ctx)?;
     Ok(summary)
+}
+
+/// Counts the `inputs` of `opts` on a sharded table (`table`, its remote shards reached through
+/// `remote`, batches of about `batch_kmers` k-mers) within `ctx`, stopping as the one-process
+/// run stops once the table is over the false-positive ceiling (checked after each batch), and
+/// checks the ceiling at the end; returns the summary. Saving the table (shard by shard) and
+/// the side files are the caller's.
+pub fn run_sharded(
+    opts: &Options,
+    table: &mut dyn ShardedTable,
+    remote: &mut dyn RemoteShards,
+    batch_kmers: usize,
+    ctx: &RunContext,
+) -> Result<Summary> {
+    ctx.progress().begin_pass("counting");
+    let limit = FpLimit::of(MAX_FP_RATE, &opts.params);
+    let mut summary = Summary {
+        tally: count_sharded(&opts.inputs, table, remote, batch_kmers, Some(&limit), ctx)?,
+        ..Summary::default()
+    };
+    summary.unique_kmers = table.n_unique_kmers();
+    let fp = table.fp_rate();
+    let resize = table.resize_hint(fp, sizing::target_rate(&opts.params));
+    summary.fp_rate = fp_rate_check(fp, MAX_FP_RATE, opts.params.force, &resize, ctx)?;
+    Ok(summary)
+}
+
+/// Counts every read of `inputs`, in order, on a sharded table (as [`run_sharded`]), stopping
+/// once the table is over `limit` when given; returns the tally.
+pub fn count_sharded(
+    inputs: &[String],
+    table: &mut dyn ShardedTable,
+    remote: &mut dyn RemoteShards,
+    batch_kmers: usize,
+    limit: Option<&FpLimit>,
+    ctx: &RunContext,
+) -> Result<ReadTally> {
+    let mut tally = ReadTally::default();
+    for path in inputs {
+        let reader = PairedReader::new(FastxReader::open_in(path, ctx)?, PairMode::ForceSingle, None);
+        let mut run = table.count(reader, batch_kmers)?;
+        let watch = |run: &dyn CountBatches| limit.map_or(Ok(()), |limit| limit.stop_early(run, path, run.totals().0));
+        let (reads, kmers, short_reads) = drive::count_file(&mut *run, remote, watch)?;
+        tally.add(ReadTally { reads, kmers, short_reads });
+    }
+    ctx.metrics().add_count(metrics::KMERS, tally.kmers);
+    Ok(tally)
 }
 
 /// Refuses a blocked table's output path ending in `.gz` (it is saved uncompressed in
