@@ -149,17 +149,6 @@ def _graph(plan: Run, client: Any) -> Any:
                              use_bigcount=plan["bigcount"])
 
 
-def _check_fp(plan: Run, graph: Any, say: OnMessage) -> float:
-    """The table's estimated false-positive rate, checked (where the command checks it) as the
-    one-process command checks it: an error (a warning with ``-f``) with the same line, before
-    any output is renamed into place."""
-    table = plan["table"]
-    check = table["fp_check"]
-    if check is None:
-        return graph.expected_fp_rate()
-    return graph.check_fp_rate(check["max"], check["target"], table["force"], say)
-
-
 # --- the commands -------------------------------------------------------------------------------
 
 def _native(plan: Run, graph: Any, say: OnMessage) -> Outcome:
@@ -201,16 +190,10 @@ def _table_saved(plan: Run, graph: ShardedCountgraph, say: OnMessage,
 
 
 def _counted_on_shards(plan: Run, graph: ShardedCountgraph, say: OnMessage) -> Outcome:
-    """filter-abund-single and abundance-dist-single: the input counted on the shards, then
-    the native look-up pass; the table stays on the shards unless ``--savegraph`` saves it."""
-    (path,) = plan["inputs"]
-    graph.consume_seqfile(path)
-    if plan["command"] == "filter-abund-single":
-        say("info", f"Total number of unique k-mers: {graph.n_unique_kmers()}")
-        say("info", f"fp rate estimated to be {graph.expected_fp_rate():1.3f}")
-    _check_fp(plan, graph, say)
-    return _table_saved(plan, graph, say, _native(plan, graph, say),
-                        "Saving k-mer countgraph filename")
+    """filter-abund-single and abundance-dist-single: the native run counts the input on the
+    shards, then looks its reads up there; the table stays on the shards unless
+    ``--savegraph`` saves it."""
+    return _table_saved(plan, graph, say, _native(plan, graph, say), "Saving k-mer countgraph filename")
 
 
 def _trim_low_abund(plan: Run, graph: ShardedCountgraph, say: OnMessage) -> Outcome:
