@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -268,7 +269,8 @@ def test_normalize_says_and_reports_what_one_process_does(cluster, tmp_path, lay
         where = tmp_path / tag
         where.mkdir()
         proc = kmerflow("normalize-by-median", "-k", "20", "-N", "3", "-x", "5000", "--layout", layout, "-C", "5",
-                        *inputs, "-R", "r.csv", "--report-frequency", "53", "--report-json", "r.json", "-s", "t", *sharding, cwd=where)
+                        *inputs, "-R", "r.csv", "--report-frequency", "53", "--report-json", "r.json", "-s", "t",
+                        *sharding, cwd=where)
         *said, resources = proc.stderr.decode().splitlines()
         assert resources.startswith("[kmerflow] Version: ") and "Peak RSS" in resources
         return {"said": said, "csv": (where / "r.csv").read_text(), "table": (where / "t").read_bytes(),
@@ -309,3 +311,24 @@ def test_a_table_too_small_stops_the_sharded_run_early(cluster, tmp_path, comman
         assert "stopped at read" in line and "or use --force" in line, line
         lines.append(re.sub(r"\d+(\.\d+)?K?", "N", line))
     assert lines[0] == lines[1]
+
+
+def test_the_resource_line_counts_the_planning(client, tmp_path, monkeypatch, capfd):
+    """The sharded run's clock starts before its plan (where -M auto reads the inputs), as the
+    one-process run's starts before its sizing pass: the resource line and --report-json's
+    wall time count it."""
+    from kmerflow.distributed import cli
+
+    planned = _core.shard_plan
+
+    def slow_plan(argv):
+        time.sleep(2.0)
+        return planned(argv)
+
+    monkeypatch.setattr(cli._core, "shard_plan", slow_plan)
+    reads = _reads(tmp_path / "r.fq", 50, seed=9)
+    _, report = cli.run(["load-into-counting", *TABLE, "--scheduler", "x", str(tmp_path / "t.ct"), str(reads)],
+                        client=client)
+    (line,) = [x for x in capfd.readouterr().err.splitlines() if x.startswith("[kmerflow] Version")]
+    assert float(re.search(r"Real time: ([\d.]+) sec", line).group(1)) >= 2.0, line
+    assert report["timings"]["wall_s"] >= 2.0

@@ -734,11 +734,12 @@ fn on_shards(
 
 /// The terminal of the sharded command line `argv` (program name first): quiet with `-q`, its
 /// progress line (on a terminal) started and fed by the contexts that read the run's inputs
-/// ([`RunContext::build_showing_progress`] of [`Terminal::run`]); `None` for a help, version or
-/// `--info` request.
-pub fn terminal(argv: &[OsString]) -> Result<Option<Terminal>, CliError> {
+/// ([`RunContext::build_showing_progress`] of [`Terminal::run`]), its clock started `elapsed`
+/// ago (when the run began: its plan, `-M auto`'s sizing pass included, as the one-process
+/// run's resource line counts it); `None` for a help, version or `--info` request.
+pub fn terminal(argv: &[OsString], elapsed: Duration) -> Result<Option<Terminal>, CliError> {
     let Some(Parsed { cli, .. }) = parse(argv)? else { return Ok(None) };
-    let terminal = Terminal::new(argv, cli.command.settings().quiet, CancelToken::new());
+    let terminal = Terminal::new(argv, cli.command.settings().quiet, CancelToken::new()).begun_before(elapsed);
     terminal.console().start_progress(cli.command.name(), terminal.run());
     Ok(Some(terminal))
 }

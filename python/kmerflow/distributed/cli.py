@@ -57,6 +57,7 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     (exit status 2 for a usage error, a ``--local-cluster`` above the CPUs this process may use
     included, else 1)."""
     full = ["kmerflow", *argv]
+    started = time.monotonic()  # the plan's -M auto sizing pass is part of the run
     text = _core.shard_plan(full)
     if text is None:
         return None
@@ -66,11 +67,10 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     refusal = local_cluster_refusal(local) if local is not None and client is None else None
     if refusal is not None:
         raise CommandError(f"kmerflow {name}: error: {refusal}", 2)
-    terminal = _core.ShardTerminal(full) if on_message is None else None
+    terminal = _core.ShardTerminal(full, time.monotonic() - started) if on_message is None else None
     say: OnMessage = terminal.say if terminal is not None else on_message  # type: ignore[assignment]
     for m in plan["messages"]:
         say(m["level"], m["text"])
-    started = time.monotonic()
     try:
         with _connected(plan["cluster"], client, name) as dask_client:
             graph = _graph(plan, dask_client)
