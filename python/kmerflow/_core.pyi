@@ -17,8 +17,8 @@ __all__ = [
     "run_sharded_command", "check_sharded_fp_rate",
     "abundance_distribution_sharded", "filter_reads_sharded", "REPORT_CHARTS",
     "Normalizer", "AbundanceFilter", "Trimmer", "BatchDecision", "batch_lookup", "batch_decide",
-    "batch_apply", "add_tables", "Shard", "ShardClient", "ShardedCountRun", "ShardedNormalizeRun",
-    "BlockedShard", "BlockedShardClient", "BlockedShardedCountRun", "BlockedShardedNormalizeRun",
+    "batch_apply", "add_tables", "Shard", "ShardClient",
+    "BlockedShard", "BlockedShardClient", "count_file_sharded", "normalize_file_sharded",
     "StagedFile", "khmer_frame", "khmer_places", "khmer_client_from_file", "khmer_shard_write",
     "khmer_shard_read", "blocked_places", "blocked_shard_write", "blocked_shard_read", "blocked_shard_set",
     "blocked_seal", "blocked_client_from_file", "read_places", "write_places",
@@ -222,6 +222,16 @@ def run_sharded_command(command: str, argv: Sequence[str], on_message: Callable[
                         client: Union[ShardClient, BlockedShardClient],
                         local: Sequence[Optional[Union[Shard, BlockedShard]]],
                         remote: Any, terminal: Optional[ShardTerminal] = None) -> Tuple[str, List[str]]: ...
+def count_file_sharded(client: Union[ShardClient, BlockedShardClient],
+                       local: Sequence[Optional[Union[Shard, BlockedShard]]], remote: Any,
+                       path: Union[str, os.PathLike[str]], batch_kmers: int,
+                       terminal: Optional[ShardTerminal] = None) -> Tuple[int, int, int]: ...
+def normalize_file_sharded(client: Union[ShardClient, BlockedShardClient],
+                           local: Sequence[Optional[Union[Shard, BlockedShard]]], remote: Any,
+                           path: Union[str, os.PathLike[str]], pairs: Union[bool, str], cutoff: int,
+                           batch_kmers: int,
+                           on_batch: Callable[[bytes, npt.NDArray[np.uint64], npt.NDArray[np.bool_]], object],
+                           terminal: Optional[ShardTerminal] = None) -> Tuple[int, int, int]: ...
 def check_sharded_fp_rate(client: Union[ShardClient, BlockedShardClient], max: float, target: float, force: bool,
                           on_message: Callable[[str, str], object]) -> float: ...
 def abundance_distribution_sharded(client: ShardClient, local: Sequence[Optional[Shard]], remote: Any,
@@ -302,30 +312,6 @@ class ShardClient:
 
 _Message = Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8], npt.NDArray[np.uint64]]
 
-@final
-class ShardedCountRun:
-    """Counting a file on a sharded table; Python passes the remote shards' messages."""
-    def __new__(cls, client: ShardClient, local: Sequence[Optional[Shard]], path: Union[str, os.PathLike[str]],
-                batch_kmers: int, terminal: Optional[ShardTerminal] = None) -> Self: ...
-    def send(self) -> Optional[list[_Message]]: ...
-    def local(self) -> None: ...
-    def record(self, answers: Sequence[npt.NDArray[np.uint8]]) -> None: ...
-    @property
-    def totals(self) -> Tuple[int, int, int]: ...
-
-@final
-class ShardedNormalizeRun:
-    """normalize-by-median of a file on a sharded table; Python passes the remote shards' messages."""
-    def __new__(cls, client: ShardClient, local: Sequence[Optional[Shard]], path: Union[str, os.PathLike[str]],
-                pairs: Union[bool, str], cutoff: int, batch_kmers: int,
-                terminal: Optional[ShardTerminal] = None) -> Self: ...
-    def send(self) -> Optional[list[_Message]]: ...
-    def decide(self, answers: Sequence[npt.NDArray[np.uint8]]
-               ) -> Tuple[bytes, npt.NDArray[np.uint64], npt.NDArray[np.bool_]]: ...
-    def unsent(self) -> list[Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8]]]: ...
-    @property
-    def totals(self) -> Tuple[int, int, int]: ...
-
 # Blocked tables sharded over processes (kmerflow.distributed.blocked): a shard holds lines
 # start .. end of the table of shape (ksize, memory_bytes, bits, probes).
 _Done = Tuple[int, int, int]
@@ -364,31 +350,6 @@ class BlockedShardClient:
               ) -> Tuple[list[npt.NDArray[np.uint64]], npt.NDArray[np.uint32]]: ...
     def record(self, done: _Done) -> None: ...
     def save(self, cells: Sequence[npt.NDArray[np.uint8]], path: Union[str, os.PathLike[str]]) -> None: ...
-
-@final
-class BlockedShardedCountRun:
-    """Counting a file on a sharded blocked table; Python passes the remote shards' messages."""
-    def __new__(cls, client: BlockedShardClient, local: Sequence[Optional[BlockedShard]],
-                path: Union[str, os.PathLike[str]], batch_kmers: int,
-                terminal: Optional[ShardTerminal] = None) -> Self: ...
-    def send(self) -> Optional[list[npt.NDArray[np.uint64]]]: ...
-    def local(self) -> None: ...
-    def record(self, answers: Sequence[_Done]) -> None: ...
-    @property
-    def totals(self) -> Tuple[int, int, int]: ...
-
-@final
-class BlockedShardedNormalizeRun:
-    """normalize-by-median of a file on a sharded blocked table; Python passes the remote shards' messages."""
-    def __new__(cls, client: BlockedShardClient, local: Sequence[Optional[BlockedShard]],
-                path: Union[str, os.PathLike[str]], pairs: Union[bool, str], cutoff: int, batch_kmers: int,
-                terminal: Optional[ShardTerminal] = None) -> Self: ...
-    def send(self) -> Optional[list[_Message]]: ...
-    def decide(self, answers: Sequence[npt.NDArray[np.uint8]]
-               ) -> Tuple[bytes, npt.NDArray[np.uint64], npt.NDArray[np.bool_]]: ...
-    def unsent(self) -> list[Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8]]]: ...
-    @property
-    def totals(self) -> Tuple[int, int, int]: ...
 
 # Sharded tables' files written and read shard by shard: places are (offset, length) pieces.
 _Places = list[Tuple[int, int]]

@@ -15,9 +15,9 @@
 
 use crate::commands::counting_args::CountingArgs;
 use crate::commands::filter_abund::FilterArgs;
-use crate::commands::{load_into_counting, normalize_by_median};
 use crate::commands::shard_args::ShardArgs;
 use crate::commands::Command;
+use crate::commands::{load_into_counting, normalize_by_median};
 use crate::common::{summary_json, Ctx};
 use crate::console::Terminal;
 use crate::{cli_command, parse, report, run_failure, CliError, Parsed, EXIT_DATA, EXIT_USAGE};
@@ -30,8 +30,8 @@ use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::ops::{abundance_dist, diginorm, filter_abund, sizing, trim_low_abund};
 use kmerflow_core::run::files::{preflight, Output};
 use kmerflow_core::run::{CancelToken, Message, RunContext};
-use kmerflow_core::shards::khmer::{Shard, ShardClient};
 use kmerflow_core::shards::drive::{KhmerShards, ShardedTable};
+use kmerflow_core::shards::khmer::{Shard, ShardClient};
 use kmerflow_core::shards::runs::{RemoteShards, ShardedDecisions};
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::{native_format, Layout};

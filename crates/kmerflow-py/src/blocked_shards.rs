@@ -1,27 +1,20 @@
 //! Sharded blocked tables (`kmerflow-core`'s `shards::blocked`) on numpy arrays:
 //! `BlockedShard`, one range of lines (held by a Dask worker or locally), `BlockedShardClient`,
-//! the client's part (hashing, routing, statistics, gathering), and `BlockedShardedCountRun`,
-//! counting a file. A table's shape is given as k, bytes of counters (whole 64-byte lines),
+//! the client's part (hashing, routing, statistics, gathering). A table's shape is given as k, bytes of counters (whole 64-byte lines),
 //! bits per counter (8 or 4) and counters per k-mer, as the one-process table is sized. Every
 //! call on many k-mers releases the GIL.
 
 use crate::batch::slice;
-use crate::commands::ShardTerminal;
 use crate::errors::IntoPyResult;
-use crate::reads::pair_mode;
-use crate::shards::{hash_reads_by, open_reader, updates_arrays, HashedReads, MessageArrays, ShardUpdates};
-use kmerflow_core::io::PairMode;
+use crate::shards::{hash_reads_by, HashedReads};
 use kmerflow_core::run::RunContext;
-use kmerflow_core::shards::blocked::count::BlockedShardedCount;
-use kmerflow_core::shards::blocked::normalize::{BlockedMessage, BlockedShardedNormalize};
 use kmerflow_core::shards::blocked::{BlockedShard as CoreShard, BlockedShardClient as CoreClient};
-use kmerflow_core::shards::runs::{BundleBatches, Cleaning};
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::table::{native_format, BlockedParams, CounterWidth};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::PyString;
 use std::sync::{Mutex, MutexGuard};
 
 /// The shape of a blocked table of k `ksize`, `memory_bytes` of counters of `bits` bits and
@@ -232,166 +225,9 @@ fn occupancy((occupied, unique, added): Done) -> OccupancyStats {
     OccupancyStats { occupied, unique, added }
 }
 
-/// Counting a file on a sharded blocked table (`ShardedBlockedTable.consume_seqfile`):
-/// `send()` reads the next batch and returns the hashes for each remote shard (for its `add`),
-/// or `None` at the end; `local()` counts the batch on the local shards and reads the next one
-/// (while the remote shards work); `record(answers)` records the remote shards' answers.
-#[pyclass(module = "kmerflow._core")]
-pub struct BlockedShardedCountRun {
-    client: Py<BlockedShardClient>,
-    local: Vec<Option<Py<BlockedShard>>>,
-    run: BlockedShardedCount,
-}
-
-#[pymethods]
-impl BlockedShardedCountRun {
-    /// Counting `path` (every record, khmer's C++ cleaning) on `client`'s table, whose shard
-    /// `s` is `local[s]` when held in this process and remote when `None`; the reading advances
-    /// the progress line of `terminal` when given.
-    #[new]
-    #[pyo3(signature = (client, local, path, batch_kmers, terminal = None))]
-    fn new(
-        py: Python<'_>,
-        client: Py<BlockedShardClient>,
-        local: Vec<Option<Py<BlockedShard>>>,
-        path: std::path::PathBuf,
-        batch_kmers: usize,
-        terminal: Option<PyRef<'_, ShardTerminal>>,
-    ) -> PyResult<Self> {
-        let reader = open_reader(py, path, PairMode::ForceSingle, None, terminal.as_deref())?;
-        let batches =
-            BundleBatches::with_hasher(reader, read_hasher(&client.get().inner), batch_kmers, Cleaning::Parser);
-        let remote = local.iter().map(Option::is_none).collect();
-        let run = BlockedShardedCount::new(batches, &client.get().inner, remote).py()?;
-        Ok(BlockedShardedCountRun { client, local, run })
-    }
-
-    /// The next batch's hashes for each remote shard, `None` at the end.
-    fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Parts<'py>>> {
-        let (client, run) = (&self.client.get().inner, &mut self.run);
-        let parts = py.detach(|| run.send(client)).py()?;
-        Ok(parts.map(|parts| parts.into_iter().map(|p| p.into_pyarray(py)).collect()))
-    }
-
-    /// Counts the batch sent last on the local shards, then reads the next batch.
-    fn local(&mut self, py: Python<'_>) -> PyResult<()> {
-        let (client, run) = (&self.client.get().inner, &mut self.run);
-        locked(&self.local, |shards| py.detach(|| run.local(client, shards))).py()
-    }
-
-    /// Records the remote shards' answers to the batch sent last (in shard order).
-    fn record(&mut self, answers: Vec<Done>) -> PyResult<()> {
-        let answers: Vec<OccupancyStats> = answers.into_iter().map(occupancy).collect();
-        self.run.record(&self.client.get().inner, &answers).py()
-    }
-
-    /// (reads, k-mers, reads shorter than k) counted so far.
-    #[getter]
-    fn totals(&self) -> (u64, u64, u64) {
-        self.run.totals
-    }
-}
-
-/// Calls `f` with the shards held in this process (`None` for a remote one), locked.
-fn locked<R>(local: &[Option<Py<BlockedShard>>], f: impl FnOnce(&mut [Option<&mut CoreShard>]) -> R) -> R {
-    let mut guards: Vec<Option<MutexGuard<'_, CoreShard>>> =
-        local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
-    let mut shards: Vec<Option<&mut CoreShard>> = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
-    f(&mut shards)
-}
-
-/// A batch's kept records as text, where each bundle's reads end, and whether each was kept.
-type Decisions<'py> = (Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<bool>>);
-
-/// normalize-by-median of a file on a sharded blocked table
-/// (`ShardedBlockedTable.normalize_file`): `send()` reads the next batch and returns one message
-/// per remote shard (counters to update, their deltas, hashes to look up: its `step`), or
-/// `None` at the end; `local()` looks the batch up on the local shards; `decide(answers)`
-/// decides it and returns the kept bundles' records and the decisions; `unsent()` the updates
-/// left for the remote shards at the end.
-#[pyclass(module = "kmerflow._core")]
-pub struct BlockedShardedNormalizeRun {
-    client: Py<BlockedShardClient>,
-    local: Vec<Option<Py<BlockedShard>>>,
-    run: BlockedShardedNormalize,
-}
-
-#[pymethods]
-impl BlockedShardedNormalizeRun {
-    /// Normalizing `path` to `cutoff` on `client`'s table (`local` as for
-    /// `BlockedShardedCountRun`); `pairs` as for `open_reads`; reads shorter than k are
-    /// dropped, as khmer does; `terminal` as for `BlockedShardedCountRun`.
-    #[new]
-    #[pyo3(signature = (client, local, path, pairs, cutoff, batch_kmers, terminal = None))]
-    #[allow(clippy::too_many_arguments)] // the Python constructor's keywords
-    fn new(
-        py: Python<'_>,
-        client: Py<BlockedShardClient>,
-        local: Vec<Option<Py<BlockedShard>>>,
-        path: std::path::PathBuf,
-        pairs: &Bound<'_, PyAny>,
-        cutoff: u32,
-        batch_kmers: usize,
-        terminal: Option<PyRef<'_, ShardTerminal>>,
-    ) -> PyResult<Self> {
-        let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
-        let core = &client.get().inner;
-        let reader = open_reader(py, path, mode, Some(core.map().params().k), terminal.as_deref())?;
-        let batches = BundleBatches::with_hasher(reader, read_hasher(core), batch_kmers, Cleaning::ScreedWithText);
-        let remote = local.iter().map(Option::is_none).collect();
-        let run = BlockedShardedNormalize::new(batches, cutoff, core, remote).py()?;
-        Ok(BlockedShardedNormalizeRun { client, local, run })
-    }
-
-    /// The next batch's messages to the remote shards, `None` at the end (at most two batches
-    /// wait).
-    fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
-        let (client, run) = (&self.client.get().inner, &mut self.run);
-        let messages = py.detach(|| run.send(client)).py()?;
-        Ok(messages.map(|m| m.into_iter().map(|m| message_arrays(py, m)).collect()))
-    }
-
-    /// Decides the oldest batch sent from the remote shards' answers (uint8, in shard order;
-    /// the next batch may be sent first); returns the kept records' text, where each bundle's
-    /// reads end in the batch (uint64) and whether each bundle was kept (bool).
-    fn decide<'py>(&mut self, py: Python<'py>, answers: Vec<PyReadonlyArray1<'py, u8>>) -> PyResult<Decisions<'py>> {
-        let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
-        let (client, run) = (&self.client.get().inner, &mut self.run);
-        let mut out = Vec::new();
-        let decided =
-            locked(&self.local, |shards| py.detach(|| run.decide(client, shards, &answers, &mut out))).py()?;
-        Ok((PyBytes::new(py, &out), decided.bundle_ends.into_pyarray(py), decided.keep.into_pyarray(py)))
-    }
-
-    /// The updates not sent yet, per shard (counters, deltas; empty for the local shards).
-    fn unsent<'py>(&mut self, py: Python<'py>) -> Vec<ShardUpdates<'py>> {
-        self.run.unsent().into_iter().map(|u| updates_arrays(py, u)).collect()
-    }
-
-    /// (reads, reads kept, reads dropped for being shorter than k) so far.
-    #[getter]
-    fn totals(&self) -> (u64, u64, u64) {
-        self.run.totals()
-    }
-}
-
-/// One remote shard's message as numpy arrays.
-fn message_arrays(py: Python<'_>, m: BlockedMessage) -> MessageArrays<'_> {
-    let (counters, deltas) = updates_arrays(py, m.apply);
-    (counters, deltas, m.hashes.into_pyarray(py))
-}
-
-/// Each read's k-mers hashed by `client`'s table hash.
-fn read_hasher(client: &CoreClient) -> kmerflow_core::shards::runs::ReadHasher {
-    let hasher = client.hasher().clone();
-    Box::new(move |seq, out| hasher.hashes(seq, out))
-}
-
 /// Adds the classes to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BlockedShard>()?;
     m.add_class::<BlockedShardClient>()?;
-    m.add_class::<BlockedShardedCountRun>()?;
-    m.add_class::<BlockedShardedNormalizeRun>()?;
     Ok(())
 }

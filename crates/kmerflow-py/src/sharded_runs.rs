@@ -7,18 +7,22 @@ use crate::blocked_shards::{BlockedShard, BlockedShardClient};
 use crate::commands::{forwarder, ShardTerminal};
 use crate::errors::{command_error, IntoPyResult};
 use crate::interrupt::{interruptible, interruptible_showing, interruptible_with};
+use crate::reads::pair_mode;
+use crate::shards::open_reader;
 use crate::shards::{message_arrays, Shard, ShardClient};
+use kmerflow_core::io::PairMode;
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::ops::read_filter;
 use kmerflow_core::ops::sizing::FpRate;
 use kmerflow_core::run::RunContext;
-use kmerflow_core::shards::drive::{BlockedShards, KhmerShards, ShardedTable};
-use kmerflow_core::shards::runs::{Answer, Kind, Message, RemoteShards, ShardedDecisions};
+use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
+use kmerflow_core::shards::runs::{Answer, Decided, Kind, Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::{Error, Result};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use std::ffi::OsString;
 
 /// The remote shards as a Python object reaches them: `send(method, messages)` (the shard
@@ -203,6 +207,79 @@ pub fn run_sharded_command(
     Ok((summary, outputs))
 }
 
+/// Counts every read of `path` (khmer's C++ cleaning) on `client`'s table (either layout;
+/// `local`, `remote` as for `run_sharded_command`) in batches of about `batch_kmers` k-mers,
+/// driven natively: each batch's messages go to the remote shards while the local ones count
+/// it. The reading advances the progress line of `terminal` when given. Returns (reads, k-mers,
+/// reads shorter than k).
+#[pyfunction]
+#[pyo3(signature = (client, local, remote, path, batch_kmers, terminal = None))]
+pub fn count_file_sharded(
+    py: Python<'_>,
+    client: Bound<'_, PyAny>,
+    local: Vec<Option<Bound<'_, PyAny>>>,
+    remote: Py<PyAny>,
+    path: std::path::PathBuf,
+    batch_kmers: usize,
+    terminal: Option<PyRef<'_, ShardTerminal>>,
+) -> PyResult<(u64, u64, u64)> {
+    let table = Table::of(&client, local)?;
+    let reader = open_reader(py, path, PairMode::ForceSingle, None, terminal.as_deref())?;
+    interruptible(py, |_| {
+        table.with(remote, |table, remote| {
+            drive::count_file(&mut *table.count(reader, batch_kmers)?, remote, |_| Ok(()))
+        })
+    })?
+    .py()
+}
+
+/// normalize-by-median of `path` to `cutoff` on `client`'s table (either layout; `local`,
+/// `remote` as for `run_sharded_command`), `pairs` as for `open_reads` (reads shorter than k
+/// dropped, as khmer does), in batches of about `batch_kmers` k-mers, driven natively: the
+/// next batch is sent before the one answered is decided, and at the end the updates not sent
+/// yet reach the remote shards. Each decided batch goes to `on_batch(text, bundle_ends, keep)`:
+/// its kept records as FASTA/FASTQ bytes, where each bundle's reads end in the batch (uint64)
+/// and whether each was kept (bool). `terminal` as for `count_file_sharded`. Returns (reads,
+/// reads kept, reads shorter than k).
+#[pyfunction]
+#[pyo3(signature = (client, local, remote, path, pairs, cutoff, batch_kmers, on_batch, terminal = None))]
+#[allow(clippy::too_many_arguments)] // the Python function's keywords
+pub fn normalize_file_sharded(
+    py: Python<'_>,
+    client: Bound<'_, PyAny>,
+    local: Vec<Option<Bound<'_, PyAny>>>,
+    remote: Py<PyAny>,
+    path: std::path::PathBuf,
+    pairs: &Bound<'_, PyAny>,
+    cutoff: u32,
+    batch_kmers: usize,
+    on_batch: Py<PyAny>,
+    terminal: Option<PyRef<'_, ShardTerminal>>,
+) -> PyResult<(u64, u64, u64)> {
+    let table = Table::of(&client, local)?;
+    let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
+    let k = match &table {
+        Table::Khmer(client, _) => client.get().core().ksize(),
+        Table::Blocked(client, _) => client.get().core().map().params().k,
+    };
+    let reader = open_reader(py, path, mode, Some(k), terminal.as_deref())?;
+    let decided = |decided: &Decided, text: &[u8], _: &dyn NormalizeBatches| {
+        Python::attach(|py| {
+            let (ends, keep) = (decided.bundle_ends.clone().into_pyarray(py), decided.keep.clone().into_pyarray(py));
+            on_batch.bind(py).call1((PyBytes::new(py, text), ends, keep)).map(drop).map_err(|e| failure(py, e))
+        })
+    };
+    interruptible(py, |_| {
+        table.with(remote, |table, remote| {
+            let remote_shards = table.remote();
+            let mut run = table.normalize(reader, cutoff, batch_kmers)?;
+            drive::normalize_file(&mut *run, remote, &remote_shards, decided)?;
+            Ok(run.totals())
+        })
+    })?
+    .py()
+}
+
 /// The estimated false-positive rate of a sharded table, `client` (a `ShardClient` or a
 /// `BlockedShardClient`, the pending updates sent), checked against the command's ceiling
 /// `max` as the one-process command checks it (`read_filter::check_fp_rate`, naming the `-M`
@@ -304,6 +381,8 @@ pub fn filter_reads_sharded(
 /// Adds the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sharded_command, m)?)?;
+    m.add_function(wrap_pyfunction!(count_file_sharded, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize_file_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(check_sharded_fp_rate, m)?)?;
     m.add_function(wrap_pyfunction!(abundance_distribution_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(filter_reads_sharded, m)?)?;

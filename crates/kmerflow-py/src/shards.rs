@@ -6,7 +6,6 @@ use crate::batch::slice;
 use crate::commands::ShardTerminal;
 use crate::errors::IntoPyResult;
 use crate::interrupt::warn_message;
-use crate::reads::pair_mode;
 use crate::tables::{Countgraph, Table};
 use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::kmer::clean::clean_parser;
@@ -14,11 +13,11 @@ use kmerflow_core::kmer::twobit;
 use kmerflow_core::ops::memory::{check_fits, Backing};
 use kmerflow_core::run::{CancelToken, RunContext};
 use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
-use kmerflow_core::shards::runs::{BundleBatches, Cleaning, Message, ShardedCount, ShardedNormalize};
+use kmerflow_core::shards::runs::Message;
 use kmerflow_core::table::HashKind;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::PyString;
 use std::sync::{Mutex, MutexGuard};
 
 /// One shard: counters `start .. start + size` of a table, one byte each.
@@ -279,169 +278,10 @@ pub(crate) fn open_reader(
     Ok(PairedReader::new(reader.py()?, mode, min_length))
 }
 
-/// Which shards of a run are remote (`None` in `local`).
-fn remote(local: &[Option<Py<Shard>>]) -> Vec<bool> {
-    local.iter().map(Option::is_none).collect()
-}
-
-/// The shards of a run held in this process (`None` for a remote one), locked for one call.
-struct LocalShards(Vec<Option<Py<Shard>>>);
-
-impl LocalShards {
-    fn call<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut [Option<&mut CoreShard>]) -> R + Send) -> R {
-        let mut guards: Vec<Option<MutexGuard<'_, CoreShard>>> =
-            self.0.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
-        let mut shards: Vec<Option<&mut CoreShard>> = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
-        py.detach(|| f(&mut shards))
-    }
-
-    /// A run's `send` with the shards: the next batch's messages to the remote shards as
-    /// arrays, `None` at the end.
-    fn send<'py>(
-        &self,
-        py: Python<'py>,
-        send: impl FnOnce(&[Option<&mut CoreShard>]) -> kmerflow_core::Result<Option<Vec<Message>>> + Send,
-    ) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
-        let messages = self.call(py, |local| send(local)).py()?;
-        Ok(messages.map(|m| message_arrays(py, m)))
-    }
-}
-
-/// Counting a file on a sharded table (`ShardedCountgraph.consume_seqfile`): `send()` reads
-/// the next batch, counts it on the local shards and returns one message per remote shard
-/// (for its `add`), or `None` at the end; `record(answers)` records the batch from the remote
-/// shards' answers.
-#[pyclass(module = "kmerflow._core")]
-pub struct ShardedCountRun {
-    client: Py<ShardClient>,
-    local: LocalShards,
-    run: ShardedCount,
-}
-
-#[pymethods]
-impl ShardedCountRun {
-    /// Counting `path` (every record, khmer's C++ cleaning) on `client`'s table, whose shard `s`
-    /// is `local[s]` when held in this process (a `Shard`) and remote when `None`; the reading
-    /// advances the progress line of `terminal` when given.
-    #[new]
-    #[pyo3(signature = (client, local, path, batch_kmers, terminal = None))]
-    fn new(
-        py: Python<'_>,
-        client: Py<ShardClient>,
-        local: Vec<Option<Py<Shard>>>,
-        path: std::path::PathBuf,
-        batch_kmers: usize,
-        terminal: Option<PyRef<'_, ShardTerminal>>,
-    ) -> PyResult<Self> {
-        let reader = open_reader(py, path, PairMode::ForceSingle, None, terminal.as_deref())?;
-        let batches = BundleBatches::new(reader, client.get().inner.ksize(), batch_kmers, Cleaning::Parser);
-        let run = ShardedCount::new(batches, &client.get().inner, remote(&local)).py()?;
-        Ok(ShardedCountRun { client, local: LocalShards(local), run })
-    }
-
-    /// The next batch's messages to the remote shards, `None` at the end.
-    fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
-        let run = &mut self.run;
-        self.local.send(py, |local| run.send(local))
-    }
-
-    /// Counts the batch sent last on the local shards (call while the remote shards work).
-    fn local(&mut self, py: Python<'_>) -> PyResult<()> {
-        let run = &mut self.run;
-        self.local.call(py, |local| run.local(local)).py()
-    }
-
-    /// Records the batch sent last from the remote shards' answers (uint8, in shard order).
-    fn record(&mut self, py: Python<'_>, answers: Vec<PyReadonlyArray1<'_, u8>>) -> PyResult<()> {
-        let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
-        let (client, run) = (self.client.get(), &mut self.run);
-        self.local.call(py, |local| run.record(&client.inner, local, &answers)).py()
-    }
-
-    /// (reads, k-mers, reads shorter than k) counted so far.
-    #[getter]
-    fn totals(&self) -> (u64, u64, u64) {
-        self.run.totals
-    }
-}
-
-/// A batch's kept records as text, where each bundle's reads end, and whether each was kept.
-type Decisions<'py> = (Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<bool>>);
-
-/// normalize-by-median of a file on a sharded table (`ShardedCountgraph.normalize_file`):
-/// `send()` reads the next batch and returns one message per remote shard (updates to apply,
-/// then counters to look up), or `None` at the end (at most two batches sent and not decided);
-/// `decide(answers)` decides the oldest batch sent and returns the kept bundles' records as
-/// FASTA/FASTQ bytes and the batch's decisions; `unsent()` the updates left for the remote
-/// shards at the end.
-#[pyclass(module = "kmerflow._core")]
-pub struct ShardedNormalizeRun {
-    client: Py<ShardClient>,
-    local: LocalShards,
-    run: ShardedNormalize,
-}
-
-#[pymethods]
-impl ShardedNormalizeRun {
-    /// Normalizing `path` to `cutoff` on `client`'s table (`local` as for `ShardedCountRun`);
-    /// `pairs` as for `open_reads`; reads shorter than k are dropped, as khmer does; `terminal`
-    /// as for `ShardedCountRun`.
-    #[new]
-    #[pyo3(signature = (client, local, path, pairs, cutoff, batch_kmers, terminal = None))]
-    #[allow(clippy::too_many_arguments)] // the Python constructor's keywords
-    fn new(
-        py: Python<'_>,
-        client: Py<ShardClient>,
-        local: Vec<Option<Py<Shard>>>,
-        path: std::path::PathBuf,
-        pairs: &Bound<'_, PyAny>,
-        cutoff: u32,
-        batch_kmers: usize,
-        terminal: Option<PyRef<'_, ShardTerminal>>,
-    ) -> PyResult<Self> {
-        let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
-        let k = client.get().inner.ksize();
-        let reader = open_reader(py, path, mode, Some(k), terminal.as_deref())?;
-        let batches = BundleBatches::new(reader, k, batch_kmers, Cleaning::ScreedWithText);
-        let run = ShardedNormalize::new(batches, cutoff, &client.get().inner, remote(&local)).py()?;
-        Ok(ShardedNormalizeRun { client, local: LocalShards(local), run })
-    }
-
-    /// The next batch's messages to the remote shards, `None` at the end.
-    fn send<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Vec<MessageArrays<'py>>>> {
-        let run = &mut self.run;
-        self.local.send(py, |local| run.send(local))
-    }
-
-    /// Decides the oldest batch sent from the remote shards' answers (uint8, in shard order);
-    /// returns the kept records' text, where each bundle's reads end in the batch (uint64)
-    /// and whether each bundle was kept (bool).
-    fn decide<'py>(&mut self, py: Python<'py>, answers: Vec<PyReadonlyArray1<'py, u8>>) -> PyResult<Decisions<'py>> {
-        let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
-        let (client, run) = (self.client.get(), &mut self.run);
-        let mut out = Vec::new();
-        let decided = self.local.call(py, |local| run.decide(&client.inner, local, &answers, &mut out)).py()?;
-        Ok((PyBytes::new(py, &out), decided.bundle_ends.into_pyarray(py), decided.keep.into_pyarray(py)))
-    }
-
-    /// The updates not sent yet, per shard (counters, deltas; empty for the local shards).
-    fn unsent<'py>(&mut self, py: Python<'py>) -> Vec<ShardUpdates<'py>> {
-        self.run.unsent().into_iter().map(|u| updates_arrays(py, u)).collect()
-    }
-
-    /// (reads, reads kept, reads dropped for being shorter than k) so far.
-    #[getter]
-    fn totals(&self) -> (u64, u64, u64) {
-        self.run.totals()
-    }
-}
-
 /// Adds the shard classes to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Shard>()?;
     m.add_class::<ShardClient>()?;
-    m.add_class::<ShardedCountRun>()?;
-    m.add_class::<ShardedNormalizeRun>()?;
     Ok(())
 }
 

@@ -212,47 +212,44 @@ class _Sharded:
         """The answers of :meth:`_send_remote`'s futures, in shard order."""
         return [self._answer(s, f) for s, f in futures]
 
-    def _count_file(self, run: Any, add_args: Callable[[Any], Sequence[Any]]) -> Tuple[int, int]:
-        """Drives a native counting run over a file (``run``: a ``*ShardedCountRun``): each
-        batch's messages go to the remote shards' ``add`` (``add_args`` turns one message into
-        its arguments) while the local shards count; returns (reads, k-mers)."""
-        while (messages := run.send()) is not None:
-            futures = self._send_remote("add", [add_args(m) for m in messages])
-            run.local()
-            run.record(self._answers(futures))
-        reads, kmers, short = run.totals
+    def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
+        """What a native run on this table (either layout) takes (``_core.run_sharded_command``
+        and the like): the client's part, the shards held here (``None`` for a remote one) and
+        the remote shards' calls."""
+        self.flush()
+        return self._table, self._held_here(), _RemoteCalls(self)
+
+    def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
+        """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).
+        The run is native (``_core.count_file_sharded``): the file is read, hashed and routed
+        there, the shards held here count at once and the others get one message per batch."""
+        reads, kmers, short = _core.count_file_sharded(*self.native_run(), os.fspath(path), self.batch_kmers,
+                                                       self.terminal)
         self.short_reads += short
         return reads, kmers
 
-    def _normalize(self, run: Any, out: Any,
-                   on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]]) -> Tuple[int, int]:
-        """Drives a native normalization run over a file (``run``: a ``*ShardedNormalizeRun``),
-        writing the kept records to ``out`` and giving each batch's decisions to ``on_batch``;
-        returns (reads, reads kept)."""
+    def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
+                       on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:
+        """normalize-by-median of a sequence file to ``cutoff``: the kept bundles' records are
+        written to ``out`` (a binary or text file object) as khmer writes them; ``pairs`` as for
+        :func:`kmerflow.open_reads` (reads shorter than k are dropped and counted in
+        :attr:`short_reads`). The run is native (``_core.normalize_file_sharded``): the file is
+        read, hashed and decided there, each remote shard getting one message per batch (the
+        updates not sent yet and this batch's look-ups) sent before the previous batch is
+        decided. After each batch is written, ``on_batch(bundle_ends, keep)`` is given where
+        each bundle's reads end in the batch (uint64) and whether each was kept (bool).
+        Returns (reads, reads kept)."""
         write = _binary_writer(out)
-        # The next batch is sent before the one answered is decided: its round trip overlaps
-        # the decisions (the run adds back the updates its answers lack).
-        messages = run.send()
-        futures = None if messages is None else self._send_remote("step", messages)
-        while futures is not None:
-            answers = self._answers(futures)
-            messages = run.send()
-            futures = None if messages is None else self._send_remote("step", messages)
-            text, bundle_ends, keep = run.decide(answers)
+
+        def decided(text: bytes, bundle_ends: np.ndarray, keep: np.ndarray) -> None:
             write(text)
             if on_batch is not None:
                 on_batch(bundle_ends, keep)
-        self._pending = [(c, d) for c, d in run.unsent()]
-        reads, kept, short = run.totals
+
+        reads, kept, short = _core.normalize_file_sharded(*self.native_run(), os.fspath(path), pairs, cutoff,
+                                                          self.batch_kmers, decided, self.terminal)
         self.short_reads += short
         return reads, kept
-
-    def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
-        """What a native run on this table (either layout) takes (``_core.run_sharded_command``):
-        the client's part, the shards held here (``None`` for a remote one) and the remote
-        shards' calls."""
-        self.flush()
-        return self._table, self._held_here(), _RemoteCalls(self)
 
     def flush(self) -> None:
         """Sends the updates still held by the client (done by every reading method)."""
@@ -493,31 +490,6 @@ class ShardedCountgraph(_Sharded):
 
     def _hash(self, kmer: Union[str, int]) -> int:
         return kmer if isinstance(kmer, int) else _core.forward_hash(kmer, self.ksize())
-
-    def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
-        """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).
-        The file is read, hashed and routed natively; the shards held here count at once, the
-        others get one message per batch."""
-        self.flush()
-        run = _core.ShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers,
-                                    self.terminal)
-        return self._count_file(run, lambda message: (message[2],))
-
-    def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
-                       on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:
-        """normalize-by-median of a sequence file to ``cutoff``: the kept bundles' records are
-        written to ``out`` (a binary or text file object) as khmer writes them; ``pairs`` as for
-        :func:`kmerflow.open_reads` (reads shorter than k are dropped and counted in
-        :attr:`short_reads`). The file is read, hashed, decided and written natively; each
-        remote shard gets one message per batch (updates not sent yet and this batch's look-ups),
-        sent before the previous batch is decided. After each batch is written,
-        ``on_batch(bundle_ends, keep)`` is given where each bundle's reads end in the batch
-        (uint64) and whether each was kept (bool).
-        Returns (reads, reads kept)."""
-        self.flush()
-        run = _core.ShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
-                                        self.batch_kmers, self.terminal)
-        return self._normalize(run, out, on_batch)
 
     def histogram(self) -> np.ndarray:
         """How many counters of the whole table hold each value 0..255."""
