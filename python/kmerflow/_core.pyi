@@ -310,8 +310,6 @@ class ShardClient:
                     values: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint32]: ...
     def gather(self, cells: Sequence[npt.NDArray[np.uint8]]) -> Countgraph: ...
 
-_Message = Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8], npt.NDArray[np.uint64]]
-
 # Blocked tables sharded over processes (kmerflow.distributed.blocked): a shard holds lines
 # start .. end of the table of shape (ksize, memory_bytes, bits, probes).
 _Done = Tuple[int, int, int]
