@@ -504,6 +504,52 @@ mod tests {
         (file, repeated)
     }
 
+    /// load-into-counting on a sharded table (one shard held here, two answered as a worker
+    /// answers, batches of a few reads) counts what the one-process run counts: its summary
+    /// and its table, bigcounts included.
+    #[test]
+    fn a_sharded_run_counts_what_one_process_counts() {
+        use crate::shards::drive::KhmerShards;
+        use crate::shards::khmer::{Shard, ShardClient};
+        use crate::shards::runs::testing::InProcess;
+        let (file, repeated) = reads_file();
+        let dir = tempfile::tempdir().unwrap();
+        let params =
+            TableParams { ksize: 12, n_tables: 3, max_tablesize: 5000.0, force: true, ..TableParams::default() };
+        let opts = Options {
+            params: params.clone(),
+            output: dir.path().join("one.ct").to_string_lossy().into_owned(),
+            inputs: vec![file.path().to_string_lossy().into_owned(); 2],
+            bigcount: true,
+            summary: None,
+            layout: Layout::Khmer,
+        };
+        let one = run(&opts, &RunContext::new()).unwrap();
+
+        let sizes = sizing::countgraph_sizes(&params, 1.0, &RunContext::new()).unwrap();
+        let client = ShardClient::new(12, HashKind::TwoBit, &sizes, 3, true).unwrap();
+        let b = client.map().bounds().to_vec();
+        let mut here: Vec<Shard> = (0..3).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+        let mut remote = InProcess::new(here.split_off(1));
+        let local = here.iter_mut().map(Some).chain([None, None]).collect();
+        let mut table = KhmerShards { client: &client, local };
+        let sharded = run_sharded(&opts, &mut table, &mut remote, 500, &RunContext::new()).unwrap();
+
+        assert_eq!(serde_json::to_value(&sharded).unwrap(), serde_json::to_value(&one).unwrap());
+        assert!(one.tally.short_reads > 0 && one.unique_kmers > 0);
+        let cells: Vec<&[u8]> = here.iter().chain(&remote.shards).map(Shard::cells).collect();
+        let gathered = client.gather(&cells).unwrap();
+        let saved = KhmerTable::load(&opts.output, HashKind::TwoBit).unwrap();
+        assert_eq!(gathered.raw_tables(), saved.raw_tables());
+        let counts = |table: &KhmerTable| {
+            let mut counts = Vec::new();
+            table.kmer_counts(&repeated, &mut counts);
+            counts
+        };
+        assert!(counts(&saved).iter().all(|&c| c > 255), "counts past 255");
+        assert_eq!(counts(&gathered), counts(&saved));
+    }
+
     #[test]
     fn khmer_layout_counts_do_not_depend_on_threads() {
         let (file, repeated) = reads_file();

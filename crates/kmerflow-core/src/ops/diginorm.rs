@@ -658,3 +658,55 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     staged.into_iter().try_for_each(Staged::commit)?;
     Ok(summary)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shards::drive::KhmerShards;
+    use crate::shards::khmer::{Shard, ShardClient};
+    use crate::shards::runs::testing::{fastq_of, InProcess};
+
+    /// normalize-by-median on a sharded table (one shard held here, two answered as a worker
+    /// answers, batches of a few reads) writes the output, `-R` report and summary of the
+    /// one-process run and says the same lines after the table is made.
+    #[test]
+    fn a_sharded_run_is_the_one_process_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        std::fs::write(path("a.fq"), fastq_of(3, 900, 300)).unwrap();
+        std::fs::write(path("b.fq"), fastq_of(4, 600, 300)).unwrap();
+        let table =
+            TableParams { ksize: 20, n_tables: 3, max_tablesize: 2000.0, force: true, ..TableParams::default() };
+        let opts = |tag: &str| Options {
+            inputs: vec![path("a.fq"), path("b.fq")],
+            table: table.clone(),
+            cutoff: 5,
+            report: Some(path(&format!("{tag}.csv"))),
+            report_frequency: 97,
+            output: Some(path(&format!("{tag}.fq"))),
+            ..Options::default()
+        };
+        let said = |ctx: &RunContext| ctx.messages().into_iter().map(|m| m.text).collect::<Vec<_>>();
+        let one_ctx = RunContext::new();
+        let one = run(&opts("one"), &one_ctx).unwrap();
+
+        let sizes = crate::ops::sizing::countgraph_sizes(&table, 1.0, &RunContext::new()).unwrap();
+        let client = ShardClient::new(20, HashKind::TwoBit, &sizes, 3, false).unwrap();
+        let b = client.map().bounds().to_vec();
+        let mut here: Vec<Shard> = (0..3).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+        let mut remote = InProcess::new(here.split_off(1));
+        let local = here.iter_mut().map(Some).chain([None, None]).collect();
+        let ctx = RunContext::new();
+        let sharded =
+            run_sharded(&opts("sharded"), &mut KhmerShards { client: &client, local }, &mut remote, 300, &ctx);
+
+        assert_eq!(sharded.unwrap(), one);
+        assert!(one.kept > 10 && one.kept < one.total && one.short_dropped > 0 && one.keep_curve.len() > 10);
+        for ext in ["fq", "csv"] {
+            let read = |tag: &str| std::fs::read(path(&format!("{tag}.{ext}"))).unwrap();
+            assert_eq!(read("sharded"), read("one"), "{ext}");
+        }
+        assert_eq!(said(&one_ctx)[0], "making countgraph");
+        assert_eq!(said(&ctx), said(&one_ctx)[1..]);
+    }
+}
