@@ -168,7 +168,7 @@ pub(crate) struct Normalizer<'a> {
 /// normalize-by-median's counts as its bundles are decided, for a table in this process and
 /// for a sharded one alike: the totals, the keep curve, the `-R` report lines every
 /// `--report-frequency` reads and at the end of each file, and the progress messages.
-pub struct KeepCounts<'a> {
+pub(crate) struct KeepCounts<'a> {
     opts: &'a Options,
     ctx: &'a RunContext,
     summary: Summary,
