@@ -6,13 +6,12 @@ and -s files equal the one-process run's, and the command functions run on the s
 
 from __future__ import annotations
 
-import io
 import json
 import random
 import re
+import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from conftest import genome_reads, kmerflow
@@ -257,29 +256,79 @@ def test_command_functions_run_on_the_shards(client, tmp_path):
         assert (tmp_path / f"s{suffix}").read_bytes() == (tmp_path / f"o{suffix}").read_bytes()
 
 
-def test_keep_counts_do_not_depend_on_the_batches():
-    """The -R lines, keep curve and progress messages fed a batch at a time equal those fed a
-    bundle at a time (points and lines due several times within one batch included)."""
-    from kmerflow.distributed.cli import _KeepCounts
+@pytest.mark.parametrize("layout", ["khmer", "blocked"])
+def test_normalize_says_and_reports_what_one_process_does(cluster, tmp_path, layout):
+    """normalize-by-median on shards (either layout; batches of a few reads and of all of them)
+    prints the one-process run's lines byte for byte (progress every --report-frequency reads,
+    DONE, output in, unique k-mers, saving, fp rate, dropped short reads) and writes its -R
+    report, keep curve, outputs and table: one code makes them for both."""
+    inputs = [genome_reads(tmp_path / "a.fq", seed=6, n=900), genome_reads(tmp_path / "b.fq", seed=7, n=600),
+              _reads(tmp_path / "c.fq", 200, seed=8, prefix="c")]
 
-    rng = np.random.default_rng(7)
-    sizes = rng.integers(1, 3, 25_000)
-    keep = rng.random(len(sizes)) < 0.4
-    ends = np.cumsum(sizes).astype(np.uint64)
+    def run(tag: str, sharding: list) -> dict:
+        where = tmp_path / tag
+        where.mkdir()
+        proc = kmerflow("normalize-by-median", "-k", "20", "-N", "3", "-x", "5000", "--layout", layout, "-C", "5",
+                        *inputs, "-R", "r.csv", "--report-frequency", "53", "--report-json", "r.json", "-s", "t",
+                        *sharding, cwd=where)
+        *said, resources = proc.stderr.decode().splitlines()
+        assert resources.startswith("[kmerflow] Version: ") and "Peak RSS" in resources
+        return {"said": said, "csv": (where / "r.csv").read_text(), "table": (where / "t").read_bytes(),
+                "keep": [(where / f"{p.name}.keep").read_bytes() for p in inputs],
+                "curve": json.loads((where / "r.json").read_text())["summary"]["keep_curve"]}
 
-    def fed(cuts: list, frequency: int) -> tuple:
-        report, said = io.StringIO(), []
-        counts = _KeepCounts(report, frequency, lambda level, text: said.append(text))
-        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-            counts.batch(ends[a:b] - (ends[a - 1] if a else 0), keep[a:b], "f.fq")
-        counts.file_done("f.fq", 0, 0)
-        return report.getvalue(), counts.keep_curve, said, counts.total, counts.kept
+    one = run("one", [])
+    assert one["csv"].count("\n") > 10 and len(one["curve"]) > 10 and one["curve"][-1][1] > 20
+    assert "output in b.fq.keep" in one["said"] and any(line.startswith("DONE with") for line in one["said"])
+    assert any(line.startswith("dropped ") for line in one["said"])
+    for batch_kmers in ("300", "1000000"):
+        sharding = ["--scheduler", cluster.scheduler_address, "--shards", "3", "--local-shards", "1",
+                    "--batch-kmers", batch_kmers]
+        assert run(f"sharded{batch_kmers}", sharding) == one
 
-    for frequency in (7, 12_345):
-        by_bundle = fed(list(range(len(sizes) + 1)), frequency)
-        assert fed([0, len(sizes)], frequency) == by_bundle
-        assert fed([0, 5, 5, 12_000, 12_001, len(sizes)], frequency) == by_bundle
-        assert by_bundle[3] == int(ends[-1]) and len(by_bundle[1]) > 3
-        assert by_bundle[0].count("\n") == 1 + -(-by_bundle[3] // frequency)
-        first = min(10_000, frequency)  # the first curve point: the first bundle reaching it
-        assert by_bundle[1][0][0] == int(ends[np.searchsorted(ends, first)])
+
+@pytest.mark.parametrize("command,output", [("normalize-by-median", ["-o", "kept.fq"]),
+                                            ("load-into-counting", ["t.ct"])])
+def test_a_table_too_small_stops_the_sharded_run_early(cluster, tmp_path, command, output):
+    """A table over the false-positive ceiling stops a sharded run as it stops one process
+    (checked after each batch): exit 1, the one-process line (its read, rate and -M are the
+    run's), nothing written."""
+    rng = random.Random(5)
+    reads = tmp_path / "random.fq"
+    reads.write_text("".join(f"@x{i}\n{s}\n+\n{'I' * 60}\n"
+                             for i, s in enumerate("".join(rng.choice("ACGT") for _ in range(60))
+                                                   for _ in range(30_000))))
+    lines = []
+    for tag, sharding in (("one", []), ("sharded", ["--scheduler", cluster.scheduler_address, "--shards", "2",
+                                                     "--batch-kmers", "5000"])):
+        where = tmp_path / tag
+        where.mkdir()
+        proc = kmerflow(command, "-k", "20", "-N", "3", "-x", "2000", *output, reads, *sharding, cwd=where,
+                        check=False)
+        assert proc.returncode == 1, proc.stderr
+        assert sorted(p.name for p in where.iterdir()) == []
+        (line,) = [x for x in proc.stderr.decode().splitlines() if "error:" in x]
+        assert "stopped at read" in line and "or use --force" in line, line
+        lines.append(re.sub(r"\d+(\.\d+)?K?", "N", line))
+    assert lines[0] == lines[1]
+
+
+def test_the_resource_line_counts_the_planning(client, tmp_path, monkeypatch, capfd):
+    """The sharded run's clock starts before its plan (where -M auto reads the inputs), as the
+    one-process run's starts before its sizing pass: the resource line and --report-json's
+    wall time count it."""
+    from kmerflow.distributed import cli
+
+    planned = _core.shard_plan
+
+    def slow_plan(argv):
+        time.sleep(2.0)
+        return planned(argv)
+
+    monkeypatch.setattr(cli._core, "shard_plan", slow_plan)
+    reads = _reads(tmp_path / "r.fq", 50, seed=9)
+    _, report = cli.run(["load-into-counting", *TABLE, "--scheduler", "x", str(tmp_path / "t.ct"), str(reads)],
+                        client=client)
+    (line,) = [x for x in capfd.readouterr().err.splitlines() if x.startswith("[kmerflow] Version")]
+    assert float(re.search(r"Real time: ([\d.]+) sec", line).group(1)) >= 2.0, line
+    assert report["timings"]["wall_s"] >= 2.0

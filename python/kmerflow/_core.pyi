@@ -17,8 +17,8 @@ __all__ = [
     "run_sharded_command", "check_sharded_fp_rate",
     "abundance_distribution_sharded", "filter_reads_sharded", "REPORT_CHARTS",
     "Normalizer", "AbundanceFilter", "Trimmer", "BatchDecision", "batch_lookup", "batch_decide",
-    "batch_apply", "add_tables", "Shard", "ShardClient", "ShardedCountRun", "ShardedNormalizeRun",
-    "BlockedShard", "BlockedShardClient",
+    "batch_apply", "add_tables", "Shard", "ShardClient",
+    "BlockedShard", "BlockedShardClient", "count_file_sharded", "normalize_file_sharded",
     "StagedFile", "khmer_frame", "khmer_places", "khmer_client_from_file", "khmer_shard_write",
     "khmer_shard_read", "blocked_places", "blocked_shard_write", "blocked_shard_read", "blocked_shard_set",
     "blocked_seal", "blocked_client_from_file", "read_places", "write_places",
@@ -215,14 +215,25 @@ def shard_finish(argv: Sequence[str], summary: str, table_sizing: str, inputs: S
 @final
 class ShardTerminal:
     """The terminal of a sharded command line: messages, progress line, resource line."""
-    def __new__(cls, argv: Sequence[str]) -> Self: ...
+    def __new__(cls, argv: Sequence[str], elapsed: float = 0.0) -> Self: ...
     def say(self, level: str, text: str) -> None: ...
     def finish(self) -> None: ...
     def stop(self) -> None: ...
 
 def run_sharded_command(command: str, argv: Sequence[str], on_message: Callable[[str, str], object],
-                        client: ShardClient, local: Sequence[Optional[Shard]],
+                        client: Union[ShardClient, BlockedShardClient],
+                        local: Sequence[Optional[Union[Shard, BlockedShard]]],
                         remote: Any, terminal: Optional[ShardTerminal] = None) -> Tuple[str, List[str]]: ...
+def count_file_sharded(client: Union[ShardClient, BlockedShardClient],
+                       local: Sequence[Optional[Union[Shard, BlockedShard]]], remote: Any,
+                       path: Union[str, os.PathLike[str]], batch_kmers: int,
+                       terminal: Optional[ShardTerminal] = None) -> Tuple[int, int, int]: ...
+def normalize_file_sharded(client: Union[ShardClient, BlockedShardClient],
+                           local: Sequence[Optional[Union[Shard, BlockedShard]]], remote: Any,
+                           path: Union[str, os.PathLike[str]], pairs: Union[bool, str], cutoff: int,
+                           batch_kmers: int,
+                           on_batch: Callable[[bytes, npt.NDArray[np.uint64], npt.NDArray[np.bool_]], object],
+                           terminal: Optional[ShardTerminal] = None) -> Tuple[int, int, int]: ...
 def check_sharded_fp_rate(client: Union[ShardClient, BlockedShardClient], max: float, target: float, force: bool,
                           on_message: Callable[[str, str], object]) -> float: ...
 def abundance_distribution_sharded(client: ShardClient, local: Sequence[Optional[Shard]], remote: Any,
@@ -300,34 +311,6 @@ class ShardClient:
     def kmer_counts(self, hashes: npt.NDArray[np.uint64],
                     values: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint32]: ...
     def gather(self, cells: Sequence[npt.NDArray[np.uint8]]) -> Countgraph: ...
-
-_Message = Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8], npt.NDArray[np.uint64]]
-
-@final
-class ShardedCountRun:
-    """Counting a file on a sharded table of either layout; Python passes the remote shards' messages."""
-    def __new__(cls, client: Union[ShardClient, BlockedShardClient],
-                local: Sequence[Optional[Union[Shard, BlockedShard]]], path: Union[str, os.PathLike[str]],
-                batch_kmers: int, terminal: Optional[ShardTerminal] = None) -> Self: ...
-    def send(self) -> Optional[list[_Message]]: ...
-    def local(self) -> None: ...
-    def record(self, answers: Sequence[Union[npt.NDArray[np.uint8], _Done]]) -> None: ...
-    @property
-    def totals(self) -> Tuple[int, int, int]: ...
-
-@final
-class ShardedNormalizeRun:
-    """normalize-by-median of a file on a sharded table of either layout; Python passes the remote shards' messages."""
-    def __new__(cls, client: Union[ShardClient, BlockedShardClient],
-                local: Sequence[Optional[Union[Shard, BlockedShard]]], path: Union[str, os.PathLike[str]],
-                pairs: Union[bool, str], cutoff: int, batch_kmers: int,
-                terminal: Optional[ShardTerminal] = None) -> Self: ...
-    def send(self) -> Optional[list[_Message]]: ...
-    def decide(self, answers: Sequence[npt.NDArray[np.uint8]]
-               ) -> Tuple[bytes, npt.NDArray[np.uint64], npt.NDArray[np.bool_]]: ...
-    def unsent(self) -> list[Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8]]]: ...
-    @property
-    def totals(self) -> Tuple[int, int, int]: ...
 
 # Blocked tables sharded over processes (kmerflow.distributed.blocked): a shard holds lines
 # start .. end of the table of shape (ksize, memory_bytes, bits, probes).

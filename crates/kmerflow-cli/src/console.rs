@@ -79,6 +79,12 @@ impl Terminal {
         Terminal { console, run, report: Report::start(argv) }
     }
 
+    /// This terminal with its run's clock started `elapsed` earlier (a sharded run's front end,
+    /// which plans the run, `-M auto` sizing pass included, before it makes the terminal).
+    pub fn begun_before(self, elapsed: std::time::Duration) -> Self {
+        Terminal { report: self.report.begun_before(elapsed), ..self }
+    }
+
     /// The run's context (its messages are printed).
     pub fn run(&self) -> &RunContext {
         &self.run

@@ -111,8 +111,12 @@ impl Report {
     /// Measures the command line `argv` of a run that began `elapsed` ago (a run carried out
     /// elsewhere, reported here: [`crate::sharded::finish`]).
     pub fn started_before(argv: &[OsString], elapsed: std::time::Duration) -> Self {
-        let report = Report::start(argv);
-        Report { started: report.started.checked_sub(elapsed).unwrap_or(report.started), ..report }
+        Report::start(argv).begun_before(elapsed)
+    }
+
+    /// This measure with its clock started `elapsed` earlier.
+    pub fn begun_before(self, elapsed: std::time::Duration) -> Self {
+        Report { started: self.started.checked_sub(elapsed).unwrap_or(self.started), ..self }
     }
 
     /// The summary line.

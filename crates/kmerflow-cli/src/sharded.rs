@@ -15,9 +15,9 @@
 
 use crate::commands::counting_args::CountingArgs;
 use crate::commands::filter_abund::FilterArgs;
-use crate::commands::normalize_by_median;
 use crate::commands::shard_args::ShardArgs;
 use crate::commands::Command;
+use crate::commands::{load_into_counting, normalize_by_median};
 use crate::common::{summary_json, Ctx};
 use crate::console::Terminal;
 use crate::{cli_command, parse, report, run_failure, CliError, Parsed, EXIT_DATA, EXIT_USAGE};
@@ -25,11 +25,12 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::FromArgMatches;
 use kmerflow_core::ops::count::{self, ReadTally};
-use kmerflow_core::ops::read_filter;
+use kmerflow_core::ops::read_filter::{self, FpLimit};
 use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::ops::{abundance_dist, diginorm, filter_abund, sizing, trim_low_abund};
 use kmerflow_core::run::files::{preflight, Output};
 use kmerflow_core::run::{CancelToken, Message, RunContext};
+use kmerflow_core::shards::drive::{KhmerShards, ShardedTable};
 use kmerflow_core::shards::khmer::{Shard, ShardClient};
 use kmerflow_core::shards::runs::{RemoteShards, ShardedDecisions};
 use kmerflow_core::table::khmer_format::ByteFrame;
@@ -299,24 +300,12 @@ pub enum CommandPlan {
         /// The saved table's path.
         output: String,
     },
-    /// Normalizes the inputs on the shards.
+    /// Normalizes the inputs on the shards (the native run reads its own arguments).
     NormalizeByMedian {
-        /// `-C`: the median count at which a read is dropped.
-        cutoff: u32,
-        /// `-p`: the inputs are interleaved pairs.
-        paired: bool,
-        /// `--force-single`: every read is its own bundle.
-        force_single: bool,
         /// `-u`: a file of single reads read after the inputs.
         unpaired: Option<String>,
         /// `-s`: where the table is saved (shard by shard).
         savegraph: Option<String>,
-        /// `-R`: the report file.
-        report: Option<String>,
-        /// `--report-frequency` (at least 1): reads between two report lines.
-        report_frequency: u64,
-        /// `-o`: the one output; `None` for `NAME.keep` beside each input's name.
-        output: Option<String>,
     },
     /// Counts the input on the shards, then runs the native histogram looking up there.
     AbundanceDistSingle {
@@ -515,16 +504,8 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
                     table(name, &a.counting, Some(a.layout.layout), a.force, &all, &mut ctx)?
                 }
             };
-            let normalize = CommandPlan::NormalizeByMedian {
-                cutoff: a.cutoff,
-                paired: a.paired,
-                force_single: a.force_single,
-                unpaired: a.unpaired.clone(),
-                savegraph: a.savegraph.clone(),
-                report: a.report.clone(),
-                report_frequency: a.report_frequency.max(1),
-                output: a.output.clone(),
-            };
+            let normalize =
+                CommandPlan::NormalizeByMedian { unpaired: a.unpaired.clone(), savegraph: a.savegraph.clone() };
             (table, false, a.inputs.clone(), normalize)
         }
         Command::AbundanceDistSingle(a) => {
@@ -606,12 +587,63 @@ pub fn trim_low_abund(
     summary.map_err(|e| run_failure(name, run, e))
 }
 
+/// Runs the sharded `normalize-by-median` command line `argv` (program name first) within
+/// `run` on `table` (either layout; its remote shards reached through `remote`): the native
+/// run ([`kmerflow_core::ops::diginorm::run_sharded`]: its messages, keep curve, `-R` report,
+/// false-positive ceiling and outputs); returns its summary. `-s` (the plan's `savegraph`) is
+/// the caller's to save shard by shard once this returns.
+pub fn normalize_by_median(
+    argv: &[OsString],
+    run: &RunContext,
+    table: &mut dyn ShardedTable,
+    remote: &mut dyn RemoteShards,
+) -> Result<Value, CliError> {
+    on_shards(argv, run, |command| {
+        let Command::NormalizeByMedian(a) = command else { return Ok(None) };
+        let batch_kmers = a.sharding.batch_kmers;
+        // A loaded table's k wins over -k (the plan told so).
+        let params = TableParams { ksize: table.ksize(), ..a.counting.fixed_params(a.force) };
+        let options = normalize_by_median::options(a, params);
+        summary_json(&diginorm::run_sharded(&options, table, remote, batch_kmers, run)?).map(Some)
+    })
+}
+
+/// Runs the sharded `load-into-counting` command line `argv` (program name first) within `run`
+/// on `table` (either layout, `remote` as for [`normalize_by_median`]): the inputs counted
+/// ([`kmerflow_core::ops::count::run_sharded`], the false-positive ceiling checked after each
+/// batch and at the end) and the native command's closing lines; returns its summary. Saving the
+/// table shard by shard is the caller's; `OUT.info` is [`finish`]'s.
+pub fn load_into_counting(
+    argv: &[OsString],
+    run: &RunContext,
+    table: &mut dyn ShardedTable,
+    remote: &mut dyn RemoteShards,
+) -> Result<Value, CliError> {
+    on_shards(argv, run, |command| {
+        let Command::LoadIntoCounting(a) = command else { return Ok(None) };
+        let opts = count::Options {
+            params: a.counting.fixed_params(a.run.force),
+            output: a.output.clone(),
+            inputs: a.inputs.clone(),
+            bigcount: !a.no_bigcount,
+            summary: None,
+            layout: a.layout.layout,
+        };
+        let summary = count::run_sharded(&opts, table, remote, a.sharding.batch_kmers, run)?;
+        let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
+        load_into_counting::tell(&a, &summary, &mut ctx);
+        summary_json(&summary).map(Some)
+    })
+}
+
 /// Runs the sharded `filter-abund-single` or `filter-abund` command line `argv` (program name
-/// first) within `run`, after the caller counted the reads (or loaded the saved table) into
-/// `client`'s table (`local`, `remote` as for [`trim_low_abund`]): the native filtering, each
-/// batch's reads looked up on the shards (see [`kmerflow_core::ops::filter_abund::run_sharded`]);
-/// returns its summary (filter-abund-single's with the table's `unique_kmers`). The table is
-/// not gathered; saving it (`--savegraph`) is the caller's.
+/// first) within `run` on `client`'s table (`local`, `remote` as for [`trim_low_abund`]):
+/// filter-abund-single counts its input on the shards first (the one-process run's lines and
+/// false-positive ceiling, checked after each batch and at the end), filter-abund finds the
+/// saved table loaded into them; then the native filtering, each batch's reads looked up on
+/// the shards (see [`kmerflow_core::ops::filter_abund::run_sharded`]); returns its summary
+/// (filter-abund-single's with the table's `unique_kmers`). The table is not gathered; saving
+/// it (`--savegraph`) is the caller's.
 pub fn filter_abund(
     argv: &[OsString],
     run: &RunContext,
@@ -620,9 +652,15 @@ pub fn filter_abund(
     remote: &mut dyn RemoteShards,
 ) -> Result<Value, CliError> {
     on_shards(argv, run, |command| {
-        let (inputs, filter, batch_kmers, single) = match command {
-            Command::FilterAbundSingle(a) => (vec![a.input], a.filter.params(), a.sharding.batch_kmers, true),
-            Command::FilterAbund(a) => (a.inputs, a.filter.params(), a.sharding.batch_kmers, false),
+        let (inputs, filter, batch_kmers, local, single) = match command {
+            Command::FilterAbundSingle(a) => {
+                let params = a.counting.fixed_params(a.filter.force);
+                let limit = FpLimit::of(filter_abund::MAX_FP_RATE, &params);
+                let local = counted(client, local, remote, (&a.input, a.sharding.batch_kmers, Some(&limit)), run)?;
+                filter_abund::counted(client, client.n_unique_kmers(), &params, run)?;
+                (vec![a.input], a.filter.params(), a.sharding.batch_kmers, local, true)
+            }
+            Command::FilterAbund(a) => (a.inputs, a.filter.params(), a.sharding.batch_kmers, local, false),
             _ => return Ok(None),
         };
         let shards = ShardedDecisions::new(client, local, remote, batch_kmers)?;
@@ -634,10 +672,26 @@ pub fn filter_abund(
     })
 }
 
+/// Counts the reads of `input` on `client`'s table (khmer's layout, `local`, `remote` as for
+/// [`trim_low_abund`]) in batches of `batch_kmers` k-mers, stopping once over `limit` when
+/// given; gives the local shards back.
+fn counted<'a>(
+    client: &'a ShardClient,
+    local: Vec<Option<&'a mut Shard>>,
+    remote: &mut dyn RemoteShards,
+    (input, batch_kmers, limit): (&String, usize, Option<&FpLimit>),
+    run: &RunContext,
+) -> kmerflow_core::Result<Vec<Option<&'a mut Shard>>> {
+    let mut shards = KhmerShards { client, local };
+    run.progress().begin_pass("counting");
+    count::count_sharded(std::slice::from_ref(input), &mut shards, remote, batch_kmers, limit, run)?;
+    Ok(shards.local)
+}
+
 /// Runs the sharded `abundance-dist-single` command line `argv` (program name first) within
-/// `run`, after the caller counted the reads into `client`'s table (`local`, `remote` as for
-/// [`trim_low_abund`]): the histogram, each batch's k-mers new to the tracking filter looked up
-/// on the shards (see [`kmerflow_core::ops::abundance_dist::run_single_sharded`]), its file and
+/// `run` on `client`'s table (`local`, `remote` as for [`trim_low_abund`]): its input counted on
+/// the shards, then the histogram, each batch's k-mers new to the tracking filter looked up on
+/// the shards (see [`kmerflow_core::ops::abundance_dist::run_single_sharded`]), its file and
 /// the native command's closing lines; returns its summary. The table is not gathered; saving
 /// it (`--savegraph`) is the caller's.
 pub fn abundance_dist_single(
@@ -649,6 +703,7 @@ pub fn abundance_dist_single(
 ) -> Result<Value, CliError> {
     on_shards(argv, run, |command| {
         let Command::AbundanceDistSingle(a) = command else { return Ok(None) };
+        let local = counted(client, local, remote, (&a.seqs, a.sharding.batch_kmers, None), run)?;
         let shards = ShardedDecisions::new(client, local, remote, a.sharding.batch_kmers)?;
         let output = a.histogram.output(&a.output);
         let summary = abundance_dist::run_single_sharded(&a.seqs, &output, a.savegraph.as_ref(), shards, run)?;
@@ -679,11 +734,12 @@ fn on_shards(
 
 /// The terminal of the sharded command line `argv` (program name first): quiet with `-q`, its
 /// progress line (on a terminal) started and fed by the contexts that read the run's inputs
-/// ([`RunContext::build_showing_progress`] of [`Terminal::run`]); `None` for a help, version or
-/// `--info` request.
-pub fn terminal(argv: &[OsString]) -> Result<Option<Terminal>, CliError> {
+/// ([`RunContext::build_showing_progress`] of [`Terminal::run`]), its clock started `elapsed`
+/// ago (when the run began: its plan, `-M auto`'s sizing pass included, as the one-process
+/// run's resource line counts it); `None` for a help, version or `--info` request.
+pub fn terminal(argv: &[OsString], elapsed: Duration) -> Result<Option<Terminal>, CliError> {
     let Some(Parsed { cli, .. }) = parse(argv)? else { return Ok(None) };
-    let terminal = Terminal::new(argv, cli.command.settings().quiet, CancelToken::new());
+    let terminal = Terminal::new(argv, cli.command.settings().quiet, CancelToken::new()).begun_before(elapsed);
     terminal.console().start_progress(cli.command.name(), terminal.run());
     Ok(Some(terminal))
 }
@@ -779,7 +835,7 @@ mod tests {
             plan(argv(&["normalize-by-median", "-M", "4e6", "--scheduler", "s.json", "a.fq"])).unwrap().unwrap();
         let expected: Vec<u64> = kmerflow_core::table::primes::get_n_primes_near_x(4, 1_000_000).unwrap();
         assert_eq!(sizes(&memory), expected);
-        assert!(matches!(memory.command, CommandPlan::NormalizeByMedian { cutoff: 20, .. }), "{:?}", memory.command);
+        assert!(matches!(memory.command, CommandPlan::NormalizeByMedian { .. }), "{:?}", memory.command);
         let trim =
             plan(argv(&["trim-low-abund", "-N", "3", "-x", "1000", "--local-cluster", "1", "a.fq", "--mate", "b.fq"]))
                 .unwrap()
@@ -794,9 +850,9 @@ mod tests {
 
     #[test]
     fn the_plan_serializes_flat_with_the_command_named() {
-        let args = ["normalize-by-median", "-N", "3", "-x", "1000", "-C", "5", "--local-cluster", "1", "a.fq"];
+        let args = ["normalize-by-median", "-N", "3", "-x", "1000", "-u", "u.fq", "--local-cluster", "1", "a.fq"];
         let value = serde_json::to_value(plan(argv(&args)).unwrap().unwrap()).unwrap();
-        assert_eq!((&value["command"], &value["cutoff"]), (&json!("normalize-by-median"), &json!(5)));
+        assert_eq!((&value["command"], &value["unpaired"]), (&json!("normalize-by-median"), &json!("u.fq")));
         assert_eq!((&value["table"]["layout"], &value["table"]["fp_check"]["max"]), (&json!("khmer"), &json!(0.8)));
         assert_eq!(value["table"]["sizes"].as_array().map(Vec::len), Some(3));
         let filter = ["filter-abund-single", "-N", "3", "-x", "1000", "--local-cluster", "1", "a.fq"];

@@ -1,17 +1,14 @@
 //! Sharded blocked tables (`kmerflow-core`'s `shards::blocked`) on numpy arrays:
 //! `BlockedShard`, one range of lines (held by a Dask worker or locally), `BlockedShardClient`,
-//! the client's part (hashing, routing, statistics, gathering; its runs are the layout-generic
-//! `ShardedCountRun` and `ShardedNormalizeRun` of [`crate::shards`]). A table's shape is given as k, bytes of counters (whole 64-byte lines),
+//! the client's part (hashing, routing, statistics, gathering). A table's shape is given as k, bytes of counters (whole 64-byte lines),
 //! bits per counter (8 or 4) and counters per k-mer, as the one-process table is sized. Every
 //! call on many k-mers releases the GIL.
 
 use crate::batch::slice;
 use crate::errors::IntoPyResult;
-use crate::shards::{hash_reads_by, HashedReads, HeldShard, LocalShards, PyLayout};
-use kmerflow_core::io::PairedReader;
+use crate::shards::{hash_reads_by, HashedReads, HeldShard};
 use kmerflow_core::run::RunContext;
 use kmerflow_core::shards::blocked::{BlockedShard as CoreShard, BlockedShardClient as CoreClient};
-use kmerflow_core::shards::runs::{BundleBatches, Cleaning, ShardedCount};
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::table::{native_format, BlockedParams, CounterWidth};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
@@ -227,37 +224,6 @@ impl BlockedShardClient {
 
 fn occupancy((occupied, unique, added): Done) -> OccupancyStats {
     OccupancyStats { occupied, unique, added }
-}
-
-impl PyLayout for BlockedShardClient {
-    type Core = CoreClient;
-    type Shard = BlockedShard;
-
-    fn core(&self) -> &CoreClient {
-        &self.inner
-    }
-
-    fn k(&self) -> usize {
-        self.inner.map().params().k
-    }
-
-    fn batches(&self, reader: PairedReader, batch_kmers: usize, cleaning: Cleaning) -> BundleBatches {
-        let hasher = self.inner.hasher().clone();
-        BundleBatches::with_hasher(reader, Box::new(move |seq, out| hasher.hashes(seq, out)), batch_kmers, cleaning)
-    }
-
-    fn record(
-        &self,
-        py: Python<'_>,
-        run: &mut ShardedCount<CoreClient>,
-        local: &LocalShards<BlockedShard>,
-        answers: &[Bound<'_, PyAny>],
-    ) -> PyResult<()> {
-        let answers: Vec<OccupancyStats> =
-            answers.iter().map(|a| a.extract().map(occupancy)).collect::<PyResult<_>>()?;
-        let answers: Vec<&OccupancyStats> = answers.iter().collect();
-        local.call(py, |shards| run.record(&self.inner, shards, &answers)).py()
-    }
 }
 
 /// Adds the classes to the module.

@@ -144,11 +144,14 @@ impl ShardTerminal {
 #[pymethods]
 impl ShardTerminal {
     /// The terminal of the sharded command line `argv` (program name first); its progress line
-    /// and its clock start now. Raises `kmerflow.CommandError` for a command line that is not a
-    /// run (usage error, help request).
+    /// starts now, its clock `elapsed` seconds ago (when the run began: its plan, `-M auto`
+    /// included). Raises `kmerflow.CommandError` for a command line that is not a run (usage
+    /// error, help request).
     #[new]
-    fn new(argv: Vec<OsString>) -> PyResult<Self> {
-        match kmerflow_cli::sharded::terminal(&argv).map_err(command_error)? {
+    #[pyo3(signature = (argv, elapsed = 0.0))]
+    fn new(argv: Vec<OsString>, elapsed: f64) -> PyResult<Self> {
+        let elapsed = std::time::Duration::from_secs_f64(elapsed.max(0.0));
+        match kmerflow_cli::sharded::terminal(&argv, elapsed).map_err(command_error)? {
             Some(terminal) => Ok(ShardTerminal(terminal)),
             None => Err(pyo3::exceptions::PyValueError::new_err("the command line asks for no run")),
         }

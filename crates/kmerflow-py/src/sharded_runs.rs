@@ -3,27 +3,36 @@
 //! second looking up there, and the filtering and the histogram of a table counted on the
 //! shards, looked up there.
 
-use crate::blocked_shards::BlockedShardClient;
+use crate::blocked_shards::{BlockedShard, BlockedShardClient};
 use crate::commands::{forwarder, ShardTerminal};
 use crate::errors::{command_error, IntoPyResult};
 use crate::interrupt::{interruptible, interruptible_showing, interruptible_with};
+use crate::reads::pair_mode;
+use crate::shards::open_reader;
 use crate::shards::{message_arrays, HeldShard, Shard, ShardClient};
+use kmerflow_core::io::PairMode;
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::ops::read_filter;
 use kmerflow_core::ops::sizing::FpRate;
 use kmerflow_core::run::RunContext;
-use kmerflow_core::shards::runs::{Message, RemoteShards, ShardedDecisions};
+use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
+use kmerflow_core::shards::runs::{Answer, Decided, Kind, Message, RemoteShards, ShardedDecisions};
+use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::{Error, Result};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use std::ffi::OsString;
 
-/// The remote shards as a Python object reaches them: `send(messages)` (one tuple of numpy
-/// arrays per remote shard, in shard order: counters to update, their deltas, counters to look
-/// up), then `answers()` (the answers to the oldest messages not answered yet: two sends may
-/// wait), a list of uint8 arrays in shard order. A Python exception (a lost worker's
-/// `ShardError`, naming the shard and the worker) becomes a remote error with its message.
+/// The remote shards as a Python object reaches them: `send(method, messages)` (the shard
+/// actors' method, `"step"` or `"add"`, and one tuple of numpy arrays per remote shard, in
+/// shard order: its arguments: counters to update, their deltas and counters to look up for a
+/// step, counters to count for an add), then `answers()` (the answers to the oldest messages
+/// not answered yet: two sends may wait), in shard order: uint8 arrays, or a blocked shard's
+/// add statistics (occupied, unique, added). The Python side only moves them. A Python
+/// exception (a lost worker's `ShardError`, naming the shard and the worker) becomes a remote
+/// error with its message.
 struct PyRemote(Py<PyAny>);
 
 /// A Python exception of the remote shards as an error: [`Error::Remote`] with its message,
@@ -36,20 +45,32 @@ fn failure(py: Python<'_>, e: PyErr) -> Error {
 }
 
 impl RemoteShards for PyRemote {
-    fn send(&mut self, messages: Vec<Message>) -> Result<()> {
+    fn send(&mut self, kind: Kind, messages: Vec<Message>) -> Result<()> {
         Python::attach(|py| {
-            let sent = self.0.bind(py).call_method1("send", (message_arrays(py, messages),));
+            let sent = match kind {
+                Kind::Step => self.0.bind(py).call_method1("send", ("step", message_arrays(py, messages))),
+                Kind::Add => {
+                    let adds: Vec<_> = messages.into_iter().map(|m| (m.keys.into_pyarray(py),)).collect();
+                    self.0.bind(py).call_method1("send", ("add", adds))
+                }
+            };
             sent.map(drop).map_err(|e| failure(py, e))
         })
     }
 
-    fn answers(&mut self) -> Result<Vec<Vec<u8>>> {
+    fn answers(&mut self) -> Result<Vec<Answer>> {
         Python::attach(|py| {
-            let arrays = || -> PyResult<Vec<Vec<u8>>> {
-                let answer = self.0.bind(py).call_method0("answers")?;
-                answer.try_iter()?.map(|a| Ok(a?.extract::<PyReadonlyArray1<'_, u8>>()?.as_slice()?.to_vec())).collect()
+            let answer = |a: Bound<'_, PyAny>| -> PyResult<Answer> {
+                if let Ok(values) = a.extract::<PyReadonlyArray1<'_, u8>>() {
+                    return Ok(Answer::Values(values.as_slice()?.to_vec()));
+                }
+                let (occupied, unique, added) = a.extract()?;
+                Ok(Answer::Added(OccupancyStats { occupied, unique, added }))
             };
-            arrays().map_err(|e| failure(py, e))
+            let answers = || -> PyResult<Vec<Answer>> {
+                self.0.bind(py).call_method0("answers")?.try_iter()?.map(|a| answer(a?)).collect()
+            };
+            answers().map_err(|e| failure(py, e))
         })
     }
 }
@@ -65,8 +86,44 @@ fn with_shards<R>(
     work(guards.iter_mut().map(|g| g.as_deref_mut()).collect(), &mut PyRemote(remote))
 }
 
-/// A sharded command run natively: `kmerflow_cli::sharded`'s `trim_low_abund`,
-/// `filter_abund` or `abundance_dist_single`.
+/// The table of a sharded run of either layout: its client's part and the shards held here
+/// (`None` for a remote one).
+enum Table {
+    Khmer(Py<ShardClient>, Vec<Option<Py<Shard>>>),
+    Blocked(Py<BlockedShardClient>, Vec<Option<Py<BlockedShard>>>),
+}
+
+impl Table {
+    /// The table of `client` (a `ShardClient` or a `BlockedShardClient`) and its `local`
+    /// shards (of the same layout).
+    fn of(client: &Bound<'_, PyAny>, local: Vec<Option<Bound<'_, PyAny>>>) -> PyResult<Self> {
+        fn shards<T: pyo3::PyClass>(local: Vec<Option<Bound<'_, PyAny>>>) -> PyResult<Vec<Option<Py<T>>>> {
+            local.into_iter().map(|s| s.map(|s| Ok(s.cast_into::<T>()?.unbind())).transpose()).collect()
+        }
+        match client.cast::<ShardClient>() {
+            Ok(c) => Ok(Table::Khmer(c.clone().unbind(), shards(local)?)),
+            Err(_) => Ok(Table::Blocked(client.cast::<BlockedShardClient>()?.clone().unbind(), shards(local)?)),
+        }
+    }
+
+    /// Runs `work` on the table, its local shards locked for its duration, and on `remote`
+    /// as the remote shards.
+    fn with<R>(&self, remote: Py<PyAny>, work: impl FnOnce(&mut dyn ShardedTable, &mut dyn RemoteShards) -> R) -> R {
+        match self {
+            Table::Khmer(client, local) => with_shards(local, remote, |local, remote| {
+                work(&mut KhmerShards { client: client.get().core(), local }, remote)
+            }),
+            Table::Blocked(client, local) => {
+                let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
+                let local = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
+                work(&mut BlockedShards { client: client.get().core(), local }, &mut PyRemote(remote))
+            }
+        }
+    }
+}
+
+/// A sharded command run natively on khmer's layout: `kmerflow_cli::sharded`'s
+/// `trim_low_abund`, `filter_abund` or `abundance_dist_single`.
 type ShardedCommand = fn(
     &[OsString],
     &kmerflow_core::run::RunContext,
@@ -75,16 +132,32 @@ type ShardedCommand = fn(
     &mut dyn RemoteShards,
 ) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError>;
 
-/// Runs the sharded `command` (`trim-low-abund`: pass 1 deciding natively batch by batch on the
-/// shards, pass 2 trimming from counts looked up on them; `filter-abund-single` / `filter-abund`:
-/// the filtering of a table that holds the counts already, each batch of reads looked up on the
-/// shards; `abundance-dist-single`: the histogram of such a table, the k-mers new to the tracking
-/// filter held here looked up on the shards) on the command line `argv` (program name first) and
-/// `client`'s table, whose shard `s` is `local[s]` when held in this process and reached
-/// through `remote` (see the module documentation) when `None`. The table is never gathered.
+/// A sharded command run natively on either layout: `kmerflow_cli::sharded`'s
+/// `normalize_by_median` or `load_into_counting`.
+type LayoutCommand = fn(
+    &[OsString],
+    &kmerflow_core::run::RunContext,
+    &mut dyn ShardedTable,
+    &mut dyn RemoteShards,
+) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError>;
+
+/// Runs the sharded `command` on the command line `argv` (program name first) and `client`'s
+/// table (a `ShardClient` or a `BlockedShardClient`), whose shard `s` is `local[s]` when held
+/// in this process and reached through `remote` (see [`PyRemote`]) when `None`. The table is
+/// never gathered; the whole run is native, Python only carries the messages.
+/// - `normalize-by-median` (either layout): the one-process command's messages, keep curve,
+///   `-R` report, false-positive ceiling and outputs;
+/// - `load-into-counting` (either layout): the inputs counted, the ceiling checked;
+/// - `trim-low-abund`: pass 1 deciding batch by batch on the shards, pass 2 trimming from
+///   counts looked up on them;
+/// - `filter-abund-single` / `abundance-dist-single`: the input counted on the shards, then
+///   the filtering or the histogram looked up there; `filter-abund`: the filtering of a table
+///   that holds the counts already.
+///
 /// Messages go to `on_message(level, text)` as with `run_command`; the reading advances the
 /// progress line of `terminal` when given. Returns the summary as JSON text and the outputs
-/// written. Raises `kmerflow.CommandError` (a lost shard: exit status 1, its message naming the
+/// written. Saving the table (`-s`, `load-into-counting`'s output) is the caller's, shard by
+/// shard. Raises `kmerflow.CommandError` (a lost shard: exit status 1, its message naming the
 /// shard).
 #[pyfunction]
 #[pyo3(signature = (command, argv, on_message, client, local, remote, terminal = None))]
@@ -94,26 +167,117 @@ pub fn run_sharded_command(
     command: &str,
     argv: Vec<OsString>,
     on_message: Bound<'_, PyAny>,
-    client: Py<ShardClient>,
-    local: Vec<Option<Py<Shard>>>,
+    client: Bound<'_, PyAny>,
+    local: Vec<Option<Bound<'_, PyAny>>>,
     remote: Py<PyAny>,
     terminal: Option<PyRef<'_, ShardTerminal>>,
 ) -> PyResult<(String, Vec<String>)> {
-    let native: ShardedCommand = match command {
-        "trim-low-abund" => kmerflow_cli::sharded::trim_low_abund,
-        "filter-abund-single" | "filter-abund" => kmerflow_cli::sharded::filter_abund,
-        "abundance-dist-single" => kmerflow_cli::sharded::abundance_dist_single,
-        other => return Err(pyo3::exceptions::PyValueError::new_err(format!("no sharded native run of {other}"))),
+    let table = Table::of(&client, local)?;
+    let on_layout: Option<LayoutCommand> = match command {
+        "normalize-by-median" => Some(kmerflow_cli::sharded::normalize_by_median),
+        "load-into-counting" => Some(kmerflow_cli::sharded::load_into_counting),
+        _ => None,
+    };
+    let native: Option<ShardedCommand> = match command {
+        "trim-low-abund" => Some(kmerflow_cli::sharded::trim_low_abund),
+        "filter-abund-single" | "filter-abund" => Some(kmerflow_cli::sharded::filter_abund),
+        "abundance-dist-single" => Some(kmerflow_cli::sharded::abundance_dist_single),
+        _ => None,
+    };
+    let khmer = match (&table, native) {
+        (Table::Khmer(client, local), Some(native)) => Some((client, local, native)),
+        (_, None) if on_layout.is_some() => None,
+        _ => {
+            let why = format!("no sharded native run of {command} on this table");
+            return Err(pyo3::exceptions::PyValueError::new_err(why));
+        }
     };
     let shown = terminal.as_deref().map(ShardTerminal::run);
     let (summary, outputs) = interruptible_showing(py, forwarder(&on_message), shown, |ctx| {
-        with_shards(&local, remote, |shards, remote| {
-            native(&argv, ctx, client.get().core(), shards, remote)
-                .map(|summary| (summary.to_string(), ctx.files().outputs()))
-        })
+        let summary = match (khmer, on_layout) {
+            (Some((client, local, native)), _) => {
+                with_shards(local, remote, |shards, remote| native(&argv, ctx, client.get().core(), shards, remote))
+            }
+            (None, Some(run)) => table.with(remote, |table, remote| run(&argv, ctx, table, remote)),
+            (None, None) => unreachable!("refused above"),
+        };
+        summary.map(|summary| (summary.to_string(), ctx.files().outputs()))
     })?
     .map_err(command_error)?;
     Ok((summary, outputs))
+}
+
+/// Counts every read of `path` (khmer's C++ cleaning) on `client`'s table (either layout;
+/// `local`, `remote` as for `run_sharded_command`) in batches of about `batch_kmers` k-mers,
+/// driven natively: each batch's messages go to the remote shards while the local ones count
+/// it. The reading advances the progress line of `terminal` when given. Returns (reads, k-mers,
+/// reads shorter than k).
+#[pyfunction]
+#[pyo3(signature = (client, local, remote, path, batch_kmers, terminal = None))]
+pub fn count_file_sharded(
+    py: Python<'_>,
+    client: Bound<'_, PyAny>,
+    local: Vec<Option<Bound<'_, PyAny>>>,
+    remote: Py<PyAny>,
+    path: std::path::PathBuf,
+    batch_kmers: usize,
+    terminal: Option<PyRef<'_, ShardTerminal>>,
+) -> PyResult<(u64, u64, u64)> {
+    let table = Table::of(&client, local)?;
+    let reader = open_reader(py, path, PairMode::ForceSingle, None, terminal.as_deref())?;
+    interruptible(py, |_| {
+        table.with(remote, |table, remote| {
+            drive::count_file(&mut *table.count(reader, batch_kmers)?, remote, |_| Ok(()))
+        })
+    })?
+    .py()
+}
+
+/// normalize-by-median of `path` to `cutoff` on `client`'s table (either layout; `local`,
+/// `remote` as for `run_sharded_command`), `pairs` as for `open_reads` (reads shorter than k
+/// dropped, as khmer does), in batches of about `batch_kmers` k-mers, driven natively: the
+/// next batch is sent before the one answered is decided, and at the end the updates not sent
+/// yet reach the remote shards. Each decided batch goes to `on_batch(text, bundle_ends, keep)`:
+/// its kept records as FASTA/FASTQ bytes, where each bundle's reads end in the batch (uint64)
+/// and whether each was kept (bool). `terminal` as for `count_file_sharded`. Returns (reads,
+/// reads kept, reads shorter than k).
+#[pyfunction]
+#[pyo3(signature = (client, local, remote, path, pairs, cutoff, batch_kmers, on_batch, terminal = None))]
+#[allow(clippy::too_many_arguments)] // the Python function's keywords
+pub fn normalize_file_sharded(
+    py: Python<'_>,
+    client: Bound<'_, PyAny>,
+    local: Vec<Option<Bound<'_, PyAny>>>,
+    remote: Py<PyAny>,
+    path: std::path::PathBuf,
+    pairs: &Bound<'_, PyAny>,
+    cutoff: u32,
+    batch_kmers: usize,
+    on_batch: Py<PyAny>,
+    terminal: Option<PyRef<'_, ShardTerminal>>,
+) -> PyResult<(u64, u64, u64)> {
+    let table = Table::of(&client, local)?;
+    let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
+    let k = match &table {
+        Table::Khmer(client, _) => client.get().core().ksize(),
+        Table::Blocked(client, _) => client.get().core().map().params().k,
+    };
+    let reader = open_reader(py, path, mode, Some(k), terminal.as_deref())?;
+    let decided = |decided: &Decided, text: &[u8], _: &dyn NormalizeBatches| {
+        Python::attach(|py| {
+            let (ends, keep) = (decided.bundle_ends.clone().into_pyarray(py), decided.keep.clone().into_pyarray(py));
+            on_batch.bind(py).call1((PyBytes::new(py, text), ends, keep)).map(drop).map_err(|e| failure(py, e))
+        })
+    };
+    interruptible(py, |_| {
+        table.with(remote, |table, remote| {
+            let remote_shards = table.remote();
+            let mut run = table.normalize(reader, cutoff, batch_kmers)?;
+            drive::normalize_file(&mut *run, remote, &remote_shards, decided)?;
+            Ok(run.totals())
+        })
+    })?
+    .py()
 }
 
 /// The estimated false-positive rate of a sharded table, `client` (a `ShardClient` or a
@@ -217,6 +381,8 @@ pub fn filter_reads_sharded(
 /// Adds the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sharded_command, m)?)?;
+    m.add_function(wrap_pyfunction!(count_file_sharded, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize_file_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(check_sharded_fp_rate, m)?)?;
     m.add_function(wrap_pyfunction!(abundance_distribution_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(filter_reads_sharded, m)?)?;

@@ -212,38 +212,42 @@ class _Sharded:
         """The answers of :meth:`_send_remote`'s futures, in shard order."""
         return [self._answer(s, f) for s, f in futures]
 
-    def _count_file(self, run: Any) -> Tuple[int, int]:
-        """Drives a native counting run over a file (``run``: a ``*ShardedCountRun``): each
-        batch's messages go to the remote shards' ``add`` (their keys: counters or k-mer
-        hashes) while the local shards count; returns (reads, k-mers)."""
-        while (messages := run.send()) is not None:
-            futures = self._send_remote("add", [(keys,) for _, _, keys in messages])
-            run.local()
-            run.record(self._answers(futures))
-        reads, kmers, short = run.totals
+    def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
+        """What a native run on this table (either layout) takes (``_core.run_sharded_command``
+        and the like): the client's part, the shards held here (``None`` for a remote one) and
+        the remote shards' calls."""
+        self.flush()
+        return self._table, self._held_here(), _RemoteCalls(self)
+
+    def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
+        """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).
+        The run is native (``_core.count_file_sharded``): the file is read, hashed and routed
+        there, the shards held here count at once and the others get one message per batch."""
+        reads, kmers, short = _core.count_file_sharded(*self.native_run(), os.fspath(path), self.batch_kmers,
+                                                       self.terminal)
         self.short_reads += short
         return reads, kmers
 
-    def _normalize(self, run: Any, out: Any,
-                   on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]]) -> Tuple[int, int]:
-        """Drives a native normalization run over a file (``run``: a ``*ShardedNormalizeRun``),
-        writing the kept records to ``out`` and giving each batch's decisions to ``on_batch``;
-        returns (reads, reads kept)."""
+    def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
+                       on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:
+        """normalize-by-median of a sequence file to ``cutoff``: the kept bundles' records are
+        written to ``out`` (a binary or text file object) as khmer writes them; ``pairs`` as for
+        :func:`kmerflow.open_reads` (reads shorter than k are dropped and counted in
+        :attr:`short_reads`). The run is native (``_core.normalize_file_sharded``): the file is
+        read, hashed and decided there, each remote shard getting one message per batch (the
+        updates not sent yet and this batch's look-ups) sent before the previous batch is
+        decided. After each batch is written, ``on_batch(bundle_ends, keep)`` is given where
+        each bundle's reads end in the batch (uint64) and whether each was kept (bool).
+        Returns (reads, reads kept)."""
         write = _binary_writer(out)
-        # The next batch is sent before the one answered is decided: its round trip overlaps
-        # the decisions (the run adds back the updates its answers lack).
-        messages = run.send()
-        futures = None if messages is None else self._send_remote("step", messages)
-        while futures is not None:
-            answers = self._answers(futures)
-            messages = run.send()
-            futures = None if messages is None else self._send_remote("step", messages)
-            text, bundle_ends, keep = run.decide(answers)
+
+        def decided(text: bytes, bundle_ends: np.ndarray, keep: np.ndarray) -> None:
             write(text)
             if on_batch is not None:
                 on_batch(bundle_ends, keep)
-        self._pending = [(c, d) for c, d in run.unsent()]
-        reads, kept, short = run.totals
+
+        reads, kept, short = _core.normalize_file_sharded(*self.native_run(), os.fspath(path), pairs, cutoff,
+                                                          self.batch_kmers, decided, self.terminal)
         self.short_reads += short
         return reads, kept
 
@@ -487,38 +491,6 @@ class ShardedCountgraph(_Sharded):
     def _hash(self, kmer: Union[str, int]) -> int:
         return kmer if isinstance(kmer, int) else _core.forward_hash(kmer, self.ksize())
 
-    def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
-        """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).
-        The file is read, hashed and routed natively; the shards held here count at once, the
-        others get one message per batch."""
-        self.flush()
-        run = _core.ShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers,
-                                    self.terminal)
-        return self._count_file(run)
-
-    def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
-                       on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:
-        """normalize-by-median of a sequence file to ``cutoff``: the kept bundles' records are
-        written to ``out`` (a binary or text file object) as khmer writes them; ``pairs`` as for
-        :func:`kmerflow.open_reads` (reads shorter than k are dropped and counted in
-        :attr:`short_reads`). The file is read, hashed, decided and written natively; each
-        remote shard gets one message per batch (updates not sent yet and this batch's look-ups),
-        sent before the previous batch is decided. After each batch is written,
-        ``on_batch(bundle_ends, keep)`` is given where each bundle's reads end in the batch
-        (uint64) and whether each was kept (bool).
-        Returns (reads, reads kept)."""
-        self.flush()
-        run = _core.ShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
-                                        self.batch_kmers, self.terminal)
-        return self._normalize(run, out, on_batch)
-
-    def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
-        """What a native run deciding on this table takes (``_core.run_sharded_command``):
-        the client's part, the shards held here (``None`` for a remote one) and the remote
-        shards' calls."""
-        self.flush()
-        return self._table, self._held_here(), _RemoteCalls(self)
-
     def histogram(self) -> np.ndarray:
         """How many counters of the whole table hold each value 0..255."""
         self.flush()
@@ -577,18 +549,18 @@ class ShardedCountgraph(_Sharded):
 
 
 class _RemoteCalls:
-    """The remote shards of a :class:`ShardedCountgraph` as a native run calls them:
-    ``send(messages)`` (one ``step`` message per remote shard, in shard order), then
-    ``answers()``, the answers to the oldest messages not answered yet (a run may send the next
-    batch before it takes the answers of the previous one). A lost shard raises
-    :class:`ShardError` naming it."""
+    """The remote shards of a sharded table as a native run calls them (the transport only):
+    ``send(method, messages)`` calls the actors' ``method`` (``step`` or ``add``) on every
+    remote shard, one message (its arguments) each, in shard order; ``answers()`` gives the
+    answers to the oldest messages not answered yet (a run may send the next batch before it
+    takes the answers of the previous one). A lost shard raises :class:`ShardError` naming it."""
 
-    def __init__(self, graph: ShardedCountgraph) -> None:
+    def __init__(self, graph: _Sharded) -> None:
         self.graph = graph
         self.futures: Deque[List[Tuple[int, Any]]] = collections.deque()
 
-    def send(self, messages: Sequence[Tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
-        self.futures.append(self.graph._send_remote("step", messages))
+    def send(self, method: str, messages: Sequence[Tuple[np.ndarray, ...]]) -> None:
+        self.futures.append(self.graph._send_remote(method, messages))
 
     def answers(self) -> List[np.ndarray]:
         return self.graph._answers(self.futures.popleft())

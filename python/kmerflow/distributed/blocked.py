@@ -23,7 +23,7 @@ is decided. The saved table and the kept reads are the one-process run's, byte f
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -185,27 +185,6 @@ class ShardedBlockedTable(_Sharded):
         parts, order = self._table.route(np.ascontiguousarray(hashes, dtype=np.uint64))
         counts = _core.ShardClient.unroute(order, self._call("counts", [(p,) for p in parts]))
         return counts.astype(np.uint32)
-
-    def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
-        """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).
-        The file is read, hashed and routed natively; the shards held here count at once, the
-        others get one message per batch, while the next batch is read."""
-        self.flush()
-        run = _core.ShardedCountRun(self._table, self._held_here(), os.fspath(path), self.batch_kmers, self.terminal)
-        return self._count_file(run)
-
-    def normalize_file(self, path: Union[str, os.PathLike], out: Any, cutoff: int, pairs: Any = True,
-                       on_batch: Optional[Callable[[np.ndarray, np.ndarray], None]] = None) -> Tuple[int, int]:
-        """normalize-by-median of a sequence file to ``cutoff``, as
-        :meth:`kmerflow.distributed.ShardedCountgraph.normalize_file`: the kept bundles' records
-        are written to ``out``, ``on_batch(bundle_ends, keep)`` is given each batch's decisions;
-        returns (reads, reads kept). Each remote shard gets one message per batch (the updates
-        not sent yet and this batch's look-ups), sent before the previous batch is decided; the
-        local shards are looked up as each batch is decided."""
-        self.flush()
-        run = _core.ShardedNormalizeRun(self._table, self._held_here(), os.fspath(path), pairs, cutoff,
-                                        self.batch_kmers, self.terminal)
-        return self._normalize(run, out, on_batch)
 
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Saves the table in kmerflow's format, shard by shard without gathering it (see

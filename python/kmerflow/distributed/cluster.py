@@ -15,6 +15,7 @@ import re
 import signal
 import socket
 import sys
+import tempfile
 import threading
 from typing import Any, Callable, Iterator, Mapping, Optional
 
@@ -182,7 +183,13 @@ def connect(scheduler: Optional[str] = None, local_cluster: Optional[int] = None
         raise CommandError(f"{fail} a run on Dask needs it installed: pip install 'kmerflow[dask]' ({e})",
                            1) from e
     if scheduler is None or scheduler == "local":
-        with start_local(local_cluster or available_cpus()) as cluster:
+        import dask
+
+        # The workers' scratch space (``dask-scratch-space``) in a directory of the run's own,
+        # removed with the cluster: nothing is left in $TMPDIR.
+        with tempfile.TemporaryDirectory(prefix="kmerflow-dask-", ignore_cleanup_errors=True) as scratch, \
+                dask.config.set({"temporary-directory": scratch}), \
+                start_local(local_cluster or available_cpus()) as cluster:
             try:
                 with Client(cluster, direct_to_workers=direct_to_workers) as client:
                     yield client

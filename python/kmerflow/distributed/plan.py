@@ -74,19 +74,14 @@ class _PlanShared(TypedDict):
 class Plan(_PlanShared, total=False):
     """The run: the ``command``, its ``cluster`` and ``table``, ``bigcount``, the ``inputs``,
     the ``messages`` to print first and the report's ``table_sizing`` (handed back to
-    ``_core.shard_finish``), and the command's own arguments: ``output``
-    (load-into-counting; normalize-by-median's ``-o``), ``savegraph`` (every command but
-    load-into-counting and filter-abund), and normalize-by-median's ``cutoff``, ``paired``,
-    ``force_single``, ``unpaired``, ``report`` and ``report_frequency``."""
+    ``_core.shard_finish``), and the command's own arguments that this side needs (the native
+    run reads the others from ``argv``): ``output`` (load-into-counting's table), ``savegraph``
+    (saved here shard by shard; every command but load-into-counting and filter-abund) and
+    normalize-by-median's ``unpaired`` (an input of the run report)."""
 
     output: Optional[str]
     savegraph: Optional[str]
-    cutoff: int
-    paired: bool
-    force_single: bool
     unpaired: Optional[str]
-    report: Optional[str]
-    report_frequency: int
 
 
 class Run(Plan):

@@ -64,15 +64,21 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = count::Options {
         params,
         output: args.output.clone(),
-        inputs: args.inputs,
+        inputs: args.inputs.clone(),
         bigcount: !args.no_bigcount,
         summary: args.summary_info.map(Into::into),
         layout: args.layout.layout,
     };
     let summary = count::run(&opts, &ctx.run)?;
+    tell(&args, &summary, ctx);
+    summary_json(&summary)
+}
+
+/// The closing lines of `load-into-counting` of `args` that did `summary` (one process or
+/// sharded).
+pub fn tell(args: &Args, summary: &count::Summary, ctx: &mut Ctx) {
     ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
     ctx.info(format_args!("fp rate estimated to be {:.3}", summary.fp_rate));
     ctx.info(format_args!("wrote to: {}.info", args.output));
     args.run.report(ctx, summary.tally);
-    summary_json(&summary)
 }

@@ -8,11 +8,13 @@ use super::read_filter::FpLimit;
 use super::reads::record_batches;
 use super::sizing::{self, FpRate, TableParams};
 use super::SummaryFormat;
-use crate::io::{Compression, FastxReader, OutputFile, RecordBatch};
+use crate::io::{Compression, FastxReader, OutputFile, PairMode, PairedReader, RecordBatch};
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::run_ordered;
 use crate::run::metrics;
 use crate::run::RunContext;
+use crate::shards::drive::{self, CountBatches, ShardedTable};
+use crate::shards::runs::RemoteShards;
 use crate::table::{BlockedTable, CountingTable, KhmerTable, Layout, OwnedBatch, OwnedCounting};
 use crate::{Error, Result};
 use std::io::Write;
@@ -350,6 +352,53 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     Ok(summary)
 }
 
+/// Counts the `inputs` of `opts` on a sharded table (`table`, its remote shards reached through
+/// `remote`, batches of about `batch_kmers` k-mers) within `ctx`, stopping as the one-process
+/// run stops once the table is over the false-positive ceiling (checked after each batch), and
+/// checks the ceiling at the end; returns the summary. Saving the table (shard by shard) and
+/// the side files are the caller's.
+pub fn run_sharded(
+    opts: &Options,
+    table: &mut dyn ShardedTable,
+    remote: &mut dyn RemoteShards,
+    batch_kmers: usize,
+    ctx: &RunContext,
+) -> Result<Summary> {
+    ctx.progress().begin_pass("counting");
+    let limit = FpLimit::of(MAX_FP_RATE, &opts.params);
+    let mut summary = Summary {
+        tally: count_sharded(&opts.inputs, table, remote, batch_kmers, Some(&limit), ctx)?,
+        ..Summary::default()
+    };
+    summary.unique_kmers = table.n_unique_kmers();
+    let fp = table.fp_rate();
+    let resize = table.resize_hint(fp, sizing::target_rate(&opts.params));
+    summary.fp_rate = fp_rate_check(fp, MAX_FP_RATE, opts.params.force, &resize, ctx)?;
+    Ok(summary)
+}
+
+/// Counts every read of `inputs`, in order, on a sharded table (as [`run_sharded`]), stopping
+/// once the table is over `limit` when given; returns the tally.
+pub fn count_sharded(
+    inputs: &[String],
+    table: &mut dyn ShardedTable,
+    remote: &mut dyn RemoteShards,
+    batch_kmers: usize,
+    limit: Option<&FpLimit>,
+    ctx: &RunContext,
+) -> Result<ReadTally> {
+    let mut tally = ReadTally::default();
+    for path in inputs {
+        let reader = PairedReader::new(FastxReader::open_in(path, ctx)?, PairMode::ForceSingle, None);
+        let mut run = table.count(reader, batch_kmers)?;
+        let watch = |run: &dyn CountBatches| limit.map_or(Ok(()), |limit| limit.stop_early(run, path, run.totals().0));
+        let (reads, kmers, short_reads) = drive::count_file(&mut *run, remote, watch)?;
+        tally.add(ReadTally { reads, kmers, short_reads });
+    }
+    ctx.metrics().add_count(metrics::KMERS, tally.kmers);
+    Ok(tally)
+}
+
 /// Refuses a blocked table's output path ending in `.gz` (it is saved uncompressed in
 /// kmerflow's format).
 pub fn check_blocked_output(output: &str) -> Result<()> {
@@ -463,6 +512,52 @@ mod tests {
         }
         file.flush().unwrap();
         (file, repeated)
+    }
+
+    /// load-into-counting on a sharded table (one shard held here, two answered as a worker
+    /// answers, batches of a few reads) counts what the one-process run counts: its summary
+    /// and its table, bigcounts included.
+    #[test]
+    fn a_sharded_run_counts_what_one_process_counts() {
+        use crate::shards::drive::KhmerShards;
+        use crate::shards::khmer::{Shard, ShardClient};
+        use crate::shards::runs::testing::InProcess;
+        let (file, repeated) = reads_file();
+        let dir = tempfile::tempdir().unwrap();
+        let params =
+            TableParams { ksize: 12, n_tables: 3, max_tablesize: 5000.0, force: true, ..TableParams::default() };
+        let opts = Options {
+            params: params.clone(),
+            output: dir.path().join("one.ct").to_string_lossy().into_owned(),
+            inputs: vec![file.path().to_string_lossy().into_owned(); 2],
+            bigcount: true,
+            summary: None,
+            layout: Layout::Khmer,
+        };
+        let one = run(&opts, &RunContext::new()).unwrap();
+
+        let sizes = sizing::countgraph_sizes(&params, 1.0, &RunContext::new()).unwrap();
+        let client = ShardClient::new(12, HashKind::TwoBit, &sizes, 3, true).unwrap();
+        let b = client.map().bounds().to_vec();
+        let mut here: Vec<Shard> = (0..3).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+        let mut remote = InProcess::new(here.split_off(1));
+        let local = here.iter_mut().map(Some).chain([None, None]).collect();
+        let mut table = KhmerShards { client: &client, local };
+        let sharded = run_sharded(&opts, &mut table, &mut remote, 500, &RunContext::new()).unwrap();
+
+        assert_eq!(serde_json::to_value(&sharded).unwrap(), serde_json::to_value(&one).unwrap());
+        assert!(one.tally.short_reads > 0 && one.unique_kmers > 0);
+        let cells: Vec<&[u8]> = here.iter().chain(&remote.shards).map(Shard::cells).collect();
+        let gathered = client.gather(&cells).unwrap();
+        let saved = KhmerTable::load(&opts.output, HashKind::TwoBit).unwrap();
+        assert_eq!(gathered.raw_tables(), saved.raw_tables());
+        let counts = |table: &KhmerTable| {
+            let mut counts = Vec::new();
+            table.kmer_counts(&repeated, &mut counts);
+            counts
+        };
+        assert!(counts(&saved).iter().all(|&c| c > 255), "counts past 255");
+        assert_eq!(counts(&gathered), counts(&saved));
     }
 
     #[test]

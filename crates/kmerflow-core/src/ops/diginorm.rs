@@ -11,7 +11,7 @@
 use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, FpLimit, HashedBatch};
 use super::reads::{create_output, derived_name, is_stdin, stdin_without_output, write_to};
-use super::sizing::{any_fp_rate, create_counting_table, resize_hint, target_rate, TableParams};
+use super::sizing::{create_counting_table, target_rate, FpRate, TableParams};
 use crate::io::{
     Compression, MateCounts, MateFiles, MateWriter, OutputFile, PairMode, PairedInput, PairedOutput, Staged,
 };
@@ -19,6 +19,9 @@ use crate::kmer::{twobit, Strand};
 use crate::pipeline::run_ordered;
 use crate::run::metrics;
 use crate::run::RunContext;
+use crate::shards::drive::{self, ShardedTable};
+use crate::shards::runs::RemoteShards;
+use crate::table::batch::spans;
 use crate::table::blocked::KmerHasher;
 use crate::table::{AnyTable, BatchRunner, BatchTable, CountingTable, HashKind, Layout, ReadCounts};
 use crate::{Error, Result};
@@ -145,17 +148,25 @@ impl BatchHasher {
 /// normalize-by-median, the `normalize` protocol ([`super::normalize`]) runs its passes on it.
 pub(crate) struct Normalizer<'a> {
     opts: &'a Options,
-    ctx: &'a RunContext,
     /// The engine that decides batch after batch.
     runner: BatchRunner,
+    counts: KeepCounts<'a>,
+    /// normalize-by-median's false-positive ceiling, checked after every batch.
+    limit: FpLimit,
+}
+
+/// normalize-by-median's counts as its bundles are decided, for a table in this process and
+/// for a sharded one alike: the totals, the keep curve, the `-R` report lines every
+/// `--report-frequency` reads and at the end of each file, and the progress messages.
+pub(crate) struct KeepCounts<'a> {
+    opts: &'a Options,
+    ctx: &'a RunContext,
     summary: Summary,
     report: Option<OutputFile>,
     next_report_at: u64,
     last_report_at: u64,
     /// When the next point of the keep curve is due.
     next_curve_at: u64,
-    /// normalize-by-median's false-positive ceiling, checked after every batch.
-    limit: FpLimit,
     /// Reads examined before the file being read.
     file_start: u64,
 }
@@ -166,23 +177,13 @@ const KEEP_CURVE_EVERY: u64 = 10_000;
 impl<'a> Normalizer<'a> {
     /// A normalization at `opts.cutoff`, without a report file.
     pub(crate) fn new(opts: &'a Options, ctx: &'a RunContext) -> Self {
-        Normalizer {
-            opts,
-            ctx,
-            runner: BatchRunner::default(),
-            summary: Summary::default(),
-            report: None,
-            next_report_at: opts.report_frequency,
-            last_report_at: opts.report_frequency,
-            next_curve_at: KEEP_CURVE_EVERY,
-            limit: FpLimit { force: opts.force || opts.table.force, ..FpLimit::of(MAX_FP_RATE, &opts.table) },
-            file_start: 0,
-        }
+        let counts = KeepCounts::new(opts, ctx, None);
+        Normalizer { opts, runner: BatchRunner::default(), counts, limit: fp_limit(opts) }
     }
 
     /// What the normalization did so far.
     pub(crate) fn summary(&self) -> &Summary {
-        &self.summary
+        &self.counts.summary
     }
 
     /// Decides and counts the bundles of one cleaned batch, in order, calling `kept` with the
@@ -199,7 +200,7 @@ impl<'a> Normalizer<'a> {
             AnyTable::Khmer(t) => self.process_in(path, t, hb, kept),
             AnyTable::Blocked(t) => self.process_in(path, t, hb, kept),
         }?;
-        self.limit.stop_early(table, path, self.summary.total - self.file_start)
+        self.limit.stop_early(table, path, self.counts.in_file())
     }
 
     /// [`Normalizer::process`] on a table of either layout.
@@ -234,45 +235,11 @@ impl<'a> Normalizer<'a> {
     ) -> Result<()> {
         let cutoff = self.opts.cutoff;
         for (index, b) in bundles.clone().zip(hb.reads.bundle_reads().skip(bundles.start)) {
-            self.summary.total += b.len() as u64;
-            if pass.keep_bundle(|| b.iter().map(|i| hb.kmers[i].clone()), cutoff) {
-                self.summary.kept += b.len() as u64;
+            let keep = pass.keep_bundle(|| b.iter().map(|i| hb.kmers[i].clone()), cutoff);
+            if keep {
                 kept(index);
             }
-            if self.summary.total >= self.next_curve_at {
-                self.next_curve_at = self.summary.total + KEEP_CURVE_EVERY;
-                self.curve_point();
-            }
-            if self.summary.total >= self.next_report_at {
-                self.next_report_at += self.opts.report_frequency;
-                self.last_report_at = self.summary.total;
-                let (kept, total) = (self.summary.kept, self.summary.total);
-                let frac = kept as f64 / total as f64;
-                self.ctx.info(format!("... kept {kept} of {total} or {} sofar", percent(frac, 1)));
-                self.ctx.info(format!("... in file {path}"));
-                self.report_line()?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Adds the reads examined and kept so far to the keep curve.
-    fn curve_point(&mut self) {
-        let point = [self.summary.total, self.summary.kept];
-        if self.summary.keep_curve.last() != Some(&point) {
-            self.summary.keep_curve.push(point);
-        }
-    }
-
-    /// Appends `total,kept,f_kept` to the report (and the point to the keep curve).
-    fn report_line(&mut self) -> Result<()> {
-        self.curve_point();
-        let (kept, total) = (self.summary.kept, self.summary.total);
-        if let (Some(fp), Some(path)) = (self.report.as_mut(), self.opts.report.as_deref()) {
-            let frac = if total == 0 { 0.0 } else { kept as f64 / total as f64 };
-            writeln!(fp, "{total},{kept},{}", general_with_point(frac, 4))
-                .and_then(|_| fp.flush())
-                .map_err(|e| Error::io(path, e))?;
+            self.counts.bundle(path, b.len() as u64, keep)?;
         }
         Ok(())
     }
@@ -285,9 +252,8 @@ impl<'a> Normalizer<'a> {
         mode: PairMode,
         out: &mut MateWriter,
     ) -> Result<()> {
-        let start = self.summary.total;
-        self.file_start = start;
-        let ctx = self.ctx;
+        self.counts.start_file();
+        let ctx = self.counts.ctx;
         let name = input.name();
         let path = name.as_str();
         let source = bundle_source(input, mode, self.opts.table.ksize, ctx)?;
@@ -314,22 +280,153 @@ impl<'a> Normalizer<'a> {
                 out.write(&buf)
             },
         )?;
-        self.summary.short_dropped += short;
         ctx.metrics().add_count(metrics::KMERS, kmers);
+        self.counts.end_file(path, short)
+    }
+}
+
+/// normalize-by-median's false-positive ceiling ([`MAX_FP_RATE`], passed with `-f`), checked
+/// after every batch.
+fn fp_limit(opts: &Options) -> FpLimit {
+    FpLimit { force: opts.force || opts.table.force, ..FpLimit::of(MAX_FP_RATE, &opts.table) }
+}
+
+impl<'a> KeepCounts<'a> {
+    /// The counts of a run of `opts` within `ctx`, its report lines written to `report`.
+    pub fn new(opts: &'a Options, ctx: &'a RunContext, report: Option<OutputFile>) -> Self {
+        KeepCounts {
+            opts,
+            ctx,
+            summary: Summary::default(),
+            report,
+            next_report_at: opts.report_frequency,
+            last_report_at: opts.report_frequency,
+            next_curve_at: KEEP_CURVE_EVERY,
+            file_start: 0,
+        }
+    }
+
+    /// The `-R` report of `opts` with its header, when asked for.
+    pub fn open_report(opts: &Options, ctx: &RunContext) -> Result<Option<OutputFile>> {
+        opts.report
+            .as_deref()
+            .map(|path| {
+                let mut out = create_output(path, Some(Compression::None), ctx)?;
+                write_to(&mut out, b"total,kept,f_kept\n")?;
+                Ok(out)
+            })
+            .transpose()
+    }
+
+    /// Counts a bundle of `reads` reads of `path`, kept or not, with the curve point, report
+    /// line and progress messages due after it.
+    pub fn bundle(&mut self, path: &str, reads: u64, kept: bool) -> Result<()> {
+        self.summary.total += reads;
+        if kept {
+            self.summary.kept += reads;
+        }
+        if self.summary.total >= self.next_curve_at {
+            self.next_curve_at = self.summary.total + KEEP_CURVE_EVERY;
+            self.curve_point();
+        }
+        if self.summary.total >= self.next_report_at {
+            self.next_report_at += self.opts.report_frequency;
+            self.last_report_at = self.summary.total;
+            let (kept, total) = (self.summary.kept, self.summary.total);
+            let frac = kept as f64 / total as f64;
+            self.ctx.info(format!("... kept {kept} of {total} or {} sofar", percent(frac, 1)));
+            self.ctx.info(format!("... in file {path}"));
+            self.report_line()?;
+        }
+        Ok(())
+    }
+
+    /// Reads examined in the file being read.
+    pub fn in_file(&self) -> u64 {
+        self.summary.total - self.file_start
+    }
+
+    /// A file starts.
+    pub fn start_file(&mut self) {
+        self.file_start = self.summary.total;
+    }
+
+    /// The file `path` is done, `short` of its reads dropped for being shorter than k: its
+    /// closing lines and report line.
+    pub fn end_file(&mut self, path: &str, short: u64) -> Result<()> {
+        self.summary.short_dropped += short;
         let (kept, total) = (self.summary.kept, self.summary.total);
-        if total == start {
-            ctx.info(format!("SKIPPED empty file {path}"));
+        if total == self.file_start {
+            self.ctx.info(format!("SKIPPED empty file {path}"));
         } else {
             let pct = percent(kept as f64 / total as f64, 1);
-            ctx.info(format!("DONE with {path}; kept {kept} of {total} or {pct}"));
+            self.ctx.info(format!("DONE with {path}; kept {kept} of {total} or {pct}"));
         }
         if short > 0 {
-            ctx.info(format!("{path}: dropped {short} reads shorter than k"));
+            self.ctx.info(format!("{path}: dropped {short} reads shorter than k"));
         }
         if total != self.last_report_at && total > 0 {
             self.report_line()?;
         }
         Ok(())
+    }
+
+    /// Adds the reads examined and kept so far to the keep curve.
+    fn curve_point(&mut self) {
+        let point = [self.summary.total, self.summary.kept];
+        if self.summary.keep_curve.last() != Some(&point) {
+            self.summary.keep_curve.push(point);
+        }
+    }
+
+    /// Appends `total,kept,f_kept` to the report (and the point to the keep curve).
+    fn report_line(&mut self) -> Result<()> {
+        self.curve_point();
+        let (kept, total) = (self.summary.kept, self.summary.total);
+        if let (Some(fp), Some(path)) = (self.report.as_mut(), self.opts.report.as_deref()) {
+            let frac = if total == 0 { 0.0 } else { kept as f64 / total as f64 };
+            writeln!(fp, "{total},{kept},{}", general_with_point(frac, 4))
+                .and_then(|_| fp.flush())
+                .map_err(|e| Error::io(path, e))?;
+        }
+        Ok(())
+    }
+
+    /// The run's end, once every file is done, on a table holding `unique_kmers` new k-mers at
+    /// the estimated false-positive rate of `table`: its closing lines, the table saved to
+    /// `-s` by `save` (unless over the ceiling), the report staged into `staged`, the check of
+    /// the ceiling (an error unless `-f`); returns the summary.
+    pub fn finish(
+        mut self,
+        unique_kmers: u64,
+        table: &(impl FpRate + ?Sized),
+        save: impl FnOnce(&str) -> Result<()>,
+        staged: &mut Vec<Staged>,
+    ) -> Result<Summary> {
+        let (opts, ctx) = (self.opts, self.ctx);
+        staged.extend(self.report.take().map(OutputFile::close).transpose()?);
+        let mut summary = self.summary;
+        summary.unique_kmers = unique_kmers;
+        ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
+        summary.fp_rate = table.fp_rate();
+        let resize = table.resize_hint(summary.fp_rate, target_rate(&opts.table));
+        let fp_checked = check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.force, &resize, ctx);
+        if let Some(path) = &opts.savegraph {
+            ctx.info(format!("...saving to {path}"));
+            if fp_checked.is_ok() {
+                save(path)?;
+            }
+        }
+        ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
+        if summary.short_dropped > 0 {
+            ctx.info(format!("dropped {} reads shorter than k={}", summary.short_dropped, opts.table.ksize));
+        }
+        if !summary.skipped_files.is_empty() {
+            ctx.warning("** WARNING: Finished with errors!");
+            ctx.warning("** I/O Errors occurred in the following files:");
+            ctx.warning(format!("\t{}", summary.skipped_files.join(" ")));
+        }
+        fp_checked.map(|()| summary)
     }
 }
 
@@ -364,27 +461,21 @@ pub fn checked_files(opts: &Options, ctx: &RunContext) -> Result<Files> {
     Ok(Files { inputs, single, keep })
 }
 
-/// Runs normalize-by-median within `ctx` (threads, messages, cancellation).
-pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
-    // khmer's k <= 32 limit applies to its layout only (checked again once a loaded table's
-    // layout is known).
-    if opts.layout == Layout::Khmer && opts.loadgraph.is_none() {
-        check_ksize(opts.table.ksize)?;
-    }
+/// The files of the run of `opts` ([`checked_files`]), its options checked together.
+fn checked_run(opts: &Options, ctx: &RunContext) -> Result<Files> {
     if opts.cutoff > 255 {
         return Err(Error::invalid(format!("cutoff {} must be in 0..256", opts.cutoff)));
     }
-    ctx.progress().begin_pass("normalizing");
-    let Files { inputs, single, keep } = checked_files(opts, ctx)?;
+    let files = checked_files(opts, ctx)?;
     if opts.paired && opts.force_single {
         return Err(Error::invalid("-p/--paired and --force_single cannot both be set"));
     }
-    if opts.force_single && keep.iter().any(PairedOutput::is_split) {
+    if opts.force_single && files.keep.iter().any(PairedOutput::is_split) {
         return Err(Error::invalid("--force_single decides reads alone: R1/R2 outputs need pairs (use one -o)"));
     }
     if opts.output.is_none() {
         let mut seen = std::collections::HashSet::new();
-        for f in inputs.iter().flat_map(PairedInput::paths) {
+        for f in files.inputs.iter().flat_map(PairedInput::paths) {
             if is_stdin(f) {
                 return Err(stdin_without_output(&["-o"]));
             }
@@ -393,6 +484,81 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             }
         }
     }
+    Ok(files)
+}
+
+/// How each of the `n` inputs of `opts` is paired: the main ones as `-p`/`--force_single`
+/// say, `-u`'s without the pairing requirement.
+fn pair_modes(opts: &Options, n: usize) -> impl Iterator<Item = PairMode> {
+    let main_mode = if opts.force_single {
+        PairMode::ForceSingle
+    } else if opts.paired {
+        PairMode::RequirePaired
+    } else {
+        PairMode::BrokenPaired
+    };
+    let extra_mode = if opts.force_single { PairMode::ForceSingle } else { PairMode::BrokenPaired };
+    let n_main = opts.inputs.len();
+    (0..n).map(move |i| if i < n_main { main_mode } else { extra_mode })
+}
+
+/// Runs normalize-by-median on a sharded table (`table`, its remote shards reached through
+/// `remote`, batches of about `batch_kmers` k-mers) within `ctx`: the one-process run's
+/// checks, messages, keep curve, `-R` report, false-positive ceiling (checked after each
+/// batch, as [`FpLimit::stop_early`]) and summary ([`KeepCounts`]); the outputs are written
+/// uncompressed and appear only once the run has passed its final check. The updates of
+/// each file reach the remote shards before the next file starts, so that at the end the
+/// shards hold the whole table. `-s` is the caller's to save, shard by shard, once this
+/// returns without an error (the one-process run's `...saving to` line is given here).
+pub fn run_sharded(
+    opts: &Options,
+    table: &mut dyn ShardedTable,
+    remote: &mut dyn RemoteShards,
+    batch_kmers: usize,
+    ctx: &RunContext,
+) -> Result<Summary> {
+    ctx.progress().begin_pass("normalizing");
+    let Files { inputs, single, keep } = checked_run(opts, ctx)?;
+    let mut counts = KeepCounts::new(opts, ctx, KeepCounts::open_report(opts, ctx)?);
+    let limit = fp_limit(opts);
+    let remote_shards = table.remote();
+    let create = |out: &PairedOutput| create_output(&out.path, Some(Compression::None), ctx);
+    let mut single = single.as_ref().map(create).transpose()?;
+    let mut staged = Vec::new();
+    for (i, (input, mode)) in inputs.iter().zip(pair_modes(opts, inputs.len())).enumerate() {
+        let mut own = if single.is_none() { Some(create(&keep[i])?) } else { None };
+        let out = own.as_mut().or(single.as_mut()).expect("one output or one per input");
+        let path = input.name();
+        counts.start_file();
+        let mut run = table.normalize(input.open(mode, Some(opts.table.ksize), ctx)?, opts.cutoff, batch_kmers)?;
+        drive::normalize_file(&mut *run, remote, &remote_shards, |decided, text, run| {
+            write_to(out, text)?;
+            for (reads, &kept) in spans(&decided.bundle_ends).zip(&decided.keep) {
+                counts.bundle(&path, reads.len() as u64, kept)?;
+            }
+            limit.stop_early(run, &path, counts.in_file())
+        })?;
+        counts.end_file(&path, run.totals().2)?;
+        if let Some(out) = own {
+            ctx.info(format!("output in {}", keep[i].path));
+            staged.push(out.close()?);
+        }
+    }
+    staged.extend(single.map(OutputFile::close).transpose()?);
+    let summary = counts.finish(table.n_unique_kmers(), table, |_| Ok(()), &mut staged)?;
+    staged.into_iter().try_for_each(Staged::commit)?;
+    Ok(summary)
+}
+
+/// Runs normalize-by-median within `ctx` (threads, messages, cancellation).
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
+    // khmer's k <= 32 limit applies to its layout only (checked again once a loaded table's
+    // layout is known).
+    if opts.layout == Layout::Khmer && opts.loadgraph.is_none() {
+        check_ksize(opts.table.ksize)?;
+    }
+    ctx.progress().begin_pass("normalizing");
+    let Files { inputs, single, keep } = checked_run(opts, ctx)?;
     let mut table = match &opts.loadgraph {
         Some(path) => {
             ctx.info(format!("loading k-mer countgraph from {path}"));
@@ -416,26 +582,11 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         }
         None => opts,
     };
-    let report = match &opts.report {
-        Some(path) => {
-            let mut out = create_output(path, Some(Compression::None), ctx)?;
-            write_to(&mut out, b"total,kept,f_kept\n")?;
-            Some(out)
-        }
-        None => None,
-    };
-    let mut norm = Normalizer { report, ..Normalizer::new(opts, ctx) };
+    let report = KeepCounts::open_report(opts, ctx)?;
+    let mut norm = Normalizer::new(opts, ctx);
+    norm.counts.report = report;
 
-    let main_mode = if opts.force_single {
-        PairMode::ForceSingle
-    } else if opts.paired {
-        PairMode::RequirePaired
-    } else {
-        PairMode::BrokenPaired
-    };
-    let extra_mode = if opts.force_single { PairMode::ForceSingle } else { PairMode::BrokenPaired };
-    let n_main = opts.inputs.len();
-    let files = inputs.iter().enumerate().map(|(i, input)| (input, if i < n_main { main_mode } else { extra_mode }));
+    let files = inputs.iter().zip(pair_modes(opts, inputs.len()));
 
     let mut single = single.map(|out| MateWriter::create(&out, opts.compression, ctx)).transpose()?;
     let mut mates: Option<MateCounts> = single.as_ref().filter(|w| w.is_split()).map(MateWriter::counts);
@@ -463,41 +614,76 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             ctx.error(format!("** ERROR: {e}"));
             ctx.error(format!("** Failed on {path}: "));
             ctx.error("*** Skipping error file, moving on...");
-            norm.summary.skipped_files.push(path.to_string());
+            norm.counts.summary.skipped_files.push(path.to_string());
         }
     }
     if let Some(writer) = single {
         mates = mates.map(|_| writer.counts());
         staged.extend(writer.close()?);
     }
-    staged.extend(norm.report.take().map(OutputFile::close).transpose()?);
-    let mut summary = norm.summary;
     if let Some(m) = &mates {
         m.tell_dropped(ctx);
     }
+    let unique = table.n_unique_kmers();
+    let save = |path: &str| {
+        table.save_in(path, ctx)?;
+        ctx.files().add_output(path);
+        Ok(())
+    };
+    let mut summary = norm.counts.finish(unique, &table, save, &mut staged)?;
     summary.mates = mates;
-    summary.unique_kmers = table.n_unique_kmers();
-    ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
-    summary.fp_rate = any_fp_rate(&table);
-    let resize = resize_hint(&table, summary.fp_rate, target_rate(&opts.table));
-    let fp_checked = check_fp_rate(summary.fp_rate, MAX_FP_RATE, opts.force, &resize, ctx);
-    if let Some(path) = &opts.savegraph {
-        ctx.info(format!("...saving to {path}"));
-        if fp_checked.is_ok() {
-            table.save_in(path, ctx)?;
-            ctx.files().add_output(path);
-        }
-    }
-    ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
-    if summary.short_dropped > 0 {
-        ctx.info(format!("dropped {} reads shorter than k={}", summary.short_dropped, opts.table.ksize));
-    }
-    if !summary.skipped_files.is_empty() {
-        ctx.warning("** WARNING: Finished with errors!");
-        ctx.warning("** I/O Errors occurred in the following files:");
-        ctx.warning(format!("\t{}", summary.skipped_files.join(" ")));
-    }
-    fp_checked?;
     staged.into_iter().try_for_each(Staged::commit)?;
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shards::drive::KhmerShards;
+    use crate::shards::khmer::{Shard, ShardClient};
+    use crate::shards::runs::testing::{fastq_of, InProcess};
+
+    /// normalize-by-median on a sharded table (one shard held here, two answered as a worker
+    /// answers, batches of a few reads) writes the output, `-R` report and summary of the
+    /// one-process run and says the same lines after the table is made.
+    #[test]
+    fn a_sharded_run_is_the_one_process_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        std::fs::write(path("a.fq"), fastq_of(3, 900, 300)).unwrap();
+        std::fs::write(path("b.fq"), fastq_of(4, 600, 300)).unwrap();
+        let table =
+            TableParams { ksize: 20, n_tables: 3, max_tablesize: 2000.0, force: true, ..TableParams::default() };
+        let opts = |tag: &str| Options {
+            inputs: vec![path("a.fq"), path("b.fq")],
+            table: table.clone(),
+            cutoff: 5,
+            report: Some(path(&format!("{tag}.csv"))),
+            report_frequency: 97,
+            output: Some(path(&format!("{tag}.fq"))),
+            ..Options::default()
+        };
+        let said = |ctx: &RunContext| ctx.messages().into_iter().map(|m| m.text).collect::<Vec<_>>();
+        let one_ctx = RunContext::new();
+        let one = run(&opts("one"), &one_ctx).unwrap();
+
+        let sizes = crate::ops::sizing::countgraph_sizes(&table, 1.0, &RunContext::new()).unwrap();
+        let client = ShardClient::new(20, HashKind::TwoBit, &sizes, 3, false).unwrap();
+        let b = client.map().bounds().to_vec();
+        let mut here: Vec<Shard> = (0..3).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+        let mut remote = InProcess::new(here.split_off(1));
+        let local = here.iter_mut().map(Some).chain([None, None]).collect();
+        let ctx = RunContext::new();
+        let sharded =
+            run_sharded(&opts("sharded"), &mut KhmerShards { client: &client, local }, &mut remote, 300, &ctx);
+
+        assert_eq!(sharded.unwrap(), one);
+        assert!(one.kept > 10 && one.kept < one.total && one.short_dropped > 0 && one.keep_curve.len() > 10);
+        for ext in ["fq", "csv"] {
+            let read = |tag: &str| std::fs::read(path(&format!("{tag}.{ext}"))).unwrap();
+            assert_eq!(read("sharded"), read("one"), "{ext}");
+        }
+        assert_eq!(said(&one_ctx)[0], "making countgraph");
+        assert_eq!(said(&ctx), said(&one_ctx)[1..]);
+    }
 }

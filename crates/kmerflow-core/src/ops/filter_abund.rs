@@ -11,7 +11,7 @@ use super::read_filter::{
     bundle_source, check_ksize, clean_batch, trim_of_counts, trim_record, Cleaning, FpLimit, Trim,
 };
 use super::reads::{create_output, derived_name, is_stdin, stdin_without_output, write_to};
-use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target_rate, TableParams};
+use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target_rate, FpRate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode, PairedInput, Record};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
@@ -285,6 +285,23 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     Ok(summary)
 }
 
+/// filter-abund-single once its input is counted into `table` (in this process or sharded),
+/// `unique_kmers` of them new: its lines and the check of its false-positive ceiling (an error
+/// unless `-f`); the summary so far.
+pub fn counted(
+    table: &(impl FpRate + ?Sized),
+    unique_kmers: u64,
+    params: &TableParams,
+    ctx: &RunContext,
+) -> Result<Summary> {
+    let summary = Summary { unique_kmers, fp_rate: table.fp_rate(), ..Summary::default() };
+    ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
+    ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
+    let resize = table.resize_hint(summary.fp_rate, target_rate(params));
+    super::read_filter::check_fp_rate(summary.fp_rate, MAX_FP_RATE, params.force, &resize, ctx)?;
+    Ok(summary)
+}
+
 /// Runs filter-abund-single within `ctx`.
 pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     opts.filter.refuse_inputs_as_outputs(ctx, None, std::slice::from_ref(&opts.input), opts.savegraph.as_ref())?;
@@ -296,11 +313,7 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
     ctx.progress().begin_pass("counting");
     let limit = FpLimit::of(MAX_FP_RATE, &opts.table);
     consume_file(&mut table, &opts.input, Some(&limit), ctx)?;
-    let mut summary =
-        Summary { unique_kmers: table.n_unique_kmers(), fp_rate: expected_fp_rate(&table), ..Summary::default() };
-    ctx.info(format!("Total number of unique k-mers: {}", summary.unique_kmers));
-    ctx.info(format!("fp rate estimated to be {:1.3}", summary.fp_rate));
-    super::count::check_fp_rate(&table, MAX_FP_RATE, opts.table.force, target_rate(&opts.table), ctx)?;
+    let mut summary = counted(&table, table.n_unique_kmers(), &opts.table, ctx)?;
     ctx.progress().begin_pass("filtering");
     filter_all_here(&table, std::slice::from_ref(&opts.input), &opts.filter, &mut summary, ctx)?;
     if let Some(path) = &opts.savegraph {

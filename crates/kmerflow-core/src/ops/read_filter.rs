@@ -368,7 +368,7 @@ impl FpLimit {
     /// check would fail. The `-M` named is a lower bound, for the k-mers counted so far (the
     /// share of the input read cannot be told: the reader runs far ahead of the counting).
     /// Cheap enough for every batch: one counter read and a power.
-    pub fn stop_early(&self, table: &impl FpRate, path: &str, reads: u64) -> Result<()> {
+    pub fn stop_early(&self, table: &(impl FpRate + ?Sized), path: &str, reads: u64) -> Result<()> {
         if self.force {
             return Ok(());
         }

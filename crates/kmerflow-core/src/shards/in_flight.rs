@@ -1,6 +1,5 @@
 //! The batches of a sharded normalization sent to the remote shards and not decided yet, for
-//! both layouts ([`super::runs::ShardedNormalize`],
-//! [`super::blocked::normalize::BlockedShardedNormalize`]).
+//! both layouts ([`super::runs::ShardedNormalize`]).
 //!
 //! The next batch is sent before the one answered is decided, so that its round trip overlaps
 //! the decisions: at most two batches wait. The answers of the second then lack the remote

@@ -16,12 +16,15 @@
 //!   routing batches, counting `ShardedCount`, normalize-by-median `ShardedNormalize`), and for
 //!   khmer's layout the look-ups, the transport to the remote shards (`RemoteShards`) and the
 //!   driver of the native commands' decisions (`ShardedDecisions`);
+//! - [`drive`]: the counting and normalize-by-median loops over either layout, the remote
+//!   shards reached only through the transport;
 //! - [`in_flight`]: the updates a remote shard's answer lacks while they travel;
 //! - [`mod@file`]: a saved table written and read shard by shard at the shards' places.
 //!
 //! Every result is that of the one-process table with the same sizes.
 
 pub mod blocked;
+pub mod drive;
 pub mod file;
 pub mod in_flight;
 pub mod khmer;

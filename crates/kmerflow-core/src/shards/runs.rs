@@ -21,6 +21,7 @@ use crate::io::{write_record, BundleBatch, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
 use crate::table::batch::{spans, Positions, SeenCounters};
+use crate::table::blocked::OccupancyStats;
 use crate::table::Decider;
 use crate::{Error, Result};
 use std::cell::Cell;
@@ -842,15 +843,57 @@ fn apply_updates<K: ShardKernel>(
     first.and(second)
 }
 
-/// The remote shards of a [`ShardedDecisions`] run, reached by its caller (Dask actors, for the
-/// Python package).
+/// What a message asks of a remote shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Apply the updates, then answer the values of the counters (look-ups, normalization).
+    Step,
+    /// Count the counters (or, on the blocked layout, the hashes) in order; the answer is
+    /// each one's previous value (khmer's layout) or what the adds did to the statistics.
+    Add,
+}
+
+/// A remote shard's answer to one message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// Counter values (a [`Kind::Step`], or a [`Kind::Add`] on khmer's layout).
+    Values(Vec<u8>),
+    /// What a [`Kind::Add`] did to a blocked shard's statistics.
+    Added(OccupancyStats),
+}
+
+impl Answer {
+    /// The values of a [`Answer::Values`]; an error for statistics.
+    pub fn values(self) -> Result<Vec<u8>> {
+        match self {
+            Answer::Values(values) => Ok(values),
+            Answer::Added(_) => Err(Error::invalid("a remote shard answered statistics where values were asked")),
+        }
+    }
+
+    /// The statistics of an [`Answer::Added`]; an error for values.
+    pub fn added(self) -> Result<OccupancyStats> {
+        match self {
+            Answer::Added(stats) => Ok(stats),
+            Answer::Values(_) => Err(Error::invalid("a remote shard answered values where statistics were asked")),
+        }
+    }
+}
+
+/// The remote shards of a sharded run, reached by its caller (Dask actors, for the Python
+/// package): the transport only, every decision is the run's.
 pub trait RemoteShards: Send {
-    /// Sends every remote shard its message (in shard order: the updates to apply, then the
-    /// counters to look up), without waiting for the answers.
-    fn send(&mut self, messages: Vec<Message>) -> Result<()>;
-    /// The answers to the oldest messages not answered yet (up to two may wait): each remote
-    /// shard's values of its counters, in shard order.
-    fn answers(&mut self) -> Result<Vec<Vec<u8>>>;
+    /// Sends every remote shard its message of `kind` (in shard order: for [`Kind::Step`] the
+    /// updates to apply, then the counters to look up; for [`Kind::Add`] the counters to
+    /// count), without waiting for the answers.
+    fn send(&mut self, kind: Kind, messages: Vec<Message>) -> Result<()>;
+    /// The answers to the oldest messages not answered yet (up to two may wait), in shard
+    /// order.
+    fn answers(&mut self) -> Result<Vec<Answer>>;
+    /// The answers to the oldest messages, counter values each.
+    fn values(&mut self) -> Result<Vec<Vec<u8>>> {
+        self.answers()?.into_iter().map(Answer::values).collect()
+    }
 }
 
 /// A sharded table whose reads are decided in this process batch by batch, by a run that reads
@@ -900,9 +943,9 @@ impl<'a> ShardedDecisions<'a> {
     pub fn decide<R>(&mut self, hashes: &[u64], decide: impl FnOnce(&mut Decider<'_, ShardClient>) -> R) -> Result<R> {
         let remote: Vec<bool> = self.local.iter().map(Option::is_none).collect();
         let mut routed = Routed::new(self.client.map(), hashes, &remote, None)?;
-        self.remote.send(routed.messages(&mut self.unsent))?;
+        self.remote.send(Kind::Step, routed.messages(&mut self.unsent))?;
         routed.local(&mut self.local, |shard, c| shard.get(c));
-        let answers = self.remote.answers()?;
+        let answers = self.remote.values()?;
         routed.put(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
         let lookup = self.client.lookup(hashes, &routed.counters, &routed.values)?;
         let (result, updates) = self.client.decide(hashes, &routed.counters, &lookup, decide)?;
@@ -951,12 +994,12 @@ impl Lookups<'_, '_> {
             let Some((batch, routed, messages)) = self.batches.send(&shards.local, false, &mut shards.unsent)? else {
                 break;
             };
-            shards.remote.send(messages)?;
+            shards.remote.send(Kind::Step, messages)?;
             self.waiting.push_back((batch, routed));
         }
         let Some((batch, mut routed)) = self.waiting.pop_front() else { return Ok(None) };
         routed.local(&mut shards.local, |shard, c| shard.get(c));
-        let answers = shards.remote.answers()?;
+        let answers = shards.remote.values()?;
         routed.put(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
         let counts = shards.client.kmer_counts(&batch.hashes, &routed.values)?;
         self.batches.recycle(routed);
@@ -980,7 +1023,7 @@ pub(crate) mod testing {
     pub(crate) struct InProcess {
         /// The shards.
         pub shards: Vec<Shard>,
-        answers: VecDeque<Vec<Vec<u8>>>,
+        answers: VecDeque<Vec<Answer>>,
     }
 
     impl InProcess {
@@ -991,7 +1034,7 @@ pub(crate) mod testing {
     }
 
     impl RemoteShards for InProcess {
-        fn send(&mut self, messages: Vec<Message>) -> Result<()> {
+        fn send(&mut self, kind: Kind, messages: Vec<Message>) -> Result<()> {
             if messages.len() != self.shards.len() {
                 return Err(Error::invalid("one message per remote shard"));
             }
@@ -999,16 +1042,19 @@ pub(crate) mod testing {
                 .shards
                 .iter_mut()
                 .zip(messages)
-                .map(|(shard, m)| {
-                    shard.apply(&m.apply.counters, &m.apply.deltas)?;
-                    shard.counts(&m.keys)
+                .map(|(shard, m)| match kind {
+                    Kind::Step => {
+                        shard.apply(&m.apply.counters, &m.apply.deltas)?;
+                        shard.counts(&m.keys).map(Answer::Values)
+                    }
+                    Kind::Add => shard.add(&m.keys).map(Answer::Values),
                 })
                 .collect::<Result<_>>()?;
             self.answers.push_back(answers);
             Ok(())
         }
 
-        fn answers(&mut self) -> Result<Vec<Vec<u8>>> {
+        fn answers(&mut self) -> Result<Vec<Answer>> {
             self.answers.pop_front().ok_or_else(|| Error::invalid("no message is waiting"))
         }
     }
