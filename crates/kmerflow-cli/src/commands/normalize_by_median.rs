@@ -78,7 +78,7 @@ pub struct Args {
     pub compression: CompressionArgs,
     /// Accepted for compatibility: every run decides batch by batch (the engine of sharded
     /// tables too).
-    #[arg(long = "batched", hide = true)]
+    #[arg(long = "batched")]
     pub batched: bool,
     #[command(flatten)]
     pub mates: MateArgs,
