@@ -15,7 +15,7 @@ use kmerflow_core::ops::count::write_text;
 use kmerflow_core::ops::load_graph::TAG_DENSITY;
 use kmerflow_core::ops::load_graph::{self, Tagset};
 use kmerflow_core::ops::memory::{check_fits, Backing};
-use kmerflow_core::ops::partition::{annotate_file, files, partition_tags, stoptags, PartitionMap, Traverser};
+use kmerflow_core::ops::partition::{annotate_file, files, partition_tags, stoptags, KmerSet, PartitionMap, Traverser};
 use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{add_table_files, HashKind, KhmerTable, StorageKind};
 use numpy::PyArray1;
@@ -476,6 +476,7 @@ impl Table {
         let (first, last) = (position(start, 0), position(end, tags.len()));
         let inner = &self.inner;
         let map = interruptible(py, |ctx| {
+            let tag_set: KmerSet = tag_set.iter().copied().collect();
             let traverser = Traverser::new(inner, &tag_set, &stop_tags, stop_big_traversals, TAG_DENSITY);
             partition_tags(&traverser, &tags[first.min(last)..last], ctx)
         })?
