@@ -478,6 +478,44 @@ mod tests {
     }
 
     #[test]
+    fn interleaved_walks_find_what_each_walk_alone_finds() {
+        use crate::table::{HashKind, StorageKind};
+        // random sequences in a nodegraph with a few false neighbours, a tag every 7th k-mer
+        let graph = KhmerTable::new(15, HashKind::TwoBit, StorageKind::Bit, 30011, 3).unwrap();
+        let mut state = 12345u64;
+        let seqs: Vec<Vec<u8>> = (0..40)
+            .map(|_| {
+                (0..200)
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        b"ACGT"[(state >> 62) as usize]
+                    })
+                    .collect()
+            })
+            .collect();
+        graph.consume_many(seqs.iter().map(Vec::as_slice));
+        let mut hashes = Vec::new();
+        for seq in &seqs {
+            graph.kmer_hashes(seq, &mut hashes);
+        }
+        let starts: Vec<u64> = hashes.iter().step_by(7).copied().collect();
+        let tags: KmerSet = starts.iter().copied().collect();
+        let stop_tags: FxHashSet<u64> = hashes.iter().skip(3).step_by(50).copied().collect();
+        for stop_big_traversals in [false, true] {
+            let traverser = Traverser::new(&graph, &tags, &stop_tags, stop_big_traversals, 5);
+            let mut interleaved = vec![Vec::new(); starts.len()];
+            traverser.find_tags_each(&starts, &mut Scratch::default(), |i, found| interleaved[i] = found.to_vec());
+            let mut scratch = Scratch::default();
+            for (i, &start) in starts.iter().enumerate() {
+                let mut alone = Vec::new();
+                traverser.find_all_tags(start, &mut scratch, &mut alone);
+                assert_eq!(interleaved[i], alone, "walk from start {i}");
+            }
+            assert!(interleaved.iter().filter(|found| found.len() >= 2).count() > starts.len() / 2);
+        }
+    }
+
+    #[test]
     fn assign_joins_partitions_and_unassigns_lonely_tags() {
         let mut map = PartitionMap::default();
         map.assign(1, &[2]);
