@@ -64,7 +64,9 @@ pub fn pairing(data: &[u8]) {
 /// loads answers lookups.
 pub fn khmer_table(data: &[u8]) {
     with_file(data, |path| {
-        if let Ok(table) = khmer_format::load(path, HashKind::TwoBit, &crate::run::CancelToken::new()) {
+        if let Ok(table) =
+            khmer_format::load(path, HashKind::TwoBit, Default::default(), &crate::run::CancelToken::new())
+        {
             for hash in [0, 1, u64::MAX, 0x5555_5555] {
                 table.get_hash(hash);
             }

@@ -16,7 +16,7 @@ use kmerflow_core::ops::load_graph::TAG_DENSITY;
 use kmerflow_core::ops::load_graph::{self, Tagset};
 use kmerflow_core::ops::memory::{check_fits, Backing};
 use kmerflow_core::ops::partition::repartition::{Excursions, Repartitioner};
-use kmerflow_core::ops::partition::{annotate_file, files, partition_tags, stoptags, PartitionMap, Traverser};
+use kmerflow_core::ops::partition::{annotate_file, files, partition_tags, stoptags, KmerSet, PartitionMap, Traverser};
 use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{add_table_files, HashKind, KhmerTable, StorageKind};
 use numpy::PyArray1;
@@ -479,6 +479,7 @@ impl Table {
         let (first, last) = (position(start, 0), position(end, tags.len()));
         let inner = &self.inner;
         let map = interruptible(py, |ctx| {
+            let tag_set: KmerSet = tag_set.iter().copied().collect();
             let traverser = Traverser::new(inner, &tag_set, &stop_tags, stop_big_traversals, TAG_DENSITY);
             partition_tags(&traverser, &tags[first.min(last)..last], ctx)
         })?
@@ -556,7 +557,8 @@ impl Table {
         let (tags, mut stop_tags, mut small_tags, mut map) = {
             let marks = self.marks()?;
             let map = subs.as_ref().map_or_else(|| marks.partition.clone(), |subs| subs.map.clone());
-            (marks.tags.clone(), marks.stop_tags.clone(), marks.small_tags.clone(), map)
+            let tags: KmerSet = marks.tags.iter().copied().collect();
+            (tags, marks.stop_tags.clone(), marks.small_tags.clone(), map)
         };
         let excursions = Excursions { distance, threshold: threshold as usize, frequency };
         let graph = &self.inner;

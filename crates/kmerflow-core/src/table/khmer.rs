@@ -73,7 +73,7 @@ impl Table {
     }
 
     /// A zeroed table of `size` bins allocated as `options` say.
-    fn with_options(storage: StorageKind, size: u64, options: AllocOptions) -> Result<Self> {
+    pub(crate) fn with_options(storage: StorageKind, size: u64, options: AllocOptions) -> Result<Self> {
         if size == 0 || size > 1 << 63 {
             return Err(Error::invalid(format!("table size {size} is out of range (1..=2^63)")));
         }
@@ -309,6 +309,22 @@ impl KhmerTable {
         }
     }
 
+    /// Prefetches the counter of `hash` in the table `t` (a lookup staged one table at a
+    /// time, as the graph walks make theirs).
+    #[inline(always)]
+    pub(crate) fn prefetch_in(&self, t: usize, hash: u64) {
+        let table = &self.tables[t];
+        with_cells!(self.storage, C => prefetch(&table.mem.atomics()[C::byte_of(table.modulus.rem(hash))]))
+    }
+
+    /// Whether the counter of `hash` in the table `t` is not zero (a k-mer is in the table when
+    /// it is in each of its tables).
+    #[inline(always)]
+    pub(crate) fn is_set_in(&self, t: usize, hash: u64) -> bool {
+        let table = &self.tables[t];
+        with_cells!(self.storage, C => C::count(table.mem.atomics(), table.modulus.rem(hash)) != 0)
+    }
+
     /// Visits k-mers 0..n in order (with their hash and bins) while the bins of the k-mer
     /// `PREFETCH_AHEAD` places later are prefetched; stops early when `visit` returns false.
     #[inline(always)]
@@ -415,7 +431,13 @@ impl KhmerTable {
     /// [`KhmerTable::load`] within the run `ctx`: a table read from a FIFO or other stream
     /// stops waiting for it once the run is cancelled.
     pub fn load_in(path: &str, hash: HashKind, ctx: &crate::run::RunContext) -> Result<Self> {
-        khmer_format::load(path, hash, ctx.cancel_token())
+        Self::load_with(path, hash, AllocOptions::default(), ctx)
+    }
+
+    /// [`KhmerTable::load_in`] with the tables allocated as `options` say (huge pages for a
+    /// table looked up at random, as the graph walks do).
+    pub fn load_with(path: &str, hash: HashKind, options: AllocOptions, ctx: &crate::run::RunContext) -> Result<Self> {
+        khmer_format::load(path, hash, options, ctx.cancel_token())
     }
 
     /// Increments the bins of one k-mer (bin of table t given by `bin_of(t)`), updating the

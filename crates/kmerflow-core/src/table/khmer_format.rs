@@ -5,7 +5,7 @@
 //! its counter bytes; type 1 ends with the bigcount entries (u64 count, then hash u64 + count
 //! u16 each, written here in ascending hash order).
 
-use super::{HashKind, KhmerTable, StorageKind, Table};
+use super::{AllocOptions, HashKind, KhmerTable, StorageKind, Table};
 use crate::io::interruptible::{open_read, Interruptible};
 use crate::io::{Compression, OutputFile};
 use crate::kmer::Strand;
@@ -284,10 +284,10 @@ impl FieldReader<'_> {
     }
 }
 
-/// Loads a table from `path` (gzip detected), with hash family `hash`. A FIFO or other stream
-/// is opened and read without holding the run once `cancel` is cancelled (see
-/// [`crate::io::interruptible`]).
-pub fn load(path: &str, hash: HashKind, cancel: &CancelToken) -> Result<KhmerTable> {
+/// Loads a table from `path` (gzip detected), with hash family `hash`, its tables allocated as
+/// `options` say. A FIFO or other stream is opened and read without holding the run once
+/// `cancel` is cancelled (see [`crate::io::interruptible`]).
+pub fn load(path: &str, hash: HashKind, options: AllocOptions, cancel: &CancelToken) -> Result<KhmerTable> {
     let file = open_read(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     // The length of a regular file bounds its table sizes; a stream (a pipe, a FIFO) has none.
@@ -341,7 +341,7 @@ pub fn load(path: &str, hash: HashKind, cancel: &CancelToken) -> Result<KhmerTab
         if !gzip && file_len.is_some_and(|len| consumed > len) {
             return Err(reader.invalid(format!("truncated khmer table file (table {t} of size {size})")));
         }
-        let mut table = Table::new(storage, size).map_err(|e| reader.invalid(e.to_string()))?;
+        let mut table = Table::with_options(storage, size, options).map_err(|e| reader.invalid(e.to_string()))?;
         // (its pages are only taken as they are filled)
         if whole_file.is_none() {
             fits(super::bytes_for(storage, size) as u64)?;

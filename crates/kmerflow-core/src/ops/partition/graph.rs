@@ -2,6 +2,7 @@
 //! (`SubsetPartition::find_all_tags`) and the partition map joining them
 //! (`assign_partition_id`, `merge_from_disk`).
 
+use super::kmer_set::KmerSet;
 use crate::table::{CountingTable, KhmerTable};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
@@ -18,10 +19,21 @@ pub const MAX_WALK_KMERS: usize = 1_000_000;
 /// low bit).
 const NEIGHBOUR_CODES: [u64; 4] = [0, 2, 3, 1];
 
+/// Walks one thread keeps in flight: a walk waits for the table lines of its next k-mers
+/// while the others test theirs (the walks are bound by memory latency, not by computing).
+const WALKS_IN_FLIGHT: usize = 32;
+
 /// Which tags a traversal may reach, and how far, over a nodegraph.
+///
+/// The walks are breadth-first as khmer's, each in khmer's order; [`Traverser::find_tags_each`]
+/// interleaves [`WALKS_IN_FLIGHT`] of them, each advancing one step per round. A step tests
+/// the neighbours of the last k-mer a walk expanded in one table of the graph (a neighbour out
+/// of one table is out of the graph, as most are), and prefetches the next table's lines of the
+/// neighbours left (with their slot in the tag set before the last table): by the walk's next
+/// step, a round later, they are in the cache.
 pub struct Traverser<'a> {
     graph: &'a KhmerTable,
-    tags: &'a FxHashSet<u64>,
+    tags: &'a KmerSet,
     stop_tags: &'a FxHashSet<u64>,
     stop_big_traversals: bool,
     max_breadth: u32,
@@ -31,14 +43,58 @@ pub struct Traverser<'a> {
     single: bool,
 }
 
-/// Reusable memory of one thread's traversals.
+/// What a walk stops at and collects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    /// khmer's `find_all_tags`: the tags next to the start.
+    Tags,
+    /// khmer's `traverse_from_kmer`: every k-mer up to this many steps away.
+    Within(u32),
+}
+
+/// A k-mer in a walk's queue: its (forward, reverse-complement) values, its distance from the
+/// start and whether it is a tag.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    f: u64,
+    r: u64,
+    breadth: u32,
+    tag: bool,
+}
+
+/// A neighbour being looked up: its values, its hash in the graph and whether every table
+/// tested so far has it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Candidate {
+    f: u64,
+    r: u64,
+    hash: u64,
+    present: bool,
+}
+
+/// One walk: its queue, the k-mers it visited, the neighbours of the k-mer it expanded last
+/// (tested one table per step), and what it collects.
+#[derive(Default)]
+struct Walk {
+    /// Position of its start among the starts.
+    start: usize,
+    visited: KmerSet,
+    queue: VecDeque<Node>,
+    candidates: [Candidate; 8],
+    n_candidates: usize,
+    /// The table the candidates are tested in at the next step.
+    table: usize,
+    /// Distance of the k-mer whose neighbours are the candidates.
+    breadth: u32,
+    /// No k-mer expanded yet (the start is not taken as a tag reached).
+    first: bool,
+    found: Vec<u64>,
+}
+
+/// Reusable memory of one thread's walks (no allocation per k-mer).
 #[derive(Default)]
 pub struct Scratch {
-    visited: FxHashSet<u64>,
-    queue: VecDeque<(u64, u64, u32)>,
-    neighbours: Vec<(u64, u64)>,
-    hashes: Vec<u64>,
-    counts: Vec<u32>,
+    walks: Vec<Walk>,
 }
 
 impl<'a> Traverser<'a> {
@@ -46,7 +102,7 @@ impl<'a> Traverser<'a> {
     /// `stop_tags`, going at most `2 * tag_density + 1` k-mers from its start (khmer's rule).
     pub fn new(
         graph: &'a KhmerTable,
-        tags: &'a FxHashSet<u64>,
+        tags: &'a KmerSet,
         stop_tags: &'a FxHashSet<u64>,
         stop_big_traversals: bool,
         tag_density: u32,
@@ -89,85 +145,168 @@ impl<'a> Traverser<'a> {
     /// the maximum breadth; with big traversals stopped, a walk that visits more than
     /// [`BIG_TRAVERSALS_ARE`] k-mers finds nothing.
     pub fn find_all_tags(&self, start: u64, scratch: &mut Scratch, found: &mut Vec<u64>) {
-        found.clear();
-        scratch.start(self.build(start));
-        let mut first = true;
-        while let Some((f, r, breadth)) = scratch.queue.pop_front() {
-            // khmer checks the size before taking the next node off a non-empty queue.
-            if self.stop_big_traversals && scratch.visited.len() > BIG_TRAVERSALS_ARE {
-                found.clear();
-                break;
-            }
-            let node = self.node(f, r);
-            if scratch.visited.contains(&node) || self.stop_tags.contains(&node) {
-                continue;
-            }
-            scratch.visited.insert(node);
-            if !first && self.tags.contains(&node) {
-                found.push(node);
-                continue;
-            }
-            if breadth >= self.max_breadth {
-                continue;
-            }
-            self.push_neighbours(f, r, breadth, scratch);
-            first = false;
-        }
-        found.sort_unstable();
+        self.walk_each(Rule::Tags, &[start], scratch, |_, tags| {
+            found.clear();
+            found.extend_from_slice(tags);
+        });
+    }
+
+    /// [`Traverser::find_all_tags`] from each of `starts`, the walks interleaved: calls
+    /// `each(i, found)` for the walk from `starts[i]` as it ends (not in the order of `starts`).
+    pub fn find_tags_each(&self, starts: &[u64], scratch: &mut Scratch, each: impl FnMut(usize, &[u64])) {
+        self.walk_each(Rule::Tags, starts, scratch, each);
     }
 
     /// khmer's `traverse_from_kmer` from the k-mer whose canonical hash is `start`: every
     /// k-mer at most `radius` steps away (tags do not stop the walk, stop tags are not
     /// entered; past [`MAX_WALK_KMERS`] the walk ends), collected ascending into `keeper`.
     pub fn traverse_from(&self, start: u64, radius: u32, scratch: &mut Scratch, keeper: &mut Vec<u64>) {
-        scratch.start(self.build(start));
-        while let Some((f, r, breadth)) = scratch.queue.pop_front() {
-            if breadth > radius || scratch.visited.len() > MAX_WALK_KMERS {
-                break;
+        self.walk_each(Rule::Within(radius), &[start], scratch, |_, kmers| {
+            keeper.clear();
+            keeper.extend_from_slice(kmers);
+        });
+    }
+
+    /// Walks from each of `starts` by `rule`, up to [`WALKS_IN_FLIGHT`] at a time, each
+    /// advancing one step per round; `each(i, collected)` as the walk from `starts[i]` ends.
+    fn walk_each(&self, rule: Rule, starts: &[u64], scratch: &mut Scratch, mut each: impl FnMut(usize, &[u64])) {
+        let width = WALKS_IN_FLIGHT.min(starts.len());
+        if scratch.walks.len() < width {
+            scratch.walks.resize_with(width, Walk::default);
+        }
+        let mut running: Vec<&mut Walk> = scratch.walks[..width].iter_mut().collect();
+        let mut next = 0;
+        for walk in &mut running {
+            self.begin(walk, next, starts[next]);
+            next += 1;
+        }
+        while !running.is_empty() {
+            let mut i = 0;
+            while i < running.len() {
+                let walk = &mut *running[i];
+                if self.step(rule, walk) {
+                    i += 1;
+                    continue;
+                }
+                each(walk.start, &walk.found);
+                if next < starts.len() {
+                    self.begin(walk, next, starts[next]);
+                    next += 1;
+                    i += 1;
+                } else {
+                    running.swap_remove(i);
+                }
             }
-            let node = self.node(f, r);
-            if scratch.visited.contains(&node) || self.stop_tags.contains(&node) {
+        }
+    }
+
+    /// Empties `walk` and queues the k-mer `start` (the start `index`) at breadth 0.
+    fn begin(&self, walk: &mut Walk, index: usize, start: u64) {
+        let (f, r) = self.build(start);
+        walk.start = index;
+        walk.visited.clear();
+        walk.queue.clear();
+        walk.queue.push_back(Node { f, r, breadth: 0, tag: false });
+        walk.n_candidates = 0;
+        walk.first = true;
+        walk.found.clear();
+    }
+
+    /// One step of `walk`: tests its candidates in the next table (queueing those in the graph
+    /// once every table is tested), then takes k-mers off its queue up to the next one to
+    /// expand. False when the walk is over, with what it collected in `walk.found`.
+    fn step(&self, rule: Rule, walk: &mut Walk) -> bool {
+        if walk.n_candidates > 0 {
+            let table = walk.table;
+            let mut left = false;
+            for c in walk.candidates[..walk.n_candidates].iter_mut().filter(|c| c.present) {
+                c.present = self.graph.is_set_in(table, c.hash);
+                left |= c.present;
+            }
+            walk.table += 1;
+            if left && walk.table < self.graph.n_tables() {
+                for c in walk.candidates[..walk.n_candidates].iter().filter(|c| c.present) {
+                    self.fetch(rule, walk.table, c.hash);
+                }
+                return true;
+            }
+            let breadth = walk.breadth + 1;
+            for c in walk.candidates[..walk.n_candidates].iter().filter(|c| c.present) {
+                let tag = rule == Rule::Tags && self.tags.contains(c.hash);
+                walk.queue.push_back(Node { f: c.f, r: c.r, breadth, tag });
+            }
+            walk.n_candidates = 0;
+        }
+        while let Some(node) = walk.queue.pop_front() {
+            match rule {
+                // khmer checks the size before taking the next node off a non-empty queue.
+                Rule::Tags if self.stop_big_traversals && walk.visited.len() > BIG_TRAVERSALS_ARE => {
+                    walk.found.clear();
+                    return false;
+                }
+                Rule::Within(radius) if node.breadth > radius || walk.visited.len() > MAX_WALK_KMERS => break,
+                _ => {}
+            }
+            let hash = self.node(node.f, node.r);
+            if walk.visited.contains(hash) || self.stop_tags.contains(&hash) {
                 continue;
             }
-            scratch.visited.insert(node);
-            self.push_neighbours(f, r, breadth, scratch);
-        }
-        keeper.clear();
-        keeper.extend(scratch.visited.iter().copied());
-        keeper.sort_unstable();
-    }
-
-    /// Queues, one step deeper, the neighbours of the k-mer (`f`, `r`) that are in the graph
-    /// and not yet visited: right then left in khmer's base order, looked up in the graph
-    /// together (their bins prefetched).
-    fn push_neighbours(&self, f: u64, r: u64, breadth: u32, scratch: &mut Scratch) {
-        let Scratch { visited, queue, neighbours, hashes, counts } = scratch;
-        neighbours.clear();
-        for code in NEIGHBOUR_CODES {
-            neighbours.push((((f << 2) & self.mask) | code, (r >> 2) | ((code ^ 1) << self.top)));
-        }
-        for code in NEIGHBOUR_CODES {
-            neighbours.push(((f >> 2) | (code << self.top), ((r << 2) & self.mask) | (code ^ 1)));
-        }
-        neighbours.retain(|&(nf, nr)| !visited.contains(&self.node(nf, nr)));
-        hashes.clear();
-        hashes.extend(neighbours.iter().map(|&(nf, nr)| self.node(nf, nr)));
-        counts.clear();
-        self.graph.counts_for_hashes(hashes, counts);
-        for (&(nf, nr), &count) in neighbours.iter().zip(counts.iter()) {
-            if count != 0 {
-                queue.push_back((nf, nr, breadth + 1));
+            walk.visited.insert(hash);
+            if rule == Rule::Tags {
+                if !walk.first && node.tag {
+                    walk.found.push(hash);
+                    continue;
+                }
+                if node.breadth >= self.max_breadth {
+                    continue;
+                }
+            }
+            walk.first = false;
+            if self.expand(rule, node, walk) {
+                return true;
             }
         }
+        match rule {
+            Rule::Tags => walk.found.sort_unstable(),
+            Rule::Within(_) => {
+                walk.found.clear();
+                walk.found.extend(walk.visited.iter());
+                walk.found.sort_unstable();
+            }
+        }
+        false
     }
-}
 
-impl Scratch {
-    /// Empties the memory of the last walk and queues the k-mer (`f`, `r`) at breadth 0.
-    fn start(&mut self, (f, r): (u64, u64)) {
-        self.visited.clear();
-        self.queue.clear();
-        self.queue.push_back((f, r, 0));
+    /// Makes the neighbours of `node` not yet visited the walk's candidates (right then left,
+    /// in khmer's base order) and prefetches their lines of the first table; false when all
+    /// of them were visited.
+    fn expand(&self, rule: Rule, node: Node, walk: &mut Walk) -> bool {
+        let Node { f, r, breadth, .. } = node;
+        let right = NEIGHBOUR_CODES.map(|code| (((f << 2) & self.mask) | code, (r >> 2) | ((code ^ 1) << self.top)));
+        let left = NEIGHBOUR_CODES.map(|code| ((f >> 2) | (code << self.top), ((r << 2) & self.mask) | (code ^ 1)));
+        let mut n = 0;
+        for (nf, nr) in right.into_iter().chain(left) {
+            let hash = self.node(nf, nr);
+            if !walk.visited.contains(hash) {
+                walk.candidates[n] = Candidate { f: nf, r: nr, hash, present: true };
+                self.fetch(rule, 0, hash);
+                n += 1;
+            }
+        }
+        walk.n_candidates = n;
+        walk.table = 0;
+        walk.breadth = breadth;
+        n > 0
+    }
+
+    /// Prefetches the line of `hash` in the graph's table `table`, and its tag-set slot with
+    /// the last table's line when the walk stops at tags.
+    #[inline(always)]
+    fn fetch(&self, rule: Rule, table: usize, hash: u64) {
+        self.graph.prefetch_in(table, hash);
+        if rule == Rule::Tags && table + 1 == self.graph.n_tables() {
+            self.tags.prefetch(hash);
+        }
     }
 }
 
@@ -340,6 +479,44 @@ mod tests {
         let mut sets: Vec<Vec<u64>> = by_id.into_values().collect();
         sets.sort();
         sets
+    }
+
+    #[test]
+    fn interleaved_walks_find_what_each_walk_alone_finds() {
+        use crate::table::{HashKind, StorageKind};
+        // random sequences in a nodegraph with a few false neighbours, a tag every 7th k-mer
+        let graph = KhmerTable::new(15, HashKind::TwoBit, StorageKind::Bit, 30011, 3).unwrap();
+        let mut state = 12345u64;
+        let seqs: Vec<Vec<u8>> = (0..40)
+            .map(|_| {
+                (0..200)
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        b"ACGT"[(state >> 62) as usize]
+                    })
+                    .collect()
+            })
+            .collect();
+        graph.consume_many(seqs.iter().map(Vec::as_slice));
+        let mut hashes = Vec::new();
+        for seq in &seqs {
+            graph.kmer_hashes(seq, &mut hashes);
+        }
+        let starts: Vec<u64> = hashes.iter().step_by(7).copied().collect();
+        let tags: KmerSet = starts.iter().copied().collect();
+        let stop_tags: FxHashSet<u64> = hashes.iter().skip(3).step_by(50).copied().collect();
+        for stop_big_traversals in [false, true] {
+            let traverser = Traverser::new(&graph, &tags, &stop_tags, stop_big_traversals, 5);
+            let mut interleaved = vec![Vec::new(); starts.len()];
+            traverser.find_tags_each(&starts, &mut Scratch::default(), |i, found| interleaved[i] = found.to_vec());
+            let mut scratch = Scratch::default();
+            for (i, &start) in starts.iter().enumerate() {
+                let mut alone = Vec::new();
+                traverser.find_all_tags(start, &mut scratch, &mut alone);
+                assert_eq!(interleaved[i], alone, "walk from start {i}");
+            }
+            assert!(interleaved.iter().filter(|found| found.len() >= 2).count() > starts.len() / 2);
+        }
     }
 
     #[test]

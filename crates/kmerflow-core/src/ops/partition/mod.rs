@@ -14,11 +14,13 @@
 pub mod extract;
 pub mod files;
 pub mod graph;
+pub mod kmer_set;
 pub mod knots;
 pub mod repartition;
 pub mod stoptags;
 
 pub use graph::{PartitionMap, Scratch, Traverser, BIG_TRAVERSALS_ARE};
+pub use kmer_set::KmerSet;
 
 use super::count::{check_fp_rate, write_text};
 use super::load_graph::{self, TAG_DENSITY};
@@ -28,7 +30,7 @@ use crate::io::{write_record, Compression, OutputFile};
 use crate::kmer::clean::clean_parser;
 use crate::kmer::{twobit, Strand};
 use crate::run::RunContext;
-use crate::table::{CountingTable, HashKind, KhmerTable};
+use crate::table::{AllocOptions, CountingTable, HashKind, HugePages, KhmerTable};
 use crate::{Error, Result};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::io::Write;
@@ -39,8 +41,8 @@ use std::sync::Mutex;
 /// khmer's default number of tags per subset (`-s/--subset-size`).
 pub const DEFAULT_SUBSET_SIZE: u64 = 100_000;
 
-/// Tags traversed per task handed to a thread.
-const TAGS_PER_TASK: usize = 256;
+/// Tags traversed per task handed to a thread (the walks from them interleaved).
+const TAGS_PER_TASK: usize = 2048;
 
 /// A nodegraph with its tags and stop tags, ready to partition.
 pub struct TaggedGraph {
@@ -49,7 +51,7 @@ pub struct TaggedGraph {
     /// The tags, ascending.
     pub tags: Vec<u64>,
     /// The same tags, for lookups.
-    pub tag_set: FxHashSet<u64>,
+    pub tag_set: KmerSet,
     /// k-mers no traversal enters.
     pub stop_tags: FxHashSet<u64>,
 }
@@ -61,9 +63,10 @@ impl TaggedGraph {
         tags: impl IntoIterator<Item = u64>,
         stop_tags: impl IntoIterator<Item = u64>,
     ) -> Self {
-        let tag_set: FxHashSet<u64> = tags.into_iter().collect();
-        let mut tags: Vec<u64> = tag_set.iter().copied().collect();
+        let mut tags: Vec<u64> = tags.into_iter().collect();
         tags.sort_unstable();
+        tags.dedup();
+        let tag_set = tags.iter().copied().collect();
         TaggedGraph { graph, tags, tag_set, stop_tags: stop_tags.into_iter().collect() }
     }
 
@@ -103,14 +106,8 @@ pub fn partition_tags(traverser: &Traverser<'_>, starts: &[u64], ctx: &RunContex
                         return;
                     }
                     let chunk = &starts[task * TAGS_PER_TASK..starts.len().min((task + 1) * TAGS_PER_TASK)];
-                    let found = chunk
-                        .iter()
-                        .map(|&tag| {
-                            let mut found = Vec::new();
-                            traverser.find_all_tags(tag, &mut scratch, &mut found);
-                            found
-                        })
-                        .collect();
+                    let mut found = vec![Vec::new(); chunk.len()];
+                    traverser.find_tags_each(chunk, &mut scratch, |i, tags| found[i] = tags.to_vec());
                     results.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[task] = Some(found);
                 }
             });
@@ -141,7 +138,13 @@ pub fn load_tagged_graph(
     force: bool,
     ctx: &RunContext,
 ) -> Result<TaggedGraph> {
-    let graph = KhmerTable::load_in(path, HashKind::TwoBit, ctx)?;
+    // huge pages: every step of the walks looks the graph up at random
+    let graph = KhmerTable::load_with(
+        path,
+        HashKind::TwoBit,
+        AllocOptions { huge_pages: HugePages::On, populate: false },
+        ctx,
+    )?;
     strand.check_table(graph.strand(), path)?;
     if graph.holds_counts() {
         return Err(Error::format(

@@ -10,7 +10,7 @@
 //! `make-initial-stoptags` and `find-knots` ([`super::knots`]) and the graphs' Python method
 //! do it through [`Repartitioner`].
 
-use super::{PartitionMap, Scratch, Traverser};
+use super::{KmerSet, PartitionMap, Scratch, Traverser};
 use crate::ops::load_graph::TAG_DENSITY;
 use crate::run::RunContext;
 use crate::table::{CountingTable, KhmerTable};
@@ -49,7 +49,7 @@ pub struct Repartitioner<'a> {
     /// The nodegraph (2-bit hashed).
     pub graph: &'a KhmerTable,
     /// Its tags.
-    pub tags: &'a FxHashSet<u64>,
+    pub tags: &'a KmerSet,
     /// k-mers no walk enters; the stop tags found are added.
     pub stop_tags: &'a mut FxHashSet<u64>,
     /// Tags whose walk was small (khmer's `repart_small_tags`, kept with the graph).
@@ -146,7 +146,7 @@ mod tests {
     /// Repartitions `map` once with a fresh context.
     fn repartition(
         graph: &KhmerTable,
-        tags: &FxHashSet<u64>,
+        tags: &KmerSet,
         marks: (&mut FxHashSet<u64>, &mut FxHashSet<u64>),
         counting: &KhmerTable,
         map: &mut PartitionMap,
@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn the_second_big_walk_over_a_path_stops_every_kmer_of_it() {
         let (graph, path, counting) = path_graph();
-        let tags: FxHashSet<u64> = [path[0], path[30], path[59]].into_iter().collect();
+        let tags: KmerSet = [path[0], path[30], path[59]].into_iter().collect();
         let mut map = PartitionMap::default();
         map.assign(path[0], &[path[30], path[59]]);
         let (mut stop_tags, mut small_tags) = (FxHashSet::default(), FxHashSet::default());
@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn small_walks_join_again_and_are_never_walked_from_again() {
         let (graph, path, counting) = path_graph();
-        let tags: FxHashSet<u64> = [path[0], path[20], path[40]].into_iter().collect();
+        let tags: KmerSet = [path[0], path[20], path[40]].into_iter().collect();
         let mut map = PartitionMap::default();
         map.assign(path[0], &[path[20]]);
         map.assign(path[20], &[path[0], path[40]]);
@@ -190,7 +190,7 @@ mod tests {
         let short = Excursions { distance: 10, threshold: 22, frequency: 0 };
         let done = repartition(&graph, &tags, (&mut stop_tags, &mut small_tags), &counting, &mut map, short).unwrap();
         assert_eq!((done.tags, done.big_walks, done.stop_tags), (3, 0, 0));
-        assert_eq!(small_tags, tags);
+        assert_eq!(small_tags, tags.iter().collect());
         assert_eq!(map.count_partitions(&[path[0], path[20], path[40]]), (1, 0));
         // with walks that would be big, the small tags are still skipped: nothing changes
         let long = Excursions { distance: 100, threshold: 1, frequency: 0 };
