@@ -77,10 +77,10 @@ impl RemoteShards for PyRemote {
 
 /// Runs `work` on the shards held here, locked for its duration (`None` for a remote shard),
 /// and on `remote` as the remote shards.
-fn with_shards<R>(
-    local: &[Option<Py<Shard>>],
+fn with_shards<S: HeldShard, R>(
+    local: &[Option<Py<S>>],
     remote: Py<PyAny>,
-    work: impl FnOnce(Vec<Option<&mut kmerflow_core::shards::khmer::Shard>>, &mut dyn RemoteShards) -> R,
+    work: impl FnOnce(Vec<Option<&mut S::Core>>, &mut dyn RemoteShards) -> R,
 ) -> R {
     let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
     work(guards.iter_mut().map(|g| g.as_deref_mut()).collect(), &mut PyRemote(remote))
@@ -113,11 +113,9 @@ impl Table {
             Table::Khmer(client, local) => with_shards(local, remote, |local, remote| {
                 work(&mut KhmerShards { client: client.get().core(), local }, remote)
             }),
-            Table::Blocked(client, local) => {
-                let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
-                let local = guards.iter_mut().map(|g| g.as_deref_mut()).collect();
-                work(&mut BlockedShards { client: client.get().core(), local }, &mut PyRemote(remote))
-            }
+            Table::Blocked(client, local) => with_shards(local, remote, |local, remote| {
+                work(&mut BlockedShards { client: client.get().core(), local }, remote)
+            }),
         }
     }
 }
