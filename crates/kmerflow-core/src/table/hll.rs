@@ -6,7 +6,7 @@
 //! counting below khmer's per-p threshold, otherwise the raw HyperLogLog estimate with the
 //! HyperLogLog++ empirical bias correction up to 5m.
 
-use super::hll_bias::{BIASES, RAW_ESTIMATES};
+use super::hll_bias::BIAS_ROWS;
 use crate::kmer::{murmur, twobit, Strand};
 use crate::{Error, Result};
 
@@ -171,12 +171,12 @@ impl HllCounter {
 
     /// Mean measured bias at the raw-estimate points nearest to `raw` (ties by position).
     fn bias(&self, raw: f64) -> f64 {
-        let row = (self.p - MIN_P) as usize;
+        let row = &BIAS_ROWS[(self.p - MIN_P) as usize];
         let mut by_distance: Vec<(f64, usize)> =
-            RAW_ESTIMATES[row].iter().enumerate().map(|(i, &point)| ((raw - point).powi(2), i)).collect();
+            row.raw_estimates.iter().enumerate().map(|(i, &point)| ((raw - point).powi(2), i)).collect();
         by_distance.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let nearest = &by_distance[..NEIGHBOURS.min(by_distance.len())];
-        nearest.iter().map(|&(_, i)| BIASES[row][i]).sum::<f64>() / nearest.len() as f64
+        nearest.iter().map(|&(_, i)| row.biases[i]).sum::<f64>() / nearest.len() as f64
     }
 }
 
