@@ -42,6 +42,7 @@ use super::alloc::AllocOptions;
 use super::storage::{BitCells, ByteCells, Cells, NibbleCells};
 use super::{prefetch, CountingTable, MedianVote, StorageKind, Tally, PREFETCH_AHEAD};
 use crate::io::Staged;
+use crate::kmer::murmur::fmix64;
 use crate::kmer::Strand;
 use crate::run::RunContext;
 use crate::{Error, Result};
@@ -235,11 +236,11 @@ pub(crate) fn probe_slots<C: LineCells>(hash: u64, probes: usize) -> [u16; MAX_P
     // u16 slots: the array travels in registers, not through the stack.
     let mask = (1u16 << C::SLOT_BITS) - 1;
     let mut slots = [0u16; MAX_PROBES];
-    let mut bits = hash::mix64(hash ^ 0x6a09_e667_f3bc_c909);
+    let mut bits = fmix64(hash ^ 0x6a09_e667_f3bc_c909);
     let mut left = 64;
     for i in 0..probes {
         if left < C::SLOT_BITS {
-            bits = hash::mix64(bits);
+            bits = fmix64(bits);
             left = 64;
         }
         let mut slot = bits as u16 & mask;
@@ -611,7 +612,7 @@ mod tests {
         fn check<C: LineCells>() {
             for probes in 1..=MAX_PROBES {
                 for h in 0..2000u64 {
-                    let slots = probe_slots::<C>(hash::mix64(h), probes);
+                    let slots = probe_slots::<C>(fmix64(h), probes);
                     let mut used: Vec<u16> = slots[..probes].to_vec();
                     assert!(used.iter().all(|&s| s < 1 << C::SLOT_BITS));
                     used.sort_unstable();
@@ -629,7 +630,7 @@ mod tests {
     fn lines_cover_the_table() {
         let t = BlockedTable::new(5, 64 * 10, CounterWidth::Bits8, 4).unwrap();
         let mut seen = [false; 10];
-        (0..1000u64).for_each(|h| seen[t.line_of(hash::mix64(h)) as usize] = true);
+        (0..1000u64).for_each(|h| seen[t.line_of(fmix64(h)) as usize] = true);
         assert!(seen.iter().all(|&s| s));
         assert_eq!(t.line_of(u64::MAX), 9);
     }

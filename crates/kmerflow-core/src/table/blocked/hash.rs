@@ -22,6 +22,7 @@
 //! Base codes are A=0, T=1, C=2 and G=3 for every other byte (callers clean reads first, as
 //! for the 2-bit tables); the complement of a code is `code ^ 1`.
 
+use crate::kmer::murmur::fmix64;
 use crate::kmer::{twobit, Strand};
 
 /// A hash scheme of the blocked layout.
@@ -83,19 +84,9 @@ fn code(b: u8) -> usize {
     CODE[b as usize] as usize
 }
 
-/// MurmurHash3's 64-bit finaliser (a bijection with full avalanche).
-#[inline(always)]
-pub(super) fn mix64(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
-}
-
 #[inline(always)]
 fn fold128(v: u128) -> u64 {
-    mix64((v as u64).wrapping_add(mix64((v >> 64) as u64 ^ 0x9e37_79b9_7f4a_7c15)))
+    fmix64((v as u64).wrapping_add(fmix64((v >> 64) as u64 ^ 0x9e37_79b9_7f4a_7c15)))
 }
 
 /// Random seeds of the rolling hash, one per base code.
@@ -168,7 +159,7 @@ impl KmerHasher {
             BlockedHash::TwoBit64 => {
                 let f = kmer.iter().fold(0u64, |h, &b| (h << 2) | code(b) as u64);
                 let r = kmer.iter().rev().fold(0u64, |h, &b| (h << 2) | (code(b) ^ 1) as u64);
-                mix64(if single { f } else { f.min(r) })
+                fmix64(if single { f } else { f.min(r) })
             }
             BlockedHash::TwoBit128 => {
                 let f = kmer.iter().fold(0u128, |h, &b| (h << 2) | code(b) as u128);
@@ -178,7 +169,7 @@ impl KmerHasher {
             BlockedHash::Rolling => {
                 let f = kmer.iter().fold(0, |h, &b| srol(h) ^ SEEDS[code(b)]);
                 let r = kmer.iter().rev().fold(0, |h, &b| srol(h) ^ SEEDS[code(b) ^ 1]);
-                mix64(if single { f } else { f.min(r) })
+                fmix64(if single { f } else { f.min(r) })
             }
         }
     }
@@ -195,7 +186,7 @@ impl KmerHasher {
             BlockedHash::TwoBit64 => {
                 let start = out.len();
                 twobit::hashes(seq, k, self.strand, out);
-                out[start..].iter_mut().for_each(|h| *h = mix64(*h));
+                out[start..].iter_mut().for_each(|h| *h = fmix64(*h));
             }
             BlockedHash::TwoBit128 if self.strand.is_single() => self.hashes_u128::<false>(seq, out),
             BlockedHash::TwoBit128 => self.hashes_u128::<true>(seq, out),
@@ -228,12 +219,12 @@ impl KmerHasher {
         let k = self.k;
         let mut f = seq[..k].iter().fold(0, |h, &b| srol(h) ^ SEEDS[code(b)]);
         let mut r = seq[..k].iter().rev().fold(0, |h, &b| srol(h) ^ SEEDS[code(b) ^ 1]);
-        out.push(mix64(if CANONICAL { f.min(r) } else { f }));
+        out.push(fmix64(if CANONICAL { f.min(r) } else { f }));
         out.extend(seq.iter().zip(&seq[k..]).map(|(&leaving, &entering)| {
             let (out_code, in_code) = (code(leaving), code(entering));
             f = srol(f) ^ self.seeds_rot_k[out_code] ^ SEEDS[in_code];
             r = sror(r ^ SEEDS[out_code ^ 1]) ^ self.seeds_rot_k1[in_code ^ 1];
-            mix64(if CANONICAL { f.min(r) } else { f })
+            fmix64(if CANONICAL { f.min(r) } else { f })
         }));
     }
 }
