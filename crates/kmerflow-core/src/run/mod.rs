@@ -118,11 +118,17 @@ impl CancelToken {
     /// `Err(Error::Cancelled)` once cancelled.
     #[inline]
     pub fn check(&self) -> Result<()> {
-        if self.is_cancelled() {
-            Err(Error::Cancelled)
-        } else {
-            Ok(())
-        }
+        cancelled_if(self.is_cancelled())
+    }
+}
+
+/// `Err(Error::Cancelled)` when `cancelled`, the answer of every cancellation check.
+#[inline]
+fn cancelled_if(cancelled: bool) -> Result<()> {
+    if cancelled {
+        Err(Error::Cancelled)
+    } else {
+        Ok(())
     }
 }
 
@@ -281,11 +287,7 @@ impl RunContext {
     /// batches.
     #[inline]
     pub fn check_cancelled(&self) -> Result<()> {
-        if self.is_cancelled() {
-            Err(Error::Cancelled)
-        } else {
-            Ok(())
-        }
+        cancelled_if(self.is_cancelled())
     }
 
     /// Declares `output` as a file or folder the front end will write beside the operation's
