@@ -104,6 +104,28 @@ fn push_trimmed<'py>(out: &Bound<'py, PyList>, record: &Bound<'py, PyAny>, trim:
     }
 }
 
+/// The records of `batch` (a list of single records) cut before their first k-mer whose count
+/// in `table` is below `cutoff` (those of a median count below `keep_whole_below` kept whole),
+/// in order: the filter of `AbundanceFilter` and of the `Trimmer`'s second pass.
+fn abundance_filtered<'py>(
+    table: &Py<Table>,
+    batch: &Bound<'py, PyList>,
+    cutoff: u32,
+    keep_whole_below: Option<u32>,
+) -> PyResult<Bound<'py, PyList>> {
+    let py = batch.py();
+    let table = table.bind(py).borrow();
+    let inner: &KhmerTable = table.inner();
+    let b = Batch::new(batch, false, inner.ksize())?;
+    let seqs: Vec<&Vec<u8>> = b.seqs.iter().map(|s| &s[0]).collect();
+    let trims = py.detach(|| filter_batch(inner, &seqs, cutoff, keep_whole_below));
+    let out = PyList::empty(py);
+    for (item, trim) in b.items.iter().zip(trims) {
+        push_trimmed(&out, item, trim)?;
+    }
+    Ok(out)
+}
+
 /// Digital normalization of a stream of reads or bundles (normalize-by-median).
 #[pyclass(subclass, frozen, module = "kmerflow._core")]
 pub struct Normalizer {
@@ -164,18 +186,7 @@ impl AbundanceFilter {
 
     /// The kept (possibly truncated) records of one batch (a list), in order.
     fn filter_batch<'py>(&self, batch: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
-        let py = batch.py();
-        let table = self.table.bind(py).borrow();
-        let inner: &KhmerTable = table.inner();
-        let b = Batch::new(batch, false, inner.ksize())?;
-        let seqs: Vec<&Vec<u8>> = b.seqs.iter().map(|s| &s[0]).collect();
-        let (cutoff, z) = (self.cutoff, self.variable_coverage);
-        let trims = py.detach(|| filter_batch(inner, &seqs, cutoff, z));
-        let out = PyList::empty(py);
-        for (item, trim) in b.items.iter().zip(trims) {
-            push_trimmed(&out, item, trim)?;
-        }
-        Ok(out)
+        abundance_filtered(&self.table, batch, self.cutoff, self.variable_coverage)
     }
 }
 
@@ -235,18 +246,7 @@ impl Trimmer {
 
     /// The second pass over set-aside records (a list): the kept, possibly truncated, records.
     fn second_pass_batch<'py>(&self, batch: &Bound<'py, PyList>) -> PyResult<Bound<'py, PyList>> {
-        let py = batch.py();
-        let table = self.table.bind(py).borrow();
-        let inner: &KhmerTable = table.inner();
-        let b = Batch::new(batch, false, inner.ksize())?;
-        let seqs: Vec<&Vec<u8>> = b.seqs.iter().map(|s| &s[0]).collect();
-        let (cutoff, z) = (self.cutoff, self.variable_coverage.then_some(self.trim_at_coverage));
-        let trims = py.detach(|| filter_batch(inner, &seqs, cutoff, z));
-        let out = PyList::empty(py);
-        for (item, trim) in b.items.iter().zip(trims) {
-            push_trimmed(&out, item, trim)?;
-        }
-        Ok(out)
+        abundance_filtered(&self.table, batch, self.cutoff, self.variable_coverage.then_some(self.trim_at_coverage))
     }
 }
 
