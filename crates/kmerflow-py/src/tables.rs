@@ -17,6 +17,7 @@ use kmerflow_core::ops::load_graph::{self, Tagset};
 use kmerflow_core::ops::memory::{check_fits, Backing};
 use kmerflow_core::ops::partition::repartition::{Excursions, Repartitioner};
 use kmerflow_core::ops::partition::{annotate_file, files, partition_tags, stoptags, KmerSet, PartitionMap, Traverser};
+use kmerflow_core::run::RunContext;
 use kmerflow_core::table::CountingTable;
 use kmerflow_core::table::{add_table_files, HashKind, KhmerTable, StorageKind};
 use numpy::PyArray1;
@@ -140,6 +141,28 @@ impl Table {
         let mut sorted: Vec<u64> = hashes.iter().copied().collect();
         sorted.sort_unstable();
         sorted.into_iter().map(|hash| twobit::reverse_hash(hash, self.inner.ksize())).collect()
+    }
+
+    /// Reads the hashes of a file of this k with `load` (GIL released) into the set of the marks
+    /// that `set` picks, replacing the hashes there when `clear`.
+    fn load_marks(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        load: fn(&str, usize, &RunContext) -> kmerflow_core::Result<Vec<u64>>,
+        set: fn(&mut Marks) -> &mut FxHashSet<u64>,
+        clear: bool,
+    ) -> PyResult<()> {
+        let path = path.to_string_lossy().into_owned();
+        let k = self.inner.ksize();
+        let hashes = interruptible(py, |ctx| load(&path, k, ctx))?.py()?;
+        let mut marks = self.marks()?;
+        let set = set(&mut marks);
+        if clear {
+            set.clear();
+        }
+        set.extend(hashes);
+        Ok(())
     }
 
     /// Writes `bytes` to `path` within a run (Ctrl-C stops it), GIL released.
@@ -398,15 +421,7 @@ impl Table {
     /// `clear_tags` is False.
     #[pyo3(signature = (path, clear_tags = true))]
     fn load_tagset(&self, py: Python<'_>, path: PathBuf, clear_tags: bool) -> PyResult<()> {
-        let path = path.to_string_lossy().into_owned();
-        let k = self.inner.ksize();
-        let tags = interruptible(py, |ctx| files::load_tagset(&path, k, ctx))?.py()?;
-        let mut marks = self.marks()?;
-        if clear_tags {
-            marks.tags.clear();
-        }
-        marks.tags.extend(tags);
-        Ok(())
+        self.load_marks(py, path, files::load_tagset, |marks| &mut marks.tags, clear_tags)
     }
 
     /// Saves the tags as a tagset file khmer reads.
@@ -431,15 +446,7 @@ impl Table {
     /// its stop tags are added to ours, or replace them with `clear_tags`.
     #[pyo3(signature = (path, clear_tags = false))]
     fn load_stop_tags(&self, py: Python<'_>, path: PathBuf, clear_tags: bool) -> PyResult<()> {
-        let path = path.to_string_lossy().into_owned();
-        let k = self.inner.ksize();
-        let tags = interruptible(py, |ctx| files::load_stoptags(&path, k, ctx))?.py()?;
-        let mut marks = self.marks()?;
-        if clear_tags {
-            marks.stop_tags.clear();
-        }
-        marks.stop_tags.extend(tags);
-        Ok(())
+        self.load_marks(py, path, files::load_stoptags, |marks| &mut marks.stop_tags, clear_tags)
     }
 
     /// Saves the stop tags as a stop-tags file khmer reads.
