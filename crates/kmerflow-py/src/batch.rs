@@ -126,8 +126,6 @@ fn batch_apply(
 /// Adds the batch functions and class to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchDecision>()?;
-    m.add_function(wrap_pyfunction!(batch_lookup, m)?)?;
-    m.add_function(wrap_pyfunction!(batch_decide, m)?)?;
-    m.add_function(wrap_pyfunction!(batch_apply, m)?)?;
+    add_functions!(m, batch_lookup, batch_decide, batch_apply);
     Ok(())
 }

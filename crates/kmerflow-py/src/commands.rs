@@ -200,13 +200,7 @@ fn plots_drawable() -> Result<(), String> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kmerflow_cli::report::set_plots_check(plots_drawable);
     m.add("REPORT_CHARTS", kmerflow_cli::report::CHARTS.to_vec())?;
-    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
-    m.add_function(wrap_pyfunction!(run_command, m)?)?;
-    m.add_function(wrap_pyfunction!(command_specs, m)?)?;
-    m.add_function(wrap_pyfunction!(check_command, m)?)?;
-    m.add_function(wrap_pyfunction!(shard_requested, m)?)?;
-    m.add_function(wrap_pyfunction!(shard_plan, m)?)?;
-    m.add_function(wrap_pyfunction!(shard_finish, m)?)?;
+    add_functions!(m, cli_main, run_command, command_specs, check_command, shard_requested, shard_plan, shard_finish);
     m.add_class::<ShardTerminal>()?;
     Ok(())
 }

@@ -106,13 +106,16 @@ pub fn is_prime(n: u64) -> bool {
 
 /// Registers the functions on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(forward_hash, m)?)?;
-    m.add_function(wrap_pyfunction!(forward_hash_no_rc, m)?)?;
-    m.add_function(wrap_pyfunction!(reverse_hash, m)?)?;
-    m.add_function(wrap_pyfunction!(hash_murmur3, m)?)?;
-    m.add_function(wrap_pyfunction!(hash_no_rc_murmur3, m)?)?;
-    m.add_function(wrap_pyfunction!(reverse_complement, m)?)?;
-    m.add_function(wrap_pyfunction!(get_n_primes_near_x, m)?)?;
-    m.add_function(wrap_pyfunction!(is_prime, m)?)?;
+    add_functions!(
+        m,
+        forward_hash,
+        forward_hash_no_rc,
+        reverse_hash,
+        hash_murmur3,
+        hash_no_rc_murmur3,
+        reverse_complement,
+        get_n_primes_near_x,
+        is_prime
+    );
     Ok(())
 }

@@ -14,6 +14,14 @@
 //! Every method that reads files or touches many k-mers releases the GIL; commands and file
 //! reads stop promptly on Ctrl-C ([`interrupt`]).
 
+/// Adds the `#[pyfunction]`s named to the module `m` (in a fn returning `PyResult`):
+/// `add_functions!(m, f, g)`.
+macro_rules! add_functions {
+    ($m:expr, $($function:path),+ $(,)?) => {
+        $($m.add_function(pyo3::wrap_pyfunction!($function, $m)?)?;)+
+    };
+}
+
 mod batch;
 mod blocked_shards;
 mod commands;

@@ -203,22 +203,21 @@ fn write_places(py: Python<'_>, path: &str, places: Places, cells: PyReadonlyArr
 /// Adds the functions and classes to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StagedFile>()?;
-    for f in [
-        wrap_pyfunction!(khmer_frame, m)?,
-        wrap_pyfunction!(khmer_places, m)?,
-        wrap_pyfunction!(khmer_client_from_file, m)?,
-        wrap_pyfunction!(khmer_shard_write, m)?,
-        wrap_pyfunction!(khmer_shard_read, m)?,
-        wrap_pyfunction!(blocked_places, m)?,
-        wrap_pyfunction!(blocked_shard_write, m)?,
-        wrap_pyfunction!(blocked_shard_read, m)?,
-        wrap_pyfunction!(blocked_shard_set, m)?,
-        wrap_pyfunction!(blocked_seal, m)?,
-        wrap_pyfunction!(blocked_client_from_file, m)?,
-        wrap_pyfunction!(read_places, m)?,
-        wrap_pyfunction!(write_places, m)?,
-    ] {
-        m.add_function(f)?;
-    }
+    add_functions!(
+        m,
+        khmer_frame,
+        khmer_places,
+        khmer_client_from_file,
+        khmer_shard_write,
+        khmer_shard_read,
+        blocked_places,
+        blocked_shard_write,
+        blocked_shard_read,
+        blocked_shard_set,
+        blocked_seal,
+        blocked_client_from_file,
+        read_places,
+        write_places
+    );
     Ok(())
 }
