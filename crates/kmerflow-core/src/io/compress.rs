@@ -373,10 +373,7 @@ mod tests {
     #[test]
     fn a_cancelled_run_stops_waiting_on_a_stalled_input() {
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("stalled");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo only reads the path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let fifo = crate::io::test_fifo(dir.path(), "stalled");
         // A writer that sends one record and then stalls, holding the FIFO open.
         let writer = {
             let fifo = fifo.clone();

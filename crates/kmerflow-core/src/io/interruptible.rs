@@ -186,11 +186,7 @@ mod tests {
     use std::time::Instant;
 
     fn fifo(dir: &std::path::Path) -> String {
-        let path = dir.join("fifo");
-        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo only reads the path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        path.to_str().unwrap().to_string()
+        crate::io::test_fifo(dir, "fifo").to_str().unwrap().to_string()
     }
 
     fn cancel_after(ms: u64) -> CancelToken {

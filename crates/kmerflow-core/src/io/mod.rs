@@ -60,6 +60,16 @@ pub fn check_rereadable(path: &str) -> Result<()> {
     ))
 }
 
+/// A FIFO made at `dir/name`, for the tests of code that meets one; returns its path.
+#[cfg(test)]
+pub(crate) fn test_fifo(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo only reads the path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    path
+}
+
 impl Workload for RecordBatch {
     fn records(&self) -> u64 {
         self.len() as u64

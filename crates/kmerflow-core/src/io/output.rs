@@ -587,10 +587,7 @@ mod tests {
     #[test]
     fn a_fifo_is_written_in_place_and_stays_a_fifo() {
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("out.fa");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid path string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let fifo = crate::io::test_fifo(dir.path(), "out.fa");
         let reader = {
             let fifo = fifo.clone();
             std::thread::spawn(move || std::fs::read(fifo).unwrap())
