@@ -33,6 +33,16 @@ fn consume_all(table: &KhmerTable, reads: &[Vec<u8>]) {
     }
 }
 
+/// The reads of `test-abund-read-2.fa` (a read, then a thousand copies of its first 18 bases)
+/// counted into a countgraph of k = `k` with bigcount (two tables of 10^7, as khmer's tests).
+fn error_read_counted(k: usize) -> (Vec<Vec<u8>>, KhmerTable) {
+    let reads = fasta_reads("test-abund-read-2.fa");
+    let mut table = KhmerTable::new(k, HashKind::TwoBit, StorageKind::Byte, 10_000_000, 2).unwrap();
+    table.set_use_bigcount(true).unwrap();
+    consume_all(&table, &reads);
+    (reads, table)
+}
+
 #[test]
 fn countgraph_occupancy_on_random_20() {
     let reads = fasta_reads("random-20-a.fa");
@@ -67,10 +77,7 @@ fn small_tables_match_khmer_raw_contents() {
 
 #[test]
 fn median_of_the_error_read() {
-    let reads = fasta_reads("test-abund-read-2.fa");
-    let mut table = KhmerTable::new(8, HashKind::TwoBit, StorageKind::Byte, 10_000_000, 2).unwrap();
-    table.set_use_bigcount(true).unwrap();
-    consume_all(&table, &reads);
+    let (reads, table) = error_read_counted(8);
     assert_eq!(table.median_count(&reads[0]), Some((1, 103.803_74, 303.702_94)));
     assert_eq!(table.trim_on_abundance(&reads[0], 2), 18);
     assert_eq!(table.trim_below_abundance(&reads[0], 1), 0);
@@ -79,10 +86,7 @@ fn median_of_the_error_read() {
 
 #[test]
 fn abundance_distribution_with_bigcount() {
-    let reads = fasta_reads("test-abund-read-2.fa");
-    let mut table = KhmerTable::new(17, HashKind::TwoBit, StorageKind::Byte, 10_000_000, 2).unwrap();
-    table.set_use_bigcount(true).unwrap();
-    consume_all(&table, &reads);
+    let (reads, table) = error_read_counted(17);
     let sizes = table.hashsizes().to_vec();
     let tracking = KhmerTable::with_sizes(17, HashKind::TwoBit, StorageKind::Bit, sizes).unwrap();
     let mut dist = vec![0u64; 65536];
