@@ -31,20 +31,15 @@ fn argv(args: &[String]) -> Vec<OsString> {
 /// The parts of a metrics document that do not depend on timing.
 fn deterministic(metrics: &Path) -> Value {
     let doc: Value = serde_json::from_slice(&std::fs::read(metrics).unwrap()).unwrap();
-    let inputs: Vec<Value> = doc["inputs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| serde_json::json!([i["path"], i["bytes_compressed"], i["bytes_decompressed"]]))
-        .collect();
-    let pipelines: Vec<Value> = doc["pipelines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| serde_json::json!([p["label"], p["threads"], p["records"]]))
-        .collect();
+    // The fields `fields` of each entry of the list `list`.
+    let pick = |list: &str, fields: &[&str]| -> Vec<Value> {
+        let entries = doc[list].as_array().unwrap().iter();
+        entries.map(|entry| fields.iter().map(|&field| entry[field].clone()).collect()).collect()
+    };
     serde_json::json!({
-        "command": doc["command"], "threads": doc["threads"], "inputs": inputs, "pipelines": pipelines,
+        "command": doc["command"], "threads": doc["threads"],
+        "inputs": pick("inputs", &["path", "bytes_compressed", "bytes_decompressed"]),
+        "pipelines": pick("pipelines", &["label", "threads", "records"]),
         "counters": doc["counters"], "totals": doc["totals"],
     })
 }
