@@ -541,25 +541,27 @@ mod tests {
         assert_eq!(size_of(&m, GraphKind::Countgraph, 8.0 / 9.3).unwrap(), 2_150_537);
     }
 
+    /// The countgraph size `p` gives at khmer's default false-positive target, and the messages
+    /// said on the way.
+    fn countgraph_size(p: &TableParams) -> (u64, Vec<Message>) {
+        let ctx = RunContext::new();
+        let size = checked_khmer_size(p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &ctx).unwrap();
+        (size, ctx.messages())
+    }
+
     #[test]
     fn unique_kmers_too_many_for_x_only_warns() {
         let p = params(|p| {
             p.unique_kmers = 1e8;
             p.ksize = 20;
         });
-        let ctx = RunContext::new();
-        let size = checked_khmer_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &ctx).unwrap();
-        assert_eq!(size, 1_000_000);
-        assert_eq!(
-            ctx.messages(),
-            [
-                "\n*** Warning: The given tablesize is too small!",
-                "*** Recommended tablesize is: 1.60278e+08 bytes",
-                "*** Current is: 1e+06 bytes",
-                "*** Estimated FP rate with current config is: 1.0\n",
-            ]
-            .map(Message::warning)
-        );
+        let warnings = [
+            "\n*** Warning: The given tablesize is too small!",
+            "*** Recommended tablesize is: 1.60278e+08 bytes",
+            "*** Current is: 1e+06 bytes",
+            "*** Estimated FP rate with current config is: 1.0\n",
+        ];
+        assert_eq!(countgraph_size(&p), (1_000_000, warnings.map(Message::warning).to_vec()));
     }
 
     #[test]
@@ -568,18 +570,12 @@ mod tests {
             p.unique_kmers = 1000.0;
             p.fp_rate = Some(0.05);
         });
-        let ctx = RunContext::new();
-        let size = checked_khmer_size(&p, GraphKind::Countgraph, 1.0, COUNTGRAPH_FP_TARGET, &ctx).unwrap();
-        assert_eq!(size, 250_000);
-        assert_eq!(
-            ctx.messages(),
-            [
-                "*** INFO: Overriding default fp 0.1 with new fp: 0.05",
-                "*** INFO: set memory ceiling automatically.",
-                "*** Ceiling is: 1e+06 bytes\n",
-            ]
-            .map(Message::info)
-        );
+        let infos = [
+            "*** INFO: Overriding default fp 0.1 with new fp: 0.05",
+            "*** INFO: set memory ceiling automatically.",
+            "*** Ceiling is: 1e+06 bytes\n",
+        ];
+        assert_eq!(countgraph_size(&p), (250_000, infos.map(Message::info).to_vec()));
     }
 
     #[test]
