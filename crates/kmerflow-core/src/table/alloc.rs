@@ -52,19 +52,51 @@ enum Backing {
     Mmap(memmap2::MmapMut),
 }
 
-/// A zero-initialised byte buffer that threads update through atomic views.
-pub struct ZeroedBytes {
-    _backing: Backing,
-    /// Start of the usable bytes (inside `backing`).
+/// `len` bytes at `ptr` that threads update through atomic views: the usable part of a memory
+/// (a buffer, a map) owned by the value that holds them, which keeps it alive beside them.
+pub(crate) struct RawBytes {
     ptr: *mut u8,
     len: usize,
 }
 
-// SAFETY: the buffer is owned; shared access only goes through `atomics()` (atomic bytes), and
-// plain access needs `&mut self`.
-unsafe impl Send for ZeroedBytes {}
+// SAFETY: the memory is its holder's own; shared access only goes through `atomics()` (atomic
+// bytes), and plain access needs `&mut self`.
+unsafe impl Send for RawBytes {}
 // SAFETY: see above.
-unsafe impl Sync for ZeroedBytes {}
+unsafe impl Sync for RawBytes {}
+
+impl RawBytes {
+    /// The `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// They must be valid and writable while the value lives (its holder owns their memory and
+    /// keeps it beside the value), and be accessed only through the value.
+    pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> Self {
+        Self { ptr, len }
+    }
+
+    /// The bytes as atomics, for shared updates.
+    #[inline(always)]
+    pub(crate) fn atomics(&self) -> &[AtomicU8] {
+        // SAFETY: AtomicU8 has the layout of u8; the memory is valid for `len` bytes for the
+        // lifetime of self (`new`) and all shared mutation goes through atomics.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU8, self.len) }
+    }
+
+    /// The bytes, mutably (exclusive access).
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: valid and writable for `len` bytes (`new`), and `&mut self` excludes every
+        // other access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+/// A zero-initialised byte buffer that threads update through atomic views.
+pub struct ZeroedBytes {
+    _backing: Backing,
+    /// The usable bytes (inside `backing`).
+    bytes: RawBytes,
+}
 
 impl ZeroedBytes {
     /// `len` zero bytes allocated as `options` say (by default: an anonymous mmap with huge
@@ -82,7 +114,8 @@ impl ZeroedBytes {
             // SAFETY: offset < HUGE_PAGE, so [offset, offset + len) lies inside the mapping.
             let ptr = unsafe { base.add(offset) };
             advise_huge_pages(ptr, len, huge);
-            let mut bytes = Self { _backing: Backing::Mmap(map), ptr, len };
+            // SAFETY: inside the mapping, which the value owns.
+            let mut bytes = Self { _backing: Backing::Mmap(map), bytes: unsafe { RawBytes::new(ptr, len) } };
             if options.populate {
                 bytes.populate();
             }
@@ -90,7 +123,8 @@ impl ZeroedBytes {
         } else {
             let mut heap = vec![0u8; len].into_boxed_slice();
             let ptr = heap.as_mut_ptr();
-            Ok(Self { _backing: Backing::Heap(heap), ptr, len })
+            // SAFETY: the heap buffer, which the value owns.
+            Ok(Self { _backing: Backing::Heap(heap), bytes: unsafe { RawBytes::new(ptr, len) } })
         }
     }
 
@@ -102,21 +136,18 @@ impl ZeroedBytes {
     /// The bytes as atomics, for shared updates.
     #[inline(always)]
     pub fn atomics(&self) -> &[AtomicU8] {
-        // SAFETY: AtomicU8 has the layout of u8; the memory is valid for `len` bytes for the
-        // lifetime of self and all shared mutation goes through atomics.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU8, self.len) }
+        self.bytes.atomics()
     }
 
     /// The bytes, mutably (exclusive access).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: valid for `len` bytes and `&mut self` excludes every other access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+        self.bytes.bytes_mut()
     }
 
     /// Faults every page in now (`MADV_POPULATE_WRITE`, or one write per page where the
     /// kernel lacks it); the bytes stay zero.
     fn populate(&mut self) {
-        if !populate_write(self.ptr, self.len) {
+        if !populate_write(self.bytes.ptr, self.bytes.len) {
             for page in self.bytes_mut().iter_mut().step_by(PAGE) {
                 // SAFETY: a volatile write of the zero the page already holds, so that the
                 // compiler keeps the store that faults the page in.
@@ -196,7 +227,7 @@ mod tests {
                 assert_eq!(buf.atomics()[0].load(Ordering::Relaxed), 9);
             }
             if buf.is_mmap() {
-                assert_eq!(buf.ptr as usize % HUGE_PAGE, 0);
+                assert_eq!(buf.bytes.ptr as usize % HUGE_PAGE, 0);
             }
         }
     }

@@ -2,7 +2,7 @@
 //! [`ZeroedBytes`], so huge pages and pre-faulting apply) or a map of a table file (a shared
 //! map that counts directly into the file, or a private copy-on-write map of a loaded file).
 
-use super::super::alloc::{AllocOptions, ZeroedBytes};
+use super::super::alloc::{AllocOptions, RawBytes, ZeroedBytes};
 use super::LINE_BYTES;
 use std::sync::atomic::AtomicU8;
 
@@ -15,14 +15,9 @@ enum Backing {
 /// `len` bytes of counters starting on a cache-line boundary.
 pub(crate) struct LineMemory {
     backing: Backing,
-    ptr: *mut u8,
-    len: usize,
+    /// The counters (inside `backing`).
+    bytes: RawBytes,
 }
-
-// SAFETY: the memory is owned by `backing`, and shared access only goes through `atomics()`.
-unsafe impl Send for LineMemory {}
-// SAFETY: see above.
-unsafe impl Sync for LineMemory {}
 
 impl LineMemory {
     /// `len` zero bytes allocated as `options` say, aligned to a cache line.
@@ -31,7 +26,8 @@ impl LineMemory {
         let base = zeroed.atomics().as_ptr() as *mut u8;
         // SAFETY: the offset is below LINE_BYTES, so [offset, offset + len) is inside the buffer.
         let ptr = unsafe { base.add(base.align_offset(LINE_BYTES)) };
-        Ok(Self { backing: Backing::Anonymous(zeroed), ptr, len })
+        // SAFETY: inside the zeroed buffer, which the value owns.
+        Ok(Self { backing: Backing::Anonymous(zeroed), bytes: unsafe { RawBytes::new(ptr, len) } })
     }
 
     /// The `len` bytes at `offset` (a multiple of the page size) of a writable map.
@@ -39,22 +35,19 @@ impl LineMemory {
         assert!(offset + len <= map.len() && offset & (LINE_BYTES - 1) == 0, "table data outside its map");
         // SAFETY: checked above that the range lies inside the map.
         let ptr = unsafe { map.as_mut_ptr().add(offset) };
-        Self { backing: Backing::Map(map), ptr, len }
+        // SAFETY: inside the map, which the value owns.
+        Self { backing: Backing::Map(map), bytes: unsafe { RawBytes::new(ptr, len) } }
     }
 
     /// The bytes as atomics, for (shared) updates.
     #[inline(always)]
     pub(crate) fn atomics(&self) -> &[AtomicU8] {
-        // SAFETY: AtomicU8 has the layout of u8; the memory is valid and writable for `len`
-        // bytes while self lives, and shared mutation only goes through atomics.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU8, self.len) }
+        self.bytes.atomics()
     }
 
     /// The bytes, mutably (`&mut self` excludes every other access).
     pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: valid and writable for `len` bytes while self lives; `&mut self` excludes
-        // every other access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+        self.bytes.bytes_mut()
     }
 
     /// The whole writable map (header included) of a mapped memory.
