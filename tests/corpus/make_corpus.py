@@ -85,6 +85,19 @@ def _compressed(fmt: str, data: bytes) -> bytes:
     raise ValueError(f"unknown format {fmt}")
 
 
+#: The damages every damaged file knows, done by _cut().
+_CUTS = ("none", "truncate", "header-only")
+
+
+def _cut(blob: bytearray, damage: str, header_bytes: int) -> None:
+    """BLOB cut as DAMAGE (one of _CUTS) says: ``none`` (whole), ``truncate`` (cut at half) or
+    ``header-only`` (the first HEADER_BYTES bytes)."""
+    if damage == "truncate":
+        del blob[len(blob) // 2:]
+    elif damage == "header-only":
+        del blob[header_bytes:]
+
+
 def damaged(dest: Path, fmt: str, damage: str) -> None:
     """sample_fastq() compressed as FMT (gzip, bgzf, bzip2, xz, zstd), then damaged.
 
@@ -102,12 +115,8 @@ def damaged(dest: Path, fmt: str, damage: str) -> None:
         dest.write_bytes(bgzf_compress(data, eof=False))
         return
     blob = bytearray(_compressed(fmt, data))
-    if damage == "none":
-        pass
-    elif damage == "truncate":
-        del blob[len(blob) // 2:]
-    elif damage == "header-only":
-        del blob[10:]
+    if damage in _CUTS:
+        _cut(blob, damage, header_bytes=10)
     elif damage == "flip-middle":
         blob[len(blob) // 2] ^= 0xFF
     elif damage == "crc":
@@ -169,12 +178,8 @@ def damaged_table(dest: Path, source: str, damage: str) -> None:
     khmer = blob[:4] == b"OXLI"
     byte_table = khmer and blob[5] == 1
     shift = 0 if byte_table else -1
-    if damage == "none":
-        pass
-    elif damage == "truncate":
-        del blob[len(blob) // 2:]
-    elif damage == "header-only":
-        del blob[16:]
+    if damage in _CUTS:
+        _cut(blob, damage, header_bytes=16)
     elif damage == "magic":
         blob[0] ^= 0x20
     elif damage == "version":
