@@ -152,18 +152,17 @@ mod tests {
         assert_eq!(p.snapshot().overall, Some(0.5));
         let p = Progress::default();
         p.plan_passes(2);
-        p.begin_pass("counting");
-        p.add_input_size(100);
-        p.add_read(100);
-        let first = p.snapshot();
-        assert_eq!((first.read, first.total, first.pass), (100, 100, Some((1, 2, "counting"))));
-        assert_eq!(first.overall, Some(0.5));
-        p.begin_pass("histogram");
-        p.add_input_size(100);
-        p.add_read(4);
-        let second = p.snapshot();
-        assert_eq!((second.read, second.total, second.pass), (4, 100, Some((2, 2, "histogram"))));
-        assert_eq!(second.overall, Some(0.52));
+        // Each pass reads `read` of an input of 100.
+        for (number, name, read, overall) in [(1, "counting", 100, 0.5), (2, "histogram", 4, 0.52)] {
+            p.begin_pass(name);
+            p.add_input_size(100);
+            p.add_read(read);
+            let now = p.snapshot();
+            assert_eq!(
+                (now.read, now.total, now.pass, now.overall),
+                (read, 100, Some((number, 2, name)), Some(overall))
+            );
+        }
         assert_eq!(p.pass_times().iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["counting", "histogram"]);
     }
 
