@@ -25,6 +25,12 @@ def random_seq(length: int, seed: int) -> str:
     return "".join(rng.choice("ACGT") for _ in range(length))
 
 
+def both_strands(path: Path, seq: str) -> Path:
+    """PATH written as a FASTA file of SEQ (read ``fwd``) and its reverse complement (``rev``)."""
+    path.write_text(f">fwd\n{seq}\n>rev\n{revcomp(seq)}\n")
+    return path
+
+
 @pytest.fixture
 def stranded_reads(tmp_path) -> Path:
     """Two reads of one molecule on one strand, then its reverse complement (another molecule
@@ -121,9 +127,7 @@ def test_abundance_dist_of_a_stranded_set(tmp_path, stranded_reads):
 
 
 def test_unique_kmers_counts_both_strands(tmp_path):
-    seq = random_seq(2000, 3)
-    reads = tmp_path / "r.fa"
-    reads.write_text(f">a\n{seq}\n>b\n{revcomp(seq)}\n")
+    reads = both_strands(tmp_path / "r.fa", random_seq(2000, 3))
     estimates = {}
     for flags in ([], ["--single-strand"]):
         proc = run_kmerflow("unique-kmers", "-k", "21", *flags, reads)
@@ -134,9 +138,7 @@ def test_unique_kmers_counts_both_strands(tmp_path):
 
 def test_partitions_do_not_join_strands(tmp_path):
     """A read and its reverse complement are one partition canonically, two single-stranded."""
-    seq = random_seq(200, 4)
-    reads = tmp_path / "r.fa"
-    reads.write_text(f">fwd\n{seq}\n>rev\n{revcomp(seq)}\n")
+    reads = both_strands(tmp_path / "r.fa", random_seq(200, 4))
     groups = {}
     for flags in ([], ["--single-strand"]):
         where = tmp_path / f"run{len(flags)}"
