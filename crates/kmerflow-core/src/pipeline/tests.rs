@@ -21,20 +21,26 @@ fn jittery_double(batch: Vec<u32>) -> Result<Vec<u32>> {
     Ok(batch.into_iter().map(|x| 2 * x).collect())
 }
 
+/// The run of `source` through the workers of `make_worker` with `threads` threads, and the
+/// values of the outputs its sink received, in order.
+fn run_collecting<W: FnMut(Vec<u32>) -> Result<Vec<u32>>>(
+    threads: usize,
+    source: impl IntoIterator<Item = Result<Vec<u32>>, IntoIter: Send>,
+    make_worker: impl Fn() -> W + Sync,
+) -> (Result<PipelineMetrics>, Vec<u32>) {
+    let mut seen = Vec::new();
+    let sink = |out: Vec<u32>| {
+        seen.extend(out);
+        Ok(())
+    };
+    (run_ordered(&with_threads(threads), source, make_worker, sink), seen)
+}
+
 #[test]
 fn outputs_arrive_in_input_order_for_any_thread_count() {
     for threads in 1..=4 {
-        let mut seen = Vec::new();
-        let m = run_ordered(
-            &with_threads(threads),
-            numbered(500),
-            || jittery_double,
-            |out: Vec<u32>| {
-                seen.extend(out);
-                Ok(())
-            },
-        )
-        .unwrap();
+        let (m, seen) = run_collecting(threads, numbered(500), || jittery_double);
+        let m = m.unwrap();
         let expected: Vec<u32> = (0..500).map(|x| 2 * x).collect();
         assert_eq!(seen, expected, "threads = {threads}");
         assert_eq!(m.workers.len(), threads);
@@ -50,44 +56,25 @@ fn outputs_arrive_in_input_order_for_any_thread_count() {
 #[test]
 fn empty_source_gives_no_output() {
     for threads in 1..=4 {
-        let mut calls = 0;
-        run_ordered(
-            &with_threads(threads),
-            numbered(0),
-            || jittery_double,
-            |_| {
-                calls += 1;
-                Ok(())
-            },
-        )
-        .unwrap();
-        assert_eq!(calls, 0);
+        let (m, seen) = run_collecting(threads, numbered(0), || jittery_double);
+        m.unwrap();
+        assert!(seen.is_empty(), "threads = {threads}");
     }
 }
 
 #[test]
 fn worker_error_is_the_first_in_input_order_after_all_earlier_outputs() {
     for threads in 1..=4 {
-        let mut seen = Vec::new();
-        let err = run_ordered(
-            &with_threads(threads),
-            numbered(1000),
-            || {
-                |b: Vec<u32>| {
-                    if b[0] == 137 || b[0] == 600 {
-                        Err(Error::invalid(format!("bad batch {}", b[0])))
-                    } else {
-                        jittery_double(b)
-                    }
+        let (m, seen) = run_collecting(threads, numbered(1000), || {
+            |b: Vec<u32>| {
+                if b[0] == 137 || b[0] == 600 {
+                    Err(Error::invalid(format!("bad batch {}", b[0])))
+                } else {
+                    jittery_double(b)
                 }
-            },
-            |out: Vec<u32>| {
-                seen.extend(out);
-                Ok(())
-            },
-        )
-        .unwrap_err();
-        assert_eq!(err.to_string(), "bad batch 137", "threads = {threads}");
+            }
+        });
+        assert_eq!(m.unwrap_err().to_string(), "bad batch 137", "threads = {threads}");
         assert_eq!(seen, (0..137).map(|x| 2 * x).collect::<Vec<_>>());
     }
 }
@@ -102,19 +89,9 @@ fn source_error_stops_the_run() {
                 Ok(vec![i])
             }
         });
-        let mut n = 0;
-        let err = run_ordered(
-            &with_threads(threads),
-            source,
-            || jittery_double,
-            |_| {
-                n += 1;
-                Ok(())
-            },
-        )
-        .unwrap_err();
-        assert_eq!(err.to_string(), "in.fq: record 251 (line 1001): truncated");
-        assert_eq!(n, 250, "threads = {threads}");
+        let (m, seen) = run_collecting(threads, source, || jittery_double);
+        assert_eq!(m.unwrap_err().to_string(), "in.fq: record 251 (line 1001): truncated");
+        assert_eq!(seen.len(), 250, "threads = {threads}");
     }
 }
 
