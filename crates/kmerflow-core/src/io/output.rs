@@ -564,10 +564,16 @@ mod tests {
     fn dropping_unfinished_removes_the_temporary() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.fa");
-        let mut out = OutputFile::create(path.to_str().unwrap()).unwrap();
-        out.write_all(b">a\nAC\n").unwrap();
+        let out = one_record_output(&path);
         drop(out);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// An output at `path` with one record written, not yet finished.
+    fn one_record_output(path: &Path) -> OutputFile {
+        let mut out = OutputFile::create(path.to_str().unwrap()).unwrap();
+        out.write_all(b">a\nAC\n").unwrap();
+        out
     }
 
     /// The names in `dir`.
@@ -666,14 +672,12 @@ mod tests {
     fn a_closed_output_appears_only_when_committed() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.fa");
-        let mut out = OutputFile::create(path.to_str().unwrap()).unwrap();
-        out.write_all(b">a\nAC\n").unwrap();
+        let out = one_record_output(&path);
         let staged = out.close().unwrap();
         assert!(!path.exists());
         drop(staged);
         assert!(names(dir.path()).is_empty(), "dropped uncommitted: removed");
-        let mut out = OutputFile::create(path.to_str().unwrap()).unwrap();
-        out.write_all(b">a\nAC\n").unwrap();
+        let out = one_record_output(&path);
         out.close().unwrap().commit().unwrap();
         assert_eq!(names(dir.path()), ["out.fa"]);
     }
