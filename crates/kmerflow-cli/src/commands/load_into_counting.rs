@@ -7,7 +7,6 @@ use crate::common::{summary_json, CommonArgs, Ctx};
 use kmerflow_core::ops::count;
 use serde_json::Value;
 
-/// `-s` formats.
 /// Arguments of `load-into-counting`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = "\

@@ -10,7 +10,6 @@ use kmerflow_core::ops::trim_low_abund;
 use kmerflow_core::Result;
 use serde_json::Value;
 
-/// `--summary-info` values.
 /// Trim low-abundance k-mers from reads in two streaming passes.
 #[derive(ClapArgs, Debug, Clone)]
 // -V is --variable-coverage and -T the temporary directory, as in khmer: the version is
