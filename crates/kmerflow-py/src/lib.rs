@@ -15,7 +15,6 @@
 //! reads stop promptly on Ctrl-C ([`interrupt`]).
 
 mod batch;
-mod blocked_shards;
 mod commands;
 mod errors;
 mod hashing;
@@ -46,7 +45,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tables::register(m)?;
     batch::register(m)?;
     shards::register(m)?;
-    blocked_shards::register(m)?;
     shard_files::register(m)?;
     sharded_runs::register(m)?;
     hashing::register(m)?;
