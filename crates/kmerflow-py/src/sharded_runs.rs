@@ -5,13 +5,13 @@
 
 use crate::commands::{forwarder, ShardTerminal};
 use crate::errors::{command_error, IntoPyResult};
-use crate::interrupt::{interruptible, interruptible_showing};
+use crate::interrupt::{interruptible, interruptible_showing, warn_message};
 use crate::reads::pair_mode;
-use crate::shards::{message_arrays, open_reader, AnyShard, Layout, Shard, ShardClient};
-use kmerflow_core::io::PairMode;
+use crate::shards::{AnyShard, Layout, Shard, ShardClient};
+use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
-use kmerflow_core::run::RunContext;
+use kmerflow_core::run::{CancelToken, RunContext};
 use kmerflow_core::shards::blocked::BlockedShard as CoreBlockedShard;
 use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
 use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient};
@@ -72,6 +72,36 @@ impl RemoteShards for PyRemote {
             answers().map_err(|e| failure(py, e))
         })
     }
+}
+
+/// One remote shard's message: (counters to update, their deltas, keys to answer for).
+type MessageArrays<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u64>>);
+
+/// The remote shards' messages as numpy arrays.
+fn message_arrays(py: Python<'_>, messages: Vec<Message>) -> Vec<MessageArrays<'_>> {
+    let arrays =
+        |m: Message| (m.apply.counters.into_pyarray(py), m.apply.deltas.into_pyarray(py), m.keys.into_pyarray(py));
+    messages.into_iter().map(arrays).collect()
+}
+
+/// The reader of the bundles of `path`, paired as `mode` says, reads shorter than `min_length`
+/// dropped (warnings about the input go to Python's `warnings`); what it reads advances the
+/// progress line of `terminal` when given.
+fn open_reader(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    mode: PairMode,
+    min_length: Option<usize>,
+    terminal: Option<&ShardTerminal>,
+) -> PyResult<PairedReader> {
+    let path = path.to_string_lossy().into_owned();
+    let ctx = match terminal {
+        Some(t) => RunContext::build_showing_progress(CancelToken::new(), None, t.run()),
+        None => RunContext::new(),
+    };
+    let reader = py.detach(|| FastxReader::open_in(&path, &ctx));
+    ctx.messages().iter().try_for_each(|m| warn_message(py, m))?;
+    Ok(PairedReader::new(reader.py()?, mode, min_length))
 }
 
 /// The shards held here (`None` for a remote one), locked.

@@ -6,19 +6,16 @@
 //! class and one actor. Every call on many counters releases the GIL.
 
 use crate::batch::slice;
-use crate::commands::ShardTerminal;
 use crate::errors::IntoPyResult;
-use crate::interrupt::{interruptible, warn_message};
+use crate::interrupt::interruptible;
 use crate::tables::{Countgraph, Table};
-use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::ops::memory::{check_fits, Backing};
 use kmerflow_core::ops::sizing::FpRate;
-use kmerflow_core::run::{CancelToken, RunContext};
 use kmerflow_core::shards::blocked::{BlockedShard as CoreBlockedShard, BlockedShardClient as CoreBlockedClient};
 use kmerflow_core::shards::file as shard_file;
-use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
-use kmerflow_core::shards::runs::{Message, ReadHasher};
+use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient, ShardMap};
+use kmerflow_core::shards::runs::ReadHasher;
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::{native_format, BlockedParams, CounterWidth, CountingTable, HashKind};
@@ -572,47 +569,6 @@ impl ShardClient {
             Layout::Blocked(c) => py.detach(|| native_format::seal(path, c.map().params(), c.occupancy())).py(),
         }
     }
-}
-
-/// One shard's updates as numpy arrays: counters and their deltas.
-pub(crate) type ShardUpdates<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>);
-
-/// One shard's updates as numpy arrays.
-pub(crate) fn updates_arrays(py: Python<'_>, updates: Updates) -> ShardUpdates<'_> {
-    (updates.counters.into_pyarray(py), updates.deltas.into_pyarray(py))
-}
-
-/// One remote shard's message: (counters to update, their deltas, counters to answer for).
-pub(crate) type MessageArrays<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u64>>);
-
-pub(crate) fn message_arrays(py: Python<'_>, messages: Vec<Message>) -> Vec<MessageArrays<'_>> {
-    messages
-        .into_iter()
-        .map(|m| {
-            let (counters, deltas) = updates_arrays(py, m.apply);
-            (counters, deltas, m.keys.into_pyarray(py))
-        })
-        .collect()
-}
-
-/// The reader of the bundles of `path`, paired as `mode` says, reads shorter than `min_length`
-/// dropped (warnings about the input go to Python's `warnings`); what it reads advances the
-/// progress line of `terminal` when given.
-pub(crate) fn open_reader(
-    py: Python<'_>,
-    path: std::path::PathBuf,
-    mode: PairMode,
-    min_length: Option<usize>,
-    terminal: Option<&ShardTerminal>,
-) -> PyResult<PairedReader> {
-    let path = path.to_string_lossy().into_owned();
-    let ctx = match terminal {
-        Some(t) => RunContext::build_showing_progress(CancelToken::new(), None, t.run()),
-        None => RunContext::new(),
-    };
-    let reader = py.detach(|| FastxReader::open_in(&path, &ctx));
-    ctx.messages().iter().try_for_each(|m| warn_message(py, m))?;
-    Ok(PairedReader::new(reader.py()?, mode, min_length))
 }
 
 /// Adds the shard classes to the module.
