@@ -13,6 +13,7 @@ import gzip
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -345,3 +346,27 @@ def test_filter_abund_tables_the_shards_cannot_read_are_refused(cluster, tmp_pat
         assert table in err[-1] and why in err[-1], err
         assert not any(line.startswith("kmerflow") for line in err[:-1]), err
         assert not (tmp_path / "out.fq").exists()
+
+
+def test_tables_saved_where_no_shard_can_write_are_gathered(reads, tmp_path):
+    """A khmer table named ``.gz`` and a table saved to a FIFO are gathered into this process
+    and saved by the client: the same bytes as the one-process table (decompressed)."""
+    _one_process(reads, tmp_path / "one.ct")
+    graph = ShardedCountgraph(20, 1, 3, primes=SIZES, shards=3)
+    graph.consume_seqfile(reads)
+    graph.save(tmp_path / "t.ct.gz")
+    assert gzip.decompress((tmp_path / "t.ct.gz").read_bytes()) == (tmp_path / "one.ct").read_bytes()
+    one = _blocked(reads, tmp_path / "one.kf", small=False)
+    blocked = ShardedBlockedTable(20, 1000, 4, shards=2)
+    blocked.consume_seqfile(reads)
+    os.mkfifo(tmp_path / "fifo")
+    read = {}
+
+    def drain() -> None:
+        read["bytes"] = (tmp_path / "fifo").read_bytes()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    blocked.save(tmp_path / "fifo")
+    reader.join(timeout=60)
+    assert read["bytes"] == one

@@ -181,3 +181,16 @@ def test_unreachable_scheduler_and_usage_errors(tmp_path, data):
     proc = kmerflow("normalize-by-median", "--small-count", "--local-cluster", "1",
                     data / "random-20-a.fa", check=False)
     assert proc.returncode == 2 and b"'--small-count'" in proc.stderr
+
+
+def test_a_native_run_refuses_shards_of_the_other_layout(tmp_path):
+    """The layout is the client's: a shard of the other layout given to a native run is refused
+    with one error naming the mismatch, and a blocked shard refuses khmer's histogram."""
+    reads = tmp_path / "r.fa"
+    reads.write_text(">r\n" + "ACGT" * 10 + "\n")
+    from kmerflow import _core as core
+    blocked_shard = core.Shard.zeroed((20, 6400, 8, 2), 0, 100)
+    with pytest.raises(ParameterError, match="not of its table's layout"):
+        core.count_file_sharded(core.ShardClient(20, [1009, 1013], 1), [blocked_shard], None, str(reads), 1000)
+    with pytest.raises(ValueError, match="blocked layout"):
+        blocked_shard.histogram()

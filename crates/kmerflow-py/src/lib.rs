@@ -23,7 +23,6 @@ macro_rules! add_functions {
 }
 
 mod batch;
-mod blocked_shards;
 mod commands;
 mod errors;
 mod hashing;
@@ -54,7 +53,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tables::register(m)?;
     batch::register(m)?;
     shards::register(m)?;
-    blocked_shards::register(m)?;
     shard_files::register(m)?;
     sharded_runs::register(m)?;
     hashing::register(m)?;

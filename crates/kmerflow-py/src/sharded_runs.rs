@@ -3,20 +3,18 @@
 //! second looking up there, and the filtering and the histogram of a table counted on the
 //! shards, looked up there.
 
-use crate::blocked_shards::{BlockedShard, BlockedShardClient};
 use crate::commands::{forwarder, ShardTerminal};
 use crate::errors::{command_error, IntoPyResult};
-use crate::interrupt::{interruptible, interruptible_showing, interruptible_with};
+use crate::interrupt::{interruptible, interruptible_showing, warn_message};
 use crate::reads::pair_mode;
-use crate::shards::open_reader;
-use crate::shards::{message_arrays, HeldShard, Shard, ShardClient};
-use kmerflow_core::io::PairMode;
+use crate::shards::{AnyShard, Layout, Shard, ShardClient};
+use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
-use kmerflow_core::ops::read_filter;
-use kmerflow_core::ops::sizing::FpRate;
-use kmerflow_core::run::RunContext;
+use kmerflow_core::run::{CancelToken, RunContext};
+use kmerflow_core::shards::blocked::BlockedShard as CoreBlockedShard;
 use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
+use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient};
 use kmerflow_core::shards::runs::{Answer, Decided, Kind, Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::{Error, Result};
@@ -24,6 +22,7 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::ffi::OsString;
+use std::sync::MutexGuard;
 
 /// The remote shards as a Python object reaches them: `send(method, messages)` (the shard
 /// actors' method, `"step"` or `"add"`, and one tuple of numpy arrays per remote shard, in
@@ -75,49 +74,96 @@ impl RemoteShards for PyRemote {
     }
 }
 
-/// Runs `work` on the shards held here, locked for its duration (`None` for a remote shard),
-/// and on `remote` as the remote shards.
-fn with_shards<S: HeldShard, R>(
-    local: &[Option<Py<S>>],
+/// One remote shard's message: (counters to update, their deltas, keys to answer for).
+type MessageArrays<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u64>>);
+
+/// The remote shards' messages as numpy arrays.
+fn message_arrays(py: Python<'_>, messages: Vec<Message>) -> Vec<MessageArrays<'_>> {
+    let arrays =
+        |m: Message| (m.apply.counters.into_pyarray(py), m.apply.deltas.into_pyarray(py), m.keys.into_pyarray(py));
+    messages.into_iter().map(arrays).collect()
+}
+
+/// The reader of the bundles of `path`, paired as `mode` says, reads shorter than `min_length`
+/// dropped (warnings about the input go to Python's `warnings`); what it reads advances the
+/// progress line of `terminal` when given.
+fn open_reader(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    mode: PairMode,
+    min_length: Option<usize>,
+    terminal: Option<&ShardTerminal>,
+) -> PyResult<PairedReader> {
+    let path = path.to_string_lossy().into_owned();
+    let ctx = match terminal {
+        Some(t) => RunContext::build_showing_progress(CancelToken::new(), None, t.run()),
+        None => RunContext::new(),
+    };
+    let reader = py.detach(|| FastxReader::open_in(&path, &ctx));
+    ctx.messages().iter().try_for_each(|m| warn_message(py, m))?;
+    Ok(PairedReader::new(reader.py()?, mode, min_length))
+}
+
+/// The shards held here (`None` for a remote one), locked.
+fn lock(local: &[Option<Py<Shard>>]) -> Vec<Option<MutexGuard<'_, AnyShard>>> {
+    local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect()
+}
+
+/// The locked shards as the cores of one layout, which `pick` takes out of a shard (a shard
+/// of the other layout is refused).
+fn picked<'g, T>(
+    guards: &'g mut [Option<MutexGuard<'_, AnyShard>>],
+    pick: for<'x> fn(&'x mut AnyShard) -> Option<&'x mut T>,
+) -> Result<Vec<Option<&'g mut T>>> {
+    let refused = || Error::invalid("a shard held here is not of its table's layout");
+    guards.iter_mut().map(|g| g.as_deref_mut().map(|s| pick(s).ok_or_else(refused)).transpose()).collect()
+}
+
+fn khmer_shard(shard: &mut AnyShard) -> Option<&mut CoreShard> {
+    match shard {
+        Layout::Khmer(s) => Some(s),
+        Layout::Blocked(_) => None,
+    }
+}
+
+fn blocked_shard(shard: &mut AnyShard) -> Option<&mut CoreBlockedShard> {
+    match shard {
+        Layout::Blocked(s) => Some(s),
+        Layout::Khmer(_) => None,
+    }
+}
+
+/// Runs `work` on `client`'s table (either layout), its `local` shards locked for its
+/// duration, and on `remote` as the remote shards.
+fn with_table<R>(
+    client: &ShardClient,
+    local: &[Option<Py<Shard>>],
     remote: Py<PyAny>,
-    work: impl FnOnce(Vec<Option<&mut S::Core>>, &mut dyn RemoteShards) -> R,
-) -> R {
-    let mut guards: Vec<_> = local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
-    work(guards.iter_mut().map(|g| g.as_deref_mut()).collect(), &mut PyRemote(remote))
+    work: impl FnOnce(&mut dyn ShardedTable, &mut dyn RemoteShards) -> R,
+) -> Result<R> {
+    let mut guards = lock(local);
+    let remote = &mut PyRemote(remote);
+    Ok(match client.core() {
+        Layout::Khmer(client) => work(&mut KhmerShards { client, local: picked(&mut guards, khmer_shard)? }, remote),
+        Layout::Blocked(client) => {
+            work(&mut BlockedShards { client, local: picked(&mut guards, blocked_shard)? }, remote)
+        }
+    })
 }
 
-/// The table of a sharded run of either layout: its client's part and the shards held here
-/// (`None` for a remote one).
-enum Table {
-    Khmer(Py<ShardClient>, Vec<Option<Py<Shard>>>),
-    Blocked(Py<BlockedShardClient>, Vec<Option<Py<BlockedShard>>>),
-}
-
-impl Table {
-    /// The table of `client` (a `ShardClient` or a `BlockedShardClient`) and its `local`
-    /// shards (of the same layout).
-    fn of(client: &Bound<'_, PyAny>, local: Vec<Option<Bound<'_, PyAny>>>) -> PyResult<Self> {
-        fn shards<T: pyo3::PyClass>(local: Vec<Option<Bound<'_, PyAny>>>) -> PyResult<Vec<Option<Py<T>>>> {
-            local.into_iter().map(|s| s.map(|s| Ok(s.cast_into::<T>()?.unbind())).transpose()).collect()
-        }
-        match client.cast::<ShardClient>() {
-            Ok(c) => Ok(Table::Khmer(c.clone().unbind(), shards(local)?)),
-            Err(_) => Ok(Table::Blocked(client.cast::<BlockedShardClient>()?.clone().unbind(), shards(local)?)),
-        }
-    }
-
-    /// Runs `work` on the table, its local shards locked for its duration, and on `remote`
-    /// as the remote shards.
-    fn with<R>(&self, remote: Py<PyAny>, work: impl FnOnce(&mut dyn ShardedTable, &mut dyn RemoteShards) -> R) -> R {
-        match self {
-            Table::Khmer(client, local) => with_shards(local, remote, |local, remote| {
-                work(&mut KhmerShards { client: client.get().core(), local }, remote)
-            }),
-            Table::Blocked(client, local) => with_shards(local, remote, |local, remote| {
-                work(&mut BlockedShards { client: client.get().core(), local }, remote)
-            }),
-        }
-    }
+/// Runs `work` on `client`'s table of khmer's layout (refused for the blocked one), its
+/// `local` shards locked for its duration, and on `remote` as the remote shards.
+fn with_khmer<R>(
+    client: &ShardClient,
+    local: &[Option<Py<Shard>>],
+    remote: Py<PyAny>,
+    work: impl FnOnce(&CoreClient, Vec<Option<&mut CoreShard>>, &mut dyn RemoteShards) -> R,
+) -> Result<R> {
+    let Layout::Khmer(client) = client.core() else {
+        return Err(Error::invalid("this run is not defined for a sharded table of the blocked layout"));
+    };
+    let mut guards = lock(local);
+    Ok(work(client, picked(&mut guards, khmer_shard)?, &mut PyRemote(remote)))
 }
 
 /// A sharded command run natively on khmer's layout: `kmerflow_cli::sharded`'s
@@ -140,7 +186,7 @@ type LayoutCommand = fn(
 ) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError>;
 
 /// Runs the sharded `command` on the command line `argv` (program name first) and `client`'s
-/// table (a `ShardClient` or a `BlockedShardClient`), whose shard `s` is `local[s]` when held
+/// table (either layout), whose shard `s` is `local[s]` when held
 /// in this process and reached through `remote` (see [`PyRemote`]) when `None`. The table is
 /// never gathered; the whole run is native, Python only carries the messages.
 /// - `normalize-by-median` (either layout): the one-process command's messages, keep curve,
@@ -165,42 +211,39 @@ pub fn run_sharded_command(
     command: &str,
     argv: Vec<OsString>,
     on_message: Bound<'_, PyAny>,
-    client: Bound<'_, PyAny>,
-    local: Vec<Option<Bound<'_, PyAny>>>,
+    client: Py<ShardClient>,
+    local: Vec<Option<Py<Shard>>>,
     remote: Py<PyAny>,
     terminal: Option<PyRef<'_, ShardTerminal>>,
 ) -> PyResult<(String, Vec<String>)> {
-    let table = Table::of(&client, local)?;
-    let on_layout: Option<LayoutCommand> = match command {
-        "normalize-by-median" => Some(kmerflow_cli::sharded::normalize_by_median),
-        "load-into-counting" => Some(kmerflow_cli::sharded::load_into_counting),
-        _ => None,
-    };
-    let native: Option<ShardedCommand> = match command {
-        "trim-low-abund" => Some(kmerflow_cli::sharded::trim_low_abund),
-        "filter-abund-single" | "filter-abund" => Some(kmerflow_cli::sharded::filter_abund),
-        "abundance-dist-single" => Some(kmerflow_cli::sharded::abundance_dist_single),
-        _ => None,
-    };
-    let khmer = match (&table, native) {
-        (Table::Khmer(client, local), Some(native)) => Some((client, local, native)),
-        (_, None) if on_layout.is_some() => None,
+    /// A command of either layout, or of khmer's layout alone.
+    enum Run {
+        Layout(LayoutCommand),
+        Khmer(ShardedCommand),
+    }
+    let run = match command {
+        "normalize-by-median" => Run::Layout(kmerflow_cli::sharded::normalize_by_median),
+        "load-into-counting" => Run::Layout(kmerflow_cli::sharded::load_into_counting),
+        "trim-low-abund" => Run::Khmer(kmerflow_cli::sharded::trim_low_abund),
+        "filter-abund-single" | "filter-abund" => Run::Khmer(kmerflow_cli::sharded::filter_abund),
+        "abundance-dist-single" => Run::Khmer(kmerflow_cli::sharded::abundance_dist_single),
         _ => {
-            let why = format!("no sharded native run of {command} on this table");
+            let why = format!("no sharded native run of {command}");
             return Err(pyo3::exceptions::PyValueError::new_err(why));
         }
     };
     let shown = terminal.as_deref().map(ShardTerminal::run);
     let (summary, outputs) = interruptible_showing(py, forwarder(&on_message), shown, |ctx| {
-        let summary = match (khmer, on_layout) {
-            (Some((client, local, native)), _) => {
-                with_shards(local, remote, |shards, remote| native(&argv, ctx, client.get().core(), shards, remote))
+        let client = client.get();
+        let summary = match run {
+            Run::Layout(run) => with_table(client, &local, remote, |table, remote| run(&argv, ctx, table, remote)),
+            Run::Khmer(run) => {
+                with_khmer(client, &local, remote, |client, shards, remote| run(&argv, ctx, client, shards, remote))
             }
-            (None, Some(run)) => table.with(remote, |table, remote| run(&argv, ctx, table, remote)),
-            (None, None) => unreachable!("refused above"),
         };
-        summary.map(|summary| (summary.to_string(), ctx.files().outputs()))
+        summary.map(|summary| summary.map(|summary| (summary.to_string(), ctx.files().outputs())))
     })?
+    .py()?
     .map_err(command_error)?;
     Ok((summary, outputs))
 }
@@ -214,19 +257,18 @@ pub fn run_sharded_command(
 #[pyo3(signature = (client, local, remote, path, batch_kmers, terminal = None))]
 pub fn count_file_sharded(
     py: Python<'_>,
-    client: Bound<'_, PyAny>,
-    local: Vec<Option<Bound<'_, PyAny>>>,
+    client: Py<ShardClient>,
+    local: Vec<Option<Py<Shard>>>,
     remote: Py<PyAny>,
     path: std::path::PathBuf,
     batch_kmers: usize,
     terminal: Option<PyRef<'_, ShardTerminal>>,
 ) -> PyResult<(u64, u64, u64)> {
-    let table = Table::of(&client, local)?;
     let reader = open_reader(py, path, PairMode::ForceSingle, None, terminal.as_deref())?;
     interruptible(py, |_| {
-        table.with(remote, |table, remote| {
+        with_table(client.get(), &local, remote, |table, remote| {
             drive::count_file(&mut *table.count(reader, batch_kmers)?, remote, |_| Ok(()))
-        })
+        })?
     })?
     .py()
 }
@@ -244,8 +286,8 @@ pub fn count_file_sharded(
 #[allow(clippy::too_many_arguments)] // the Python function's keywords
 pub fn normalize_file_sharded(
     py: Python<'_>,
-    client: Bound<'_, PyAny>,
-    local: Vec<Option<Bound<'_, PyAny>>>,
+    client: Py<ShardClient>,
+    local: Vec<Option<Py<Shard>>>,
     remote: Py<PyAny>,
     path: std::path::PathBuf,
     pairs: &Bound<'_, PyAny>,
@@ -254,13 +296,8 @@ pub fn normalize_file_sharded(
     on_batch: Py<PyAny>,
     terminal: Option<PyRef<'_, ShardTerminal>>,
 ) -> PyResult<(u64, u64, u64)> {
-    let table = Table::of(&client, local)?;
     let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
-    let k = match &table {
-        Table::Khmer(client, _) => client.get().core().ksize(),
-        Table::Blocked(client, _) => client.get().core().map().params().k,
-    };
-    let reader = open_reader(py, path, mode, Some(k), terminal.as_deref())?;
+    let reader = open_reader(py, path, mode, Some(client.get().ksize()), terminal.as_deref())?;
     let decided = |decided: &Decided, text: &[u8], _: &dyn NormalizeBatches| {
         Python::attach(|py| {
             let (ends, keep) = (decided.bundle_ends.clone().into_pyarray(py), decided.keep.clone().into_pyarray(py));
@@ -268,42 +305,14 @@ pub fn normalize_file_sharded(
         })
     };
     interruptible(py, |_| {
-        table.with(remote, |table, remote| {
+        with_table(client.get(), &local, remote, |table, remote| {
             let remote_shards = table.remote();
             let mut run = table.normalize(reader, cutoff, batch_kmers)?;
             drive::normalize_file(&mut *run, remote, &remote_shards, decided)?;
             Ok(run.totals())
-        })
+        })?
     })?
     .py()
-}
-
-/// The estimated false-positive rate of a sharded table, `client` (a `ShardClient` or a
-/// `BlockedShardClient`, the pending updates sent), checked against the command's ceiling
-/// `max` as the one-process command checks it (`read_filter::check_fp_rate`, naming the `-M`
-/// that the table's layout needs for the rate `target`): over it, `kmerflow.ParameterError`
-/// with the one-process error text, or with `force` the one-process warning passed to
-/// `on_message(level, text)`. Returns the rate.
-#[pyfunction]
-pub fn check_sharded_fp_rate(
-    py: Python<'_>,
-    client: &Bound<'_, PyAny>,
-    max: f64,
-    target: f64,
-    force: bool,
-    on_message: Bound<'_, PyAny>,
-) -> PyResult<f64> {
-    fn rate_and_hint(table: &impl FpRate, target: f64) -> (f64, String) {
-        let fp = table.fp_rate();
-        (fp, table.resize_hint(fp, target))
-    }
-    let (fp, resize) = match client.cast::<ShardClient>() {
-        Ok(c) => rate_and_hint(c.get().core(), target),
-        Err(_) => rate_and_hint(client.cast::<BlockedShardClient>()?.get().core(), target),
-    };
-    interruptible_with(py, forwarder(&on_message), |ctx| read_filter::check_fp_rate(fp, max, force, &resize, ctx))?
-        .py()?;
-    Ok(fp)
 }
 
 /// Runs `work` on `client`'s table as a `ShardedDecisions` (`local`, `remote` as for
@@ -317,9 +326,9 @@ fn on_table<T: Send>(
     work: impl FnOnce(ShardedDecisions<'_>, &RunContext) -> Result<T> + Send,
 ) -> PyResult<T> {
     interruptible(py, |ctx| {
-        with_shards(local, remote, |shards, remote| {
-            work(ShardedDecisions::new(client.get().core(), shards, remote, batch_kmers)?, ctx)
-        })
+        with_khmer(client.get(), local, remote, |client, shards, remote| {
+            work(ShardedDecisions::new(client, shards, remote, batch_kmers)?, ctx)
+        })?
     })?
     .py()
 }
@@ -381,7 +390,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sharded_command, m)?)?;
     m.add_function(wrap_pyfunction!(count_file_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_file_sharded, m)?)?;
-    m.add_function(wrap_pyfunction!(check_sharded_fp_rate, m)?)?;
     m.add_function(wrap_pyfunction!(abundance_distribution_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(filter_reads_sharded, m)?)?;
     Ok(())

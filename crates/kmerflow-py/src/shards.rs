@@ -1,204 +1,455 @@
-//! Sharded tables (`kmerflow-core`'s `shards::khmer`) on numpy arrays: `Shard`, one range of
-//! counters (held by a Dask worker or locally), and `ShardClient`, the client's part (routing,
-//! statistics, bigcounts, decisions); the shard classes of both layouts are locked by a run
-//! through [`HeldShard`]. Every call on many counters releases the GIL.
+//! Sharded tables of either layout (`kmerflow-core`'s `shards`) on numpy arrays: `Shard`, one
+//! shard (held by a Dask worker or locally), and `ShardClient`, the client's part (routing,
+//! statistics, bigcounts, the table's file). The layout is inside each ([`Layout`]): khmer's
+//! (shards of contiguous counters, a message naming counters) or the blocked one (shards of
+//! whole 64-byte lines, a message naming k-mer hashes), so that Python holds one sharded-table
+//! class and one actor. Every call on many counters releases the GIL.
 
 use crate::batch::slice;
-use crate::commands::ShardTerminal;
 use crate::errors::IntoPyResult;
-use crate::interrupt::warn_message;
+use crate::interrupt::interruptible;
 use crate::tables::{Countgraph, Table};
-use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::kmer::clean::clean_parser;
-use kmerflow_core::kmer::twobit;
 use kmerflow_core::ops::memory::{check_fits, Backing};
-use kmerflow_core::run::{CancelToken, RunContext};
-use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
-use kmerflow_core::shards::runs::Message;
-use kmerflow_core::table::HashKind;
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use kmerflow_core::ops::sizing::FpRate;
+use kmerflow_core::shards::blocked::{BlockedShard as CoreBlockedShard, BlockedShardClient as CoreBlockedClient};
+use kmerflow_core::shards::file as shard_file;
+use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient, ShardMap};
+use kmerflow_core::shards::runs::ReadHasher;
+use kmerflow_core::table::blocked::OccupancyStats;
+use kmerflow_core::table::khmer_format::ByteFrame;
+use kmerflow_core::table::{native_format, BlockedParams, CounterWidth, CountingTable, HashKind};
+use kmerflow_core::{Error, Result};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::pyclass::boolean_struct::True;
-use pyo3::types::PyString;
-use pyo3::PyClass;
+use pyo3::types::{PyBytes, PyString};
 use std::sync::{Mutex, MutexGuard};
 
-/// One shard: counters `start .. start + size` of a table, one byte each.
-#[pyclass(module = "kmerflow._core", frozen)]
-pub struct Shard {
-    inner: Mutex<CoreShard>,
+/// Either layout's part of a sharded table.
+pub(crate) enum Layout<K, B> {
+    /// khmer's layout.
+    Khmer(K),
+    /// The blocked layout.
+    Blocked(B),
 }
 
-impl HeldShard for Shard {
-    type Core = CoreShard;
+/// A shard of either layout.
+pub(crate) type AnyShard = Layout<CoreShard, CoreBlockedShard>;
+/// The client's part of either layout.
+type AnyClient = Layout<CoreClient, CoreBlockedClient>;
 
-    fn mutex(&self) -> &Mutex<CoreShard> {
-        &self.inner
-    }
+/// The shape of a blocked table: (k, bytes of counters, bits per counter, counters per k-mer);
+/// `None` for khmer's layout, whose shards need only their range.
+type Shape = Option<(usize, u64, u8, usize)>;
+/// Places in a file: (offset, length) in counter order.
+type Places = Vec<(u64, u64)>;
+/// A shard's part of a batch (counters, or k-mer hashes for the blocked layout).
+type Parts<'py> = Vec<Bound<'py, PyArray1<u64>>>;
+/// The k-mer hashes of sequences end to end and where each sequence's end.
+type HashedReads<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
+/// What a blocked shard's adds did to the statistics: (non-zero counters, adds that found a
+/// zero counter, adds).
+type Added = (u64, u64, u64);
+
+/// The blocked layout's parameters of `shape`.
+fn blocked_params((ksize, memory_bytes, bits, probes): (usize, u64, u8, usize)) -> PyResult<BlockedParams> {
+    let width = CounterWidth::from_bits(bits).filter(|&w| w != CounterWidth::Bits1).ok_or_else(|| {
+        PyValueError::new_err(format!("a sharded blocked table has 8- or 4-bit counters, not {bits}"))
+    })?;
+    let params = BlockedParams::new(ksize, memory_bytes, width, probes);
+    params.check().py()?;
+    Ok(params)
+}
+
+/// The error of a call that only khmer's layout answers, made on a blocked table.
+fn khmer_only(what: &str) -> PyErr {
+    PyValueError::new_err(format!("{what} is not defined for a sharded table of the blocked layout"))
+}
+
+/// One shard of a sharded table (either layout).
+#[pyclass(module = "kmerflow._core", frozen)]
+pub struct Shard {
+    inner: Mutex<AnyShard>,
 }
 
 impl Shard {
-    fn with<R>(&self, f: impl FnOnce(&mut CoreShard) -> R) -> R {
-        f(&mut self.lock())
+    /// The shard, locked.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, AnyShard> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `f` on the shard, locked, without the GIL.
+    fn with<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut AnyShard) -> R + Send) -> R {
+        py.detach(|| f(&mut self.lock()))
     }
 }
 
 #[pymethods]
 impl Shard {
-    /// A zeroed shard of `size` counters from `start`, each at most `max`; refused before
-    /// allocation when it does not fit in this process's memory limits.
+    /// A zeroed shard of khmer's layout: `size` counters from `start`, each at most `max`;
+    /// refused before allocation when it does not fit in this process's memory limits.
     #[new]
     #[pyo3(signature = (start, size, max = 255))]
     fn new(py: Python<'_>, start: u64, size: u64, max: u8) -> PyResult<Self> {
         check_fits(size as f64, Backing::Memory, "-M/--max-memory-usage or more shards (--shards)").py()?;
         let inner = py.detach(|| CoreShard::new(start, size, max)).py()?;
-        Ok(Shard { inner: Mutex::new(inner) })
+        Ok(Shard { inner: Mutex::new(Layout::Khmer(inner)) })
     }
 
-    /// A shard holding `cells` (uint8, counters from `start`).
+    /// A zeroed shard of the table of `shape` (see `ShardClient.shard_args`): counters (or,
+    /// for a blocked table, lines) `start .. end`; refused as `Shard(...)` is.
     #[staticmethod]
-    #[pyo3(signature = (start, cells, max = 255))]
-    fn from_cells(start: u64, cells: PyReadonlyArray1<'_, u8>, max: u8) -> PyResult<Self> {
-        let inner = CoreShard::from_cells(start, max, slice(&cells, "cells")?.to_vec()).py()?;
-        Ok(Shard { inner: Mutex::new(inner) })
+    fn zeroed(py: Python<'_>, shape: Shape, start: u64, end: u64) -> PyResult<Self> {
+        let Some(shape) = shape else { return Self::new(py, start, end.saturating_sub(start), u8::MAX) };
+        let params = blocked_params(shape)?;
+        let bytes = end.saturating_sub(start) * CoreBlockedShard::place_of(0..1).1;
+        check_fits(bytes as f64, Backing::Memory, "-M/--max-memory-usage or more shards (--shards)").py()?;
+        let inner = py.detach(|| CoreBlockedShard::new(params, start..end)).py()?;
+        Ok(Shard { inner: Mutex::new(Layout::Blocked(inner)) })
     }
 
-    /// First counter.
-    #[getter]
-    fn start(&self) -> u64 {
-        self.with(|s| s.start())
-    }
-
-    /// Number of counters (= bytes held).
-    #[getter]
-    fn size(&self) -> u64 {
-        self.with(|s| s.cells().len() as u64)
-    }
-
-    /// The values of `counters` (uint64 array) as uint8.
-    fn counts<'py>(&self, py: Python<'py>, counters: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u8>>> {
-        let counters = slice(&counters, "counters")?;
-        Ok(py.detach(|| self.with(|s| s.counts(counters))).py()?.into_pyarray(py))
-    }
-
-    /// Adds one to each counter in order (saturating); returns each one's value before its add.
-    fn add<'py>(&self, py: Python<'py>, counters: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u8>>> {
-        let counters = slice(&counters, "counters")?;
-        Ok(py.detach(|| self.with(|s| s.add(counters))).py()?.into_pyarray(py))
-    }
-
-    /// Adds `deltas` (uint8) to distinct `counters`; refused whole if one would pass the maximum.
-    fn apply(
+    /// Adds `deltas` (uint8) to the distinct `counters` (uint64), then returns the values of
+    /// the counters that `keys` name (counters; for a blocked shard, k-mer hashes whose
+    /// counters' values come probe-major) as uint8.
+    fn step<'py>(
         &self,
-        py: Python<'_>,
-        counters: PyReadonlyArray1<'_, u64>,
-        deltas: PyReadonlyArray1<'_, u8>,
-    ) -> PyResult<()> {
-        let (counters, deltas) = (slice(&counters, "counters")?, slice(&deltas, "deltas")?);
-        py.detach(|| self.with(|s| s.apply(counters, deltas))).py()
+        py: Python<'py>,
+        counters: PyReadonlyArray1<'py, u64>,
+        deltas: PyReadonlyArray1<'py, u8>,
+        keys: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let (counters, deltas, keys) =
+            (slice(&counters, "counters")?, slice(&deltas, "deltas")?, slice(&keys, "keys")?);
+        let values = self.with(py, |shard| match shard {
+            Layout::Khmer(s) if counters.is_empty() => s.counts(keys),
+            Layout::Khmer(s) => s.apply(counters, deltas).and_then(|()| s.counts(keys)),
+            Layout::Blocked(s) => s.apply(counters, deltas).and_then(|()| s.values(keys)),
+        });
+        Ok(values.py()?.into_pyarray(py))
     }
 
-    /// How many counters hold each value 0..=255 (uint64, 256 entries).
-    fn histogram<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
-        py.detach(|| self.with(|s| s.histogram())).into_pyarray(py)
+    /// Counts `keys` (counters; k-mer hashes for a blocked shard) in order. Returns each
+    /// counter's value before its add (uint8); a blocked shard returns what the adds did to
+    /// the statistics: (non-zero counters, adds that found a zero counter, adds).
+    fn add<'py>(&self, py: Python<'py>, keys: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyAny>> {
+        let keys = slice(&keys, "keys")?;
+        let added = self.with(py, |shard| match shard {
+            Layout::Khmer(s) => s.add(keys).map(Layout::Khmer),
+            Layout::Blocked(s) => s.add(keys).map(Layout::Blocked),
+        });
+        match added.py()? {
+            Layout::Khmer(previous) => Ok(previous.into_pyarray(py).into_any()),
+            Layout::Blocked(done) => Ok((done.occupied, done.unique, done.added).into_pyobject(py)?.into_any()),
+        }
     }
 
-    /// A copy of the counters (uint8).
+    /// The values of the counters `keys` name (uint8): counters; for a blocked shard the
+    /// count of each k-mer hash.
+    fn counts<'py>(&self, py: Python<'py>, keys: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let keys = slice(&keys, "keys")?;
+        let counts = self.with(py, |shard| match shard {
+            Layout::Khmer(s) => s.counts(keys),
+            Layout::Blocked(s) => s.counts(keys),
+        });
+        Ok(counts.py()?.into_pyarray(py))
+    }
+
+    /// How many counters hold each value 0..=255 (uint64, 256 entries; khmer's layout).
+    fn histogram<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        match self.with(py, |shard| match shard {
+            Layout::Khmer(s) => Some(s.histogram()),
+            Layout::Blocked(_) => None,
+        }) {
+            Some(histogram) => Ok(histogram.into_pyarray(py)),
+            None => Err(khmer_only("a shard's histogram")),
+        }
+    }
+
+    /// A copy of the counter bytes (uint8).
     fn cells<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u8>> {
-        py.detach(|| self.with(|s| s.cells().to_vec())).into_pyarray(py)
+        self.with(py, |shard| match shard {
+            Layout::Khmer(s) => s.cells().to_vec(),
+            Layout::Blocked(s) => s.bytes(),
+        })
+        .into_pyarray(py)
+    }
+
+    /// Writes the counters at `places` (from `ShardClient.places`) of the table file `path`.
+    fn write_to(&self, py: Python<'_>, path: &str, places: Places) -> PyResult<()> {
+        self.with(py, |shard| match shard {
+            Layout::Khmer(s) => shard_file::write_pieces(path, &places, s.cells()),
+            Layout::Blocked(s) => check_place(s, &places).and_then(|()| s.write_to(path)),
+        })
+        .py()
+    }
+
+    /// Replaces the counters with those at `places` of the table file `path`.
+    fn read_from(&self, py: Python<'_>, path: &str, places: Places) -> PyResult<()> {
+        self.with(py, |shard| match shard {
+            Layout::Khmer(s) => s.read_from(path, &places),
+            Layout::Blocked(s) => check_place(s, &places).and_then(|()| s.read_from(path)),
+        })
+        .py()
+    }
+
+    /// Replaces the counters with `cells` (uint8).
+    fn set_cells(&self, py: Python<'_>, cells: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
+        let cells = slice(&cells, "cells")?;
+        self.with(py, |shard| match shard {
+            Layout::Khmer(s) => CoreShard::from_cells(s.start(), s.max(), cells.to_vec()).map(|new| *s = new),
+            Layout::Blocked(s) => s.set_bytes(cells),
+        })
+        .py()
     }
 }
 
-/// The client's part of a sharded byte-counter table: where counters are, the statistics, the
-/// bigcount map, and the decisions made from the values the shards return.
+/// Refuses `places` other than the blocked shard's place.
+fn check_place(shard: &CoreBlockedShard, places: &[(u64, u64)]) -> Result<()> {
+    if places != [shard.place()] {
+        return Err(Error::invalid(format!("{places:?} is not the place of lines {:?}", shard.lines())));
+    }
+    Ok(())
+}
+
+/// The client's part of a sharded table (either layout): where counters are, the statistics,
+/// the bigcounts and the table's file.
 #[pyclass(module = "kmerflow._core", frozen)]
 pub struct ShardClient {
-    inner: CoreClient,
+    inner: AnyClient,
 }
 
 impl ShardClient {
-    /// The client `inner`.
-    pub(crate) fn from_core(inner: CoreClient) -> Self {
-        ShardClient { inner }
-    }
-
-    /// The core's client.
-    pub(crate) fn core(&self) -> &CoreClient {
+    /// The client's part, of either layout.
+    pub(crate) fn core(&self) -> &Layout<CoreClient, CoreBlockedClient> {
         &self.inner
     }
-}
 
-/// A shard's part of a batch: counter indices (uint64).
-type Parts<'py> = Vec<Bound<'py, PyArray1<u64>>>;
-/// The k-mer hashes of sequences end to end and where each sequence's end.
-pub(crate) type HashedReads<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
-/// One shard's updates: counters and their deltas.
-pub(crate) type ShardUpdates<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>);
+    /// The khmer-layout client, or an error naming `what` for a blocked one.
+    fn khmer(&self, what: &str) -> PyResult<&CoreClient> {
+        match &self.inner {
+            Layout::Khmer(c) => Ok(c),
+            Layout::Blocked(_) => Err(khmer_only(what)),
+        }
+    }
+}
 
 #[pymethods]
 impl ShardClient {
-    /// A Countgraph of k `ksize` and tables of `sizes` cut into `shards` shards.
+    /// A Countgraph (khmer's layout) of k `ksize` and tables of `sizes` cut into `shards` shards.
     #[new]
     #[pyo3(signature = (ksize, sizes, shards, use_bigcount = true))]
     fn new(ksize: usize, sizes: Vec<u64>, shards: usize, use_bigcount: bool) -> PyResult<Self> {
-        Ok(ShardClient { inner: CoreClient::new(ksize, HashKind::TwoBit, &sizes, shards, use_bigcount).py()? })
+        let inner = CoreClient::new(ksize, HashKind::TwoBit, &sizes, shards, use_bigcount).py()?;
+        Ok(ShardClient { inner: Layout::Khmer(inner) })
+    }
+
+    /// A blocked table of k `ksize`, `memory_bytes` of counters (whole lines) of `bits` bits
+    /// and `probes` counters per k-mer, cut into `shards` shards of whole lines.
+    #[staticmethod]
+    fn blocked(ksize: usize, memory_bytes: u64, bits: u8, probes: usize, shards: usize) -> PyResult<Self> {
+        let params = blocked_params((ksize, memory_bytes, bits, probes))?;
+        Ok(ShardClient { inner: Layout::Blocked(CoreBlockedClient::new(params, shards).py()?) })
+    }
+
+    /// The client of the table saved at `path` cut into `shards` shards, with its statistics
+    /// (and bigcounts); the shards read their counters. `blocked`: a kmerflow table file (its
+    /// header and checksum checked), else khmer's uncompressed file of byte counters.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: &str, shards: usize, blocked: bool) -> PyResult<Self> {
+        let inner = py.detach(|| -> Result<AnyClient> {
+            if !blocked {
+                return Ok(Layout::Khmer(CoreClient::from_frame(ByteFrame::read(path)?, shards)?));
+            }
+            let (params, stats) = native_format::read_header(path)?;
+            // The shards are made from the shape alone (8- or 4-bit counters, the hash for k).
+            if params.width == CounterWidth::Bits1 {
+                let why = "holds presence bits, not counts: shards hold 8- or 4-bit counters";
+                return Err(Error::format(path, None, None, why));
+            }
+            if params.hash != BlockedParams::new(params.k, 0, params.width, params.probes).hash {
+                let why = "hashes k-mers with another scheme than this build's for its k";
+                return Err(Error::format(path, None, None, why));
+            }
+            Ok(Layout::Blocked(CoreBlockedClient::with_stats(params, shards, stats)?))
+        });
+        Ok(ShardClient { inner: inner.py()? })
     }
 
     /// k.
     #[getter]
-    fn ksize(&self) -> usize {
-        self.inner.ksize()
+    pub(crate) fn ksize(&self) -> usize {
+        match &self.inner {
+            Layout::Khmer(c) => c.ksize(),
+            Layout::Blocked(c) => c.map().params().k,
+        }
     }
 
-    /// The table sizes.
+    /// The table sizes (khmer's layout).
     #[getter]
-    fn sizes(&self) -> Vec<u64> {
-        self.inner.map().sizes()
+    fn sizes(&self) -> PyResult<Vec<u64>> {
+        Ok(self.khmer("table sizes")?.map().sizes())
     }
 
-    /// Shard `s` holds counters `bounds[s] .. bounds[s + 1]`.
+    /// Counters per k-mer.
+    #[getter]
+    fn n_tables(&self) -> usize {
+        match &self.inner {
+            Layout::Khmer(c) => c.map().probes(),
+            Layout::Blocked(c) => c.map().params().probes,
+        }
+    }
+
+    /// Bytes of counters of the whole table.
+    #[getter]
+    fn memory_bytes(&self) -> u64 {
+        match &self.inner {
+            Layout::Khmer(c) => c.map().sizes().iter().sum(),
+            Layout::Blocked(c) => c.map().params().data_bytes(),
+        }
+    }
+
+    /// What the shards' ranges count: `"counters"` or `"lines"`.
+    #[getter]
+    fn unit(&self) -> &'static str {
+        match &self.inner {
+            Layout::Khmer(_) => "counters",
+            Layout::Blocked(_) => "lines",
+        }
+    }
+
+    /// Shard `s` holds counters (lines) `bounds[s] .. bounds[s + 1]`.
     #[getter]
     fn bounds(&self) -> Vec<u64> {
-        self.inner.map().bounds().to_vec()
+        match &self.inner {
+            Layout::Khmer(c) => c.map().bounds().to_vec(),
+            Layout::Blocked(c) => c.map().bounds().to_vec(),
+        }
     }
 
-    /// khmer's `n_occupied` (counters of table 0 that are not zero).
+    /// The arguments of `Shard.zeroed` for each shard: (shape, start, end).
+    fn shard_args(&self) -> Vec<(Shape, u64, u64)> {
+        let shape = match &self.inner {
+            Layout::Khmer(_) => None,
+            Layout::Blocked(c) => {
+                let p = c.map().params();
+                Some((p.k, p.data_bytes(), p.width.bits(), p.probes))
+            }
+        };
+        self.bounds().windows(2).map(|b| (shape, b[0], b[1])).collect()
+    }
+
+    /// What each shard's worker holds at most: (the shard's bytes, one batch of `batch_kmers`
+    /// k-mers' messages, twice: their copies while (de)serialized).
+    fn shard_bytes(&self, batch_kmers: u64) -> Vec<(u64, u64)> {
+        let bounds = self.bounds();
+        match &self.inner {
+            Layout::Khmer(c) => {
+                // At most the batch's counters of each table the shard overlaps, 8 bytes in,
+                // 1 out and 9 of updates.
+                let mut offsets = vec![0];
+                offsets.extend(c.map().sizes().iter().scan(0, |end, size| {
+                    *end += size;
+                    Some(*end)
+                }));
+                let tables = |(start, end)| offsets.windows(2).filter(|t| t[0] < end && t[1] > start).count() as u64;
+                bounds.windows(2).map(|b| (b[1] - b[0], 2 * batch_kmers * tables((b[0], b[1])) * 18)).collect()
+            }
+            Layout::Blocked(c) => {
+                // A batch of hashes (in, and as lines), their counters' values and updates.
+                let message = 2 * batch_kmers * (16 + 10 * c.map().params().probes as u64);
+                let line = CoreBlockedShard::place_of(0..1).1;
+                bounds.windows(2).map(|b| ((b[1] - b[0]) * line, message)).collect()
+            }
+        }
+    }
+
+    /// khmer's `n_occupied` (non-zero counters; of table 0 for khmer's layout).
     fn n_occupied(&self) -> u64 {
-        self.inner.n_occupied()
+        match &self.inner {
+            Layout::Khmer(c) => c.n_occupied(),
+            Layout::Blocked(c) => c.occupancy().occupied,
+        }
     }
 
     /// khmer's `n_unique_kmers`.
     fn n_unique_kmers(&self) -> u64 {
-        self.inner.n_unique_kmers()
+        match &self.inner {
+            Layout::Khmer(c) => c.n_unique_kmers(),
+            Layout::Blocked(c) => c.occupancy().unique,
+        }
+    }
+
+    /// The one-process table's false-positive estimate.
+    fn expected_fp_rate(&self) -> f64 {
+        match &self.inner {
+            Layout::Khmer(c) => c.fp_rate(),
+            Layout::Blocked(c) => c.fp_rate(),
+        }
     }
 
     /// The hashes of the k-mers of `sequences` laid end to end (uint64) and where each
     /// sequence's k-mers end (uint64); each cleaned by khmer's C++ parser rule.
     fn hash_reads<'py>(&self, py: Python<'py>, sequences: Vec<Bound<'py, PyString>>) -> PyResult<HashedReads<'py>> {
-        let k = self.inner.ksize();
-        hash_reads_by(py, &sequences, |clean, hashes| twobit::canonical_hashes(clean, k, hashes))
+        let seqs: Vec<&str> = sequences.iter().map(|s| s.to_str()).collect::<PyResult<_>>()?;
+        let hash: ReadHasher = match &self.inner {
+            Layout::Khmer(c) => Box::new(c.kmer_hasher()),
+            Layout::Blocked(c) => {
+                let hasher = c.hasher().clone();
+                Box::new(move |clean, hashes| hasher.hashes(clean, hashes))
+            }
+        };
+        let (hashes, ends) = py.detach(|| {
+            let (mut hashes, mut ends, mut clean) = (Vec::new(), Vec::new(), Vec::new());
+            for seq in &seqs {
+                clean_parser(seq.as_bytes(), &mut clean);
+                hash(&clean, &mut hashes);
+                ends.push(hashes.len() as u64);
+            }
+            (hashes, ends)
+        });
+        Ok((hashes.into_pyarray(py), ends.into_pyarray(py)))
     }
 
-    /// The counter of every position of `hashes` (probe-major: table `p`'s counter of k-mer
-    /// `o` at `p * n + o`).
-    fn counters<'py>(
-        &self,
-        py: Python<'py>,
-        hashes: PyReadonlyArray1<'py, u64>,
-    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    /// The hash of the k-mer `kmer` (of k bases).
+    fn hash_kmer(&self, py: Python<'_>, kmer: Bound<'_, PyString>) -> PyResult<u64> {
+        let k = self.ksize();
+        if let Layout::Khmer(_) = &self.inner {
+            return crate::hashing::forward_hash(kmer.to_str()?, k);
+        }
+        let (hashes, _) = self.hash_reads(py, vec![kmer.clone()])?;
+        match hashes.readonly().as_slice()? {
+            [hash] if kmer.to_str()?.len() == k => Ok(*hash),
+            _ => Err(Error::invalid(format!("a k-mer of {k} bases is needed, not {kmer:?}"))).py(),
+        }
+    }
+
+    /// What a message names for each k-mer of `hashes`: the counter of every position
+    /// (probe-major: table `p`'s counter of k-mer `o` at `p * n + o`); for a blocked table,
+    /// the hashes.
+    fn keys<'py>(&self, py: Python<'py>, hashes: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u64>>> {
         let hashes = slice(&hashes, "hashes")?;
-        Ok(py.detach(|| self.inner.map().counters(hashes)).into_pyarray(py))
+        Ok(match &self.inner {
+            Layout::Khmer(c) => py.detach(|| c.map().counters(hashes)),
+            Layout::Blocked(_) => hashes.to_vec(),
+        }
+        .into_pyarray(py))
     }
 
-    /// `counters` split by shard (input order kept) and the input position of each entry of
-    /// the parts laid end to end (uint32), for `unroute`.
+    /// `keys` split by shard (input order kept) and the input position of each entry of the
+    /// parts laid end to end (uint32), for `unroute`.
     fn route<'py>(
         &self,
         py: Python<'py>,
-        counters: PyReadonlyArray1<'py, u64>,
+        keys: PyReadonlyArray1<'py, u64>,
     ) -> PyResult<(Parts<'py>, Bound<'py, PyArray1<u32>>)> {
-        let counters = slice(&counters, "counters")?;
-        let (parts, order) = py.detach(|| self.inner.map().route(counters)).py()?;
+        let keys = slice(&keys, "keys")?;
+        let (parts, order) = py
+            .detach(|| match &self.inner {
+                Layout::Khmer(c) => c.map().route(keys),
+                Layout::Blocked(c) => c.map().route(keys),
+            })
+            .py()?;
         Ok((parts.into_iter().map(|p| p.into_pyarray(py)).collect(), order.into_pyarray(py)))
     }
 
@@ -214,19 +465,33 @@ impl ShardClient {
         Ok(py.detach(|| ShardMap::unroute(order, &answers)).py()?.into_pyarray(py))
     }
 
-    /// Records counting `hashes`, given every position's value before its add (`previous`,
-    /// probe-major, from the shards' `add`): statistics and bigcounts as a sequential add.
+    /// Records counting `hashes` from the shards' answers to `Shard.add` (in shard order;
+    /// `order` from `route`): statistics and bigcounts as a sequential add.
     fn record_adds(
         &self,
         py: Python<'_>,
         hashes: PyReadonlyArray1<'_, u64>,
-        previous: PyReadonlyArray1<'_, u8>,
+        order: PyReadonlyArray1<'_, u32>,
+        answers: Vec<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let (hashes, previous) = (slice(&hashes, "hashes")?, slice(&previous, "previous")?);
-        py.detach(|| self.inner.record_adds(hashes, previous)).py()
+        match &self.inner {
+            Layout::Khmer(c) => {
+                let answers: Vec<PyReadonlyArray1<'_, u8>> =
+                    answers.iter().map(|a| a.extract()).collect::<PyResult<_>>()?;
+                let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
+                let (hashes, order) = (slice(&hashes, "hashes")?, slice(&order, "order")?);
+                py.detach(|| c.record_adds(hashes, &ShardMap::unroute(order, &answers)?)).py()
+            }
+            Layout::Blocked(c) => answers.iter().try_for_each(|a| {
+                let (occupied, unique, added): Added = a.extract()?;
+                c.record(OccupancyStats { occupied, unique, added });
+                Ok(())
+            }),
+        }
     }
 
-    /// The count of each k-mer (uint32) from the values of its counters (probe-major).
+    /// The count of each k-mer (uint32) from what `Shard.counts` answered for its keys (in
+    /// input order): the values of its counters (probe-major), or its count for a blocked table.
     fn kmer_counts<'py>(
         &self,
         py: Python<'py>,
@@ -234,65 +499,75 @@ impl ShardClient {
         values: PyReadonlyArray1<'py, u8>,
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let (hashes, values) = (slice(&hashes, "hashes")?, slice(&values, "values")?);
-        Ok(py.detach(|| self.inner.kmer_counts(hashes, values)).py()?.into_pyarray(py))
+        let counts = match &self.inner {
+            Layout::Khmer(c) => py.detach(|| c.kmer_counts(hashes, values)).py()?,
+            Layout::Blocked(_) => values.iter().map(|&v| u32::from(v)).collect(),
+        };
+        Ok(counts.into_pyarray(py))
     }
 
     /// The whole table as a `Countgraph` (in this process) from the shards' counters (uint8
-    /// arrays in shard order), with the statistics and bigcounts.
+    /// arrays in shard order), with the statistics and bigcounts (khmer's layout).
     fn gather(&self, py: Python<'_>, cells: Vec<PyReadonlyArray1<'_, u8>>) -> PyResult<Py<Countgraph>> {
+        let client = self.khmer("gathering into a Countgraph")?;
         let cells: Vec<&[u8]> = cells.iter().map(|c| slice(c, "cells")).collect::<PyResult<_>>()?;
-        let table = py.detach(|| self.inner.gather(&cells)).py()?;
+        let table = py.detach(|| client.gather(&cells)).py()?;
         Py::new(py, PyClassInitializer::from(Table::from_core(table)).add_subclass(Countgraph))
     }
-}
 
-/// One shard's updates as numpy arrays.
-pub(crate) fn updates_arrays(py: Python<'_>, updates: Updates) -> ShardUpdates<'_> {
-    (updates.counters.into_pyarray(py), updates.deltas.into_pyarray(py))
-}
+    /// Gathers the table from the shards' counter bytes (uint8 arrays in shard order) and
+    /// saves it at `path` in the layout's format (through this process's memory).
+    fn save(&self, py: Python<'_>, cells: Vec<PyReadonlyArray1<'_, u8>>, path: std::path::PathBuf) -> PyResult<()> {
+        let cells: Vec<&[u8]> = cells.iter().map(|c| slice(c, "cells")).collect::<PyResult<_>>()?;
+        let path = path.to_string_lossy().into_owned();
+        interruptible(py, |ctx| match &self.inner {
+            Layout::Khmer(c) => c.gather(&cells)?.save_in(&path, ctx),
+            Layout::Blocked(c) => native_format::save(&c.gather(&cells)?, &path, ctx),
+        })?
+        .py()
+    }
 
-/// One remote shard's message: (counters to update, their deltas, counters to answer for).
-pub(crate) type MessageArrays<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u64>>);
+    /// Whether a save to `path` may go shard by shard (a khmer table compressed by its `.gz`
+    /// name is gathered).
+    fn saves_by_shard(&self, path: &str) -> bool {
+        matches!(self.inner, Layout::Blocked(_)) || !path.ends_with(".gz")
+    }
 
-pub(crate) fn message_arrays(py: Python<'_>, messages: Vec<Message>) -> Vec<MessageArrays<'_>> {
-    messages
-        .into_iter()
-        .map(|m| {
-            let (counters, deltas) = updates_arrays(py, m.apply);
-            (counters, deltas, m.keys.into_pyarray(py))
-        })
-        .collect()
-}
+    /// The frame of the table's file (everything but the counters): its length and the
+    /// (offset, bytes) the client writes before the shards' counters are in place.
+    fn frame<'py>(&self, py: Python<'py>) -> (u64, Vec<(u64, Bound<'py, PyBytes>)>) {
+        let (len, pieces) = match &self.inner {
+            Layout::Khmer(c) => c.frame().pieces(),
+            // The header is written by `seal`, once the checksum of the lines can be computed.
+            Layout::Blocked(c) => {
+                let (offset, len) = CoreBlockedShard::place_of(0..c.map().bounds()[c.map().shards()]);
+                (offset + len, Vec::new())
+            }
+        };
+        (len, pieces.into_iter().map(|(offset, bytes)| (offset, PyBytes::new(py, &bytes))).collect())
+    }
 
-/// The reader of the bundles of `path`, paired as `mode` says, reads shorter than `min_length`
-/// dropped (warnings about the input go to Python's `warnings`); what it reads advances the
-/// progress line of `terminal` when given.
-pub(crate) fn open_reader(
-    py: Python<'_>,
-    path: std::path::PathBuf,
-    mode: PairMode,
-    min_length: Option<usize>,
-    terminal: Option<&ShardTerminal>,
-) -> PyResult<PairedReader> {
-    let path = path.to_string_lossy().into_owned();
-    let ctx = match terminal {
-        Some(t) => RunContext::build_showing_progress(CancelToken::new(), None, t.run()),
-        None => RunContext::new(),
-    };
-    let reader = py.detach(|| FastxReader::open_in(&path, &ctx));
-    ctx.messages().iter().try_for_each(|m| warn_message(py, m))?;
-    Ok(PairedReader::new(reader.py()?, mode, min_length))
-}
+    /// The places of each shard's counters in the table's file, in shard order.
+    fn places(&self) -> Vec<Places> {
+        match &self.inner {
+            Layout::Khmer(c) => {
+                let frame = ByteFrame { bigcounts: Default::default(), ..c.frame() };
+                c.map().bounds().windows(2).map(|b| frame.places(b[0], b[1])).collect()
+            }
+            Layout::Blocked(c) => {
+                let map = c.map();
+                (0..map.shards()).map(|s| vec![CoreBlockedShard::place_of(map.lines(s))]).collect()
+            }
+        }
+    }
 
-/// A shard class of the module (of either layout), whose core shard a run locks.
-pub(crate) trait HeldShard: PyClass<Frozen = True> + Sync {
-    /// The core's shard.
-    type Core: Send;
-    /// The core's shard behind its lock.
-    fn mutex(&self) -> &Mutex<Self::Core>;
-    /// The shard, locked.
-    fn lock(&self) -> MutexGuard<'_, Self::Core> {
-        self.mutex().lock().unwrap_or_else(|e| e.into_inner())
+    /// Finishes the table file `path` once the shards wrote their counters: for a blocked
+    /// table, checksums the lines and writes the header (nothing for khmer's layout).
+    fn seal(&self, py: Python<'_>, path: &str) -> PyResult<()> {
+        match &self.inner {
+            Layout::Khmer(_) => Ok(()),
+            Layout::Blocked(c) => py.detach(|| native_format::seal(path, c.map().params(), c.occupancy())).py(),
+        }
     }
 }
 
@@ -301,24 +576,4 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Shard>()?;
     m.add_class::<ShardClient>()?;
     Ok(())
-}
-
-/// The hashes (by `hash`) of the k-mers of `sequences` laid end to end and where each sequence's
-/// k-mers end, each sequence cleaned by khmer's C++ parser rule; without the GIL.
-pub(crate) fn hash_reads_by<'py>(
-    py: Python<'py>,
-    sequences: &[Bound<'py, PyString>],
-    hash: impl Fn(&[u8], &mut Vec<u64>) + Send + Sync,
-) -> PyResult<HashedReads<'py>> {
-    let seqs: Vec<&str> = sequences.iter().map(|s| s.to_str()).collect::<PyResult<_>>()?;
-    let (hashes, ends) = py.detach(|| {
-        let (mut hashes, mut ends, mut clean) = (Vec::new(), Vec::new(), Vec::new());
-        for seq in &seqs {
-            clean_parser(seq.as_bytes(), &mut clean);
-            hash(&clean, &mut hashes);
-            ends.push(hashes.len() as u64);
-        }
-        (hashes, ends)
-    });
-    Ok((hashes.into_pyarray(py), ends.into_pyarray(py)))
 }
