@@ -30,8 +30,7 @@ use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::ops::{abundance_dist, diginorm, filter_abund, sizing, trim_low_abund};
 use kmerflow_core::run::files::{preflight, Output};
 use kmerflow_core::run::{CancelToken, Message, RunContext};
-use kmerflow_core::shards::drive::{KhmerShards, ShardedTable};
-use kmerflow_core::shards::khmer::{Shard, ShardClient};
+use kmerflow_core::shards::drive::{DrivenLayout, ShardedTable, Shards};
 use kmerflow_core::shards::runs::{RemoteShards, ShardedDecisions};
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::{native_format, Layout};
@@ -554,37 +553,82 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
     }))
 }
 
-/// Runs the sharded `trim-low-abund` command line `argv` (program name first) within `run`:
-/// the native command's run with pass 1 deciding on the table of `client`, whose shard `s` is
-/// `local[s]` when held in this process and reached through `remote` otherwise, in batches of
-/// `--batch-kmers` k-mers (see
-/// [`kmerflow_core::ops::trim_low_abund::run_sharded`]); returns its summary. Its outputs are
-/// recorded in `run`'s files; the run report is [`finish`]'s. The table is not saved here:
-/// `-s` (the plan's `savegraph`) is the caller's to write shard by shard once this returns.
-pub fn trim_low_abund(
+/// Runs the sharded command line `argv` (program name first) of a command that decides or
+/// looks up reads on the table `shards` (either layout; its remote shards reached through
+/// `remote`) within `run`, as the one-process command does, and returns its summary:
+/// - `trim-low-abund`: pass 1 deciding batch by batch on the shards, pass 2 trimming from
+///   counts looked up there ([`trim_low_abund::run_sharded`]);
+/// - `filter-abund-single`: its input counted on the shards (the one-process run's lines and
+///   false-positive ceiling, checked after each batch and at the end), then the filtering
+///   ([`filter_abund::run_sharded`]; the summary has the table's `unique_kmers`);
+/// - `filter-abund`: the filtering of the saved table loaded into the shards;
+/// - `abundance-dist-single`: its input counted on the shards, then the histogram, each
+///   batch's k-mers new to the tracking filter looked up there
+///   ([`abundance_dist::run_single_sharded`]), and the native command's closing lines.
+///
+/// Its outputs are recorded in `run`'s files; the run report is [`finish`]'s. The table is not
+/// gathered nor saved here: `-s` (the plan's `savegraph`) is the caller's to write shard by
+/// shard once this returns, the shards holding every update.
+pub fn decided<C: DrivenLayout>(
     argv: &[OsString],
     run: &RunContext,
-    client: &ShardClient,
-    local: Vec<Option<&mut Shard>>,
+    mut shards: Shards<'_, C>,
     remote: &mut dyn RemoteShards,
 ) -> Result<Value, CliError> {
-    let Some(Parsed { cli, .. }) = parse(argv)? else { return Ok(Value::Null) };
-    let name = cli.command.name();
-    let threads = cli.command.settings().threads.unwrap_or_else(kmerflow_core::pipeline::available_threads);
-    let Command::TrimLowAbund(args) = cli.command else {
-        return Err(usage_error(name, ErrorKind::InvalidSubcommand, format!("{name} is not trim-low-abund")));
-    };
-    run.set_threads(threads);
-    // The table's sizing was told by `plan`; its messages are not repeated.
-    let mut ctx = Ctx { run: RunContext::new(), metrics: None, console: None, table_sizing: None };
-    let batch_kmers = args.sharding.batch_kmers;
-    let summary = crate::commands::trim_low_abund::options(args, &mut ctx)
-        .and_then(|options| {
-            let shards = ShardedDecisions::new(client, local, remote, batch_kmers)?;
-            trim_low_abund::run_sharded(&options, shards, run)
-        })
-        .and_then(|summary| summary_json(&summary));
-    summary.map_err(|e| run_failure(name, run, e))
+    on_shards(argv, run, |command| {
+        let client = shards.client;
+        let summary = match command {
+            Command::TrimLowAbund(a) => {
+                // The table's sizing was told by `plan`; its messages are not repeated.
+                let mut ctx = Ctx { run: RunContext::new(), metrics: None, console: None, table_sizing: None };
+                let batch_kmers = a.sharding.batch_kmers;
+                let options = crate::commands::trim_low_abund::options(a, &mut ctx)?;
+                let decisions = ShardedDecisions::new(client, shards.local, remote, batch_kmers)?;
+                summary_json(&trim_low_abund::run_sharded(&options, decisions, run)?)
+            }
+            Command::FilterAbundSingle(a) => {
+                let params = a.counting.fixed_params(a.filter.force);
+                let limit = FpLimit::of(filter_abund::MAX_FP_RATE, &params);
+                count_input(&mut shards, remote, &a.input, a.sharding.batch_kmers, Some(&limit), run)?;
+                filter_abund::counted(client, client.n_unique_kmers(), &params, run)?;
+                let decisions = ShardedDecisions::new(client, shards.local, remote, a.sharding.batch_kmers)?;
+                let mut summary = filter_abund::run_sharded(&[a.input], &a.filter.params(), decisions, run)?;
+                summary.unique_kmers = client.n_unique_kmers();
+                summary_json(&summary)
+            }
+            Command::FilterAbund(a) => {
+                let decisions = ShardedDecisions::new(client, shards.local, remote, a.sharding.batch_kmers)?;
+                summary_json(&filter_abund::run_sharded(&a.inputs, &a.filter.params(), decisions, run)?)
+            }
+            Command::AbundanceDistSingle(a) => {
+                count_input(&mut shards, remote, &a.seqs, a.sharding.batch_kmers, None, run)?;
+                let decisions = ShardedDecisions::new(client, shards.local, remote, a.sharding.batch_kmers)?;
+                let output = a.histogram.output(&a.output);
+                let savegraph = a.savegraph.as_ref();
+                let summary = abundance_dist::run_single_sharded(&a.seqs, &output, savegraph, decisions, run)?;
+                let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
+                ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
+                a.run.report(&mut ctx, summary.tally);
+                summary_json(&summary)
+            }
+            _ => return Ok(None),
+        };
+        summary.map(Some)
+    })
+}
+
+/// Counts the reads of `input` on the table `shards` (`remote` as for [`decided`]) in batches
+/// of `batch_kmers` k-mers, stopping once over `limit` when given.
+fn count_input(
+    shards: &mut dyn ShardedTable,
+    remote: &mut dyn RemoteShards,
+    input: &String,
+    batch_kmers: usize,
+    limit: Option<&FpLimit>,
+    run: &RunContext,
+) -> kmerflow_core::Result<()> {
+    run.progress().begin_pass("counting");
+    count::count_sharded(std::slice::from_ref(input), shards, remote, batch_kmers, limit, run).map(drop)
 }
 
 /// Runs the sharded `normalize-by-median` command line `argv` (program name first) within
@@ -632,84 +676,6 @@ pub fn load_into_counting(
         let summary = count::run_sharded(&opts, table, remote, a.sharding.batch_kmers, run)?;
         let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
         load_into_counting::tell(&a, &summary, &mut ctx);
-        summary_json(&summary).map(Some)
-    })
-}
-
-/// Runs the sharded `filter-abund-single` or `filter-abund` command line `argv` (program name
-/// first) within `run` on `client`'s table (`local`, `remote` as for [`trim_low_abund`]):
-/// filter-abund-single counts its input on the shards first (the one-process run's lines and
-/// false-positive ceiling, checked after each batch and at the end), filter-abund finds the
-/// saved table loaded into them; then the native filtering, each batch's reads looked up on
-/// the shards (see [`kmerflow_core::ops::filter_abund::run_sharded`]); returns its summary
-/// (filter-abund-single's with the table's `unique_kmers`). The table is not gathered; saving
-/// it (`--savegraph`) is the caller's.
-pub fn filter_abund(
-    argv: &[OsString],
-    run: &RunContext,
-    client: &ShardClient,
-    local: Vec<Option<&mut Shard>>,
-    remote: &mut dyn RemoteShards,
-) -> Result<Value, CliError> {
-    on_shards(argv, run, |command| {
-        let (inputs, filter, batch_kmers, local, single) = match command {
-            Command::FilterAbundSingle(a) => {
-                let params = a.counting.fixed_params(a.filter.force);
-                let limit = FpLimit::of(filter_abund::MAX_FP_RATE, &params);
-                let local = counted(client, local, remote, (&a.input, a.sharding.batch_kmers, Some(&limit)), run)?;
-                filter_abund::counted(client, client.n_unique_kmers(), &params, run)?;
-                (vec![a.input], a.filter.params(), a.sharding.batch_kmers, local, true)
-            }
-            Command::FilterAbund(a) => (a.inputs, a.filter.params(), a.sharding.batch_kmers, local, false),
-            _ => return Ok(None),
-        };
-        let shards = ShardedDecisions::new(client, local, remote, batch_kmers)?;
-        let mut summary = filter_abund::run_sharded(&inputs, &filter, shards, run)?;
-        if single {
-            summary.unique_kmers = client.n_unique_kmers();
-        }
-        summary_json(&summary).map(Some)
-    })
-}
-
-/// Counts the reads of `input` on `client`'s table (khmer's layout, `local`, `remote` as for
-/// [`trim_low_abund`]) in batches of `batch_kmers` k-mers, stopping once over `limit` when
-/// given; gives the local shards back.
-fn counted<'a>(
-    client: &'a ShardClient,
-    local: Vec<Option<&'a mut Shard>>,
-    remote: &mut dyn RemoteShards,
-    (input, batch_kmers, limit): (&String, usize, Option<&FpLimit>),
-    run: &RunContext,
-) -> kmerflow_core::Result<Vec<Option<&'a mut Shard>>> {
-    let mut shards = KhmerShards { client, local };
-    run.progress().begin_pass("counting");
-    count::count_sharded(std::slice::from_ref(input), &mut shards, remote, batch_kmers, limit, run)?;
-    Ok(shards.local)
-}
-
-/// Runs the sharded `abundance-dist-single` command line `argv` (program name first) within
-/// `run` on `client`'s table (`local`, `remote` as for [`trim_low_abund`]): its input counted on
-/// the shards, then the histogram, each batch's k-mers new to the tracking filter looked up on
-/// the shards (see [`kmerflow_core::ops::abundance_dist::run_single_sharded`]), its file and
-/// the native command's closing lines; returns its summary. The table is not gathered; saving
-/// it (`--savegraph`) is the caller's.
-pub fn abundance_dist_single(
-    argv: &[OsString],
-    run: &RunContext,
-    client: &ShardClient,
-    local: Vec<Option<&mut Shard>>,
-    remote: &mut dyn RemoteShards,
-) -> Result<Value, CliError> {
-    on_shards(argv, run, |command| {
-        let Command::AbundanceDistSingle(a) = command else { return Ok(None) };
-        let local = counted(client, local, remote, (&a.seqs, a.sharding.batch_kmers, None), run)?;
-        let shards = ShardedDecisions::new(client, local, remote, a.sharding.batch_kmers)?;
-        let output = a.histogram.output(&a.output);
-        let summary = abundance_dist::run_single_sharded(&a.seqs, &output, a.savegraph.as_ref(), shards, run)?;
-        let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
-        ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
-        a.run.report(&mut ctx, summary.tally);
         summary_json(&summary).map(Some)
     })
 }
