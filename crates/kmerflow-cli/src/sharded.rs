@@ -733,7 +733,10 @@ pub fn finish(
         file: None,
     };
     run.set_threads(command.settings().threads.unwrap_or(1));
-    for input in inputs.iter().filter(|i| *i != "-") {
+    // The inputs normalize-by-median skipped with -f were never opened, as in one process.
+    let skipped: Vec<&str> =
+        summary["skipped_files"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    for input in inputs.iter().filter(|i| *i != "-" && !skipped.contains(&i.as_str())) {
         // Opened to record its size and compression, as a native run's report does.
         kmerflow_core::io::compress::open_input(input, &run).map_err(failed)?;
     }
