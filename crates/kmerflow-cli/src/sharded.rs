@@ -553,9 +553,14 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
     }))
 }
 
-/// Runs the sharded command line `argv` (program name first) of a command that decides or
-/// looks up reads on the table `shards` (either layout; its remote shards reached through
-/// `remote`) within `run`, as the one-process command does, and returns its summary:
+/// Runs the sharded command line `argv` (program name first) on the table `shards` (either
+/// layout; its remote shards reached through `remote`) within `run`, as the one-process
+/// command does, and returns its summary:
+/// - `normalize-by-median`: [`diginorm::run_sharded`] (its messages, keep curve, `-R` report,
+///   false-positive ceiling and outputs; a loaded table's k wins over `-k`, as the plan told);
+/// - `load-into-counting`: the inputs counted ([`count::run_sharded`], the false-positive
+///   ceiling checked after each batch and at the end) and the native command's closing lines
+///   (`OUT.info` is [`finish`]'s);
 /// - `trim-low-abund`: pass 1 deciding batch by batch on the shards, pass 2 trimming from
 ///   counts looked up there ([`trim_low_abund::run_sharded`]);
 /// - `filter-abund-single`: its input counted on the shards (the one-process run's lines and
@@ -567,9 +572,9 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
 ///   ([`abundance_dist::run_single_sharded`]), and the native command's closing lines.
 ///
 /// Its outputs are recorded in `run`'s files; the run report is [`finish`]'s. The table is not
-/// gathered nor saved here: `-s` (the plan's `savegraph`) is the caller's to write shard by
-/// shard once this returns, the shards holding every update.
-pub fn decided<C: DrivenLayout>(
+/// gathered nor saved here: `-s` (the plan's `savegraph`) and load-into-counting's table are
+/// the caller's to write shard by shard once this returns, the shards holding every update.
+pub fn run_command<C: DrivenLayout>(
     argv: &[OsString],
     run: &RunContext,
     mut shards: Shards<'_, C>,
@@ -578,6 +583,26 @@ pub fn decided<C: DrivenLayout>(
     on_shards(argv, run, |command| {
         let client = shards.client;
         let summary = match command {
+            Command::NormalizeByMedian(a) => {
+                let batch_kmers = a.sharding.batch_kmers;
+                let params = TableParams { ksize: client.ksize(), ..a.counting.fixed_params(a.force) };
+                let options = normalize_by_median::options(a, params);
+                summary_json(&diginorm::run_sharded(&options, &mut shards, remote, batch_kmers, run)?)
+            }
+            Command::LoadIntoCounting(a) => {
+                let opts = count::Options {
+                    params: a.counting.fixed_params(a.run.force),
+                    output: a.output.clone(),
+                    inputs: a.inputs.clone(),
+                    bigcount: !a.no_bigcount,
+                    summary: None,
+                    layout: a.layout.layout,
+                };
+                let summary = count::run_sharded(&opts, &mut shards, remote, a.sharding.batch_kmers, run)?;
+                let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
+                load_into_counting::tell(&a, &summary, &mut ctx);
+                summary_json(&summary)
+            }
             Command::TrimLowAbund(a) => {
                 // The table's sizing was told by `plan`; its messages are not repeated.
                 let mut ctx = Ctx { run: RunContext::new(), metrics: None, console: None, table_sizing: None };
@@ -617,7 +642,7 @@ pub fn decided<C: DrivenLayout>(
     })
 }
 
-/// Counts the reads of `input` on the table `shards` (`remote` as for [`decided`]) in batches
+/// Counts the reads of `input` on the table `shards` (`remote` as for [`run_command`]) in batches
 /// of `batch_kmers` k-mers, stopping once over `limit` when given.
 fn count_input(
     shards: &mut dyn ShardedTable,
@@ -629,55 +654,6 @@ fn count_input(
 ) -> kmerflow_core::Result<()> {
     run.progress().begin_pass("counting");
     count::count_sharded(std::slice::from_ref(input), shards, remote, batch_kmers, limit, run).map(drop)
-}
-
-/// Runs the sharded `normalize-by-median` command line `argv` (program name first) within
-/// `run` on `table` (either layout; its remote shards reached through `remote`): the native
-/// run ([`kmerflow_core::ops::diginorm::run_sharded`]: its messages, keep curve, `-R` report,
-/// false-positive ceiling and outputs); returns its summary. `-s` (the plan's `savegraph`) is
-/// the caller's to save shard by shard once this returns.
-pub fn normalize_by_median(
-    argv: &[OsString],
-    run: &RunContext,
-    table: &mut dyn ShardedTable,
-    remote: &mut dyn RemoteShards,
-) -> Result<Value, CliError> {
-    on_shards(argv, run, |command| {
-        let Command::NormalizeByMedian(a) = command else { return Ok(None) };
-        let batch_kmers = a.sharding.batch_kmers;
-        // A loaded table's k wins over -k (the plan told so).
-        let params = TableParams { ksize: table.ksize(), ..a.counting.fixed_params(a.force) };
-        let options = normalize_by_median::options(a, params);
-        summary_json(&diginorm::run_sharded(&options, table, remote, batch_kmers, run)?).map(Some)
-    })
-}
-
-/// Runs the sharded `load-into-counting` command line `argv` (program name first) within `run`
-/// on `table` (either layout, `remote` as for [`normalize_by_median`]): the inputs counted
-/// ([`kmerflow_core::ops::count::run_sharded`], the false-positive ceiling checked after each
-/// batch and at the end) and the native command's closing lines; returns its summary. Saving the
-/// table shard by shard is the caller's; `OUT.info` is [`finish`]'s.
-pub fn load_into_counting(
-    argv: &[OsString],
-    run: &RunContext,
-    table: &mut dyn ShardedTable,
-    remote: &mut dyn RemoteShards,
-) -> Result<Value, CliError> {
-    on_shards(argv, run, |command| {
-        let Command::LoadIntoCounting(a) = command else { return Ok(None) };
-        let opts = count::Options {
-            params: a.counting.fixed_params(a.run.force),
-            output: a.output.clone(),
-            inputs: a.inputs.clone(),
-            bigcount: !a.no_bigcount,
-            summary: None,
-            layout: a.layout.layout,
-        };
-        let summary = count::run_sharded(&opts, table, remote, a.sharding.batch_kmers, run)?;
-        let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
-        load_into_counting::tell(&a, &summary, &mut ctx);
-        summary_json(&summary).map(Some)
-    })
 }
 
 /// Parses the sharded command line `argv` (program name first), sets `run`'s threads and

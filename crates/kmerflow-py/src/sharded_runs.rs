@@ -119,28 +119,36 @@ impl Table {
         }
     }
 
-    /// Runs the sharded command line `argv` that decides or looks up reads on the table
-    /// (`kmerflow_cli::sharded::decided`) within `run`, its local shards locked for its
-    /// duration, and on `remote` as the remote shards.
-    fn decided(&self, argv: &[OsString], run: &RunContext, remote: Py<PyAny>) -> CommandResult {
-        use kmerflow_cli::sharded::decided;
+    /// Runs the sharded command line `argv` on the table (`kmerflow_cli::sharded::run_command`)
+    /// within `run`, its local shards locked for its duration, and on `remote` as the remote
+    /// shards: its summary, or the command line's error.
+    fn run_command(
+        &self,
+        argv: &[OsString],
+        run: &RunContext,
+        remote: Py<PyAny>,
+    ) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError> {
+        use kmerflow_cli::sharded::run_command;
         match self {
             Table::Khmer(client, local) => with_shards(local, remote, |local, remote| {
-                decided(argv, run, KhmerShards { client: client.get().core(), local }, remote)
+                run_command(argv, run, KhmerShards { client: client.get().core(), local }, remote)
             }),
             Table::Blocked(client, local) => with_shards(local, remote, |local, remote| {
-                decided(argv, run, BlockedShards { client: client.get().core(), local }, remote)
+                run_command(argv, run, BlockedShards { client: client.get().core(), local }, remote)
             }),
         }
     }
 }
 
-/// What a sharded command run natively gives: its summary, or the command line's error.
-type CommandResult = std::result::Result<serde_json::Value, kmerflow_cli::CliError>;
-
-/// A sharded command run natively on a table of either layout behind [`ShardedTable`]:
-/// `kmerflow_cli::sharded`'s `normalize_by_median` or `load_into_counting`.
-type LayoutCommand = fn(&[OsString], &RunContext, &mut dyn ShardedTable, &mut dyn RemoteShards) -> CommandResult;
+/// The commands [`run_sharded_command`] runs.
+const COMMANDS: [&str; 6] = [
+    "normalize-by-median",
+    "load-into-counting",
+    "trim-low-abund",
+    "filter-abund-single",
+    "filter-abund",
+    "abundance-dist-single",
+];
 
 /// Runs the sharded `command` on the command line `argv` (program name first) and `client`'s
 /// table (a `ShardClient` or a `BlockedShardClient`), whose shard `s` is `local[s]` when held
@@ -175,21 +183,12 @@ pub fn run_sharded_command(
     terminal: Option<PyRef<'_, ShardTerminal>>,
 ) -> PyResult<(String, Vec<String>)> {
     let table = Table::of(&client, local)?;
-    let on_layout: Option<LayoutCommand> = match command {
-        "normalize-by-median" => Some(kmerflow_cli::sharded::normalize_by_median),
-        "load-into-counting" => Some(kmerflow_cli::sharded::load_into_counting),
-        "trim-low-abund" | "filter-abund-single" | "filter-abund" | "abundance-dist-single" => None,
-        _ => {
-            let why = format!("no sharded native run of {command}");
-            return Err(pyo3::exceptions::PyValueError::new_err(why));
-        }
-    };
+    if !COMMANDS.contains(&command) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("no sharded native run of {command}")));
+    }
     let shown = terminal.as_deref().map(ShardTerminal::run);
     let (summary, outputs) = interruptible_showing(py, forwarder(&on_message), shown, |ctx| {
-        let summary = match on_layout {
-            Some(run) => table.with(remote, |table, remote| run(&argv, ctx, table, remote)),
-            None => table.decided(&argv, ctx, remote),
-        };
+        let summary = table.run_command(&argv, ctx, remote);
         summary.map(|summary| (summary.to_string(), ctx.files().outputs()))
     })?
     .map_err(command_error)?;
