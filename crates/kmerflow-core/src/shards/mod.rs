@@ -13,9 +13,9 @@
 //! - [`blocked`]: the blocked layout cut into shards of whole cache lines (a k-mer's counters
 //!   all on one shard, so a message names k-mer hashes);
 //! - [`runs`]: whole files through a sharded table of either layout (reading, hashing and
-//!   routing batches, counting `ShardedCount`, normalize-by-median `ShardedNormalize`), and for
-//!   khmer's layout the look-ups, the transport to the remote shards (`RemoteShards`) and the
-//!   driver of the native commands' decisions (`ShardedDecisions`);
+//!   routing batches, counting `ShardedCount`, normalize-by-median `ShardedNormalize`, the
+//!   look-ups `Lookups` and the driver of the native commands' decisions `ShardedDecisions`),
+//!   and the transport to the remote shards (`RemoteShards`);
 //! - [`drive`]: the counting and normalize-by-median loops over either layout, the remote
 //!   shards reached only through the transport;
 //! - [`in_flight`]: the updates a remote shard's answer lacks while they travel;

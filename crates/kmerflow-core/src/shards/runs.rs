@@ -1,4 +1,4 @@
-//! Whole files through a sharded table ([`super::khmer`]): the client's side of counting and of
+//! Whole files through a sharded table of either layout: the client's side of counting and of
 //! normalize-by-median, batch by batch, with only the remote shards' messages left to the
 //! caller (who sends them to Dask workers and hands back the answers).
 //!
@@ -925,15 +925,16 @@ pub trait RemoteShards: Send {
     }
 }
 
-/// A sharded table whose reads are decided in this process batch by batch, by a run that reads
-/// its own input (trim-low-abund's first pass): [`ShardedDecisions::decide`] looks a batch up on
-/// the shards (the remote ones through one message each, carrying the previous batch's
-/// updates), decides it with a [`Decider`] and applies its updates; [`ShardedDecisions::lookups`]
-/// gives the counts of a file's k-mers without changing the table (trim-low-abund's second pass,
-/// filter-abund's and abundance-dist's passes); [`ShardedDecisions::flush`] sends the updates
-/// still held here, leaving the whole table on the shards (to be saved shard by shard, see
-/// [`super::file`]). The decisions, counts, counters and statistics are those of the
-/// one-process table with the same sizes.
+/// A sharded table of either layout (its client `C`) whose reads are decided in this process
+/// batch by batch, by a run that reads its own input (trim-low-abund's first pass):
+/// [`ShardedDecisions::decide`] looks a batch up on the shards (the remote ones through one
+/// message each, carrying the previous batch's updates), decides it with a [`Decider`] by the
+/// layout's batch rules and applies its updates; [`ShardedDecisions::lookups`] gives the counts
+/// of a file's k-mers without changing the table (trim-low-abund's second pass, filter-abund's
+/// and abundance-dist's passes); [`ShardedDecisions::flush`] sends the updates still held here,
+/// leaving the whole table on the shards (to be saved shard by shard, see [`super::file`]). The
+/// decisions, counts, counters and statistics are those of the one-process table of the same
+/// layout and sizes.
 pub struct ShardedDecisions<'a, C: ShardLayout> {
     client: &'a C,
     local: Vec<Option<&'a mut C::Shard>>,
