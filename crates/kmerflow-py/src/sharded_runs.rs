@@ -166,32 +166,47 @@ fn with_khmer<R>(
     Ok(work(client, picked(&mut guards, khmer_shard)?, &mut PyRemote(remote)))
 }
 
-/// A sharded command run natively on khmer's layout: `kmerflow_cli::sharded`'s
-/// `trim_low_abund`, `filter_abund` or `abundance_dist_single`.
-type ShardedCommand = fn(
-    &[OsString],
-    &kmerflow_core::run::RunContext,
-    &kmerflow_core::shards::khmer::ShardClient,
-    Vec<Option<&mut kmerflow_core::shards::khmer::Shard>>,
-    &mut dyn RemoteShards,
-) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError>;
+/// Runs the sharded command line `argv` (`kmerflow_cli::sharded::run_command`) within `run` on
+/// `client`'s table (either layout), its `local` shards locked for its duration, and on `remote`
+/// as the remote shards: its summary, or the command line's error.
+fn run_command_on(
+    client: &ShardClient,
+    local: &[Option<Py<Shard>>],
+    remote: Py<PyAny>,
+    argv: &[OsString],
+    run: &RunContext,
+) -> Result<std::result::Result<serde_json::Value, kmerflow_cli::CliError>> {
+    use kmerflow_cli::sharded::run_command;
+    let mut guards = lock(local);
+    let remote = &mut PyRemote(remote);
+    Ok(match client.core() {
+        Layout::Khmer(client) => {
+            run_command(argv, run, KhmerShards { client, local: picked(&mut guards, khmer_shard)? }, remote)
+        }
+        Layout::Blocked(client) => {
+            run_command(argv, run, BlockedShards { client, local: picked(&mut guards, blocked_shard)? }, remote)
+        }
+    })
+}
 
-/// A sharded command run natively on either layout: `kmerflow_cli::sharded`'s
-/// `normalize_by_median` or `load_into_counting`.
-type LayoutCommand = fn(
-    &[OsString],
-    &kmerflow_core::run::RunContext,
-    &mut dyn ShardedTable,
-    &mut dyn RemoteShards,
-) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError>;
+/// The commands [`run_sharded_command`] runs.
+const COMMANDS: [&str; 6] = [
+    "normalize-by-median",
+    "load-into-counting",
+    "trim-low-abund",
+    "filter-abund-single",
+    "filter-abund",
+    "abundance-dist-single",
+];
 
 /// Runs the sharded `command` on the command line `argv` (program name first) and `client`'s
 /// table (either layout), whose shard `s` is `local[s]` when held
 /// in this process and reached through `remote` (see [`PyRemote`]) when `None`. The table is
 /// never gathered; the whole run is native, Python only carries the messages.
-/// - `normalize-by-median` (either layout): the one-process command's messages, keep curve,
-///   `-R` report, false-positive ceiling and outputs;
-/// - `load-into-counting` (either layout): the inputs counted, the ceiling checked;
+/// Every command runs on either layout:
+/// - `normalize-by-median`: the one-process command's messages, keep curve, `-R` report,
+///   false-positive ceiling and outputs;
+/// - `load-into-counting`: the inputs counted, the ceiling checked;
 /// - `trim-low-abund`: pass 1 deciding batch by batch on the shards, pass 2 trimming from
 ///   counts looked up on them;
 /// - `filter-abund-single` / `abundance-dist-single`: the input counted on the shards, then
@@ -216,31 +231,12 @@ pub fn run_sharded_command(
     remote: Py<PyAny>,
     terminal: Option<PyRef<'_, ShardTerminal>>,
 ) -> PyResult<(String, Vec<String>)> {
-    /// A command of either layout, or of khmer's layout alone.
-    enum Run {
-        Layout(LayoutCommand),
-        Khmer(ShardedCommand),
+    if !COMMANDS.contains(&command) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("no sharded native run of {command}")));
     }
-    let run = match command {
-        "normalize-by-median" => Run::Layout(kmerflow_cli::sharded::normalize_by_median),
-        "load-into-counting" => Run::Layout(kmerflow_cli::sharded::load_into_counting),
-        "trim-low-abund" => Run::Khmer(kmerflow_cli::sharded::trim_low_abund),
-        "filter-abund-single" | "filter-abund" => Run::Khmer(kmerflow_cli::sharded::filter_abund),
-        "abundance-dist-single" => Run::Khmer(kmerflow_cli::sharded::abundance_dist_single),
-        _ => {
-            let why = format!("no sharded native run of {command}");
-            return Err(pyo3::exceptions::PyValueError::new_err(why));
-        }
-    };
     let shown = terminal.as_deref().map(ShardTerminal::run);
     let (summary, outputs) = interruptible_showing(py, forwarder(&on_message), shown, |ctx| {
-        let client = client.get();
-        let summary = match run {
-            Run::Layout(run) => with_table(client, &local, remote, |table, remote| run(&argv, ctx, table, remote)),
-            Run::Khmer(run) => {
-                with_khmer(client, &local, remote, |client, shards, remote| run(&argv, ctx, client, shards, remote))
-            }
-        };
+        let summary = run_command_on(client.get(), &local, remote, &argv, ctx);
         summary.map(|summary| summary.map(|summary| (summary.to_string(), ctx.files().outputs())))
     })?
     .py()?
@@ -323,7 +319,7 @@ fn on_table<T: Send>(
     local: &[Option<Py<Shard>>],
     remote: Py<PyAny>,
     batch_kmers: usize,
-    work: impl FnOnce(ShardedDecisions<'_>, &RunContext) -> Result<T> + Send,
+    work: impl FnOnce(ShardedDecisions<'_, kmerflow_core::shards::khmer::ShardClient>, &RunContext) -> Result<T> + Send,
 ) -> PyResult<T> {
     interruptible(py, |ctx| {
         with_khmer(client.get(), local, remote, |client, shards, remote| {

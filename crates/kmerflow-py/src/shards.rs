@@ -22,6 +22,7 @@ use kmerflow_core::table::{native_format, BlockedParams, CounterWidth, CountingT
 use kmerflow_core::{Error, Result};
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
+use kmerflow_core::shards::ShardLayout as _;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::sync::{Mutex, MutexGuard};
