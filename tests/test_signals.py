@@ -590,3 +590,45 @@ def test_ctrl_c_to_the_process_group_stops_do_partition_leaving_no_output(partit
     _check(status, took, err, signal.SIGINT, "do-partition", "do-partition")
     assert len(err.strip().splitlines()) == 1, err
     assert _left(tmp_path, {"reads.fa", "g.info"}) == []
+
+
+@pytest.fixture(scope="module")
+def saturated_graph(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A nodegraph `g` of one table of 10,007 bits, every one of them set by 2,000 genome
+    reads (far past the 0.15 false-positive ceiling), with its tagset: every k-mer is in it,
+    so a walk of partitioning never ends by itself."""
+    root = tmp_path_factory.mktemp("signal-saturated")
+    _genome_reads(root / "reads.fa", 2_000, 100_000)
+    subprocess.run([*_command(), "load-graph", "-q", "-f", "-k", "25", "-x", "1e4", "-N", "1", "g", "reads.fa"],
+                   cwd=root, check=True, capture_output=True)
+    return root
+
+
+@pytest.mark.parametrize("args", [["partition-graph", "-T", "1", "-f", "g"],
+                                  ["make-initial-stoptags", "-x", "1e4", "-N", "1", "-f", "g"]],
+                         ids=lambda args: args[0])
+def test_ctrl_c_stops_one_endless_walk_of_a_graph_forced_past_its_ceiling(saturated_graph: Path, tmp_path: Path,
+                                                                          args: list[str]):
+    """Ctrl-C (SIGINT to the process group) while one walk of a saturated graph runs (the run
+    is forced past the ceiling): the walk itself notices, exit 130 within a second with the
+    command's one line (not the watchdog's; the forced graph's warning aside), nothing
+    written."""
+    for name in ("g", "g.tagset"):
+        os.symlink(saturated_graph / name, tmp_path / name)
+    proc = subprocess.Popen([*_command(), *args, "-q"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _wait_for_handlers(proc)
+        time.sleep(0.3)  # the graph is loaded and its first walks are under way
+        assert proc.poll() is None, proc.stderr.read().decode(errors="replace")
+        os.killpg(proc.pid, signal.SIGINT)
+        sent = time.monotonic()
+        err = proc.communicate(timeout=30)[1].decode(errors="replace")
+        took = time.monotonic() - sent
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    _check(proc.returncode, took, err, signal.SIGINT, args[0], args[0], PROMPT_S)
+    assert [line for line in err.splitlines() if not line.startswith("WARNING: ")] == err.splitlines()[-1:], err
+    assert _left(tmp_path, {"g", "g.tagset", "g.info"}) == [], err  # partition-graph's g.info: it started
+
