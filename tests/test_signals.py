@@ -632,3 +632,30 @@ def test_ctrl_c_stops_one_endless_walk_of_a_graph_forced_past_its_ceiling(satura
     assert [line for line in err.splitlines() if not line.startswith("WARNING: ")] == err.splitlines()[-1:], err
     assert _left(tmp_path, {"g", "g.tagset", "g.info"}) == [], err  # partition-graph's g.info: it started
 
+
+HANDLERS_AFTER_CLI_MAIN = """
+import os, signal, sys, time
+from kmerflow import _core
+
+caught = []
+signal.signal(signal.SIGINT, lambda sig, frame: caught.append(sig))
+code, _ = _core.cli_main(["kmerflow", *sys.argv[1:]])
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(0.5)
+print(code, caught == [signal.SIGINT], flush=True)
+os.kill(os.getpid(), signal.SIGTERM)  # Python's default: the process ends
+time.sleep(5)
+print("still running after SIGTERM", flush=True)
+"""
+
+
+def test_the_signal_handlers_of_a_program_running_the_command_line_are_its_own_again(tmp_path: Path):
+    """A Python program that runs the native command line in-process (`_core.cli_main`) has its
+    own SIGINT handler in effect after the call, and SIGTERM's default action (ending the
+    process) back."""
+    _reads(tmp_path / "in.fq", 200)
+    args = ["load-into-counting", "-q", "-k", "20", "-N", "1", "-x", "1e5", "t.ct", "in.fq"]
+    proc = subprocess.run([sys.executable, "-c", HANDLERS_AFTER_CLI_MAIN, *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["0", "True"], proc.stdout + proc.stderr
+    assert proc.returncode == -signal.SIGTERM, proc.stdout + proc.stderr
