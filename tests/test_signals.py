@@ -590,3 +590,72 @@ def test_ctrl_c_to_the_process_group_stops_do_partition_leaving_no_output(partit
     _check(status, took, err, signal.SIGINT, "do-partition", "do-partition")
     assert len(err.strip().splitlines()) == 1, err
     assert _left(tmp_path, {"reads.fa", "g.info"}) == []
+
+
+@pytest.fixture(scope="module")
+def saturated_graph(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A nodegraph `g` of one table of 10,007 bits, every one of them set by 2,000 genome
+    reads (far past the 0.15 false-positive ceiling), with its tagset: every k-mer is in it,
+    so a walk of partitioning never ends by itself."""
+    root = tmp_path_factory.mktemp("signal-saturated")
+    _genome_reads(root / "reads.fa", 2_000, 100_000)
+    subprocess.run([*_command(), "load-graph", "-q", "-f", "-k", "25", "-x", "1e4", "-N", "1", "g", "reads.fa"],
+                   cwd=root, check=True, capture_output=True)
+    return root
+
+
+@pytest.mark.parametrize("args", [["partition-graph", "-T", "1", "-f", "g"],
+                                  ["make-initial-stoptags", "-x", "1e4", "-N", "1", "-f", "g"]],
+                         ids=lambda args: args[0])
+def test_ctrl_c_stops_one_endless_walk_of_a_graph_forced_past_its_ceiling(saturated_graph: Path, tmp_path: Path,
+                                                                          args: list[str]):
+    """Ctrl-C (SIGINT to the process group) while one walk of a saturated graph runs (the run
+    is forced past the ceiling): the walk itself notices, exit 130 within a second with the
+    command's one line (not the watchdog's; the forced graph's warning aside), nothing
+    written."""
+    for name in ("g", "g.tagset"):
+        os.symlink(saturated_graph / name, tmp_path / name)
+    proc = subprocess.Popen([*_command(), *args, "-q"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _wait_for_handlers(proc)
+        time.sleep(0.3)  # the graph is loaded and its first walks are under way
+        assert proc.poll() is None, proc.stderr.read().decode(errors="replace")
+        os.killpg(proc.pid, signal.SIGINT)
+        sent = time.monotonic()
+        err = proc.communicate(timeout=30)[1].decode(errors="replace")
+        took = time.monotonic() - sent
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    _check(proc.returncode, took, err, signal.SIGINT, args[0], args[0], PROMPT_S)
+    assert [line for line in err.splitlines() if not line.startswith("WARNING: ")] == err.splitlines()[-1:], err
+    assert _left(tmp_path, {"g", "g.tagset", "g.info"}) == [], err  # partition-graph's g.info: it started
+
+
+HANDLERS_AFTER_CLI_MAIN = """
+import os, signal, sys, time
+from kmerflow import _core
+
+caught = []
+signal.signal(signal.SIGINT, lambda sig, frame: caught.append(sig))
+code, _ = _core.cli_main(["kmerflow", *sys.argv[1:]])
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(0.5)
+print(code, caught == [signal.SIGINT], flush=True)
+os.kill(os.getpid(), signal.SIGTERM)  # Python's default: the process ends
+time.sleep(5)
+print("still running after SIGTERM", flush=True)
+"""
+
+
+def test_the_signal_handlers_of_a_program_running_the_command_line_are_its_own_again(tmp_path: Path):
+    """A Python program that runs the native command line in-process (`_core.cli_main`) has its
+    own SIGINT handler in effect after the call, and SIGTERM's default action (ending the
+    process) back."""
+    _reads(tmp_path / "in.fq", 200)
+    args = ["load-into-counting", "-q", "-k", "20", "-N", "1", "-x", "1e5", "t.ct", "in.fq"]
+    proc = subprocess.run([sys.executable, "-c", HANDLERS_AFTER_CLI_MAIN, *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["0", "True"], proc.stdout + proc.stderr
+    assert proc.returncode == -signal.SIGTERM, proc.stdout + proc.stderr

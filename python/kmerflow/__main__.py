@@ -14,10 +14,11 @@ import sys
 def main() -> None:
     """Run the kmerflow command line and exit with its status.
 
-    The native command line handles SIGINT and SIGTERM itself (the run is cancelled, its
-    temporary files removed, exit 130 or 143). Python's own SIGINT handler is set back to the
-    default first: it would otherwise also be called and raise ``KeyboardInterrupt`` after the
-    run. ``kmerflow pipeline`` keeps Python's handler (it turns Ctrl-C into exit 130 itself).
+    The native command line handles SIGINT and SIGTERM itself while it runs (the run is
+    cancelled, its temporary files removed, exit 130 or 143) and puts the process's handlers
+    back after. Both are ignored here first: a signal that comes once the run is over (while
+    its report renders or the process exits) leaves the run's outcome and exit status as they
+    are. ``kmerflow pipeline`` keeps Python's handler (it turns Ctrl-C into exit 130 itself).
     """
     if sys.argv[1:2] == ["pipeline"] or sys.argv[1:3] == ["help", "pipeline"]:
         from kmerflow.pipeline.cli import main as pipeline_main
@@ -31,7 +32,8 @@ def main() -> None:
         sys.exit(_ended(sharded_main(sys.argv[1:])))
     from kmerflow._core import cli_main
 
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    for handled in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(handled, signal.SIG_IGN)
     code, report = cli_main(["kmerflow", *sys.argv[1:]])
     if report is not None:
         code = _render(json.loads(report))

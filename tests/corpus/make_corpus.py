@@ -256,6 +256,51 @@ def sparse_nodegraph(dest: Path, mib: str = "250", k: str = "21") -> None:
         out.truncate()
 
 
+#: The first 128 bytes of XXH3's default secret (all that inputs of up to 128 bytes use).
+_XXH3_SECRET = bytes.fromhex(
+    "b8fe6c3923a44bbe7c01812cf721ad1cded46de9839097db7240a4a4b7b3671f"
+    "cb79e64eccc0e578825ad07dccff7221b8084674f743248ee03590e6813a264c"
+    "3c2852bb91c300cb88d0658b1b532ea371644897a20df94e3819ef46a9deacd8"
+    "a8fa763fe39c343ff9dcbbc7c70b4f1d8a51e04bcdb45931c89f7ec9d9787364"
+)
+_U64 = (1 << 64) - 1
+
+
+def xxh3_64(data: bytes) -> int:
+    """XXH3-64 (seed 0) of DATA of 17 to 128 bytes: the checksum of a kmerflow table's header."""
+    assert 17 <= len(data) <= 128, "only the 17-128 byte case of XXH3 is written here"
+
+    def mix16(at: int, secret_at: int) -> int:
+        lo, hi = struct.unpack_from("<QQ", data, at)
+        key_lo, key_hi = struct.unpack_from("<QQ", _XXH3_SECRET, secret_at)
+        product = (lo ^ key_lo) * (hi ^ key_hi)
+        return (product ^ (product >> 64)) & _U64
+
+    n = len(data)
+    acc = n * 0x9E3779B185EBCA87
+    for i in reversed(range(4)):
+        if n > 32 * i:
+            acc += mix16(16 * i, 32 * i) + mix16(n - 16 * (i + 1), 32 * i + 16)
+    acc &= _U64
+    acc ^= acc >> 37
+    acc = (acc * 0x165667919E3779F9) & _U64
+    return acc ^ (acc >> 32)
+
+
+def sparse_blocked_table(dest: Path, mib: str = "2000") -> None:
+    """A kmerflow (blocked) table whose empty counters take MIB MiB: the header of
+    tables/blocked.kt given that many lines (its checksum redone; the counters' checksum is
+    left wrong), then a sparse file (its length without the disk), to load where that memory
+    is not to be had."""
+    header = bytearray((FILES / "tables" / "blocked.kt").read_bytes()[:88])
+    data_bytes = int(mib) * MIB
+    struct.pack_into("<Q", header, 24, data_bytes // 64)  # lines of 64 bytes
+    struct.pack_into("<Q", header, 72, data_bytes)
+    with open(dest, "wb") as out:
+        out.write(header + struct.pack("<Q", xxh3_64(bytes(header))))
+        out.truncate(4096 + data_bytes)
+
+
 if __name__ == "__main__":
     function, dest, *args = sys.argv[1:]
     globals()[function](Path(dest), *args)

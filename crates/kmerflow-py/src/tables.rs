@@ -487,7 +487,7 @@ impl Table {
         let inner = &self.inner;
         let map = interruptible(py, |ctx| {
             let tag_set: KmerSet = tag_set.iter().copied().collect();
-            let traverser = Traverser::new(inner, &tag_set, &stop_tags, stop_big_traversals, TAG_DENSITY);
+            let traverser = Traverser::new(inner, &tag_set, &stop_tags, stop_big_traversals, TAG_DENSITY, ctx);
             partition_tags(&traverser, &tags[first.min(last)..last], ctx)
         })?
         .py()?;

@@ -219,6 +219,14 @@ pub fn check_table_fits(bytes: f64, backing: Backing) -> Result<()> {
     check_fits(bytes, backing, "-M/--max-memory-usage (or -x/--max-tablesize and -N/--n_tables)")
 }
 
+/// Refuses the saved table file `path` whose tables take `bytes` of memory that cannot be had
+/// (see the module documentation), naming the file, before its tables are read: a table that
+/// is loaded is held (and counted into) in memory, whatever its layout.
+pub fn check_saved_table_fits(path: &str, bytes: u64) -> Result<()> {
+    check_fits(bytes as f64, Backing::Memory, "the flags that made it (-M, or -x and -N)")
+        .map_err(|e| Error::format(path, None, None, e.to_string()))
+}
+
 /// [`check_table_fits`] naming `what_sets_the_size` as the way to make the table smaller.
 pub fn check_fits(bytes: f64, backing: Backing, what_sets_the_size: &str) -> Result<()> {
     let mut limits = vec![(address_space_left(), "the address space left by `ulimit -v`".to_string())];

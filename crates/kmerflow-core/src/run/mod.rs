@@ -109,8 +109,8 @@ impl CancelToken {
         self.0.load(Ordering::Relaxed)
     }
 
-    /// The flag itself, for code that can only store a number into an atomic (a signal handler
-    /// such as `signal_hook::flag::register_usize`): storing a non-zero value cancels.
+    /// The flag itself, for code that can only store a number into an atomic (a signal
+    /// handler): storing a non-zero value cancels.
     pub fn flag(&self) -> Arc<AtomicUsize> {
         self.0.clone()
     }

@@ -9,7 +9,7 @@ use super::{AllocOptions, HashKind, KhmerTable, StorageKind, Table};
 use crate::io::interruptible::{open_read, Interruptible};
 use crate::io::{Compression, OutputFile};
 use crate::kmer::Strand;
-use crate::ops::memory::{check_fits, Backing};
+use crate::ops::memory::check_saved_table_fits;
 use crate::run::{CancelToken, RunContext};
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -321,10 +321,7 @@ pub fn load(path: &str, hash: HashKind, options: AllocOptions, cancel: &CancelTo
     // Memory the tables cannot have is refused before it is filled (instead of the run being
     // killed): a plain file's tables take its length, a compressed file's or a stream's are
     // checked one by one as their sizes are read.
-    let fits = |bytes: u64| {
-        check_fits(bytes as f64, Backing::Memory, "the flags that made it (-M, or -x and -N)")
-            .map_err(|e| Error::format(path, None, None, e.to_string()))
-    };
+    let fits = |bytes: u64| check_saved_table_fits(path, bytes);
     let whole_file = file_len.filter(|_| !gzip);
     if let Some(len) = whole_file {
         fits(len)?;

@@ -32,6 +32,7 @@ use super::blocked::{BlockedHash, BlockedParams, BlockedTable, CounterWidth, Occ
 use crate::io::output::create_regular;
 use crate::io::{Compression, OutputFile, Staged};
 use crate::kmer::Strand;
+use crate::ops::memory::check_saved_table_fits;
 use crate::run::RunContext;
 use crate::{Error, Result};
 use memmap2::{MmapMut, MmapOptions};
@@ -186,23 +187,17 @@ pub fn save(table: &BlockedTable, path: &str, ctx: &RunContext) -> Result<()> {
     out.finish()
 }
 
-/// Loads `path` by mapping it copy-on-write.
+/// Loads `path` by mapping it copy-on-write; a table whose counters cannot have the memory
+/// they need is refused before it is mapped ([`check_saved_table_fits`]).
 pub fn load(path: &str) -> Result<BlockedTable> {
     let io = |e| Error::io(path, e);
-    // Opened without waiting for a FIFO's writer: anything but a regular file is refused.
-    let file = crate::io::interruptible::open_read(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(Error::format(path, None, None, "a kmerflow table is memory-mapped: it needs a regular file"));
-    }
-    let file_len = meta.len();
-    if file_len < DATA_OFFSET as u64 {
-        return Err(Error::format(path, None, None, "not a kmerflow table file (too short)"));
-    }
+    let (file, header) = open_checked(path, "a kmerflow table is memory-mapped: it needs a regular file")?;
+    check_saved_table_fits(path, header.params.data_bytes())?;
     // SAFETY: a private map; the file being changed by another process while mapped would
     // only change the counts we read (the same contract as any memory-mapped input).
     let map = unsafe { MmapOptions::new().map_copy(&file) }.map_err(io)?;
-    let header = Header::decode(&map[..DATA_OFFSET], file_len, path)?;
+    // The header again, from the map: the file may have changed since it was read.
+    let header = Header::decode(map.get(..DATA_OFFSET).unwrap_or(&map), map.len() as u64, path)?;
     if xxh3_64(&map[DATA_OFFSET..]) != header.data_checksum {
         return Err(Error::format(path, None, None, "data checksum mismatch (the file is corrupt)"));
     }
@@ -250,15 +245,25 @@ pub fn read_params(path: &str) -> Result<BlockedParams> {
 
 /// The checked header of the regular file `path`.
 fn header_of(path: &str) -> Result<Header> {
+    Ok(open_checked(path, "a kmerflow table is read in place: it needs a regular file")?.1)
+}
+
+/// The regular file `path`, opened without waiting for a FIFO's writer, with its checked
+/// header; anything but a regular file is refused saying `not_regular`.
+fn open_checked(path: &str, not_regular: &str) -> Result<(std::fs::File, Header)> {
     let io = |e| Error::io(path, e);
     let file = crate::io::interruptible::open_read(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
-        return Err(Error::format(path, None, None, "a kmerflow table is read in place: it needs a regular file"));
+        return Err(Error::format(path, None, None, not_regular));
+    }
+    if meta.len() < DATA_OFFSET as u64 {
+        return Err(Error::format(path, None, None, "not a kmerflow table file (too short)"));
     }
     let mut head = vec![0u8; HEADER_LEN];
     let n = std::os::unix::fs::FileExt::read_at(&file, &mut head, 0).map_err(io)?;
-    Header::decode(&head[..n], meta.len(), path)
+    let header = Header::decode(&head[..n], meta.len(), path)?;
+    Ok((file, header))
 }
 
 /// Rewrites the data and header checksums of a table file's bytes to match its contents, so

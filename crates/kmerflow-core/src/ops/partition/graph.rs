@@ -3,7 +3,9 @@
 //! (`assign_partition_id`, `merge_from_disk`).
 
 use super::kmer_set::KmerSet;
+use crate::run::RunContext;
 use crate::table::{CountingTable, KhmerTable};
+use crate::{Error, Result};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
@@ -23,6 +25,12 @@ const NEIGHBOUR_CODES: [u64; 4] = [0, 2, 3, 1];
 /// while the others test theirs (the walks are bound by memory latency, not by computing).
 const WALKS_IN_FLIGHT: usize = 32;
 
+/// Rounds of the walks in flight between two looks at the run's cancellation: a look is one
+/// relaxed atomic load, a round up to [`WALKS_IN_FLIGHT`] steps of a few table lookups each, so
+/// a walk that never ends (a graph forced past its false-positive ceiling) stops within a
+/// millisecond or so of the run being cancelled, at no measurable cost.
+const ROUNDS_BETWEEN_STOP_CHECKS: u32 = 1024;
+
 /// Which tags a traversal may reach, and how far, over a nodegraph.
 ///
 /// The walks are breadth-first as khmer's, each in khmer's order; [`Traverser::find_tags_each`]
@@ -31,8 +39,11 @@ const WALKS_IN_FLIGHT: usize = 32;
 /// of one table is out of the graph, as most are), and prefetches the next table's lines of the
 /// neighbours left (with their slot in the tag set before the last table): by the walk's next
 /// step, a round later, they are in the cache.
+///
+/// The walks stop early, with [`Error::Cancelled`], once the run they belong to is cancelled.
 pub struct Traverser<'a> {
     graph: &'a KhmerTable,
+    run: &'a RunContext,
     tags: &'a KmerSet,
     stop_tags: &'a FxHashSet<u64>,
     stop_big_traversals: bool,
@@ -99,18 +110,21 @@ pub struct Scratch {
 
 impl<'a> Traverser<'a> {
     /// A traverser of `graph` (2-bit hashed, k <= 32) stopping at `tags`, never entering
-    /// `stop_tags`, going at most `2 * tag_density + 1` k-mers from its start (khmer's rule).
+    /// `stop_tags`, going at most `2 * tag_density + 1` k-mers from its start (khmer's rule),
+    /// its walks ending early once `run` is cancelled.
     pub fn new(
         graph: &'a KhmerTable,
         tags: &'a KmerSet,
         stop_tags: &'a FxHashSet<u64>,
         stop_big_traversals: bool,
         tag_density: u32,
+        run: &'a RunContext,
     ) -> Self {
         let k = graph.ksize() as u32;
         let mask = if k >= 32 { u64::MAX } else { (1u64 << (2 * k)) - 1 };
         Traverser {
             graph,
+            run,
             tags,
             stop_tags,
             stop_big_traversals,
@@ -143,33 +157,44 @@ impl<'a> Traverser<'a> {
     /// khmer's `find_all_tags` from the tag `start`: a breadth-first walk that stops at every
     /// other tag (collected, ascending, into `found`), skips stop tags and goes no deeper than
     /// the maximum breadth; with big traversals stopped, a walk that visits more than
-    /// [`BIG_TRAVERSALS_ARE`] k-mers finds nothing.
-    pub fn find_all_tags(&self, start: u64, scratch: &mut Scratch, found: &mut Vec<u64>) {
+    /// [`BIG_TRAVERSALS_ARE`] k-mers finds nothing. `Err(Error::Cancelled)` (and `found`
+    /// unspecified) when the run was cancelled.
+    pub fn find_all_tags(&self, start: u64, scratch: &mut Scratch, found: &mut Vec<u64>) -> Result<()> {
         self.walk_each(Rule::Tags, &[start], scratch, |_, tags| {
             found.clear();
             found.extend_from_slice(tags);
-        });
+        })
     }
 
     /// [`Traverser::find_all_tags`] from each of `starts`, the walks interleaved: calls
-    /// `each(i, found)` for the walk from `starts[i]` as it ends (not in the order of `starts`).
-    pub fn find_tags_each(&self, starts: &[u64], scratch: &mut Scratch, each: impl FnMut(usize, &[u64])) {
-        self.walk_each(Rule::Tags, starts, scratch, each);
+    /// `each(i, found)` for the walk from `starts[i]` as it ends (not in the order of `starts`);
+    /// `Err(Error::Cancelled)`, some walks not ended, when the run was cancelled.
+    pub fn find_tags_each(&self, starts: &[u64], scratch: &mut Scratch, each: impl FnMut(usize, &[u64])) -> Result<()> {
+        self.walk_each(Rule::Tags, starts, scratch, each)
     }
 
     /// khmer's `traverse_from_kmer` from the k-mer whose canonical hash is `start`: every
     /// k-mer at most `radius` steps away (tags do not stop the walk, stop tags are not
     /// entered; past [`MAX_WALK_KMERS`] the walk ends), collected ascending into `keeper`.
-    pub fn traverse_from(&self, start: u64, radius: u32, scratch: &mut Scratch, keeper: &mut Vec<u64>) {
+    /// `Err(Error::Cancelled)` (and `keeper` unspecified) when the run was cancelled.
+    pub fn traverse_from(&self, start: u64, radius: u32, scratch: &mut Scratch, keeper: &mut Vec<u64>) -> Result<()> {
         self.walk_each(Rule::Within(radius), &[start], scratch, |_, kmers| {
             keeper.clear();
             keeper.extend_from_slice(kmers);
-        });
+        })
     }
 
     /// Walks from each of `starts` by `rule`, up to [`WALKS_IN_FLIGHT`] at a time, each
     /// advancing one step per round; `each(i, collected)` as the walk from `starts[i]` ends.
-    fn walk_each(&self, rule: Rule, starts: &[u64], scratch: &mut Scratch, mut each: impl FnMut(usize, &[u64])) {
+    /// Every [`ROUNDS_BETWEEN_STOP_CHECKS`] rounds, `Err(Error::Cancelled)` if the run was
+    /// cancelled.
+    fn walk_each(
+        &self,
+        rule: Rule,
+        starts: &[u64],
+        scratch: &mut Scratch,
+        mut each: impl FnMut(usize, &[u64]),
+    ) -> Result<()> {
         let width = WALKS_IN_FLIGHT.min(starts.len());
         if scratch.walks.len() < width {
             scratch.walks.resize_with(width, Walk::default);
@@ -180,7 +205,15 @@ impl<'a> Traverser<'a> {
             self.begin(walk, next, starts[next]);
             next += 1;
         }
+        let mut rounds_to_check = ROUNDS_BETWEEN_STOP_CHECKS;
         while !running.is_empty() {
+            rounds_to_check -= 1;
+            if rounds_to_check == 0 {
+                if self.run.is_cancelled() {
+                    return Err(Error::Cancelled);
+                }
+                rounds_to_check = ROUNDS_BETWEEN_STOP_CHECKS;
+            }
             let mut i = 0;
             while i < running.len() {
                 let walk = &mut *running[i];
@@ -198,6 +231,7 @@ impl<'a> Traverser<'a> {
                 }
             }
         }
+        Ok(())
     }
 
     /// Empties `walk` and queues the k-mer `start` (the start `index`) at breadth 0.
@@ -470,6 +504,8 @@ impl PartitionMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::{HashKind, StorageKind};
+    use std::time::{Duration, Instant};
 
     fn sets(map: &PartitionMap) -> Vec<Vec<u64>> {
         let mut by_id: FxHashMap<u32, Vec<u64>> = FxHashMap::default();
@@ -481,13 +517,10 @@ mod tests {
         sets
     }
 
-    #[test]
-    fn interleaved_walks_find_what_each_walk_alone_finds() {
-        use crate::table::{HashKind, StorageKind};
-        // random sequences in a nodegraph with a few false neighbours, a tag every 7th k-mer
-        let graph = KhmerTable::new(15, HashKind::TwoBit, StorageKind::Bit, 30011, 3).unwrap();
+    /// `n` random sequences of 200 bases.
+    fn random_seqs(n: usize) -> Vec<Vec<u8>> {
         let mut state = 12345u64;
-        let seqs: Vec<Vec<u8>> = (0..40)
+        (0..n)
             .map(|_| {
                 (0..200)
                     .map(|_| {
@@ -496,7 +529,14 @@ mod tests {
                     })
                     .collect()
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn interleaved_walks_find_what_each_walk_alone_finds() {
+        // random sequences in a nodegraph with a few false neighbours, a tag every 7th k-mer
+        let graph = KhmerTable::new(15, HashKind::TwoBit, StorageKind::Bit, 30011, 3).unwrap();
+        let seqs = random_seqs(40);
         graph.consume_many(seqs.iter().map(Vec::as_slice));
         let mut hashes = Vec::new();
         for seq in &seqs {
@@ -506,17 +546,45 @@ mod tests {
         let tags: KmerSet = starts.iter().copied().collect();
         let stop_tags: FxHashSet<u64> = hashes.iter().skip(3).step_by(50).copied().collect();
         for stop_big_traversals in [false, true] {
-            let traverser = Traverser::new(&graph, &tags, &stop_tags, stop_big_traversals, 5);
+            let run = RunContext::new();
+            let traverser = Traverser::new(&graph, &tags, &stop_tags, stop_big_traversals, 5, &run);
             let mut interleaved = vec![Vec::new(); starts.len()];
-            traverser.find_tags_each(&starts, &mut Scratch::default(), |i, found| interleaved[i] = found.to_vec());
+            traverser
+                .find_tags_each(&starts, &mut Scratch::default(), |i, found| interleaved[i] = found.to_vec())
+                .unwrap();
             let mut scratch = Scratch::default();
             for (i, &start) in starts.iter().enumerate() {
                 let mut alone = Vec::new();
-                traverser.find_all_tags(start, &mut scratch, &mut alone);
+                traverser.find_all_tags(start, &mut scratch, &mut alone).unwrap();
                 assert_eq!(interleaved[i], alone, "walk from start {i}");
             }
             assert!(interleaved.iter().filter(|found| found.len() >= 2).count() > starts.len() / 2);
         }
+    }
+
+    #[test]
+    fn a_walk_that_would_never_end_stops_once_the_run_is_cancelled() {
+        // every bit of the graph set: every k-mer is in it, and a walk of breadth 2001 from a
+        // k-mer meets no tag and is not stopped as big
+        let graph = KhmerTable::new(21, HashKind::TwoBit, StorageKind::Bit, 101, 1).unwrap();
+        let seqs = random_seqs(50);
+        graph.consume_many(seqs.iter().map(Vec::as_slice));
+        let (tags, stop_tags) = (KmerSet::default(), FxHashSet::default());
+        let run = RunContext::new();
+        let traverser = Traverser::new(&graph, &tags, &stop_tags, false, 1000, &run);
+        let mut scratch = Scratch::default();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                run.cancel();
+            });
+            let started = Instant::now();
+            let walked = traverser.find_all_tags(0, &mut scratch, &mut Vec::new());
+            assert!(matches!(walked, Err(Error::Cancelled)), "{walked:?}");
+            assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        });
+        let walked = traverser.traverse_from(0, 5, &mut scratch, &mut Vec::new());
+        assert!(matches!(walked, Err(Error::Cancelled)));
     }
 
     #[test]

@@ -84,14 +84,16 @@ impl TaggedGraph {
         stop_big_traversals: bool,
         ctx: &RunContext,
     ) -> Result<PartitionMap> {
-        let traverser = Traverser::new(&self.graph, &self.tag_set, &self.stop_tags, stop_big_traversals, TAG_DENSITY);
+        let traverser =
+            Traverser::new(&self.graph, &self.tag_set, &self.stop_tags, stop_big_traversals, TAG_DENSITY, ctx);
         partition_tags(&traverser, &self.tags[range], ctx)
     }
 }
 
 /// khmer's `do_subset_partition` from the tags `starts`: the traversals run on the threads of
 /// `ctx`, their joins are applied in the order of `starts`, so the map is the one khmer's single
-/// thread builds.
+/// thread builds. `Err(Error::Cancelled)` once `ctx` is cancelled (the traverser's walks stop
+/// on its run's cancellation: `ctx`'s, or one `ctx` works within).
 pub fn partition_tags(traverser: &Traverser<'_>, starts: &[u64], ctx: &RunContext) -> Result<PartitionMap> {
     let n_tasks = starts.len().div_ceil(TAGS_PER_TASK);
     let next = AtomicUsize::new(0);
@@ -107,7 +109,9 @@ pub fn partition_tags(traverser: &Traverser<'_>, starts: &[u64], ctx: &RunContex
                     }
                     let chunk = &starts[task * TAGS_PER_TASK..starts.len().min((task + 1) * TAGS_PER_TASK)];
                     let mut found = vec![Vec::new(); chunk.len()];
-                    traverser.find_tags_each(chunk, &mut scratch, |i, tags| found[i] = tags.to_vec());
+                    if traverser.find_tags_each(chunk, &mut scratch, |i, tags| found[i] = tags.to_vec()).is_err() {
+                        return;
+                    }
                     results.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[task] = Some(found);
                 }
             });

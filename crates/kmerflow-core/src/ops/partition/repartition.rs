@@ -80,12 +80,12 @@ impl Repartitioner<'_> {
                 continue;
             }
             // a new traverser each time: the stop tags found so far end this walk
-            Traverser::new(self.graph, self.tags, self.stop_tags, false, TAG_DENSITY).traverse_from(
+            Traverser::new(self.graph, self.tags, self.stop_tags, false, TAG_DENSITY, ctx).traverse_from(
                 tag,
                 excursions.distance,
                 &mut scratch,
                 &mut keeper,
-            );
+            )?;
             if keeper.len() < excursions.threshold {
                 self.small_tags.insert(tag);
                 continue;
@@ -102,13 +102,13 @@ impl Repartitioner<'_> {
         // khmer's `repartition_a_partition`: join the partition's tags again, each only to
         // tags of the partition, stop tags respected.
         let big_set: FxHashSet<u64> = big_tags.iter().copied().collect();
-        let traverser = Traverser::new(self.graph, self.tags, self.stop_tags, false, TAG_DENSITY);
+        let traverser = Traverser::new(self.graph, self.tags, self.stop_tags, false, TAG_DENSITY, ctx);
         let mut found = Vec::new();
         for &tag in &big_tags {
             if ctx.is_cancelled() {
                 return Err(Error::Cancelled);
             }
-            traverser.find_all_tags(tag, &mut scratch, &mut found);
+            traverser.find_all_tags(tag, &mut scratch, &mut found)?;
             found.retain(|found_tag| big_set.contains(found_tag));
             map.assign(tag, &found);
         }
