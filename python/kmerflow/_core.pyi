@@ -224,6 +224,9 @@ def run_sharded_command(command: str, argv: Sequence[str], on_message: Callable[
                         client: Union[ShardClient, BlockedShardClient],
                         local: Sequence[Optional[Union[Shard, BlockedShard]]],
                         remote: Any, terminal: Optional[ShardTerminal] = None) -> Tuple[str, List[str]]: ...
+def run_sharded_normalize(argv: Sequence[str], on_message: Callable[[str, str], object],
+                          make: Callable[[List[int]], Tuple[ShardClient, List[Optional[Shard]], Any, Any]],
+                          batch_kmers: int, terminal: Optional[ShardTerminal] = None) -> Tuple[str, List[str]]: ...
 def count_file_sharded(client: Union[ShardClient, BlockedShardClient],
                        local: Sequence[Optional[Union[Shard, BlockedShard]]], remote: Any,
                        path: Union[str, os.PathLike[str]], batch_kmers: int,

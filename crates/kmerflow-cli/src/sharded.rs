@@ -17,7 +17,7 @@ use crate::commands::counting_args::CountingArgs;
 use crate::commands::filter_abund::FilterArgs;
 use crate::commands::shard_args::ShardArgs;
 use crate::commands::Command;
-use crate::commands::{load_into_counting, normalize_by_median};
+use crate::commands::{load_into_counting, normalize, normalize_by_median};
 use crate::common::{summary_json, Ctx};
 use crate::console::Terminal;
 use crate::{cli_command, parse, report, run_failure, CliError, Parsed, EXIT_DATA, EXIT_USAGE};
@@ -25,6 +25,7 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::FromArgMatches;
 use kmerflow_core::ops::count::{self, ReadTally};
+use kmerflow_core::ops::normalize::Tables;
 use kmerflow_core::ops::read_filter::{self, FpLimit};
 use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::ops::{abundance_dist, diginorm, filter_abund, sizing, trim_low_abund};
@@ -86,6 +87,21 @@ fn command_args(command: &str) -> Option<&'static [&'static str]> {
             &["cutoff", "variable_coverage", "normalize_to", "output", "gzip", "bzip", "savegraph", "input"]
         }
         "filter-abund" => &["cutoff", "variable_coverage", "normalize_to", "output", "gzip", "bzip", "graph", "inputs"],
+        "normalize" => &[
+            "inputs",
+            "output",
+            "mate_output",
+            "orphans",
+            "target",
+            "first_target",
+            "min_depth",
+            "passes",
+            "save_table",
+            "hist",
+            "hist_out",
+            "gzip",
+            "bzip",
+        ],
         "trim-low-abund" => &[
             "loadgraph",
             "cutoff",
@@ -132,6 +148,7 @@ fn shard_args(command: &Command) -> Option<&ShardArgs> {
         Command::FilterAbundSingle(a) => Some(&a.sharding),
         Command::FilterAbund(a) => Some(&a.sharding),
         Command::TrimLowAbund(a) => Some(&a.sharding),
+        Command::Normalize(a) => Some(&a.sharding),
         _ => None,
     }
 }
@@ -278,6 +295,8 @@ pub enum Shape {
         /// The saved table's path.
         loadgraph: String,
     },
+    /// Tables made by the run as it needs them (`normalize`: one a pass, sized by the run).
+    PerPass {},
 }
 
 /// The false-positive check a command makes of its counted table, as the one-process command
@@ -324,6 +343,9 @@ pub enum CommandPlan {
     },
     /// The native filter-abund looking up on the saved table loaded into the shards.
     FilterAbund,
+    /// The native `normalize`, each pass's table (khmer's layout) made on the shards when the
+    /// run asks for it, the first saved shard by shard with `--save-table`.
+    Normalize,
 }
 
 /// The data error (exit 1) of `command` for `e`.
@@ -452,6 +474,7 @@ fn refuse_overwrites(command: &Command, run: &RunContext) -> kmerflow_core::Resu
             let options = crate::commands::trim_low_abund::sized_options(a.clone(), TableParams::default());
             trim_low_abund::checked_files(&options, run).map(drop)
         }
+        Command::Normalize(a) => normalize::options(a.clone(), run).check(run),
         _ => Ok(()),
     }
 }
@@ -541,6 +564,20 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
             };
             (table, false, all, CommandPlan::TrimLowAbund { savegraph: a.savegraph.clone() })
         }
+        Command::Normalize(a) => {
+            // The shards' look-ups and decisions are khmer's layout's (normalize's default is
+            // the blocked one).
+            if a.layout.layout == Layout::Blocked {
+                let message = "the argument '--layout blocked' (normalize's default) cannot be used with \
+                               '--scheduler' or '--local-cluster': sharded tables of normalize are of khmer's \
+                               layout; give --layout khmer";
+                return Err(usage_error(name, ErrorKind::ArgumentConflict, message.to_string()));
+            }
+            let ksize = a.counting.graph.ksize;
+            let table =
+                Table { layout: Layout::Khmer, ksize, force: a.force, fp_check: None, shape: Shape::PerPass {} };
+            (table, false, a.inputs.clone(), CommandPlan::Normalize)
+        }
         _ => unreachable!("shard_args answers for these commands only"),
     };
     Ok(Some(Plan {
@@ -605,6 +642,18 @@ pub fn normalize_by_median(
         let params = TableParams { ksize: table.ksize(), ..a.counting.fixed_params(a.force) };
         let options = normalize_by_median::options(a, params);
         summary_json(&diginorm::run_sharded(&options, table, remote, batch_kmers, run)?).map(Some)
+    })
+}
+
+/// Runs the sharded `normalize` command line `argv` (program name first) within `run`: the
+/// one-process run ([`kmerflow_core::ops::normalize::run_on`]: its messages, progress passes,
+/// checks, histograms and outputs), each pass's table made on the shards by `tables`; returns
+/// its summary.
+pub fn normalize(argv: &[OsString], run: &RunContext, tables: &mut dyn Tables) -> Result<Value, CliError> {
+    on_shards(argv, run, |command| {
+        let Command::Normalize(a) = command else { return Ok(None) };
+        let options = normalize::options(a, run);
+        summary_json(&kmerflow_core::ops::normalize::run_on(&options, tables, run)?).map(Some)
     })
 }
 
