@@ -969,3 +969,119 @@ pub fn run_on(opts: &Options, tables: &mut dyn Tables, ctx: &RunContext) -> Resu
     staged.into_iter().try_for_each(Staged::commit)?;
     Ok(summary)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::sizing::countgraph_sizes;
+    use crate::shards::khmer::{Shard, ShardClient};
+    use crate::shards::runs::testing::{fastq_of, InProcess};
+    use crate::table::HashKind;
+
+    /// Tables of khmer's layout cut into `shards` shards, the first `held` in this process and
+    /// the others answered as a worker answers them, looked up in pieces of `batch_kmers`.
+    struct TestShards {
+        shards: usize,
+        held: usize,
+        batch_kmers: usize,
+    }
+
+    impl Tables for TestShards {
+        fn with_table(
+            &mut self,
+            params: &TableParams,
+            layout: Layout,
+            save: Option<&str>,
+            ctx: &RunContext,
+            work: &mut dyn FnMut(&mut PassTable<'_>, &mut dyn Tables) -> Result<()>,
+        ) -> Result<()> {
+            assert_eq!(layout, Layout::Khmer);
+            let sizes = countgraph_sizes(params, 1.0, ctx)?;
+            let client = ShardClient::new(params.ksize, HashKind::TwoBit, &sizes, self.shards, false)?;
+            let b = client.map().bounds().to_vec();
+            let mut all: Vec<Shard> =
+                (0..self.shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255)).collect::<Result<_>>()?;
+            let mut remote = InProcess::new(all.split_off(self.held));
+            let local = all.iter_mut().map(Some).chain((self.held..self.shards).map(|_| None)).collect();
+            let mut pass = PassTable::Sharded(ShardedDecisions::new(&client, local, &mut remote, self.batch_kmers)?);
+            work(&mut pass, self)?;
+            if let PassTable::Sharded(decisions) = &mut pass {
+                decisions.flush()?;
+            }
+            drop(pass);
+            match save {
+                Some(path) => {
+                    let cells: Vec<&[u8]> = all.iter().chain(&remote.shards).map(Shard::cells).collect();
+                    AnyTable::Khmer(client.gather(&cells)?).save_in(path, ctx)
+                }
+                None => Ok(()),
+            }
+        }
+    }
+
+    /// Interleaved reads of a 300-base genome: pairs named /1 /2, every fifth read alone.
+    fn interleaved(seed: u64, n: usize) -> String {
+        let text = fastq_of(seed, n, 300);
+        let records: Vec<&str> = text.split_inclusive('\n').collect();
+        let mut out = String::new();
+        for (i, record) in records.chunks(4).enumerate() {
+            let name = match i % 5 {
+                4 => format!("@single{i}\n"),
+                _ => format!("@p{}/{}\n", i / 5 * 2 + i % 5 / 2, 1 + i % 5 % 2),
+            };
+            out += &name;
+            out += &record[1..].concat();
+        }
+        out
+    }
+
+    /// The run's outputs (the kept reads, the saved table, the histograms) and its summary
+    /// without timings.
+    fn outcome(dir: &std::path::Path, tag: &str, opts: &Options, tables: &mut dyn Tables) -> (Vec<Vec<u8>>, String) {
+        let opts = Options {
+            output: dir.join(format!("{tag}.fq")).display().to_string(),
+            save_table: Some(dir.join(format!("{tag}.ct")).display().to_string()),
+            hist: Some(dir.join(format!("{tag}.in.csv")).display().to_string()),
+            hist_out: Some(dir.join(format!("{tag}.out.csv")).display().to_string()),
+            ..opts.clone()
+        };
+        let mut summary = run_on(&opts, tables, &RunContext::new()).unwrap();
+        summary.seconds = 0.0;
+        summary.first_pass.seconds = 0.0;
+        if let Some(second) = &mut summary.second_pass {
+            second.seconds = 0.0;
+        }
+        let files = [Some(&opts.output), opts.save_table.as_ref(), opts.hist.as_ref(), opts.hist_out.as_ref()];
+        (files.into_iter().flatten().map(|p| std::fs::read(p).unwrap()).collect(), format!("{summary:?}"))
+    }
+
+    /// normalize on sharded tables (shards here and remote, one to three, look-ups in pieces
+    /// smaller and larger than a batch) gives the one-process run's outputs, saved table,
+    /// histograms and summary, with one pass or two, with tables sized for the input or small
+    /// enough to collide and saturate.
+    #[test]
+    fn a_sharded_run_is_the_one_process_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("reads.fq");
+        std::fs::write(&input, interleaved(5, 3000)).unwrap();
+        for (passes, max_tablesize, target) in [(2, 1e5, 5), (1, 400.0, 10), (2, 2000.0, 3)] {
+            let opts = Options {
+                input: input.display().to_string(),
+                target,
+                passes,
+                layout: Layout::Khmer,
+                table: TableParams { ksize: 20, n_tables: 3, max_tablesize, ..TableParams::default() },
+                ..Options::default()
+            };
+            let (one, one_summary) = outcome(dir.path(), "one", &opts, &mut InProcess);
+            assert!(one_summary.contains("second_pass: Some") == (passes == 2), "{one_summary}");
+            for (shards, held, batch_kmers) in [(1, 1, 100_000), (2, 0, 500), (3, 1, 7)] {
+                let tag = format!("s{shards}");
+                let mut tables = TestShards { shards, held, batch_kmers };
+                let (sharded, summary) = outcome(dir.path(), &tag, &opts, &mut tables);
+                assert!(one == sharded, "{passes} {max_tablesize} {shards} {held}");
+                assert_eq!(summary, one_summary);
+            }
+        }
+    }
+}
