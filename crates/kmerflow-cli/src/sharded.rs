@@ -180,6 +180,27 @@ pub(crate) fn refusal(command: &Command) -> Option<CliError> {
     })
 }
 
+/// Checks the sharded command line `argv` (program name first) of `command` as [`plan`] does
+/// before anything is read: a flag the sharded run does not have, a layout it cannot hold
+/// (`normalize`'s tables are of khmer's layout); `Ok` for a command line that is not sharded.
+pub(crate) fn check(command: &Command, argv: &[OsString]) -> Result<(), CliError> {
+    if !shard_args(command).is_some_and(ShardArgs::requested) {
+        return Ok(());
+    }
+    let name = command.name();
+    check_supported(name, argv)?;
+    if let Command::Normalize(a) = command {
+        // The shards' look-ups and decisions are khmer's layout's (normalize's default is the
+        // blocked one).
+        if a.layout.layout == Layout::Blocked {
+            let message = "the argument '--layout blocked' (normalize's default) cannot be used with '--scheduler' \
+                           or '--local-cluster': sharded tables of normalize are of khmer's layout; give --layout khmer";
+            return Err(usage_error(name, ErrorKind::ArgumentConflict, message.to_string()));
+        }
+    }
+    Ok(())
+}
+
 /// A usage error of `command` rendered as clap renders its own (exit 2).
 fn usage_error(command: &str, kind: ErrorKind, message: String) -> CliError {
     let mut cmd = cli_command();
@@ -495,7 +516,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
         let message = "--scheduler ADDRESS or --local-cluster N is required for a sharded run".to_string();
         return Err(usage_error(name, ErrorKind::MissingRequiredArgument, message));
     }
-    check_supported(name, &argv)?;
+    check(&command, &argv)?;
     let settings = command.settings();
     let cluster = Cluster {
         scheduler: sharding.cluster.scheduler.clone(),
@@ -565,14 +586,6 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
             (table, false, all, CommandPlan::TrimLowAbund { savegraph: a.savegraph.clone() })
         }
         Command::Normalize(a) => {
-            // The shards' look-ups and decisions are khmer's layout's (normalize's default is
-            // the blocked one).
-            if a.layout.layout == Layout::Blocked {
-                let message = "the argument '--layout blocked' (normalize's default) cannot be used with \
-                               '--scheduler' or '--local-cluster': sharded tables of normalize are of khmer's \
-                               layout; give --layout khmer";
-                return Err(usage_error(name, ErrorKind::ArgumentConflict, message.to_string()));
-            }
             let ksize = a.counting.graph.ksize;
             let table =
                 Table { layout: Layout::Khmer, ksize, force: a.force, fp_check: None, shape: Shape::PerPass {} };
@@ -921,6 +934,23 @@ mod tests {
         assert!(gz.message.contains("drop the .gz"), "{}", gz.message);
         let small = plan(argv(&["load-into-counting", "--small-count", "--local-cluster", "2", "o.ct", "a.fq"]));
         assert!(small.unwrap_err().message.contains("'--small-count'"));
+    }
+
+    #[test]
+    fn normalize_plans_a_table_a_pass_of_khmers_layout() {
+        let args = ["normalize", "--layout", "khmer", "--local-clus", "1", "-o", "o.fq", "a.fq"];
+        let planned = plan(argv(&args)).unwrap().unwrap();
+        assert_eq!((&planned.command, &planned.table.shape), (&CommandPlan::Normalize, &Shape::PerPass {}));
+        assert_eq!((planned.table.layout, &planned.inputs[..]), (Layout::Khmer, &["a.fq".to_string()][..]));
+        crate::check(argv(&args)).unwrap();
+        // The blocked default, refused by the plan and by the check of a front end alike.
+        let blocked = argv(&["normalize", "--scheduler", "s.json", "-o", "o.fq", "a.fq"]);
+        for err in [plan(blocked.clone()).unwrap_err(), crate::check(blocked).unwrap_err()] {
+            assert_eq!(err.code, EXIT_USAGE);
+            assert!(err.message.contains("give --layout khmer"), "{}", err.message);
+        }
+        let small = ["normalize", "--layout", "khmer", "--small-count", "--local-cluster", "1", "-o", "o.fq", "a.fq"];
+        assert!(crate::check(argv(&small)).unwrap_err().message.contains("'--small-count'"));
     }
 
     #[test]

@@ -149,8 +149,9 @@ class _PassTables:
         self.terminal: Any = None
 
     def __call__(self, sizes: List[int]) -> Tuple[Any, List[Any], Any, ShardedCountgraph]:
-        cluster = self.plan["cluster"]
-        graph = ShardedCountgraph(self.plan["table"]["ksize"], 1, len(sizes), client=self.client,
+        plan = self.plan
+        cluster, table = plan["cluster"], plan["table"]
+        graph = ShardedCountgraph(table["ksize"], 1, len(sizes), client=self.client,
                                   shards=_shards(cluster, self.client), local=cluster["local_shards"],
                                   primes=sizes, batch_kmers=cluster["batch_kmers"], use_bigcount=False)
         return (*graph.native_run(), graph)

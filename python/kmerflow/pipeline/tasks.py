@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Optional
 import kmerflow
 from kmerflow import commands
 from kmerflow.pipeline import chunks
+from kmerflow.pipeline.config import OWN_CLUSTER
 
 
 class StepFailed(Exception):
@@ -91,6 +92,10 @@ def run_step(function: str, positional: list[Any], options: dict[str, Any],
     (readstats refuses an empty file)."""
     options = {k: v for k, v in options.items()
                if not (k in OPTIONAL_FILES and os.path.getsize(v) == 0)}
+    if options.get("scheduler") == OWN_CLUSTER:  # the step's table sharded over this cluster
+        from distributed import get_client
+
+        options["scheduler"] = get_client()
     if skip_empty_inputs:
         positional = [[p for p in arg if os.path.getsize(p) > 0] if isinstance(arg, list)
                       else arg for arg in positional]
