@@ -14,7 +14,7 @@ __all__ = [
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
     "is_prime", "cli_main", "run_command", "command_specs", "check_command", "shard_requested", "shard_plan",
     "shard_finish", "ShardTerminal",
-    "run_sharded_command", "check_sharded_fp_rate",
+    "run_sharded_command", "run_sharded_normalize", "check_sharded_fp_rate",
     "abundance_distribution_sharded", "filter_reads_sharded", "REPORT_CHARTS",
     "Normalizer", "AbundanceFilter", "Trimmer", "BatchDecision", "batch_lookup", "batch_decide",
     "batch_apply", "add_tables", "Shard", "ShardClient",

@@ -86,10 +86,12 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
             say("warning", warning)
     except CommandError:
         raise
-    except (KmerflowError, OSError, ValueError) as e:
+    except OSError as e:
         # A native run's file error is its whole line already (the command and the file named).
-        native = isinstance(e, OSError) and str(e.strerror or "").startswith(f"kmerflow {name}: ")
-        raise CommandError(str(e.strerror) if native else f"kmerflow {name}: error: {e}", 1) from e
+        line = str(e.strerror or "")
+        raise CommandError(line if line.startswith(f"kmerflow {name}: ") else f"kmerflow {name}: error: {e}", 1) from e
+    except (KmerflowError, ValueError) as e:
+        raise CommandError(f"kmerflow {name}: error: {e}", 1) from e
     finally:
         if terminal is not None:
             terminal.stop()
