@@ -8,6 +8,7 @@ workers) serves the module."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -19,6 +20,7 @@ from conftest import genome_reads as _genome_reads
 
 distributed = pytest.importorskip("distributed")
 
+from kmerflow import _core  # noqa: E402
 from kmerflow.distributed import ShardError  # noqa: E402
 from kmerflow.distributed.blocked import ShardedBlockedTable  # noqa: E402
 from kmerflow.errors import ParameterError  # noqa: E402
@@ -181,3 +183,32 @@ def test_unreachable_scheduler_and_usage_errors(tmp_path, data):
     proc = kmerflow("normalize-by-median", "--small-count", "--local-cluster", "1",
                     data / "random-20-a.fa", check=False)
     assert proc.returncode == 2 and b"'--small-count'" in proc.stderr
+
+
+def test_look_up_runs_on_blocked_shards_match_the_table_held_here(client, tmp_path):
+    """filter-abund-single (-V), abundance-dist-single and trim-low-abund run natively on
+    blocked shards (the layout a parameter of the same run, ``_core.run_sharded_command``):
+    shards held here and on the workers, batches of a few reads, give the outputs and summaries
+    of the table held all here (their one-process commands have khmer's layout only)."""
+    reads = _genome_reads(tmp_path / "r.fq", seed=17, n=900)
+
+    def run(tag: str, **sharding) -> tuple:
+        out = tmp_path / tag
+        out.mkdir()
+        commands = (["filter-abund-single", "-f", "-V", "-Z", "25", "-C", "20", reads, "-o", out / "f.fq"],
+                    ["abundance-dist-single", "-f", "-z", reads, out / "h.csv"],
+                    ["trim-low-abund", "-C", "20", reads, "-o", out / "t.fq", "--tempdir", tmp_path])
+        summaries = []
+        for argv in commands:
+            table = ShardedBlockedTable(20, 800, 4, **sharding)
+            summary, _ = _core.run_sharded_command(argv[0], ["kmerflow", *map(str, argv), "-k", "20"],
+                                                   lambda *_: None, *table.native_run(), None)
+            summaries.append(json.loads(summary))
+        return summaries, {p.name: p.read_bytes() for p in out.iterdir()}
+
+    here = run("here", shards=1)
+    assert run("workers", client=client, shards=3, local=1, batch_kmers=500) == here
+    (filtered, histogram, trimmed), files = here
+    assert filtered["truncated"] > 0 and 0 < filtered["written"] and histogram["tally"]["reads"] == 900
+    assert 0 < trimmed["reads_trimmed"] and files["t.fq"]
+    assert int(files["h.csv"].decode().split()[-1].split(",")[0]) > 100

@@ -287,6 +287,27 @@ def test_normalize_says_and_reports_what_one_process_does(cluster, tmp_path, lay
         assert run(f"sharded{batch_kmers}", sharding) == one
 
 
+def test_force_skips_an_input_it_cannot_open_as_one_process_does(cluster, tmp_path):
+    """normalize-by-median -f skips an input it cannot open and goes on, sharded as in one
+    process: exit 0, the same error lines and closing list, kept reads and summary."""
+    reads = _reads(tmp_path / "r.fq", 400, seed=9)
+
+    def run(tag: str, sharding: list) -> dict:
+        where = tmp_path / tag
+        where.mkdir()
+        proc = kmerflow("normalize-by-median", *TABLE, "-C", "12", "missing.fq", reads, "-o", "kept.fq",
+                        "--report-json", "r.json", *sharding, cwd=where)
+        *said, _ = proc.stderr.decode().splitlines()
+        return {"said": said, "keep": (where / "kept.fq").read_bytes(),
+                "summary": json.loads((where / "r.json").read_text())["summary"]}
+
+    one = run("one", [])
+    assert "*** Skipping error file, moving on..." in one["said"] and "\tmissing.fq" in one["said"]
+    assert one["summary"]["skipped_files"] == ["missing.fq"] and one["summary"]["kept"] > 0
+    sharding = ["--scheduler", cluster.scheduler_address, "--shards", "2", "--local-shards", "1"]
+    assert run("sharded", sharding) == one
+
+
 @pytest.mark.parametrize("command,output", [("normalize-by-median", ["-o", "kept.fq"]),
                                             ("load-into-counting", ["t.ct"])])
 def test_a_table_too_small_stops_the_sharded_run_early(cluster, tmp_path, command, output):

@@ -31,8 +31,7 @@ use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::ops::{abundance_dist, diginorm, filter_abund, sizing, trim_low_abund};
 use kmerflow_core::run::files::{preflight, Output};
 use kmerflow_core::run::{CancelToken, Message, RunContext};
-use kmerflow_core::shards::drive::{KhmerShards, ShardedTable};
-use kmerflow_core::shards::khmer::{Shard, ShardClient};
+use kmerflow_core::shards::drive::{DrivenLayout, ShardedTable, Shards};
 use kmerflow_core::shards::runs::{RemoteShards, ShardedDecisions};
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::{native_format, Layout};
@@ -604,57 +603,92 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
     }))
 }
 
-/// Runs the sharded `trim-low-abund` command line `argv` (program name first) within `run`:
-/// the native command's run with pass 1 deciding on the table of `client`, whose shard `s` is
-/// `local[s]` when held in this process and reached through `remote` otherwise, in batches of
-/// `--batch-kmers` k-mers (see
-/// [`kmerflow_core::ops::trim_low_abund::run_sharded`]); returns its summary. Its outputs are
-/// recorded in `run`'s files; the run report is [`finish`]'s. The table is not saved here:
-/// `-s` (the plan's `savegraph`) is the caller's to write shard by shard once this returns.
-pub fn trim_low_abund(
+/// Runs the sharded command line `argv` (program name first) on the table `shards` (either
+/// layout; its remote shards reached through `remote`) within `run`, as the one-process
+/// command does, and returns its summary:
+/// - `normalize-by-median`: [`diginorm::run_sharded`] (its messages, keep curve, `-R` report,
+///   false-positive ceiling and outputs; a loaded table's k wins over `-k`, as the plan told);
+/// - `load-into-counting`: the inputs counted ([`count::run_sharded`], the false-positive
+///   ceiling checked after each batch and at the end) and the native command's closing lines
+///   (`OUT.info` is [`finish`]'s);
+/// - `trim-low-abund`: pass 1 deciding batch by batch on the shards, pass 2 trimming from
+///   counts looked up there ([`trim_low_abund::run_sharded`]);
+/// - `filter-abund-single`: its input counted on the shards (the one-process run's lines and
+///   false-positive ceiling, checked after each batch and at the end), then the filtering
+///   ([`filter_abund::run_sharded`]; the summary has the table's `unique_kmers`);
+/// - `filter-abund`: the filtering of the saved table loaded into the shards;
+/// - `abundance-dist-single`: its input counted on the shards, then the histogram, each
+///   batch's k-mers new to the tracking filter looked up there
+///   ([`abundance_dist::run_single_sharded`]), and the native command's closing lines.
+///
+/// Its outputs are recorded in `run`'s files; the run report is [`finish`]'s. The table is not
+/// gathered nor saved here: `-s` (the plan's `savegraph`) and load-into-counting's table are
+/// the caller's to write shard by shard once this returns, the shards holding every update.
+pub fn run_command<C: DrivenLayout>(
     argv: &[OsString],
     run: &RunContext,
-    client: &ShardClient,
-    local: Vec<Option<&mut Shard>>,
-    remote: &mut dyn RemoteShards,
-) -> Result<Value, CliError> {
-    let Some(Parsed { cli, .. }) = parse(argv)? else { return Ok(Value::Null) };
-    let name = cli.command.name();
-    let threads = cli.command.settings().threads.unwrap_or_else(kmerflow_core::pipeline::available_threads);
-    let Command::TrimLowAbund(args) = cli.command else {
-        return Err(usage_error(name, ErrorKind::InvalidSubcommand, format!("{name} is not trim-low-abund")));
-    };
-    run.set_threads(threads);
-    // The table's sizing was told by `plan`; its messages are not repeated.
-    let mut ctx = Ctx { run: RunContext::new(), metrics: None, console: None, table_sizing: None };
-    let batch_kmers = args.sharding.batch_kmers;
-    let summary = crate::commands::trim_low_abund::options(args, &mut ctx)
-        .and_then(|options| {
-            let shards = ShardedDecisions::new(client, local, remote, batch_kmers)?;
-            trim_low_abund::run_sharded(&options, shards, run)
-        })
-        .and_then(|summary| summary_json(&summary));
-    summary.map_err(|e| run_failure(name, run, e))
-}
-
-/// Runs the sharded `normalize-by-median` command line `argv` (program name first) within
-/// `run` on `table` (either layout; its remote shards reached through `remote`): the native
-/// run ([`kmerflow_core::ops::diginorm::run_sharded`]: its messages, keep curve, `-R` report,
-/// false-positive ceiling and outputs); returns its summary. `-s` (the plan's `savegraph`) is
-/// the caller's to save shard by shard once this returns.
-pub fn normalize_by_median(
-    argv: &[OsString],
-    run: &RunContext,
-    table: &mut dyn ShardedTable,
+    mut shards: Shards<'_, C>,
     remote: &mut dyn RemoteShards,
 ) -> Result<Value, CliError> {
     on_shards(argv, run, |command| {
-        let Command::NormalizeByMedian(a) = command else { return Ok(None) };
-        let batch_kmers = a.sharding.batch_kmers;
-        // A loaded table's k wins over -k (the plan told so).
-        let params = TableParams { ksize: table.ksize(), ..a.counting.fixed_params(a.force) };
-        let options = normalize_by_median::options(a, params);
-        summary_json(&diginorm::run_sharded(&options, table, remote, batch_kmers, run)?).map(Some)
+        let client = shards.client;
+        let summary = match command {
+            Command::NormalizeByMedian(a) => {
+                let batch_kmers = a.sharding.batch_kmers;
+                let params = TableParams { ksize: client.ksize(), ..a.counting.fixed_params(a.force) };
+                let options = normalize_by_median::options(a, params);
+                summary_json(&diginorm::run_sharded(&options, &mut shards, remote, batch_kmers, run)?)
+            }
+            Command::LoadIntoCounting(a) => {
+                let opts = count::Options {
+                    params: a.counting.fixed_params(a.run.force),
+                    output: a.output.clone(),
+                    inputs: a.inputs.clone(),
+                    bigcount: !a.no_bigcount,
+                    summary: None,
+                    layout: a.layout.layout,
+                };
+                let summary = count::run_sharded(&opts, &mut shards, remote, a.sharding.batch_kmers, run)?;
+                let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
+                load_into_counting::tell(&a, &summary, &mut ctx);
+                summary_json(&summary)
+            }
+            Command::TrimLowAbund(a) => {
+                // The table's sizing was told by `plan`; its messages are not repeated.
+                let mut ctx = Ctx { run: RunContext::new(), metrics: None, console: None, table_sizing: None };
+                let batch_kmers = a.sharding.batch_kmers;
+                let options = crate::commands::trim_low_abund::options(a, &mut ctx)?;
+                let decisions = ShardedDecisions::new(client, shards.local, remote, batch_kmers)?;
+                summary_json(&trim_low_abund::run_sharded(&options, decisions, run)?)
+            }
+            Command::FilterAbundSingle(a) => {
+                let params = a.counting.fixed_params(a.filter.force);
+                let limit = FpLimit::of(filter_abund::MAX_FP_RATE, &params);
+                count_input(&mut shards, remote, &a.input, a.sharding.batch_kmers, Some(&limit), run)?;
+                filter_abund::counted(client, client.n_unique_kmers(), &params, run)?;
+                let decisions = ShardedDecisions::new(client, shards.local, remote, a.sharding.batch_kmers)?;
+                let mut summary = filter_abund::run_sharded(&[a.input], &a.filter.params(), decisions, run)?;
+                summary.unique_kmers = client.n_unique_kmers();
+                summary_json(&summary)
+            }
+            Command::FilterAbund(a) => {
+                let decisions = ShardedDecisions::new(client, shards.local, remote, a.sharding.batch_kmers)?;
+                summary_json(&filter_abund::run_sharded(&a.inputs, &a.filter.params(), decisions, run)?)
+            }
+            Command::AbundanceDistSingle(a) => {
+                count_input(&mut shards, remote, &a.seqs, a.sharding.batch_kmers, None, run)?;
+                let decisions = ShardedDecisions::new(client, shards.local, remote, a.sharding.batch_kmers)?;
+                let output = a.histogram.output(&a.output);
+                let savegraph = a.savegraph.as_ref();
+                let summary = abundance_dist::run_single_sharded(&a.seqs, &output, savegraph, decisions, run)?;
+                let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
+                ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
+                a.run.report(&mut ctx, summary.tally);
+                summary_json(&summary)
+            }
+            _ => return Ok(None),
+        };
+        summary.map(Some)
     })
 }
 
@@ -670,110 +704,18 @@ pub fn normalize(argv: &[OsString], run: &RunContext, tables: &mut dyn Tables) -
     })
 }
 
-/// Runs the sharded `load-into-counting` command line `argv` (program name first) within `run`
-/// on `table` (either layout, `remote` as for [`normalize_by_median`]): the inputs counted
-/// ([`kmerflow_core::ops::count::run_sharded`], the false-positive ceiling checked after each
-/// batch and at the end) and the native command's closing lines; returns its summary. Saving the
-/// table shard by shard is the caller's; `OUT.info` is [`finish`]'s.
-pub fn load_into_counting(
-    argv: &[OsString],
-    run: &RunContext,
-    table: &mut dyn ShardedTable,
+/// Counts the reads of `input` on the table `shards` (`remote` as for [`run_command`]) in batches
+/// of `batch_kmers` k-mers, stopping once over `limit` when given.
+fn count_input(
+    shards: &mut dyn ShardedTable,
     remote: &mut dyn RemoteShards,
-) -> Result<Value, CliError> {
-    on_shards(argv, run, |command| {
-        let Command::LoadIntoCounting(a) = command else { return Ok(None) };
-        let opts = count::Options {
-            params: a.counting.fixed_params(a.run.force),
-            output: a.output.clone(),
-            inputs: a.inputs.clone(),
-            bigcount: !a.no_bigcount,
-            summary: None,
-            layout: a.layout.layout,
-        };
-        let summary = count::run_sharded(&opts, table, remote, a.sharding.batch_kmers, run)?;
-        let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
-        load_into_counting::tell(&a, &summary, &mut ctx);
-        summary_json(&summary).map(Some)
-    })
-}
-
-/// Runs the sharded `filter-abund-single` or `filter-abund` command line `argv` (program name
-/// first) within `run` on `client`'s table (`local`, `remote` as for [`trim_low_abund`]):
-/// filter-abund-single counts its input on the shards first (the one-process run's lines and
-/// false-positive ceiling, checked after each batch and at the end), filter-abund finds the
-/// saved table loaded into them; then the native filtering, each batch's reads looked up on
-/// the shards (see [`kmerflow_core::ops::filter_abund::run_sharded`]); returns its summary
-/// (filter-abund-single's with the table's `unique_kmers`). The table is not gathered; saving
-/// it (`--savegraph`) is the caller's.
-pub fn filter_abund(
-    argv: &[OsString],
+    input: &String,
+    batch_kmers: usize,
+    limit: Option<&FpLimit>,
     run: &RunContext,
-    client: &ShardClient,
-    local: Vec<Option<&mut Shard>>,
-    remote: &mut dyn RemoteShards,
-) -> Result<Value, CliError> {
-    on_shards(argv, run, |command| {
-        let (inputs, filter, batch_kmers, local, single) = match command {
-            Command::FilterAbundSingle(a) => {
-                let params = a.counting.fixed_params(a.filter.force);
-                let limit = FpLimit::of(filter_abund::MAX_FP_RATE, &params);
-                let local = counted(client, local, remote, (&a.input, a.sharding.batch_kmers, Some(&limit)), run)?;
-                filter_abund::counted(client, client.n_unique_kmers(), &params, run)?;
-                (vec![a.input], a.filter.params(), a.sharding.batch_kmers, local, true)
-            }
-            Command::FilterAbund(a) => (a.inputs, a.filter.params(), a.sharding.batch_kmers, local, false),
-            _ => return Ok(None),
-        };
-        let shards = ShardedDecisions::new(client, local, remote, batch_kmers)?;
-        let mut summary = filter_abund::run_sharded(&inputs, &filter, shards, run)?;
-        if single {
-            summary.unique_kmers = client.n_unique_kmers();
-        }
-        summary_json(&summary).map(Some)
-    })
-}
-
-/// Counts the reads of `input` on `client`'s table (khmer's layout, `local`, `remote` as for
-/// [`trim_low_abund`]) in batches of `batch_kmers` k-mers, stopping once over `limit` when
-/// given; gives the local shards back.
-fn counted<'a>(
-    client: &'a ShardClient,
-    local: Vec<Option<&'a mut Shard>>,
-    remote: &mut dyn RemoteShards,
-    (input, batch_kmers, limit): (&String, usize, Option<&FpLimit>),
-    run: &RunContext,
-) -> kmerflow_core::Result<Vec<Option<&'a mut Shard>>> {
-    let mut shards = KhmerShards { client, local };
+) -> kmerflow_core::Result<()> {
     run.progress().begin_pass("counting");
-    count::count_sharded(std::slice::from_ref(input), &mut shards, remote, batch_kmers, limit, run)?;
-    Ok(shards.local)
-}
-
-/// Runs the sharded `abundance-dist-single` command line `argv` (program name first) within
-/// `run` on `client`'s table (`local`, `remote` as for [`trim_low_abund`]): its input counted on
-/// the shards, then the histogram, each batch's k-mers new to the tracking filter looked up on
-/// the shards (see [`kmerflow_core::ops::abundance_dist::run_single_sharded`]), its file and
-/// the native command's closing lines; returns its summary. The table is not gathered; saving
-/// it (`--savegraph`) is the caller's.
-pub fn abundance_dist_single(
-    argv: &[OsString],
-    run: &RunContext,
-    client: &ShardClient,
-    local: Vec<Option<&mut Shard>>,
-    remote: &mut dyn RemoteShards,
-) -> Result<Value, CliError> {
-    on_shards(argv, run, |command| {
-        let Command::AbundanceDistSingle(a) = command else { return Ok(None) };
-        let local = counted(client, local, remote, (&a.seqs, a.sharding.batch_kmers, None), run)?;
-        let shards = ShardedDecisions::new(client, local, remote, a.sharding.batch_kmers)?;
-        let output = a.histogram.output(&a.output);
-        let summary = abundance_dist::run_single_sharded(&a.seqs, &output, a.savegraph.as_ref(), shards, run)?;
-        let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
-        ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
-        a.run.report(&mut ctx, summary.tally);
-        summary_json(&summary).map(Some)
-    })
+    count::count_sharded(std::slice::from_ref(input), shards, remote, batch_kmers, limit, run).map(drop)
 }
 
 /// Parses the sharded command line `argv` (program name first), sets `run`'s threads and
@@ -829,7 +771,10 @@ pub fn finish(
         file: None,
     };
     run.set_threads(command.settings().threads.unwrap_or(1));
-    for input in inputs.iter().filter(|i| *i != "-") {
+    // The inputs normalize-by-median skipped with -f were never opened, as in one process.
+    let skipped: Vec<&str> =
+        summary["skipped_files"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    for input in inputs.iter().filter(|i| *i != "-" && !skipped.contains(&i.as_str())) {
         // Opened to record its size and compression, as a native run's report does.
         kmerflow_core::io::compress::open_input(input, &run).map_err(failed)?;
     }

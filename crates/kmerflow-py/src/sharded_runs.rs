@@ -120,34 +120,46 @@ impl Table {
             }),
         }
     }
+
+    /// Runs the sharded command line `argv` on the table (`kmerflow_cli::sharded::run_command`)
+    /// within `run`, its local shards locked for its duration, and on `remote` as the remote
+    /// shards: its summary, or the command line's error.
+    fn run_command(
+        &self,
+        argv: &[OsString],
+        run: &RunContext,
+        remote: Py<PyAny>,
+    ) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError> {
+        use kmerflow_cli::sharded::run_command;
+        match self {
+            Table::Khmer(client, local) => with_shards(local, remote, |local, remote| {
+                run_command(argv, run, KhmerShards { client: client.get().core(), local }, remote)
+            }),
+            Table::Blocked(client, local) => with_shards(local, remote, |local, remote| {
+                run_command(argv, run, BlockedShards { client: client.get().core(), local }, remote)
+            }),
+        }
+    }
 }
 
-/// A sharded command run natively on khmer's layout: `kmerflow_cli::sharded`'s
-/// `trim_low_abund`, `filter_abund` or `abundance_dist_single`.
-type ShardedCommand = fn(
-    &[OsString],
-    &kmerflow_core::run::RunContext,
-    &kmerflow_core::shards::khmer::ShardClient,
-    Vec<Option<&mut kmerflow_core::shards::khmer::Shard>>,
-    &mut dyn RemoteShards,
-) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError>;
-
-/// A sharded command run natively on either layout: `kmerflow_cli::sharded`'s
-/// `normalize_by_median` or `load_into_counting`.
-type LayoutCommand = fn(
-    &[OsString],
-    &kmerflow_core::run::RunContext,
-    &mut dyn ShardedTable,
-    &mut dyn RemoteShards,
-) -> std::result::Result<serde_json::Value, kmerflow_cli::CliError>;
+/// The commands [`run_sharded_command`] runs.
+const COMMANDS: [&str; 6] = [
+    "normalize-by-median",
+    "load-into-counting",
+    "trim-low-abund",
+    "filter-abund-single",
+    "filter-abund",
+    "abundance-dist-single",
+];
 
 /// Runs the sharded `command` on the command line `argv` (program name first) and `client`'s
 /// table (a `ShardClient` or a `BlockedShardClient`), whose shard `s` is `local[s]` when held
 /// in this process and reached through `remote` (see [`PyRemote`]) when `None`. The table is
 /// never gathered; the whole run is native, Python only carries the messages.
-/// - `normalize-by-median` (either layout): the one-process command's messages, keep curve,
-///   `-R` report, false-positive ceiling and outputs;
-/// - `load-into-counting` (either layout): the inputs counted, the ceiling checked;
+/// Every command runs on either layout:
+/// - `normalize-by-median`: the one-process command's messages, keep curve, `-R` report,
+///   false-positive ceiling and outputs;
+/// - `load-into-counting`: the inputs counted, the ceiling checked;
 /// - `trim-low-abund`: pass 1 deciding batch by batch on the shards, pass 2 trimming from
 ///   counts looked up on them;
 /// - `filter-abund-single` / `abundance-dist-single`: the input counted on the shards, then
@@ -173,34 +185,12 @@ pub fn run_sharded_command(
     terminal: Option<PyRef<'_, ShardTerminal>>,
 ) -> PyResult<(String, Vec<String>)> {
     let table = Table::of(&client, local)?;
-    let on_layout: Option<LayoutCommand> = match command {
-        "normalize-by-median" => Some(kmerflow_cli::sharded::normalize_by_median),
-        "load-into-counting" => Some(kmerflow_cli::sharded::load_into_counting),
-        _ => None,
-    };
-    let native: Option<ShardedCommand> = match command {
-        "trim-low-abund" => Some(kmerflow_cli::sharded::trim_low_abund),
-        "filter-abund-single" | "filter-abund" => Some(kmerflow_cli::sharded::filter_abund),
-        "abundance-dist-single" => Some(kmerflow_cli::sharded::abundance_dist_single),
-        _ => None,
-    };
-    let khmer = match (&table, native) {
-        (Table::Khmer(client, local), Some(native)) => Some((client, local, native)),
-        (_, None) if on_layout.is_some() => None,
-        _ => {
-            let why = format!("no sharded native run of {command} on this table");
-            return Err(pyo3::exceptions::PyValueError::new_err(why));
-        }
-    };
+    if !COMMANDS.contains(&command) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("no sharded native run of {command}")));
+    }
     let shown = terminal.as_deref().map(ShardTerminal::run);
     let (summary, outputs) = interruptible_showing(py, forwarder(&on_message), shown, |ctx| {
-        let summary = match (khmer, on_layout) {
-            (Some((client, local, native)), _) => {
-                with_shards(local, remote, |shards, remote| native(&argv, ctx, client.get().core(), shards, remote))
-            }
-            (None, Some(run)) => table.with(remote, |table, remote| run(&argv, ctx, table, remote)),
-            (None, None) => unreachable!("refused above"),
-        };
+        let summary = table.run_command(&argv, ctx, remote);
         summary.map(|summary| (summary.to_string(), ctx.files().outputs()))
     })?
     .map_err(command_error)?;
@@ -389,7 +379,7 @@ fn on_table<T: Send>(
     local: &[Option<Py<Shard>>],
     remote: Py<PyAny>,
     batch_kmers: usize,
-    work: impl FnOnce(ShardedDecisions<'_>, &RunContext) -> Result<T> + Send,
+    work: impl FnOnce(ShardedDecisions<'_, kmerflow_core::shards::khmer::ShardClient>, &RunContext) -> Result<T> + Send,
 ) -> PyResult<T> {
     interruptible(py, |ctx| {
         with_shards(local, remote, |shards, remote| {

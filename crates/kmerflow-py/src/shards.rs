@@ -15,6 +15,7 @@ use kmerflow_core::ops::memory::{check_fits, Backing};
 use kmerflow_core::run::{CancelToken, RunContext};
 use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient, ShardMap, Updates};
 use kmerflow_core::shards::runs::Message;
+use kmerflow_core::shards::ShardLayout as _;
 use kmerflow_core::table::HashKind;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;

@@ -7,6 +7,7 @@ use super::sizing::{self, FpRate, TableParams};
 use crate::io::{FastxReader, PairMode, PairedReader};
 use crate::run::metrics;
 use crate::run::RunContext;
+use crate::shards::drive::DrivenLayout;
 use crate::shards::runs::{BundleBatches, Cleaning, ReadHasher, ShardedDecisions};
 use crate::table::{
     AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, CountingTable, HashKind, HugePages, KhmerTable,
@@ -32,9 +33,14 @@ pub fn histogram(table: &KhmerTable, path: &str, ctx: &RunContext) -> Result<(Ve
 /// [`histogram`] of several files read in order, each distinct k-mer counted once over all of
 /// them (one tracking filter).
 pub fn histogram_of_files(table: &KhmerTable, paths: &[&str], ctx: &RunContext) -> Result<(Vec<u64>, ReadTally)> {
-    let sizes = table.hashsizes().to_vec();
-    let tracking = KhmerTable::with_sizes(table.ksize(), HashKind::TwoBit, StorageKind::Bit, sizes)?;
+    let tracking = khmer_tracking(table.ksize(), HashKind::TwoBit, table.hashsizes().to_vec())?;
     Tracker::new(tracking, table).run(paths, ctx)
+}
+
+/// The tracking filter of [`histogram_of_files`] for a countgraph of k `k`, hash family `hash`
+/// and tables of `sizes`: a Bloom filter of the same primes.
+pub fn khmer_tracking(k: usize, hash: HashKind, sizes: Vec<u64>) -> Result<KhmerTable> {
+    KhmerTable::with_sizes(k, hash, StorageKind::Bit, sizes)
 }
 
 /// [`histogram_of_files`] of a blocked table: the tracking filter is a blocked Bloom filter
@@ -46,13 +52,16 @@ pub fn blocked_histogram_of_files(
     paths: &[&str],
     ctx: &RunContext,
 ) -> Result<(Vec<u64>, ReadTally)> {
+    Tracker::new(blocked_tracking(table.params())?, table).run(paths, ctx)
+}
+
+/// The tracking filter of [`blocked_histogram_of_files`] for a blocked table of shape
+/// `params`: a blocked Bloom filter with as many bits as the table has counters, as many probes.
+pub fn blocked_tracking(params: &BlockedParams) -> Result<BlockedTable> {
     let bits = CounterWidth::Bits1;
-    let shape =
-        BlockedParams { n_lines: table.n_counters().div_ceil(bits.slots_per_line()), width: bits, ..*table.params() };
+    let shape = BlockedParams { n_lines: params.n_counters().div_ceil(bits.slots_per_line()), width: bits, ..*params };
     // Huge pages whatever its size: a look-up a k-mer at a random line (as the table's).
-    let tracking =
-        BlockedTable::with_params(shape, AllocOptions { huge_pages: HugePages::On, ..AllocOptions::default() })?;
-    Tracker::new(tracking, table).run(paths, ctx)
+    BlockedTable::with_params(shape, AllocOptions { huge_pages: HugePages::On, ..AllocOptions::default() })
 }
 
 /// The histogram pass: a tracking filter counted by owners; the k-mers new to it are added to
@@ -134,25 +143,25 @@ impl OwnedCounting for Tracker<'_, BlockedTable> {
     fn settle(&self, _batch: &OwnedBatch) {}
 }
 
-/// [`histogram_of_files`] on the sharded table `shards` (khmer's layout): the tracking filter
-/// lives in this process (one bit per counter of the table) and is filled in file order by the
-/// thread that reads and hashes the batches, which keeps only the k-mers new to it; their
-/// counts are looked up on the shards ([`crate::shards::runs::Lookups`], one message per shard and batch) and
-/// counted in the histogram. Equal to [`histogram_of_files`] on the gathered table.
-pub fn sharded_histogram_of_files(
-    shards: &mut ShardedDecisions<'_>,
+/// [`histogram_of_files`] (or [`blocked_histogram_of_files`]) on the sharded table `shards` of
+/// either layout: the tracking filter lives in this process (the one-process run's) and is
+/// filled in file order by the thread that reads and hashes the batches, which keeps only the
+/// k-mers new to it; their counts are looked up on the shards ([`crate::shards::runs::Lookups`],
+/// one message per shard and batch) and counted in the histogram. Equal to the one-process
+/// histogram of the gathered table.
+pub fn sharded_histogram_of_files<C: DrivenLayout>(
+    shards: &mut ShardedDecisions<'_, C>,
     paths: &[&str],
     ctx: &RunContext,
 ) -> Result<(Vec<u64>, ReadTally)> {
-    let client = shards.client();
-    let (k, hash_kind, batch_kmers) = (client.ksize(), client.hash_kind(), shards.batch_kmers());
-    let tracking = Arc::new(KhmerTable::with_sizes(k, hash_kind, StorageKind::Bit, shards.client().map().sizes())?);
+    let batch_kmers = shards.batch_kmers();
+    let tracking = Arc::new(shards.client().tracking_filter()?);
     // k-mers and reads without one, told by the reading thread.
     let seen = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
     let (mut dist, mut reads) = (vec![0u64; HISTOGRAM_LEN + 1], 0);
     for path in paths {
         let reader = PairedReader::new(FastxReader::open_in(path, ctx)?, PairMode::ForceSingle, None);
-        let (tracking, seen, hash) = (tracking.clone(), seen.clone(), shards.client().kmer_hasher());
+        let (tracking, seen, hash) = (tracking.clone(), seen.clone(), shards.client().hash_fn());
         let new_kmers: ReadHasher = Box::new(move |seq, out| {
             let start = out.len();
             hash(seq, out);
@@ -360,11 +369,11 @@ pub fn run_single(opts: &SingleOptions, ctx: &RunContext) -> Result<Summary> {
 /// that holds the counts of `seqs` already (counted by the caller, who saves the table if
 /// asked to: `savegraph`, refused as one of the inputs): the histogram file and summary are
 /// those of [`run_single`] on the same table, and no table is gathered here.
-pub fn run_single_sharded(
+pub fn run_single_sharded<C: DrivenLayout>(
     seqs: &str,
     output: &HistogramOutput,
     savegraph: Option<&String>,
-    mut shards: ShardedDecisions<'_>,
+    mut shards: ShardedDecisions<'_, C>,
     ctx: &RunContext,
 ) -> Result<Summary> {
     check_single_outputs(seqs, output, savegraph, ctx)?;

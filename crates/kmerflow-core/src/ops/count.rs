@@ -15,7 +15,7 @@ use crate::run::metrics;
 use crate::run::RunContext;
 use crate::shards::drive::{self, CountBatches, ShardedTable};
 use crate::shards::runs::RemoteShards;
-use crate::table::{BlockedTable, CountingTable, KhmerTable, Layout, OwnedBatch, OwnedCounting};
+use crate::table::{BlockedTable, CountingTable, Layout, OwnedBatch, OwnedCounting};
 use crate::{Error, Result};
 use std::io::Write;
 use std::sync::Arc;
@@ -200,22 +200,15 @@ pub(crate) fn count_owned_file<T: OwnedCounting>(
 
 /// khmer's `calc_expected_collisions` check: an error when the estimated false-positive rate
 /// exceeds `max_fp` (with `force`, a warning to `ctx`); returns the rate.
-pub fn check_fp_rate(table: &KhmerTable, max_fp: f64, force: bool, target: f64, ctx: &RunContext) -> Result<f64> {
-    let fp = sizing::expected_fp_rate(table);
-    fp_rate_check(fp, max_fp, force, &sizing::khmer_resize_hint(table, fp, target), ctx)
-}
-
-/// [`check_fp_rate`] of a Countgraph of tables of `sizes` held elsewhere (sharded), whose
-/// estimated rate is `fp`.
-pub fn check_countgraph_fp_rate(
-    fp: f64,
-    sizes: &[u64],
+pub fn check_fp_rate(
+    table: &(impl FpRate + ?Sized),
     max_fp: f64,
     force: bool,
     target: f64,
     ctx: &RunContext,
 ) -> Result<f64> {
-    fp_rate_check(fp, max_fp, force, &sizing::countgraph_resize_hint(sizes, fp, target), ctx)
+    let fp = table.fp_rate();
+    fp_rate_check(fp, max_fp, force, &table.resize_hint(fp, target), ctx)
 }
 
 /// [`check_fp_rate`] of an already estimated rate `fp`, `resize` naming the memory that would do.
@@ -493,7 +486,7 @@ fn write_summary(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::{CounterWidth, HashKind, StorageKind};
+    use crate::table::{CounterWidth, HashKind, KhmerTable, StorageKind};
     use rand::{Rng, SeedableRng};
 
     /// Seeded random reads with Ns, short reads and one read repeated 300 times (bigcount).

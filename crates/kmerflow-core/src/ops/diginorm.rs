@@ -22,6 +22,7 @@ use crate::run::metrics;
 use crate::run::RunContext;
 use crate::shards::drive::{self, ShardedTable};
 use crate::shards::runs::{RemoteShards, ShardedDecisions};
+use crate::shards::ShardLayout;
 use crate::table::batch::spans;
 use crate::table::blocked::KmerHasher;
 use crate::table::{AnyTable, BatchRunner, BatchTable, CountingTable, HashKind, Layout, ReadCounts};
@@ -207,10 +208,10 @@ impl<'a> Normalizer<'a> {
     /// [`Normalizer::process`] on a table sharded over other processes: the batch decided in
     /// pieces of about the shards' batch size, each looked up on the shards and counted there
     /// ([`ShardedDecisions::decide`]), with the same decisions, counts and ceiling.
-    pub(crate) fn process_sharded(
+    pub(crate) fn process_sharded<C: ShardLayout + FpRate>(
         &mut self,
         path: &str,
-        shards: &mut ShardedDecisions<'_>,
+        shards: &mut ShardedDecisions<'_, C>,
         hb: &HashedBatch,
         kept: &mut dyn FnMut(usize),
     ) -> Result<()> {
@@ -367,6 +368,20 @@ impl<'a> KeepCounts<'a> {
     /// A file starts.
     pub fn start_file(&mut self) {
         self.file_start = self.summary.total;
+    }
+
+    /// The input `path` failed with `e`: with `-f` (unless the output's reader went away) it is
+    /// skipped as khmer skips it, with its error lines, and named at the end; otherwise the
+    /// run ends with the error.
+    pub fn skip_failed(&mut self, path: &str, e: Error) -> Result<()> {
+        if !self.opts.force || e.is_broken_pipe() {
+            return Err(e);
+        }
+        self.ctx.error(format!("** ERROR: {e}"));
+        self.ctx.error(format!("** Failed on {path}: "));
+        self.ctx.error("*** Skipping error file, moving on...");
+        self.summary.skipped_files.push(path.to_string());
+        Ok(())
     }
 
     /// The file `path` is done, `short` of its reads dropped for being shorter than k: its
@@ -544,11 +559,20 @@ pub fn run_sharded(
     let mut single = single.as_ref().map(create).transpose()?;
     let mut staged = Vec::new();
     for (i, (input, mode)) in inputs.iter().zip(pair_modes(opts, inputs.len())).enumerate() {
-        let mut own = if single.is_none() { Some(create(&keep[i])?) } else { None };
-        let out = own.as_mut().or(single.as_mut()).expect("one output or one per input");
         let path = input.name();
         counts.start_file();
-        let mut run = table.normalize(input.open(mode, Some(opts.table.ksize), ctx)?, opts.cutoff, batch_kmers)?;
+        // An input that cannot be opened is skipped with -f before any of it is sent; one that
+        // fails once read ends the run (its batches in flight cannot be taken back).
+        let reader = match input.open(mode, Some(opts.table.ksize), ctx) {
+            Ok(reader) => reader,
+            Err(e) => {
+                counts.skip_failed(&input.path, e)?;
+                continue;
+            }
+        };
+        let mut own = if single.is_none() { Some(create(&keep[i])?) } else { None };
+        let out = own.as_mut().or(single.as_mut()).expect("one output or one per input");
+        let mut run = table.normalize(reader, opts.cutoff, batch_kmers)?;
         drive::normalize_file(&mut *run, remote, &remote_shards, |decided, text, run| {
             write_to(out, text)?;
             for (reads, &kept) in spans(&decided.bundle_ends).zip(&decided.keep) {
@@ -626,13 +650,7 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
             }),
         };
         if let Err(e) = result {
-            if !opts.force || e.is_broken_pipe() {
-                return Err(e);
-            }
-            ctx.error(format!("** ERROR: {e}"));
-            ctx.error(format!("** Failed on {path}: "));
-            ctx.error("*** Skipping error file, moving on...");
-            norm.counts.summary.skipped_files.push(path.to_string());
+            norm.counts.skip_failed(path, e)?;
         }
     }
     if let Some(writer) = single {
@@ -663,7 +681,8 @@ mod tests {
 
     /// normalize-by-median on a sharded table (one shard held here, two answered as a worker
     /// answers, batches of a few reads) writes the output, `-R` report and summary of the
-    /// one-process run and says the same lines after the table is made.
+    /// one-process run and says the same lines after the table is made; with `-f` an input
+    /// that cannot be read is skipped by both with the same lines.
     #[test]
     fn a_sharded_run_is_the_one_process_run() {
         let dir = tempfile::tempdir().unwrap();
@@ -673,8 +692,9 @@ mod tests {
         let table =
             TableParams { ksize: 20, n_tables: 3, max_tablesize: 2000.0, force: true, ..TableParams::default() };
         let opts = |tag: &str| Options {
-            inputs: vec![path("a.fq"), path("b.fq")],
+            inputs: vec![path("a.fq"), path("missing.fq"), path("b.fq")],
             table: table.clone(),
+            force: true,
             cutoff: 5,
             report: Some(path(&format!("{tag}.csv"))),
             report_frequency: 97,
@@ -697,6 +717,8 @@ mod tests {
 
         assert_eq!(sharded.unwrap(), one);
         assert!(one.kept > 10 && one.kept < one.total && one.short_dropped > 0 && one.keep_curve.len() > 10);
+        assert_eq!(one.skipped_files, [path("missing.fq")]);
+        assert!(said(&ctx).iter().any(|line| line == "*** Skipping error file, moving on..."));
         for ext in ["fq", "csv"] {
             let read = |tag: &str| std::fs::read(path(&format!("{tag}.{ext}"))).unwrap();
             assert_eq!(read("sharded"), read("one"), "{ext}");

@@ -11,11 +11,12 @@ use super::read_filter::{
     bundle_source, check_ksize, clean_batch, trim_of_counts, trim_record, Cleaning, FpLimit, Trim,
 };
 use super::reads::{create_output, derived_name, is_stdin, stdin_without_output, write_to};
-use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target_rate, FpRate, TableParams};
+use super::sizing::{create_countgraph, expected_fp_rate, target_rate, FpRate, TableParams};
 use crate::io::{Compression, OutputFile, PairMode, PairedInput, Record};
 use crate::pipeline::run_ordered;
 use crate::run::RunContext;
-use crate::shards::runs::{BundleBatches, Cleaning as BatchCleaning, ShardedDecisions};
+use crate::shards::drive::DrivenLayout;
+use crate::shards::runs::{Cleaning as BatchCleaning, ShardedDecisions};
 use crate::table::batch::spans;
 use crate::table::CountingTable;
 use crate::table::KhmerTable;
@@ -174,8 +175,8 @@ fn filter_file(
 /// Filters `input` on the sharded table `shards` into `out`, adding to `summary`: the reads
 /// are read, hashed and looked up on the shards a batch at a time ([`Lookups`]) and trimmed by
 /// the one-process rule ([`trim_of_counts`]) from their counts.
-fn filter_file_sharded(
-    shards: &mut ShardedDecisions<'_>,
+fn filter_file_sharded<C: DrivenLayout>(
+    shards: &mut ShardedDecisions<'_, C>,
     input: &str,
     p: &FilterParams,
     out: &mut OutputFile,
@@ -186,7 +187,7 @@ fn filter_file_sharded(
     let k = shards.client().ksize();
     let reader = PairedInput::single(input).open(PairMode::ForceSingle, Some(k), ctx)?;
     let batch_kmers = shards.batch_kmers();
-    let mut lookups = shards.lookups(BundleBatches::new(reader, k, batch_kmers, BatchCleaning::ParserWithRecords))?;
+    let mut lookups = shards.lookups(shards.client().batches(reader, batch_kmers, BatchCleaning::ParserWithRecords))?;
     while let Some((batch, counts)) = lookups.next_batch()? {
         let mut f = Filtered::default();
         for (i, read) in spans(&batch.read_ends).enumerate() {
@@ -257,15 +258,15 @@ fn filter_all_here(
 /// holds the counts already (filter-abund-single's after its counting pass, or a saved
 /// table's): the outputs, messages and summary (less `unique_kmers`, the caller's) are those
 /// of the one-process filtering on the same table, and no table is gathered here.
-pub fn run_sharded(
+pub fn run_sharded<C: DrivenLayout>(
     inputs: &[String],
     filter: &FilterParams,
-    mut shards: ShardedDecisions<'_>,
+    mut shards: ShardedDecisions<'_, C>,
     ctx: &RunContext,
 ) -> Result<Summary> {
     filter.refuse_inputs_as_outputs(ctx, None, inputs, None)?;
     let k = shards.client().ksize();
-    let mut summary = Summary { fp_rate: sharded_fp_rate(shards.client()), ..Summary::default() };
+    let mut summary = Summary { fp_rate: shards.client().fp_rate(), ..Summary::default() };
     ctx.progress().begin_pass("filtering");
     filter_all(k, inputs, filter, &mut summary, ctx, |input, out, summary| {
         filter_file_sharded(&mut shards, input, filter, out, summary, ctx)

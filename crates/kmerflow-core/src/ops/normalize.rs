@@ -44,6 +44,7 @@ use crate::kmer::clean::clean_parser;
 use crate::kmer::Strand;
 use crate::pipeline::{run_ordered, Workload};
 use crate::run::{CancelToken, RunContext};
+use crate::shards::khmer::ShardClient;
 use crate::shards::runs::ShardedDecisions;
 use crate::table::{AnyTable, CountingTable, Layout, ReadCounts};
 use crate::{Error, Result};
@@ -147,7 +148,7 @@ pub enum PassTable<'a> {
     /// A table in this process.
     Here(AnyTable),
     /// A table sharded over processes, each batch looked up and counted on its shards.
-    Sharded(ShardedDecisions<'a>),
+    Sharded(ShardedDecisions<'a, ShardClient>),
 }
 
 impl PassTable<'_> {
@@ -562,7 +563,7 @@ impl Trimming<'_> {
     /// Trims the bundles of `nb` with [`Trimming::batch`], the counts of their reads' k-mers
     /// looked up on `shards` (in pieces of the shards' batch size), by the same rule
     /// ([`trim_of_counts`]).
-    fn on_shards(&self, shards: &mut ShardedDecisions<'_>, nb: Numbered) -> Result<Trimmed> {
+    fn on_shards(&self, shards: &mut ShardedDecisions<'_, ShardClient>, nb: Numbered) -> Result<Trimmed> {
         let (mut clean, mut hashes, mut ends) = (Vec::new(), Vec::new(), vec![0]);
         for i in self.kept(&nb).flatten() {
             clean_parser(nb.bundles.batch.get(i).seq, &mut clean);
@@ -861,7 +862,7 @@ fn trim_and_normalize(
 }
 
 /// k-mers new to the first table (held here, or sharded).
-fn t1_unique(here: Option<&AnyTable>, sharded: Option<&ShardedDecisions<'_>>) -> u64 {
+fn t1_unique(here: Option<&AnyTable>, sharded: Option<&ShardedDecisions<'_, ShardClient>>) -> u64 {
     here.map(|t| t.n_unique_kmers()).or(sharded.map(|s| s.client().n_unique_kmers())).unwrap_or(0)
 }
 
@@ -974,7 +975,7 @@ pub fn run_on(opts: &Options, tables: &mut dyn Tables, ctx: &RunContext) -> Resu
 mod tests {
     use super::*;
     use crate::ops::sizing::countgraph_sizes;
-    use crate::shards::khmer::{Shard, ShardClient};
+    use crate::shards::khmer::Shard;
     use crate::shards::runs::testing::{fastq_of, InProcess};
     use crate::table::HashKind;
 

@@ -23,7 +23,7 @@ use super::read_filter::{
     self, bundle_source, check_ksize, clean_batch, trim_of_counts, Cleaning, FpLimit, HashedBatch, Trim,
 };
 use super::reads::{derived_name, is_stdin, stdin_without_output};
-use super::sizing::{create_countgraph, expected_fp_rate, sharded_fp_rate, target_rate, TableParams};
+use super::sizing::{create_countgraph, target_rate, FpRate, TableParams};
 use super::SummaryFormat;
 use crate::io::{
     write_record, Compression, MateBuffers, MateCounts, MateFiles, MateWriter, PairMode, PairedInput, PairedOutput,
@@ -31,7 +31,10 @@ use crate::io::{
 };
 use crate::pipeline::run_ordered;
 use crate::run::{metrics, RunContext};
-use crate::shards::runs::{BundleBatches, Cleaning as BatchCleaning, ShardedDecisions};
+use crate::shards::drive::DrivenLayout;
+use crate::shards::khmer::ShardClient;
+use crate::shards::runs::{Cleaning as BatchCleaning, ShardedDecisions};
+use crate::shards::ShardLayout;
 use crate::table::batch::spans;
 use crate::table::CountingTable;
 use crate::table::{median_mean_stddev, BatchRunner, KhmerTable, ReadCounts};
@@ -229,12 +232,12 @@ type KmerHasher = dyn Fn(&[u8], &mut Vec<u64>) + Send + Sync;
 
 /// Where pass 1 counts: a table in this process, or shards of one held elsewhere; pass 2
 /// looks its reads up there too.
-enum Pass1<'a> {
+enum Pass1<'a, C: ShardLayout> {
     Here(Box<KhmerTable>, BatchRunner),
-    Sharded(ShardedDecisions<'a>),
+    Sharded(ShardedDecisions<'a, C>),
 }
 
-impl Pass1<'_> {
+impl<C: DrivenLayout> Pass1<'_, C> {
     fn ksize(&self) -> usize {
         match self {
             Pass1::Here(table, _) => table.ksize(),
@@ -245,7 +248,7 @@ impl Pass1<'_> {
     fn hasher(&self) -> Arc<KmerHasher> {
         match self {
             Pass1::Here(table, _) => Arc::new(table.kmer_hasher()),
-            Pass1::Sharded(shards) => Arc::new(shards.client().kmer_hasher()),
+            Pass1::Sharded(shards) => shards.client().hash_fn(),
         }
     }
 
@@ -286,40 +289,23 @@ impl Pass1<'_> {
         }
     }
 
-    /// khmer's estimated false-positive rate of the table.
-    fn expected_fp_rate(&self) -> f64 {
+    /// The table, for its estimated false-positive rate.
+    fn fp_table(&self) -> &dyn FpRate {
         match self {
-            Pass1::Here(table, _) => expected_fp_rate(table),
-            Pass1::Sharded(shards) => sharded_fp_rate(shards.client()),
+            Pass1::Here(table, _) => &**table,
+            Pass1::Sharded(shards) => shards.client(),
         }
     }
 
     /// Stops pass 1 at read `reads` of `path` once the table is over `limit`
     /// ([`FpLimit::stop_early`]).
     fn stop_early(&self, limit: &FpLimit, path: &str, reads: u64) -> Result<()> {
-        match self {
-            Pass1::Here(table, _) => limit.stop_early(&**table, path, reads),
-            Pass1::Sharded(shards) => limit.stop_early(shards.client(), path, reads),
-        }
+        limit.stop_early(self.fp_table(), path, reads)
     }
 
     /// khmer's check of the estimated false-positive rate against `MAX_FP_RATE`.
     fn check_fp_rate(&self, params: &TableParams, ctx: &RunContext) -> Result<f64> {
-        let (force, target) = (params.force, target_rate(params));
-        match self {
-            Pass1::Here(table, _) => super::count::check_fp_rate(table, MAX_FP_RATE, force, target, ctx),
-            Pass1::Sharded(shards) => {
-                let sizes = shards.client().map().sizes();
-                super::count::check_countgraph_fp_rate(
-                    sharded_fp_rate(shards.client()),
-                    &sizes,
-                    MAX_FP_RATE,
-                    force,
-                    target,
-                    ctx,
-                )
-            }
-        }
+        super::count::check_fp_rate(self.fp_table(), MAX_FP_RATE, params.force, target_rate(params), ctx)
     }
 
     /// Ends the run with the table: saved to `savegraph` here, or, sharded, left whole on the
@@ -411,9 +397,9 @@ struct FileJob {
 }
 
 /// Pass 2 over one set-aside file, on the table after pass 1.
-fn pass2_file(
+fn pass2_file<C: DrivenLayout>(
     o: &Options,
-    table: &mut Pass1<'_>,
+    table: &mut Pass1<'_, C>,
     job: &FileJob,
     out: &mut MateWriter,
     t: &mut Tally<'_>,
@@ -484,16 +470,16 @@ fn pass2_reads(o: &Options, table: &KhmerTable, job: &FileJob, out: &mut MateWri
 /// [`pass2_reads`] against a sharded table: the set-aside reads are read, hashed and looked
 /// up on the shards a batch at a time ([`crate::shards::runs::Lookups`]) and trimmed here
 /// by the same rule; the table stays on the shards.
-fn pass2_reads_sharded(
+fn pass2_reads_sharded<C: DrivenLayout>(
     o: &Options,
-    shards: &mut ShardedDecisions<'_>,
+    shards: &mut ShardedDecisions<'_, C>,
     job: &FileJob,
     out: &mut MateWriter,
     t: &mut Tally<'_>,
 ) -> Result<()> {
     let k = shards.client().ksize();
     let reader = PairedInput::single(&job.pass2).open(pass2_mode(out), Some(k), t.ctx)?;
-    let batches = BundleBatches::new(reader, k, shards.batch_kmers(), BatchCleaning::ParserWithRecords);
+    let batches = shards.client().batches(reader, shards.batch_kmers(), BatchCleaning::ParserWithRecords);
     let mut lookups = shards.lookups(batches)?;
     let mut bufs = MateBuffers::new(out.is_split());
     while let Some((batch, counts)) = lookups.next_batch()? {
@@ -574,7 +560,7 @@ fn make_tempdir(parent: &str) -> Result<std::path::PathBuf> {
 
 /// Runs trim-low-abund within `ctx`; its temporary directory is removed however the run ends.
 pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
-    run_on(o, None, ctx)
+    run_on::<ShardClient>(o, None, ctx)
 }
 
 /// [`run`] with pass 1 deciding on the sharded table `shards` (sized as `o.table` sizes it, or
@@ -583,7 +569,7 @@ pub fn run(o: &Options, ctx: &RunContext) -> Result<Summary> {
 /// table is not saved here: `o.savegraph` is the caller's to write (shard by shard, see
 /// [`crate::shards::file`]) once this returns, the shards holding every update; it is
 /// checked against the inputs, and the false-positive check that stops a run comes first.
-pub fn run_sharded(o: &Options, shards: ShardedDecisions<'_>, ctx: &RunContext) -> Result<Summary> {
+pub fn run_sharded<C: DrivenLayout>(o: &Options, shards: ShardedDecisions<'_, C>, ctx: &RunContext) -> Result<Summary> {
     run_on(o, Some(shards), ctx)
 }
 
@@ -606,7 +592,7 @@ pub fn checked_files(o: &Options, ctx: &RunContext) -> Result<(Vec<PairedInput>,
 }
 
 /// [`run`] with pass 1 on `shards` when given.
-fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -> Result<Summary> {
+fn run_on<C: DrivenLayout>(o: &Options, shards: Option<ShardedDecisions<'_, C>>, ctx: &RunContext) -> Result<Summary> {
     check_options(o)?;
     ctx.progress().begin_pass("trimming");
     let (inputs, outputs) = checked_files(o, ctx)?;
@@ -641,7 +627,7 @@ fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -
         counts.tell_dropped(ctx);
     }
     let s = &mut t.s;
-    s.fp_rate = table.expected_fp_rate();
+    s.fp_rate = table.fp_table().fp_rate();
     print_summary(o, s, ctx);
     if s.short_dropped > 0 {
         ctx.info(format!("dropped {} reads shorter than k={k}", s.short_dropped));
@@ -665,14 +651,14 @@ fn run_on(o: &Options, shards: Option<ShardedDecisions<'_>>, ctx: &RunContext) -
 /// Both passes over all `inputs`, written to `outputs` (one, or one per input); the outputs
 /// are complete under their temporary names on success. Returns the final table too (where
 /// pass 1 counted).
-fn run_passes<'a, 'b>(
+fn run_passes<'a, 'b, C: DrivenLayout>(
     o: &'a Options,
     inputs: &'a [PairedInput],
     outputs: &[PairedOutput],
-    mut pass1: Pass1<'b>,
+    mut pass1: Pass1<'b, C>,
     tempdir: &Path,
     ctx: &'a RunContext,
-) -> Result<(Tally<'a>, Vec<Staged>, Pass1<'b>)> {
+) -> Result<(Tally<'a>, Vec<Staged>, Pass1<'b, C>)> {
     let hasher = pass1.hasher();
     let mut outs: Vec<MateWriter> = Vec::new();
     let mut jobs = Vec::new();

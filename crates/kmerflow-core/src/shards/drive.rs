@@ -12,10 +12,16 @@ use super::runs::{
 };
 use super::ShardLayout;
 use crate::io::PairedReader;
+use crate::ops::abundance_dist;
 use crate::ops::sizing::FpRate;
 use crate::table::blocked::OccupancyStats;
+use crate::table::AnyTable;
 use crate::Result;
 use std::borrow::Borrow;
+use std::sync::Arc;
+
+/// Appends the canonical hash of every k-mer of a sequence.
+pub type SequenceHasher = dyn Fn(&[u8], &mut Vec<u64>) + Send + Sync;
 
 /// A table sharded over processes, its shards held here where given: what the drivers need of
 /// either layout.
@@ -138,6 +144,11 @@ pub trait DrivenLayout: ShardLayout + FpRate {
     fn n_unique_kmers(&self) -> u64;
     /// The batches of `reader`, its reads hashed by the table's hash.
     fn batches(&self, reader: PairedReader, batch_kmers: usize, cleaning: Cleaning) -> BundleBatches;
+    /// The table's hash: appends the canonical hash of every k-mer of a sequence.
+    fn hash_fn(&self) -> Arc<SequenceHasher>;
+    /// An empty tracking filter of abundance-dist's histogram of this table: the one-process
+    /// run's filter for a table of this shape.
+    fn tracking_filter(&self) -> Result<AnyTable>;
     /// A counting answer in the layout's form.
     fn added(answer: Answer) -> Result<Self::AddedOwned>;
 }
@@ -160,6 +171,14 @@ impl DrivenLayout for ShardClient {
     fn added(answer: Answer) -> Result<Vec<u8>> {
         answer.values()
     }
+
+    fn hash_fn(&self) -> Arc<SequenceHasher> {
+        Arc::new(self.kmer_hasher())
+    }
+
+    fn tracking_filter(&self) -> Result<AnyTable> {
+        abundance_dist::khmer_tracking(self.ksize(), self.hash_kind(), self.map().sizes()).map(AnyTable::Khmer)
+    }
 }
 
 impl DrivenLayout for BlockedShardClient {
@@ -180,6 +199,15 @@ impl DrivenLayout for BlockedShardClient {
 
     fn added(answer: Answer) -> Result<OccupancyStats> {
         answer.added()
+    }
+
+    fn hash_fn(&self) -> Arc<SequenceHasher> {
+        let hasher = self.hasher().clone();
+        Arc::new(move |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out))
+    }
+
+    fn tracking_filter(&self) -> Result<AnyTable> {
+        abundance_dist::blocked_tracking(self.map().params()).map(AnyTable::Blocked)
     }
 }
 

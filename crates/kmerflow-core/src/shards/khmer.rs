@@ -18,7 +18,7 @@
 
 use super::runs::{drive, Routed};
 use super::{ShardKernel, ShardLayout, ShardRouting};
-use crate::table::batch::{self, BatchLookup, BatchOutcome, BatchRules, Decider, SeenCounters};
+use crate::table::batch::{BatchOutcome, BatchRules, SeenCounters};
 use crate::table::khmer_format::ByteFrame;
 use crate::table::{prefetch, FastMod, HashKind, KhmerTable, StorageKind, Table};
 use crate::{Error, Result};
@@ -411,8 +411,6 @@ pub struct ShardClient {
     bigcounts: Mutex<HashMap<u64, u16>>,
     occupied: AtomicU64,
     unique: AtomicU64,
-    /// The slot map of [`ShardClient::lookup`], kept between batches.
-    seen: Mutex<SeenCounters>,
 }
 
 impl BatchRules for ShardClient {
@@ -478,7 +476,6 @@ impl ShardClient {
             bigcounts: Mutex::new(HashMap::new()),
             occupied: AtomicU64::new(0),
             unique: AtomicU64::new(0),
-            seen: Mutex::new(SeenCounters::default()),
         })
     }
 
@@ -554,57 +551,6 @@ impl ShardClient {
         }
         self.record(&outcome);
         Ok(())
-    }
-
-    /// The look-up of a batch from the counters of its positions and their values.
-    pub fn lookup(&self, hashes: &[u64], counters: &[u64], values: &[u8]) -> Result<BatchLookup> {
-        let mut slots = vec![0; counters.len()];
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        first_positions(&mut seen, counters, 0..counters.len(), &mut slots);
-        BatchLookup::from_arrays(hashes.len(), self.map.probes(), values, &slots)
-    }
-
-    /// Phase 2 on the client: `decide` with the batch's [`Decider`]; then records the outcome
-    /// and returns its result and the shard updates of phase 3.
-    pub fn decide<R>(
-        &self,
-        hashes: &[u64],
-        counters: &[u64],
-        lookup: &BatchLookup,
-        decide: impl FnOnce(&mut Decider<'_, Self>) -> R,
-    ) -> Result<(R, Updates)> {
-        let (result, delta, outcome) = batch::decide(self, hashes, lookup, decide)?;
-        let mut updates = Updates::default();
-        for (q, &d) in delta.iter().enumerate() {
-            if d > 0 {
-                updates.counters.push(counters[q]);
-                updates.deltas.push(d);
-            }
-        }
-        self.record(&outcome);
-        Ok((result, updates))
-    }
-
-    /// The count of each k-mer from the values of its counters (probe-major): the minimum,
-    /// or its bigcount when all are saturated.
-    pub fn kmer_counts(&self, hashes: &[u64], values: &[u8]) -> Result<Vec<u32>> {
-        let n = hashes.len();
-        if values.len() != n * self.map.probes() {
-            return Err(Error::invalid(format!(
-                "{} values for {n} k-mers x {} tables",
-                values.len(),
-                self.map.probes()
-            )));
-        }
-        Ok((0..n)
-            .map(|o| {
-                let min = (0..self.map.probes()).map(|p| values[p * n + o]).min().unwrap_or(0);
-                match (min, self.use_bigcount) {
-                    (u8::MAX, true) => self.bigcount_of(hashes[o]).map_or(u32::from(min), u32::from),
-                    _ => u32::from(min),
-                }
-            })
-            .collect())
     }
 
     /// The fields of the table's file other than the counters (khmer's format, type 1), for a
@@ -933,13 +879,13 @@ mod tests {
             })
             .collect();
         for n in 1..=3 {
-            let mut sharded = Sharded::new(n);
+            let (mut sharded, mut seen) = (Sharded::new(n), SeenCounters::default());
             let mut kept = Vec::new();
             for batch in reads.chunks(300) {
                 let hashes = batch.concat();
                 let counters = sharded.client.map().counters(&hashes);
                 let values = sharded.call(&counters, |s, c| s.counts(c).unwrap());
-                let lookup = sharded.client.lookup(&hashes, &counters, &values).unwrap();
+                let lookup = sharded.client.lookup(&mut seen, &hashes, &counters, &values).unwrap();
                 let (keep, updates) = sharded
                     .client
                     .decide(&hashes, &counters, &lookup, |d| {

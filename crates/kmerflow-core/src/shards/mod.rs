@@ -13,9 +13,9 @@
 //! - [`blocked`]: the blocked layout cut into shards of whole cache lines (a k-mer's counters
 //!   all on one shard, so a message names k-mer hashes);
 //! - [`runs`]: whole files through a sharded table of either layout (reading, hashing and
-//!   routing batches, counting `ShardedCount`, normalize-by-median `ShardedNormalize`), and for
-//!   khmer's layout the look-ups, the transport to the remote shards (`RemoteShards`) and the
-//!   driver of the native commands' decisions (`ShardedDecisions`);
+//!   routing batches, counting `ShardedCount`, normalize-by-median `ShardedNormalize`, the
+//!   look-ups `Lookups` and the driver of the native commands' decisions `ShardedDecisions`),
+//!   and the transport to the remote shards (`RemoteShards`);
 //! - [`drive`]: the counting and normalize-by-median loops over either layout, the remote
 //!   shards reached only through the transport;
 //! - [`in_flight`]: the updates a remote shard's answer lacks while they travel;
@@ -30,9 +30,11 @@ pub mod in_flight;
 pub mod khmer;
 pub mod runs;
 
-use crate::table::batch::{self, ends_in_order, spans, BatchOutcome, BatchRules, Positions};
+use crate::table::batch::SeenCounters;
+use crate::table::batch::{self, ends_in_order, spans, BatchLookup, BatchOutcome, BatchRules, Decider, Positions};
 use crate::table::ReadCounts;
 use crate::{Error, Result};
+use khmer::{first_positions, Updates};
 use std::ops::Range;
 use std::sync::atomic::AtomicU8;
 
@@ -113,6 +115,53 @@ pub trait ShardLayout: BatchRules + Sync {
 
     /// Records the statistics (and bigcounts) of a decided batch.
     fn record_outcome(&self, outcome: &BatchOutcome);
+
+    /// The look-up of a batch of `hashes` from the counters of its positions and their values
+    /// (probe-major), `seen` the map of each counter's first position.
+    fn lookup(&self, seen: &mut SeenCounters, hashes: &[u64], counters: &[u64], values: &[u8]) -> Result<BatchLookup> {
+        let mut slots = vec![0; counters.len()];
+        first_positions(seen, counters, 0..counters.len(), &mut slots);
+        BatchLookup::from_arrays(hashes.len(), self.batch_probes(), values, &slots)
+    }
+
+    /// Phase 2 on the client: `decide` with the batch's [`Decider`]; then records the outcome
+    /// and returns its result and the shard updates of phase 3 (the counters of `counters`,
+    /// the batch's positions, with a delta).
+    fn decide<R>(
+        &self,
+        hashes: &[u64],
+        counters: &[u64],
+        lookup: &BatchLookup,
+        decide: impl FnOnce(&mut Decider<'_, Self>) -> R,
+    ) -> Result<(R, Updates)> {
+        let (result, delta, outcome) = batch::decide(self, hashes, lookup, decide)?;
+        let mut updates = Updates::default();
+        for (q, &d) in delta.iter().enumerate().filter(|(_, &d)| d > 0) {
+            updates.counters.push(counters[q]);
+            updates.deltas.push(d);
+        }
+        self.record_outcome(&outcome);
+        Ok((result, updates))
+    }
+
+    /// The count of each k-mer of `hashes` from the values of its counters (probe-major): the
+    /// minimum, or its bigcount when all are saturated.
+    fn kmer_counts(&self, hashes: &[u64], values: &[u8]) -> Result<Vec<u32>> {
+        let (n, probes) = (hashes.len(), self.batch_probes());
+        if values.len() != n * probes {
+            return Err(Error::invalid(format!("{} values for {n} k-mers x {probes} counters", values.len())));
+        }
+        let (max, big) = (self.counter_max(), self.batch_uses_bigcount());
+        Ok((0..n)
+            .map(|o| {
+                let min = (0..probes).map(|p| values[p * n + o]).min().unwrap_or(0);
+                match min == max && big {
+                    true => self.bigcount_of(hashes[o]).map_or(u32::from(min), u32::from),
+                    false => u32::from(min),
+                }
+            })
+            .collect())
+    }
 
     /// Digital normalization of one batch (phase 2) on `positions`, the values of the batch's
     /// positions (probe-major) as the read-by-read run reads and counts them: bundle `b` holds

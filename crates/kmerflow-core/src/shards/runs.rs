@@ -1,4 +1,4 @@
-//! Whole files through a sharded table ([`super::khmer`]): the client's side of counting and of
+//! Whole files through a sharded table of either layout: the client's side of counting and of
 //! normalize-by-median, batch by batch, with only the remote shards' messages left to the
 //! caller (who sends them to Dask workers and hands back the answers).
 //!
@@ -15,7 +15,7 @@
 //! that of the one-process table with the same sizes.
 
 use super::in_flight::{InFlight, LastDeltas};
-use super::khmer::{first_positions, Sections, Shard, ShardClient, ShardMap, Updates, PREFETCH_AHEAD};
+use super::khmer::{first_positions, Sections, Updates, PREFETCH_AHEAD};
 use super::{ShardKernel, ShardLayout, ShardRouting};
 use crate::io::{write_record, BundleBatch, PairedReader, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
@@ -231,10 +231,10 @@ impl<R> Default for Routed<R> {
 }
 
 impl<R: ShardRouting> Routed<R> {
-    /// `hashes` routed to the shards (see [`Routed::route`]).
-    fn new(map: &R, hashes: &[u64], remote: &[bool], seen: Option<&mut SeenCounters>) -> Result<Self> {
+    /// `hashes` routed to the shards for look-ups (see [`Routed::route`]).
+    fn new(map: &R, hashes: &[u64], remote: &[bool]) -> Result<Self> {
         let mut routed = Routed::default();
-        routed.route(map, hashes, remote, seen)?;
+        routed.route(map, hashes, remote, Purpose::LookUp, None)?;
         Ok(routed)
     }
 
@@ -248,12 +248,21 @@ impl<R: ShardRouting> Routed<R> {
     }
 
     /// Routes `hashes` to the shards in place of the batch held, `remote[s]` when shard `s` is
-    /// remote. With `seen` (normalization, which reads the local shards in place read by read)
-    /// the remote positions get their slots and the local shards no part; otherwise each local
-    /// shard's keys are split off for [`Routed::local`] and [`ShardLayout::count_here`] (and a
-    /// layout routing by k-mer computes no counters: counting adds k-mers).
-    fn route(&mut self, map: &R, hashes: &[u64], remote: &[bool], seen: Option<&mut SeenCounters>) -> Result<()> {
-        map.positions(hashes, seen.is_none(), &mut self.counters, &mut self.owners)?;
+    /// remote, for `purpose`. Normalizing (which reads the local shards in place read by read),
+    /// the remote positions get their slots in `seen` and the local shards no part; otherwise
+    /// each local shard's keys are split off for [`Routed::local`] and
+    /// [`ShardLayout::count_here`] (and, counting, a layout routing by k-mer computes no
+    /// counters: counting adds k-mers).
+    fn route(
+        &mut self,
+        map: &R,
+        hashes: &[u64],
+        remote: &[bool],
+        purpose: Purpose,
+        seen: Option<&mut SeenCounters>,
+    ) -> Result<()> {
+        let seen = seen.filter(|_| purpose == Purpose::Normalize);
+        map.positions(hashes, purpose == Purpose::Count, &mut self.counters, &mut self.owners)?;
         self.keys = if R::BY_KMER { hashes.len() } else { self.counters.len() };
         let keys = if R::BY_KMER { hashes } else { &self.counters };
         self.remote_shards.clear();
@@ -285,20 +294,29 @@ impl<R: ShardRouting> Routed<R> {
     }
 
     /// Sets the value of every position held by a local shard to `f(shard, counter)`, in input
-    /// order within each shard (once per batch; a layout routing by counter, not for a
-    /// normalized batch).
+    /// order within each shard (once per batch; looked-up batches: with [`Purpose::LookUp`]).
+    /// Routed by k-mer, each probe's positions of the shard's k-mers in turn.
     fn local<K: ShardKernel>(&mut self, local: &mut [Option<&mut K>], f: impl Fn(&mut K, u64) -> u8 + Sync) {
-        debug_assert!(!R::BY_KMER, "a key is a counter");
         if std::mem::replace(&mut self.local_done, true) {
             return;
         }
         // Each position is written by the one group holding its shard.
+        let (per, keys, counters) = (self.per_key(), self.keys, &self.counters);
         let values = atomic_bytes(&mut self.values);
         let Sections { parts, order, starts } = &self.sections;
         on_halves(local, |group| {
             for (s, shard) in group.iter_mut().enumerate() {
-                if let Some(shard) = shard.as_deref_mut() {
-                    drive(shard, &parts[s], &order[starts[s]..], values, &f);
+                let Some(shard) = shard.as_deref_mut() else { continue };
+                let order = &order[starts[s]..starts[s] + parts[s].len()];
+                if !R::BY_KMER {
+                    drive(shard, &parts[s], order, values, &f);
+                    continue;
+                }
+                for p in 0..per {
+                    // Fits: a batch's positions are refused past u32 by the routing.
+                    let positions: Vec<u32> = order.iter().map(|&o| (p * keys) as u32 + o).collect();
+                    let part: Vec<u64> = positions.iter().map(|&q| counters[q as usize]).collect();
+                    drive(shard, &part, &positions, values, &f);
                 }
             }
         });
@@ -466,6 +484,17 @@ fn check_shards(map: &impl ShardRouting, given: usize) -> Result<()> {
     Ok(())
 }
 
+/// What a batch is routed for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// Counting: the local shards add their parts, a layout routing by k-mer needs no counters.
+    Count,
+    /// Look-ups: every position's value, the local shards read through their parts.
+    LookUp,
+    /// normalize-by-median: the local shards read in place, the remote positions given slots.
+    Normalize,
+}
+
 /// What the reading thread hands over: the next batch (`None` at the end of the input) and the
 /// reads dropped so far for being too short.
 type Prepared<R> = Result<(Option<(HashedBundles, Routed<R>)>, u64)>;
@@ -487,21 +516,21 @@ struct RoutedBatches<R> {
 }
 
 impl<R: ShardRouting> RoutedBatches<R> {
-    /// Starts reading `batches` for a table of `map` whose shard `s` is remote when `remote[s]`
-    /// (with each counter's first position in its batch when `slots`).
-    fn new(mut batches: BundleBatches, map: &R, remote: Vec<bool>, slots: bool) -> Result<Self> {
+    /// Starts reading `batches` for a table of `map` whose shard `s` is remote when `remote[s]`,
+    /// routed for `purpose`.
+    fn new(mut batches: BundleBatches, map: &R, remote: Vec<bool>, purpose: Purpose) -> Result<Self> {
         check_shards(map, remote.len())?;
         let (send, receive) = crossbeam_channel::bounded(1);
         let (spares, spare) = crossbeam_channel::bounded(2);
         let (map, mask) = (map.clone(), remote.clone());
-        let mut seen = slots.then(SeenCounters::default);
+        let mut seen = (purpose == Purpose::Normalize).then(SeenCounters::default);
         std::thread::Builder::new()
             .name("kmerflow-shard-read".into())
             .spawn(move || loop {
                 let next = batches.next_batch().and_then(|batch| match batch {
                     Some(batch) => {
                         let mut routed: Routed<R> = spare.try_recv().unwrap_or_default();
-                        routed.route(&map, &batch.hashes, &mask, seen.as_mut()).map(|()| Some((batch, routed)))
+                        routed.route(&map, &batch.hashes, &mask, purpose, seen.as_mut()).map(|()| Some((batch, routed)))
                     }
                     None => Ok(None),
                 });
@@ -591,7 +620,7 @@ impl<C: ShardLayout> ShardedCount<C> {
     /// whose shard `s` is remote when `remote[s]` (else given as `local[s]` to each call); the
     /// batches are read and routed ahead by a thread of the run.
     pub fn new(batches: BundleBatches, client: &C, remote: Vec<bool>) -> Result<Self> {
-        let batches = RoutedBatches::new(batches, client.routing(), remote, false)?;
+        let batches = RoutedBatches::new(batches, client.routing(), remote, Purpose::Count)?;
         Ok(ShardedCount { batches, waiting: None, totals: (0, 0, 0) })
     }
 
@@ -668,7 +697,7 @@ impl<C: ShardLayout> ShardedNormalize<C> {
     /// `cutoff` on `client`'s table, `remote` as for [`ShardedCount::new`].
     pub fn new(batches: BundleBatches, cutoff: u32, client: &C, remote: Vec<bool>) -> Result<Self> {
         let unsent = vec![Updates::default(); remote.len()];
-        let batches = RoutedBatches::new(batches, client.routing(), remote, true)?;
+        let batches = RoutedBatches::new(batches, client.routing(), remote, Purpose::Normalize)?;
         Ok(ShardedNormalize {
             batches,
             cutoff,
@@ -896,39 +925,44 @@ pub trait RemoteShards: Send {
     }
 }
 
-/// A sharded table whose reads are decided in this process batch by batch, by a run that reads
-/// its own input (trim-low-abund's first pass): [`ShardedDecisions::decide`] looks a batch up on
-/// the shards (the remote ones through one message each, carrying the previous batch's
-/// updates), decides it with a [`Decider`] and applies its updates; [`ShardedDecisions::lookups`]
-/// gives the counts of a file's k-mers without changing the table (trim-low-abund's second pass,
-/// filter-abund's and abundance-dist's passes); [`ShardedDecisions::flush`] sends the updates
-/// still held here, leaving the whole table on the shards (to be saved shard by shard, see
-/// [`super::file`]). The decisions, counts, counters and statistics are those of the
-/// one-process table with the same sizes.
-pub struct ShardedDecisions<'a> {
-    client: &'a ShardClient,
-    local: Vec<Option<&'a mut Shard>>,
+/// A sharded table of either layout (its client `C`) whose reads are decided in this process
+/// batch by batch, by a run that reads its own input (trim-low-abund's first pass):
+/// [`ShardedDecisions::decide`] looks a batch up on the shards (the remote ones through one
+/// message each, carrying the previous batch's updates), decides it with a [`Decider`] by the
+/// layout's batch rules and applies its updates; [`ShardedDecisions::lookups`] gives the counts
+/// of a file's k-mers without changing the table (trim-low-abund's second pass, filter-abund's
+/// and abundance-dist's passes); [`ShardedDecisions::flush`] sends the updates still held here,
+/// leaving the whole table on the shards (to be saved shard by shard, see [`super::file`]). The
+/// decisions, counts, counters and statistics are those of the one-process table of the same
+/// layout and sizes.
+pub struct ShardedDecisions<'a, C: ShardLayout> {
+    client: &'a C,
+    local: Vec<Option<&'a mut C::Shard>>,
     remote: &'a mut dyn RemoteShards,
     unsent: Vec<Updates>,
+    /// The map of each counter's first position in a batch looked up, kept between batches.
+    seen: SeenCounters,
     batch_kmers: usize,
 }
 
-impl<'a> ShardedDecisions<'a> {
-    /// Decisions on `client`'s table, whose shard `s` is `local[s]` when held in this process
-    /// and reached through `remote` otherwise, in batches of about `batch_kmers` k-mers.
+impl<'a, C: ShardLayout> ShardedDecisions<'a, C> {
+    /// Decisions on `client`'s table (either layout), whose shard `s` is `local[s]` when held
+    /// in this process and reached through `remote` otherwise, in batches of about
+    /// `batch_kmers` k-mers.
     pub fn new(
-        client: &'a ShardClient,
-        local: Vec<Option<&'a mut Shard>>,
+        client: &'a C,
+        local: Vec<Option<&'a mut C::Shard>>,
         remote: &'a mut dyn RemoteShards,
         batch_kmers: usize,
     ) -> Result<Self> {
-        check_shards(client.map(), local.len())?;
+        check_shards(client.routing(), local.len())?;
         let unsent = vec![Updates::default(); local.len()];
-        Ok(ShardedDecisions { client, local, remote, unsent, batch_kmers: batch_kmers.max(1) })
+        let seen = SeenCounters::default();
+        Ok(ShardedDecisions { client, local, remote, unsent, seen, batch_kmers: batch_kmers.max(1) })
     }
 
     /// The client's part of the table.
-    pub fn client(&self) -> &ShardClient {
+    pub fn client(&self) -> &'a C {
         self.client
     }
 
@@ -937,27 +971,30 @@ impl<'a> ShardedDecisions<'a> {
         self.batch_kmers
     }
 
+    /// Whether each shard is remote (in shard order).
+    fn remote_shards(&self) -> Vec<bool> {
+        self.local.iter().map(Option::is_none).collect()
+    }
+
     /// Looks up `hashes` (one batch), calls `decide` with the batch's [`Decider`] (k-mers
     /// numbered from 0 in `hashes`) and applies what it counted: at once on the local shards,
     /// with the next batch's messages on the remote ones.
-    pub fn decide<R>(&mut self, hashes: &[u64], decide: impl FnOnce(&mut Decider<'_, ShardClient>) -> R) -> Result<R> {
-        let remote: Vec<bool> = self.local.iter().map(Option::is_none).collect();
-        let mut routed = Routed::new(self.client.map(), hashes, &remote, None)?;
+    pub fn decide<R>(&mut self, hashes: &[u64], decide: impl FnOnce(&mut Decider<'_, C>) -> R) -> Result<R> {
+        let mut routed = Routed::new(self.client.routing(), hashes, &self.remote_shards())?;
         self.remote.send(Kind::Step, routed.messages(&mut self.unsent))?;
         routed.local(&mut self.local, |shard, c| shard.get(c));
         let answers = self.remote.values()?;
         routed.put(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
-        let lookup = self.client.lookup(hashes, &routed.counters, &routed.values)?;
+        let lookup = self.client.lookup(&mut self.seen, hashes, &routed.counters, &routed.values)?;
         let (result, updates) = self.client.decide(hashes, &routed.counters, &lookup, decide)?;
-        apply_updates(self.client.map(), &mut self.local, &updates, &mut self.unsent)?;
+        apply_updates(self.client.routing(), &mut self.local, &updates, &mut self.unsent)?;
         Ok(result)
     }
 
     /// Looks up every k-mer of `batches` (a batch at a time, see [`Lookups`]); the updates
     /// not sent yet go with the first messages.
-    pub fn lookups(&mut self, batches: BundleBatches) -> Result<Lookups<'_, 'a>> {
-        let remote = self.local.iter().map(Option::is_none).collect();
-        let batches = RoutedBatches::new(batches, self.client.map(), remote, false)?;
+    pub fn lookups(&mut self, batches: BundleBatches) -> Result<Lookups<'_, 'a, C>> {
+        let batches = RoutedBatches::new(batches, self.client.routing(), self.remote_shards(), Purpose::LookUp)?;
         Ok(Lookups { shards: self, batches, waiting: VecDeque::new() })
     }
 
@@ -971,21 +1008,21 @@ impl<'a> ShardedDecisions<'a> {
     }
 }
 
-/// The counts of the k-mers of a file on a sharded table, a batch at a time
+/// The counts of the k-mers of a file on a sharded table of either layout, a batch at a time
 /// ([`ShardedDecisions::lookups`]): each batch is read, hashed and routed by a thread of the
 /// run, the remote shards get one message per batch (their look-ups), and the local shards
 /// are read in place. [`Lookups::next_batch`] sends the batch after the one it returns before
 /// waiting for that one's answers, so that a round trip overlaps the caller's work on the
 /// previous batch. The counts are those of the one-process table with the same sizes (the
 /// bigcounts are the client's).
-pub struct Lookups<'s, 'a> {
-    shards: &'s mut ShardedDecisions<'a>,
-    batches: RoutedBatches<ShardMap>,
+pub struct Lookups<'s, 'a, C: ShardLayout> {
+    shards: &'s mut ShardedDecisions<'a, C>,
+    batches: RoutedBatches<C::Routing>,
     /// The batches sent and not answered, oldest first (at most two).
-    waiting: VecDeque<(HashedBundles, Routed<ShardMap>)>,
+    waiting: VecDeque<(HashedBundles, Routed<C::Routing>)>,
 }
 
-impl Lookups<'_, '_> {
+impl<C: ShardLayout> Lookups<'_, '_, C> {
     /// The next batch and the count of each of its k-mers (in the order of its hashes),
     /// `None` at the end of the input.
     pub fn next_batch(&mut self) -> Result<Option<(HashedBundles, Vec<u32>)>> {
@@ -1019,37 +1056,61 @@ impl Lookups<'_, '_> {
 pub(crate) mod testing {
     use super::*;
 
+    use crate::shards::blocked::BlockedShard;
+    use crate::shards::drive::DrivenLayout;
+    use crate::shards::khmer::{Shard, ShardClient};
+
+    /// A shard that answers a message as a worker's shard of its layout does (tests).
+    pub(crate) trait Answering: Send {
+        /// The answer to a message of `kind`.
+        fn answer(&mut self, kind: Kind, message: Message) -> Result<Answer>;
+    }
+
+    impl Answering for Shard {
+        fn answer(&mut self, kind: Kind, m: Message) -> Result<Answer> {
+            match kind {
+                Kind::Step => {
+                    self.apply(&m.apply.counters, &m.apply.deltas)?;
+                    self.counts(&m.keys).map(Answer::Values)
+                }
+                Kind::Add => self.add(&m.keys).map(Answer::Values),
+            }
+        }
+    }
+
+    impl Answering for BlockedShard {
+        fn answer(&mut self, kind: Kind, m: Message) -> Result<Answer> {
+            match kind {
+                Kind::Step => {
+                    self.apply(&m.apply.counters, &m.apply.deltas)?;
+                    self.values(&m.keys).map(Answer::Values)
+                }
+                Kind::Add => self.add(&m.keys).map(Answer::Added),
+            }
+        }
+    }
+
     /// Remote shards answered in this process, as a worker answers them (tests).
-    pub(crate) struct InProcess {
+    pub(crate) struct InProcess<K = Shard> {
         /// The shards.
-        pub shards: Vec<Shard>,
+        pub shards: Vec<K>,
         answers: VecDeque<Vec<Answer>>,
     }
 
-    impl InProcess {
+    impl<K> InProcess<K> {
         /// `shards` as remote shards.
-        pub fn new(shards: Vec<Shard>) -> Self {
+        pub fn new(shards: Vec<K>) -> Self {
             InProcess { shards, answers: VecDeque::new() }
         }
     }
 
-    impl RemoteShards for InProcess {
+    impl<K: Answering> RemoteShards for InProcess<K> {
         fn send(&mut self, kind: Kind, messages: Vec<Message>) -> Result<()> {
             if messages.len() != self.shards.len() {
                 return Err(Error::invalid("one message per remote shard"));
             }
-            let answers = self
-                .shards
-                .iter_mut()
-                .zip(messages)
-                .map(|(shard, m)| match kind {
-                    Kind::Step => {
-                        shard.apply(&m.apply.counters, &m.apply.deltas)?;
-                        shard.counts(&m.keys).map(Answer::Values)
-                    }
-                    Kind::Add => shard.add(&m.keys).map(Answer::Values),
-                })
-                .collect::<Result<_>>()?;
+            let answers =
+                self.shards.iter_mut().zip(messages).map(|(shard, m)| shard.answer(kind, m)).collect::<Result<_>>()?;
             self.answers.push_back(answers);
             Ok(())
         }
@@ -1106,20 +1167,31 @@ pub(crate) mod testing {
     ) -> (ShardClient, Vec<Shard>, InProcess) {
         let client = ShardClient::new(20, crate::table::HashKind::TwoBit, sizes, shards, true).unwrap();
         let b = client.map().bounds().to_vec();
-        let mut all: Vec<Shard> = (0..shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+        let all: Vec<Shard> = (0..shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+        counted_on(client, all, held, path)
+    }
+
+    /// `client`'s shards `all` (either layout) holding the counts of the reads of `path`
+    /// (tests): the client, the first `held` shards and the others as remote shards.
+    pub(crate) fn counted_on<C: DrivenLayout>(
+        client: C,
+        mut all: Vec<C::Shard>,
+        held: usize,
+        path: &str,
+    ) -> (C, Vec<C::Shard>, InProcess<C::Shard>) {
         count_file_here(&client, &mut all, path);
         let remote = InProcess::new(all.split_off(held));
         (client, all, remote)
     }
 
-    /// Counts the reads of `path` (khmer's C++ cleaning) on `client`'s `shards`, all held in this
-    /// process (tests).
-    pub(crate) fn count_file_here(client: &ShardClient, shards: &mut [Shard], path: &str) {
+    /// Counts the reads of `path` (khmer's C++ cleaning) on `client`'s `shards` (either
+    /// layout), all held in this process (tests).
+    pub(crate) fn count_file_here<C: DrivenLayout>(client: &C, shards: &mut [C::Shard], path: &str) {
         let reader =
             PairedReader::new(crate::io::FastxReader::open(path).unwrap(), crate::io::PairMode::ForceSingle, None);
-        let batches = BundleBatches::new(reader, client.ksize(), 1000, Cleaning::Parser);
+        let batches = client.batches(reader, 1000, Cleaning::Parser);
         let mut run = ShardedCount::new(batches, client, vec![false; shards.len()]).unwrap();
-        let mut local: Vec<Option<&mut Shard>> = shards.iter_mut().map(Some).collect();
+        let mut local: Vec<Option<&mut C::Shard>> = shards.iter_mut().map(Some).collect();
         while run.send(&local).unwrap().is_some() {
             run.record(client, &mut local, &[]).unwrap();
         }
@@ -1131,7 +1203,11 @@ mod tests {
     use super::testing::*;
     use super::*;
     use crate::io::{FastxReader, PairMode};
+    use crate::shards::blocked::{BlockedShard, BlockedShardClient};
+    use crate::shards::drive::DrivenLayout;
+    use crate::shards::khmer::{Shard, ShardClient};
     use crate::table::{median_min_required, CountingTable as _, HashKind, KhmerTable, StorageKind};
+    use crate::table::{AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, ReadCounts};
 
     const SIZES: [u64; 3] = [97, 89, 83];
 
@@ -1142,8 +1218,13 @@ mod tests {
     }
 
     fn batches(text: &str, batch_kmers: usize, cleaning: Cleaning, min_length: Option<usize>) -> BundleBatches {
+        BundleBatches::new(reader(text, min_length), 20, batch_kmers, cleaning)
+    }
+
+    /// The FASTQ `text` read single, reads shorter than `min_length` dropped.
+    fn reader(text: &str, min_length: Option<usize>) -> PairedReader {
         let reader = FastxReader::from_stream("reads.fq", Box::new(std::io::Cursor::new(text.to_owned())), 97).unwrap();
-        BundleBatches::new(PairedReader::new(reader, PairMode::ForceSingle, min_length), 20, batch_kmers, cleaning)
+        PairedReader::new(reader, PairMode::ForceSingle, min_length)
     }
 
     fn table() -> KhmerTable {
@@ -1364,41 +1445,99 @@ mod tests {
         }
     }
 
+    /// Each layout's client and zeroed shards, and the one-process table, of one small shape
+    /// (k = 20, colliding, counts past 255), for the tests written once over both layouts.
+    trait TestLayout: DrivenLayout<Shard: Answering> + Sized {
+        /// A client of `n` shards and its zeroed shards.
+        fn sharded(n: usize) -> (Self, Vec<Self::Shard>);
+        /// The one-process table of the same shape.
+        fn one_table() -> AnyTable;
+        /// The whole table from `shards`.
+        fn gather(&self, shards: &[Self::Shard]) -> AnyTable;
+    }
+
+    impl TestLayout for ShardClient {
+        fn sharded(n: usize) -> (Self, Vec<Shard>) {
+            sharded_in(n, true)
+        }
+
+        fn one_table() -> AnyTable {
+            let mut table = table();
+            table.set_use_bigcount(true).unwrap();
+            AnyTable::Khmer(table)
+        }
+
+        fn gather(&self, shards: &[Shard]) -> AnyTable {
+            AnyTable::Khmer(gathered(self, shards))
+        }
+    }
+
+    /// A blocked table of 40 lines of 8-bit counters, 4 a k-mer.
+    fn blocked_params() -> BlockedParams {
+        BlockedParams::new(20, 40 * crate::table::blocked::LINE_BYTES as u64, CounterWidth::Bits8, 4)
+    }
+
+    impl TestLayout for BlockedShardClient {
+        fn sharded(n: usize) -> (Self, Vec<BlockedShard>) {
+            let client = BlockedShardClient::new(blocked_params(), n).unwrap();
+            let shards = (0..n).map(|s| BlockedShard::new(blocked_params(), client.map().lines(s)).unwrap()).collect();
+            (client, shards)
+        }
+
+        fn one_table() -> AnyTable {
+            AnyTable::Blocked(BlockedTable::with_params(blocked_params(), AllocOptions::default()).unwrap())
+        }
+
+        fn gather(&self, shards: &[BlockedShard]) -> AnyTable {
+            let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
+            AnyTable::Blocked(
+                BlockedShardClient::gather(self, &bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap(),
+            )
+        }
+    }
+
+    /// The k-mer hashes of every read of the FASTQ `text` (khmer's C++ cleaning, hashed as
+    /// `client` hashes), in order.
+    fn read_hashes(client: &impl DrivenLayout, text: &str) -> Vec<Vec<u64>> {
+        let (hash, mut clean) = (client.hash_fn(), Vec::new());
+        text.lines()
+            .skip(1)
+            .step_by(4)
+            .map(|seq| {
+                let mut hashes = Vec::new();
+                clean_parser(seq.as_bytes(), &mut clean);
+                hash(&clean, &mut hashes);
+                hashes
+            })
+            .collect()
+    }
+
     /// Every k-mer's count looked up batch by batch, with shards held here and remote ones
-    /// answered as a worker would (two batches waiting), equals the one-process table's, counts
-    /// past 255 included; the records come back as read.
-    #[test]
-    fn lookups_give_the_counts_of_one_table() {
+    /// answered as a worker would (two batches waiting), equals the one-process table's of the
+    /// same layout (counts past 255 included); the records come back as read.
+    fn lookups_give_the_counts_of_one_table<C: TestLayout>() {
         let text = fastq_of(3, 1200, 70);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("reads.fq");
         std::fs::write(&path, &text).unwrap();
-        let mut expected = table();
-        expected.set_use_bigcount(true).unwrap();
+        let expected = C::one_table();
         let records: Vec<&str> = text.lines().collect();
-        let (mut clean, mut hashes) = (Vec::new(), Vec::new());
-        for seq in records.iter().skip(1).step_by(4) {
-            clean_parser(seq.as_bytes(), &mut clean);
-            hashes.clear();
-            twobit::canonical_hashes(&clean, 20, &mut hashes);
-            hashes.iter().for_each(|&h| {
-                expected.add_hash(h);
-            });
-        }
-        for (shards, held, batch_kmers) in [(1, 0, 100), (3, 1, 1), (5, 2, 300), (5, 5, 100_000)] {
-            let (client, mut all) = sharded_in(shards, true);
-            count_file_here(&client, &mut all, path.to_str().unwrap());
-            let mut remote = InProcess::new(all.split_off(held));
+        read_hashes(&C::sharded(1).0, &text).iter().flatten().for_each(|&h| {
+            expected.add_hash(h);
+        });
+        for (shards, held, batch_kmers) in [(1, 0, 100), (2, 1, 1), (3, 1, 300), (3, 3, 100_000)] {
+            let (client, all) = C::sharded(shards);
+            let (client, mut all, mut remote) = counted_on(client, all, held, path.to_str().unwrap());
             let local = all.iter_mut().map(Some).chain((held..shards).map(|_| None)).collect();
             let mut decisions = ShardedDecisions::new(&client, local, &mut remote, batch_kmers).unwrap();
-            let mut lookups =
-                decisions.lookups(batches(&text, batch_kmers, Cleaning::ParserWithRecords, Some(20))).unwrap();
+            let batches = client.batches(reader(&text, Some(20)), batch_kmers, Cleaning::ParserWithRecords);
+            let mut lookups = decisions.lookups(batches).unwrap();
             let (mut reads, mut big) = (0, 0);
             while let Some((batch, counts)) = lookups.next_batch().unwrap() {
                 assert_eq!(counts.len(), batch.hashes.len());
                 for (&hash, &count) in batch.hashes.iter().zip(&counts) {
                     assert_eq!(count, expected.get_hash(hash));
-                    big += usize::from(count > 255);
+                    big += usize::from(count >= 255);
                 }
                 for i in 0..batch.read_ends.len() {
                     let record = batch.record(i);
@@ -1411,8 +1550,87 @@ mod tests {
                 }
             }
             let short = lookups.short_dropped();
-            assert!(big > 0 && short > 0, "counts past 255 and reads shorter than k");
+            assert!(big > 0 && short > 0, "saturated counts and reads shorter than k");
             assert_eq!(reads + short, 1200, "{shards} {held} {batch_kmers}");
         }
+    }
+
+    #[test]
+    fn lookups_give_the_counts_of_one_table_on_both_layouts() {
+        lookups_give_the_counts_of_one_table::<ShardClient>();
+        lookups_give_the_counts_of_one_table::<BlockedShardClient>();
+    }
+
+    /// Reads decided batch by batch on shards held here and remote ones (a read kept, and
+    /// counted, unless its median count reaches the cutoff) keep the reads, and leave the
+    /// table, that the one-process table of the same layout does read by read.
+    fn decisions_match_one_table<C: TestLayout>() {
+        let cutoff = 200;
+        let text = fastq_of(5, 2500, 70);
+        let reads = read_hashes(&C::sharded(1).0, &text);
+        let keep_of = |counts: &[u32]| {
+            counts.is_empty() || counts.iter().filter(|&&c| c >= cutoff).count() < median_min_required(counts.len())
+        };
+        let expected = C::one_table();
+        let expected_keep: Vec<bool> = reads
+            .iter()
+            .map(|r| {
+                let counts: Vec<u32> = r.iter().map(|&h| expected.get_hash(h)).collect();
+                let keep = keep_of(&counts);
+                if keep {
+                    r.iter().for_each(|&h| {
+                        expected.add_hash(h);
+                    });
+                }
+                keep
+            })
+            .collect();
+        assert!(expected_keep.contains(&false), "reads at the cutoff");
+        for (shards, held) in [(1, 1), (2, 0), (3, 1)] {
+            let (client, mut all) = C::sharded(shards);
+            let mut remote = InProcess::new(all.split_off(held));
+            let local = all.iter_mut().map(Some).chain((held..shards).map(|_| None)).collect();
+            let mut decisions = ShardedDecisions::new(&client, local, &mut remote, 300).unwrap();
+            let mut kept = Vec::new();
+            for batch in reads.chunks(300) {
+                let hashes = batch.concat();
+                let keep = decisions
+                    .decide(&hashes, |d| {
+                        let mut start = 0;
+                        batch
+                            .iter()
+                            .map(|r| {
+                                let read = start..start + r.len();
+                                start += r.len();
+                                let mut counts = Vec::new();
+                                d.counts(read.clone(), &mut counts);
+                                let keep = keep_of(&counts);
+                                if keep {
+                                    d.add(read);
+                                }
+                                keep
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap();
+                kept.extend(keep);
+            }
+            decisions.flush().unwrap();
+            drop(decisions);
+            assert_eq!(kept, expected_keep, "{shards} shards, {held} held");
+            let shards_all: Vec<C::Shard> = all.into_iter().chain(remote.shards).collect();
+            let table = client.gather(&shards_all);
+            reads.iter().flatten().for_each(|&h| assert_eq!(table.get_hash(h), expected.get_hash(h)));
+            assert_eq!(
+                (table.n_occupied(), table.n_unique_kmers()),
+                (expected.n_occupied(), expected.n_unique_kmers())
+            );
+        }
+    }
+
+    #[test]
+    fn decisions_match_one_table_on_both_layouts() {
+        decisions_match_one_table::<ShardClient>();
+        decisions_match_one_table::<BlockedShardClient>();
     }
 }
