@@ -453,6 +453,30 @@ def test_a_signal_to_the_process_group_stops_a_sharded_run(reads: Path, tmp_path
     assert _left(tmp_path, {"in.fq"}) == [], err
 
 
+def _said(cwd: Path, text: str):
+    """A readiness test: the run's stderr (kept by :func:`_interrupt_group`) holds `text`."""
+    stderr = cwd.parent / f"{cwd.name}.stderr"
+    return lambda: stderr.exists() and text in stderr.read_text(errors="replace")
+
+
+@pytest.mark.parametrize("sig, when", [(signal.SIGINT, "first pass"), (signal.SIGINT, "second pass"),
+                                       (signal.SIGTERM, "second pass")])
+def test_a_signal_to_the_process_group_stops_a_sharded_normalize(reads: Path, tmp_path: Path,
+                                                                 sig: signal.Signals, when: str):
+    """Ctrl-C and SIGTERM to the process group of a sharded normalize, in its first pass (its
+    input histogram counted beside it) or while it trims and normalizes again (its outputs
+    staged, a second table on the shards): exit 130 / 143 within the grace, nothing left
+    behind (no output, histogram or saved table)."""
+    pytest.importorskip("distributed")
+    os.symlink(reads, tmp_path / "in.fq")
+    args = ["normalize", "--layout", "khmer", "-M", "40e6", "-T", "2", "-o", "out.fq", "--save-table", "t.ct",
+            "--hist", "h.csv", "in.fq", "--local-cluster", "1", "--batch-kmers", "20000"]
+    ready = _said(tmp_path, "first pass: normalizing") if when == "first pass" else _appeared(tmp_path, ".out.fq.tmp-*")
+    status, took, err = _interrupt_group(args, tmp_path, sig, ready)
+    _check(status, took, err, sig, "normalize", f"sharded normalize, {when}")
+    assert _left(tmp_path, {"in.fq"}) == [], err
+
+
 IN_PROCESS = """
 import logging, os, signal, sys, threading, time
 from pathlib import Path

@@ -14,7 +14,7 @@ __all__ = [
     "reverse_hash", "hash_murmur3", "hash_no_rc_murmur3", "reverse_complement", "get_n_primes_near_x",
     "is_prime", "cli_main", "run_command", "command_specs", "check_command", "shard_requested", "shard_plan",
     "shard_finish", "ShardTerminal",
-    "run_sharded_command",
+    "run_sharded_command", "run_sharded_normalize",
     "abundance_distribution_sharded", "filter_reads_sharded", "REPORT_CHARTS",
     "Normalizer", "AbundanceFilter", "Trimmer", "BatchDecision", "batch_lookup", "batch_decide",
     "batch_apply", "add_tables", "Shard", "ShardClient", "count_file_sharded", "normalize_file_sharded",
@@ -211,6 +211,9 @@ def run_sharded_command(command: str, argv: Sequence[str], on_message: Callable[
                         client: ShardClient,
                         local: Sequence[Optional[Shard]],
                         remote: Any, terminal: Optional[ShardTerminal] = None) -> Tuple[str, List[str]]: ...
+def run_sharded_normalize(argv: Sequence[str], on_message: Callable[[str, str], object],
+                          make: Callable[[List[int]], Tuple[ShardClient, List[Optional[Shard]], Any, Any]],
+                          batch_kmers: int, terminal: Optional[ShardTerminal] = None) -> Tuple[str, List[str]]: ...
 def count_file_sharded(client: ShardClient,
                        local: Sequence[Optional[Shard]], remote: Any,
                        path: Union[str, os.PathLike[str]], batch_kmers: int,

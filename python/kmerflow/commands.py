@@ -192,7 +192,8 @@ def run(command: str, positional: Iterable[Any] = (), **options: Any) -> RunResu
     ``scheduler`` (a Dask scheduler's address, a scheduler file, ``"local"``, or a
     ``distributed.Client``) or ``local_cluster=N``, with ``shards``, run ``load-into-counting``,
     ``normalize-by-median``, ``abundance-dist-single``, ``filter-abund-single``,
-    ``trim-low-abund`` and ``filter-abund`` (its saved table loaded into the shards) on a table
+    ``trim-low-abund``, ``filter-abund`` (its saved table loaded into the shards) and ``normalize``
+    (one table a pass, ``layout="khmer"``) on tables
     sharded over Dask workers (:mod:`kmerflow.distributed.cli`); the result has the same
     summary fields as the one-process run."""
     client = options.get("scheduler")

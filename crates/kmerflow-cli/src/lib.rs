@@ -182,12 +182,13 @@ fn parse(argv: &[OsString]) -> Result<Option<Parsed>, CliError> {
 
 /// Checks `argv` (program name first) as a run of it would check its command line, without
 /// running anything: the usage error the run would fail with (exit 2; clap's value parsers, the
-/// khmer layout's k-mer size, a sharded command line given to this executable). Front ends
-/// that build command lines (the Python pipeline) refuse bad parameters with it before they
-/// start. A help, version or `--info` request is printed as by a run.
+/// khmer layout's k-mer size; for a sharded command line, what the Python package's sharded run
+/// refuses before its cluster starts: [`sharded::check`]). Front ends that build command lines
+/// (the Python pipeline) refuse bad parameters with it before they start. A help, version or
+/// `--info` request is printed as by a run.
 pub fn check(argv: Vec<OsString>) -> Result<(), CliError> {
     match parse(&argv)? {
-        Some(parsed) => sharded::refusal(&parsed.cli.command).map_or(Ok(()), Err),
+        Some(parsed) => sharded::check(&parsed.cli.command, &argv),
         None => Ok(()),
     }
 }

@@ -17,7 +17,7 @@ use crate::commands::counting_args::CountingArgs;
 use crate::commands::filter_abund::FilterArgs;
 use crate::commands::shard_args::ShardArgs;
 use crate::commands::Command;
-use crate::commands::{load_into_counting, normalize_by_median};
+use crate::commands::{load_into_counting, normalize, normalize_by_median};
 use crate::common::{summary_json, Ctx};
 use crate::console::Terminal;
 use crate::{cli_command, parse, report, run_failure, CliError, Parsed, EXIT_DATA, EXIT_USAGE};
@@ -25,6 +25,7 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::FromArgMatches;
 use kmerflow_core::ops::count::{self, ReadTally};
+use kmerflow_core::ops::normalize::Tables;
 use kmerflow_core::ops::read_filter::{self, FpLimit};
 use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::ops::{abundance_dist, diginorm, filter_abund, sizing, trim_low_abund};
@@ -85,6 +86,21 @@ fn command_args(command: &str) -> Option<&'static [&'static str]> {
             &["cutoff", "variable_coverage", "normalize_to", "output", "gzip", "bzip", "savegraph", "input"]
         }
         "filter-abund" => &["cutoff", "variable_coverage", "normalize_to", "output", "gzip", "bzip", "graph", "inputs"],
+        "normalize" => &[
+            "inputs",
+            "output",
+            "mate_output",
+            "orphans",
+            "target",
+            "first_target",
+            "min_depth",
+            "passes",
+            "save_table",
+            "hist",
+            "hist_out",
+            "gzip",
+            "bzip",
+        ],
         "trim-low-abund" => &[
             "loadgraph",
             "cutoff",
@@ -131,6 +147,7 @@ fn shard_args(command: &Command) -> Option<&ShardArgs> {
         Command::FilterAbundSingle(a) => Some(&a.sharding),
         Command::FilterAbund(a) => Some(&a.sharding),
         Command::TrimLowAbund(a) => Some(&a.sharding),
+        Command::Normalize(a) => Some(&a.sharding),
         _ => None,
     }
 }
@@ -160,6 +177,27 @@ pub(crate) fn refusal(command: &Command) -> Option<CliError> {
         ),
         file: None,
     })
+}
+
+/// Checks the sharded command line `argv` (program name first) of `command` as [`plan`] does
+/// before anything is read: a flag the sharded run does not have, a layout it cannot hold
+/// (`normalize`'s tables are of khmer's layout); `Ok` for a command line that is not sharded.
+pub(crate) fn check(command: &Command, argv: &[OsString]) -> Result<(), CliError> {
+    if !shard_args(command).is_some_and(ShardArgs::requested) {
+        return Ok(());
+    }
+    let name = command.name();
+    check_supported(name, argv)?;
+    if let Command::Normalize(a) = command {
+        // The shards' look-ups and decisions are khmer's layout's (normalize's default is the
+        // blocked one).
+        if a.layout.layout == Layout::Blocked {
+            let message = "the argument '--layout blocked' (normalize's default) cannot be used with '--scheduler' \
+                           or '--local-cluster': sharded tables of normalize are of khmer's layout; give --layout khmer";
+            return Err(usage_error(name, ErrorKind::ArgumentConflict, message.to_string()));
+        }
+    }
+    Ok(())
 }
 
 /// A usage error of `command` rendered as clap renders its own (exit 2).
@@ -277,6 +315,8 @@ pub enum Shape {
         /// The saved table's path.
         loadgraph: String,
     },
+    /// Tables made by the run as it needs them (`normalize`: one a pass, sized by the run).
+    PerPass {},
 }
 
 /// The false-positive check a command makes of its counted table, as the one-process command
@@ -323,6 +363,9 @@ pub enum CommandPlan {
     },
     /// The native filter-abund looking up on the saved table loaded into the shards.
     FilterAbund,
+    /// The native `normalize`, each pass's table (khmer's layout) made on the shards when the
+    /// run asks for it, the first saved shard by shard with `--save-table`.
+    Normalize,
 }
 
 /// The data error (exit 1) of `command` for `e`.
@@ -451,6 +494,7 @@ fn refuse_overwrites(command: &Command, run: &RunContext) -> kmerflow_core::Resu
             let options = crate::commands::trim_low_abund::sized_options(a.clone(), TableParams::default());
             trim_low_abund::checked_files(&options, run).map(drop)
         }
+        Command::Normalize(a) => normalize::options(a.clone(), run).check(run),
         _ => Ok(()),
     }
 }
@@ -471,7 +515,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
         let message = "--scheduler ADDRESS or --local-cluster N is required for a sharded run".to_string();
         return Err(usage_error(name, ErrorKind::MissingRequiredArgument, message));
     }
-    check_supported(name, &argv)?;
+    check(&command, &argv)?;
     let settings = command.settings();
     let cluster = Cluster {
         scheduler: sharding.cluster.scheduler.clone(),
@@ -539,6 +583,12 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
                 }
             };
             (table, false, all, CommandPlan::TrimLowAbund { savegraph: a.savegraph.clone() })
+        }
+        Command::Normalize(a) => {
+            let ksize = a.counting.graph.ksize;
+            let table =
+                Table { layout: Layout::Khmer, ksize, force: a.force, fp_check: None, shape: Shape::PerPass {} };
+            (table, false, a.inputs.clone(), CommandPlan::Normalize)
         }
         _ => unreachable!("shard_args answers for these commands only"),
     };
@@ -639,6 +689,18 @@ pub fn run_command<C: DrivenLayout>(
             _ => return Ok(None),
         };
         summary.map(Some)
+    })
+}
+
+/// Runs the sharded `normalize` command line `argv` (program name first) within `run`: the
+/// one-process run ([`kmerflow_core::ops::normalize::run_on`]: its messages, progress passes,
+/// checks, histograms and outputs), each pass's table made on the shards by `tables`; returns
+/// its summary.
+pub fn normalize(argv: &[OsString], run: &RunContext, tables: &mut dyn Tables) -> Result<Value, CliError> {
+    on_shards(argv, run, |command| {
+        let Command::Normalize(a) = command else { return Ok(None) };
+        let options = normalize::options(a, run);
+        summary_json(&kmerflow_core::ops::normalize::run_on(&options, tables, run)?).map(Some)
     })
 }
 
@@ -817,6 +879,23 @@ mod tests {
         assert!(gz.message.contains("drop the .gz"), "{}", gz.message);
         let small = plan(argv(&["load-into-counting", "--small-count", "--local-cluster", "2", "o.ct", "a.fq"]));
         assert!(small.unwrap_err().message.contains("'--small-count'"));
+    }
+
+    #[test]
+    fn normalize_plans_a_table_a_pass_of_khmers_layout() {
+        let args = ["normalize", "--layout", "khmer", "--local-clus", "1", "-o", "o.fq", "a.fq"];
+        let planned = plan(argv(&args)).unwrap().unwrap();
+        assert_eq!((&planned.command, &planned.table.shape), (&CommandPlan::Normalize, &Shape::PerPass {}));
+        assert_eq!((planned.table.layout, &planned.inputs[..]), (Layout::Khmer, &["a.fq".to_string()][..]));
+        crate::check(argv(&args)).unwrap();
+        // The blocked default, refused by the plan and by the check of a front end alike.
+        let blocked = argv(&["normalize", "--scheduler", "s.json", "-o", "o.fq", "a.fq"]);
+        for err in [plan(blocked.clone()).unwrap_err(), crate::check(blocked).unwrap_err()] {
+            assert_eq!(err.code, EXIT_USAGE);
+            assert!(err.message.contains("give --layout khmer"), "{}", err.message);
+        }
+        let small = ["normalize", "--layout", "khmer", "--small-count", "--local-cluster", "1", "-o", "o.fq", "a.fq"];
+        assert!(crate::check(argv(&small)).unwrap_err().message.contains("'--small-count'"));
     }
 
     #[test]

@@ -11,12 +11,15 @@ use crate::shards::{AnyShard, Layout, Shard, ShardClient};
 use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
+use kmerflow_core::ops::normalize::{PassTable, Tables};
+use kmerflow_core::ops::sizing::{self, TableParams};
 use kmerflow_core::run::{CancelToken, RunContext};
 use kmerflow_core::shards::blocked::BlockedShard as CoreBlockedShard;
 use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
 use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient};
 use kmerflow_core::shards::runs::{Answer, Decided, Kind, Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::table::blocked::OccupancyStats;
+use kmerflow_core::table::Layout as TableLayout;
 use kmerflow_core::{Error, Result};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -244,6 +247,79 @@ pub fn run_sharded_command(
     Ok((summary, outputs))
 }
 
+/// The tables of a sharded `normalize`, made on the shards by the Python callable `make(sizes)`
+/// (a table of khmer's layout with these hash table sizes, 8-bit counters): it returns the
+/// table's `ShardClient`, its shards held here (`None` for a remote one), its remote shards'
+/// calls (see [`PyRemote`]) and the Python table, whose `save(path)` writes it shard by shard.
+/// Each batch is looked up and counted on the shards in pieces of `batch_kmers` k-mers.
+struct PyTables {
+    make: Py<PyAny>,
+    batch_kmers: usize,
+}
+
+/// What `make` returns (see [`PyTables`]).
+type Made = (Py<ShardClient>, Vec<Option<Py<Shard>>>, Py<PyAny>, Py<PyAny>);
+
+impl Tables for PyTables {
+    fn with_table(
+        &mut self,
+        params: &TableParams,
+        layout: TableLayout,
+        save: Option<&str>,
+        ctx: &RunContext,
+        work: &mut dyn FnMut(&mut PassTable<'_>, &mut dyn Tables) -> Result<()>,
+    ) -> Result<()> {
+        if layout != TableLayout::Khmer {
+            return Err(Error::invalid("the sharded tables of normalize are of khmer's layout"));
+        }
+        let sizes = sizing::countgraph_sizes(params, 1.0, ctx)?;
+        let (client, local, remote, table): Made = Python::attach(|py| self.make.bind(py).call1((sizes,))?.extract())
+            .map_err(|e| Python::attach(|py| failure(py, e)))?;
+        let batch_kmers = self.batch_kmers;
+        with_khmer(client.get(), &local, remote, |client, shards, remote| {
+            let mut pass = PassTable::Sharded(ShardedDecisions::new(client, shards, remote, batch_kmers)?);
+            work(&mut pass, self)?;
+            match &mut pass {
+                // The whole table on the shards, to be saved from there.
+                PassTable::Sharded(decisions) => decisions.flush(),
+                PassTable::Here(_) => Ok(()),
+            }
+        })??;
+        match save {
+            Some(path) => {
+                Python::attach(|py| table.bind(py).call_method1("save", (path,)).map(drop).map_err(|e| failure(py, e)))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// Runs the sharded `normalize` command line `argv` (program name first): the one-process run,
+/// each pass's table made on the shards by `make` (see [`PyTables`]), looked up and counted there
+/// in pieces of `batch_kmers` k-mers; the first saved shard by shard with `--save-table`.
+/// Messages go to `on_message(level, text)` as with `run_sharded_command`, the reading advances
+/// the progress line of `terminal` when given. Returns the summary as JSON text and the outputs
+/// written. Raises `kmerflow.CommandError` (a lost shard: exit status 1, naming the shard).
+#[pyfunction]
+#[pyo3(signature = (argv, on_message, make, batch_kmers, terminal = None))]
+pub fn run_sharded_normalize(
+    py: Python<'_>,
+    argv: Vec<OsString>,
+    on_message: Bound<'_, PyAny>,
+    make: Py<PyAny>,
+    batch_kmers: usize,
+    terminal: Option<PyRef<'_, ShardTerminal>>,
+) -> PyResult<(String, Vec<String>)> {
+    let shown = terminal.as_deref().map(ShardTerminal::run);
+    let mut tables = PyTables { make, batch_kmers };
+    let (summary, outputs) = interruptible_showing(py, forwarder(&on_message), shown, |ctx| {
+        kmerflow_cli::sharded::normalize(&argv, ctx, &mut tables)
+            .map(|summary| (summary.to_string(), ctx.files().outputs()))
+    })?
+    .map_err(command_error)?;
+    Ok((summary, outputs))
+}
+
 /// Counts every read of `path` (khmer's C++ cleaning) on `client`'s table (either layout;
 /// `local`, `remote` as for `run_sharded_command`) in batches of about `batch_kmers` k-mers,
 /// driven natively: each batch's messages go to the remote shards while the local ones count
@@ -384,6 +460,7 @@ pub fn filter_reads_sharded(
 /// Adds the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sharded_command, m)?)?;
+    m.add_function(wrap_pyfunction!(run_sharded_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(count_file_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_file_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(abundance_distribution_sharded, m)?)?;

@@ -9,7 +9,9 @@ usage error naming it. ``load-into-counting`` and
 ``normalize-by-median`` run on the shards throughout; ``abundance-dist-single`` and
 ``filter-abund-single`` count on the shards, then run the native histogram / filtering whose
 look-ups go to the shards. ``trim-low-abund`` is the native command with its first pass
-deciding on the shards and its second looking its reads up there. ``normalize-by-median -l``,
+deciding on the shards and its second looking its reads up there. ``normalize`` is the native
+protocol, each pass's table (khmer's layout) made on the cluster when the run asks for it
+(:class:`_PassTables`), its look-ups and counts there. ``normalize-by-median -l``,
 ``trim-low-abund -l`` and ``filter-abund`` (a saved table, then the filtering looked up on the
 shards) load the saved table into the shards (each shard reads its range of the file); saved
 tables are written shard by shard. The summary has the native
@@ -84,7 +86,11 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
             say("warning", warning)
     except CommandError:
         raise
-    except (KmerflowError, OSError, ValueError) as e:
+    except OSError as e:
+        # A native run's file error is its whole line already (the command and the file named).
+        line = str(e.strerror or "")
+        raise CommandError(line if line.startswith(f"kmerflow {name}: ") else f"kmerflow {name}: error: {e}", 1) from e
+    except (KmerflowError, ValueError) as e:
         raise CommandError(f"kmerflow {name}: error: {e}", 1) from e
     finally:
         if terminal is not None:
@@ -129,13 +135,39 @@ def _connected(cluster: Cluster, client: Any, command: str) -> Iterator[Any]:
         yield own
 
 
+def _shards(cluster: Cluster, client: Any) -> int:
+    """The number of shards of a table: ``--shards``, else one per worker plus the local ones."""
+    return cluster["shards"] or max(1, len(client.scheduler_info()["workers"])) + cluster["local_shards"]
+
+
+class _PassTables:
+    """The tables of a sharded ``normalize``, made on the cluster as the native run asks for
+    them (``_core.run_sharded_normalize``): called with a table's hash table sizes, returns what
+    a native run takes of it (:meth:`ShardedCountgraph.native_run`) and the table itself, whose
+    ``save`` the run calls for ``--save-table``."""
+
+    def __init__(self, plan: Run, client: Any) -> None:
+        self.plan, self.client = plan, client
+        self.terminal: Any = None
+
+    def __call__(self, sizes: List[int]) -> Tuple[Any, List[Any], Any, ShardedCountgraph]:
+        plan = self.plan
+        cluster, table = plan["cluster"], plan["table"]
+        graph = ShardedCountgraph(table["ksize"], 1, len(sizes), client=self.client,
+                                  shards=_shards(cluster, self.client), local=cluster["local_shards"],
+                                  primes=sizes, batch_kmers=cluster["batch_kmers"], use_bigcount=False)
+        return (*graph.native_run(), graph)
+
+
 def _graph(plan: Run, client: Any) -> Any:
     """The run's table: a :class:`ShardedCountgraph`, or a :class:`ShardedBlockedTable` for
     ``--layout blocked``; with ``-l``, the saved table loaded into the shards (its layout is
-    the file's)."""
+    the file's); for ``normalize``, its tables made as the run goes (:class:`_PassTables`)."""
     cluster, table = plan["cluster"], plan["table"]
     local = cluster["local_shards"]
-    shards = cluster["shards"] or max(1, len(client.scheduler_info()["workers"])) + local
+    if plan["command"] == "normalize":
+        return _PassTables(plan, client)
+    shards = _shards(cluster, client)
     if table.get("loadgraph"):
         kind = ShardedBlockedTable if table["layout"] == "blocked" else ShardedCountgraph
         return kind.load(table["loadgraph"], client=client, shards=shards, local=local,
@@ -203,6 +235,14 @@ def _trim_low_abund(plan: Run, graph: ShardedCountgraph, say: OnMessage) -> Outc
     return _table_saved(plan, graph, say, _native(plan, graph, say), "Saving k-mer countgraph to")
 
 
+def _normalize_protocol(plan: Run, tables: _PassTables, say: OnMessage) -> Outcome:
+    """The native ``normalize``, its passes' tables made on the cluster by ``tables`` (the first
+    saved shard by shard with ``--save-table``)."""
+    summary_text, outputs = _core.run_sharded_normalize(plan["argv"], say, tables, plan["cluster"]["batch_kmers"],
+                                                        tables.terminal)
+    return json.loads(summary_text), outputs
+
+
 _RUNS: Dict[str, Callable[[Run, Any, OnMessage], Outcome]] = {
     "load-into-counting": _load_into_counting,
     "normalize-by-median": _normalize,
@@ -210,4 +250,5 @@ _RUNS: Dict[str, Callable[[Run, Any, OnMessage], Outcome]] = {
     "filter-abund-single": _counted_on_shards,
     "trim-low-abund": _trim_low_abund,
     "filter-abund": _native,
+    "normalize": _normalize_protocol,
 }

@@ -45,7 +45,7 @@ class Table(_TableShared, total=False):
     """The run's table: ``layout`` (``khmer`` or ``blocked``), ``ksize``, ``force`` (``-f``),
     ``fp_check`` (``None`` where the sharded run makes none), and its shape: khmer's
     ``sizes``, the blocked layout's ``memory_bytes``, ``bits`` and ``probes``, or the saved
-    table to load (``loadgraph``)."""
+    table to load (``loadgraph``); none for ``normalize``, whose run makes a table a pass."""
 
     sizes: List[int]
     memory_bytes: int

@@ -23,7 +23,9 @@ single-end samples alike. A value given for a step that does not run is refused.
 
 A step's parameters are keywords of its :mod:`kmerflow.commands` function (``cutoff``,
 ``ksize``, ``max_memory_usage``, ``target``, ...). The file names, pairing and the saved table
-are set by the pipeline and cannot be given.
+are set by the pipeline and cannot be given. ``shards`` (with ``local_shards``,
+``batch_kmers``) runs the table of a step of :data:`SHARDED_STEPS` on shards held by the
+pipeline's own cluster's workers (its task holds the client's part), as ``--scheduler`` does.
 """
 
 from __future__ import annotations
@@ -87,9 +89,19 @@ RESERVED = frozenset({
     "paired", "force_single", "unpaired_reads", "report", "report_json", "quiet", "force",
     "gzip", "bzip", "csv", "threads", "html", "plots", "multiqc", "metrics",
     "mate_output", "orphans", "hist", "hist_out", "save_table",
-    "scheduler", "local_cluster", "shards", "local_shards", "batch_kmers",
+    "scheduler", "local_cluster",
     "help", "version", "info",
 })
+
+#: The parameters that shard a step's table over the pipeline's own cluster.
+SHARD_PARAMS = frozenset({"shards", "local_shards", "batch_kmers"})
+
+#: The steps whose table may be sharded (their one task runs the command with the pipeline's
+#: cluster as its ``scheduler``): the normalizations, run whole.
+SHARDED_STEPS = frozenset({"protocol", "normalize", "renormalize"})
+
+#: The ``scheduler`` the pipeline's plan gives a sharded step: its task's own cluster.
+OWN_CLUSTER = "pipeline"
 
 #: Sample-sheet columns that are shorthands for step parameters.
 SHORTHANDS: dict[str, tuple[str, ...]] = {
@@ -173,8 +185,9 @@ class PipelineConfig:
             allowed = command_keywords(STEP_COMMANDS[step])
             for name, value in params.items():
                 where = self.sources.get(f"{step}.{name}", f"{step}.{name}")
-                if name in RESERVED:
-                    raise ConfigError(f"{where}: set by the pipeline")
+                if name in RESERVED or (name in SHARD_PARAMS and step not in SHARDED_STEPS):
+                    raise ConfigError(f"{where}: set by the pipeline" if name in RESERVED else
+                                      f"{where}: only steps {', '.join(sorted(SHARDED_STEPS))} run on shards")
                 if name not in allowed:
                     raise ConfigError(f"{where}: not a parameter of "
                                       f"{STEP_COMMANDS[step].replace('_', '-')}")

@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from kmerflow.errors import KmerflowError
-from kmerflow.pipeline.config import READS_STEPS, STEP_COMMANDS, command_keywords
+from kmerflow.pipeline.config import (
+    OWN_CLUSTER,
+    READS_STEPS,
+    SHARD_PARAMS,
+    SHARDED_STEPS,
+    STEP_COMMANDS,
+    command_keywords,
+)
 from kmerflow.pipeline.samplesheet import Sample
 from kmerflow.reads import open_reads
 
@@ -167,6 +174,8 @@ def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
     plans: list[StepPlan] = []
     for step in sample.steps:
         opts = dict(params[step])
+        if step in SHARDED_STEPS and SHARD_PARAMS & opts.keys():
+            opts["scheduler"] = OWN_CLUSTER  # its table on the pipeline's cluster (tasks.run_step)
         function = STEP_COMMANDS[step]
         # Reads a later step reads: on scratch unless kept (the last step's are final).
         kept = sample.config.keep_intermediates or [step] == last_reads

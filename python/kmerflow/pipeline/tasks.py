@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Optional
 import kmerflow
 from kmerflow import commands
 from kmerflow.pipeline import chunks
+from kmerflow.pipeline.config import OWN_CLUSTER
 
 
 class StepFailed(Exception):
@@ -84,6 +85,20 @@ def file_record(path: str | os.PathLike[str]) -> dict[str, Any]:
 OPTIONAL_FILES = ("unpaired_reads",)
 
 
+@contextlib.contextmanager
+def _on_own_cluster(options: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """``options`` of a step whose table is sharded over the pipeline's own cluster with its
+    ``scheduler`` the task's client, the task seceded from its worker's threads meanwhile (the
+    shards' actors may be placed on that worker too); other options unchanged."""
+    if options.get("scheduler") != OWN_CLUSTER:
+        yield options
+        return
+    from distributed import worker_client
+
+    with worker_client() as client:
+        yield {**options, "scheduler": client}
+
+
 def run_step(function: str, positional: list[Any], options: dict[str, Any],
              outputs: dict[str, str], skip_empty_inputs: bool = False) -> dict[str, Any]:
     """Run one command over whole files; returns the records of ``outputs`` (role → path) and
@@ -94,7 +109,8 @@ def run_step(function: str, positional: list[Any], options: dict[str, Any],
     if skip_empty_inputs:
         positional = [[p for p in arg if os.path.getsize(p) > 0] if isinstance(arg, list)
                       else arg for arg in positional]
-    summary = call_command(function, *positional, **options)
+    with _on_own_cluster(options) as options:
+        summary = call_command(function, *positional, **options)
     return {"outputs": {role: file_record(p) for role, p in outputs.items()},
             "summary": summary}
 

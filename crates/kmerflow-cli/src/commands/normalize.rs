@@ -2,9 +2,11 @@
 //! in one command, with R1/R2 files, tables sized automatically and no intermediate files.
 
 use super::counting_args::{CountingArgs, LayoutArgs};
+use super::shard_args::ShardArgs;
 use crate::common::{summary_json, CommonArgs, CompressionArgs, Ctx};
 use clap::Args as ClapArgs;
 use kmerflow_core::ops::normalize;
+use kmerflow_core::run::RunContext;
 use kmerflow_core::Result;
 use serde_json::Value;
 
@@ -82,11 +84,13 @@ pub struct Args {
     #[command(flatten)]
     pub compression: CompressionArgs,
     #[command(flatten)]
+    pub sharding: ShardArgs,
+    #[command(flatten)]
     pub common: CommonArgs,
 }
 
-/// Runs `normalize`.
-pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
+/// The run's options, its progress passes planned in `run` (the `-M auto` pre-pass included).
+pub fn options(args: Args, run: &RunContext) -> normalize::Options {
     let mut table = args.counting.params(args.force);
     let graph = &args.counting.graph;
     table.auto_memory |= graph.max_memory.is_none() && graph.max_tablesize.is_none();
@@ -109,6 +113,12 @@ pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
         hist_out: args.hist_out,
         compression: args.compression.compression(),
     };
-    ctx.run.progress().plan_passes(usize::from(pre_pass) + opts.progress_passes(ctx.run.threads()));
+    run.progress().plan_passes(usize::from(pre_pass) + opts.progress_passes(run.threads()));
+    opts
+}
+
+/// Runs `normalize`.
+pub fn run(args: Args, ctx: &mut Ctx) -> Result<Value> {
+    let opts = options(args, &ctx.run);
     normalize::run(&opts, &ctx.run).and_then(|s| summary_json(&s))
 }

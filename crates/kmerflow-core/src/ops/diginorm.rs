@@ -12,6 +12,7 @@ use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, FpLimit, HashedBatch};
 use super::reads::{create_output, derived_name, is_stdin, stdin_without_output, write_to};
 use super::sizing::{create_counting_table, target_rate, FpRate, TableParams};
+use super::trim_low_abund::Shifted;
 use crate::io::{
     Compression, MateCounts, MateFiles, MateWriter, OutputFile, PairMode, PairedInput, PairedOutput, Staged,
 };
@@ -20,7 +21,8 @@ use crate::pipeline::run_ordered;
 use crate::run::metrics;
 use crate::run::RunContext;
 use crate::shards::drive::{self, ShardedTable};
-use crate::shards::runs::RemoteShards;
+use crate::shards::runs::{RemoteShards, ShardedDecisions};
+use crate::shards::ShardLayout;
 use crate::table::batch::spans;
 use crate::table::blocked::KmerHasher;
 use crate::table::{AnyTable, BatchRunner, BatchTable, CountingTable, HashKind, Layout, ReadCounts};
@@ -201,6 +203,23 @@ impl<'a> Normalizer<'a> {
             AnyTable::Blocked(t) => self.process_in(path, t, hb, kept),
         }?;
         self.limit.stop_early(table, path, self.counts.in_file())
+    }
+
+    /// [`Normalizer::process`] on a table sharded over other processes: the batch decided in
+    /// pieces of about the shards' batch size, each looked up on the shards and counted there
+    /// ([`ShardedDecisions::decide`]), with the same decisions, counts and ceiling.
+    pub(crate) fn process_sharded<C: ShardLayout + FpRate>(
+        &mut self,
+        path: &str,
+        shards: &mut ShardedDecisions<'_, C>,
+        hb: &HashedBatch,
+        kept: &mut dyn FnMut(usize),
+    ) -> Result<()> {
+        for (bundles, kmers) in hb.pieces(shards.batch_kmers()) {
+            let start = kmers.start;
+            shards.decide(&hb.hashes[kmers], |d| self.decide(path, &mut Shifted(d, start), hb, bundles, kept))??;
+        }
+        self.limit.stop_early(shards.client(), path, self.counts.in_file())
     }
 
     /// [`Normalizer::process`] on a table of either layout.

@@ -22,22 +22,31 @@
 //! reads (orphans whose mate was trimmed away, unpaired input reads) after them, held in memory
 //! until the pairs are done. The passes are [`super::diginorm`]'s normalizer, the trimming is
 //! filter-abund's [`trim_record`], the histograms abundance-dist-single's.
+//!
+//! The passes' tables are made by a [`Tables`]: [`run`] makes them in this process; a caller
+//! holding shards of tables in other processes (the Python package's Dask workers) gives its
+//! own to [`run_on`], whose tables are [`PassTable::Sharded`]: each batch is looked up and
+//! counted on the shards ([`ShardedDecisions`]), with the decisions, counts, messages and
+//! outputs of the one-process run.
 
 use super::abundance_dist::{counted_histogram, write_histogram};
 use super::autosize::{self, AutoSize};
 use super::count::write_text;
 use super::diginorm::{self, BatchHasher, Normalizer};
-use super::read_filter::{check_fp_rate, check_ksize, trim_record, Cleaning, HashedBatch, Trim};
+use super::read_filter::{check_fp_rate, check_ksize, trim_of_counts, trim_record, Cleaning, HashedBatch, Trim};
 use super::reads::bundle_batches;
-use super::sizing::{any_fp_rate, create_counting_table, resize_hint, target_rate, TableParams};
+use super::sizing::{create_counting_table, target_rate, FpRate, TableParams};
 use crate::io::{
     check_rereadable, mates::refuse_same_mates, refuse_inputs_as_outputs, Bundle, BundleBatch, Compression,
     MateBuffers, MateWriter, PairMode, PairedInput, PairedOutput, RecordBatch, Staged,
 };
 use crate::kmer::clean::clean_parser;
+use crate::kmer::Strand;
 use crate::pipeline::{run_ordered, Workload};
 use crate::run::{CancelToken, RunContext};
-use crate::table::{AnyTable, CountingTable, Layout};
+use crate::shards::khmer::ShardClient;
+use crate::shards::runs::ShardedDecisions;
+use crate::table::{AnyTable, CountingTable, Layout, ReadCounts};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -119,14 +128,101 @@ pub struct TableSummary {
 }
 
 impl TableSummary {
-    fn of(table: &AnyTable, sized_for_kmers: Option<f64>) -> Self {
-        TableSummary {
-            layout: table.layout(),
-            bytes: table.memory_bytes(),
-            n_tables: table.counters_per_kmer(),
-            sized_for_kmers,
-            unique_kmers: table.n_unique_kmers(),
-            fp_rate: any_fp_rate(table),
+    fn of(table: &PassTable<'_>, sized_for_kmers: Option<f64>) -> Self {
+        let (layout, bytes, n_tables) = match table {
+            PassTable::Here(t) => (t.layout(), t.memory_bytes(), t.counters_per_kmer()),
+            // One byte a counter, as the one-process countgraph of the same sizes.
+            PassTable::Sharded(s) => {
+                let sizes = s.client().map().sizes();
+                (Layout::Khmer, sizes.iter().sum(), sizes.len())
+            }
+        };
+        let fp_rate = table.fp().fp_rate();
+        TableSummary { layout, bytes, n_tables, sized_for_kmers, unique_kmers: table.n_unique_kmers(), fp_rate }
+    }
+}
+
+/// A table of a run: in this process, or sharded over other processes (khmer's layout: the
+/// remote shards reached through the caller's transport).
+pub enum PassTable<'a> {
+    /// A table in this process.
+    Here(AnyTable),
+    /// A table sharded over processes, each batch looked up and counted on its shards.
+    Sharded(ShardedDecisions<'a, ShardClient>),
+}
+
+impl PassTable<'_> {
+    /// Its false-positive rate and resize hint.
+    fn fp(&self) -> &dyn FpRate {
+        match self {
+            PassTable::Here(t) => t,
+            PassTable::Sharded(s) => s.client(),
+        }
+    }
+
+    /// k-mers new to the table when counted (khmer's `n_unique_kmers`).
+    fn n_unique_kmers(&self) -> u64 {
+        match self {
+            PassTable::Here(t) => t.n_unique_kmers(),
+            PassTable::Sharded(s) => s.client().n_unique_kmers(),
+        }
+    }
+
+    /// The table's k-mer hash, for the workers.
+    fn hasher(&self) -> BatchHasher {
+        match self {
+            PassTable::Here(t) => BatchHasher::of(t),
+            PassTable::Sharded(s) => BatchHasher::Khmer(s.client().ksize(), Strand::Canonical),
+        }
+    }
+
+    /// Decides and counts the bundles of `hb` with `norm` (see [`Normalizer::process`]).
+    fn normalize(
+        &mut self,
+        norm: &mut Normalizer<'_>,
+        path: &str,
+        hb: &HashedBatch,
+        kept: &mut dyn FnMut(usize),
+    ) -> Result<()> {
+        match self {
+            PassTable::Here(t) => norm.process(path, t, hb, kept),
+            PassTable::Sharded(s) => norm.process_sharded(path, s, hb, kept),
+        }
+    }
+}
+
+/// Where a run's tables are made: [`InProcess`], or shards in other processes (the caller's).
+pub trait Tables {
+    /// Makes a table of `layout` sized by `params` (as [`create_counting_table`] sizes it),
+    /// runs `work` on it (given these tables, to make another one meanwhile), then, once `work`
+    /// succeeded, saves it to `save` when given (in its layout's format) and drops it.
+    fn with_table(
+        &mut self,
+        params: &TableParams,
+        layout: Layout,
+        save: Option<&str>,
+        ctx: &RunContext,
+        work: &mut dyn FnMut(&mut PassTable<'_>, &mut dyn Tables) -> Result<()>,
+    ) -> Result<()>;
+}
+
+/// The tables of a one-process run.
+pub struct InProcess;
+
+impl Tables for InProcess {
+    fn with_table(
+        &mut self,
+        params: &TableParams,
+        layout: Layout,
+        save: Option<&str>,
+        ctx: &RunContext,
+        work: &mut dyn FnMut(&mut PassTable<'_>, &mut dyn Tables) -> Result<()>,
+    ) -> Result<()> {
+        let mut table = PassTable::Here(create_counting_table(params, layout, 1.0, ctx)?);
+        work(&mut table, self)?;
+        match (&table, save) {
+            (PassTable::Here(t), Some(path)) => t.save_in(path, ctx),
+            _ => Ok(()),
         }
     }
 }
@@ -283,7 +379,9 @@ impl Options {
         std::iter::once(&self.input).chain(&self.mate).cloned().collect()
     }
 
-    fn check(&self, ctx: &RunContext) -> Result<()> {
+    /// Checks the options and the run's files (an output that is an input, an input that
+    /// cannot be read again) before anything is read; [`run_on`] starts with it.
+    pub fn check(&self, ctx: &RunContext) -> Result<()> {
         // khmer's k <= 32 limit applies to its layout only (the blocked one hashes any k).
         if self.layout == Layout::Khmer {
             check_ksize(self.table.ksize)?;
@@ -350,9 +448,9 @@ fn pass_options(params: &TableParams, cutoff: u32) -> diginorm::Options {
 }
 
 /// Fails when `table`'s rate is over normalize-by-median's ceiling (or warns, with `force`).
-fn check_rate(table: &AnyTable, params: &TableParams, ctx: &RunContext) -> Result<()> {
-    let fp = any_fp_rate(table);
-    let resize = resize_hint(table, fp, target_rate(params));
+fn check_rate(table: &PassTable<'_>, params: &TableParams, ctx: &RunContext) -> Result<()> {
+    let fp = table.fp().fp_rate();
+    let resize = table.fp().resize_hint(fp, target_rate(params));
     check_fp_rate(fp, diginorm::MAX_FP_RATE, params.force, &resize, ctx)
 }
 
@@ -438,31 +536,66 @@ fn push_read(bb: &mut BundleBatch, rec: &crate::io::Record<'_>, line: u64, mate_
 
 /// The trimming step's parameters (read by every worker).
 struct Trimming<'a> {
-    table: &'a AnyTable,
     keep: &'a KeepBits,
     min_depth: u32,
     from_median: u32,
     split: bool,
+    /// The first table's hash (for its look-ups on shards).
+    first_hasher: BatchHasher,
+    /// The second table's hash.
     hasher: Option<BatchHasher>,
 }
 
 impl Trimming<'_> {
-    /// Trims the bundles of `nb` the first pass kept (filter-abund `-V`): a pair whose two reads
-    /// survive stays a pair; a read whose mate was removed becomes a single read.
-    fn batch(&self, nb: Numbered) -> Trimmed {
+    /// The kept bundles of `nb` (the first pass's), as their reads' record indices.
+    fn kept<'b>(&'b self, nb: &'b Numbered) -> impl Iterator<Item = Vec<usize>> + 'b {
+        let bundles = nb.bundles.bundles.iter().enumerate();
+        bundles
+            .filter(|(j, _)| self.keep.get(nb.first + j))
+            .map(|(_, b)| std::iter::once(b.first).chain(b.second).collect())
+    }
+
+    /// Trims the bundles of `nb` on `table` (in this process) with [`Trimming::batch`].
+    fn here(&self, table: &AnyTable, nb: Numbered) -> Trimmed {
+        self.batch(nb, |clean| trim_record(table, clean, self.min_depth, Some(self.from_median)))
+    }
+
+    /// Trims the bundles of `nb` with [`Trimming::batch`], the counts of their reads' k-mers
+    /// looked up on `shards` (in pieces of the shards' batch size), by the same rule
+    /// ([`trim_of_counts`]).
+    fn on_shards(&self, shards: &mut ShardedDecisions<'_, ShardClient>, nb: Numbered) -> Result<Trimmed> {
+        let (mut clean, mut hashes, mut ends) = (Vec::new(), Vec::new(), vec![0]);
+        for i in self.kept(&nb).flatten() {
+            clean_parser(nb.bundles.batch.get(i).seq, &mut clean);
+            self.first_hasher.hashes(&clean, &mut hashes);
+            ends.push(hashes.len());
+        }
+        let mut counts = Vec::with_capacity(hashes.len());
+        for piece in hashes.chunks(shards.batch_kmers()) {
+            shards.decide(piece, |d| d.counts(0..piece.len(), &mut counts))?;
+        }
+        let (k, mut read) = (shards.client().ksize(), 0);
+        Ok(self.batch(nb, |clean| {
+            read += 1;
+            let counts = &counts[ends[read - 1]..ends[read]];
+            trim_of_counts(counts, k, clean.len(), self.min_depth, Some(self.from_median)).0
+        }))
+    }
+
+    /// Trims the bundles of `nb` the first pass kept (filter-abund `-V`), each read (cleaned)
+    /// by `trim_read`, in order: a pair whose two reads survive stays a pair; a read whose
+    /// mate was removed becomes a single read.
+    fn batch(&self, nb: Numbered, mut trim_read: impl FnMut(&[u8]) -> Trim) -> Trimmed {
         let input = &nb.bundles.batch;
         let (mut kept, mut singles) = (empty_like(input), empty_like(input));
         let mut clean = Vec::new();
         let (mut reads, mut truncated, mut removed) = (0, 0, 0);
-        for (j, b) in nb.bundles.bundles.iter().enumerate() {
-            if !self.keep.get(nb.first + j) {
-                continue;
-            }
+        for bundle in self.kept(&nb) {
             let mut survivors = Vec::with_capacity(2);
-            for i in std::iter::once(b.first).chain(b.second) {
+            for i in bundle {
                 let rec = input.get(i);
                 clean_parser(rec.seq, &mut clean);
-                let trim = trim_record(self.table, &clean, self.min_depth, Some(self.from_median));
+                let trim = trim_read(&clean);
                 reads += 1;
                 match trim {
                     Trim::Drop => removed += 1,
@@ -487,7 +620,7 @@ impl Trimming<'_> {
 
 /// Writes the bundles of `hb` the second pass keeps (all of them with one pass) into `sinks`.
 fn write_kept(
-    norm2: &mut Option<(Normalizer<'_>, &mut AnyTable)>,
+    norm2: &mut Option<(Normalizer<'_>, &mut PassTable<'_>)>,
     path: &str,
     hb: &HashedBatch,
     sinks: &mut Sinks,
@@ -495,17 +628,16 @@ fn write_kept(
     let bundles = &hb.reads.bundles;
     match norm2 {
         Some((norm, table)) => {
-            norm.process(path, table, hb, &mut |i| sinks.bundle(&bundles.batch, bundles.bundles[i]))?
+            table.normalize(norm, path, hb, &mut |i| sinks.bundle(&bundles.batch, bundles.bundles[i]))?
         }
         None => bundles.bundles.iter().for_each(|&b| sinks.bundle(&bundles.batch, b)),
     }
     sinks.flush()
 }
 
-/// What the first pass leaves: its table, the bundles it kept, the pairs and short reads of the
-/// input, its summary (without the table's) and its keep curve.
+/// What the first pass leaves: the bundles it kept, the pairs and short reads of the input, its
+/// summary (without the table's) and its keep curve.
 struct FirstPass {
-    table: AnyTable,
     keep: KeepBits,
     pairs_in: u64,
     short: u64,
@@ -513,23 +645,22 @@ struct FirstPass {
     keep_curve: Vec<[u64; 2]>,
 }
 
-/// The first pass: normalizes the input to `cutoff` in a table made from `params`, keeping one
+/// The first pass: normalizes the input to `cutoff` in `table` (made from `params`), keeping one
 /// bit per bundle; stops with [`Error::Cancelled`] once `stop` is cancelled (checked between
 /// batches) as well as with `ctx`.
 fn first_pass(
     opts: &Options,
-    params: &TableParams,
+    (table, params): (&mut PassTable<'_>, &TableParams),
     cutoff: u32,
     stop: &CancelToken,
     ctx: &RunContext,
 ) -> Result<FirstPass> {
     let started = Instant::now();
-    let mut table = create_counting_table(params, opts.layout, 1.0, ctx)?;
     let first_opts = pass_options(params, cutoff);
     let mut keep = KeepBits::default();
     let (mut pairs_in, mut short) = (0, 0);
     let mut norm = Normalizer::new(&first_opts, ctx);
-    let hasher = BatchHasher::of(&table);
+    let hasher = table.hasher();
     run_ordered(
         ctx,
         opts.bundles(ctx)?,
@@ -546,7 +677,7 @@ fn first_pass(
             short += bundles.n_short_dropped;
             pairs_in += bundles.bundles.iter().filter(|b| b.second.is_some()).count() as u64;
             let mut kept = vec![false; bundles.bundles.len()];
-            norm.process(&opts.input, &mut table, &hb, &mut |i| kept[i] = true)?;
+            table.normalize(&mut norm, &opts.input, &hb, &mut |i| kept[i] = true)?;
             kept.into_iter().for_each(|k| keep.push(k));
             Ok(())
         },
@@ -560,7 +691,7 @@ fn first_pass(
         ..Default::default()
     };
     let keep_curve = s.keep_curve.clone();
-    Ok(FirstPass { table, keep, pairs_in, short, pass, keep_curve })
+    Ok(FirstPass { keep, pairs_in, short, pass, keep_curve })
 }
 
 /// The input histogram (with `opts.hist`) of `paths`, in a table of its own made from `params`.
@@ -569,7 +700,7 @@ fn input_histogram(opts: &Options, params: &TableParams, paths: &[&str], ctx: &R
     Ok(counted_histogram(params, opts.layout, true, paths, ctx)?.1)
 }
 
-/// The first pass (see [`first_pass`]) and, with `opts.hist`, the input histogram. With more
+/// The first pass (see [`first_pass`]) in `table` and, with `opts.hist`, the input histogram. With more
 /// than one thread the histogram is counted on a thread of its own, with one worker until the
 /// first pass is done, while the first pass runs with all of them (its ordered normalization
 /// leaves a core mostly idle); its table is then held beside the first pass's. An error of
@@ -578,15 +709,15 @@ fn input_histogram(opts: &Options, params: &TableParams, paths: &[&str], ctx: &R
 /// those of the two run one after the other.
 fn first_pass_with_input_histogram(
     opts: &Options,
-    params: &TableParams,
+    (table, params): (&mut PassTable<'_>, &TableParams),
     cutoff: u32,
     paths: &[&str],
     ctx: &RunContext,
 ) -> Result<(FirstPass, Option<Vec<u64>>)> {
     let stop = CancelToken::new();
-    let first_pass = || {
+    let mut first_pass = || {
         ctx.info(format!("first pass: normalizing to a median k-mer count of {cutoff}"));
-        first_pass(opts, params, cutoff, &stop, ctx)
+        first_pass(opts, (&mut *table, params), cutoff, &stop, ctx)
     };
     if !opts.overlaps_input_histogram(ctx.threads()) {
         let hist = opts.hist.as_ref().map(|_| input_histogram(opts, params, paths, ctx)).transpose()?;
@@ -609,48 +740,27 @@ fn first_pass_with_input_histogram(
     })
 }
 
-/// Runs the protocol within `ctx`. Tables are of `opts.layout`; with `opts.table.auto_memory`
-/// the first is sized for the distinct k-mers of the input (a HyperLogLog pre-pass, as `-M
-/// auto`), each later one for the k-mers the table before it counted. The outputs appear only
-/// once every table has passed its false-positive check.
-pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
-    let started = Instant::now();
-    opts.check(ctx)?;
+/// What the trimming and the second pass leave: the staged outputs, which of them hold reads,
+/// and the k-mers new to the last table.
+struct Written {
+    staged: Vec<Staged>,
+    holds_reads: Vec<bool>,
+    last_unique: u64,
+}
+
+/// The trimming of the first pass's kept bundles against `t1` and, with `second` (its table,
+/// made from `p2`, sized for `sized_for` k-mers), the second normalization, in one stream into
+/// the outputs (staged); fills the trimming's and the second pass's parts of `summary`.
+fn trim_and_normalize(
+    opts: &Options,
+    (t1, keep): (&mut PassTable<'_>, &KeepBits),
+    second: Option<(&mut PassTable<'_>, &TableParams, Option<f64>)>,
+    summary: &mut Summary,
+    ctx: &RunContext,
+) -> Result<Written> {
     let c1 = opts.first_cutoff();
-    let mut summary = Summary::default();
-    let mut params = opts.table.clone();
-    let auto: Option<AutoSize> = autosize::resolve(&mut params, &opts.inputs(), ctx)?;
-    if let Some(chosen) = &auto {
-        ctx.info(chosen.describe());
-    }
-    summary.prepass_seconds = auto.as_ref().map_or(0.0, |a| a.prepass_seconds);
-    let inputs = opts.inputs();
-    let input_paths: Vec<&str> = inputs.iter().map(String::as_str).collect();
-
-    let (first, hist_in) = first_pass_with_input_histogram(opts, &params, c1, &input_paths, ctx)?;
-    let FirstPass { table: t1, keep, pairs_in, short, pass, keep_curve } = first;
-    summary.first_pass = PassSummary { table: TableSummary::of(&t1, auto.as_ref().map(|a| a.distinct_kmers)), ..pass };
-    summary.keep_curve = keep_curve;
-    summary.reads_in = summary.first_pass.reads;
-    summary.pairs_in = pairs_in;
-    summary.short_dropped = short;
-    ctx.info(format!(
-        "first pass: kept {} of {} reads; table fp rate {:.3}",
-        summary.first_pass.kept, summary.first_pass.reads, summary.first_pass.table.fp_rate
-    ));
-    check_rate(&t1, &params, ctx)?;
-
-    // Trimming, then (two passes) the second normalization into a new table, in one stream.
     let pass_started = Instant::now();
-    let split = opts.passes == 2 && pairs_in > 0;
-    let mut second = match opts.passes {
-        2 => {
-            let (p2, sized_for) = sized_after(&params, auto.is_some(), t1.n_unique_kmers())?;
-            let table = create_counting_table(&p2, opts.layout, 1.0, ctx)?;
-            Some((table, pass_options(&p2, opts.target), sized_for, p2))
-        }
-        _ => None,
-    };
+    let split = opts.passes == 2 && summary.pairs_in > 0;
     ctx.info(match second {
         Some(_) => format!(
             "trimming reads at k-mers counted fewer than {} times (reads of median >= {c1}), normalizing to {}",
@@ -662,50 +772,66 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     });
     ctx.progress().begin_pass(if second.is_some() { "trimming, second pass" } else { "trimming" });
     let trimming = Trimming {
-        table: &t1,
-        keep: &keep,
+        keep,
         min_depth: opts.min_depth,
         from_median: c1,
         split,
-        hasher: second.as_ref().map(|(t, ..)| BatchHasher::of(t)),
+        first_hasher: t1.hasher(),
+        hasher: second.as_ref().map(|(t, ..)| t.hasher()),
+    };
+    // Trimmed by the workers against a table here; looked up on the shards in input order.
+    let (here, mut sharded) = match t1 {
+        PassTable::Here(t) => (Some(&*t), None),
+        PassTable::Sharded(s) => (None, Some(s)),
     };
     let mut sinks = Sinks::create(opts, ctx)?;
     let mut trim = TrimSummary { min_depth: opts.min_depth, from_median: c1, ..Default::default() };
     let mut deferred: Option<BundleBatch> = None;
-    let mut second_done = None;
-    {
-        let mut norm2 = second.as_mut().map(|(t, o, ..)| (Normalizer::new(o, ctx), t));
-        run_ordered(
-            ctx,
-            opts.bundles(ctx)?,
-            || |nb: Numbered| Ok(trimming.batch(nb)),
-            |t: Trimmed| {
-                trim.reads += t.reads;
-                trim.truncated += t.truncated;
-                trim.removed += t.removed;
-                write_kept(&mut norm2, &opts.input, &t.kept, &mut sinks)?;
-                if let Some(singles) = t.singles {
-                    let singles = singles.reads.bundles;
-                    let held = deferred.get_or_insert_with(|| empty_like(&singles.batch));
-                    for b in &singles.bundles {
-                        push_read(held, &singles.batch.get(b.first), singles.batch.line_of(b.first), false);
-                    }
+    let (second_table, p2, sized_for) = match second {
+        Some((t, p2, sized_for)) => (Some(t), Some(p2), sized_for),
+        None => (None, None, None),
+    };
+    let second_opts = p2.map(|p2| pass_options(p2, opts.target));
+    let mut norm2 = second_opts.as_ref().zip(second_table).map(|(o, t)| (Normalizer::new(o, ctx), t));
+    run_ordered(
+        ctx,
+        opts.bundles(ctx)?,
+        || {
+            |nb: Numbered| {
+                Ok(match here {
+                    Some(table) => Ok(trimming.here(table, nb)),
+                    None => Err(nb),
+                })
+            }
+        },
+        |t: std::result::Result<Trimmed, Numbered>| {
+            let t = match (t, sharded.as_deref_mut()) {
+                (Ok(t), _) => t,
+                (Err(nb), Some(shards)) => trimming.on_shards(shards, nb)?,
+                (Err(_), None) => unreachable!("trimmed by the workers without shards"),
+            };
+            trim.reads += t.reads;
+            trim.truncated += t.truncated;
+            trim.removed += t.removed;
+            write_kept(&mut norm2, &opts.input, &t.kept, &mut sinks)?;
+            if let Some(singles) = t.singles {
+                let singles = singles.reads.bundles;
+                let held = deferred.get_or_insert_with(|| empty_like(&singles.batch));
+                for b in &singles.bundles {
+                    push_read(held, &singles.batch.get(b.first), singles.batch.line_of(b.first), false);
                 }
-                Ok(())
-            },
-        )?;
-        if let Some(held) = deferred.take() {
-            let hasher = trimming.hasher.clone();
-            let hb = HashedBatch::new(held, Cleaning::Screed, |seq: &[u8], out: &mut Vec<u64>| {
-                if let Some(h) = &hasher {
-                    h.hashes(seq, out)
-                }
-            });
-            write_kept(&mut norm2, &opts.input, &hb, &mut sinks)?;
-        }
-        if let Some((norm, _)) = norm2 {
-            second_done = Some((norm.summary().total, norm.summary().kept));
-        }
+            }
+            Ok(())
+        },
+    )?;
+    if let Some(held) = deferred.take() {
+        let hasher = trimming.hasher.clone();
+        let hb = HashedBatch::new(held, Cleaning::Screed, |seq: &[u8], out: &mut Vec<u64>| {
+            if let Some(h) = &hasher {
+                h.hashes(seq, out)
+            }
+        });
+        write_kept(&mut norm2, &opts.input, &hb, &mut sinks)?;
     }
     summary.trim = trim;
     summary.orphans_dropped = sinks.writer.counts().orphans_dropped;
@@ -720,47 +846,110 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
         vec![summary.reads_out > 0]
     };
     let staged = sinks.writer.close()?;
-    let mut last_unique = t1.n_unique_kmers();
+    let mut last_unique = t1_unique(here, sharded.as_deref());
     summary.fp_rate = summary.first_pass.table.fp_rate;
-    if let (Some((t2, _, sized_for, p2)), Some((reads, kept))) = (&second, second_done) {
-        let table = TableSummary::of(t2, *sized_for);
-        let t2_fp = table.fp_rate;
+    if let (Some((norm, t2)), Some(p2)) = (norm2, p2) {
+        let (reads, kept) = (norm.summary().total, norm.summary().kept);
+        let table = TableSummary::of(t2, sized_for);
         ctx.info(format!("second pass: kept {kept} of {reads} reads; table fp rate {:.3}", table.fp_rate));
         let seconds = pass_started.elapsed().as_secs_f64();
+        summary.fp_rate = table.fp_rate;
         summary.second_pass = Some(PassSummary { cutoff: opts.target, reads, kept, table, seconds });
         check_rate(t2, p2, ctx)?;
         last_unique = t2.n_unique_kmers();
-        summary.fp_rate = t2_fp;
     }
-    drop(second);
-    if summary.orphans_dropped > 0 {
-        ctx.warning(format!(
-            "{} reads whose mate was trimmed away were not written (give --orphans FILE to keep them)",
-            summary.orphans_dropped
-        ));
-    }
-    ctx.info(format!("wrote {} reads ({} pairs)", summary.reads_out, summary.pairs_out));
+    Ok(Written { staged, holds_reads, last_unique })
+}
 
-    let mut hist_out = None;
-    if opts.hist_out.is_some() {
-        ctx.info("k-mer abundance histogram of the output");
-        let paths: Vec<String> = staged
-            .iter()
-            .zip(holds_reads)
-            .filter(|(_, holds)| *holds)
-            .map(|(s, _)| s.written_path().to_string_lossy().into_owned())
-            .collect();
-        let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-        let (hist_params, _) = sized_after(&params, auto.is_some(), last_unique)?;
-        let (_, dist, _) = counted_histogram(&hist_params, opts.layout, true, &paths, ctx)?;
-        hist_out = Some(dist);
+/// k-mers new to the first table (held here, or sharded).
+fn t1_unique(here: Option<&AnyTable>, sharded: Option<&ShardedDecisions<'_, ShardClient>>) -> u64 {
+    here.map(|t| t.n_unique_kmers()).or(sharded.map(|s| s.client().n_unique_kmers())).unwrap_or(0)
+}
+
+/// Runs the protocol within `ctx`, its tables in this process (see [`run_on`]).
+pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
+    run_on(opts, &mut InProcess, ctx)
+}
+
+/// Runs the protocol within `ctx` on tables made by `tables`. Tables are of `opts.layout`;
+/// with `opts.table.auto_memory` the first is sized for the distinct k-mers of the input (a
+/// HyperLogLog pre-pass, as `-M auto`), each later one for the k-mers the table before it
+/// counted. The outputs appear only once every table has passed its false-positive check.
+pub fn run_on(opts: &Options, tables: &mut dyn Tables, ctx: &RunContext) -> Result<Summary> {
+    let started = Instant::now();
+    opts.check(ctx)?;
+    let c1 = opts.first_cutoff();
+    let mut summary = Summary::default();
+    let mut params = opts.table.clone();
+    let auto: Option<AutoSize> = autosize::resolve(&mut params, &opts.inputs(), ctx)?;
+    if let Some(chosen) = &auto {
+        ctx.info(chosen.describe());
     }
+    summary.prepass_seconds = auto.as_ref().map_or(0.0, |a| a.prepass_seconds);
+    let inputs = opts.inputs();
+    let input_paths: Vec<&str> = inputs.iter().map(String::as_str).collect();
+
+    let (mut hist_in, mut hist_out, mut staged) = (None, None, Vec::new());
+    tables.with_table(&params, opts.layout, opts.save_table.as_deref(), ctx, &mut |t1, tables| {
+        let (first, hist) = first_pass_with_input_histogram(opts, (&mut *t1, &params), c1, &input_paths, ctx)?;
+        hist_in = hist;
+        let FirstPass { keep, pairs_in, short, pass, keep_curve } = first;
+        let sized_for = auto.as_ref().map(|a| a.distinct_kmers);
+        summary.first_pass = PassSummary { table: TableSummary::of(t1, sized_for), ..pass };
+        summary.keep_curve = keep_curve;
+        summary.reads_in = summary.first_pass.reads;
+        summary.pairs_in = pairs_in;
+        summary.short_dropped = short;
+        ctx.info(format!(
+            "first pass: kept {} of {} reads; table fp rate {:.3}",
+            summary.first_pass.kept, summary.first_pass.reads, summary.first_pass.table.fp_rate
+        ));
+        check_rate(t1, &params, ctx)?;
+
+        // Trimming, then (two passes) the second normalization into a new table, in one stream.
+        let written = match opts.passes {
+            2 => {
+                let (p2, sized_for) = sized_after(&params, auto.is_some(), t1.n_unique_kmers())?;
+                let mut written = None;
+                tables.with_table(&p2, opts.layout, None, ctx, &mut |t2, _| {
+                    let second = Some((t2, &p2, sized_for));
+                    written = Some(trim_and_normalize(opts, (&mut *t1, &keep), second, &mut summary, ctx)?);
+                    Ok(())
+                })?;
+                written.expect("the second pass ran")
+            }
+            _ => trim_and_normalize(opts, (&mut *t1, &keep), None, &mut summary, ctx)?,
+        };
+        if summary.orphans_dropped > 0 {
+            ctx.warning(format!(
+                "{} reads whose mate was trimmed away were not written (give --orphans FILE to keep them)",
+                summary.orphans_dropped
+            ));
+        }
+        ctx.info(format!("wrote {} reads ({} pairs)", summary.reads_out, summary.pairs_out));
+        if opts.hist_out.is_some() {
+            ctx.info("k-mer abundance histogram of the output");
+            let paths: Vec<String> = written
+                .staged
+                .iter()
+                .zip(&written.holds_reads)
+                .filter(|(_, holds)| **holds)
+                .map(|(s, _)| s.written_path().to_string_lossy().into_owned())
+                .collect();
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            let (hist_params, _) = sized_after(&params, auto.is_some(), written.last_unique)?;
+            let (_, dist, _) = counted_histogram(&hist_params, opts.layout, true, &paths, ctx)?;
+            hist_out = Some(dist);
+        }
+        staged = written.staged;
+        if let Some(path) = &opts.save_table {
+            ctx.info(format!("saving the first pass's table to {path}"));
+        }
+        Ok(())
+    })?;
     if let Some(path) = &opts.save_table {
-        ctx.info(format!("saving the first pass's table to {path}"));
-        t1.save_in(path, ctx)?;
         ctx.files().add_output(path);
     }
-    drop(t1);
     for (path, dist) in [(&opts.hist, &hist_in), (&opts.hist_out, &hist_out)] {
         if let (Some(path), Some(dist)) = (path, dist) {
             write_text(path, histogram_csv(dist)?, ctx)?;
@@ -780,4 +969,120 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
     summary.seconds = started.elapsed().as_secs_f64();
     staged.into_iter().try_for_each(Staged::commit)?;
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::sizing::countgraph_sizes;
+    use crate::shards::khmer::Shard;
+    use crate::shards::runs::testing::{fastq_of, InProcess};
+    use crate::table::HashKind;
+
+    /// Tables of khmer's layout cut into `shards` shards, the first `held` in this process and
+    /// the others answered as a worker answers them, looked up in pieces of `batch_kmers`.
+    struct TestShards {
+        shards: usize,
+        held: usize,
+        batch_kmers: usize,
+    }
+
+    impl Tables for TestShards {
+        fn with_table(
+            &mut self,
+            params: &TableParams,
+            layout: Layout,
+            save: Option<&str>,
+            ctx: &RunContext,
+            work: &mut dyn FnMut(&mut PassTable<'_>, &mut dyn Tables) -> Result<()>,
+        ) -> Result<()> {
+            assert_eq!(layout, Layout::Khmer);
+            let sizes = countgraph_sizes(params, 1.0, ctx)?;
+            let client = ShardClient::new(params.ksize, HashKind::TwoBit, &sizes, self.shards, false)?;
+            let b = client.map().bounds().to_vec();
+            let mut all: Vec<Shard> =
+                (0..self.shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255)).collect::<Result<_>>()?;
+            let mut remote = InProcess::new(all.split_off(self.held));
+            let local = all.iter_mut().map(Some).chain((self.held..self.shards).map(|_| None)).collect();
+            let mut pass = PassTable::Sharded(ShardedDecisions::new(&client, local, &mut remote, self.batch_kmers)?);
+            work(&mut pass, self)?;
+            if let PassTable::Sharded(decisions) = &mut pass {
+                decisions.flush()?;
+            }
+            drop(pass);
+            match save {
+                Some(path) => {
+                    let cells: Vec<&[u8]> = all.iter().chain(&remote.shards).map(Shard::cells).collect();
+                    AnyTable::Khmer(client.gather(&cells)?).save_in(path, ctx)
+                }
+                None => Ok(()),
+            }
+        }
+    }
+
+    /// Interleaved reads of a 300-base genome: pairs named /1 /2, every fifth read alone.
+    fn interleaved(seed: u64, n: usize) -> String {
+        let text = fastq_of(seed, n, 300);
+        let records: Vec<&str> = text.split_inclusive('\n').collect();
+        let mut out = String::new();
+        for (i, record) in records.chunks(4).enumerate() {
+            let name = match i % 5 {
+                4 => format!("@single{i}\n"),
+                _ => format!("@p{}/{}\n", i / 5 * 2 + i % 5 / 2, 1 + i % 5 % 2),
+            };
+            out += &name;
+            out += &record[1..].concat();
+        }
+        out
+    }
+
+    /// The run's outputs (the kept reads, the saved table, the histograms) and its summary
+    /// without timings.
+    fn outcome(dir: &std::path::Path, tag: &str, opts: &Options, tables: &mut dyn Tables) -> (Vec<Vec<u8>>, String) {
+        let opts = Options {
+            output: dir.join(format!("{tag}.fq")).display().to_string(),
+            save_table: Some(dir.join(format!("{tag}.ct")).display().to_string()),
+            hist: Some(dir.join(format!("{tag}.in.csv")).display().to_string()),
+            hist_out: Some(dir.join(format!("{tag}.out.csv")).display().to_string()),
+            ..opts.clone()
+        };
+        let mut summary = run_on(&opts, tables, &RunContext::new()).unwrap();
+        summary.seconds = 0.0;
+        summary.first_pass.seconds = 0.0;
+        if let Some(second) = &mut summary.second_pass {
+            second.seconds = 0.0;
+        }
+        let files = [Some(&opts.output), opts.save_table.as_ref(), opts.hist.as_ref(), opts.hist_out.as_ref()];
+        (files.into_iter().flatten().map(|p| std::fs::read(p).unwrap()).collect(), format!("{summary:?}"))
+    }
+
+    /// normalize on sharded tables (shards here and remote, one to three, look-ups in pieces
+    /// smaller and larger than a batch) gives the one-process run's outputs, saved table,
+    /// histograms and summary, with one pass or two, with tables sized for the input or small
+    /// enough to collide and saturate.
+    #[test]
+    fn a_sharded_run_is_the_one_process_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("reads.fq");
+        std::fs::write(&input, interleaved(5, 3000)).unwrap();
+        for (passes, max_tablesize, target) in [(2, 1e5, 5), (1, 400.0, 10), (2, 2000.0, 3)] {
+            let opts = Options {
+                input: input.display().to_string(),
+                target,
+                passes,
+                layout: Layout::Khmer,
+                table: TableParams { ksize: 20, n_tables: 3, max_tablesize, ..TableParams::default() },
+                ..Options::default()
+            };
+            let (one, one_summary) = outcome(dir.path(), "one", &opts, &mut InProcess);
+            assert!(one_summary.contains("second_pass: Some") == (passes == 2), "{one_summary}");
+            for (shards, held, batch_kmers) in [(1, 1, 100_000), (2, 0, 500), (3, 1, 7)] {
+                let tag = format!("s{shards}");
+                let mut tables = TestShards { shards, held, batch_kmers };
+                let (sharded, summary) = outcome(dir.path(), &tag, &opts, &mut tables);
+                assert!(one == sharded, "{passes} {max_tablesize} {shards} {held}");
+                assert_eq!(summary, one_summary);
+            }
+        }
+    }
 }

@@ -202,7 +202,7 @@ fn pass1_batch(
 }
 
 /// The counts of k-mers numbered from `.1` through a [`ReadCounts`] that numbers them from 0.
-struct Shifted<'a, R>(&'a mut R, usize);
+pub(crate) struct Shifted<'a, R>(pub(crate) &'a mut R, pub(crate) usize);
 
 impl<R: ReadCounts> Shifted<'_, R> {
     fn shift(&self, kmers: Range<usize>) -> Range<usize> {
