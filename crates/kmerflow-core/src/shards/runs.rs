@@ -473,10 +473,15 @@ type Prepared<R> = Result<(Option<(HashedBundles, Routed<R>)>, u64)>;
 /// A batch sent: the batch, its routing and its messages to the remote shards.
 type Sent<R> = (HashedBundles, Routed<R>, Vec<Message>);
 
-/// The batches of a [`BundleBatches`] read, hashed and routed by a thread of their own, up to
-/// two batches ahead of the caller (who works on the shards meanwhile); the routings the caller
-/// is done with go back to the thread ([`RoutedBatches::recycle`]), whose next batches reuse
-/// their buffers (fresh ones cost page faults).
+/// The batches of a [`BundleBatches`] read, hashed and routed by a thread of their own, one
+/// batch ahead of the caller (who works on the shards meanwhile); the routings the caller is
+/// done with go back to the thread ([`RoutedBatches::recycle`]), whose next batches reuse their
+/// buffers (fresh ones cost page faults).
+///
+/// What the client holds beyond its shards grows with the batches alive at once, each about
+/// 100 bytes a k-mer: the one read ahead (kept by the thread until the caller takes it; a
+/// queue would hold one more), the caller's (two in a normalization, see [`InFlight`]) and
+/// one spare.
 struct RoutedBatches<R> {
     batches: crossbeam_channel::Receiver<Prepared<R>>,
     spares: crossbeam_channel::Sender<Routed<R>>,
@@ -491,8 +496,8 @@ impl<R: ShardRouting> RoutedBatches<R> {
     /// (with each counter's first position in its batch when `slots`).
     fn new(mut batches: BundleBatches, map: &R, remote: Vec<bool>, slots: bool) -> Result<Self> {
         check_shards(map, remote.len())?;
-        let (send, receive) = crossbeam_channel::bounded(1);
-        let (spares, spare) = crossbeam_channel::bounded(2);
+        let (send, receive) = crossbeam_channel::bounded(0);
+        let (spares, spare) = crossbeam_channel::bounded(1);
         let (map, mask) = (map.clone(), remote.clone());
         let mut seen = slots.then(SeenCounters::default);
         std::thread::Builder::new()
