@@ -22,7 +22,7 @@ use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
 use crate::table::batch::{spans, Positions, SeenCounters};
 use crate::table::blocked::OccupancyStats;
-use crate::table::Decider;
+use crate::table::{prefetch, Decider};
 use crate::{Error, Result};
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -746,6 +746,10 @@ impl<C: ShardLayout> ShardedNormalize<C> {
     }
 }
 
+/// How many positions ahead of the cells prefetched the routing's own arrays are (a few cache
+/// lines of counters).
+const ROUTING_AHEAD: usize = 64;
+
 /// The positions of a normalization batch as phase 2 reads and counts them (see
 /// [`Positions`]): a local shard's position in place, read by read as in the one-process run
 /// (its counter already holds every earlier kept read); a remote shard's position as its
@@ -813,13 +817,22 @@ impl<K: ShardKernel, R: ShardRouting> Positions for InPlace<'_, '_, K, R> {
         }
     }
 
-    /// Prefetches the local cells of the k-mers up to `PREFETCH_AHEAD` after `o`.
+    /// Prefetches the local cells of the k-mers up to `PREFETCH_AHEAD` after `o`, and the
+    /// routing's counters and owners of the k-mers [`ROUTING_AHEAD`] after those (read in
+    /// order, one stream per probe, but left to the hardware they waited on memory as long
+    /// as the cells did).
     #[inline(always)]
     fn ahead(&self, o: usize) {
         let end = (o + 1 + PREFETCH_AHEAD).min(self.n);
         for k in self.ready.get()..end {
             for p in 0..self.probes {
                 let q = p * self.n + k;
+                if q % 8 == 0 {
+                    if let Some(counter) = self.routed.counters.get(q + ROUTING_AHEAD) {
+                        prefetch(counter);
+                        prefetch(&self.routed.owners[q + ROUTING_AHEAD]);
+                    }
+                }
                 if let Some(shard) = self.shard(q) {
                     shard.prefetch(self.routed.counters[q]);
                 }
