@@ -827,7 +827,7 @@ impl<K: ShardKernel, R: ShardRouting> Positions for InPlace<'_, '_, K, R> {
         for k in self.ready.get()..end {
             for p in 0..self.probes {
                 let q = p * self.n + k;
-                if q % 8 == 0 {
+                if q.is_multiple_of(8) {
                     if let Some(counter) = self.routed.counters.get(q + ROUTING_AHEAD) {
                         prefetch(counter);
                         prefetch(&self.routed.owners[q + ROUTING_AHEAD]);
