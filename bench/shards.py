@@ -63,7 +63,7 @@ class Run:
     cpu: float
     #: CPU seconds of the cluster's workers while it ran.
     workers_cpu: float
-    #: Peak RSS of the command's process, MB.
+    #: Peak RSS of the command's process, MiB.
     rss: float
     #: 1-minute load average when it ended.
     load: float
@@ -154,7 +154,7 @@ def part_a(reads: Path, work: Path, size: str, python: str, runs: int) -> list[s
             rows.append(row(name, measured, identical))
             print(rows[-1], flush=True)
     header = ["command", "one process s", "all 8 shards in the client s", "6 in the client, 2 on workers s",
-              "identical", "client CPU s", "workers CPU s", "client peak RSS MB", "load"]
+              "identical", "client CPU s", "workers CPU s", "client peak RSS MiB", "load"]
     return [f"(a) {reads.name}, -k 20 -N 4 -M {size}; medians of {runs}; sharded = 8 shards, all in the "
             "client, or 6 in the client and 1 on each of 2 workers (256 MB limit); the last four columns "
             "are one / all local / 6 local", "", *table_lines(header, rows)]
@@ -183,7 +183,7 @@ def part_b(reads: Path, work: Path, x: str, python: str, runs: int, png: Path) -
         print(r, flush=True)
     plot(points, base.wall, png)
     header = ["run", "shards in the client", "k-mers/message", "wall s", "client CPU s", "workers CPU s",
-              "client peak RSS MB", "load"]
+              "client peak RSS MiB", "load"]
     return [f"(b) normalize-by-median of {reads.name}, -k 20 -C 20 -N 4 -x {x}, 20 shards, 2 workers; "
             f"medians of {runs}; outputs identical to the one-process run: {'yes' if identical else 'NO'}", "",
             *table_lines(header, rows), "", f"![plot]({png.name})"]
@@ -227,7 +227,7 @@ def part_c(reads: Path, work: Path, size: str, python: str, runs: int) -> list[s
             rows.append(row(name, measured, identical))
             print(rows[-1], flush=True)
     header = ["command", "one process s", "sharded s", "identical", "client CPU s", "workers CPU s",
-              "client peak RSS MB", "load"]
+              "client peak RSS MiB", "load"]
     return [f"(c) {reads.name}, -k 20 -M {size}; medians of {runs}; sharded = 4 shards on 2 workers ({python}); "
             "the last four columns are one / sharded", "", *table_lines(header, rows)]
 
