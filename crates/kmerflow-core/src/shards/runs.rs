@@ -22,7 +22,7 @@ use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
 use crate::table::batch::{spans, Positions, SeenCounters};
 use crate::table::blocked::OccupancyStats;
-use crate::table::Decider;
+use crate::table::{prefetch, Decider};
 use crate::{Error, Result};
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -502,10 +502,15 @@ type Prepared<R> = Result<(Option<(HashedBundles, Routed<R>)>, u64)>;
 /// A batch sent: the batch, its routing and its messages to the remote shards.
 type Sent<R> = (HashedBundles, Routed<R>, Vec<Message>);
 
-/// The batches of a [`BundleBatches`] read, hashed and routed by a thread of their own, up to
-/// two batches ahead of the caller (who works on the shards meanwhile); the routings the caller
-/// is done with go back to the thread ([`RoutedBatches::recycle`]), whose next batches reuse
-/// their buffers (fresh ones cost page faults).
+/// The batches of a [`BundleBatches`] read, hashed and routed by a thread of their own, one
+/// batch ahead of the caller (who works on the shards meanwhile); the routings the caller is
+/// done with go back to the thread ([`RoutedBatches::recycle`]), whose next batches reuse their
+/// buffers (fresh ones cost page faults).
+///
+/// What the client holds beyond its shards grows with the batches alive at once, each about
+/// 100 bytes a k-mer: the one read ahead (kept by the thread until the caller takes it; a
+/// queue would hold one more), the caller's (two in a normalization, see [`InFlight`]) and
+/// one spare.
 struct RoutedBatches<R> {
     batches: crossbeam_channel::Receiver<Prepared<R>>,
     spares: crossbeam_channel::Sender<Routed<R>>,
@@ -520,8 +525,8 @@ impl<R: ShardRouting> RoutedBatches<R> {
     /// routed for `purpose`.
     fn new(mut batches: BundleBatches, map: &R, remote: Vec<bool>, purpose: Purpose) -> Result<Self> {
         check_shards(map, remote.len())?;
-        let (send, receive) = crossbeam_channel::bounded(1);
-        let (spares, spare) = crossbeam_channel::bounded(2);
+        let (send, receive) = crossbeam_channel::bounded(0);
+        let (spares, spare) = crossbeam_channel::bounded(1);
         let (map, mask) = (map.clone(), remote.clone());
         let mut seen = (purpose == Purpose::Normalize).then(SeenCounters::default);
         std::thread::Builder::new()
@@ -770,6 +775,10 @@ impl<C: ShardLayout> ShardedNormalize<C> {
     }
 }
 
+/// How many positions ahead of the cells prefetched the routing's own arrays are (a few cache
+/// lines of counters).
+const ROUTING_AHEAD: usize = 64;
+
 /// The positions of a normalization batch as phase 2 reads and counts them (see
 /// [`Positions`]): a local shard's position in place, read by read as in the one-process run
 /// (its counter already holds every earlier kept read); a remote shard's position as its
@@ -837,13 +846,22 @@ impl<K: ShardKernel, R: ShardRouting> Positions for InPlace<'_, '_, K, R> {
         }
     }
 
-    /// Prefetches the local cells of the k-mers up to `PREFETCH_AHEAD` after `o`.
+    /// Prefetches the local cells of the k-mers up to `PREFETCH_AHEAD` after `o`, and the
+    /// routing's counters and owners of the k-mers [`ROUTING_AHEAD`] after those (read in
+    /// order, one stream per probe, but left to the hardware they waited on memory as long
+    /// as the cells did).
     #[inline(always)]
     fn ahead(&self, o: usize) {
         let end = (o + 1 + PREFETCH_AHEAD).min(self.n);
         for k in self.ready.get()..end {
             for p in 0..self.probes {
                 let q = p * self.n + k;
+                if q.is_multiple_of(8) {
+                    if let Some(counter) = self.routed.counters.get(q + ROUTING_AHEAD) {
+                        prefetch(counter);
+                        prefetch(&self.routed.owners[q + ROUTING_AHEAD]);
+                    }
+                }
                 if let Some(shard) = self.shard(q) {
                     shard.prefetch(self.routed.counters[q]);
                 }
