@@ -6,7 +6,7 @@ Usage::
     python3 bench/normalize.py --data DIR [--runs 3] [--slow-runs 1] [--threads 2] [--out FILE]
 
 DIR holds ``ecoli50_1.fq.gz`` and ``ecoli50_2.fq.gz`` (1.17 M simulated E. coli read pairs, made
-by the project's ``make-data.sh``; not part of the repository or the test run). The inputs are
+by ``bench/make_data.sh``; not part of the repository or the test run). The inputs are
 decompressed once into a scratch folder, so that every tool reads the same plain FASTQ files.
 Each case runs ``--runs`` times, the cases alternating, except BBNorm and the khmer chain (minutes
 a run), which run in the first ``--slow-runs`` rounds only; wall time and peak memory come from

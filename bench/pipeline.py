@@ -6,7 +6,7 @@ Usage::
     python3 bench/pipeline.py [--data /tmp/bench-data] [--work DIR] [--out bench/results] [--tables fixed|auto]
 
 Builds 8 paired samples of different sizes (40k to 180k pairs) from disjoint slices of the bench
-reads (``ecoli50_1.fq`` / ``ecoli50_2.fq.gz``, made by ``../shared/bench/make-data.sh``), then
+reads (``ecoli50_1.fq`` / ``ecoli50_2.fq.gz``, made by ``bench/make_data.sh``), then
 runs the default protocol on a LocalCluster of 2 single-thread workers twice: samples
 concurrently (the default scheduling) and one after another (``max_active=1``, the same task
 graph per sample). Reports utilisation (busy worker-thread seconds / available worker-thread
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-MAKE_DATA = REPO.parent / "shared" / "bench" / "make-data.sh"
+MAKE_DATA = REPO / "bench" / "make_data.sh"
 #: Pairs per sample.
 SIZES = [180_000, 40_000, 140_000, 60_000, 160_000, 80_000, 120_000, 100_000]
 #: The steps' table sizes: ``fixed``, 4 x 2e7 bytes for every sample (as khmer's protocol is

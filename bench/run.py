@@ -5,10 +5,9 @@ Usage::
 
     python3 bench/run.py [--data DIR] [--runs 3] [--only parse,count,diginorm] [--out FILE]
 
-The benchmarks are not part of the test run, and unlike the tests they need something outside
-this repository: the data (E. coli reads simulated with dwgsim) is built on first use by
-``make-data.sh`` of the project's shared folder beside the checkout (``../shared/bench/``). Without
-it, ``--data`` must name a folder that already holds ``ecoli50_1.fq`` and its companions.
+The benchmarks are not part of the test run. Their data (E. coli reads simulated with dwgsim) is
+built on first use by ``bench/make_data.sh`` (it installs dwgsim and the genome from Debian when
+they are missing), in ``--data``.
 Each command runs ``--runs`` times; the table reports the median wall time, the spread, the
 throughput in Mbp/s of input sequence and the ratio to kmerflow's time for the same task. Tools
 that are not installed are installed from Debian (``apt-get``) when running as root, otherwise
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-MAKE_DATA = REPO.parent / "shared" / "bench" / "make-data.sh"
+MAKE_DATA = REPO / "bench" / "make_data.sh"
 KHMER = "/usr/lib/khmer/bin"
 #: Debian packages providing the comparison tools.
 PACKAGES = {"khmer": "khmer", "seqkit": "seqkit", "kmc": "kmc", "jellyfish": "jellyfish",
@@ -181,10 +180,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "latest.md")
     args = ap.parse_args()
 
-    if MAKE_DATA.exists():
-        subprocess.run(["bash", str(MAKE_DATA), str(args.data)], check=True)
-    elif not (args.data / "ecoli50_1.fq").exists():
-        sys.exit(f"bench: no data in {args.data} and no {MAKE_DATA} to build it (see --help)")
+    subprocess.run(["bash", str(MAKE_DATA), str(args.data)], check=True)
     kf = kmerflow_exe()
     with tempfile.TemporaryDirectory(prefix="kmerflow-bench-") as tmpdir:
         selected = [c for c in cases(args.data, kf, Path(tmpdir))

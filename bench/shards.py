@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark of tables sharded over Dask workers (``kmerflow.distributed``).
 
-How to run (DIR holds ``ecoli50_1.fq``, made by ``make-data.sh DIR`` of the shared bench
-tools when missing; medians of ``--runs``, one process and sharded runs interleaved)::
+How to run (DIR holds ``ecoli50_1.fq``, made by ``bench/make_data.sh DIR``
+when missing; medians of ``--runs``, one process and sharded runs interleaved)::
 
     # the targets of the sharded tables, each with its command line:
     python3 bench/shards.py --data DIR --only a --runs 3   # all shards in the client <= 1.2x;
@@ -51,7 +51,7 @@ import psutil
 from kmerflow.distributed.cluster import local_cluster
 
 REPO = Path(__file__).resolve().parent.parent
-MAKE_DATA = REPO.parent / "shared" / "bench" / "make-data.sh"
+MAKE_DATA = REPO / "bench" / "make_data.sh"
 
 
 @dataclass
