@@ -379,20 +379,26 @@ def test_a_signal_at_the_end_of_the_input_ends_the_run_or_completes_it(tmp_path:
         assert _left(tmp_path, {"in.fq"}) == [], f"{where}: {err}"
 
 
-def _interrupt_group(args: list[str], cwd: Path, sig: signal.Signals, ready) -> tuple[int, float, str]:
-    """Starts kmerflow ARGS in `cwd` in a process group of its own and, once `ready()` is
-    true, sends `sig` to the whole group, as a terminal sends Ctrl-C (a LocalCluster's workers
-    are in the group too); returns the exit status, the seconds from the signal to the exit,
-    and stderr."""
+def _interrupt_group(args: list[str], cwd: Path, sig: signal.Signals, ready=None, delay: float = 0.0,
+                     may_end_first: bool = False) -> tuple[int, float, str]:
+    """Starts kmerflow ARGS in `cwd` in a process group of its own and, once `ready()` is true
+    (by default: once its signal handlers are installed) and `delay` more seconds have passed,
+    sends `sig` to the whole group, as a terminal sends Ctrl-C (a LocalCluster's workers are in
+    the group too); the run must not have ended by then unless `may_end_first`. Returns the exit status, the seconds
+    from the signal to the exit, and stderr."""
     with open(cwd.parent / f"{cwd.name}.stderr", "w+b") as err:
         proc = subprocess.Popen([*_command(), *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=err,
                                 start_new_session=True)
+        ready = ready or (lambda: _catches_sigterm(proc.pid))
         try:
             deadline = time.monotonic() + 120
             while not ready() and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)
-            assert proc.poll() is None and ready(), "the run ended (or never got going) before the signal"
-            os.killpg(proc.pid, sig)
+            time.sleep(delay)
+            assert may_end_first or (proc.poll() is None and ready()), \
+                f"the run ended (or never got going) before the signal: {err.name}"
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
             sent = time.monotonic()
             proc.wait(timeout=30)
             took = time.monotonic() - sent
@@ -413,24 +419,12 @@ def test_ctrl_c_while_a_counting_run_stops_early(reads: Path, tmp_path: Path):
     args = ["load-into-counting", "-k", "20", "-N", "4", "-x", "3e6", "--threads", "2", "t.ct", "in.fq"]
     for point in range(12):
         where = f"SIGINT {point * 50} ms after the handlers"
-        proc = subprocess.Popen([*_command(), *args], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, start_new_session=True)
-        try:
-            _wait_for_handlers(proc)
-            time.sleep(point * 0.05)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGINT)
-            sent = time.monotonic()
-            err = proc.communicate(timeout=30)[1].decode(errors="replace")
-            took = time.monotonic() - sent
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        if proc.returncode == 1:
+        status, took, err = _interrupt_group(args, tmp_path, signal.SIGINT, delay=point * 0.05, may_end_first=True)
+        if status == 1:
             lines = err.splitlines()
             assert len(lines) == 1 and "in.fq: stopped at read" in lines[0], f"{where}: {err}"
         else:
-            _check(proc.returncode, took, err, signal.SIGINT, "load-into-counting", where)
+            _check(status, took, err, signal.SIGINT, "load-into-counting", where)
         assert _left(tmp_path, {"in.fq"}) == [], f"{where}: {err}"
 
 
@@ -639,20 +633,9 @@ def test_ctrl_c_stops_one_endless_walk_of_a_graph_forced_past_its_ceiling(satura
     written."""
     for name in ("g", "g.tagset"):
         os.symlink(saturated_graph / name, tmp_path / name)
-    proc = subprocess.Popen([*_command(), *args, "-q"], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        _wait_for_handlers(proc)
-        time.sleep(0.3)  # the graph is loaded and its first walks are under way
-        assert proc.poll() is None, proc.stderr.read().decode(errors="replace")
-        os.killpg(proc.pid, signal.SIGINT)
-        sent = time.monotonic()
-        err = proc.communicate(timeout=30)[1].decode(errors="replace")
-        took = time.monotonic() - sent
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    _check(proc.returncode, took, err, signal.SIGINT, args[0], args[0], PROMPT_S)
+    # After 0.3 s the graph is loaded and its first walks are under way.
+    status, took, err = _interrupt_group([*args, "-q"], tmp_path, signal.SIGINT, delay=0.3)
+    _check(status, took, err, signal.SIGINT, args[0], args[0], PROMPT_S)
     assert [line for line in err.splitlines() if not line.startswith("WARNING: ")] == err.splitlines()[-1:], err
     assert _left(tmp_path, {"g", "g.tagset", "g.info"}) == [], err  # partition-graph's g.info: it started
 

@@ -116,6 +116,15 @@ pub struct ReadOutputArgs {
     pub compression: CompressionArgs,
 }
 
+/// The read files that a command takes as its last arguments, at least one. A command that
+/// says more of them changes the help with `#[command(mut_arg("inputs", |a| a.help(...)))]`.
+#[derive(Debug, Clone, Args)]
+pub struct ReadFilesArgs {
+    /// Read files.
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+}
+
 /// What a running command gets: the run's context (threads, messages, progress, cancellation),
 /// where to write `--metrics`, and the console when the command line prints; the command leaves
 /// here how its table was sized automatically, for the report.

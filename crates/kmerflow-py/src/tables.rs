@@ -58,6 +58,13 @@ struct Marks {
     small_tags: FxHashSet<u64>,
 }
 
+/// Picks one set of hashes of the [`Marks`]: [`TAGS`] or [`STOP_TAGS`].
+type PickMarks = fn(&mut Marks) -> &mut FxHashSet<u64>;
+/// The tags.
+const TAGS: PickMarks = |marks| &mut marks.tags;
+/// The stop tags.
+const STOP_TAGS: PickMarks = |marks| &mut marks.stop_tags;
+
 /// Bases of a long sequence counted at a time: the hashes and bins of a piece are held at once
 /// (about 40 bytes a base with 4 tables), so a chromosome needs no more memory than a read.
 const PIECE_BASES: usize = 1 << 16;
@@ -136,11 +143,18 @@ impl Table {
         Ok(self.marks.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
-    /// The k-mers of the 2-bit `hashes`, by ascending hash.
-    fn kmers_of(&self, hashes: &FxHashSet<u64>) -> Vec<String> {
-        let mut sorted: Vec<u64> = hashes.iter().copied().collect();
+    /// Adds the hash of `kmer` to the set of the marks that `set` picks.
+    fn add_mark(&self, kmer: KmerOrHash, set: PickMarks) -> PyResult<()> {
+        let hash = self.hash_of(&kmer)?;
+        set(&mut *self.marks()?).insert(hash);
+        Ok(())
+    }
+
+    /// The k-mers of the set of the marks that `set` picks, by ascending hash.
+    fn marked_kmers(&self, set: PickMarks) -> PyResult<Vec<String>> {
+        let mut sorted: Vec<u64> = set(&mut *self.marks()?).iter().copied().collect();
         sorted.sort_unstable();
-        sorted.into_iter().map(|hash| twobit::reverse_hash(hash, self.inner.ksize())).collect()
+        Ok(sorted.into_iter().map(|hash| twobit::reverse_hash(hash, self.inner.ksize())).collect())
     }
 
     /// Reads the hashes of a file of this k with `load` (GIL released) into the set of the marks
@@ -150,7 +164,7 @@ impl Table {
         py: Python<'_>,
         path: PathBuf,
         load: fn(&str, usize, &RunContext) -> kmerflow_core::Result<Vec<u64>>,
-        set: fn(&mut Marks) -> &mut FxHashSet<u64>,
+        set: PickMarks,
         clear: bool,
     ) -> PyResult<()> {
         let path = path.to_string_lossy().into_owned();
@@ -402,14 +416,12 @@ impl Table {
 
     /// Adds a tag (k-mer or hash), as khmer's `add_tag`.
     fn add_tag(&self, kmer: KmerOrHash) -> PyResult<()> {
-        let hash = self.hash_of(&kmer)?;
-        self.marks()?.tags.insert(hash);
-        Ok(())
+        self.add_mark(kmer, TAGS)
     }
 
     /// The tags as k-mers (khmer's), by ascending hash.
     fn get_tagset(&self) -> PyResult<Vec<String>> {
-        Ok(self.kmers_of(&self.marks()?.tags))
+        self.marked_kmers(TAGS)
     }
 
     /// Number of tags.
@@ -421,7 +433,7 @@ impl Table {
     /// `clear_tags` is False.
     #[pyo3(signature = (path, clear_tags = true))]
     fn load_tagset(&self, py: Python<'_>, path: PathBuf, clear_tags: bool) -> PyResult<()> {
-        self.load_marks(py, path, files::load_tagset, |marks| &mut marks.tags, clear_tags)
+        self.load_marks(py, path, files::load_tagset, TAGS, clear_tags)
     }
 
     /// Saves the tags as a tagset file khmer reads.
@@ -432,21 +444,19 @@ impl Table {
 
     /// Adds a stop tag (k-mer or hash), as khmer's `add_stop_tag`.
     fn add_stop_tag(&self, kmer: KmerOrHash) -> PyResult<()> {
-        let hash = self.hash_of(&kmer)?;
-        self.marks()?.stop_tags.insert(hash);
-        Ok(())
+        self.add_mark(kmer, STOP_TAGS)
     }
 
     /// The stop tags as k-mers (khmer's), by ascending hash.
     fn get_stop_tags(&self) -> PyResult<Vec<String>> {
-        Ok(self.kmers_of(&self.marks()?.stop_tags))
+        self.marked_kmers(STOP_TAGS)
     }
 
     /// Reads a stop-tags file of this k (khmer's, or make-initial-stoptags' and find-knots');
     /// its stop tags are added to ours, or replace them with `clear_tags`.
     #[pyo3(signature = (path, clear_tags = false))]
     fn load_stop_tags(&self, py: Python<'_>, path: PathBuf, clear_tags: bool) -> PyResult<()> {
-        self.load_marks(py, path, files::load_stoptags, |marks| &mut marks.stop_tags, clear_tags)
+        self.load_marks(py, path, files::load_stoptags, STOP_TAGS, clear_tags)
     }
 
     /// Saves the stop tags as a stop-tags file khmer reads.

@@ -3,13 +3,14 @@
 
 use super::counting_args::StrandArgs;
 use super::partition_args::{CompatForceArgs, KsizeArgs};
-use crate::common::{summary_json, CommonArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, Ctx, ReadFilesArgs};
 use kmerflow_core::ops::partition;
 use serde_json::Value;
 
 /// Arguments of `annotate-partitions`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(mut_arg("ksize", |a| a.help("k-mer size of the partition map")))]
+#[command(mut_arg("inputs", |a| a.help("Read files to annotate")))]
 #[command(after_help = "\
 Loads BASE.pmap.merged and writes, for each input, <basename of input>.part in the current
 directory: the reads that have a tagged k-mer, named `name<TAB>partition`, with their sequence
@@ -27,9 +28,8 @@ pub struct Args {
     pub strand: StrandArgs,
     /// Base name of the merged partition map.
     pub graphbase: String,
-    /// Read files to annotate.
-    #[arg(required = true)]
-    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub reads: ReadFilesArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -39,7 +39,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = partition::AnnotateOptions {
         base: args.graphbase,
         ksize: args.ksize.ksize,
-        inputs: args.inputs,
+        inputs: args.reads.inputs,
         strand: args.strand.strand(),
     };
     let summary = partition::annotate_partitions(&opts, &ctx.run)?;

@@ -4,7 +4,7 @@
 use super::annotate_partitions::report_annotated;
 use super::counting_args::{GraphArgs, RunArgs};
 use super::partition_args::{KeepSubsetsArgs, SubsetArgs};
-use crate::common::{summary_json, CommonArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, Ctx, ReadFilesArgs};
 use kmerflow_core::ops::{load_graph, partition};
 use serde_json::Value;
 
@@ -30,18 +30,17 @@ pub struct Args {
     pub keep_subsets: KeepSubsetsArgs,
     /// Base name for the output files.
     pub graphbase: String,
-    /// Read files.
-    #[arg(required = true)]
-    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub reads: ReadFilesArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
 
 /// Runs `do-partition`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
-    let params = args.graph.nodegraph_params(args.run.force, &args.inputs, ctx)?;
+    let params = args.graph.nodegraph_params(args.run.force, &args.reads.inputs, ctx)?;
     let opts = partition::DoPartitionOptions {
-        graph: load_graph::Options { params, output: args.graphbase, inputs: args.inputs, build_tagset: true },
+        graph: load_graph::Options { params, output: args.graphbase, inputs: args.reads.inputs, build_tagset: true },
         subset_size: args.subsets.subset_size(),
         stop_big_traversals: args.subsets.no_big_traverse,
         keep_subsets: args.keep_subsets.keep_subsets,

@@ -2,7 +2,7 @@
 
 use super::counting_args::StrandArgs;
 use super::partition_args::{CompatForceArgs, KsizeArgs};
-use crate::common::{summary_json, CommonArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, Ctx, ReadFilesArgs};
 use kmerflow_core::ops::partition::stoptags;
 use serde_json::Value;
 
@@ -26,9 +26,8 @@ pub struct Args {
     pub strand: StrandArgs,
     /// The stop tags file.
     pub stoptags: String,
-    /// Read files.
-    #[arg(required = true)]
-    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub reads: ReadFilesArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -38,7 +37,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = stoptags::Options {
         ksize: args.ksize.ksize,
         stoptags: args.stoptags,
-        inputs: args.inputs,
+        inputs: args.reads.inputs,
         strand: args.strand.strand(),
     };
     let summary = stoptags::run(&opts, &ctx.run)?;

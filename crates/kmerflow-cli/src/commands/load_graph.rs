@@ -1,7 +1,7 @@
 //! `kmerflow load-graph`: build a nodegraph and tagset (khmer's load-graph.py).
 
 use super::counting_args::{GraphArgs, RunArgs};
-use crate::common::{summary_json, CommonArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, Ctx, ReadFilesArgs};
 use kmerflow_core::ops::load_graph;
 use serde_json::Value;
 
@@ -26,9 +26,8 @@ pub struct Args {
     pub no_build_tagset: bool,
     /// The nodegraph file (also writes OUT.tagset and OUT.info).
     pub output: String,
-    /// Read files.
-    #[arg(required = true)]
-    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub reads: ReadFilesArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -36,9 +35,9 @@ pub struct Args {
 /// Runs `load-graph`.
 pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = load_graph::Options {
-        params: args.graph.nodegraph_params(args.run.force, &args.inputs, ctx)?,
+        params: args.graph.nodegraph_params(args.run.force, &args.reads.inputs, ctx)?,
         output: args.output,
-        inputs: args.inputs,
+        inputs: args.reads.inputs,
         build_tagset: !args.no_build_tagset,
     };
     let summary = load_graph::run(&opts, &ctx.run)?;

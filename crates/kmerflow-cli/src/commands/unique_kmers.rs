@@ -1,7 +1,7 @@
 //! `kmerflow unique-kmers`: HyperLogLog estimate of distinct k-mers (khmer's unique-kmers.py).
 
 use super::counting_args::StrandArgs;
-use crate::common::{summary_json, CommonArgs, Ctx};
+use crate::common::{summary_json, CommonArgs, Ctx, ReadFilesArgs};
 use kmerflow_core::io::{Compression, OutputFile};
 use kmerflow_core::ops::count::write_text;
 use kmerflow_core::ops::unique_kmers;
@@ -44,9 +44,8 @@ pub struct Args {
     #[command(flatten)]
     /// `--single-strand`: count k-mers as read.
     pub strand: StrandArgs,
-    /// Read files.
-    #[arg(required = true)]
-    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub reads: ReadFilesArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -60,7 +59,7 @@ pub fn run(args: Args, ctx: &mut Ctx) -> kmerflow_core::Result<Value> {
     let opts = unique_kmers::Options {
         ksize: args.ksize,
         error_rate: args.error_rate,
-        inputs: args.inputs,
+        inputs: args.reads.inputs,
         stream_records: args.stream_records,
         hash: HllHash::Khmer,
         strand: args.strand.strand(),

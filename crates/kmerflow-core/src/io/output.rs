@@ -584,6 +584,14 @@ mod tests {
         names
     }
 
+    /// A file `name` in `dir` holding `text`, with the permissions `mode`.
+    fn file_with_mode(dir: &Path, name: &str, text: &str, mode: u32) -> std::path::PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+
     fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
         let mut out = OutputFile::create(path.to_str().unwrap())?;
         out.write_all(bytes).map_err(|e| Error::io("test", e))?;
@@ -615,9 +623,7 @@ mod tests {
     #[test]
     fn a_write_protected_target_is_refused_and_unchanged() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out.fa");
-        std::fs::write(&path, "keep me").unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o402)).unwrap();
+        let path = file_with_mode(dir.path(), "out.fa", "keep me", 0o402);
         let err = OutputFile::create(path.to_str().unwrap()).err().unwrap().to_string();
         assert!(err.contains("out.fa: Permission denied"), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), b"keep me");
@@ -627,9 +633,7 @@ mod tests {
     #[test]
     fn a_replaced_file_keeps_its_mode_and_a_link_to_it_stays_a_link() {
         let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("real.fa");
-        std::fs::write(&real, "old").unwrap();
-        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let real = file_with_mode(dir.path(), "real.fa", "old", 0o640);
         let link = dir.path().join("link.fa");
         std::os::unix::fs::symlink("real.fa", &link).unwrap();
         write_whole(&link, b"new").unwrap();

@@ -22,6 +22,10 @@ pub(crate) struct Span {
     pub line: u64,
 }
 
+/// One complete record found by the scanner: its span, the offset just past it and the number
+/// of lines it spans.
+type Scanned = (Span, usize, u64);
+
 /// The scanner's place in the file: the number of the next record and the line at the scan
 /// position. It only advances over complete records.
 #[derive(Debug, Clone, Copy)]
@@ -143,13 +147,7 @@ impl Scanner<'_> {
     /// screed and khmer's C++ parser, sequence and quality may be wrapped over several lines:
     /// sequence lines run up to the `+` line, quality lines until they hold as many characters
     /// as the sequence. Nothing is rewritten until the record is complete.
-    fn fastq_record(
-        &self,
-        buf: &mut [u8],
-        start: usize,
-        eof: bool,
-        pos: &Position,
-    ) -> Result<Option<(Span, usize, u64)>> {
+    fn fastq_record(&self, buf: &mut [u8], start: usize, eof: bool, pos: &Position) -> Result<Option<Scanned>> {
         let Some((header_end, mut at)) = self.header_line(buf, start, eof, pos, b'@', "FASTQ")? else {
             return Ok(None);
         };
@@ -234,13 +232,7 @@ impl Scanner<'_> {
     /// record ends before the next line starting with `>`, so without `eof` the buffer's last
     /// record is incomplete. A sequence line starting with `@` (FASTQ records after FASTA ones)
     /// is an error naming its line.
-    fn fasta_record(
-        &self,
-        buf: &mut [u8],
-        start: usize,
-        eof: bool,
-        pos: &Position,
-    ) -> Result<Option<(Span, usize, u64)>> {
+    fn fasta_record(&self, buf: &mut [u8], start: usize, eof: bool, pos: &Position) -> Result<Option<Scanned>> {
         let Some((header_end, body)) = self.header_line(buf, start, eof, pos, b'>', "FASTA")? else {
             return Ok(None);
         };

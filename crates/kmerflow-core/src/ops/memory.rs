@@ -283,26 +283,31 @@ mod tests {
         root
     }
 
+    /// A fake system: MemAvailable 8 GB ([`MEMINFO`]), the process in `cgroup` (as
+    /// `/proc/self/cgroup` names it) under the mounts of `mountinfo`, and `files`.
+    fn fake_system(cgroup: &str, mountinfo: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
+        let proc = [("proc/meminfo", MEMINFO), ("proc/self/cgroup", cgroup), ("proc/self/mountinfo", mountinfo)];
+        fake_root(&[&proc[..], files].concat())
+    }
+
     const MEMINFO: &str = "MemTotal:       16000000 kB\nMemAvailable:    8000000 kB\n";
 
     #[test]
     fn a_nested_v2_cgroup_takes_the_tightest_limit_of_itself_and_its_ancestors() {
-        let root = fake_root(&[
-            ("proc/meminfo", MEMINFO),
-            ("proc/self/cgroup", "0::/user.slice/job 42/step\n"),
-            (
-                "proc/self/mountinfo",
-                "22 1 0:20 / /proc rw - proc proc rw\n\
-                 30 22 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n",
-            ),
-            ("sys/fs/cgroup/memory.max", "max\n"),
-            ("sys/fs/cgroup/user.slice/memory.max", "max\n"),
-            ("sys/fs/cgroup/user.slice/job 42/memory.max", "1000000000\n"),
-            ("sys/fs/cgroup/user.slice/job 42/memory.current", "300000000\n"),
-            ("sys/fs/cgroup/user.slice/job 42/memory.stat", "anon 100000000\nfile 250000000\n"),
-            ("sys/fs/cgroup/user.slice/job 42/step/memory.max", "2000000000\n"),
-            ("sys/fs/cgroup/user.slice/job 42/step/memory.current", "10000000\n"),
-        ]);
+        let root = fake_system(
+            "0::/user.slice/job 42/step\n",
+            "22 1 0:20 / /proc rw - proc proc rw\n\
+             30 22 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n",
+            &[
+                ("sys/fs/cgroup/memory.max", "max\n"),
+                ("sys/fs/cgroup/user.slice/memory.max", "max\n"),
+                ("sys/fs/cgroup/user.slice/job 42/memory.max", "1000000000\n"),
+                ("sys/fs/cgroup/user.slice/job 42/memory.current", "300000000\n"),
+                ("sys/fs/cgroup/user.slice/job 42/memory.stat", "anon 100000000\nfile 250000000\n"),
+                ("sys/fs/cgroup/user.slice/job 42/step/memory.max", "2000000000\n"),
+                ("sys/fs/cgroup/user.slice/job 42/step/memory.current", "10000000\n"),
+            ],
+        );
         // The step's own limit is looser than its job's: the job's applies, less the job's
         // memory beyond its page cache (300 - 250 MB).
         let cgroup = cgroup_memory_under(root.path()).unwrap();
@@ -315,37 +320,33 @@ mod tests {
     fn a_v1_memory_controller_mounted_at_the_containers_cgroup_is_read_there() {
         // A container without a cgroup namespace: the hierarchy's folder of the container is
         // mounted at /sys/fs/cgroup/memory, /proc/self/cgroup names the full path.
-        let root = fake_root(&[
-            ("proc/meminfo", MEMINFO),
-            ("proc/self/cgroup", "12:pids:/docker/abc\n4:cpuacct,memory:/docker/abc/inner\n1:name=systemd:/\n0::/\n"),
-            (
-                "proc/self/mountinfo",
-                "35 31 0:32 /docker/abc /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory,cpuacct\n\
-                 36 31 0:33 /docker/abc /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n",
-            ),
-            ("sys/fs/cgroup/memory/memory.limit_in_bytes", "500000000\n"),
-            ("sys/fs/cgroup/memory/memory.usage_in_bytes", "200000000\n"),
-            ("sys/fs/cgroup/memory/memory.stat", "cache 5\ntotal_cache 150000000\n"),
-            ("sys/fs/cgroup/memory/inner/memory.limit_in_bytes", "9223372036854771712\n"),
-            ("sys/fs/cgroup/pids/memory.limit_in_bytes", "1\n"),
-        ]);
+        let root = fake_system(
+            "12:pids:/docker/abc\n4:cpuacct,memory:/docker/abc/inner\n1:name=systemd:/\n0::/\n",
+            "35 31 0:32 /docker/abc /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory,cpuacct\n\
+             36 31 0:33 /docker/abc /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n",
+            &[
+                ("sys/fs/cgroup/memory/memory.limit_in_bytes", "500000000\n"),
+                ("sys/fs/cgroup/memory/memory.usage_in_bytes", "200000000\n"),
+                ("sys/fs/cgroup/memory/memory.stat", "cache 5\ntotal_cache 150000000\n"),
+                ("sys/fs/cgroup/memory/inner/memory.limit_in_bytes", "9223372036854771712\n"),
+                ("sys/fs/cgroup/pids/memory.limit_in_bytes", "1\n"),
+            ],
+        );
         let cgroup = cgroup_memory_under(root.path()).unwrap();
         assert_eq!(cgroup, CgroupMemory { limit: 500_000_000, left: 450_000_000 });
     }
 
     #[test]
     fn no_cgroup_limit_leaves_mem_available() {
-        let unlimited = fake_root(&[
-            ("proc/meminfo", MEMINFO),
-            ("proc/self/cgroup", "4:memory:/a\n0::/b\n"),
-            (
-                "proc/self/mountinfo",
-                "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
-                 41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
-            ),
-            ("sys/fs/cgroup/memory/a/memory.limit_in_bytes", "9223372036854771712\n"),
-            ("sys/fs/cgroup/unified/b/memory.max", "max\n"),
-        ]);
+        let unlimited = fake_system(
+            "4:memory:/a\n0::/b\n",
+            "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
+             41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+            &[
+                ("sys/fs/cgroup/memory/a/memory.limit_in_bytes", "9223372036854771712\n"),
+                ("sys/fs/cgroup/unified/b/memory.max", "max\n"),
+            ],
+        );
         assert_eq!(cgroup_memory_under(unlimited.path()), None);
         assert_eq!(available_memory_under(unlimited.path(), None), 8_192_000_000);
         let nothing = fake_root(&[]);
@@ -354,18 +355,17 @@ mod tests {
 
     #[test]
     fn a_hybrid_system_reads_the_v1_limit_and_a_namespaced_path_stays_inside_the_mount() {
-        let root = fake_root(&[
+        let root = fake_system(
             // Under a cgroup namespace a path outside it reads `/..`: the mount point is used.
-            ("proc/self/cgroup", "4:memory:/../../escape\n0::/x\n"),
-            (
-                "proc/self/mountinfo",
-                "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
-                 41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
-            ),
-            ("sys/fs/cgroup/memory/escape/memory.limit_in_bytes", "1\n"),
-            ("sys/fs/cgroup/memory/memory.limit_in_bytes", "700000000\n"),
-            ("sys/fs/cgroup/unified/x/memory.max", "800000000\n"),
-        ]);
+            "4:memory:/../../escape\n0::/x\n",
+            "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
+             41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+            &[
+                ("sys/fs/cgroup/memory/escape/memory.limit_in_bytes", "1\n"),
+                ("sys/fs/cgroup/memory/memory.limit_in_bytes", "700000000\n"),
+                ("sys/fs/cgroup/unified/x/memory.max", "800000000\n"),
+            ],
+        );
         let cgroup = cgroup_memory_under(root.path()).unwrap();
         assert_eq!(cgroup, CgroupMemory { limit: 700_000_000, left: 700_000_000 });
         assert_eq!(unescape_mount_path(r"/a\040b\134c\9"), r"/a b\c\9");

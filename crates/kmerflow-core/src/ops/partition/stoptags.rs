@@ -79,26 +79,30 @@ pub fn run(opts: &Options, ctx: &RunContext) -> Result<Summary> {
 mod tests {
     use super::*;
 
+    /// khmer's stop tag (k = 20) and a read holding it at 5.
+    const STOP: &[u8] = b"GCTGGATTCTAGAGGCAGAG";
+    const READ: &[u8] = b"CGCAGGCTGGATTCTAGAGGCAGAGGTGAGCTATAAG";
+
+    /// Where `seq` is cut with the one stop tag `stop` (its hash in `strand`'s form).
+    fn cut(seq: &[u8], strand: Strand, stop: u64) -> usize {
+        let tags: FxHashSet<u64> = [stop].into_iter().collect();
+        trim_on_stoptags(seq, STOP.len(), strand, &tags, &mut Vec::new())
+    }
+
     #[test]
     fn cuts_k_minus_2_bases_after_the_stop_tags_start() {
-        let k = 20;
-        let stop = twobit::forward_hash(b"GCTGGATTCTAGAGGCAGAG").unwrap();
-        let tags: FxHashSet<u64> = [stop].into_iter().collect();
-        let seq = b"CGCAGGCTGGATTCTAGAGGCAGAGGTGAGCTATAAG";
-        // the stop tag starts at 5 (khmer: 'CGCAGGCTGGATTCTAGAGGCAG', 23)
-        assert_eq!(trim_on_stoptags(seq, k, Strand::Canonical, &tags, &mut Vec::new()), 23);
-        assert_eq!(trim_on_stoptags(b"ACGTACGTACGTACGTACGTAC", k, Strand::Canonical, &tags, &mut Vec::new()), 22);
+        let stop = twobit::forward_hash(STOP).unwrap();
+        // khmer: 'CGCAGGCTGGATTCTAGAGGCAG', 23
+        assert_eq!(cut(READ, Strand::Canonical, stop), 23);
+        assert_eq!(cut(b"ACGTACGTACGTACGTACGTAC", Strand::Canonical, stop), 22);
     }
 
     #[test]
     fn single_strand_stop_tags_match_their_own_strand_only() {
-        let k = 20;
-        let stop = twobit::forward_hash_no_rc(b"GCTGGATTCTAGAGGCAGAG").unwrap();
-        let tags: FxHashSet<u64> = [stop].into_iter().collect();
-        let forward = b"CGCAGGCTGGATTCTAGAGGCAGAGGTGAGCTATAAG";
-        assert_eq!(trim_on_stoptags(forward, k, Strand::Single, &tags, &mut Vec::new()), 23);
+        let stop = twobit::forward_hash_no_rc(STOP).unwrap();
+        assert_eq!(cut(READ, Strand::Single, stop), 23);
         // The reverse complement holds the tag's reverse complement: another k-mer.
-        let reverse = crate::kmer::murmur::reverse_complement(forward);
-        assert_eq!(trim_on_stoptags(&reverse, k, Strand::Single, &tags, &mut Vec::new()), reverse.len());
+        let reverse = crate::kmer::murmur::reverse_complement(READ);
+        assert_eq!(cut(&reverse, Strand::Single, stop), reverse.len());
     }
 }
