@@ -152,7 +152,8 @@ class _PassTables:
         self.terminal: Any = None
 
     def __call__(self, layout: str, shape: List[int]) -> Tuple[Any, List[Any], Any, Any]:
-        cluster, ksize = self.plan["cluster"], self.plan["table"]["ksize"]
+        plan = self.plan
+        cluster, ksize = plan["cluster"], plan["table"]["ksize"]
         where = dict(client=self.client, shards=_shards(cluster, self.client), local=cluster["local_shards"],
                      batch_kmers=cluster["batch_kmers"])
         graph: Any
