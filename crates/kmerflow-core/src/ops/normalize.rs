@@ -1061,6 +1061,7 @@ mod tests {
     use super::*;
     use crate::ops::sizing::{blocked_countgraph_params, countgraph_sizes};
     use crate::shards::blocked::{BlockedShard, BlockedShardClient};
+    use crate::shards::drive::{ShardedTable, Shards};
     use crate::shards::khmer::{Shard, ShardClient};
     use crate::shards::runs::testing::{fastq_of, Answering, InProcess};
     use crate::table::HashKind;
@@ -1083,8 +1084,8 @@ mod tests {
         ) -> Result<Vec<C::Shard>> {
             let mut remote = InProcess::new(all.split_off(self.held));
             let local = all.iter_mut().map(Some).chain((self.held..self.shards).map(|_| None)).collect();
-            let decisions = ShardedDecisions::new(client, local, &mut remote, self.batch_kmers)?;
-            let mut pass = PassTable::Sharded(ShardedPass::new(decisions));
+            let mut shards = Shards { client, local };
+            let mut pass = PassTable::Sharded(shards.pass(&mut remote, self.batch_kmers)?);
             work(&mut pass, self)?;
             if let PassTable::Sharded(sharded) = &mut pass {
                 sharded.flush()?;
