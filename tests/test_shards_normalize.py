@@ -66,15 +66,16 @@ def test_a_sharded_normalize_is_the_one_process_run(cluster, tmp_path, shards, l
         assert one[1]["first_pass"]["table"]["layout"] == layout
 
 
-def test_the_function_runs_on_a_client(cluster, tmp_path):
-    """``kmerflow.normalize(..., scheduler=client)`` runs the sharded normalize on the client's
-    cluster, with the one-process function's summary."""
+@pytest.mark.parametrize("layout", ["khmer", "blocked"])
+def test_the_function_runs_on_a_client(cluster, tmp_path, layout):
+    """``kmerflow.normalize(..., scheduler=client)`` runs the sharded normalize (either layout)
+    on the client's cluster, with the one-process function's summary."""
     import distributed
 
     import kmerflow
 
     reads = genome_reads(tmp_path / "reads.fq", paired=True)
-    args = dict(layout="khmer", max_tablesize=5000, n_tables=3, target=10)
+    args = dict(layout=layout, max_tablesize=5000, n_tables=3, target=10)
     one = kmerflow.normalize([reads], output=str(tmp_path / "one.fq"), **args)
     with distributed.Client(cluster) as client:
         sharded = kmerflow.normalize([reads], output=str(tmp_path / "sharded.fq"), scheduler=client,
