@@ -264,25 +264,23 @@ def test_protocol_replaces_the_khmer_steps_and_its_values_are_checked(inputs: Pa
 
 
 def test_a_normalization_step_on_shards_of_the_pipelines_cluster(inputs: Path, client, tmp_path: Path):
-    """``protocol.shards`` (khmer's layout) runs the protocol step's tables on shards of the
+    """``protocol.shards`` runs the protocol step's tables (either layout) on shards of the
     pipeline's own cluster (some held by the step's task): the outputs and the histogram are
-    the unsharded step's. With the blocked default layout, or on a step without a table to
-    shard, it is refused before the run."""
+    the unsharded step's. On a step without a table to shard, it is refused before the run."""
     from kmerflow.pipeline import ConfigError, load_config
 
     sheet = tmp_path / "samples.tsv"
     sheet.write_text(f"sample\tr1\tr2\na\t{inputs / 'a_1.fq'}\t{inputs / 'a_2.fq'}\n")
     sharding = ["protocol.shards=3", "protocol.local_shards=1", "protocol.batch_kmers=5000"]
-    for tag, params in (("one", []), ("sharded", sharding)):
-        result = run(sheet, tmp_path / tag, client=client, params=["protocol.layout=khmer", *params],
-                     log=lambda m: None)
-        assert result.status == {"a": "done"}, result.errors
-    for name in ("a.protocol_1.fq", "a.protocol_2.fq", "a.protocol.orphans.fq", "a.histogram.csv"):
-        sharded, one = (tmp_path / tag / "a" / name for tag in ("sharded", "one"))
-        assert sharded.read_bytes() == one.read_bytes(), name
-    assert (tmp_path / "one" / "a" / "a.protocol_1.fq").stat().st_size > 0
-    with pytest.raises(ConfigError, match="protocol.shards=2: .*give --layout khmer"):
-        run(sheet, tmp_path / "blocked", client=client, params=["protocol.shards=2"], log=lambda m: None)
+    for layout in ("khmer", "blocked"):
+        for tag, params in (("one", []), ("sharded", sharding)):
+            result = run(sheet, tmp_path / layout / tag, client=client,
+                         params=[f"protocol.layout={layout}", *params], log=lambda m: None)
+            assert result.status == {"a": "done"}, result.errors
+        for name in ("a.protocol_1.fq", "a.protocol_2.fq", "a.protocol.orphans.fq", "a.histogram.csv"):
+            sharded, one = (tmp_path / layout / tag / "a" / name for tag in ("sharded", "one"))
+            assert sharded.read_bytes() == one.read_bytes(), f"{layout}: {name}"
+        assert (tmp_path / layout / "one" / "a" / "a.protocol_1.fq").stat().st_size > 0
     with pytest.raises(ConfigError, match="readstats.shards=2: only steps normalize, protocol, renormalize"):
         load_config(params=["readstats.shards=2"])
 

@@ -212,7 +212,7 @@ def run_sharded_command(command: str, argv: Sequence[str], on_message: Callable[
                         local: Sequence[Optional[Shard]],
                         remote: Any, terminal: Optional[ShardTerminal] = None) -> Tuple[str, List[str]]: ...
 def run_sharded_normalize(argv: Sequence[str], on_message: Callable[[str, str], object],
-                          make: Callable[[List[int]], Tuple[ShardClient, List[Optional[Shard]], Any, Any]],
+                          make: Callable[[str, List[int]], Tuple[ShardClient, List[Optional[Shard]], Any, Any]],
                           batch_kmers: int, terminal: Optional[ShardTerminal] = None) -> Tuple[str, List[str]]: ...
 def count_file_sharded(client: ShardClient,
                        local: Sequence[Optional[Shard]], remote: Any,

@@ -193,7 +193,7 @@ def run(command: str, positional: Iterable[Any] = (), **options: Any) -> RunResu
     ``distributed.Client``) or ``local_cluster=N``, with ``shards``, run ``load-into-counting``,
     ``normalize-by-median``, ``abundance-dist-single``, ``filter-abund-single``,
     ``trim-low-abund``, ``filter-abund`` (its saved table loaded into the shards) and ``normalize``
-    (one table a pass, ``layout="khmer"``) on tables
+    (one table a pass, either layout) on tables
     sharded over Dask workers (:mod:`kmerflow.distributed.cli`); the result has the same
     summary fields as the one-process run."""
     client = options.get("scheduler")

@@ -180,24 +180,14 @@ pub(crate) fn refusal(command: &Command) -> Option<CliError> {
 }
 
 /// Checks the sharded command line `argv` (program name first) of `command` as [`plan`] does
-/// before anything is read: a flag the sharded run does not have, a layout it cannot hold
-/// (`normalize`'s tables are of khmer's layout); `Ok` for a command line that is not sharded.
+/// before anything is read: a flag the sharded run does not have; `Ok` for a command line that
+/// is not sharded.
 pub(crate) fn check(command: &Command, argv: &[OsString]) -> Result<(), CliError> {
     if !shard_args(command).is_some_and(ShardArgs::requested) {
         return Ok(());
     }
     let name = command.name();
-    check_supported(name, argv)?;
-    if let Command::Normalize(a) = command {
-        // The shards' look-ups and decisions are khmer's layout's (normalize's default is the
-        // blocked one).
-        if a.layout.layout == Layout::Blocked {
-            let message = "the argument '--layout blocked' (normalize's default) cannot be used with '--scheduler' \
-                           or '--local-cluster': sharded tables of normalize are of khmer's layout; give --layout khmer";
-            return Err(usage_error(name, ErrorKind::ArgumentConflict, message.to_string()));
-        }
-    }
-    Ok(())
+    check_supported(name, argv)
 }
 
 /// A usage error of `command` rendered as clap renders its own (exit 2).
@@ -363,7 +353,7 @@ pub enum CommandPlan {
     },
     /// The native filter-abund looking up on the saved table loaded into the shards.
     FilterAbund,
-    /// The native `normalize`, each pass's table (khmer's layout) made on the shards when the
+    /// The native `normalize`, each pass's table (of its layout) made on the shards when the
     /// run asks for it, the first saved shard by shard with `--save-table`.
     Normalize,
 }
@@ -586,8 +576,8 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
         }
         Command::Normalize(a) => {
             let ksize = a.counting.graph.ksize;
-            let table =
-                Table { layout: Layout::Khmer, ksize, force: a.force, fp_check: None, shape: Shape::PerPass {} };
+            let layout = a.layout.layout;
+            let table = Table { layout, ksize, force: a.force, fp_check: None, shape: Shape::PerPass {} };
             (table, false, a.inputs.clone(), CommandPlan::Normalize)
         }
         _ => unreachable!("shard_args answers for these commands only"),
@@ -882,17 +872,15 @@ mod tests {
     }
 
     #[test]
-    fn normalize_plans_a_table_a_pass_of_khmers_layout() {
-        let args = ["normalize", "--layout", "khmer", "--local-clus", "1", "-o", "o.fq", "a.fq"];
-        let planned = plan(argv(&args)).unwrap().unwrap();
-        assert_eq!((&planned.command, &planned.table.shape), (&CommandPlan::Normalize, &Shape::PerPass {}));
-        assert_eq!((planned.table.layout, &planned.inputs[..]), (Layout::Khmer, &["a.fq".to_string()][..]));
-        crate::check(argv(&args)).unwrap();
-        // The blocked default, refused by the plan and by the check of a front end alike.
-        let blocked = argv(&["normalize", "--scheduler", "s.json", "-o", "o.fq", "a.fq"]);
-        for err in [plan(blocked.clone()).unwrap_err(), crate::check(blocked).unwrap_err()] {
-            assert_eq!(err.code, EXIT_USAGE);
-            assert!(err.message.contains("give --layout khmer"), "{}", err.message);
+    fn normalize_plans_a_table_a_pass_of_its_layout() {
+        for (args, layout) in [
+            (&["normalize", "--layout", "khmer", "--local-clus", "1", "-o", "o.fq", "a.fq"][..], Layout::Khmer),
+            (&["normalize", "--local-cluster", "1", "-o", "o.fq", "a.fq"], Layout::Blocked),
+        ] {
+            let planned = plan(argv(args)).unwrap().unwrap();
+            assert_eq!((&planned.command, &planned.table.shape), (&CommandPlan::Normalize, &Shape::PerPass {}));
+            assert_eq!((planned.table.layout, &planned.inputs[..]), (layout, &["a.fq".to_string()][..]));
+            crate::check(argv(args)).unwrap();
         }
         let small = ["normalize", "--layout", "khmer", "--small-count", "--local-cluster", "1", "-o", "o.fq", "a.fq"];
         assert!(crate::check(argv(&small)).unwrap_err().message.contains("'--small-count'"));

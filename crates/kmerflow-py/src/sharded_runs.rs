@@ -247,10 +247,12 @@ pub fn run_sharded_command(
     Ok((summary, outputs))
 }
 
-/// The tables of a sharded `normalize`, made on the shards by the Python callable `make(sizes)`
-/// (a table of khmer's layout with these hash table sizes, 8-bit counters): it returns the
-/// table's `ShardClient`, its shards held here (`None` for a remote one), its remote shards'
-/// calls (see [`PyRemote`]) and the Python table, whose `save(path)` writes it shard by shard.
+/// The tables of a sharded `normalize`, made on the shards by the Python callable
+/// `make(layout, shape)`: `make("khmer", sizes)` a table of khmer's layout with these hash table
+/// sizes, 8-bit counters; `make("blocked", [memory_bytes, bits, probes])` a blocked table of this
+/// shape (the run's k-mer size). It returns the table's `ShardClient`, its shards held here
+/// (`None` for a remote one), its remote shards' calls (see [`PyRemote`]) and the Python
+/// table, whose `save(path)` writes it shard by shard.
 /// Each batch is looked up and counted on the shards in pieces of `batch_kmers` k-mers.
 struct PyTables {
     make: Py<PyAny>,
@@ -269,19 +271,22 @@ impl Tables for PyTables {
         ctx: &RunContext,
         work: &mut dyn FnMut(&mut PassTable<'_>, &mut dyn Tables) -> Result<()>,
     ) -> Result<()> {
-        if layout != TableLayout::Khmer {
-            return Err(Error::invalid("the sharded tables of normalize are of khmer's layout"));
-        }
-        let sizes = sizing::countgraph_sizes(params, 1.0, ctx)?;
-        let (client, local, remote, table): Made = Python::attach(|py| self.make.bind(py).call1((sizes,))?.extract())
+        let shape = match layout {
+            TableLayout::Khmer => ("khmer", sizing::countgraph_sizes(params, 1.0, ctx)?),
+            TableLayout::Blocked => {
+                let shape = sizing::blocked_countgraph_params(params, 1.0, ctx)?;
+                ("blocked", vec![shape.data_bytes(), u64::from(shape.width.bits()), shape.probes as u64])
+            }
+        };
+        let (client, local, remote, table): Made = Python::attach(|py| self.make.bind(py).call1(shape)?.extract())
             .map_err(|e| Python::attach(|py| failure(py, e)))?;
         let batch_kmers = self.batch_kmers;
-        with_khmer(client.get(), &local, remote, |client, shards, remote| {
-            let mut pass = PassTable::Sharded(ShardedDecisions::new(client, shards, remote, batch_kmers)?);
+        with_table(client.get(), &local, remote, |shards, remote| {
+            let mut pass = PassTable::Sharded(shards.pass(remote, batch_kmers)?);
             work(&mut pass, self)?;
             match &mut pass {
                 // The whole table on the shards, to be saved from there.
-                PassTable::Sharded(decisions) => decisions.flush(),
+                PassTable::Sharded(sharded) => sharded.flush(),
                 PassTable::Here(_) => Ok(()),
             }
         })??;

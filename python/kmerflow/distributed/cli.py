@@ -10,7 +10,7 @@ usage error naming it. ``load-into-counting`` and
 ``filter-abund-single`` count on the shards, then run the native histogram / filtering whose
 look-ups go to the shards. ``trim-low-abund`` is the native command with its first pass
 deciding on the shards and its second looking its reads up there. ``normalize`` is the native
-protocol, each pass's table (khmer's layout) made on the cluster when the run asks for it
+protocol, each pass's table (of its layout) made on the cluster when the run asks for it
 (:class:`_PassTables`), its look-ups and counts there. ``normalize-by-median -l``,
 ``trim-low-abund -l`` and ``filter-abund`` (a saved table, then the filtering looked up on the
 shards) load the saved table into the shards (each shard reads its range of the file); saved
@@ -142,20 +142,27 @@ def _shards(cluster: Cluster, client: Any) -> int:
 
 class _PassTables:
     """The tables of a sharded ``normalize``, made on the cluster as the native run asks for
-    them (``_core.run_sharded_normalize``): called with a table's hash table sizes, returns what
-    a native run takes of it (:meth:`ShardedCountgraph.native_run`) and the table itself, whose
-    ``save`` the run calls for ``--save-table``."""
+    them (``_core.run_sharded_normalize``): called with a table's layout and shape (khmer's hash
+    table sizes, or the blocked table's ``[memory_bytes, bits, probes]``), returns what a native
+    run takes of it (:meth:`ShardedCountgraph.native_run`) and the table itself, whose ``save``
+    the run calls for ``--save-table``."""
 
     def __init__(self, plan: Run, client: Any) -> None:
         self.plan, self.client = plan, client
         self.terminal: Any = None
 
-    def __call__(self, sizes: List[int]) -> Tuple[Any, List[Any], Any, ShardedCountgraph]:
+    def __call__(self, layout: str, shape: List[int]) -> Tuple[Any, List[Any], Any, Any]:
         plan = self.plan
-        cluster, table = plan["cluster"], plan["table"]
-        graph = ShardedCountgraph(table["ksize"], 1, len(sizes), client=self.client,
-                                  shards=_shards(cluster, self.client), local=cluster["local_shards"],
-                                  primes=sizes, batch_kmers=cluster["batch_kmers"], use_bigcount=False)
+        cluster, ksize = plan["cluster"], plan["table"]["ksize"]
+        where = dict(client=self.client, shards=_shards(cluster, self.client), local=cluster["local_shards"],
+                     batch_kmers=cluster["batch_kmers"])
+        graph: Any
+        if layout == "blocked":
+            memory_bytes, bits, probes = shape
+            graph = ShardedBlockedTable(ksize, 1, probes, small_count=bits == 4, memory_bytes=memory_bytes,
+                                        **where)
+        else:
+            graph = ShardedCountgraph(ksize, 1, len(shape), primes=shape, use_bigcount=False, **where)
         return (*graph.native_run(), graph)
 
 

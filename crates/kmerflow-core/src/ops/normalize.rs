@@ -41,14 +41,14 @@ use crate::io::{
     MateBuffers, MateWriter, PairMode, PairedInput, PairedOutput, RecordBatch, Staged,
 };
 use crate::kmer::clean::clean_parser;
-use crate::kmer::Strand;
 use crate::pipeline::{run_ordered, Workload};
 use crate::run::{CancelToken, RunContext};
-use crate::shards::khmer::ShardClient;
+use crate::shards::drive::{DrivenLayout, SequenceHasher};
 use crate::shards::runs::ShardedDecisions;
 use crate::table::{AnyTable, CountingTable, Layout, ReadCounts};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Options of `normalize`.
@@ -131,24 +131,108 @@ impl TableSummary {
     fn of(table: &PassTable<'_>, sized_for_kmers: Option<f64>) -> Self {
         let (layout, bytes, n_tables) = match table {
             PassTable::Here(t) => (t.layout(), t.memory_bytes(), t.counters_per_kmer()),
-            // One byte a counter, as the one-process countgraph of the same sizes.
-            PassTable::Sharded(s) => {
-                let sizes = s.client().map().sizes();
-                (Layout::Khmer, sizes.iter().sum(), sizes.len())
-            }
+            PassTable::Sharded(s) => s.0.shape(),
         };
         let fp_rate = table.fp().fp_rate();
         TableSummary { layout, bytes, n_tables, sized_for_kmers, unique_kmers: table.n_unique_kmers(), fp_rate }
     }
 }
 
-/// A table of a run: in this process, or sharded over other processes (khmer's layout: the
+/// A table of a run: in this process, or sharded over other processes (either layout: the
 /// remote shards reached through the caller's transport).
 pub enum PassTable<'a> {
     /// A table in this process.
     Here(AnyTable),
     /// A table sharded over processes, each batch looked up and counted on its shards.
-    Sharded(ShardedDecisions<'a, ShardClient>),
+    Sharded(ShardedPass<'a>),
+}
+
+/// A table of a run sharded over processes, of either layout: its [`ShardedDecisions`].
+pub struct ShardedPass<'a>(Box<dyn PassShards + 'a>);
+
+impl<'a> ShardedPass<'a> {
+    /// The run's table looked up and counted by `decisions`.
+    pub fn new<C: DrivenLayout>(decisions: ShardedDecisions<'a, C>) -> Self {
+        ShardedPass(Box::new(decisions))
+    }
+
+    /// Sends the updates not sent yet: the whole table is then on its shards.
+    pub fn flush(&mut self) -> Result<()> {
+        self.0.flush()
+    }
+}
+
+/// What a run asks of a sharded table, the same for both layouts ([`DrivenLayout`] holds what
+/// differs).
+trait PassShards {
+    /// The table's false-positive rate and resize hint.
+    fn fp(&self) -> &dyn FpRate;
+    /// k-mers new to the table when counted.
+    fn n_unique_kmers(&self) -> u64;
+    /// The k-mer size.
+    fn ksize(&self) -> usize;
+    /// The table's k-mer hash.
+    fn hasher(&self) -> Arc<SequenceHasher>;
+    /// Its layout, counter memory in bytes and counters a k-mer has, as the one-process table
+    /// of its shape reports them.
+    fn shape(&self) -> (Layout, u64, usize);
+    /// [`Normalizer::process_sharded`] on these shards.
+    fn normalize(
+        &mut self,
+        norm: &mut Normalizer<'_>,
+        path: &str,
+        hb: &HashedBatch,
+        kept: &mut dyn FnMut(usize),
+    ) -> Result<()>;
+    /// Appends the count of each k-mer of `hashes` to `counts`, looked up in pieces of the
+    /// shards' batch size.
+    fn counts(&mut self, hashes: &[u64], counts: &mut Vec<u32>) -> Result<()>;
+    /// See [`ShardedPass::flush`].
+    fn flush(&mut self) -> Result<()>;
+}
+
+impl<C: DrivenLayout> PassShards for ShardedDecisions<'_, C> {
+    fn fp(&self) -> &dyn FpRate {
+        self.client()
+    }
+
+    fn n_unique_kmers(&self) -> u64 {
+        self.client().n_unique_kmers()
+    }
+
+    fn ksize(&self) -> usize {
+        self.client().ksize()
+    }
+
+    fn hasher(&self) -> Arc<SequenceHasher> {
+        self.client().hash_fn()
+    }
+
+    fn shape(&self) -> (Layout, u64, usize) {
+        let (layout, bytes) = self.client().memory();
+        (layout, bytes, self.client().batch_probes())
+    }
+
+    fn normalize(
+        &mut self,
+        norm: &mut Normalizer<'_>,
+        path: &str,
+        hb: &HashedBatch,
+        kept: &mut dyn FnMut(usize),
+    ) -> Result<()> {
+        norm.process_sharded(path, self, hb, kept)
+    }
+
+    fn counts(&mut self, hashes: &[u64], counts: &mut Vec<u32>) -> Result<()> {
+        for piece in hashes.chunks(self.batch_kmers()) {
+            self.decide(piece, |d| d.counts(0..piece.len(), counts))?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        ShardedDecisions::flush(self)
+    }
 }
 
 impl PassTable<'_> {
@@ -156,7 +240,7 @@ impl PassTable<'_> {
     fn fp(&self) -> &dyn FpRate {
         match self {
             PassTable::Here(t) => t,
-            PassTable::Sharded(s) => s.client(),
+            PassTable::Sharded(s) => s.0.fp(),
         }
     }
 
@@ -164,15 +248,18 @@ impl PassTable<'_> {
     fn n_unique_kmers(&self) -> u64 {
         match self {
             PassTable::Here(t) => t.n_unique_kmers(),
-            PassTable::Sharded(s) => s.client().n_unique_kmers(),
+            PassTable::Sharded(s) => s.0.n_unique_kmers(),
         }
     }
 
     /// The table's k-mer hash, for the workers.
-    fn hasher(&self) -> BatchHasher {
+    fn hasher(&self) -> Arc<SequenceHasher> {
         match self {
-            PassTable::Here(t) => BatchHasher::of(t),
-            PassTable::Sharded(s) => BatchHasher::Khmer(s.client().ksize(), Strand::Canonical),
+            PassTable::Here(t) => {
+                let hasher = BatchHasher::of(t);
+                Arc::new(move |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out))
+            }
+            PassTable::Sharded(s) => s.0.hasher(),
         }
     }
 
@@ -186,7 +273,7 @@ impl PassTable<'_> {
     ) -> Result<()> {
         match self {
             PassTable::Here(t) => norm.process(path, t, hb, kept),
-            PassTable::Sharded(s) => norm.process_sharded(path, s, hb, kept),
+            PassTable::Sharded(s) => s.0.normalize(norm, path, hb, kept),
         }
     }
 }
@@ -541,9 +628,9 @@ struct Trimming<'a> {
     from_median: u32,
     split: bool,
     /// The first table's hash (for its look-ups on shards).
-    first_hasher: BatchHasher,
+    first_hasher: Arc<SequenceHasher>,
     /// The second table's hash.
-    hasher: Option<BatchHasher>,
+    hasher: Option<Arc<SequenceHasher>>,
 }
 
 impl Trimming<'_> {
@@ -563,18 +650,16 @@ impl Trimming<'_> {
     /// Trims the bundles of `nb` with [`Trimming::batch`], the counts of their reads' k-mers
     /// looked up on `shards` (in pieces of the shards' batch size), by the same rule
     /// ([`trim_of_counts`]).
-    fn on_shards(&self, shards: &mut ShardedDecisions<'_, ShardClient>, nb: Numbered) -> Result<Trimmed> {
+    fn on_shards(&self, shards: &mut ShardedPass<'_>, nb: Numbered) -> Result<Trimmed> {
         let (mut clean, mut hashes, mut ends) = (Vec::new(), Vec::new(), vec![0]);
         for i in self.kept(&nb).flatten() {
             clean_parser(nb.bundles.batch.get(i).seq, &mut clean);
-            self.first_hasher.hashes(&clean, &mut hashes);
+            (self.first_hasher)(&clean, &mut hashes);
             ends.push(hashes.len());
         }
         let mut counts = Vec::with_capacity(hashes.len());
-        for piece in hashes.chunks(shards.batch_kmers()) {
-            shards.decide(piece, |d| d.counts(0..piece.len(), &mut counts))?;
-        }
-        let (k, mut read) = (shards.client().ksize(), 0);
+        shards.0.counts(&hashes, &mut counts)?;
+        let (k, mut read) = (shards.0.ksize(), 0);
         Ok(self.batch(nb, |clean| {
             read += 1;
             let counts = &counts[ends[read - 1]..ends[read]];
@@ -611,7 +696,7 @@ impl Trimming<'_> {
             }
         }
         let hash = |bb| match &self.hasher {
-            Some(h) => HashedBatch::new(bb, Cleaning::Screed, |seq: &[u8], out: &mut Vec<u64>| h.hashes(seq, out)),
+            Some(h) => HashedBatch::new(bb, Cleaning::Screed, |seq: &[u8], out: &mut Vec<u64>| h(seq, out)),
             None => HashedBatch::new(bb, Cleaning::Screed, |_: &[u8], _: &mut Vec<u64>| {}),
         };
         Trimmed { kept: hash(kept), singles: self.split.then(|| hash(singles)), reads, truncated, removed }
@@ -667,7 +752,7 @@ fn first_pass(
         || {
             let hasher = hasher.clone();
             move |nb: Numbered| {
-                let hash = |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out);
+                let hash = |seq: &[u8], out: &mut Vec<u64>| hasher(seq, out);
                 Ok(HashedBatch::new(nb.bundles, Cleaning::Screed, hash))
             }
         },
@@ -828,7 +913,7 @@ fn trim_and_normalize(
         let hasher = trimming.hasher.clone();
         let hb = HashedBatch::new(held, Cleaning::Screed, |seq: &[u8], out: &mut Vec<u64>| {
             if let Some(h) = &hasher {
-                h.hashes(seq, out)
+                h(seq, out)
             }
         });
         write_kept(&mut norm2, &opts.input, &hb, &mut sinks)?;
@@ -862,8 +947,8 @@ fn trim_and_normalize(
 }
 
 /// k-mers new to the first table (held here, or sharded).
-fn t1_unique(here: Option<&AnyTable>, sharded: Option<&ShardedDecisions<'_, ShardClient>>) -> u64 {
-    here.map(|t| t.n_unique_kmers()).or(sharded.map(|s| s.client().n_unique_kmers())).unwrap_or(0)
+fn t1_unique(here: Option<&AnyTable>, sharded: Option<&ShardedPass<'_>>) -> u64 {
+    here.map(|t| t.n_unique_kmers()).or(sharded.map(|s| s.0.n_unique_kmers())).unwrap_or(0)
 }
 
 /// Runs the protocol within `ctx`, its tables in this process (see [`run_on`]).
@@ -974,17 +1059,41 @@ pub fn run_on(opts: &Options, tables: &mut dyn Tables, ctx: &RunContext) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::sizing::countgraph_sizes;
-    use crate::shards::khmer::Shard;
-    use crate::shards::runs::testing::{fastq_of, InProcess};
+    use crate::ops::sizing::{blocked_countgraph_params, countgraph_sizes};
+    use crate::shards::blocked::{BlockedShard, BlockedShardClient};
+    use crate::shards::drive::{ShardedTable, Shards};
+    use crate::shards::khmer::{Shard, ShardClient};
+    use crate::shards::runs::testing::{fastq_of, Answering, InProcess};
     use crate::table::HashKind;
 
-    /// Tables of khmer's layout cut into `shards` shards, the first `held` in this process and
+    /// Tables of either layout cut into `shards` shards, the first `held` in this process and
     /// the others answered as a worker answers them, looked up in pieces of `batch_kmers`.
     struct TestShards {
         shards: usize,
         held: usize,
         batch_kmers: usize,
+    }
+
+    impl TestShards {
+        /// Runs `work` on `client`'s table cut into the shards `all`, then returns them.
+        fn run<C: DrivenLayout<Shard: Answering>>(
+            &mut self,
+            client: &C,
+            mut all: Vec<C::Shard>,
+            work: &mut dyn FnMut(&mut PassTable<'_>, &mut dyn Tables) -> Result<()>,
+        ) -> Result<Vec<C::Shard>> {
+            let mut remote = InProcess::new(all.split_off(self.held));
+            let local = all.iter_mut().map(Some).chain((self.held..self.shards).map(|_| None)).collect();
+            let mut shards = Shards { client, local };
+            let mut pass = PassTable::Sharded(shards.pass(&mut remote, self.batch_kmers)?);
+            work(&mut pass, self)?;
+            if let PassTable::Sharded(sharded) = &mut pass {
+                sharded.flush()?;
+            }
+            drop(pass);
+            all.append(&mut remote.shards);
+            Ok(all)
+        }
     }
 
     impl Tables for TestShards {
@@ -996,27 +1105,27 @@ mod tests {
             ctx: &RunContext,
             work: &mut dyn FnMut(&mut PassTable<'_>, &mut dyn Tables) -> Result<()>,
         ) -> Result<()> {
-            assert_eq!(layout, Layout::Khmer);
-            let sizes = countgraph_sizes(params, 1.0, ctx)?;
-            let client = ShardClient::new(params.ksize, HashKind::TwoBit, &sizes, self.shards, false)?;
-            let b = client.map().bounds().to_vec();
-            let mut all: Vec<Shard> =
-                (0..self.shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255)).collect::<Result<_>>()?;
-            let mut remote = InProcess::new(all.split_off(self.held));
-            let local = all.iter_mut().map(Some).chain((self.held..self.shards).map(|_| None)).collect();
-            let mut pass = PassTable::Sharded(ShardedDecisions::new(&client, local, &mut remote, self.batch_kmers)?);
-            work(&mut pass, self)?;
-            if let PassTable::Sharded(decisions) = &mut pass {
-                decisions.flush()?;
-            }
-            drop(pass);
-            match save {
-                Some(path) => {
-                    let cells: Vec<&[u8]> = all.iter().chain(&remote.shards).map(Shard::cells).collect();
-                    AnyTable::Khmer(client.gather(&cells)?).save_in(path, ctx)
+            let table = match layout {
+                Layout::Khmer => {
+                    let sizes = countgraph_sizes(params, 1.0, ctx)?;
+                    let client = ShardClient::new(params.ksize, HashKind::TwoBit, &sizes, self.shards, false)?;
+                    let b = client.map().bounds().to_vec();
+                    let all =
+                        (0..self.shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255)).collect::<Result<_>>()?;
+                    let all = self.run(&client, all, work)?;
+                    AnyTable::Khmer(client.gather(&all.iter().map(Shard::cells).collect::<Vec<_>>())?)
                 }
-                None => Ok(()),
-            }
+                Layout::Blocked => {
+                    let shape = blocked_countgraph_params(params, 1.0, ctx)?;
+                    let client = BlockedShardClient::new(shape, self.shards)?;
+                    let lines = |s| BlockedShard::new(shape, client.map().lines(s));
+                    let all = (0..self.shards).map(lines).collect::<Result<_>>()?;
+                    let all = self.run(&client, all, work)?;
+                    let bytes: Vec<Vec<u8>> = all.iter().map(BlockedShard::bytes).collect();
+                    AnyTable::Blocked(client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>())?)
+                }
+            };
+            save.map_or(Ok(()), |path| table.save_in(path, ctx))
         }
     }
 
@@ -1058,19 +1167,22 @@ mod tests {
 
     /// normalize on sharded tables (shards here and remote, one to three, look-ups in pieces
     /// smaller and larger than a batch) gives the one-process run's outputs, saved table,
-    /// histograms and summary, with one pass or two, with tables sized for the input or small
-    /// enough to collide and saturate.
+    /// histograms and summary, with either layout, one pass or two, tables sized for the input
+    /// or small enough to collide and saturate.
     #[test]
     fn a_sharded_run_is_the_one_process_run() {
         let dir = tempfile::tempdir().unwrap();
         let input = dir.path().join("reads.fq");
         std::fs::write(&input, interleaved(5, 3000)).unwrap();
-        for (passes, max_tablesize, target) in [(2, 1e5, 5), (1, 400.0, 10), (2, 2000.0, 3)] {
+        let runs = [(2, 1e5, 5), (1, 400.0, 10), (2, 2000.0, 3)];
+        for (layout, (passes, max_tablesize, target)) in
+            [Layout::Khmer, Layout::Blocked].into_iter().flat_map(|l| runs.map(|r| (l, r)))
+        {
             let opts = Options {
                 input: input.display().to_string(),
                 target,
                 passes,
-                layout: Layout::Khmer,
+                layout,
                 table: TableParams { ksize: 20, n_tables: 3, max_tablesize, ..TableParams::default() },
                 ..Options::default()
             };
@@ -1080,7 +1192,7 @@ mod tests {
                 let tag = format!("s{shards}");
                 let mut tables = TestShards { shards, held, batch_kmers };
                 let (sharded, summary) = outcome(dir.path(), &tag, &opts, &mut tables);
-                assert!(one == sharded, "{passes} {max_tablesize} {shards} {held}");
+                assert!(one == sharded, "{layout:?} {passes} {max_tablesize} {shards} {held}");
                 assert_eq!(summary, one_summary);
             }
         }

@@ -8,14 +8,16 @@
 use super::blocked::BlockedShardClient;
 use super::khmer::{ShardClient, Updates};
 use super::runs::{
-    Answer, BundleBatches, Cleaning, Decided, Kind, Message, RemoteShards, ShardedCount, ShardedNormalize,
+    Answer, BundleBatches, Cleaning, Decided, Kind, Message, RemoteShards, ShardedCount, ShardedDecisions,
+    ShardedNormalize,
 };
 use super::ShardLayout;
 use crate::io::PairedReader;
 use crate::ops::abundance_dist;
+use crate::ops::normalize::ShardedPass;
 use crate::ops::sizing::FpRate;
 use crate::table::blocked::OccupancyStats;
-use crate::table::AnyTable;
+use crate::table::{AnyTable, Layout};
 use crate::Result;
 use std::borrow::Borrow;
 use std::sync::Arc;
@@ -43,6 +45,9 @@ pub trait ShardedTable: FpRate {
     /// Counting every k-mer of the reads of `reader` (khmer's C++ cleaning), in batches of
     /// about `batch_kmers` k-mers.
     fn count(&mut self, reader: PairedReader, batch_kmers: usize) -> Result<Box<dyn CountBatches + '_>>;
+    /// A `normalize` run's table on these shards, the remote ones reached through `remote`,
+    /// looked up and counted in pieces of `batch_kmers` k-mers.
+    fn pass<'s>(&'s mut self, remote: &'s mut dyn RemoteShards, batch_kmers: usize) -> Result<ShardedPass<'s>>;
 }
 
 /// normalize-by-median of one file on a sharded table, a batch at a time (a layout's
@@ -151,6 +156,9 @@ pub trait DrivenLayout: ShardLayout + FpRate {
     fn tracking_filter(&self) -> Result<AnyTable>;
     /// A counting answer in the layout's form.
     fn added(answer: Answer) -> Result<Self::AddedOwned>;
+    /// The layout and the bytes of its counters, as the one-process table of this shape
+    /// reports them.
+    fn memory(&self) -> (Layout, u64);
 }
 
 impl DrivenLayout for ShardClient {
@@ -178,6 +186,11 @@ impl DrivenLayout for ShardClient {
 
     fn tracking_filter(&self) -> Result<AnyTable> {
         abundance_dist::khmer_tracking(self.ksize(), self.hash_kind(), self.map().sizes()).map(AnyTable::Khmer)
+    }
+
+    fn memory(&self) -> (Layout, u64) {
+        // One byte a counter, as the one-process countgraph of the same sizes.
+        (Layout::Khmer, self.map().sizes().iter().sum())
     }
 }
 
@@ -208,6 +221,10 @@ impl DrivenLayout for BlockedShardClient {
 
     fn tracking_filter(&self) -> Result<AnyTable> {
         abundance_dist::blocked_tracking(self.map().params()).map(AnyTable::Blocked)
+    }
+
+    fn memory(&self) -> (Layout, u64) {
+        (Layout::Blocked, self.map().params().data_bytes())
     }
 }
 
@@ -283,6 +300,11 @@ impl<C: DrivenLayout> ShardedTable for Shards<'_, C> {
         let batches = self.client.batches(reader, batch_kmers, Cleaning::Parser);
         let run = ShardedCount::new(batches, self.client, self.remote_shards())?;
         Ok(Box::new(Bound { run, shards: self }))
+    }
+
+    fn pass<'s>(&'s mut self, remote: &'s mut dyn RemoteShards, batch_kmers: usize) -> Result<ShardedPass<'s>> {
+        let local = self.local.iter_mut().map(Option::as_deref_mut).collect();
+        ShardedDecisions::new(self.client, local, remote, batch_kmers).map(ShardedPass::new)
     }
 }
 
