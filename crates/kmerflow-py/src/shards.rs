@@ -16,13 +16,13 @@ use kmerflow_core::shards::blocked::{BlockedShard as CoreBlockedShard, BlockedSh
 use kmerflow_core::shards::file as shard_file;
 use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient, ShardMap};
 use kmerflow_core::shards::runs::ReadHasher;
+use kmerflow_core::shards::ShardLayout as _;
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::{native_format, BlockedParams, CounterWidth, CountingTable, HashKind};
 use kmerflow_core::{Error, Result};
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
-use kmerflow_core::shards::ShardLayout as _;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::sync::{Mutex, MutexGuard};
