@@ -4,6 +4,7 @@
 
 use crate::io::output::check_writable;
 use crate::io::same_file::{resolved, same_file};
+use crate::io::Staged;
 use crate::{Error, Result};
 use std::path::Path;
 use std::sync::Mutex;
@@ -134,11 +135,15 @@ pub struct InputFile {
     pub opened: u32,
 }
 
-/// The inputs and outputs of one run, each listed once, in the order first seen.
+/// The inputs and outputs of one run, each listed once, in the order first seen; and, for a
+/// front end that writes more of the run after it (a sharded run's table), the outputs the run
+/// committed while [`Files::hold_commits`] held them back.
 #[derive(Debug, Default)]
 pub struct Files {
     inputs: Mutex<Vec<InputFile>>,
     outputs: Mutex<Vec<String>>,
+    /// `Some` while commits are held: the outputs committed since, still staged.
+    held: Mutex<Option<Vec<Staged>>>,
 }
 
 impl Files {
@@ -167,6 +172,31 @@ impl Files {
     /// The outputs written so far.
     pub fn outputs(&self) -> Vec<String> {
         lock(&self.outputs).clone()
+    }
+
+    /// From now on, an output of the run committed ([`Staged::commit`]) stays staged, held here
+    /// for the front end to commit with what it writes after the run, or to discard on a
+    /// failure ([`Files::take_held`]): nothing of the run appears unless all of it is written.
+    pub fn hold_commits(&self) {
+        lock(&self.held).get_or_insert_with(Vec::new);
+    }
+
+    /// Keeps `staged` uncommitted when commits are held (see [`Files::hold_commits`]); gives it
+    /// back when they are not.
+    pub(crate) fn hold(&self, staged: Staged) -> Option<Staged> {
+        match lock(&self.held).as_mut() {
+            Some(held) => {
+                held.push(staged);
+                None
+            }
+            None => Some(staged),
+        }
+    }
+
+    /// The outputs held since [`Files::hold_commits`], in the order the run committed them,
+    /// for the caller to commit or drop (each then removed); commits are no longer held.
+    pub fn take_held(&self) -> Vec<Staged> {
+        lock(&self.held).take().unwrap_or_default()
     }
 }
 
