@@ -351,23 +351,29 @@ def test_lost_worker_during_a_run_names_the_shard_and_leaves_nothing(tmp_path, d
     assert list(tmp_path.iterdir()) == []
 
 
+#: The table options of the runs of :data:`SAVING`.
+SIZED = ["-k", "17", "-x", "1e4", "-N", "2"]
+
 #: Each command that saves its table: its arguments ({table}: the table saved, {out}: the folder
-#: of its other outputs, {reads}: the input) and the start of its last line before the save.
+#: of its other outputs, {reads}: the input) and the start of its last line before the save
+#: (normalize's save comes after its passes, before its histograms and outputs are in place).
 SAVING = {
-    "load-into-counting": (["{table}", "{reads}"], "fp rate estimated"),
-    "normalize-by-median": (["-s", "{table}", "-o", "{out}/keep.fq", "-R", "{out}/report.csv", "{reads}"],
+    "load-into-counting": ([*SIZED, "{table}", "{reads}"], "fp rate estimated"),
+    "normalize-by-median": ([*SIZED, "-s", "{table}", "-o", "{out}/keep.fq", "-R", "{out}/report.csv", "{reads}"],
                             "fp rate estimated"),
-    "trim-low-abund": (["-s", "{table}", "-T", "{out}", "-o", "{out}/trim.fq", "--summary-info", "tsv", "{reads}"],
-                       "Saving k-mer countgraph"),
-    "filter-abund-single": (["--savegraph", "{table}", "-o", "{out}/filt.fq", "{reads}"], "Saving k-mer countgraph"),
-    "abundance-dist-single": (["--savegraph", "{table}", "{reads}", "{out}/hist"], "Saving k-mer countgraph"),
+    "trim-low-abund": ([*SIZED, "-s", "{table}", "-T", "{out}", "-o", "{out}/trim.fq", "--summary-info", "tsv",
+                        "{reads}"], "Saving k-mer countgraph"),
+    "filter-abund-single": ([*SIZED, "--savegraph", "{table}", "-o", "{out}/filt.fq", "{reads}"],
+                            "Saving k-mer countgraph"),
+    "abundance-dist-single": ([*SIZED, "--savegraph", "{table}", "{reads}", "{out}/hist"], "Saving k-mer countgraph"),
+    "normalize": (["-k", "17", "--save-table", "{table}", "-o", "{out}/norm.fq", "--hist", "{out}/hist.csv",
+                   "{reads}"], "saving the first pass's table"),
 }
 
 
 def _saving(command: str, table: Path, out: Path, reads: Path) -> list:
-    """``command``'s command line of :data:`SAVING` (its table options included)."""
-    args = [a.format(table=table, out=out, reads=reads) for a in SAVING[command][0]]
-    return [command, *args, "-k", "17", "-x", "1e4", "-N", "2"]
+    """``command``'s command line of :data:`SAVING`."""
+    return [command, *(a.format(table=table, out=out, reads=reads) for a in SAVING[command][0])]
 
 
 def _failed_save(argv: list, on_message: Callable[[str, str], None], client: Any, names: str) -> None:
@@ -415,7 +421,7 @@ def test_a_worker_lost_during_the_save_leaves_no_output(tmp_path, data, command)
         (tmp_path / "t.ct").write_bytes(b"the previous table")
         argv = [*_saving(command, tmp_path / "t.ct", tmp_path, data / "test-abund-read-2.fa"),
                 "--scheduler", cluster.scheduler_address, "--shards", "2", "--local-shards", "1"]
-        _failed_save(argv, on_message, client, "shard 1 (counters ")
+        _failed_save(argv, on_message, client, "shard 1 (")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.ct"]
     assert (tmp_path / "t.ct").read_bytes() == b"the previous table"
 

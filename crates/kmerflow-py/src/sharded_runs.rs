@@ -4,7 +4,7 @@
 //! shards, looked up there.
 
 use crate::commands::{forwarder, ShardTerminal};
-use crate::errors::{command_error, IntoPyResult};
+use crate::errors::{command_error, error_class, IntoPyResult};
 use crate::interrupt::{interruptible, interruptible_showing, warn_message};
 use crate::reads::pair_mode;
 use crate::shards::{AnyShard, Layout, Shard, ShardClient};
@@ -37,13 +37,19 @@ use std::sync::MutexGuard;
 /// error with its message.
 struct PyRemote(Py<PyAny>);
 
-/// A Python exception of the remote shards as an error: [`Error::Remote`] with its message,
-/// [`Error::Cancelled`] for a `KeyboardInterrupt` (Ctrl-C, SIGTERM).
+/// A Python exception of the remote shards as an error: [`Error::Remote`] with its message
+/// (a native file error's own, which names the file: a table's save), [`Error::Cancelled`] for
+/// a `KeyboardInterrupt` (Ctrl-C, SIGTERM).
 fn failure(py: Python<'_>, e: PyErr) -> Error {
     if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
         return Error::Cancelled;
     }
-    Error::Remote(e.value(py).to_string())
+    let value = e.value(py);
+    let file_error = error_class(py, "KmerflowIOError").is_ok_and(|cls| value.is_instance(&cls).unwrap_or(false));
+    match value.getattr("strerror").and_then(|s| s.extract::<String>()) {
+        Ok(message) if file_error => Error::Remote(message),
+        _ => Error::Remote(value.to_string()),
+    }
 }
 
 impl RemoteShards for PyRemote {

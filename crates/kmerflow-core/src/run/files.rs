@@ -260,6 +260,40 @@ mod tests {
     }
 
     #[test]
+    fn held_commits_wait_for_the_caller() {
+        use crate::io::{Compression, OutputFile};
+        use crate::run::RunContext;
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunContext::new();
+        let write = |name: &str| {
+            let path = dir.path().join(name).to_string_lossy().into_owned();
+            let mut out = OutputFile::create_in(&path, Compression::None, &run).unwrap();
+            out.write_all(name.as_bytes()).unwrap();
+            out.finish().unwrap();
+            path
+        };
+        let names = || {
+            let mut names: Vec<String> =
+                std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+            names.sort();
+            names
+        };
+        run.files().hold_commits();
+        let (a, b) = (write("a"), write("b"));
+        assert!(run.files().outputs().is_empty());
+        assert!(!names().contains(&"a".to_string()) && names().len() == 2, "{:?}", names());
+        let mut held = run.files().take_held();
+        assert_eq!(held.iter().map(|s| s.path()).collect::<Vec<_>>(), [a.as_str(), b.as_str()]);
+        let c = write("c");
+        assert_eq!(run.files().outputs(), [c]);
+        drop(held.pop());
+        held.into_iter().try_for_each(Staged::commit).unwrap();
+        assert_eq!(names(), ["a", "c"]);
+        assert_eq!(std::fs::read(a).unwrap(), b"a");
+    }
+
+    #[test]
     fn each_file_is_listed_once() {
         let files = Files::default();
         files.add_input("a.fq", Some(10), "plain");
