@@ -351,22 +351,78 @@ def test_lost_worker_during_a_run_names_the_shard_and_leaves_nothing(tmp_path, d
     assert list(tmp_path.iterdir()) == []
 
 
-def test_trim_low_abund_worker_lost_during_the_save_leaves_no_table(tmp_path, data):
-    """The worker dies as the -s table is being saved (after the trimmed reads are in place, as
-    the one-process run writes them first): one line naming the shard, exit 1, the previous
-    file under the table's name left as it was, no temporary file or directory."""
+#: The table options of the runs of :data:`SAVING`.
+SIZED = ["-k", "17", "-x", "1e4", "-N", "2"]
+
+#: Each command that saves its table: its arguments ({table}: the table saved, {out}: the folder
+#: of its other outputs, {reads}: the input) and the start of its last line before the save
+#: (normalize's save comes after its passes, before its histograms and outputs are in place).
+SAVING = {
+    "load-into-counting": ([*SIZED, "{table}", "{reads}"], "fp rate estimated"),
+    "normalize-by-median": ([*SIZED, "-s", "{table}", "-o", "{out}/keep.fq", "-R", "{out}/report.csv", "{reads}"],
+                            "fp rate estimated"),
+    "trim-low-abund": ([*SIZED, "-s", "{table}", "-T", "{out}", "-o", "{out}/trim.fq", "--summary-info", "tsv",
+                        "{reads}"], "Saving k-mer countgraph"),
+    "filter-abund-single": ([*SIZED, "--savegraph", "{table}", "-o", "{out}/filt.fq", "{reads}"],
+                            "Saving k-mer countgraph"),
+    "abundance-dist-single": ([*SIZED, "--savegraph", "{table}", "{reads}", "{out}/hist"], "Saving k-mer countgraph"),
+    "normalize": (["-k", "17", "--save-table", "{table}", "-o", "{out}/norm.fq", "--hist", "{out}/hist.csv",
+                   "{reads}"], "saving the first pass's table"),
+}
+
+
+def _saving(command: str, table: Path, out: Path, reads: Path) -> list:
+    """``command``'s command line of :data:`SAVING`."""
+    return [command, *(a.format(table=table, out=out, reads=reads) for a in SAVING[command][0])]
+
+
+def _failed_save(argv: list, on_message: Callable[[str, str], None], client: Any, names: str) -> None:
+    """Runs the sharded ``argv`` on ``client``, whose table's save must fail: exit 1, one line
+    naming ``names``."""
     from kmerflow.distributed import cli
 
-    with worker_killed_on("Saving k-mer countgraph") as (cluster, client, on_message):
+    with dask.config.set({"distributed.comm.timeouts.connect": "3s"}), pytest.raises(kf.CommandError) as e:
+        cli.run(argv, on_message, client=client)
+    line = str(e.value).strip()
+    assert e.value.code == 1 and "\n" not in line and names in line and "Traceback" not in line, line
+
+
+@pytest.mark.parametrize("command", sorted(SAVING))
+def test_a_save_that_fails_leaves_no_output(cluster, client, tmp_path, data, command):
+    """The table's folder removed as the table is about to be saved: one line naming the table,
+    exit 1, and none of the run's outputs in place (they are committed only once the table is
+    saved), nor a temporary. Then a good run writes what the one-process run writes."""
+    reads, saved, out = data / "test-abund-read-2.fa", tmp_path / "saved", tmp_path / "out"
+    saved.mkdir()
+    out.mkdir()
+
+    def on_message(_level: str, text: str) -> None:
+        if text.startswith(SAVING[command][1]) and saved.exists():
+            saved.rmdir()
+
+    sharding = ["--scheduler", cluster.scheduler_address, "--shards", "2", "--local-shards", "1"]
+    _failed_save([*_saving(command, saved / "t.ct", out, reads), *sharding], on_message, client, str(saved / "t.ct"))
+    assert (list(tmp_path.iterdir()), list(out.iterdir())) == ([out], [])
+    kmerflow(*_saving(command, tmp_path / "one.ct", out, reads))
+    one = {p.name: p.read_bytes() for p in out.iterdir()}
+    for p in out.iterdir():
+        p.unlink()
+    kmerflow(*_saving(command, tmp_path / "sharded.ct", out, reads), *sharding)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == one
+    assert (tmp_path / "sharded.ct").read_bytes() == (tmp_path / "one.ct").read_bytes()
+
+
+@pytest.mark.parametrize("command", sorted(SAVING))
+def test_a_worker_lost_during_the_save_leaves_no_output(tmp_path, data, command):
+    """The worker dies as the table is being saved: one line naming the shard, exit 1, the
+    previous file under the table's name left as it was, none of the run's outputs, no
+    temporary file or directory."""
+    with worker_killed_on(SAVING[command][1]) as (cluster, client, on_message):
         (tmp_path / "t.ct").write_bytes(b"the previous table")
-        argv = ["trim-low-abund", "-s", str(tmp_path / "t.ct"), "-T", str(tmp_path), "-k", "17", "-x", "1e4",
-                "-N", "2", "-o", str(tmp_path / "out.fq"), str(data / "test-abund-read-2.fa"),
+        argv = [*_saving(command, tmp_path / "t.ct", tmp_path, data / "test-abund-read-2.fa"),
                 "--scheduler", cluster.scheduler_address, "--shards", "2", "--local-shards", "1"]
-        with dask.config.set({"distributed.comm.timeouts.connect": "3s"}), \
-                pytest.raises(kf.CommandError, match=r"shard 1 \(counters \d+\.\.\d+\) on tcp://") as e:
-            cli.run(argv, on_message, client=client)
-        assert e.value.code == 1 and "\n" not in str(e.value).strip()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.fq", "t.ct"]
+        _failed_save(argv, on_message, client, "shard 1 (")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.ct"]
     assert (tmp_path / "t.ct").read_bytes() == b"the previous table"
 
 

@@ -214,8 +214,9 @@ def test_look_up_runs_on_blocked_shards_match_the_table_held_here(client, tmp_pa
         summaries = []
         for argv in commands:
             table = ShardedBlockedTable(20, 800, 4, **sharding)
-            summary, _ = _core.run_sharded_command(argv[0], ["kmerflow", *map(str, argv), "-k", "20"],
-                                                   lambda *_: None, *table.native_run(), None)
+            summary, _, staged = _core.run_sharded_command(argv[0], ["kmerflow", *map(str, argv), "-k", "20"],
+                                                           lambda *_: None, *table.native_run(), None)
+            staged.commit()
             summaries.append(json.loads(summary))
         return summaries, {p.name: p.read_bytes() for p in out.iterdir()}
 

@@ -18,7 +18,7 @@ __all__ = [
     "abundance_distribution_sharded", "filter_reads_sharded", "REPORT_CHARTS",
     "Normalizer", "AbundanceFilter", "Trimmer", "BatchDecision", "batch_lookup", "batch_decide",
     "batch_apply", "add_tables", "Shard", "ShardClient", "count_file_sharded", "normalize_file_sharded",
-    "StagedFile", "read_places", "write_places",
+    "StagedFile", "StagedOutputs", "read_places", "write_places",
 ]
 
 __version__: str
@@ -210,7 +210,8 @@ class ShardTerminal:
 def run_sharded_command(command: str, argv: Sequence[str], on_message: Callable[[str, str], object],
                         client: ShardClient,
                         local: Sequence[Optional[Shard]],
-                        remote: Any, terminal: Optional[ShardTerminal] = None) -> Tuple[str, List[str]]: ...
+                        remote: Any, terminal: Optional[ShardTerminal] = None
+                        ) -> Tuple[str, List[str], StagedOutputs]: ...
 def run_sharded_normalize(argv: Sequence[str], on_message: Callable[[str, str], object],
                           make: Callable[[str, List[int]], Tuple[ShardClient, List[Optional[Shard]], Any, Any]],
                           batch_kmers: int, terminal: Optional[ShardTerminal] = None) -> Tuple[str, List[str]]: ...
@@ -332,6 +333,12 @@ class StagedFile:
     @property
     def temp_path(self) -> str: ...
     def write(self, pieces: Sequence[Tuple[int, bytes]]) -> None: ...
+    def commit(self) -> None: ...
+    def discard(self) -> None: ...
+
+@final
+class StagedOutputs:
+    """The complete outputs of a sharded run, under temporary names until committed."""
     def commit(self) -> None: ...
     def discard(self) -> None: ...
 

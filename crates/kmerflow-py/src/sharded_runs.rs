@@ -4,11 +4,11 @@
 //! shards, looked up there.
 
 use crate::commands::{forwarder, ShardTerminal};
-use crate::errors::{command_error, IntoPyResult};
+use crate::errors::{command_error, error_class, IntoPyResult};
 use crate::interrupt::{interruptible, interruptible_showing, warn_message};
 use crate::reads::pair_mode;
 use crate::shards::{AnyShard, Layout, Shard, ShardClient};
-use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
+use kmerflow_core::io::{FastxReader, PairMode, PairedReader, Staged};
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::ops::normalize::{PassTable, Tables};
@@ -37,13 +37,19 @@ use std::sync::MutexGuard;
 /// error with its message.
 struct PyRemote(Py<PyAny>);
 
-/// A Python exception of the remote shards as an error: [`Error::Remote`] with its message,
-/// [`Error::Cancelled`] for a `KeyboardInterrupt` (Ctrl-C, SIGTERM).
+/// A Python exception of the remote shards as an error: [`Error::Remote`] with its message
+/// (a native file error's own, which names the file: a table's save), [`Error::Cancelled`] for
+/// a `KeyboardInterrupt` (Ctrl-C, SIGTERM).
 fn failure(py: Python<'_>, e: PyErr) -> Error {
     if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
         return Error::Cancelled;
     }
-    Error::Remote(e.value(py).to_string())
+    let value = e.value(py);
+    let file_error = error_class(py, "KmerflowIOError").is_ok_and(|cls| value.is_instance(&cls).unwrap_or(false));
+    match value.getattr("strerror").and_then(|s| s.extract::<String>()) {
+        Ok(message) if file_error => Error::Remote(message),
+        _ => Error::Remote(value.to_string()),
+    }
 }
 
 impl RemoteShards for PyRemote {
@@ -217,9 +223,10 @@ const COMMANDS: [&str; 6] = [
 ///   that holds the counts already.
 ///
 /// Messages go to `on_message(level, text)` as with `run_command`; the reading advances the
-/// progress line of `terminal` when given. Returns the summary as JSON text and the outputs
-/// written. Saving the table (`-s`, `load-into-counting`'s output) is the caller's, shard by
-/// shard. Raises `kmerflow.CommandError` (a lost shard: exit status 1, its message naming the
+/// progress line of `terminal` when given. Returns the summary as JSON text, the outputs
+/// written and their [`StagedOutputs`]: none appears until the caller, having saved the table
+/// (`-s`, `load-into-counting`'s output) shard by shard, commits them; a failed save discards
+/// them. Raises `kmerflow.CommandError` (a lost shard: exit status 1, its message naming the
 /// shard).
 #[pyfunction]
 #[pyo3(signature = (command, argv, on_message, client, local, remote, terminal = None))]
@@ -233,18 +240,45 @@ pub fn run_sharded_command(
     local: Vec<Option<Py<Shard>>>,
     remote: Py<PyAny>,
     terminal: Option<PyRef<'_, ShardTerminal>>,
-) -> PyResult<(String, Vec<String>)> {
+) -> PyResult<(String, Vec<String>, StagedOutputs)> {
     if !COMMANDS.contains(&command) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!("no sharded native run of {command}")));
     }
     let shown = terminal.as_deref().map(ShardTerminal::run);
-    let (summary, outputs) = interruptible_showing(py, forwarder(&on_message), shown, |ctx| {
+    let (summary, outputs, staged) = interruptible_showing(py, forwarder(&on_message), shown, |ctx| {
+        ctx.files().hold_commits();
         let summary = run_command_on(client.get(), &local, remote, &argv, ctx);
-        summary.map(|summary| summary.map(|summary| (summary.to_string(), ctx.files().outputs())))
+        // Taken on a failure too: dropped, the outputs staged so far are removed.
+        let staged = ctx.files().take_held();
+        summary.map(|summary| {
+            summary.map(|summary| {
+                let outputs = ctx.files().outputs().into_iter().chain(staged.iter().map(|s| s.path().to_string()));
+                (summary.to_string(), outputs.collect(), StagedOutputs(staged))
+            })
+        })
     })?
     .py()?
     .map_err(command_error)?;
-    Ok((summary, outputs))
+    Ok((summary, outputs, staged))
+}
+
+/// The complete outputs of a sharded run, under temporary names until `commit()` renames them
+/// into place (in the order the run wrote them); `discard()`, or dropping it uncommitted,
+/// removes them.
+#[pyclass(module = "kmerflow._core")]
+pub struct StagedOutputs(Vec<Staged>);
+
+#[pymethods]
+impl StagedOutputs {
+    /// Renames the outputs into place (once; a failure removes those not renamed yet).
+    fn commit(&mut self) -> PyResult<()> {
+        std::mem::take(&mut self.0).into_iter().try_for_each(Staged::commit).py()
+    }
+
+    /// Removes the outputs (nothing once committed).
+    fn discard(&mut self) {
+        self.0.clear();
+    }
 }
 
 /// The tables of a sharded `normalize`, made on the shards by the Python callable
@@ -465,6 +499,7 @@ pub fn filter_reads_sharded(
 /// Adds the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sharded_command, m)?)?;
+    m.add_class::<StagedOutputs>()?;
     m.add_function(wrap_pyfunction!(run_sharded_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(count_file_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_file_sharded, m)?)?;

@@ -17,8 +17,8 @@ shards) load the saved table into the shards (each shard reads its range of the 
 tables are written shard by shard. The summary has the native
 command's fields; ``load-into-counting``'s ``OUT.info`` (and ``-s`` file) and ``--report-json``
 are written by the native code (``_core.shard_finish``). Outputs are written under temporary
-names and renamed at the end, so a failed run (a lost worker) leaves none. Exit status 0, 1 on
-an error (one line), 2 on a usage error.
+names and renamed at the end, once the table is saved, so a failed run (a lost worker, a save
+that fails) leaves none. Exit status 0, 1 on an error (one line), 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ import contextlib
 import json
 import sys
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from kmerflow import _core
 from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph
 from kmerflow.distributed import plan as shard_plan
 from kmerflow.distributed.cluster import connect, exit_status, local_cluster_refusal, stopped_by_signals
 from kmerflow.distributed.plan import Cluster, Run
-from kmerflow.errors import CommandError, KmerflowError
+from kmerflow.errors import CommandError, KmerflowError, KmerflowIOError
 
 #: A receiver of the run's messages: ``(level, text)``, level ``info``, ``warning`` or ``error``.
 OnMessage = Callable[[str, str], None]
@@ -87,9 +87,11 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     except CommandError:
         raise
     except OSError as e:
-        # A native run's file error is its whole line already (the command and the file named).
-        line = str(e.strerror or "")
-        raise CommandError(line if line.startswith(f"kmerflow {name}: ") else f"kmerflow {name}: error: {e}", 1) from e
+        # A native error names its file: a command's is its whole line already, a table save's
+        # (a file error of the core) the file and the reason, as the one-process line has them.
+        line = str(e.strerror if isinstance(e, KmerflowIOError) and e.strerror else e)
+        raise CommandError(line if line.startswith(f"kmerflow {name}: ") else f"kmerflow {name}: error: {line}",
+                           1) from e
     except (KmerflowError, ValueError) as e:
         raise CommandError(f"kmerflow {name}: error: {e}", 1) from e
     finally:
@@ -194,52 +196,40 @@ def _native(plan: Run, graph: Any, say: OnMessage) -> Outcome:
     """The command's native run on the shards (``_core.run_sharded_command``): normalize-by-median
     and load-into-counting's counting (either layout), trim-low-abund's two passes, or the
     look-up pass of filter-abund(-single) and abundance-dist-single over a table that holds the
-    counts; the table never passes through this process, which only carries the messages."""
-    summary_text, outputs = _core.run_sharded_command(plan["command"], plan["argv"], say,
-                                                      *graph.native_run(), graph.terminal)
-    return json.loads(summary_text), outputs
+    counts; the table never passes through this process, which only carries the messages. The
+    run's outputs stay staged until its table is saved (:func:`_save_table`): a failed save
+    leaves none of them."""
+    summary_text, outputs, staged = _core.run_sharded_command(plan["command"], plan["argv"], say,
+                                                              *graph.native_run(), graph.terminal)
+    try:
+        saved = _save_table(plan, graph, say)
+    except BaseException:
+        staged.discard()
+        raise
+    staged.commit()
+    return json.loads(summary_text), [*outputs, *saved]
 
 
-def _load_into_counting(plan: Run, graph: Any, say: OnMessage) -> Outcome:
-    """The native counting on the shards, then the table saved shard by shard."""
-    summary, outputs = _native(plan, graph, say)
-    output = cast(str, plan["output"])  # load-into-counting's plan always names it
-    graph.save(output)
-    return summary, [*outputs, output]
+#: The one-process command's line before it saves ``--savegraph`` (and the path), where the
+#: native run does not say it.
+_SAVING = {
+    "abundance-dist-single": "Saving k-mer countgraph filename",
+    "filter-abund-single": "Saving k-mer countgraph filename",
+    "trim-low-abund": "Saving k-mer countgraph to",
+}
 
 
-def _normalize(plan: Run, graph: Any, say: OnMessage) -> Outcome:
-    """The native normalize-by-median on the shards (its ``...saving to`` line included), then
-    its ``-s`` table saved shard by shard."""
-    return _table_saved(plan, graph, say, _native(plan, graph, say), None)
-
-
-def _table_saved(plan: Run, graph: ShardedCountgraph, say: OnMessage,
-                 outcome: Outcome, saying: Optional[str]) -> Outcome:
-    """``outcome`` with the table saved shard by shard to ``--savegraph`` (when given) once the
-    native run has let go of the shards held here, announced as ``saying`` and the path (the
-    one-process command's line; ``None`` where the native run said it)."""
-    summary, outputs = outcome
-    if plan["savegraph"]:
-        if saying is not None:
-            say("info", f"{saying} {plan['savegraph']}")
-        graph.save(plan["savegraph"])
-        outputs.append(plan["savegraph"])
-    return summary, outputs
-
-
-def _counted_on_shards(plan: Run, graph: ShardedCountgraph, say: OnMessage) -> Outcome:
-    """filter-abund-single and abundance-dist-single: the native run counts the input on the
-    shards, then looks its reads up there; the table stays on the shards unless
-    ``--savegraph`` saves it."""
-    return _table_saved(plan, graph, say, _native(plan, graph, say), "Saving k-mer countgraph filename")
-
-
-def _trim_low_abund(plan: Run, graph: ShardedCountgraph, say: OnMessage) -> Outcome:
-    """The native trim-low-abund, pass 1 deciding on the shards, pass 2 looking up there; its
-    ``-s`` table is saved after the outputs and ``--summary-info`` file (which the native run
-    writes)."""
-    return _table_saved(plan, graph, say, _native(plan, graph, say), "Saving k-mer countgraph to")
+def _save_table(plan: Run, graph: ShardedCountgraph, say: OnMessage) -> List[str]:
+    """Saves the table shard by shard once the native run has let go of the shards held here:
+    load-into-counting's output, or ``--savegraph`` when given, announced as the one-process
+    command announces it (:data:`_SAVING`); the path saved, if any."""
+    path = plan["output"] if plan["command"] == "load-into-counting" else plan.get("savegraph")
+    if not path:
+        return []
+    if plan["command"] in _SAVING:
+        say("info", f"{_SAVING[plan['command']]} {path}")
+    graph.save(path)
+    return [path]
 
 
 def _normalize_protocol(plan: Run, tables: _PassTables, say: OnMessage) -> Outcome:
@@ -251,11 +241,7 @@ def _normalize_protocol(plan: Run, tables: _PassTables, say: OnMessage) -> Outco
 
 
 _RUNS: Dict[str, Callable[[Run, Any, OnMessage], Outcome]] = {
-    "load-into-counting": _load_into_counting,
-    "normalize-by-median": _normalize,
-    "abundance-dist-single": _counted_on_shards,
-    "filter-abund-single": _counted_on_shards,
-    "trim-low-abund": _trim_low_abund,
-    "filter-abund": _native,
+    **{name: _native for name in ("load-into-counting", "normalize-by-median", "abundance-dist-single",
+                                  "filter-abund-single", "trim-low-abund", "filter-abund")},
     "normalize": _normalize_protocol,
 }

@@ -310,6 +310,12 @@ pub struct Staged {
     run: Option<RunContext>,
 }
 
+impl std::fmt::Debug for Staged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Staged").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
 impl Staged {
     /// The output path as given.
     pub fn path(&self) -> &str {
@@ -325,13 +331,23 @@ impl Staged {
         }
     }
 
-    /// Renames the temporary over the final name.
+    /// Renames the temporary over the final name; within a run whose commits are held
+    /// ([`crate::run::files::Files::hold_commits`]), the output stays staged, held by the run
+    /// for its front end to commit.
     pub fn commit(mut self) -> Result<()> {
-        if let Some(rename) = self.rename.take() {
-            rename.persist().map_err(|e| Error::io(&self.path, e))?;
+        let run = self.run.take();
+        // Held by its run, an output does not refer to it (the run would hold itself).
+        let Some(mut staged) = (match &run {
+            Some(run) => run.files().hold(self),
+            None => Some(self),
+        }) else {
+            return Ok(());
+        };
+        if let Some(rename) = staged.rename.take() {
+            rename.persist().map_err(|e| Error::io(&staged.path, e))?;
         }
-        if let Some(run) = &self.run {
-            run.files().add_output(&self.path);
+        if let Some(run) = &run {
+            run.files().add_output(&staged.path);
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 
 use crate::io::output::check_writable;
 use crate::io::same_file::{resolved, same_file};
+use crate::io::Staged;
 use crate::{Error, Result};
 use std::path::Path;
 use std::sync::Mutex;
@@ -134,11 +135,15 @@ pub struct InputFile {
     pub opened: u32,
 }
 
-/// The inputs and outputs of one run, each listed once, in the order first seen.
+/// The inputs and outputs of one run, each listed once, in the order first seen; and, for a
+/// front end that writes more of the run after it (a sharded run's table), the outputs the run
+/// committed while [`Files::hold_commits`] held them back.
 #[derive(Debug, Default)]
 pub struct Files {
     inputs: Mutex<Vec<InputFile>>,
     outputs: Mutex<Vec<String>>,
+    /// `Some` while commits are held: the outputs committed since, still staged.
+    held: Mutex<Option<Vec<Staged>>>,
 }
 
 impl Files {
@@ -167,6 +172,31 @@ impl Files {
     /// The outputs written so far.
     pub fn outputs(&self) -> Vec<String> {
         lock(&self.outputs).clone()
+    }
+
+    /// From now on, an output of the run committed ([`Staged::commit`]) stays staged, held here
+    /// for the front end to commit with what it writes after the run, or to discard on a
+    /// failure ([`Files::take_held`]): nothing of the run appears unless all of it is written.
+    pub fn hold_commits(&self) {
+        lock(&self.held).get_or_insert_with(Vec::new);
+    }
+
+    /// Keeps `staged` uncommitted when commits are held (see [`Files::hold_commits`]); gives it
+    /// back when they are not.
+    pub(crate) fn hold(&self, staged: Staged) -> Option<Staged> {
+        match lock(&self.held).as_mut() {
+            Some(held) => {
+                held.push(staged);
+                None
+            }
+            None => Some(staged),
+        }
+    }
+
+    /// The outputs held since [`Files::hold_commits`], in the order the run committed them,
+    /// for the caller to commit or drop (each then removed); commits are no longer held.
+    pub fn take_held(&self) -> Vec<Staged> {
+        lock(&self.held).take().unwrap_or_default()
     }
 }
 
@@ -227,6 +257,40 @@ mod tests {
         let missing = || Err("needs matplotlib".to_string());
         let err = refusal(&input, &[Output::side_folder("--plots", at("p")).needing(Some(missing))]).unwrap();
         assert!(err.contains("--plots") && err.contains("needs matplotlib"), "{err}");
+    }
+
+    #[test]
+    fn held_commits_wait_for_the_caller() {
+        use crate::io::{Compression, OutputFile};
+        use crate::run::RunContext;
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunContext::new();
+        let write = |name: &str| {
+            let path = dir.path().join(name).to_string_lossy().into_owned();
+            let mut out = OutputFile::create_in(&path, Compression::None, &run).unwrap();
+            out.write_all(name.as_bytes()).unwrap();
+            out.finish().unwrap();
+            path
+        };
+        let names = || {
+            let mut names: Vec<String> =
+                std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+            names.sort();
+            names
+        };
+        run.files().hold_commits();
+        let (a, b) = (write("a"), write("b"));
+        assert!(run.files().outputs().is_empty());
+        assert!(!names().contains(&"a".to_string()) && names().len() == 2, "{:?}", names());
+        let mut held = run.files().take_held();
+        assert_eq!(held.iter().map(|s| s.path()).collect::<Vec<_>>(), [a.as_str(), b.as_str()]);
+        let c = write("c");
+        assert_eq!(run.files().outputs(), [c]);
+        drop(held.pop());
+        held.into_iter().try_for_each(Staged::commit).unwrap();
+        assert_eq!(names(), ["a", "c"]);
+        assert_eq!(std::fs::read(a).unwrap(), b"a");
     }
 
     #[test]
