@@ -11,10 +11,12 @@ import random
 import re
 import select
 import shutil
+import signal
 import struct
 import subprocess
 import sys
 import termios
+import time
 from pathlib import Path
 
 from conftest import kmerflow
@@ -162,6 +164,36 @@ def test_messages_printed_while_the_line_is_redrawn_do_not_deadlock(tmp_path: Pa
         lines = _scrollback(received.decode())
         assert any(line.startswith("second pass: looking at sequences kept aside") for line in lines), lines
         assert lines[-1].startswith("[kmerflow] Version: "), lines[-1]
+
+
+def test_a_run_whose_terminal_stopped_reading_ends_on_sigterm(tmp_path: Path) -> None:
+    """The progress line blocks writing to a terminal nobody reads, holding stderr; SIGTERM still
+    ends the run (the watchdog's last line does not wait for stderr), with status 143."""
+    _reads(tmp_path / "reads.fa")
+    exe = shutil.which("kmerflow")
+    cmd = [exe] if exe else [sys.executable, "-m", "kmerflow"]
+    controller, terminal = pty.openpty()
+    env = {**os.environ, "KMERFLOW_PROGRESS_MS": "0"}
+    proc = subprocess.Popen([*cmd, *TRIM_ALL_ASIDE], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=terminal, env=env)
+    os.close(terminal)
+    try:
+        ready, _, _ = select.select([controller], [], [], 60)
+        assert ready, "no output for 60 s"
+        os.read(controller, 100)  # the run has started (its signal handlers too); no more reads
+        time.sleep(1)  # the terminal's buffer fills up
+        proc.send_signal(signal.SIGTERM)
+        try:
+            status = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            stacks = _stacks(proc.pid)
+            proc.kill()
+            raise AssertionError(f"still running 10 s after SIGTERM:\n{stacks}") from None
+        assert status == 143
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(controller)
 
 
 def test_a_sharded_run_draws_the_one_process_progress_line(cluster, tmp_path: Path) -> None:
