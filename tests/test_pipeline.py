@@ -345,6 +345,7 @@ def test_reports_and_multiqc(finished: Path, tmp_path: Path):
     assert (finished / "a" / "a.manifest.json").stat().st_size < 20_000
     run_info = json.loads((finished / "kmerflow_run.json").read_text())
     assert 0 < run_info["stats"]["utilisation"] <= 1
+    assert sorted(run_info["workers"].values()) == [1, 1]  # the two one-thread workers
     assert {t["step"] for t in run_info["timeline"]} >= {"normalize", "filter", "extract"}
     # Three samples on two threads: when the first sample's filter and extract became ready the
     # other two samples' tasks held both threads, so each ran as one task (no chunks, no join).

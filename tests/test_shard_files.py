@@ -23,7 +23,12 @@ from conftest import genome_reads, kmerflow
 distributed = pytest.importorskip("distributed")
 
 import kmerflow as kf  # noqa: E402
-from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph, ShardError  # noqa: E402
+from kmerflow.distributed import (  # noqa: E402
+    ShardedBlockedTable,
+    ShardedCountgraph,
+    ShardError,
+    running_workers,
+)
 
 SIZES = [401, 397, 389]
 
@@ -191,6 +196,43 @@ def test_workers_that_do_not_see_the_file_go_through_the_client(client, reads, t
     assert sorted(p.name for p in mine.iterdir()) == ["one.ct", "one.kf", "sharded.ct", "sharded.kf"]
 
 
+def test_workers_are_asked_of_the_scheduler_not_the_clients_copy(cluster):
+    """The client's copy of the scheduler's answer, which it refreshes without the workers, is
+    not where the shards' workers come from (refreshed here all the time, it had no workers in
+    about one placement in four)."""
+    import dask
+
+    from kmerflow.distributed import _place
+
+    with dask.config.set({"distributed.client.scheduler-info-interval": "1ms"}), \
+            distributed.Client(cluster, direct_to_workers=True) as client:
+        for _ in range(200):
+            assert sorted(_place(client, [(1, 1)] * 2, 0)) == sorted(cluster.scheduler_info["workers"])
+
+
+def test_a_cluster_just_starting_is_waited_for(reads, tmp_path):
+    """Shards placed on a cluster whose worker joins a second later wait for it; on one where
+    none joins the run fails, once the wait is over, in one line naming the scheduler."""
+    _one_process(reads, tmp_path / "one.ct")
+    with distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, direct_to_workers=True) as client:
+        with pytest.raises(kf.ParameterError) as refused:
+            running_workers(client, timeout=0.5)
+        assert str(refused.value) == \
+            f"the Dask cluster at {cluster.scheduler_address} has no running workers (none joined within 0.5 s)"
+        joining = threading.Timer(1.0, cluster.scale, [1])
+        joining.start()
+        try:
+            graph = ShardedCountgraph(20, 1, 3, primes=SIZES, client=client, shards=2, local=1)
+        finally:
+            joining.join()
+        assert graph._where[1] in running_workers(client)
+        graph.consume_seqfile(reads)
+        graph.save(tmp_path / "sharded.ct")
+    assert (tmp_path / "sharded.ct").read_bytes() == (tmp_path / "one.ct").read_bytes()
+
+
 def test_a_worker_lost_during_the_save_leaves_no_file(reads, tmp_path):
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
@@ -198,7 +240,7 @@ def test_a_worker_lost_during_the_save_leaves_no_file(reads, tmp_path):
         graph = ShardedCountgraph(20, 1, 3, primes=SIZES, client=client, shards=3, local=2)
         graph.consume_seqfile(reads)
         (tmp_path / "t.ct").write_bytes(b"the previous table")
-        worker = list(client.scheduler_info()["workers"])[0]
+        worker = list(running_workers(client))[0]
         os.kill(client.run(os.getpid)[worker], signal.SIGKILL)
         with pytest.raises(ShardError, match=r"shard 2 \(counters \d+\.\.\d+\) on tcp://"):
             graph.save(tmp_path / "t.ct")

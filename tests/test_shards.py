@@ -26,7 +26,7 @@ distributed = pytest.importorskip("distributed")
 import dask  # noqa: E402
 
 import kmerflow as kf  # noqa: E402
-from kmerflow.distributed import ShardedCountgraph, ShardError  # noqa: E402
+from kmerflow.distributed import ShardedCountgraph, ShardError, running_workers  # noqa: E402
 from kmerflow.errors import ParameterError  # noqa: E402
 
 
@@ -165,7 +165,7 @@ def test_lost_worker_names_the_shard():
             distributed.Client(cluster) as client:
         graph = ShardedCountgraph(20, 1e4, 2, client=client, shards=2, local=1)
         graph.add("A" * 20)
-        worker = list(client.scheduler_info()["workers"])[0]
+        worker = list(running_workers(client))[0]
         os.kill(client.run(os.getpid)[worker], signal.SIGKILL)
         with pytest.raises(ShardError, match=r"shard 1 \(counters \d+\.\.\d+\) on tcp://"):
             graph.get("A" * 20)
@@ -319,7 +319,7 @@ def worker_killed_on(message: str) -> Iterator[Tuple[Any, Any, Callable[[str, st
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        worker = list(client.scheduler_info()["workers"])[0]
+        worker = list(running_workers(client))[0]
         pid = client.run(os.getpid)[worker]
 
         def on_message(_level: str, text: str) -> None:

@@ -21,7 +21,7 @@ from conftest import genome_reads as _genome_reads
 distributed = pytest.importorskip("distributed")
 
 from kmerflow import _core  # noqa: E402
-from kmerflow.distributed import ShardError  # noqa: E402
+from kmerflow.distributed import ShardError, running_workers  # noqa: E402
 from kmerflow.distributed.blocked import ShardedBlockedTable  # noqa: E402
 from kmerflow.errors import ParameterError  # noqa: E402
 
@@ -167,7 +167,7 @@ def test_lost_worker_names_the_shard():
             distributed.Client(cluster) as client:
         table = ShardedBlockedTable(20, 1e4, 2, client=client, shards=2, local=1)
         table.consume("A" * 200 + "C" * 200)
-        worker = list(client.scheduler_info()["workers"])[0]
+        worker = list(running_workers(client))[0]
         os.kill(client.run(os.getpid)[worker], signal.SIGKILL)
         with pytest.raises(ShardError, match=r"shard 1 \(lines \d+\.\.\d+\) on tcp://"):
             table.get_kmer_counts("A" * 200 + "C" * 200)

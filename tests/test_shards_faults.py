@@ -23,7 +23,7 @@ from conftest import kmerflow
 distributed = pytest.importorskip("distributed")
 
 import kmerflow as kf  # noqa: E402
-from kmerflow.distributed import ShardedCountgraph, ShardError  # noqa: E402
+from kmerflow.distributed import ShardedCountgraph, ShardError, running_workers  # noqa: E402
 from kmerflow.distributed.cluster import CONNECT_TIMEOUT, local_cluster  # noqa: E402
 
 #: The most seconds a refused scheduler may take besides starting Python and Dask (measured by
@@ -124,14 +124,14 @@ def test_the_only_worker_dying_while_it_allocates_its_shard_is_an_error(tmp_path
     from kmerflow.distributed import cli
 
     with _one_worker() as (cluster, client):
-        worker = next(iter(client.scheduler_info()["workers"]))
+        worker = next(iter(running_workers(client)))
         client.run(_die_when_allocating)
         started = time.monotonic()
         with pytest.raises(ShardError, match=rf"shard 0 \(counters 0\.\.\d+\) on {worker} failed: its worker left"):
             ShardedCountgraph(20, 1e4, 2, client=client, shards=1, local=0)
         # The nanny starts a new worker, which allocates: the run's worker is the one named.
         client.wait_for_workers(1, timeout=30)
-        worker = next(iter(client.scheduler_info()["workers"]))
+        worker = next(iter(running_workers(client)))
         client.run(_die_when_allocating)
         argv = ["load-into-counting", "-x", "1e4", str(tmp_path / "t.ct"), str(reads),
                 "--scheduler", cluster.scheduler_address]

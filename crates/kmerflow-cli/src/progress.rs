@@ -8,13 +8,15 @@
 //! The line never reaches the scrollback: it is cut to the terminal's width (a wrapped line
 //! could not be erased), and every other line printed during the run goes through
 //! [`Progress::print_above`], which erases it, prints and redraws it under one lock, so that the
-//! ticker cannot draw between the erase and the print.
+//! ticker cannot draw between the erase and the print. Every writer takes stderr's lock, then
+//! the line's ([`Shared::lock`]): a thread printing above the line while the ticker redraws it
+//! waits for the redraw (taken the other way round, each would hold the lock the other wants).
 
 use kmerflow_core::run::progress::Snapshot;
 use kmerflow_core::run::RunContext;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Time between two redraws (`KMERFLOW_PROGRESS_MS` sets another, in milliseconds).
@@ -25,7 +27,7 @@ struct Shared {
     label: &'static str,
     started: Instant,
     run: RunContext,
-    /// Whether the line is on screen; the mutex also serialises all writes to stderr.
+    /// Whether the line is on screen (locked with stderr: [`Shared::lock`]).
     drawn: Mutex<bool>,
     stop: AtomicBool,
 }
@@ -85,8 +87,10 @@ fn terminal_width() -> usize {
 }
 
 impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, bool> {
-        self.drawn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Locks stderr, then whether the line is drawn: the one order every writer takes them in.
+    fn lock(&self) -> (std::io::StderrLock<'static>, MutexGuard<'_, bool>) {
+        let err = std::io::stderr().lock();
+        (err, self.drawn.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// Draws the line (the caller holds the lock: `drawn`).
@@ -130,11 +134,11 @@ impl Progress {
             .name("kmerflow-progress".into())
             .spawn(move || loop {
                 std::thread::sleep(every);
-                let mut drawn = ticking.lock();
+                let (mut err, mut drawn) = ticking.lock();
                 if ticking.stop.load(Ordering::Relaxed) {
                     return;
                 }
-                ticking.draw(&mut drawn, &mut std::io::stderr().lock());
+                ticking.draw(&mut drawn, &mut err);
             })
             .ok();
         Progress { shared: Some(shared), ticker }
@@ -143,10 +147,9 @@ impl Progress {
     /// Prints `text` and a newline on stderr: the line, if drawn, is erased first and drawn
     /// again under it, with no chance for the ticker to draw in between.
     pub fn print_above(&self, text: &str) {
-        let mut err = std::io::stderr().lock();
         match &self.shared {
             Some(s) => {
-                let mut drawn = s.lock();
+                let (mut err, mut drawn) = s.lock();
                 let was_drawn = *drawn;
                 Shared::erase(&mut drawn, &mut err);
                 let _ = writeln!(err, "{text}");
@@ -154,18 +157,16 @@ impl Progress {
                     s.draw(&mut drawn, &mut err);
                 }
             }
-            None => {
-                let _ = writeln!(err, "{text}");
-            }
+            None => eprintln!("{text}"),
         }
     }
 
     /// Stops the ticker and erases the line.
     pub fn finish(&mut self) {
         if let Some(s) = &self.shared {
-            let mut drawn = s.lock();
+            let (mut err, mut drawn) = s.lock();
             s.stop.store(true, Ordering::Relaxed);
-            Shared::erase(&mut drawn, &mut std::io::stderr().lock());
+            Shared::erase(&mut drawn, &mut err);
         }
         if let Some(t) = self.ticker.take() {
             let _ = t.join();

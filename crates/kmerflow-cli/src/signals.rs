@@ -11,7 +11,8 @@
 //! network file system, say): should the run still be going [`WATCHDOG_GRACE`] after the
 //! signal, the process exits with the signal's status and the line `kmerflow: interrupted`
 //! (the command's own line names the command), leaving its temporaries to the next run's sweep
-//! of stale ones.
+//! of stale ones. That line does not wait for stderr's lock, which a thread stuck writing to a
+//! terminal nobody reads may hold, nor for long on its own write ([`LAST_LINE_WAIT`]).
 //!
 //! The handlers are installed for the run only: the ones in place before are put back once it
 //! ends, so that a program running commands in-process (a Python program calling the native
@@ -28,6 +29,9 @@ use std::time::Duration;
 
 /// How long a cancelled run may take to unwind before the watchdog ends the process.
 pub const WATCHDOG_GRACE: Duration = Duration::from_millis(1500);
+
+/// How long the watchdog waits for its line to be written before it ends the process.
+const LAST_LINE_WAIT: Duration = Duration::from_millis(200);
 
 /// How often the watchdog looks at the cancel token.
 const WATCH_EVERY: Duration = Duration::from_millis(50);
@@ -113,11 +117,28 @@ impl Handlers {
             }
             std::thread::sleep(WATCHDOG_GRACE);
             if !finished.load(Ordering::Relaxed) {
-                eprintln!("kmerflow: interrupted");
+                say_interrupted();
                 std::process::exit(i32::try_from(token.reason()).unwrap_or(crate::EXIT_INTERRUPTED));
             }
         });
         Handlers { _flag: flag, slot, done }
+    }
+}
+
+/// Writes `kmerflow: interrupted` on stderr straight to the file descriptor, from a thread of
+/// its own, and waits at most [`LAST_LINE_WAIT`] for it: not through `eprintln!`, whose lock a
+/// thread blocked writing to a stalled terminal or pipe may hold, and not longer than that on a
+/// write that blocks too.
+fn say_interrupted() {
+    const LINE: &[u8] = b"kmerflow: interrupted\n";
+    let (said, heard) = std::sync::mpsc::channel();
+    let writer = std::thread::Builder::new().name("kmerflow-last-line".into()).spawn(move || {
+        // SAFETY: writes LINE, a valid buffer of that length, to the stderr file descriptor.
+        unsafe { libc::write(libc::STDERR_FILENO, LINE.as_ptr().cast(), LINE.len()) };
+        let _ = said.send(());
+    });
+    if writer.is_ok() {
+        let _ = heard.recv_timeout(LAST_LINE_WAIT);
     }
 }
 

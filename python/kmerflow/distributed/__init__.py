@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import time
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -39,6 +40,14 @@ BATCH_KMERS = 262_144
 #: still in the cluster: a worker killed (out of memory) is an error within this time, not a
 #: wait (the scheduler would hold a task pinned to it forever).
 LIVENESS_EVERY = 1.0
+
+
+#: Seconds a run waits for a worker to join a Dask cluster that has none yet (one just
+#: starting) before it fails (:func:`running_workers`).
+WORKERS_TIMEOUT = 30.0
+
+#: Seconds between two questions to the scheduler while no worker has joined.
+WORKERS_POLL = 0.1
 
 
 def _array(values: Any, dtype: Any) -> np.ndarray:
@@ -514,10 +523,7 @@ def _place(client: Any, needs: Sequence[Tuple[int, int]], first: int) -> List[st
     import dask
 
     terminate = dask.config.get("distributed.worker.memory.terminate") or 1.0
-    workers = client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(client) \
-        else client.scheduler_info()["workers"]
-    if not workers:
-        raise ParameterError("the Dask cluster has no workers")
+    workers = running_workers(client)
     addresses = sorted(workers)
     placement = [addresses[s % len(addresses)] for s in range(len(needs))]
     for address in addresses:
@@ -536,6 +542,29 @@ def _place(client: Any, needs: Sequence[Tuple[int, int]], first: int) -> List[st
     return placement
 
 
+def running_workers(client: Any, timeout: Optional[float] = None) -> Dict[str, Dict[str, Any]]:
+    """The running workers of ``client``'s cluster by address, each with what the scheduler
+    knows of it (``memory_limit``, ``metrics``, ``nthreads``...), asked of the scheduler now. A
+    cluster with none (one just starting) is asked again until one joins, for at most
+    ``timeout`` seconds (:data:`WORKERS_TIMEOUT` by default); then :class:`ParameterError`.
+
+    Not ``client.scheduler_info()``: that returns the client's copy of the answer, which the
+    client's own refresh every 2 s (an answer without the workers) may replace between the
+    call's fetch and its return."""
+    timeout = WORKERS_TIMEOUT if timeout is None else timeout
+    every_worker = {"n_workers": -1} if _takes_n_workers(client) else {}
+    deadline = time.monotonic() + timeout
+    while True:
+        workers = client.sync(client.scheduler.identity, **every_worker)["workers"]
+        running = {address: info for address, info in workers.items() if info.get("status", "running") == "running"}
+        if running:
+            return running
+        if time.monotonic() >= deadline:
+            raise ParameterError(f"the Dask cluster at {client.scheduler.address} has no running workers "
+                                 f"(none joined within {timeout:g} s)")
+        time.sleep(WORKERS_POLL)
+
+
 def _takes_n_workers(client: Any) -> bool:
     import inspect
 
@@ -545,4 +574,4 @@ def _takes_n_workers(client: Any) -> bool:
 # The blocked layout's shards use the classes above.
 from kmerflow.distributed.blocked import ShardedBlockedTable  # noqa: E402
 
-__all__ = ["ShardedCountgraph", "ShardedBlockedTable", "ShardActor", "ShardError", "BATCH_KMERS"]
+__all__ = ["ShardedCountgraph", "ShardedBlockedTable", "ShardActor", "ShardError", "BATCH_KMERS", "running_workers"]

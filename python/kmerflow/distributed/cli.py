@@ -30,7 +30,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from kmerflow import _core
-from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph
+from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph, running_workers
 from kmerflow.distributed import plan as shard_plan
 from kmerflow.distributed.cluster import connect, exit_status, local_cluster_refusal, stopped_by_signals
 from kmerflow.distributed.plan import Cluster, Run
@@ -139,7 +139,7 @@ def _connected(cluster: Cluster, client: Any, command: str) -> Iterator[Any]:
 
 def _shards(cluster: Cluster, client: Any) -> int:
     """The number of shards of a table: ``--shards``, else one per worker plus the local ones."""
-    return cluster["shards"] or max(1, len(client.scheduler_info()["workers"])) + cluster["local_shards"]
+    return cluster["shards"] or len(running_workers(client)) + cluster["local_shards"]
 
 
 class _PassTables:

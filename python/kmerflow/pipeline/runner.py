@@ -181,8 +181,8 @@ class Driver:
                 self._follow(future, waiting, completed)
                 self.on_change(self.runs)
             finished = time.time()
-        workers = {w: info["nthreads"]
-                   for w, info in self.client.scheduler_info()["workers"].items()}
+        # asked of the scheduler: the client's cached scheduler_info() may be a copy without workers
+        workers = dict(self.client.nthreads())
         return RunOutcome(self.runs, self._timeline(stream.data), workers, started, finished)
 
     def _follow(self, future: Any, waiting: deque[SampleRun], completed: Any) -> None:
