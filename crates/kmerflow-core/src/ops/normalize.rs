@@ -25,9 +25,10 @@
 //!
 //! The passes' tables are made by a [`Tables`]: [`run`] makes them in this process; a caller
 //! holding shards of tables in other processes (the Python package's Dask workers) gives its
-//! own to [`run_on`], whose tables are [`PassTable::Sharded`]: each batch is looked up and
-//! counted on the shards ([`ShardedDecisions`]), with the decisions, counts, messages and
-//! outputs of the one-process run.
+//! own to [`run_on`], whose tables are [`PassTable::Sharded`]: the first pass reads the input
+//! through normalize-by-median's overlapped driver ([`drive::normalize_file`]), the trimming's
+//! look-ups and the second pass go to the shards batch by batch ([`ShardedDecisions`]), with
+//! the decisions, counts, messages and outputs of the one-process run.
 
 use super::abundance_dist::{counted_histogram, write_histogram};
 use super::autosize::{self, AutoSize};

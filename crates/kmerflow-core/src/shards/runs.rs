@@ -1605,6 +1605,12 @@ mod tests {
             let short = lookups.short_dropped();
             assert!(big > 0 && short > 0, "saturated counts and reads shorter than k");
             assert_eq!(reads + short, 1200, "{shards} {held} {batch_kmers}");
+            // The same k-mers asked at once: looked up in pieces, the next sent ahead.
+            let hashes = read_hashes(&client, &text).concat();
+            let mut counts = Vec::new();
+            decisions.counts(&hashes, &mut counts).unwrap();
+            let one: Vec<u32> = hashes.iter().map(|&h| expected.get_hash(h)).collect();
+            assert!(counts == one, "{shards} {held} {batch_kmers}");
         }
     }
 
