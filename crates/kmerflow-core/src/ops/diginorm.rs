@@ -21,7 +21,7 @@ use crate::pipeline::run_ordered;
 use crate::run::metrics;
 use crate::run::RunContext;
 use crate::shards::drive::{self, ShardedTable};
-use crate::shards::runs::{RemoteShards, ShardedDecisions};
+use crate::shards::runs::{Decided, RemoteShards, ShardedDecisions};
 use crate::shards::ShardLayout;
 use crate::table::batch::spans;
 use crate::table::blocked::KmerHasher;
@@ -220,6 +220,26 @@ impl<'a> Normalizer<'a> {
             shards.decide(&hb.hashes[kmers], |d| self.decide(path, &mut Shifted(d, start), hb, bundles, kept))??;
         }
         self.limit.stop_early(shards.client(), path, self.counts.in_file())
+    }
+
+    /// Records the decisions of one batch decided on a sharded table
+    /// ([`drive::normalize_file`]), calling `kept` with the index (in the batch) of each
+    /// bundle kept; stops the run once `table` is over the false-positive ceiling, as
+    /// [`Normalizer::process`].
+    pub(crate) fn decided(
+        &mut self,
+        path: &str,
+        decided: &Decided,
+        table: &(impl FpRate + ?Sized),
+        kept: &mut dyn FnMut(usize),
+    ) -> Result<()> {
+        for (index, (reads, &keep)) in spans(&decided.bundle_ends).zip(&decided.keep).enumerate() {
+            if keep {
+                kept(index);
+            }
+            self.counts.bundle(path, reads.len() as u64, keep)?;
+        }
+        self.limit.stop_early(table, path, self.counts.in_file())
     }
 
     /// [`Normalizer::process`] on a table of either layout.
@@ -552,21 +572,21 @@ pub fn run_sharded(
 ) -> Result<Summary> {
     ctx.progress().begin_pass("normalizing");
     let Files { inputs, single, keep } = checked_run(opts, ctx)?;
-    let mut counts = KeepCounts::new(opts, ctx, KeepCounts::open_report(opts, ctx)?);
-    let limit = fp_limit(opts);
+    let counts = KeepCounts::new(opts, ctx, KeepCounts::open_report(opts, ctx)?);
+    let mut norm = Normalizer { opts, runner: BatchRunner::default(), counts, limit: fp_limit(opts) };
     let remote_shards = table.remote();
     let create = |out: &PairedOutput| create_output(&out.path, Some(Compression::None), ctx);
     let mut single = single.as_ref().map(create).transpose()?;
     let mut staged = Vec::new();
     for (i, (input, mode)) in inputs.iter().zip(pair_modes(opts, inputs.len())).enumerate() {
         let path = input.name();
-        counts.start_file();
+        norm.counts.start_file();
         // An input that cannot be opened is skipped with -f before any of it is sent; one that
         // fails once read ends the run (its batches in flight cannot be taken back).
         let reader = match input.open(mode, Some(opts.table.ksize), ctx) {
             Ok(reader) => reader,
             Err(e) => {
-                counts.skip_failed(&input.path, e)?;
+                norm.counts.skip_failed(&input.path, e)?;
                 continue;
             }
         };
@@ -575,19 +595,16 @@ pub fn run_sharded(
         let mut run = table.normalize(reader, opts.cutoff, batch_kmers)?;
         drive::normalize_file(&mut *run, remote, &remote_shards, |decided, text, run| {
             write_to(out, text)?;
-            for (reads, &kept) in spans(&decided.bundle_ends).zip(&decided.keep) {
-                counts.bundle(&path, reads.len() as u64, kept)?;
-            }
-            limit.stop_early(run, &path, counts.in_file())
+            norm.decided(&path, decided, run, &mut |_| {})
         })?;
-        counts.end_file(&path, run.totals().2)?;
+        norm.counts.end_file(&path, run.totals().2)?;
         if let Some(out) = own {
             ctx.info(format!("output in {}", keep[i].path));
             staged.push(out.close()?);
         }
     }
     staged.extend(single.map(OutputFile::close).transpose()?);
-    let summary = counts.finish(table.n_unique_kmers(), table, |_| Ok(()), &mut staged)?;
+    let summary = norm.counts.finish(table.n_unique_kmers(), table, |_| Ok(()), &mut staged)?;
     staged.into_iter().try_for_each(Staged::commit)?;
     Ok(summary)
 }

@@ -25,9 +25,10 @@
 //!
 //! The passes' tables are made by a [`Tables`]: [`run`] makes them in this process; a caller
 //! holding shards of tables in other processes (the Python package's Dask workers) gives its
-//! own to [`run_on`], whose tables are [`PassTable::Sharded`]: each batch is looked up and
-//! counted on the shards ([`ShardedDecisions`]), with the decisions, counts, messages and
-//! outputs of the one-process run.
+//! own to [`run_on`], whose tables are [`PassTable::Sharded`]: the first pass reads the input
+//! through normalize-by-median's overlapped driver ([`drive::normalize_file`]), the trimming's
+//! look-ups and the second pass go to the shards batch by batch ([`ShardedDecisions`]), with
+//! the decisions, counts, messages and outputs of the one-process run.
 
 use super::abundance_dist::{counted_histogram, write_histogram};
 use super::autosize::{self, AutoSize};
@@ -38,14 +39,15 @@ use super::reads::bundle_batches;
 use super::sizing::{create_counting_table, target_rate, FpRate, TableParams};
 use crate::io::{
     check_rereadable, mates::refuse_same_mates, refuse_inputs_as_outputs, Bundle, BundleBatch, Compression,
-    MateBuffers, MateWriter, PairMode, PairedInput, PairedOutput, RecordBatch, Staged,
+    MateBuffers, MateWriter, PairMode, PairedInput, PairedOutput, PairedReader, RecordBatch, Staged,
 };
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::{run_ordered, Workload};
 use crate::run::{CancelToken, RunContext};
-use crate::shards::drive::{DrivenLayout, SequenceHasher};
-use crate::shards::runs::ShardedDecisions;
-use crate::table::{AnyTable, CountingTable, Layout, ReadCounts};
+use crate::shards::drive::{self, DrivenLayout, NormalizeBatches, SequenceHasher, ShardedTable};
+use crate::shards::runs::{Decided, ShardedDecisions};
+use crate::table::batch::spans;
+use crate::table::{AnyTable, CountingTable, Layout};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -176,6 +178,16 @@ trait PassShards {
     /// Its layout, counter memory in bytes and counters a k-mer has, as the one-process table
     /// of its shape reports them.
     fn shape(&self) -> (Layout, u64, usize);
+    /// normalize-by-median of the bundles of `reader` to `cutoff` on these shards by the
+    /// overlapped driver ([`drive::normalize_file`]), each batch's decisions given to
+    /// `on_batch` with the table (for its false-positive rate); returns the reads dropped for
+    /// being shorter than k.
+    fn normalize_file(
+        &mut self,
+        reader: PairedReader,
+        cutoff: u32,
+        on_batch: &mut dyn FnMut(&Decided, &dyn NormalizeBatches) -> Result<()>,
+    ) -> Result<u64>;
     /// [`Normalizer::process_sharded`] on these shards.
     fn normalize(
         &mut self,
@@ -223,11 +235,22 @@ impl<C: DrivenLayout> PassShards for ShardedDecisions<'_, C> {
         norm.process_sharded(path, self, hb, kept)
     }
 
+    fn normalize_file(
+        &mut self,
+        reader: PairedReader,
+        cutoff: u32,
+        on_batch: &mut dyn FnMut(&Decided, &dyn NormalizeBatches) -> Result<()>,
+    ) -> Result<u64> {
+        let batch_kmers = self.batch_kmers();
+        let (mut shards, remote) = self.shards()?;
+        let remote_shards = shards.remote();
+        let mut run = shards.normalize(reader, cutoff, batch_kmers)?;
+        drive::normalize_file(&mut *run, remote, &remote_shards, |decided, _, run| on_batch(decided, run))?;
+        Ok(run.totals().2)
+    }
+
     fn counts(&mut self, hashes: &[u64], counts: &mut Vec<u32>) -> Result<()> {
-        for piece in hashes.chunks(self.batch_kmers()) {
-            self.decide(piece, |d| d.counts(0..piece.len(), counts))?;
-        }
-        Ok(())
+        ShardedDecisions::counts(self, hashes, counts)
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -500,13 +523,18 @@ impl Options {
         inputs.iter().try_for_each(|p| check_rereadable(p))
     }
 
-    /// The input as bundles: pairs recognised by name in one file (khmer's broken-paired
+    /// The input opened: pairs recognised by name in one file (khmer's broken-paired reading),
+    /// or R1/R2 files zipped; reads shorter than k dropped.
+    fn reader(&self, ctx: &RunContext) -> Result<PairedReader> {
+        let input = PairedInput { path: self.input.clone(), mate: self.mate.clone() };
+        input.open(PairMode::BrokenPaired, Some(self.table.ksize), ctx)
+    }
+
+    /// The input as bundles ([`Options::reader`]) numbered: pairs recognised by name in one file (khmer's broken-paired
     /// reading), or R1/R2 files zipped; reads shorter than k dropped.
     fn bundles(&self, ctx: &RunContext) -> Result<impl Iterator<Item = Result<Numbered>> + Send> {
-        let input = PairedInput { path: self.input.clone(), mate: self.mate.clone() };
-        let reader = input.open(PairMode::BrokenPaired, Some(self.table.ksize), ctx)?;
         let mut next = 0;
-        Ok(bundle_batches(reader).map(move |bb| {
+        Ok(bundle_batches(self.reader(ctx)?).map(move |bb| {
             bb.map(|bundles| {
                 let first = next;
                 next += bundles.bundles.len();
@@ -621,6 +649,14 @@ fn push_read(bb: &mut BundleBatch, rec: &crate::io::Record<'_>, line: u64, mate_
     }
 }
 
+/// A batch to trim on shards: its bundles, and the k-mer hashes of the reads the first pass
+/// kept, end to end, read `i` holding `hashes[ends[i]..ends[i + 1]]`.
+struct ToLookUp {
+    nb: Numbered,
+    hashes: Vec<u64>,
+    ends: Vec<usize>,
+}
+
 /// The trimming step's parameters (read by every worker).
 struct Trimming<'a> {
     keep: &'a KeepBits,
@@ -647,16 +683,22 @@ impl Trimming<'_> {
         self.batch(nb, |clean| trim_record(table, clean, self.min_depth, Some(self.from_median)))
     }
 
-    /// Trims the bundles of `nb` with [`Trimming::batch`], the counts of their reads' k-mers
-    /// looked up on `shards` (in pieces of the shards' batch size), by the same rule
-    /// ([`trim_of_counts`]).
-    fn on_shards(&self, shards: &mut ShardedPass<'_>, nb: Numbered) -> Result<Trimmed> {
+    /// The bundles of `nb` to trim on shards, with their reads' k-mers hashed by the first
+    /// table's hash (by the workers, for [`Trimming::on_shards`]).
+    fn to_look_up(&self, nb: Numbered) -> ToLookUp {
         let (mut clean, mut hashes, mut ends) = (Vec::new(), Vec::new(), vec![0]);
         for i in self.kept(&nb).flatten() {
             clean_parser(nb.bundles.batch.get(i).seq, &mut clean);
             (self.first_hasher)(&clean, &mut hashes);
             ends.push(hashes.len());
         }
+        ToLookUp { nb, hashes, ends }
+    }
+
+    /// Trims the bundles of `nb` with [`Trimming::batch`], the counts of their reads' k-mers
+    /// looked up on `shards` (in pieces of the shards' batch size, see
+    /// [`ShardedDecisions::counts`]), by the same rule ([`trim_of_counts`]).
+    fn on_shards(&self, shards: &mut ShardedPass<'_>, ToLookUp { nb, hashes, ends }: ToLookUp) -> Result<Trimmed> {
         let mut counts = Vec::with_capacity(hashes.len());
         shards.0.counts(&hashes, &mut counts)?;
         let (k, mut read) = (shards.0.ksize(), 0);
@@ -745,6 +787,18 @@ fn first_pass(
     let mut keep = KeepBits::default();
     let (mut pairs_in, mut short) = (0, 0);
     let mut norm = Normalizer::new(&first_opts, ctx);
+    if let PassTable::Sharded(shards) = table {
+        // Read and decided by the overlapped driver, the next batch sent before this one is decided.
+        short = shards.0.normalize_file(opts.reader(ctx)?, cutoff, &mut |decided, run| {
+            stop.check()?;
+            ctx.check_cancelled()?;
+            pairs_in += spans(&decided.bundle_ends).filter(|reads| reads.len() == 2).count() as u64;
+            norm.decided(&opts.input, decided, run, &mut |_| {})?;
+            decided.keep.iter().for_each(|&k| keep.push(k));
+            Ok(())
+        })?;
+        return Ok(first_pass_of(cutoff, &norm, started, (keep, pairs_in, short)));
+    }
     let hasher = table.hasher();
     run_ordered(
         ctx,
@@ -767,6 +821,17 @@ fn first_pass(
             Ok(())
         },
     )?;
+    Ok(first_pass_of(cutoff, &norm, started, (keep, pairs_in, short)))
+}
+
+/// The first pass to `cutoff` that `norm` made since `started`, keeping `keep`, with the pairs
+/// and short reads of the input.
+fn first_pass_of(
+    cutoff: u32,
+    norm: &Normalizer<'_>,
+    started: Instant,
+    (keep, pairs_in, short): (KeepBits, u64, u64),
+) -> FirstPass {
     let s = norm.summary();
     let pass = PassSummary {
         cutoff,
@@ -775,8 +840,7 @@ fn first_pass(
         seconds: started.elapsed().as_secs_f64(),
         ..Default::default()
     };
-    let keep_curve = s.keep_curve.clone();
-    Ok(FirstPass { keep, pairs_in, short, pass, keep_curve })
+    FirstPass { keep, pairs_in, short, pass, keep_curve: s.keep_curve.clone() }
 }
 
 /// The input histogram (with `opts.hist`) of `paths`, in a table of its own made from `params`.
@@ -885,14 +949,14 @@ fn trim_and_normalize(
             |nb: Numbered| {
                 Ok(match here {
                     Some(table) => Ok(trimming.here(table, nb)),
-                    None => Err(nb),
+                    None => Err(trimming.to_look_up(nb)),
                 })
             }
         },
-        |t: std::result::Result<Trimmed, Numbered>| {
+        |t: std::result::Result<Trimmed, ToLookUp>| {
             let t = match (t, sharded.as_deref_mut()) {
                 (Ok(t), _) => t,
-                (Err(nb), Some(shards)) => trimming.on_shards(shards, nb)?,
+                (Err(asked), Some(shards)) => trimming.on_shards(shards, asked)?,
                 (Err(_), None) => unreachable!("trimmed by the workers without shards"),
             };
             trim.reads += t.reads;

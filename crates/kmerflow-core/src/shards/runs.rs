@@ -14,6 +14,7 @@
 //! batch's counts to a caller that decides from them (filtering, histograms). Every result is
 //! that of the one-process table with the same sizes.
 
+use super::drive::Shards;
 use super::in_flight::{InFlight, LastDeltas};
 use super::khmer::{first_positions, Sections, Updates, PREFETCH_AHEAD};
 use super::{ShardKernel, ShardLayout, ShardRouting};
@@ -1016,6 +1017,43 @@ impl<'a, C: ShardLayout> ShardedDecisions<'a, C> {
         Ok(Lookups { shards: self, batches, waiting: VecDeque::new() })
     }
 
+    /// Appends the count of each k-mer of `hashes` to `counts`, the table unchanged: looked
+    /// up in pieces of the batch size, the next piece sent before the one answered is read
+    /// (as [`Lookups`]); the updates not sent yet go with the first messages.
+    pub fn counts(&mut self, hashes: &[u64], counts: &mut Vec<u32>) -> Result<()> {
+        let remote = self.remote_shards();
+        let mut pieces = hashes.chunks(self.batch_kmers);
+        let mut waiting = VecDeque::new();
+        loop {
+            while waiting.len() < 2 {
+                let Some(piece) = pieces.next() else { break };
+                let mut routed = Routed::new(self.client.routing(), piece, &remote)?;
+                self.remote.send(Kind::Step, routed.messages(&mut self.unsent))?;
+                waiting.push_back((piece, routed));
+            }
+            let Some((piece, mut routed)) = waiting.pop_front() else { return Ok(()) };
+            counts.extend(self.counted(piece, &mut routed)?);
+        }
+    }
+
+    /// The counts of the k-mers `hashes` of a batch routed by `routed` and sent: the local
+    /// shards read in place, the remote ones' answers taken.
+    fn counted(&mut self, hashes: &[u64], routed: &mut Routed<C::Routing>) -> Result<Vec<u32>> {
+        routed.local(&mut self.local, |shard, c| shard.get(c));
+        let answers = self.remote.values()?;
+        routed.put(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
+        self.client.kmer_counts(hashes, &routed.values)
+    }
+
+    /// The table's client and the shards held here, with the transport to the others, once
+    /// the updates held here are sent: for a driver of its own over whole files
+    /// ([`super::drive::normalize_file`]).
+    pub fn shards(&mut self) -> Result<(Shards<'_, C>, &mut dyn RemoteShards)> {
+        self.flush()?;
+        let local = self.local.iter_mut().map(Option::as_deref_mut).collect();
+        Ok((Shards { client: self.client, local }, &mut *self.remote))
+    }
+
     /// Sends the updates still held here (the remote shards' part of the last batch decided),
     /// so that the shards hold the whole table.
     pub fn flush(&mut self) -> Result<()> {
@@ -1053,10 +1091,7 @@ impl<C: ShardLayout> Lookups<'_, '_, C> {
             self.waiting.push_back((batch, routed));
         }
         let Some((batch, mut routed)) = self.waiting.pop_front() else { return Ok(None) };
-        routed.local(&mut shards.local, |shard, c| shard.get(c));
-        let answers = shards.remote.values()?;
-        routed.put(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
-        let counts = shards.client.kmer_counts(&batch.hashes, &routed.values)?;
+        let counts = shards.counted(&batch.hashes, &mut routed)?;
         self.batches.recycle(routed);
         Ok(Some((batch, counts)))
     }
@@ -1570,6 +1605,12 @@ mod tests {
             let short = lookups.short_dropped();
             assert!(big > 0 && short > 0, "saturated counts and reads shorter than k");
             assert_eq!(reads + short, 1200, "{shards} {held} {batch_kmers}");
+            // The same k-mers asked at once: looked up in pieces, the next sent ahead.
+            let hashes = read_hashes(&client, &text).concat();
+            let mut counts = Vec::new();
+            decisions.counts(&hashes, &mut counts).unwrap();
+            let one: Vec<u32> = hashes.iter().map(|&h| expected.get_hash(h)).collect();
+            assert!(counts == one, "{shards} {held} {batch_kmers}");
         }
     }
 
