@@ -1407,7 +1407,7 @@ mod tests {
         let cutoff = 5;
         let (expected, expected_out, short) = normalized_read_by_read(&text, cutoff, false);
         for (batch_kmers, held, waiting) in
-            [(1, 1, 2), (150, 1, 1), (150, 1, 2), (100_000, 1, 2), (150, 2, 2), (100_000, 2, 1)]
+            [(1, 1, 2), (150, 1, 1), (150, 1, 2), (100_000, 1, 2), (150, 2, 2), (100_000, 2, 1), (1, 3, 2), (150, 3, 2)]
         {
             let (client, shards) = sharded();
             let remote: Vec<bool> = (0..3).map(|s| s >= held).collect();

@@ -728,6 +728,8 @@ mod tests {
                 (vec![true, true, false], 150, 2),
                 (vec![true, true, true], 10_000, 2),
                 (vec![true, true, true], 60, 2),
+                (vec![false, false, false], 60, 2),
+                (vec![false, false, false], 1, 1),
             ];
             for (remote, batch_kmers, waiting) in cases {
                 let n = remote.len();
