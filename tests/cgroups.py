@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -64,4 +65,8 @@ def memory_cgroup(limit: int) -> Iterator[Callable[[], None]]:
     try:
         yield move_in
     finally:
+        # a run's worker processes (a LocalCluster's) may still be ending after the run returned
+        deadline = time.monotonic() + 10
+        while procs.read_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.05)
         child.rmdir()

@@ -124,3 +124,19 @@ def test_auto_sizing_and_python_tables_honour_ulimit_v(tmp_path: Path) -> None:
     proc = python(code, tmp_path, limited)
     assert proc.returncode == 0, proc.stderr.decode()
     assert "ulimit -v" in proc.stdout.decode(), proc.stdout.decode()
+
+
+def test_a_shard_beyond_the_cgroup_limit_is_refused_by_its_worker_in_one_line(tmp_path: Path) -> None:
+    """A sharded run whose LocalCluster (started by kmerflow, its workers in the same small
+    cgroup) cannot hold a shard: the worker refuses it before allocating it, and the run says so
+    in its one line naming the shard and the limit (the workers' own logs stay quiet); nothing is
+    left behind."""
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    with memory_cgroup(300 << 20) as move_in:
+        proc = run(["normalize", examples / "demo_R1.fq.gz", examples / "demo_R2.fq.gz", "-o", "o1.fq.gz",
+                    "-O", "o2.fq.gz", "-M", "1G", "--local-cluster", "1", "--shards", "2"], tmp_path, move_in)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr.decode())
+    lines = proc.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, lines
+    assert re.search(r"error: shard \d .* failed: .*cgroup's limit", lines[0]), lines[0]
+    assert list(tmp_path.iterdir()) == []

@@ -141,8 +141,10 @@ def local_cluster(n_workers: int, memory_limit: Any = "auto",
     with dask.config.set({**QUIET, **(config or {})}), _workers_ignore_signals():
         # The scheduler serves HTTP even without a dashboard, on port 8787 unless told: an
         # ephemeral port on this host instead (no "Port 8787 is already in use").
+        # The workers' own logs stay quiet (a failed shard's "Compute Failed" and traceback):
+        # the run reports each failure once, in its one line naming the shard and the worker.
         return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                            memory_limit=memory_limit, dashboard_address=None,
+                            memory_limit=memory_limit, dashboard_address=None, silence_logs=logging.CRITICAL,
                             scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
 
 
