@@ -700,7 +700,8 @@ impl ShardLayout for ShardClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::{median_min_required, CountingTable as _, ReadCounts};
+    use crate::shards::runs::testing::{kept_below, kept_in_batch, kept_read_by_read};
+    use crate::table::CountingTable as _;
     use rand::{Rng, SeedableRng};
 
     const SIZES: [u64; 3] = [97, 89, 83];
@@ -862,22 +863,8 @@ mod tests {
         let cutoff = 300;
         let reads = reads(5, 2500, 120);
         let expected = reference();
-        let keep_of = |counts: &[u32]| {
-            counts.is_empty() || counts.iter().filter(|&&c| c >= cutoff).count() < median_min_required(counts.len())
-        };
-        let expected_keep: Vec<bool> = reads
-            .iter()
-            .map(|r| {
-                let counts: Vec<u32> = r.iter().map(|&h| expected.get_hash(h)).collect();
-                let keep = keep_of(&counts);
-                if keep {
-                    r.iter().for_each(|&h| {
-                        expected.add_hash(h);
-                    });
-                }
-                keep
-            })
-            .collect();
+        let keep_of = kept_below(cutoff);
+        let expected_keep = kept_read_by_read(&expected, &reads, &keep_of);
         for n in 1..=3 {
             let (mut sharded, mut seen) = (Sharded::new(n), SeenCounters::default());
             let mut kept = Vec::new();
@@ -886,26 +873,8 @@ mod tests {
                 let counters = sharded.client.map().counters(&hashes);
                 let values = sharded.call(&counters, |s, c| s.counts(c).unwrap());
                 let lookup = sharded.client.lookup(&mut seen, &hashes, &counters, &values).unwrap();
-                let (keep, updates) = sharded
-                    .client
-                    .decide(&hashes, &counters, &lookup, |d| {
-                        let mut start = 0;
-                        batch
-                            .iter()
-                            .map(|r| {
-                                let read = start..start + r.len();
-                                start += r.len();
-                                let mut counts = Vec::new();
-                                d.counts(read.clone(), &mut counts);
-                                let keep = keep_of(&counts);
-                                if keep {
-                                    d.add(read);
-                                }
-                                keep
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                    .unwrap();
+                let (keep, updates) =
+                    sharded.client.decide(&hashes, &counters, &lookup, |d| kept_in_batch(d, batch, &keep_of)).unwrap();
                 kept.extend(keep);
                 let routed = sharded.client.map().route_updates(&updates).unwrap();
                 for (shard, part) in sharded.shards.iter_mut().zip(&routed) {

@@ -1113,6 +1113,57 @@ pub(crate) mod testing {
     use crate::shards::drive::DrivenLayout;
     use crate::shards::khmer::{Shard, ShardClient};
 
+    /// The tests' keep rule on a read's `counts` (kept unless its median reaches `cutoff`).
+    pub(crate) fn kept_below(cutoff: u32) -> impl Fn(&[u32]) -> bool {
+        move |counts: &[u32]| {
+            counts.is_empty()
+                || counts.iter().filter(|&&c| c >= cutoff).count() < crate::table::median_min_required(counts.len())
+        }
+    }
+
+    /// The decisions of `keep_of` on `reads` (each read's hashes) read by read on `table`, a
+    /// read kept counted into it.
+    pub(crate) fn kept_read_by_read(
+        table: &impl crate::table::CountingTable,
+        reads: &[Vec<u64>],
+        keep_of: &impl Fn(&[u32]) -> bool,
+    ) -> Vec<bool> {
+        let kept = |r: &Vec<u64>| {
+            let counts: Vec<u32> = r.iter().map(|&h| table.get_hash(h)).collect();
+            let keep = keep_of(&counts);
+            if keep {
+                r.iter().for_each(|&h| {
+                    table.add_hash(h);
+                });
+            }
+            keep
+        };
+        reads.iter().map(kept).collect()
+    }
+
+    /// The decisions of `keep_of` on the reads of `batch` (each read's hashes, end to end in
+    /// the batch `d` decides), a read kept counted through `d`.
+    pub(crate) fn kept_in_batch(
+        d: &mut impl crate::table::ReadCounts,
+        batch: &[Vec<u64>],
+        keep_of: &impl Fn(&[u32]) -> bool,
+    ) -> Vec<bool> {
+        let mut start = 0;
+        let mut counts = Vec::new();
+        let kept = |r: &Vec<u64>| {
+            let read = start..start + r.len();
+            start += r.len();
+            counts.clear();
+            d.counts(read.clone(), &mut counts);
+            let keep = keep_of(&counts);
+            if keep {
+                d.add(read);
+            }
+            keep
+        };
+        batch.iter().map(kept).collect()
+    }
+
     /// A shard that answers a message as a worker's shard of its layout does (tests).
     pub(crate) trait Answering: Send {
         /// The answer to a message of `kind`.
@@ -1260,7 +1311,7 @@ mod tests {
     use crate::shards::drive::DrivenLayout;
     use crate::shards::khmer::{Shard, ShardClient};
     use crate::table::{median_min_required, CountingTable as _, HashKind, KhmerTable, StorageKind};
-    use crate::table::{AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth, ReadCounts};
+    use crate::table::{AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth};
 
     const SIZES: [u64; 3] = [97, 89, 83];
 
@@ -1627,23 +1678,9 @@ mod tests {
         let cutoff = 200;
         let text = fastq_of(5, 2500, 70);
         let reads = read_hashes(&C::sharded(1).0, &text);
-        let keep_of = |counts: &[u32]| {
-            counts.is_empty() || counts.iter().filter(|&&c| c >= cutoff).count() < median_min_required(counts.len())
-        };
+        let keep_of = kept_below(cutoff);
         let expected = C::one_table();
-        let expected_keep: Vec<bool> = reads
-            .iter()
-            .map(|r| {
-                let counts: Vec<u32> = r.iter().map(|&h| expected.get_hash(h)).collect();
-                let keep = keep_of(&counts);
-                if keep {
-                    r.iter().for_each(|&h| {
-                        expected.add_hash(h);
-                    });
-                }
-                keep
-            })
-            .collect();
+        let expected_keep = kept_read_by_read(&expected, &reads, &keep_of);
         assert!(expected_keep.contains(&false), "reads at the cutoff");
         for (shards, held) in [(1, 1), (2, 0), (3, 1)] {
             let (client, mut all) = C::sharded(shards);
@@ -1653,25 +1690,7 @@ mod tests {
             let mut kept = Vec::new();
             for batch in reads.chunks(300) {
                 let hashes = batch.concat();
-                let keep = decisions
-                    .decide(&hashes, |d| {
-                        let mut start = 0;
-                        batch
-                            .iter()
-                            .map(|r| {
-                                let read = start..start + r.len();
-                                start += r.len();
-                                let mut counts = Vec::new();
-                                d.counts(read.clone(), &mut counts);
-                                let keep = keep_of(&counts);
-                                if keep {
-                                    d.add(read);
-                                }
-                                keep
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                    .unwrap();
+                let keep = decisions.decide(&hashes, |d| kept_in_batch(d, batch, &keep_of)).unwrap();
                 kept.extend(keep);
             }
             decisions.flush().unwrap();
