@@ -198,7 +198,7 @@ impl Shard {
     fn set_cells(&self, py: Python<'_>, cells: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
         let cells = slice(&cells, "cells")?;
         self.with(py, |shard| match shard {
-            Layout::Khmer(s) => CoreShard::from_cells(s.start(), s.max(), cells.to_vec()).map(|new| *s = new),
+            Layout::Khmer(s) => CoreShard::from_cells(s.start(), s.max(), cells).map(|new| *s = new),
             Layout::Blocked(s) => s.set_bytes(cells),
         })
         .py()

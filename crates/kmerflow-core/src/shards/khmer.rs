@@ -20,7 +20,7 @@ use super::runs::{drive, Routed};
 use super::{ShardKernel, ShardLayout, ShardRouting};
 use crate::table::batch::{BatchOutcome, BatchRules, SeenCounters};
 use crate::table::khmer_format::ByteFrame;
-use crate::table::{prefetch, FastMod, HashKind, KhmerTable, StorageKind, Table};
+use crate::table::{prefetch, AllocOptions, FastMod, HashKind, KhmerTable, OwnedBytes, StorageKind, Table};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::ops::Deref;
@@ -262,24 +262,22 @@ pub const PREFETCH_AHEAD: usize = 16;
 pub struct Shard {
     start: u64,
     max: u8,
-    cells: Vec<u8>,
+    cells: OwnedBytes,
 }
 
 impl Shard {
-    /// A zeroed shard of `len` counters from `start`, each at most `max`; an allocation that
-    /// fails is an error, not an abort.
+    /// A zeroed shard of `len` counters from `start`, each at most `max`, allocated as a
+    /// table's counters are ([`AllocOptions::for_shard`]: huge pages from one huge page on); an
+    /// allocation that fails is an error, not an abort.
     pub fn new(start: u64, len: u64, max: u8) -> Result<Self> {
         let n = usize::try_from(len).map_err(|_| Error::invalid(format!("a shard of {len} counters is too large")))?;
-        let mut cells = Vec::new();
-        cells
-            .try_reserve_exact(n)
+        let cells = OwnedBytes::with_options(n, AllocOptions::default().for_shard())
             .map_err(|e| Error::invalid(format!("cannot allocate a shard of {len} counters: {e}")))?;
-        cells.resize(n, 0);
         Ok(Shard { start, max, cells })
     }
 
-    /// A shard holding `cells` (counters from `start`), checked against `max`.
-    pub fn from_cells(start: u64, max: u8, cells: Vec<u8>) -> Result<Self> {
+    /// A shard holding a copy of `cells` (counters from `start`), checked against `max`.
+    pub fn from_cells(start: u64, max: u8, cells: &[u8]) -> Result<Self> {
         if let Some(i) = cells.iter().position(|&c| c > max) {
             return Err(Error::invalid(format!(
                 "counter {} holds {} above the maximum {max}",
@@ -287,7 +285,9 @@ impl Shard {
                 cells[i]
             )));
         }
-        Ok(Shard { start, max, cells })
+        let mut shard = Shard::new(start, cells.len() as u64, max)?;
+        shard.cells.copy_from_slice(cells);
+        Ok(shard)
     }
 
     /// First counter.
@@ -901,6 +901,6 @@ mod tests {
         assert_eq!(shard.cells()[2], 0);
         shard.apply(&[12, 13, 12], &[100, 1, 100]).unwrap();
         assert_eq!(&shard.cells()[2..4], &[200, 1]);
-        assert!(Shard::from_cells(0, 15, vec![16]).is_err());
+        assert!(Shard::from_cells(0, 15, &[16]).is_err());
     }
 }

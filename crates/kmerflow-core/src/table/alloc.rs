@@ -1,7 +1,10 @@
 //! Zeroed counter memory: a plain zeroed heap allocation for small tables, an anonymous
 //! mmap aligned to 2 MiB for big ones, advised for transparent huge pages and optionally
-//! pre-faulted ([`AllocOptions`]).
+//! pre-faulted ([`AllocOptions`]). [`ZeroedBytes`] is a table's (updated through atomic views),
+//! [`OwnedBytes`] a shard's (read and written like a `Vec<u8>`). An allocation that fails is an
+//! error, not an abort.
 
+use std::io::ErrorKind;
 use std::sync::atomic::AtomicU8;
 
 /// Tables at least this large are mmap-ed.
@@ -43,6 +46,19 @@ pub struct AllocOptions {
     /// Fault every page in at construction, so that page faults (and the kernel zeroing pages)
     /// do not land in the counting loop.
     pub populate: bool,
+}
+
+impl AllocOptions {
+    /// The options of a shard's memory (a part of a table cut into shards, [`crate::shards`]):
+    /// these, except that `auto` advises huge pages for every shard of at least one huge page,
+    /// as `on` does. A table is cut into shards because it is large, and a process misses the
+    /// TLB on all the shards it holds together, not on one.
+    pub fn for_shard(self) -> Self {
+        match self.huge_pages {
+            HugePages::Auto => Self { huge_pages: HugePages::On, ..self },
+            _ => self,
+        }
+    }
 }
 
 /// The owner of the memory (held so that dropping the buffer frees it).
@@ -121,7 +137,7 @@ impl ZeroedBytes {
             }
             Ok(bytes)
         } else {
-            let mut heap = vec![0u8; len].into_boxed_slice();
+            let mut heap = zeroed_heap(len)?;
             let ptr = heap.as_mut_ptr();
             // SAFETY: the heap buffer, which the value owns.
             Ok(Self { _backing: Backing::Heap(heap), bytes: unsafe { RawBytes::new(ptr, len) } })
@@ -154,6 +170,60 @@ impl ZeroedBytes {
                 unsafe { std::ptr::write_volatile(page, 0) };
             }
         }
+    }
+}
+
+/// `len` zero bytes on the heap (zeroed lazily by the allocator, as `vec![0; len]` is), or an
+/// error when they cannot be allocated.
+fn zeroed_heap(len: usize) -> std::io::Result<Box<[u8]>> {
+    if len == 0 {
+        return Ok(Box::default());
+    }
+    let layout = std::alloc::Layout::array::<u8>(len).map_err(|e| std::io::Error::new(ErrorKind::OutOfMemory, e))?;
+    // SAFETY: the layout's size is not zero.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(std::io::Error::new(ErrorKind::OutOfMemory, format!("out of memory for {len} bytes")));
+    }
+    // SAFETY: `len` zeroed bytes from the global allocator with the layout of `[u8]` of `len`,
+    // which the box now owns (and frees with that layout).
+    Ok(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) })
+}
+
+/// Zero-initialised bytes allocated as a table's are ([`ZeroedBytes::with_options`]) but held
+/// like a `Vec<u8>`: read through `&`, written through `&mut`, never updated through atomics
+/// (a shard's counters, which only their holder counts).
+pub(crate) struct OwnedBytes(ZeroedBytes);
+
+impl OwnedBytes {
+    /// `len` zero bytes allocated as `options` say.
+    pub(crate) fn with_options(len: usize, options: AllocOptions) -> std::io::Result<Self> {
+        ZeroedBytes::with_options(len, options).map(Self)
+    }
+
+    /// Whether the bytes are an anonymous map (with the huge pages their options advise).
+    #[cfg(test)]
+    pub(crate) fn is_mmap(&self) -> bool {
+        self.0.is_mmap()
+    }
+}
+
+impl std::ops::Deref for OwnedBytes {
+    type Target = [u8];
+
+    #[inline(always)]
+    fn deref(&self) -> &[u8] {
+        let bytes = &self.0.bytes;
+        // SAFETY: valid for `len` bytes while self lives (`RawBytes::new`); an `OwnedBytes` never
+        // gives out its atomic view, so every write goes through `&mut self` (`deref_mut`).
+        unsafe { std::slice::from_raw_parts(bytes.ptr, bytes.len) }
+    }
+}
+
+impl std::ops::DerefMut for OwnedBytes {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.0.bytes_mut()
     }
 }
 
@@ -241,6 +311,21 @@ mod tests {
         let off = AllocOptions { huge_pages: HugePages::Off, populate: false };
         assert!(!ZeroedBytes::with_options(HUGE_PAGE + 5, off).unwrap().is_mmap());
         assert!(ZeroedBytes::with_options(MMAP_THRESHOLD, off).unwrap().is_mmap());
+    }
+
+    #[test]
+    fn shards_get_huge_pages_from_one_huge_page_unless_off() {
+        let shard = AllocOptions::default().for_shard();
+        assert_eq!(shard, AllocOptions { huge_pages: HugePages::On, populate: false });
+        let off = AllocOptions { huge_pages: HugePages::Off, populate: true };
+        assert_eq!(off.for_shard(), off);
+        let mut cells = OwnedBytes::with_options(HUGE_PAGE + 5, shard).unwrap();
+        assert!(cells.is_mmap() && cells.iter().all(|&b| b == 0));
+        cells[HUGE_PAGE + 4] = 7;
+        assert_eq!((cells.len(), cells[HUGE_PAGE + 4]), (HUGE_PAGE + 5, 7));
+        assert!(!OwnedBytes::with_options(HUGE_PAGE - 1, shard).unwrap().is_mmap());
+        assert!(!OwnedBytes::with_options(HUGE_PAGE + 5, off.for_shard()).unwrap().is_mmap());
+        assert!(OwnedBytes::with_options(0, shard).unwrap().is_empty());
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod native_format;
 pub mod primes;
 pub(crate) mod storage;
 
+pub(crate) use alloc::OwnedBytes;
 pub use alloc::{AllocOptions, HugePages};
 pub use any::AnyTable;
 pub use blocked::{BlockedHash, BlockedParams, BlockedTable, CounterWidth};

@@ -132,8 +132,9 @@ pub struct BlockedShard {
 }
 
 impl BlockedShard {
-    /// A zeroed shard of lines `lines` of a table of shape `params`; an allocation that fails
-    /// is an error, not an abort.
+    /// A zeroed shard of lines `lines` of a table of shape `params`, allocated as a table's
+    /// counters are ([`AllocOptions::for_shard`]: huge pages from one huge page on); an
+    /// allocation that fails is an error, not an abort.
     pub fn new(params: BlockedParams, lines: Range<u64>) -> Result<Self> {
         params.check()?;
         if lines.is_empty() || lines.end > params.n_lines {
@@ -143,7 +144,7 @@ impl BlockedShard {
             )));
         }
         let part = BlockedParams { n_lines: lines.end - lines.start, ..params };
-        Ok(BlockedShard { params, table: BlockedTable::with_params(part, AllocOptions::default())?, lines })
+        Ok(BlockedShard { params, table: BlockedTable::with_params(part, AllocOptions::default().for_shard())?, lines })
     }
 
     /// The lines held.
