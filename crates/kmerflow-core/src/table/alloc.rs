@@ -203,7 +203,7 @@ impl OwnedBytes {
 
     /// Whether the bytes are an anonymous map (with the huge pages their options advise).
     #[cfg(test)]
-    pub(crate) fn is_mmap(&self) -> bool {
+    fn is_mmap(&self) -> bool {
         self.0.is_mmap()
     }
 }
