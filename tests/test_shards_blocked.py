@@ -226,3 +226,27 @@ def test_look_up_runs_on_blocked_shards_match_the_table_held_here(client, tmp_pa
     assert filtered["truncated"] > 0 and 0 < filtered["written"] and histogram["tally"]["reads"] == 900
     assert 0 < trimmed["reads_trimmed"] and files["t.fq"]
     assert int(files["h.csv"].decode().split()[-1].split(",")[0]) > 100
+
+
+def test_the_class_filters_and_histograms_like_the_table_held_here(client, tmp_path):
+    """``file_histogram`` and ``filter_file`` of a ``ShardedBlockedTable`` with shards here and on
+    the workers (batches of a few reads) equal those of the table held all here, whose filtering
+    is filter-abund-single's on the same table (``_core.run_sharded_command``)."""
+    reads = _genome_reads(tmp_path / "r.fq", seed=19, n=900)
+
+    def looked_up(tag: str, **sharding) -> tuple:
+        table = ShardedBlockedTable(20, 800, 4, **sharding)
+        table.consume_seqfile(reads)
+        summary = table.filter_file(reads, tmp_path / f"{tag}.fq", cutoff=20, normalize_to=25)
+        return table.file_histogram(reads).tolist(), summary, (tmp_path / f"{tag}.fq").read_bytes()
+
+    here = looked_up("here", shards=1)
+    assert looked_up("workers", client=client, shards=3, local=1, batch_kmers=500) == here
+    histogram, summary, filtered = here
+    assert sum(histogram[1:]) > 0 and max(i for i, n in enumerate(histogram) if n) > 20
+    assert summary["truncated"] > 0 and summary["reads"] == 900
+    argv = ["filter-abund-single", "-f", "-V", "-Z", "25", "-C", "20", str(reads), "-o", str(tmp_path / "c.fq")]
+    _, _, staged = _core.run_sharded_command(argv[0], ["kmerflow", *argv, "-k", "20", "-N", "4", "-x", "800"],
+                                             lambda *_: None, *ShardedBlockedTable(20, 800, 4).native_run(), None)
+    staged.commit()
+    assert (tmp_path / "c.fq").read_bytes() == filtered

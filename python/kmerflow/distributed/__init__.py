@@ -257,6 +257,30 @@ class _Sharded:
         self.short_reads += short
         return reads, kept
 
+    def file_histogram(self, *paths: Union[str, os.PathLike]) -> np.ndarray:
+        """khmer's ``abundance_distribution`` of the files ``paths`` (read in order) with a fresh
+        tracking filter (the one-process table's for this shape, held here): how many distinct k-mers
+        have each count 0 .. 65534 (uint64). The reads are read and hashed natively and only the
+        k-mers new to the tracking filter are looked up on the shards (one message per shard
+        and batch); the table is not gathered."""
+        return _core.abundance_distribution_sharded(*self.native_run(), [os.fspath(p) for p in paths],
+                                                    self.batch_kmers)
+
+    def filter_file(self, paths: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+                    output: Union[str, os.PathLike], cutoff: int = 2,
+                    normalize_to: Optional[int] = None) -> Dict[str, Any]:
+        """filter-abund's filtering of ``paths`` (one file or several, read in order) into
+        ``output`` (FASTA/FASTQ as read, compressed by the name's extension): each read is cut
+        before its first k-mer whose count is below ``cutoff`` and dropped when fewer than k
+        bases remain; with ``normalize_to`` (``-V -Z``) only reads whose median count reaches it
+        are trimmed. The reads are looked up on the shards a batch at a time; the table is not
+        gathered. Returns filter-abund's summary (``reads``, ``written``, ``truncated``,
+        ``removed``, ``short_dropped``, ``fp_rate``)."""
+        paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        summary = _core.filter_reads_sharded(*self.native_run(), [os.fspath(p) for p in paths],
+                                             os.fspath(output), cutoff, normalize_to, self.batch_kmers)
+        return json.loads(summary)
+
     # --- the table's file, written and read shard by shard ---------------------------------------
 
     def _seeing(self, path: str) -> List[bool]:
@@ -449,30 +473,6 @@ class ShardedCountgraph(_Sharded):
         Nodegraph, is filled as khmer fills it; :meth:`file_histogram` leaves the table on the
         shards)."""
         return self.to_countgraph().abundance_distribution(os.fspath(path), tracking)
-
-    def file_histogram(self, *paths: Union[str, os.PathLike]) -> np.ndarray:
-        """khmer's ``abundance_distribution`` of the files ``paths`` (read in order) with a fresh
-        tracking filter (one bit per counter of the table, held here): how many distinct k-mers
-        have each count 0 .. 65534 (uint64). The reads are read and hashed natively and only the
-        k-mers new to the tracking filter are looked up on the shards (one message per shard
-        and batch); the table is not gathered."""
-        return _core.abundance_distribution_sharded(*self.native_run(), [os.fspath(p) for p in paths],
-                                                    self.batch_kmers)
-
-    def filter_file(self, paths: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
-                    output: Union[str, os.PathLike], cutoff: int = 2,
-                    normalize_to: Optional[int] = None) -> Dict[str, Any]:
-        """filter-abund's filtering of ``paths`` (one file or several, read in order) into
-        ``output`` (FASTA/FASTQ as read, compressed by the name's extension): each read is cut
-        before its first k-mer whose count is below ``cutoff`` and dropped when fewer than k
-        bases remain; with ``normalize_to`` (``-V -Z``) only reads whose median count reaches it
-        are trimmed. The reads are looked up on the shards a batch at a time; the table is not
-        gathered. Returns filter-abund's summary (``reads``, ``written``, ``truncated``,
-        ``removed``, ``short_dropped``, ``fp_rate``)."""
-        paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-        summary = _core.filter_reads_sharded(*self.native_run(), [os.fspath(p) for p in paths],
-                                             os.fspath(output), cutoff, normalize_to, self.batch_kmers)
-        return json.loads(summary)
 
 
 class _RemoteCalls:
