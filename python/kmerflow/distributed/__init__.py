@@ -198,11 +198,16 @@ class _Sharded:
         except Exception as e:  # the worker's error or its loss, whichever Dask reports
             raise ShardError(f"{self._describe(s)} failed: {type(e).__name__}: {e}") from e
 
+    def _on(self, s: int, method: str, *args: Any) -> Any:
+        """Calls ``method`` on shard ``s`` with ``args`` without waiting (:meth:`_named`): its
+        future."""
+        return self._named(s, lambda: getattr(self._shards[s], method)(*args))
+
     def _start_some(self, method: str, args: Dict[int, Sequence[Any]]) -> Dict[int, Any]:
         """Calls ``method`` on the shards ``args`` names, with their arguments, without waiting
         (remote shards first, so that local work overlaps theirs): each shard's future."""
         order = sorted(args, key=lambda s: isinstance(self._shards[s], _Local))
-        return {s: self._named(s, lambda s=s: getattr(self._shards[s], method)(*args[s])) for s in order}
+        return {s: self._on(s, method, *args[s]) for s in order}
 
     def _finish_some(self, futures: Dict[int, Any]) -> Dict[int, Any]:
         """The answers of :meth:`_start_some`'s futures."""
@@ -317,7 +322,7 @@ class _Sharded:
             seeing = self._seeing(temp)
             futures = self._start_some("write_to", {s: (temp, places[s]) for s in range(len(places)) if seeing[s]})
             for s in (s for s in range(len(places)) if not seeing[s]):
-                cells = self._answer(s, self._named(s, lambda s=s: self._shards[s].cells()))
+                cells = self._answer(s, self._on(s, "cells"))
                 _core.write_places(temp, places[s], _array(cells, _U8))
                 del cells
             self._finish_some(futures)
@@ -338,7 +343,7 @@ class _Sharded:
         futures = self._start_some("read_from", {s: (path, places[s]) for s in range(len(places)) if seeing[s]})
         for s in (s for s in range(len(places)) if not seeing[s]):
             cells = _core.read_places(path, places[s])
-            self._answer(s, self._named(s, lambda s=s, cells=cells: self._shards[s].set_cells(cells)))
+            self._answer(s, self._on(s, "set_cells", cells))
             del cells
         self._finish_some(futures)
 
