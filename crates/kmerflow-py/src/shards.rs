@@ -425,30 +425,20 @@ impl ShardClient {
         }
     }
 
-    /// What a message names for each k-mer of `hashes`: the counter of every position
-    /// (probe-major: table `p`'s counter of k-mer `o` at `p * n + o`); for a blocked table,
-    /// the hashes.
-    fn keys<'py>(&self, py: Python<'py>, hashes: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u64>>> {
-        let hashes = slice(&hashes, "hashes")?;
-        Ok(match &self.inner {
-            Layout::Khmer(c) => py.detach(|| c.map().counters(hashes)),
-            Layout::Blocked(_) => hashes.to_vec(),
-        }
-        .into_pyarray(py))
-    }
-
-    /// `keys` split by shard (input order kept) and the input position of each entry of the
+    /// What a message names for each k-mer of `hashes` (the counter of every position,
+    /// probe-major: table `p`'s counter of k-mer `o` at `p * n + o`; for a blocked table, the
+    /// hashes) split by shard (input order kept), and the input position of each entry of the
     /// parts laid end to end (uint32), for `unroute`.
     fn route<'py>(
         &self,
         py: Python<'py>,
-        keys: PyReadonlyArray1<'py, u64>,
+        hashes: PyReadonlyArray1<'py, u64>,
     ) -> PyResult<(Parts<'py>, Bound<'py, PyArray1<u32>>)> {
-        let keys = slice(&keys, "keys")?;
+        let hashes = slice(&hashes, "hashes")?;
         let (parts, order) = py
             .detach(|| match &self.inner {
-                Layout::Khmer(c) => c.map().route(keys),
-                Layout::Blocked(c) => c.map().route(keys),
+                Layout::Khmer(c) => c.map().route(&c.map().counters(hashes)),
+                Layout::Blocked(c) => c.map().route(hashes),
             })
             .py()?;
         Ok((parts.into_iter().map(|p| p.into_pyarray(py)).collect(), order.into_pyarray(py)))

@@ -391,13 +391,13 @@ class _Sharded:
         hashes = np.ascontiguousarray(hashes, dtype=_U64)
         for start in range(0, len(hashes), self.batch_kmers):
             batch = hashes[start:start + self.batch_kmers]
-            parts, order = self._table.route(self._table.keys(batch))
+            parts, order = self._table.route(batch)
             self._table.record_adds(batch, order, self._call("add", [(p,) for p in parts]))
 
     def get_hash_counts(self, hashes: np.ndarray) -> np.ndarray:
         """The count of each k-mer hash (uint32)."""
         hashes = np.ascontiguousarray(hashes, dtype=_U64)
-        parts, order = self._table.route(self._table.keys(hashes))
+        parts, order = self._table.route(hashes)
         values = _core.ShardClient.unroute(order, self._call("counts", [(p,) for p in parts]))
         return self._table.kmer_counts(hashes, values)
 
