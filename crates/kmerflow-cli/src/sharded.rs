@@ -148,8 +148,9 @@ fn refused_flag(command: &str, flag: &str, why: &str) -> CliError {
 /// and the table's sizing decide.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Plan {
-    /// The cluster to run on and how the table is split over it.
-    pub cluster: Cluster,
+    /// The cluster to run on and how the table is split over it (`--scheduler`,
+    /// `--local-cluster`, `--shards`, `--local-shards`, `--batch-kmers`).
+    pub cluster: ShardArgs,
     /// The table's shape, or the saved table to load into the shards.
     pub table: Table,
     /// Whether counts go past 255 (khmer's bigcount); false where the command stops them there.
@@ -164,21 +165,6 @@ pub struct Plan {
     /// The command and its own arguments.
     #[serde(flatten)]
     pub command: CommandPlan,
-}
-
-/// Where a sharded run runs (`--scheduler`, `--local-cluster`, [`ShardArgs`]).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Cluster {
-    /// `--scheduler`: the address (or scheduler file) of a running Dask cluster.
-    pub scheduler: Option<String>,
-    /// `--local-cluster`: the number of workers of a cluster started for the run.
-    pub local_cluster: Option<usize>,
-    /// `--shards`: the number of shards; `None` for one per worker plus the local ones.
-    pub shards: Option<usize>,
-    /// `--local-shards`: the shards held in this process.
-    pub local_shards: usize,
-    /// `--batch-kmers`: the k-mers sent to a shard in one message.
-    pub batch_kmers: usize,
 }
 
 /// The table of a sharded run.
@@ -420,13 +406,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
     }
     check(&command, &argv)?;
     let settings = command.settings();
-    let cluster = Cluster {
-        scheduler: sharding.cluster.scheduler.clone(),
-        local_cluster: sharding.cluster.local_cluster,
-        shards: sharding.shards,
-        local_shards: sharding.local_shards,
-        batch_kmers: sharding.batch_kmers,
-    };
+    let cluster = sharding.clone();
     let run = RunContext::new();
     crate::declare_run_files(name, &settings, &run);
     refuse_overwrites(&command, &run).map_err(|e| data_error(name, e))?;
@@ -737,7 +717,7 @@ mod tests {
         let expected: Vec<u64> = kmerflow_core::table::primes::get_n_primes_near_x(3, 1000).unwrap();
         assert_eq!(sizes(&counted), expected);
         assert_eq!(counted.table.ksize, sizing::DEFAULT_K);
-        assert_eq!(counted.cluster.local_cluster, Some(2));
+        assert_eq!(counted.cluster.cluster.local_cluster, Some(2));
         assert_eq!(counted.cluster.batch_kmers, crate::commands::shard_args::DEFAULT_BATCH_KMERS);
         assert_eq!(counted.command, CommandPlan::LoadIntoCounting { output: "o.ct".into() });
         assert!(counted.bigcount);
