@@ -7,8 +7,9 @@ use crate::commands::{forwarder, ShardTerminal};
 use crate::errors::{command_error, error_class, IntoPyResult};
 use crate::interrupt::{interruptible, interruptible_showing, warn_message};
 use crate::reads::pair_mode;
+use crate::shard_files::StagedOutputs;
 use crate::shards::{AnyShard, Layout, Shard, ShardClient};
-use kmerflow_core::io::{FastxReader, PairMode, PairedReader, Staged};
+use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::ops::normalize::{PassTable, Tables};
@@ -231,32 +232,13 @@ pub fn run_sharded_command(
         summary.map(|summary| {
             summary.map(|summary| {
                 let outputs = ctx.files().outputs().into_iter().chain(staged.iter().map(|s| s.path().to_string()));
-                (summary.to_string(), outputs.collect(), StagedOutputs(staged))
+                (summary.to_string(), outputs.collect(), StagedOutputs::new(staged))
             })
         })
     })?
     .py()?
     .map_err(command_error)?;
     Ok((summary, outputs, staged))
-}
-
-/// The complete outputs of a sharded run, under temporary names until `commit()` renames them
-/// into place (in the order the run wrote them); `discard()`, or dropping it uncommitted,
-/// removes them.
-#[pyclass(module = "kmerflow._core")]
-pub struct StagedOutputs(Vec<Staged>);
-
-#[pymethods]
-impl StagedOutputs {
-    /// Renames the outputs into place (once; a failure removes those not renamed yet).
-    fn commit(&mut self) -> PyResult<()> {
-        std::mem::take(&mut self.0).into_iter().try_for_each(Staged::commit).py()
-    }
-
-    /// Removes the outputs (nothing once committed).
-    fn discard(&mut self) {
-        self.0.clear();
-    }
 }
 
 /// The tables of a sharded `normalize`, made on the shards by the Python callable
@@ -468,7 +450,6 @@ pub fn filter_reads_sharded(
 /// Adds the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sharded_command, m)?)?;
-    m.add_class::<StagedOutputs>()?;
     m.add_function(wrap_pyfunction!(run_sharded_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(count_file_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_file_sharded, m)?)?;

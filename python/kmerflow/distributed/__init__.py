@@ -311,13 +311,14 @@ class _Sharded:
         its counters here, one shard at a time), this process writes the rest, and the file is
         renamed over ``path``. On a failure the temporary is removed and the error names the
         shard. False (nothing done) where ``path`` is written in place (a FIFO, a device)."""
-        length, frame = self._table.frame()
-        staged = _core.StagedFile.create(path, length)
-        if staged is None:
+        length, frame_places, frame = self._table.frame()
+        made = _core.StagedOutputs.table_file(path, length)
+        if made is None:
             return False
+        staged, temp = made
         try:
-            temp = os.path.abspath(staged.temp_path)
-            staged.write(frame)
+            temp = os.path.abspath(temp)
+            _core.write_places(temp, frame_places, frame)
             places = self._table.places()
             seeing = self._seeing(temp)
             futures = self._start_some("write_to", {s: (temp, places[s]) for s in range(len(places)) if seeing[s]})
