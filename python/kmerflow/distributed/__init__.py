@@ -220,15 +220,12 @@ class _Sharded:
         answers = self._finish_some(self._start_some(method, dict(enumerate(args))))
         return [answers[s] for s in range(len(self._shards))]
 
-    def _held_here(self) -> List[Any]:
-        """The shards held in this process (``None`` for a remote one), in shard order."""
-        return [s.actor.shard if isinstance(s, _Local) else None for s in self._shards]
-
     def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
         """What a native run on this table takes (``_core.run_sharded_command`` and the
         like): the client's part, the shards held here (``None`` for a remote one) and the
         remote shards' calls."""
-        return self._table, self._held_here(), _RemoteCalls(self)
+        held_here = [s.actor.shard if isinstance(s, _Local) else None for s in self._shards]
+        return self._table, held_here, _RemoteCalls(self)
 
     def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
         """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).

@@ -27,7 +27,7 @@ import contextlib
 import json
 import sys
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from kmerflow import _core
 from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph, _Sharded, running_workers
@@ -64,8 +64,8 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     if text is None:
         return None
     plan = shard_plan.parse(text, full)
-    name = plan["command"]
-    local = plan["cluster"]["local_cluster"]
+    name, cluster = plan["command"], plan["cluster"]
+    local = cluster["local_cluster"]
     refusal = local_cluster_refusal(local) if local is not None and client is None else None
     if refusal is not None:
         raise CommandError(f"kmerflow {name}: error: {refusal}", 2)
@@ -74,7 +74,10 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     for m in plan["messages"]:
         say(m["level"], m["text"])
     try:
-        with _connected(plan["cluster"], client, name) as dask_client:
+        # The Dask client of the run: ``client``, or the cluster's (:func:`connect`).
+        connected = connect(cluster["scheduler"], local, command=name) if client is None else \
+            contextlib.nullcontext(client)
+        with connected as dask_client:
             graph = _graph(plan, dask_client)
             graph.terminal = terminal
             summary, outputs = _RUNS[name](plan, graph, say)
@@ -126,16 +129,6 @@ def main(argv: List[str]) -> int:
 
 
 # --- the cluster and the table -------------------------------------------------------------------
-
-@contextlib.contextmanager
-def _connected(cluster: Cluster, client: Any, command: str) -> Iterator[Any]:
-    """The Dask client of the run: ``client``, or the cluster's (:func:`connect`)."""
-    if client is not None:
-        yield client
-        return
-    with connect(cluster["scheduler"], cluster["local_cluster"], command=command) as own:
-        yield own
-
 
 def _where(cluster: Cluster, client: Any) -> Dict[str, Any]:
     """Where a table's shards go (the sharded classes' keywords): on ``client``'s workers and
