@@ -24,7 +24,7 @@ use crate::{cli_command, parse, report, run_failure, CliError, Parsed, EXIT_DATA
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::FromArgMatches;
-use kmerflow_core::ops::count::{self, ReadTally};
+use kmerflow_core::ops::count;
 use kmerflow_core::ops::normalize::Tables;
 use kmerflow_core::ops::read_filter::{self, FpLimit};
 use kmerflow_core::ops::sizing::TableParams;
@@ -35,6 +35,7 @@ use kmerflow_core::shards::drive::{DrivenLayout, ShardedTable, Shards};
 use kmerflow_core::shards::runs::{RemoteShards, ShardedDecisions};
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::{native_format, Layout};
+use serde::Deserialize;
 use serde_json::Value;
 use std::ffi::OsString;
 use std::time::Duration;
@@ -665,16 +666,8 @@ pub fn finish(
         run.files().add_output(output);
     }
     if let Command::LoadIntoCounting(a) = &command {
-        let number = |key: &str| summary.pointer(key).and_then(Value::as_u64).unwrap_or(0);
-        let counted = count::Summary {
-            tally: ReadTally {
-                reads: number("/tally/reads"),
-                short_reads: number("/tally/short_reads"),
-                kmers: number("/tally/kmers"),
-            },
-            unique_kmers: number("/unique_kmers"),
-            fp_rate: summary["fp_rate"].as_f64().unwrap_or(0.0),
-        };
+        let counted =
+            count::Summary::deserialize(&summary).map_err(|e| failed(kmerflow_core::Error::invalid(e.to_string())))?;
         count::write_side_files(&a.output, &a.inputs, &counted, a.summary_info.map(Into::into), &run)
             .map_err(failed)?;
     }
