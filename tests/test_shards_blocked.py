@@ -231,7 +231,8 @@ def test_look_up_runs_on_blocked_shards_match_the_table_held_here(client, tmp_pa
 def test_the_class_filters_and_histograms_like_the_table_held_here(client, tmp_path):
     """``file_histogram`` and ``filter_file`` of a ``ShardedBlockedTable`` with shards here and on
     the workers (batches of a few reads) equal those of the table held all here, whose filtering
-    is filter-abund-single's on the same table (``_core.run_sharded_command``)."""
+    and histogram are filter-abund-single's and abundance-dist-single's on the same table
+    (``_core.run_sharded_command``)."""
     reads = _genome_reads(tmp_path / "r.fq", seed=19, n=900)
 
     def looked_up(tag: str, **sharding) -> tuple:
@@ -245,8 +246,11 @@ def test_the_class_filters_and_histograms_like_the_table_held_here(client, tmp_p
     histogram, summary, filtered = here
     assert sum(histogram[1:]) > 0 and max(i for i, n in enumerate(histogram) if n) > 20
     assert summary["truncated"] > 0 and summary["reads"] == 900
-    argv = ["filter-abund-single", "-f", "-V", "-Z", "25", "-C", "20", str(reads), "-o", str(tmp_path / "c.fq")]
-    _, _, staged = _core.run_sharded_command(argv[0], ["kmerflow", *argv, "-k", "20", "-N", "4", "-x", "800"],
-                                             lambda *_: None, *ShardedBlockedTable(20, 800, 4).native_run(), None)
-    staged.commit()
+    for argv in (["filter-abund-single", "-V", "-Z", "25", "-C", "20", reads, "-o", tmp_path / "c.fq"],
+                 ["abundance-dist-single", reads, tmp_path / "c.csv"]):
+        _, _, staged = _core.run_sharded_command(argv[0], ["kmerflow", *map(str, argv), "-f", "-k", "20"],
+                                                 lambda *_: None, *ShardedBlockedTable(20, 800, 4).native_run(), None)
+        staged.commit()
     assert (tmp_path / "c.fq").read_bytes() == filtered
+    rows = [line.split(",") for line in (tmp_path / "c.csv").read_text().split()[1:]]
+    assert {int(a): int(n) for a, n, _, _ in rows if int(n)} == {a: n for a, n in enumerate(histogram) if n}
