@@ -263,6 +263,16 @@ def test_protocol_replaces_the_khmer_steps_and_its_values_are_checked(inputs: Pa
     assert not out.exists()
 
 
+def _shards_started(client) -> int:
+    """How many shards the cluster of ``client`` has started on its workers so far (the tasks
+    that made a shard's actor, which the scheduler counts by their name's prefix)."""
+    def started(dask_scheduler) -> int:
+        prefix = dask_scheduler.task_prefixes.get("ShardActor")
+        return 0 if prefix is None else prefix.state_counts["memory"]
+
+    return client.run_on_scheduler(started)
+
+
 def test_a_normalization_step_on_shards_of_the_pipelines_cluster(inputs: Path, client, tmp_path: Path):
     """``protocol.shards`` runs the protocol step's tables (either layout) on shards of the
     pipeline's own cluster (some held by the step's task): the outputs and the histogram are
@@ -274,15 +284,42 @@ def test_a_normalization_step_on_shards_of_the_pipelines_cluster(inputs: Path, c
     sharding = ["protocol.shards=3", "protocol.local_shards=1", "protocol.batch_kmers=5000"]
     for layout in ("khmer", "blocked"):
         for tag, params in (("one", []), ("sharded", sharding)):
+            before = _shards_started(client)
             result = run(sheet, tmp_path / layout / tag, client=client,
                          params=[f"protocol.layout={layout}", *params], log=lambda m: None)
             assert result.status == {"a": "done"}, result.errors
+            # Two shards on the workers for each of its two passes' tables.
+            assert _shards_started(client) - before == (2 * 2 if params else 0), (layout, tag)
         for name in ("a.protocol_1.fq", "a.protocol_2.fq", "a.protocol.orphans.fq", "a.histogram.csv"):
             sharded, one = (tmp_path / layout / tag / "a" / name for tag in ("sharded", "one"))
             assert sharded.read_bytes() == one.read_bytes(), f"{layout}: {name}"
         assert (tmp_path / layout / "one" / "a" / "a.protocol_1.fq").stat().st_size > 0
     with pytest.raises(ConfigError, match="readstats.shards=2: only steps normalize, protocol, renormalize"):
         load_config(params=["readstats.shards=2"])
+
+
+def test_the_khmer_normalizations_on_shards_of_the_pipelines_cluster(inputs: Path, finished: Path,
+                                                                     client, tmp_path: Path):
+    """``normalize.shards`` and ``renormalize.shards`` run those steps' tables on shards of the
+    pipeline's own cluster: every output of the paired sample (the saved table filters its
+    reads; the renormalization reads pairs and orphans) and of the single-end one is the
+    unsharded run's."""
+    sheet = tmp_path / "samples.tsv"
+    sheet.write_text(f"sample\tr1\tr2\na\t{inputs / 'a_1.fq'}\t{inputs / 'a_2.fq'}\n"
+                     f"c\t{inputs / 'c_1.fq'}\t\n")
+    sharding = [f"{step}.{param}" for step in ("normalize", "renormalize")
+                for param in ("shards=2", "local_shards=1", "batch_kmers=5000")]
+    out = tmp_path / "out"
+    before = _shards_started(client)
+    result = run(sheet, out, config=inputs / "steps.toml", params=sharding, client=client,
+                 log=lambda m: None)
+    assert result.status == {"a": "done", "c": "done"}, result.errors
+    assert _shards_started(client) - before == 2 * 2  # one shard on a worker a step and sample
+    for name in ("a", "c"):
+        outputs = sorted(p.name for p in (finished / name).iterdir() if p.suffix in (".fq", ".csv"))
+        assert f"{name}.renormalize.fq" in outputs and f"{name}.normalize.fq" in outputs
+        for output in outputs:
+            assert (out / name / output).read_bytes() == (finished / name / output).read_bytes(), output
 
 
 def test_one_sample_at_a_time_runs_chunks_with_the_same_outputs(inputs: Path, finished: Path,

@@ -226,3 +226,31 @@ def test_look_up_runs_on_blocked_shards_match_the_table_held_here(client, tmp_pa
     assert filtered["truncated"] > 0 and 0 < filtered["written"] and histogram["tally"]["reads"] == 900
     assert 0 < trimmed["reads_trimmed"] and files["t.fq"]
     assert int(files["h.csv"].decode().split()[-1].split(",")[0]) > 100
+
+
+def test_the_class_filters_and_histograms_like_the_table_held_here(client, tmp_path):
+    """``file_histogram`` and ``filter_file`` of a ``ShardedBlockedTable`` with shards here and on
+    the workers (batches of a few reads) equal those of the table held all here, whose filtering
+    and histogram are filter-abund-single's and abundance-dist-single's on the same table
+    (``_core.run_sharded_command``)."""
+    reads = _genome_reads(tmp_path / "r.fq", seed=19, n=900)
+
+    def looked_up(tag: str, **sharding) -> tuple:
+        table = ShardedBlockedTable(20, 800, 4, **sharding)
+        table.consume_seqfile(reads)
+        summary = table.filter_file(reads, tmp_path / f"{tag}.fq", cutoff=20, normalize_to=25)
+        return table.file_histogram(reads).tolist(), summary, (tmp_path / f"{tag}.fq").read_bytes()
+
+    here = looked_up("here", shards=1)
+    assert looked_up("workers", client=client, shards=3, local=1, batch_kmers=500) == here
+    histogram, summary, filtered = here
+    assert sum(histogram[1:]) > 0 and max(i for i, n in enumerate(histogram) if n) > 20
+    assert summary["truncated"] > 0 and summary["reads"] == 900
+    for argv in (["filter-abund-single", "-V", "-Z", "25", "-C", "20", reads, "-o", tmp_path / "c.fq"],
+                 ["abundance-dist-single", reads, tmp_path / "c.csv"]):
+        _, _, staged = _core.run_sharded_command(argv[0], ["kmerflow", *map(str, argv), "-f", "-k", "20"],
+                                                 lambda *_: None, *ShardedBlockedTable(20, 800, 4).native_run(), None)
+        staged.commit()
+    assert (tmp_path / "c.fq").read_bytes() == filtered
+    rows = [line.split(",") for line in (tmp_path / "c.csv").read_text().split()[1:]]
+    assert {int(a): int(n) for a, n, _, _ in rows if int(n)} == {a: n for a, n in enumerate(histogram) if n}

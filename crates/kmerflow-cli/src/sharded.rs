@@ -24,7 +24,7 @@ use crate::{cli_command, parse, report, run_failure, CliError, Parsed, EXIT_DATA
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::FromArgMatches;
-use kmerflow_core::ops::count::{self, ReadTally};
+use kmerflow_core::ops::count;
 use kmerflow_core::ops::normalize::Tables;
 use kmerflow_core::ops::read_filter::{self, FpLimit};
 use kmerflow_core::ops::sizing::TableParams;
@@ -35,107 +35,30 @@ use kmerflow_core::shards::drive::{DrivenLayout, ShardedTable, Shards};
 use kmerflow_core::shards::runs::{RemoteShards, ShardedDecisions};
 use kmerflow_core::table::khmer_format::ByteFrame;
 use kmerflow_core::table::{native_format, Layout};
+use serde::Deserialize;
 use serde_json::Value;
 use std::ffi::OsString;
 use std::time::Duration;
 
-/// The arguments every sharded command may be given (besides its own, [`command_args`]).
-const SHARED_ARGS: &[&str] = &[
-    "quiet",
-    "threads",
-    "report_json",
-    "html",
-    "plots",
-    "multiqc",
-    "scheduler",
-    "local_cluster",
-    "shards",
-    "local_shards",
-    "batch_kmers",
-    "ksize",
-    "n_tables",
-    "max_tablesize",
-    "max_memory",
-    "unique_kmers",
-    "fp_rate",
-    "memory_cap",
-    "huge_pages",
-    "layout",
-    "force",
-];
+/// Why `--small-count` is refused where the table has khmer's layout.
+const EIGHT_BIT: &str = "the shards of khmer's layout hold 8-bit counters";
 
-/// The command's own arguments that a sharded run has (`None` for a command without one).
-fn command_args(command: &str) -> Option<&'static [&'static str]> {
-    Some(match command {
-        "load-into-counting" => &["no_bigcount", "small_count", "summary_info", "output", "inputs"],
-        "normalize-by-median" => &[
-            "small_count",
-            "loadgraph",
-            "cutoff",
-            "paired",
-            "force_single",
-            "unpaired",
-            "savegraph",
-            "report",
-            "report_frequency",
-            "output",
-            "inputs",
-        ],
-        "abundance-dist-single" => &["no_zero", "squash", "no_bigcount", "savegraph", "seqs", "output"],
-        "filter-abund-single" => {
-            &["cutoff", "variable_coverage", "normalize_to", "output", "gzip", "bzip", "savegraph", "input"]
+/// Why the sharded run of `command` does not have the argument `id` of its clap definition;
+/// `None` for every argument it has.
+fn why_not(command: &str, id: &str) -> Option<&'static str> {
+    let by_median = command == "normalize-by-median";
+    Some(match id {
+        "metrics" => "per-stage metrics are measured in one process; use --report-json",
+        "single_strand" => "sharded tables hold canonical k-mers",
+        "batched" => "the sharded run is batched already",
+        // With the blocked layout, these commands' shards hold 4-bit counters (see `table`).
+        "small_count" if !matches!(command, "load-into-counting" | "normalize-by-median") => EIGHT_BIT,
+        "gzip" | "bzip" if by_median => "the sharded normalize-by-median writes uncompressed reads",
+        "mate" | "output2" | "orphans" if by_median => {
+            "the sharded normalize-by-median reads interleaved or single files"
         }
-        "filter-abund" => &["cutoff", "variable_coverage", "normalize_to", "output", "gzip", "bzip", "graph", "inputs"],
-        "normalize" => &[
-            "inputs",
-            "output",
-            "mate_output",
-            "orphans",
-            "target",
-            "first_target",
-            "min_depth",
-            "passes",
-            "save_table",
-            "hist",
-            "hist_out",
-            "gzip",
-            "bzip",
-        ],
-        "trim-low-abund" => &[
-            "loadgraph",
-            "cutoff",
-            "trim_at_coverage",
-            "variable_coverage",
-            "output",
-            "savegraph",
-            "summary_info",
-            "ignore_pairs",
-            "tempdir",
-            "gzip",
-            "bzip",
-            "diginorm",
-            "diginorm_coverage",
-            "single_pass",
-            "mate",
-            "output2",
-            "orphans",
-            "inputs",
-        ],
         _ => return None,
     })
-}
-
-/// Why a flag is not available with shards (the default: not implemented there).
-fn why_not(id: &str) -> &'static str {
-    match id {
-        "small_count" => "the shards of khmer's layout hold 8-bit counters",
-        "metrics" => "per-stage metrics are measured in one process; use --report-json",
-        "gzip" | "bzip" => "the sharded normalize-by-median writes uncompressed reads",
-        "mate" | "output2" | "orphans" => "the sharded normalize-by-median reads interleaved or single files",
-        "batched" => "the sharded run is batched already",
-        "single_strand" => "sharded tables hold canonical k-mers",
-        _ => "it is not implemented for sharded tables",
-    }
 }
 
 /// The sharding flags of a parsed command, when it has them.
@@ -180,14 +103,30 @@ pub(crate) fn refusal(command: &Command) -> Option<CliError> {
 }
 
 /// Checks the sharded command line `argv` (program name first) of `command` as [`plan`] does
-/// before anything is read: a flag the sharded run does not have; `Ok` for a command line that
-/// is not sharded.
+/// before anything is read: a flag the sharded run does not have ([`why_not`]) is refused,
+/// naming it; `Ok` for a command line that is not sharded.
 pub(crate) fn check(command: &Command, argv: &[OsString]) -> Result<(), CliError> {
     if !shard_args(command).is_some_and(ShardArgs::requested) {
         return Ok(());
     }
     let name = command.name();
-    check_supported(name, argv)
+    let matches = cli_command().try_get_matches_from(argv).map_err(|e| CliError {
+        code: EXIT_USAGE,
+        message: e.render().to_string(),
+        file: None,
+    })?;
+    let Some((_, sub)) = matches.subcommand() else { return Ok(()) };
+    let root = cli_command();
+    let cmd = root.find_subcommand(name).expect("a parsed subcommand exists");
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        let given = matches!(sub.value_source(id), Some(ValueSource::CommandLine));
+        if let Some(why) = why_not(name, id).filter(|_| given) {
+            let flag = arg.get_long().map(|l| format!("--{l}")).unwrap_or_else(|| id.to_string());
+            return Err(refused_flag(name, &flag, why));
+        }
+    }
+    Ok(())
 }
 
 /// A usage error of `command` rendered as clap renders its own (exit 2).
@@ -199,31 +138,10 @@ fn usage_error(command: &str, kind: ErrorKind, message: String) -> CliError {
     CliError { code: EXIT_USAGE, message: sub.error(kind, message).render().to_string(), file: None }
 }
 
-/// Refuses an argument given on the command line that the sharded run of `command` does not
-/// have, naming its flag.
-fn check_supported(command: &str, argv: &[OsString]) -> Result<(), CliError> {
-    let own = command_args(command).unwrap_or(&[]);
-    let matches = cli_command().try_get_matches_from(argv).map_err(|e| CliError {
-        code: EXIT_USAGE,
-        message: e.render().to_string(),
-        file: None,
-    })?;
-    let Some((_, sub)) = matches.subcommand() else { return Ok(()) };
-    let root = cli_command();
-    let cmd = root.find_subcommand(command).expect("a parsed subcommand exists");
-    for arg in cmd.get_arguments() {
-        let id = arg.get_id().as_str();
-        let given = matches!(sub.value_source(id), Some(ValueSource::CommandLine));
-        if given && !SHARED_ARGS.contains(&id) && !own.contains(&id) && id != "info" {
-            let flag = arg.get_long().map(|l| format!("--{l}")).unwrap_or_else(|| id.to_string());
-            let message = format!(
-                "the argument '{flag}' cannot be used with '--scheduler' or '--local-cluster': {}",
-                why_not(id)
-            );
-            return Err(usage_error(command, ErrorKind::ArgumentConflict, message));
-        }
-    }
-    Ok(())
+/// The usage error of `flag`, which the sharded run of `command` does not have for `why`.
+fn refused_flag(command: &str, flag: &str, why: &str) -> CliError {
+    let message = format!("the argument '{flag}' cannot be used with '--scheduler' or '--local-cluster': {why}");
+    usage_error(command, ErrorKind::ArgumentConflict, message)
 }
 
 /// The run of a sharded command line, as [`plan`] hands it to the Python package (serialized as
@@ -231,8 +149,9 @@ fn check_supported(command: &str, argv: &[OsString]) -> Result<(), CliError> {
 /// and the table's sizing decide.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Plan {
-    /// The cluster to run on and how the table is split over it.
-    pub cluster: Cluster,
+    /// The cluster to run on and how the table is split over it (`--scheduler`,
+    /// `--local-cluster`, `--shards`, `--local-shards`, `--batch-kmers`).
+    pub cluster: ShardArgs,
     /// The table's shape, or the saved table to load into the shards.
     pub table: Table,
     /// Whether counts go past 255 (khmer's bigcount); false where the command stops them there.
@@ -247,21 +166,6 @@ pub struct Plan {
     /// The command and its own arguments.
     #[serde(flatten)]
     pub command: CommandPlan,
-}
-
-/// Where a sharded run runs (`--scheduler`, `--local-cluster`, [`ShardArgs`]).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Cluster {
-    /// `--scheduler`: the address (or scheduler file) of a running Dask cluster.
-    pub scheduler: Option<String>,
-    /// `--local-cluster`: the number of workers of a cluster started for the run.
-    pub local_cluster: Option<usize>,
-    /// `--shards`: the number of shards; `None` for one per worker plus the local ones.
-    pub shards: Option<usize>,
-    /// `--local-shards`: the shards held in this process.
-    pub local_shards: usize,
-    /// `--batch-kmers`: the k-mers sent to a shard in one message.
-    pub batch_kmers: usize,
 }
 
 /// The table of a sharded run.
@@ -386,13 +290,9 @@ fn table(
     inputs: &[String],
     ctx: &mut Ctx,
 ) -> Result<Table, CliError> {
-    let conflict = |flag: &str, why: &str| {
-        let message = format!("the argument '{flag}' cannot be used with '--scheduler' or '--local-cluster': {why}");
-        Err(usage_error(command, ErrorKind::ArgumentConflict, message))
-    };
     let blocked = layout == Some(Layout::Blocked);
     if counting.small_count && !blocked {
-        return conflict("--small-count", why_not("small_count"));
+        return Err(refused_flag(command, "--small-count", EIGHT_BIT));
     }
     let data = |e| data_error(command, e);
     let params = counting.resolved_params(force, inputs, false, ctx).map_err(data)?;
@@ -507,13 +407,7 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
     }
     check(&command, &argv)?;
     let settings = command.settings();
-    let cluster = Cluster {
-        scheduler: sharding.cluster.scheduler.clone(),
-        local_cluster: sharding.cluster.local_cluster,
-        shards: sharding.shards,
-        local_shards: sharding.local_shards,
-        batch_kmers: sharding.batch_kmers,
-    };
+    let cluster = sharding.clone();
     let run = RunContext::new();
     crate::declare_run_files(name, &settings, &run);
     refuse_overwrites(&command, &run).map_err(|e| data_error(name, e))?;
@@ -772,16 +666,8 @@ pub fn finish(
         run.files().add_output(output);
     }
     if let Command::LoadIntoCounting(a) = &command {
-        let number = |key: &str| summary.pointer(key).and_then(Value::as_u64).unwrap_or(0);
-        let counted = count::Summary {
-            tally: ReadTally {
-                reads: number("/tally/reads"),
-                short_reads: number("/tally/short_reads"),
-                kmers: number("/tally/kmers"),
-            },
-            unique_kmers: number("/unique_kmers"),
-            fp_rate: summary["fp_rate"].as_f64().unwrap_or(0.0),
-        };
+        let counted =
+            count::Summary::deserialize(&summary).map_err(|e| failed(kmerflow_core::Error::invalid(e.to_string())))?;
         count::write_side_files(&a.output, &a.inputs, &counted, a.summary_info.map(Into::into), &run)
             .map_err(failed)?;
     }
@@ -824,7 +710,7 @@ mod tests {
         let expected: Vec<u64> = kmerflow_core::table::primes::get_n_primes_near_x(3, 1000).unwrap();
         assert_eq!(sizes(&counted), expected);
         assert_eq!(counted.table.ksize, sizing::DEFAULT_K);
-        assert_eq!(counted.cluster.local_cluster, Some(2));
+        assert_eq!(counted.cluster.cluster.local_cluster, Some(2));
         assert_eq!(counted.cluster.batch_kmers, crate::commands::shard_args::DEFAULT_BATCH_KMERS);
         assert_eq!(counted.command, CommandPlan::LoadIntoCounting { output: "o.ct".into() });
         assert!(counted.bigcount);
@@ -911,6 +797,24 @@ mod tests {
             let err = plan(argv(args)).unwrap_err();
             assert_eq!(err.code, EXIT_USAGE);
             assert!(err.message.contains(&format!("'{flag}'")), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn every_flag_of_a_sharded_command_is_decided() {
+        // A flag added to one of these commands changes its count: decide in `why_not` whether
+        // the sharded run has it, then count it here.
+        let root = cli_command();
+        for (command, n) in [
+            ("load-into-counting", 29),
+            ("normalize-by-median", 41),
+            ("abundance-dist-single", 30),
+            ("filter-abund-single", 33),
+            ("filter-abund", 24),
+            ("normalize", 38),
+            ("trim-low-abund", 44),
+        ] {
+            assert_eq!(root.find_subcommand(command).unwrap().get_arguments().count(), n, "{command}");
         }
     }
 

@@ -1,9 +1,10 @@
 //! Sharded tables' files written and read shard by shard (`kmerflow-core`'s
 //! `shards::file`): each shard's counters go to (come from) their places in the file from
 //! the process that holds the shard (`Shard.write_to`, `Shard.read_from`), and the client
-//! writes (reads) the rest. `StagedFile` is the file being saved, under a temporary name
-//! beside the output until committed; `read_places` and `write_places` carry the counters of
-//! a shard whose process does not see the file. Every call on counters releases the GIL.
+//! writes (reads) the rest. `StagedOutputs` holds the file being saved (and a sharded run's
+//! outputs) under a temporary name beside the output until committed; `read_places` and
+//! `write_places` carry the counters of a shard whose process does not see the file. Every
+//! call on counters releases the GIL.
 
 use crate::batch::slice;
 use crate::errors::IntoPyResult;
@@ -17,51 +18,43 @@ use pyo3::prelude::*;
 /// Places in a file: (offset, length) in counter order.
 type Places = Vec<(u64, u64)>;
 
-/// A table file being saved: a new file of its full length under a temporary name beside the
-/// output (the outputs' naming and mode), renamed over the output by `commit`; dropped or
-/// `discard`ed uncommitted, the temporary is removed.
+/// Outputs complete but under temporary names (a sharded run's, a table file being saved
+/// shard by shard) until `commit()` renames them into place, in the order they were written;
+/// `discard()`, or dropping it uncommitted, removes them.
 #[pyclass(module = "kmerflow._core")]
-pub struct StagedFile {
-    staged: Option<Staged>,
-    temp: String,
+pub struct StagedOutputs(Vec<Staged>);
+
+impl StagedOutputs {
+    /// The outputs `staged`.
+    pub(crate) fn new(staged: Vec<Staged>) -> Self {
+        StagedOutputs(staged)
+    }
 }
 
 #[pymethods]
-impl StagedFile {
-    /// The file saving `path`, `length` bytes of zeros; `None` when `path` is written in place
-    /// (a FIFO, a device), which a file written at offsets cannot be.
+impl StagedOutputs {
+    /// The table file saving `path`, a new file of `length` bytes of zeros under a temporary
+    /// name beside it (the outputs' naming and mode), and that name; `None` when `path` is
+    /// written in place (a FIFO, a device), which a file written at offsets cannot be.
     #[staticmethod]
-    fn create(path: &str, length: u64) -> PyResult<Option<Self>> {
+    fn table_file(path: &str, length: u64) -> PyResult<Option<(Self, String)>> {
         if !is_replaced(path).py()? {
             return Ok(None);
         }
         let (file, staged) = create_regular(path).py()?;
         file.set_len(length).map_err(|e| Error::io(path, e)).py()?;
         let temp = staged.written_path().to_string_lossy().into_owned();
-        Ok(Some(StagedFile { staged: Some(staged), temp }))
+        Ok(Some((StagedOutputs(vec![staged]), temp)))
     }
 
-    /// Where the bytes are written until committed.
-    #[getter]
-    fn temp_path(&self) -> String {
-        self.temp.clone()
-    }
-
-    /// Writes each (offset, bytes) of `pieces`.
-    fn write(&self, py: Python<'_>, pieces: Vec<(u64, Vec<u8>)>) -> PyResult<()> {
-        let places: Places = pieces.iter().map(|(offset, bytes)| (*offset, bytes.len() as u64)).collect();
-        let bytes: Vec<u8> = pieces.into_iter().flat_map(|(_, bytes)| bytes).collect();
-        py.detach(|| shard_file::write_pieces(&self.temp, &places, &bytes)).py()
-    }
-
-    /// Renames the file over the output.
+    /// Renames the outputs into place (once; a failure removes those not renamed yet).
     fn commit(&mut self) -> PyResult<()> {
-        self.staged.take().map_or(Ok(()), Staged::commit).py()
+        std::mem::take(&mut self.0).into_iter().try_for_each(Staged::commit).py()
     }
 
-    /// Removes the temporary file (nothing once committed).
+    /// Removes the outputs (nothing once committed).
     fn discard(&mut self) {
-        self.staged.take();
+        self.0.clear();
     }
 }
 
@@ -80,7 +73,7 @@ fn write_places(py: Python<'_>, path: &str, places: Places, cells: PyReadonlyArr
 
 /// Adds the functions and classes to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<StagedFile>()?;
+    m.add_class::<StagedOutputs>()?;
     add_functions!(m, read_places, write_places);
     Ok(())
 }

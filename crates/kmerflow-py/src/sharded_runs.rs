@@ -7,8 +7,9 @@ use crate::commands::{forwarder, ShardTerminal};
 use crate::errors::{command_error, error_class, IntoPyResult};
 use crate::interrupt::{interruptible, interruptible_showing, warn_message};
 use crate::reads::pair_mode;
+use crate::shard_files::StagedOutputs;
 use crate::shards::{AnyShard, Layout, Shard, ShardClient};
-use kmerflow_core::io::{FastxReader, PairMode, PairedReader, Staged};
+use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::ops::normalize::{PassTable, Tables};
@@ -16,7 +17,7 @@ use kmerflow_core::ops::sizing::{self, TableParams};
 use kmerflow_core::run::{CancelToken, RunContext};
 use kmerflow_core::shards::blocked::BlockedShard as CoreBlockedShard;
 use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
-use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient};
+use kmerflow_core::shards::khmer::Shard as CoreShard;
 use kmerflow_core::shards::runs::{Answer, Decided, Kind, Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::table::Layout as TableLayout;
@@ -142,6 +143,27 @@ fn blocked_shard(shard: &mut AnyShard) -> Option<&mut CoreBlockedShard> {
     }
 }
 
+/// Binds `$shards` to `$client`'s table (a [`drive::Shards`] of its layout), its `$local` shards
+/// locked, and `$remote` to the remote shards (see [`PyRemote`]), then evaluates `$body` (the
+/// same code for either layout): `Ok` of its value, or the error of a shard held here of the
+/// other layout.
+macro_rules! on_shards {
+    ($client:expr, $local:expr, $remote:expr, |$shards:pat_param, $r:ident| $body:expr) => {{
+        let mut guards = lock($local);
+        let $r: &mut dyn RemoteShards = &mut PyRemote($remote);
+        match $client.core() {
+            Layout::Khmer(client) => picked(&mut guards, khmer_shard).map(|local| {
+                let $shards = KhmerShards { client, local };
+                $body
+            }),
+            Layout::Blocked(client) => picked(&mut guards, blocked_shard).map(|local| {
+                let $shards = BlockedShards { client, local };
+                $body
+            }),
+        }
+    }};
+}
+
 /// Runs `work` on `client`'s table (either layout), its `local` shards locked for its
 /// duration, and on `remote` as the remote shards.
 fn with_table<R>(
@@ -150,52 +172,7 @@ fn with_table<R>(
     remote: Py<PyAny>,
     work: impl FnOnce(&mut dyn ShardedTable, &mut dyn RemoteShards) -> R,
 ) -> Result<R> {
-    let mut guards = lock(local);
-    let remote = &mut PyRemote(remote);
-    Ok(match client.core() {
-        Layout::Khmer(client) => work(&mut KhmerShards { client, local: picked(&mut guards, khmer_shard)? }, remote),
-        Layout::Blocked(client) => {
-            work(&mut BlockedShards { client, local: picked(&mut guards, blocked_shard)? }, remote)
-        }
-    })
-}
-
-/// Runs `work` on `client`'s table of khmer's layout (refused for the blocked one), its
-/// `local` shards locked for its duration, and on `remote` as the remote shards.
-fn with_khmer<R>(
-    client: &ShardClient,
-    local: &[Option<Py<Shard>>],
-    remote: Py<PyAny>,
-    work: impl FnOnce(&CoreClient, Vec<Option<&mut CoreShard>>, &mut dyn RemoteShards) -> R,
-) -> Result<R> {
-    let Layout::Khmer(client) = client.core() else {
-        return Err(Error::invalid("this run is not defined for a sharded table of the blocked layout"));
-    };
-    let mut guards = lock(local);
-    Ok(work(client, picked(&mut guards, khmer_shard)?, &mut PyRemote(remote)))
-}
-
-/// Runs the sharded command line `argv` (`kmerflow_cli::sharded::run_command`) within `run` on
-/// `client`'s table (either layout), its `local` shards locked for its duration, and on `remote`
-/// as the remote shards: its summary, or the command line's error.
-fn run_command_on(
-    client: &ShardClient,
-    local: &[Option<Py<Shard>>],
-    remote: Py<PyAny>,
-    argv: &[OsString],
-    run: &RunContext,
-) -> Result<std::result::Result<serde_json::Value, kmerflow_cli::CliError>> {
-    use kmerflow_cli::sharded::run_command;
-    let mut guards = lock(local);
-    let remote = &mut PyRemote(remote);
-    Ok(match client.core() {
-        Layout::Khmer(client) => {
-            run_command(argv, run, KhmerShards { client, local: picked(&mut guards, khmer_shard)? }, remote)
-        }
-        Layout::Blocked(client) => {
-            run_command(argv, run, BlockedShards { client, local: picked(&mut guards, blocked_shard)? }, remote)
-        }
-    })
+    on_shards!(client, local, remote, |mut shards, remote| work(&mut shards, remote))
 }
 
 /// The commands [`run_sharded_command`] runs.
@@ -247,38 +224,21 @@ pub fn run_sharded_command(
     let shown = terminal.as_deref().map(ShardTerminal::run);
     let (summary, outputs, staged) = interruptible_showing(py, forwarder(&on_message), shown, |ctx| {
         ctx.files().hold_commits();
-        let summary = run_command_on(client.get(), &local, remote, &argv, ctx);
+        let summary = on_shards!(client.get(), &local, remote, |shards, remote| {
+            kmerflow_cli::sharded::run_command(&argv, ctx, shards, remote)
+        });
         // Taken on a failure too: dropped, the outputs staged so far are removed.
         let staged = ctx.files().take_held();
         summary.map(|summary| {
             summary.map(|summary| {
                 let outputs = ctx.files().outputs().into_iter().chain(staged.iter().map(|s| s.path().to_string()));
-                (summary.to_string(), outputs.collect(), StagedOutputs(staged))
+                (summary.to_string(), outputs.collect(), StagedOutputs::new(staged))
             })
         })
     })?
     .py()?
     .map_err(command_error)?;
     Ok((summary, outputs, staged))
-}
-
-/// The complete outputs of a sharded run, under temporary names until `commit()` renames them
-/// into place (in the order the run wrote them); `discard()`, or dropping it uncommitted,
-/// removes them.
-#[pyclass(module = "kmerflow._core")]
-pub struct StagedOutputs(Vec<Staged>);
-
-#[pymethods]
-impl StagedOutputs {
-    /// Renames the outputs into place (once; a failure removes those not renamed yet).
-    fn commit(&mut self) -> PyResult<()> {
-        std::mem::take(&mut self.0).into_iter().try_for_each(Staged::commit).py()
-    }
-
-    /// Removes the outputs (nothing once committed).
-    fn discard(&mut self) {
-        self.0.clear();
-    }
 }
 
 /// The tables of a sharded `normalize`, made on the shards by the Python callable
@@ -426,28 +386,10 @@ pub fn normalize_file_sharded(
     .py()
 }
 
-/// Runs `work` on `client`'s table as a `ShardedDecisions` (`local`, `remote` as for
-/// `run_sharded_command`; batches of `batch_kmers` k-mers), without the GIL; Ctrl-C stops it.
-fn on_table<T: Send>(
-    py: Python<'_>,
-    client: &Py<ShardClient>,
-    local: &[Option<Py<Shard>>],
-    remote: Py<PyAny>,
-    batch_kmers: usize,
-    work: impl FnOnce(ShardedDecisions<'_, kmerflow_core::shards::khmer::ShardClient>, &RunContext) -> Result<T> + Send,
-) -> PyResult<T> {
-    interruptible(py, |ctx| {
-        with_khmer(client.get(), local, remote, |client, shards, remote| {
-            work(ShardedDecisions::new(client, shards, remote, batch_kmers)?, ctx)
-        })?
-    })?
-    .py()
-}
-
 /// khmer's `abundance_distribution` of the files `paths` (read in order, one tracking filter)
-/// on `client`'s table (`local`, `remote` as for `run_sharded_command`), the k-mers new to the
-/// tracking filter (held here) looked up on the shards in batches of `batch_kmers`: the
-/// histogram (uint64, abundances 0 .. 65534). The table is not gathered.
+/// on `client`'s table (either layout; `local`, `remote` as for `run_sharded_command`), the
+/// k-mers new to the tracking filter (held here) looked up on the shards in batches of
+/// `batch_kmers`: the histogram (uint64, abundances 0 .. 65534). The table is not gathered.
 #[pyfunction]
 pub fn abundance_distribution_sharded<'py>(
     py: Python<'py>,
@@ -458,17 +400,22 @@ pub fn abundance_distribution_sharded<'py>(
     batch_kmers: usize,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-    let (histogram, _) = on_table(py, &client, &local, remote, batch_kmers, |mut shards, ctx| {
-        abundance_dist::sharded_histogram_of_files(&mut shards, &paths, ctx)
-    })?;
+    let (histogram, _) = interruptible(py, |ctx| {
+        on_shards!(client.get(), &local, remote, |shards, remote| {
+            ShardedDecisions::new(shards.client, shards.local, remote, batch_kmers)
+                .and_then(|mut decisions| abundance_dist::sharded_histogram_of_files(&mut decisions, &paths, ctx))
+        })?
+    })?
+    .py()?;
     Ok(histogram.into_pyarray(py))
 }
 
 /// filter-abund's filtering of the files `inputs` into `output` (FASTA/FASTQ, compressed by its
-/// name's extension) on `client`'s table (`local`, `remote` as for `run_sharded_command`): each read
-/// cut before its first k-mer whose count is below `cutoff`, with `normalize_to` (`-V -Z`)
-/// only the reads whose median count reaches it, the reads looked up on the shards in batches
-/// of `batch_kmers`. Returns the filtering's summary as JSON text. The table is not gathered.
+/// name's extension) on `client`'s table (either layout; `local`, `remote` as for
+/// `run_sharded_command`): each read cut before its first k-mer whose count is below `cutoff`,
+/// with `normalize_to` (`-V -Z`) only the reads whose median count reaches it, the reads looked
+/// up on the shards in batches of `batch_kmers`. Returns the filtering's summary as JSON text.
+/// The table is not gathered.
 #[pyfunction]
 #[pyo3(signature = (client, local, remote, inputs, output, cutoff, normalize_to, batch_kmers))]
 #[allow(clippy::too_many_arguments)]
@@ -490,16 +437,19 @@ pub fn filter_reads_sharded(
         output: Some(output),
         compression: None,
     };
-    let summary = on_table(py, &client, &local, remote, batch_kmers, |shards, ctx| {
-        filter_abund::run_sharded(&inputs, &filter, shards, ctx)
-    })?;
+    let summary = interruptible(py, |ctx| {
+        on_shards!(client.get(), &local, remote, |shards, remote| {
+            ShardedDecisions::new(shards.client, shards.local, remote, batch_kmers)
+                .and_then(|decisions| filter_abund::run_sharded(&inputs, &filter, decisions, ctx))
+        })?
+    })?
+    .py()?;
     serde_json::to_string(&summary).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
 /// Adds the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sharded_command, m)?)?;
-    m.add_class::<StagedOutputs>()?;
     m.add_function(wrap_pyfunction!(run_sharded_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(count_file_sharded, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_file_sharded, m)?)?;

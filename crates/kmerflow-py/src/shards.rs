@@ -24,7 +24,7 @@ use kmerflow_core::{Error, Result};
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::PyString;
 use std::sync::{Mutex, MutexGuard};
 
 /// Either layout's part of a sharded table.
@@ -425,30 +425,20 @@ impl ShardClient {
         }
     }
 
-    /// What a message names for each k-mer of `hashes`: the counter of every position
-    /// (probe-major: table `p`'s counter of k-mer `o` at `p * n + o`); for a blocked table,
-    /// the hashes.
-    fn keys<'py>(&self, py: Python<'py>, hashes: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u64>>> {
-        let hashes = slice(&hashes, "hashes")?;
-        Ok(match &self.inner {
-            Layout::Khmer(c) => py.detach(|| c.map().counters(hashes)),
-            Layout::Blocked(_) => hashes.to_vec(),
-        }
-        .into_pyarray(py))
-    }
-
-    /// `keys` split by shard (input order kept) and the input position of each entry of the
+    /// What a message names for each k-mer of `hashes` (the counter of every position,
+    /// probe-major: table `p`'s counter of k-mer `o` at `p * n + o`; for a blocked table, the
+    /// hashes) split by shard (input order kept), and the input position of each entry of the
     /// parts laid end to end (uint32), for `unroute`.
     fn route<'py>(
         &self,
         py: Python<'py>,
-        keys: PyReadonlyArray1<'py, u64>,
+        hashes: PyReadonlyArray1<'py, u64>,
     ) -> PyResult<(Parts<'py>, Bound<'py, PyArray1<u32>>)> {
-        let keys = slice(&keys, "keys")?;
+        let hashes = slice(&hashes, "hashes")?;
         let (parts, order) = py
             .detach(|| match &self.inner {
-                Layout::Khmer(c) => c.map().route(keys),
-                Layout::Blocked(c) => c.map().route(keys),
+                Layout::Khmer(c) => c.map().route(&c.map().counters(hashes)),
+                Layout::Blocked(c) => c.map().route(hashes),
             })
             .py()?;
         Ok((parts.into_iter().map(|p| p.into_pyarray(py)).collect(), order.into_pyarray(py)))
@@ -534,9 +524,10 @@ impl ShardClient {
         matches!(self.inner, Layout::Blocked(_)) || !path.ends_with(".gz")
     }
 
-    /// The frame of the table's file (everything but the counters): its length and the
-    /// (offset, bytes) the client writes before the shards' counters are in place.
-    fn frame<'py>(&self, py: Python<'py>) -> (u64, Vec<(u64, Bound<'py, PyBytes>)>) {
+    /// The frame of the table's file (everything but the counters): its length, and the places
+    /// and bytes (uint8, laid end to end) the client writes before the shards' counters are in
+    /// place (for `write_places`).
+    fn frame<'py>(&self, py: Python<'py>) -> (u64, Places, Bound<'py, PyArray1<u8>>) {
         let (len, pieces) = match &self.inner {
             Layout::Khmer(c) => c.frame().pieces(),
             // The header is written by `seal`, once the checksum of the lines can be computed.
@@ -545,7 +536,8 @@ impl ShardClient {
                 (offset + len, Vec::new())
             }
         };
-        (len, pieces.into_iter().map(|(offset, bytes)| (offset, PyBytes::new(py, &bytes))).collect())
+        let places = pieces.iter().map(|(offset, bytes)| (*offset, bytes.len() as u64)).collect();
+        (len, places, pieces.into_iter().flat_map(|(_, bytes)| bytes).collect::<Vec<u8>>().into_pyarray(py))
     }
 
     /// The places of each shard's counters in the table's file, in shard order.

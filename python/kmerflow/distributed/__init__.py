@@ -198,11 +198,16 @@ class _Sharded:
         except Exception as e:  # the worker's error or its loss, whichever Dask reports
             raise ShardError(f"{self._describe(s)} failed: {type(e).__name__}: {e}") from e
 
+    def _on(self, s: int, method: str, *args: Any) -> Any:
+        """Calls ``method`` on shard ``s`` with ``args`` without waiting (:meth:`_named`): its
+        future."""
+        return self._named(s, lambda: getattr(self._shards[s], method)(*args))
+
     def _start_some(self, method: str, args: Dict[int, Sequence[Any]]) -> Dict[int, Any]:
         """Calls ``method`` on the shards ``args`` names, with their arguments, without waiting
         (remote shards first, so that local work overlaps theirs): each shard's future."""
         order = sorted(args, key=lambda s: isinstance(self._shards[s], _Local))
-        return {s: self._named(s, lambda s=s: getattr(self._shards[s], method)(*args[s])) for s in order}
+        return {s: self._on(s, method, *args[s]) for s in order}
 
     def _finish_some(self, futures: Dict[int, Any]) -> Dict[int, Any]:
         """The answers of :meth:`_start_some`'s futures."""
@@ -215,15 +220,12 @@ class _Sharded:
         answers = self._finish_some(self._start_some(method, dict(enumerate(args))))
         return [answers[s] for s in range(len(self._shards))]
 
-    def _held_here(self) -> List[Any]:
-        """The shards held in this process (``None`` for a remote one), in shard order."""
-        return [s.actor.shard if isinstance(s, _Local) else None for s in self._shards]
-
     def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
         """What a native run on this table takes (``_core.run_sharded_command`` and the
         like): the client's part, the shards held here (``None`` for a remote one) and the
         remote shards' calls."""
-        return self._table, self._held_here(), _RemoteCalls(self)
+        held_here = [s.actor.shard if isinstance(s, _Local) else None for s in self._shards]
+        return self._table, held_here, _RemoteCalls(self)
 
     def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
         """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).
@@ -257,6 +259,30 @@ class _Sharded:
         self.short_reads += short
         return reads, kept
 
+    def file_histogram(self, *paths: Union[str, os.PathLike]) -> np.ndarray:
+        """khmer's ``abundance_distribution`` of the files ``paths`` (read in order) with a fresh
+        tracking filter (the one-process table's for this shape, held here): how many distinct k-mers
+        have each count 0 .. 65534 (uint64). The reads are read and hashed natively and only the
+        k-mers new to the tracking filter are looked up on the shards (one message per shard
+        and batch); the table is not gathered."""
+        return _core.abundance_distribution_sharded(*self.native_run(), [os.fspath(p) for p in paths],
+                                                    self.batch_kmers)
+
+    def filter_file(self, paths: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+                    output: Union[str, os.PathLike], cutoff: int = 2,
+                    normalize_to: Optional[int] = None) -> Dict[str, Any]:
+        """filter-abund's filtering of ``paths`` (one file or several, read in order) into
+        ``output`` (FASTA/FASTQ as read, compressed by the name's extension): each read is cut
+        before its first k-mer whose count is below ``cutoff`` and dropped when fewer than k
+        bases remain; with ``normalize_to`` (``-V -Z``) only reads whose median count reaches it
+        are trimmed. The reads are looked up on the shards a batch at a time; the table is not
+        gathered. Returns filter-abund's summary (``reads``, ``written``, ``truncated``,
+        ``removed``, ``short_dropped``, ``fp_rate``)."""
+        paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        summary = _core.filter_reads_sharded(*self.native_run(), [os.fspath(p) for p in paths],
+                                             os.fspath(output), cutoff, normalize_to, self.batch_kmers)
+        return json.loads(summary)
+
     # --- the table's file, written and read shard by shard ---------------------------------------
 
     def _seeing(self, path: str) -> List[bool]:
@@ -282,18 +308,19 @@ class _Sharded:
         its counters here, one shard at a time), this process writes the rest, and the file is
         renamed over ``path``. On a failure the temporary is removed and the error names the
         shard. False (nothing done) where ``path`` is written in place (a FIFO, a device)."""
-        length, frame = self._table.frame()
-        staged = _core.StagedFile.create(path, length)
-        if staged is None:
+        length, frame_places, frame = self._table.frame()
+        made = _core.StagedOutputs.table_file(path, length)
+        if made is None:
             return False
+        staged, temp = made
         try:
-            temp = os.path.abspath(staged.temp_path)
-            staged.write(frame)
+            temp = os.path.abspath(temp)
+            _core.write_places(temp, frame_places, frame)
             places = self._table.places()
             seeing = self._seeing(temp)
             futures = self._start_some("write_to", {s: (temp, places[s]) for s in range(len(places)) if seeing[s]})
             for s in (s for s in range(len(places)) if not seeing[s]):
-                cells = self._answer(s, self._named(s, lambda s=s: self._shards[s].cells()))
+                cells = self._answer(s, self._on(s, "cells"))
                 _core.write_places(temp, places[s], _array(cells, _U8))
                 del cells
             self._finish_some(futures)
@@ -314,7 +341,7 @@ class _Sharded:
         futures = self._start_some("read_from", {s: (path, places[s]) for s in range(len(places)) if seeing[s]})
         for s in (s for s in range(len(places)) if not seeing[s]):
             cells = _core.read_places(path, places[s])
-            self._answer(s, self._named(s, lambda s=s, cells=cells: self._shards[s].set_cells(cells)))
+            self._answer(s, self._on(s, "set_cells", cells))
             del cells
         self._finish_some(futures)
 
@@ -362,13 +389,13 @@ class _Sharded:
         hashes = np.ascontiguousarray(hashes, dtype=_U64)
         for start in range(0, len(hashes), self.batch_kmers):
             batch = hashes[start:start + self.batch_kmers]
-            parts, order = self._table.route(self._table.keys(batch))
+            parts, order = self._table.route(batch)
             self._table.record_adds(batch, order, self._call("add", [(p,) for p in parts]))
 
     def get_hash_counts(self, hashes: np.ndarray) -> np.ndarray:
         """The count of each k-mer hash (uint32)."""
         hashes = np.ascontiguousarray(hashes, dtype=_U64)
-        parts, order = self._table.route(self._table.keys(hashes))
+        parts, order = self._table.route(hashes)
         values = _core.ShardClient.unroute(order, self._call("counts", [(p,) for p in parts]))
         return self._table.kmer_counts(hashes, values)
 
@@ -449,30 +476,6 @@ class ShardedCountgraph(_Sharded):
         Nodegraph, is filled as khmer fills it; :meth:`file_histogram` leaves the table on the
         shards)."""
         return self.to_countgraph().abundance_distribution(os.fspath(path), tracking)
-
-    def file_histogram(self, *paths: Union[str, os.PathLike]) -> np.ndarray:
-        """khmer's ``abundance_distribution`` of the files ``paths`` (read in order) with a fresh
-        tracking filter (one bit per counter of the table, held here): how many distinct k-mers
-        have each count 0 .. 65534 (uint64). The reads are read and hashed natively and only the
-        k-mers new to the tracking filter are looked up on the shards (one message per shard
-        and batch); the table is not gathered."""
-        return _core.abundance_distribution_sharded(*self.native_run(), [os.fspath(p) for p in paths],
-                                                    self.batch_kmers)
-
-    def filter_file(self, paths: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
-                    output: Union[str, os.PathLike], cutoff: int = 2,
-                    normalize_to: Optional[int] = None) -> Dict[str, Any]:
-        """filter-abund's filtering of ``paths`` (one file or several, read in order) into
-        ``output`` (FASTA/FASTQ as read, compressed by the name's extension): each read is cut
-        before its first k-mer whose count is below ``cutoff`` and dropped when fewer than k
-        bases remain; with ``normalize_to`` (``-V -Z``) only reads whose median count reaches it
-        are trimmed. The reads are looked up on the shards a batch at a time; the table is not
-        gathered. Returns filter-abund's summary (``reads``, ``written``, ``truncated``,
-        ``removed``, ``short_dropped``, ``fp_rate``)."""
-        paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-        summary = _core.filter_reads_sharded(*self.native_run(), [os.fspath(p) for p in paths],
-                                             os.fspath(output), cutoff, normalize_to, self.batch_kmers)
-        return json.loads(summary)
 
 
 class _RemoteCalls:

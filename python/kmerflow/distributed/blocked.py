@@ -37,8 +37,9 @@ class ShardedBlockedTable(_Sharded):
     shards=N, local=L, memory_bytes=None, batch_kmers=262144)``: as the one-process blocked
     table, ``starting_size`` × ``n_tables`` bytes of 8-bit counters (half as many bytes of 4-bit
     counters with ``small_count``) in whole lines, or ``memory_bytes``; ``n_tables`` counters per
-    k-mer. It counts (``consume_seqfile``, ``add``, ...), answers counts and normalizes a file
-    (``normalize_file``, as :class:`kmerflow.distributed.ShardedCountgraph`'s). Shards
+    k-mer. It counts (``consume_seqfile``, ``add``, ...), answers counts, normalizes, filters
+    and histograms a file (``normalize_file``, ``filter_file``, ``file_histogram``, as
+    :class:`kmerflow.distributed.ShardedCountgraph`'s). Shards
     ``0 .. L-1`` are held in this process and the others by the workers, assigned in turn;
     without a client every shard is local. The memory check before anything is allocated and
     the errors naming a lost shard are those of :class:`kmerflow.distributed.ShardedCountgraph`.

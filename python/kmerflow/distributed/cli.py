@@ -27,10 +27,10 @@ import contextlib
 import json
 import sys
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from kmerflow import _core
-from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph, running_workers
+from kmerflow.distributed import ShardedBlockedTable, ShardedCountgraph, _Sharded, running_workers
 from kmerflow.distributed import plan as shard_plan
 from kmerflow.distributed.cluster import connect, exit_status, local_cluster_refusal, stopped_by_signals
 from kmerflow.distributed.plan import Cluster, Run
@@ -64,8 +64,8 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     if text is None:
         return None
     plan = shard_plan.parse(text, full)
-    name = plan["command"]
-    local = plan["cluster"]["local_cluster"]
+    name, cluster = plan["command"], plan["cluster"]
+    local = cluster["local_cluster"]
     refusal = local_cluster_refusal(local) if local is not None and client is None else None
     if refusal is not None:
         raise CommandError(f"kmerflow {name}: error: {refusal}", 2)
@@ -74,7 +74,10 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     for m in plan["messages"]:
         say(m["level"], m["text"])
     try:
-        with _connected(plan["cluster"], client, name) as dask_client:
+        # The Dask client of the run: ``client``, or the cluster's (:func:`connect`).
+        connected = connect(cluster["scheduler"], local, command=name) if client is None else \
+            contextlib.nullcontext(client)
+        with connected as dask_client:
             graph = _graph(plan, dask_client)
             graph.terminal = terminal
             summary, outputs = _RUNS[name](plan, graph, say)
@@ -127,27 +130,29 @@ def main(argv: List[str]) -> int:
 
 # --- the cluster and the table -------------------------------------------------------------------
 
-@contextlib.contextmanager
-def _connected(cluster: Cluster, client: Any, command: str) -> Iterator[Any]:
-    """The Dask client of the run: ``client``, or the cluster's (:func:`connect`)."""
-    if client is not None:
-        yield client
-        return
-    with connect(cluster["scheduler"], cluster["local_cluster"], command=command) as own:
-        yield own
+def _where(cluster: Cluster, client: Any) -> Dict[str, Any]:
+    """Where a table's shards go (the sharded classes' keywords): on ``client``'s workers and
+    ``--local-shards`` here, ``--shards`` of them (else one per worker plus the local ones)."""
+    shards = cluster["shards"] or len(running_workers(client)) + cluster["local_shards"]
+    return dict(client=client, shards=shards, local=cluster["local_shards"], batch_kmers=cluster["batch_kmers"])
 
 
-def _shards(cluster: Cluster, client: Any) -> int:
-    """The number of shards of a table: ``--shards``, else one per worker plus the local ones."""
-    return cluster["shards"] or len(running_workers(client)) + cluster["local_shards"]
+def _made(layout: str, ksize: int, shape: Sequence[int], bigcount: bool, where: Dict[str, Any]) -> _Sharded:
+    """A zeroed table placed as ``where`` says (:func:`_where`): of the blocked layout for
+    ``layout`` ``blocked``, of ``shape`` ``[memory_bytes, bits, probes]``, else of khmer's,
+    ``shape`` its hash table sizes."""
+    if layout == "blocked":
+        memory_bytes, bits, probes = shape
+        return ShardedBlockedTable(ksize, 0, probes, small_count=bits == 4, memory_bytes=memory_bytes, **where)
+    return ShardedCountgraph(ksize, 1, len(shape), primes=shape, use_bigcount=bigcount, **where)
 
 
 class _PassTables:
     """The tables of a sharded ``normalize``, made on the cluster as the native run asks for
-    them (``_core.run_sharded_normalize``): called with a table's layout and shape (khmer's hash
-    table sizes, or the blocked table's ``[memory_bytes, bits, probes]``), returns what a native
-    run takes of it (:meth:`ShardedCountgraph.native_run`) and the table itself, whose ``save``
-    the run calls for ``--save-table``."""
+    them (``_core.run_sharded_normalize``): called with a table's layout and shape (as
+    :func:`_made` takes them), returns what a native run takes of it
+    (:meth:`ShardedCountgraph.native_run`) and the table itself, whose ``save`` the run calls
+    for ``--save-table``."""
 
     def __init__(self, plan: Run, client: Any) -> None:
         self.plan, self.client = plan, client
@@ -155,16 +160,7 @@ class _PassTables:
 
     def __call__(self, layout: str, shape: List[int]) -> Tuple[Any, List[Any], Any, Any]:
         plan = self.plan
-        cluster, ksize = plan["cluster"], plan["table"]["ksize"]
-        where = dict(client=self.client, shards=_shards(cluster, self.client), local=cluster["local_shards"],
-                     batch_kmers=cluster["batch_kmers"])
-        graph: Any
-        if layout == "blocked":
-            memory_bytes, bits, probes = shape
-            graph = ShardedBlockedTable(ksize, 1, probes, small_count=bits == 4, memory_bytes=memory_bytes,
-                                        **where)
-        else:
-            graph = ShardedCountgraph(ksize, 1, len(shape), primes=shape, use_bigcount=False, **where)
+        graph = _made(layout, plan["table"]["ksize"], shape, False, _where(plan["cluster"], self.client))
         return (*graph.native_run(), graph)
 
 
@@ -172,27 +168,19 @@ def _graph(plan: Run, client: Any) -> Any:
     """The run's table: a :class:`ShardedCountgraph`, or a :class:`ShardedBlockedTable` for
     ``--layout blocked``; with ``-l``, the saved table loaded into the shards (its layout is
     the file's); for ``normalize``, its tables made as the run goes (:class:`_PassTables`)."""
-    cluster, table = plan["cluster"], plan["table"]
-    local = cluster["local_shards"]
     if plan["command"] == "normalize":
         return _PassTables(plan, client)
-    shards = _shards(cluster, client)
+    table, where = plan["table"], _where(plan["cluster"], client)
+    blocked = table["layout"] == "blocked"
     if table.get("loadgraph"):
-        kind = ShardedBlockedTable if table["layout"] == "blocked" else ShardedCountgraph
-        return kind.load(table["loadgraph"], client=client, shards=shards, local=local,
-                         batch_kmers=cluster["batch_kmers"])
-    if table["layout"] == "blocked":
-        return ShardedBlockedTable(table["ksize"], 0, table["probes"], small_count=table["bits"] == 4,
-                                   client=client, shards=shards, local=local,
-                                   memory_bytes=table["memory_bytes"], batch_kmers=cluster["batch_kmers"])
-    return ShardedCountgraph(table["ksize"], 1, len(table["sizes"]), client=client, shards=shards,
-                             local=local, primes=table["sizes"], batch_kmers=cluster["batch_kmers"],
-                             use_bigcount=plan["bigcount"])
+        return (ShardedBlockedTable if blocked else ShardedCountgraph).load(table["loadgraph"], **where)
+    shape = [table["memory_bytes"], table["bits"], table["probes"]] if blocked else table["sizes"]
+    return _made(table["layout"], table["ksize"], shape, plan["bigcount"], where)
 
 
 # --- the commands -------------------------------------------------------------------------------
 
-def _native(plan: Run, graph: Any, say: OnMessage) -> Outcome:
+def _native(plan: Run, graph: _Sharded, say: OnMessage) -> Outcome:
     """The command's native run on the shards (``_core.run_sharded_command``): normalize-by-median
     and load-into-counting's counting (either layout), trim-low-abund's two passes, or the
     look-up pass of filter-abund(-single) and abundance-dist-single over a table that holds the
@@ -219,7 +207,7 @@ _SAVING = {
 }
 
 
-def _save_table(plan: Run, graph: ShardedCountgraph, say: OnMessage) -> List[str]:
+def _save_table(plan: Run, graph: _Sharded, say: OnMessage) -> List[str]:
     """Saves the table shard by shard once the native run has let go of the shards held here:
     load-into-counting's output, or ``--savegraph`` when given, announced as the one-process
     command announces it (:data:`_SAVING`); the path saved, if any."""

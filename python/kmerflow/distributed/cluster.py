@@ -217,7 +217,8 @@ def _end_workers(cluster: Any) -> None:
         process = getattr(getattr(nanny, "process", None), "process", None)
         with contextlib.suppress(AttributeError, OSError):
             nanny.close_gracefully()
-            os.kill(process.pid, signal.SIGKILL)
+            if process is not None:
+                os.kill(process.pid, signal.SIGKILL)
 
 
 def scheduler_address(scheduler: str, fail: str) -> str:

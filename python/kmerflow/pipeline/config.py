@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -39,7 +40,7 @@ from typing import Any, Iterable, Mapping
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 from kmerflow import commands
 
@@ -248,7 +249,7 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def load_config(path: str | Path | None = None, steps: Iterable[str] | None = None,
+def load_config(path: str | os.PathLike[str] | None = None, steps: Iterable[str] | None = None,
                 params: Iterable[str] = (), chunks: int | None = None,
                 keep_intermediates: bool | None = None) -> PipelineConfig:
     """The configuration from an optional TOML file, then ``steps``, ``STEP.PARAM=VALUE``

@@ -42,7 +42,7 @@ class Manifest:
     def fingerprint(self, plan: StepPlan) -> str:
         """What the step's result depends on: command, arguments and the files it reads (their
         recorded checksums, or size and modification time for the sample's own reads)."""
-        inputs = {}
+        inputs: dict[str, str | None] = {}
         for path, producer in plan.inputs.items():
             if producer is None:
                 st = path.stat()

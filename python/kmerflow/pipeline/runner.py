@@ -400,7 +400,7 @@ class Driver:
     def _timeline(self, stream: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rows = []
         for event in stream:
-            info = self.info.get(event.get("key"))
+            info = self.info.get(event.get("key", ""))
             if info is None:
                 continue
             for ss in event.get("startstops", ()):

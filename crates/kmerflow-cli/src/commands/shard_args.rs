@@ -14,7 +14,7 @@ const HEADING: &str = "Sharded over Dask (the kmerflow Python package: pip insta
 pub const DEFAULT_BATCH_KMERS: usize = 262_144;
 
 /// Where the shards live: one running Dask scheduler or a LocalCluster started for the run.
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone, Default, PartialEq, serde::Serialize)]
 #[group(id = "dask_cluster", multiple = false)]
 pub struct ClusterArgs {
     /// Hold the table on the workers of this running Dask scheduler: tcp://HOST:PORT, a
@@ -27,10 +27,11 @@ pub struct ClusterArgs {
     pub local_cluster: Option<usize>,
 }
 
-/// The sharding flags of a counting command.
-#[derive(Args, Debug, Clone, Default)]
+/// The sharding flags of a counting command (the plan's `cluster`, [`crate::sharded::Plan`]).
+#[derive(Args, Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct ShardArgs {
     #[command(flatten)]
+    #[serde(flatten)]
     /// The cluster.
     pub cluster: ClusterArgs,
     /// Cut the table into N shards (contiguous ranges of counters) [default: one per worker,

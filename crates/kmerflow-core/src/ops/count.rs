@@ -35,7 +35,8 @@ where
 }
 
 /// Read and k-mer tallies of one or more inputs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ReadTally {
     /// Records read.
     pub reads: u64,
@@ -237,8 +238,9 @@ pub struct Options {
     pub layout: Layout,
 }
 
-/// What `load-into-counting` did.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+/// What `load-into-counting` did (read back from its JSON by the sharded front end).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Summary {
     /// Reads and k-mers seen, all files.
     pub tally: ReadTally,
