@@ -159,23 +159,6 @@ impl ShardMap {
         split_by_owner(counters, owners, self.shards(), wanted)
     }
 
-    /// Splits `updates` by shard.
-    pub fn route_updates(&self, updates: &Updates) -> Result<Vec<Updates>> {
-        if updates.counters.len() != updates.deltas.len() {
-            return Err(Error::invalid("as many deltas as counters are needed"));
-        }
-        let (parts, order) = self.route(&updates.counters)?;
-        let mut at = 0;
-        Ok(parts
-            .into_iter()
-            .map(|counters| {
-                let deltas = order[at..at + counters.len()].iter().map(|&q| updates.deltas[q as usize]).collect();
-                at += counters.len();
-                Updates { counters, deltas }
-            })
-            .collect())
-    }
-
     /// The inverse of [`ShardMap::route`] for the shards' answers: `values[order[j]]` is entry
     /// `j` of the answers laid end to end.
     pub fn unroute<T: Copy + Default>(order: &[u32], answers: &[&[T]]) -> Result<Vec<T>> {

@@ -1,16 +1,18 @@
-//! Whole files through a sharded table of either layout: the client's side of counting and of
-//! normalize-by-median, batch by batch, with only the remote shards' messages left to the
-//! caller (who sends them to Dask workers and hands back the answers).
+//! Whole inputs through a sharded table of either layout: the client's side of counting and of
+//! the decisions in input order (normalize-by-median, trim-low-abund's first pass), batch by
+//! batch, with only the remote shards' messages left to the caller (who sends them to Dask
+//! workers and hands back the answers).
 //!
-//! A run reads bundles natively ([`BundleBatches`]: khmer's pairing and length filter, about
-//! `batch_kmers` k-mers per batch), hashes them, turns hashes into counters and routes them;
-//! the shards held in this process answer at once, the others through one message per shard
-//! per batch. Counting ([`ShardedCount`]) adds in input order and records the statistics from
-//! the previous values; normalization ([`ShardedNormalize`]) decides in this process, reading
+//! A run reads bundles natively ([`BundleBatches`], from a [`BundleSource`]: a file read with
+//! khmer's pairing and length filter, or reads made in the run; about `batch_kmers` k-mers per
+//! batch), hashes them, turns hashes into counters and routes them; the shards held in this
+//! process answer at once, the others through one message per shard per batch. Counting
+//! ([`ShardedCount`]) adds in input order and records the statistics from the previous values;
+//! the decisions ([`ShardedNormalize`]) are made in this process by the caller's rule, reading
 //! and counting the local shards' counters in place read by read and the remote ones' through
-//! their looked-up values and in-batch deltas, sends each remote shard its updates with a later
+//! their looked-up values and in-batch deltas, each remote shard's updates sent with a later
 //! batch's look-ups (one message per shard and batch, the next batch sent before this one is
-//! decided) and writes the kept bundles as text. Look-ups alone ([`Lookups`]) return each
+//! decided), and each decided batch is returned with its records as read. Look-ups alone ([`Lookups`]) return each
 //! batch's counts to a caller that decides from them (filtering, histograms). Every result is
 //! that of the one-process table with the same sizes.
 
