@@ -1158,14 +1158,36 @@ mod tests {
     use crate::shards::drive::{ShardedTable, Shards};
     use crate::shards::khmer::{Shard, ShardClient};
     use crate::shards::runs::testing::{fastq_of, Answering, InProcess};
+    use crate::shards::runs::{Answer, Kind, Message, RemoteShards};
     use crate::table::HashKind;
 
     /// Tables of either layout cut into `shards` shards, the first `held` in this process and
-    /// the others answered as a worker answers them, looked up in pieces of `batch_kmers`.
+    /// the others answered as a worker answers them, looked up in pieces of `batch_kmers`; with
+    /// `lost`, the second table's remote shards are lost after answering that many messages.
+    #[derive(Default)]
     struct TestShards {
         shards: usize,
         held: usize,
         batch_kmers: usize,
+        lost: Option<usize>,
+        made: usize,
+    }
+
+    /// Remote shards that answer `left` more messages, then are lost as a worker is.
+    struct Lost<'a> {
+        shards: &'a mut dyn RemoteShards,
+        left: usize,
+    }
+
+    impl RemoteShards for Lost<'_> {
+        fn send(&mut self, kind: Kind, messages: Vec<Message>) -> Result<()> {
+            self.left = self.left.checked_sub(1).ok_or_else(|| Error::invalid("shard 1 was lost"))?;
+            self.shards.send(kind, messages)
+        }
+
+        fn answers(&mut self) -> Result<Vec<Answer>> {
+            self.shards.answers()
+        }
     }
 
     impl TestShards {
@@ -1177,9 +1199,12 @@ mod tests {
             work: &mut dyn FnMut(&mut PassTable<'_>, &mut dyn Tables) -> Result<()>,
         ) -> Result<Vec<C::Shard>> {
             let mut remote = InProcess::new(all.split_off(self.held));
+            self.made += 1;
+            let left = self.lost.filter(|_| self.made == 2).unwrap_or(usize::MAX);
+            let mut lost = Lost { shards: &mut remote, left };
             let local = all.iter_mut().map(Some).chain((self.held..self.shards).map(|_| None)).collect();
             let mut shards = Shards { client, local };
-            let mut pass = PassTable::Sharded(shards.pass(&mut remote, self.batch_kmers)?);
+            let mut pass = PassTable::Sharded(shards.pass(&mut lost, self.batch_kmers)?);
             work(&mut pass, self)?;
             if let PassTable::Sharded(sharded) = &mut pass {
                 sharded.flush()?;
@@ -1284,11 +1309,36 @@ mod tests {
             assert!(one_summary.contains("second_pass: Some") == (passes == 2), "{one_summary}");
             for (shards, held, batch_kmers) in [(1, 1, 100_000), (2, 0, 500), (3, 1, 7)] {
                 let tag = format!("s{shards}");
-                let mut tables = TestShards { shards, held, batch_kmers };
+                let mut tables = TestShards { shards, held, batch_kmers, ..TestShards::default() };
                 let (sharded, summary) = outcome(dir.path(), &tag, &opts, &mut tables);
                 assert!(one == sharded, "{layout:?} {passes} {max_tablesize} {shards} {held}");
                 assert_eq!(summary, one_summary);
             }
+        }
+    }
+
+    /// A shard of the second table lost while the trimming runs on its own thread (at the
+    /// second pass's first message, or later) ends the run with the shard's error, not the
+    /// trimming's stop, and leaves no output.
+    #[test]
+    fn a_shard_lost_in_the_second_pass_ends_the_run_with_its_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("reads.fq");
+        std::fs::write(&input, interleaved(5, 3000)).unwrap();
+        let output = dir.path().join("out.fq");
+        let opts = Options {
+            input: input.display().to_string(),
+            output: output.display().to_string(),
+            target: 5,
+            table: TableParams { ksize: 20, n_tables: 3, max_tablesize: 1e5, ..TableParams::default() },
+            ..Options::default()
+        };
+        for lost in [0, 5] {
+            let mut tables = TestShards { shards: 2, batch_kmers: 500, lost: Some(lost), ..TestShards::default() };
+            let err = run_on(&opts, &mut tables, &RunContext::new()).unwrap_err();
+            assert!(err.to_string().contains("shard 1 was lost"), "{lost}: {err}");
+            assert_eq!(tables.made, 2, "{lost}");
+            assert!(!output.exists(), "{lost}");
         }
     }
 }
