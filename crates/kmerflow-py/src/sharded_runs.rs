@@ -18,7 +18,7 @@ use kmerflow_core::run::{CancelToken, RunContext};
 use kmerflow_core::shards::blocked::BlockedShard as CoreBlockedShard;
 use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
 use kmerflow_core::shards::khmer::Shard as CoreShard;
-use kmerflow_core::shards::runs::{Answer, Decided, Kind, Message, RemoteShards, ShardedDecisions};
+use kmerflow_core::shards::runs::{Answer, Cleaning, HashedBundles, Kind, Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::table::Layout as TableLayout;
 use kmerflow_core::{Error, Result};
@@ -338,7 +338,7 @@ pub fn count_file_sharded(
     let reader = open_reader(py, path, PairMode::ForceSingle, None, terminal.as_deref())?;
     interruptible(py, |_| {
         with_table(client.get(), &local, remote, |table, remote| {
-            drive::count_file(&mut *table.count(reader, batch_kmers)?, remote, |_| Ok(()))
+            drive::count_file(&mut *table.count(Box::new(reader), batch_kmers)?, remote, |_| Ok(()))
         })?
     })?
     .py()
@@ -369,18 +369,21 @@ pub fn normalize_file_sharded(
 ) -> PyResult<(u64, u64, u64)> {
     let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
     let reader = open_reader(py, path, mode, Some(client.get().ksize()), terminal.as_deref())?;
-    let decided = |decided: &Decided, text: &[u8], _: &dyn NormalizeBatches| {
+    let mut text = Vec::new();
+    let decided = |keep: &[bool], batch: &HashedBundles, _: &dyn NormalizeBatches| {
+        text.clear();
+        batch.write_kept(keep, &mut text);
         Python::attach(|py| {
-            let (ends, keep) = (decided.bundle_ends.clone().into_pyarray(py), decided.keep.clone().into_pyarray(py));
-            on_batch.bind(py).call1((PyBytes::new(py, text), ends, keep)).map(drop).map_err(|e| failure(py, e))
+            let (ends, keep) = (batch.bundle_ends.clone().into_pyarray(py), keep.to_vec().into_pyarray(py));
+            on_batch.bind(py).call1((PyBytes::new(py, &text), ends, keep)).map(drop).map_err(|e| failure(py, e))
         })
     };
     interruptible(py, |_| {
         with_table(client.get(), &local, remote, |table, remote| {
             let remote_shards = table.remote();
-            let mut run = table.normalize(reader, cutoff, batch_kmers)?;
-            drive::normalize_file(&mut *run, remote, &remote_shards, decided)?;
-            Ok(run.totals())
+            let mut run = table.decisions(Box::new(reader), Cleaning::ScreedWithRecords, batch_kmers)?;
+            let (reads, kept) = drive::normalize_file(&mut *run, remote, &remote_shards, cutoff, decided)?;
+            Ok((reads, kept, run.short_dropped()))
         })?
     })?
     .py()

@@ -120,6 +120,15 @@ pub struct PairedReader {
     min_length: usize,
 }
 
+/// The batches of bundles of [`PairedReader::next_batch`].
+impl Iterator for PairedReader {
+    type Item = Result<BundleBatch>;
+
+    fn next(&mut self) -> Option<Result<BundleBatch>> {
+        self.next_batch().transpose()
+    }
+}
+
 impl PairedReader {
     /// khmer's `broken_paired_reader` over one file, with reads shorter than `min_length`
     /// dropped exactly as khmer drops them.

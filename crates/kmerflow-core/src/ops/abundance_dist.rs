@@ -179,7 +179,7 @@ pub fn sharded_histogram_of_files<C: DrivenLayout>(
             out.truncate(kept);
         });
         let mut lookups =
-            shards.lookups(BundleBatches::with_hasher(reader, new_kmers, batch_kmers, Cleaning::Parser))?;
+            shards.lookups(BundleBatches::with_hasher(Box::new(reader), new_kmers, batch_kmers, Cleaning::Parser))?;
         while let Some((batch, counts)) = lookups.next_batch()? {
             reads += batch.read_ends.len() as u64;
             counts.iter().for_each(|&count| dist[count as usize] += 1);

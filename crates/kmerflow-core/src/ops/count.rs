@@ -385,7 +385,7 @@ pub fn count_sharded(
     let mut tally = ReadTally::default();
     for path in inputs {
         let reader = PairedReader::new(FastxReader::open_in(path, ctx)?, PairMode::ForceSingle, None);
-        let mut run = table.count(reader, batch_kmers)?;
+        let mut run = table.count(Box::new(reader), batch_kmers)?;
         let watch = |run: &dyn CountBatches| limit.map_or(Ok(()), |limit| limit.stop_early(run, path, run.totals().0));
         let (reads, kmers, short_reads) = drive::count_file(&mut *run, remote, watch)?;
         tally.add(ReadTally { reads, kmers, short_reads });

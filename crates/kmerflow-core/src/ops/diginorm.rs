@@ -12,7 +12,6 @@ use super::pyfmt::{general_with_point, percent};
 use super::read_filter::{self, bundle_source, check_fp_rate, check_ksize, Cleaning, FpLimit, HashedBatch};
 use super::reads::{create_output, derived_name, is_stdin, stdin_without_output, write_to};
 use super::sizing::{create_counting_table, target_rate, FpRate, TableParams};
-use super::trim_low_abund::Shifted;
 use crate::io::{
     Compression, MateCounts, MateFiles, MateWriter, OutputFile, PairMode, PairedInput, PairedOutput, Staged,
 };
@@ -21,8 +20,7 @@ use crate::pipeline::run_ordered;
 use crate::run::metrics;
 use crate::run::RunContext;
 use crate::shards::drive::{self, ShardedTable};
-use crate::shards::runs::{Decided, RemoteShards, ShardedDecisions};
-use crate::shards::ShardLayout;
+use crate::shards::runs::{Cleaning as BatchCleaning, HashedBundles, RemoteShards};
 use crate::table::batch::spans;
 use crate::table::blocked::KmerHasher;
 use crate::table::{AnyTable, BatchRunner, BatchTable, CountingTable, HashKind, Layout, ReadCounts};
@@ -205,38 +203,17 @@ impl<'a> Normalizer<'a> {
         self.limit.stop_early(table, path, self.counts.in_file())
     }
 
-    /// [`Normalizer::process`] on a table sharded over other processes: the batch decided in
-    /// pieces of about the shards' batch size, each looked up on the shards and counted there
-    /// ([`ShardedDecisions::decide`]), with the same decisions, counts and ceiling.
-    pub(crate) fn process_sharded<C: ShardLayout + FpRate>(
-        &mut self,
-        path: &str,
-        shards: &mut ShardedDecisions<'_, C>,
-        hb: &HashedBatch,
-        kept: &mut dyn FnMut(usize),
-    ) -> Result<()> {
-        for (bundles, kmers) in hb.pieces(shards.batch_kmers()) {
-            let start = kmers.start;
-            shards.decide(&hb.hashes[kmers], |d| self.decide(path, &mut Shifted(d, start), hb, bundles, kept))??;
-        }
-        self.limit.stop_early(shards.client(), path, self.counts.in_file())
-    }
-
-    /// Records the decisions of one batch decided on a sharded table
-    /// ([`drive::normalize_file`]), calling `kept` with the index (in the batch) of each
-    /// bundle kept; stops the run once `table` is over the false-positive ceiling, as
-    /// [`Normalizer::process`].
+    /// Records the decisions `keep` of the bundles of one batch decided on a sharded table
+    /// ([`drive::normalize_file`]); stops the run once `table` is over the false-positive
+    /// ceiling, as [`Normalizer::process`].
     pub(crate) fn decided(
         &mut self,
         path: &str,
-        decided: &Decided,
+        keep: &[bool],
+        batch: &HashedBundles,
         table: &(impl FpRate + ?Sized),
-        kept: &mut dyn FnMut(usize),
     ) -> Result<()> {
-        for (index, (reads, &keep)) in spans(&decided.bundle_ends).zip(&decided.keep).enumerate() {
-            if keep {
-                kept(index);
-            }
+        for (reads, &keep) in spans(&batch.bundle_ends).zip(keep) {
             self.counts.bundle(path, reads.len() as u64, keep)?;
         }
         self.limit.stop_early(table, path, self.counts.in_file())
@@ -592,12 +569,15 @@ pub fn run_sharded(
         };
         let mut own = if single.is_none() { Some(create(&keep[i])?) } else { None };
         let out = own.as_mut().or(single.as_mut()).expect("one output or one per input");
-        let mut run = table.normalize(reader, opts.cutoff, batch_kmers)?;
-        drive::normalize_file(&mut *run, remote, &remote_shards, |decided, text, run| {
-            write_to(out, text)?;
-            norm.decided(&path, decided, run, &mut |_| {})
+        let mut run = table.decisions(Box::new(reader), BatchCleaning::ScreedWithRecords, batch_kmers)?;
+        let mut text = Vec::new();
+        drive::normalize_file(&mut *run, remote, &remote_shards, opts.cutoff, |keep, batch, run| {
+            text.clear();
+            batch.write_kept(keep, &mut text);
+            write_to(out, &text)?;
+            norm.decided(&path, keep, batch, run)
         })?;
-        norm.counts.end_file(&path, run.totals().2)?;
+        norm.counts.end_file(&path, run.short_dropped())?;
         if let Some(out) = own {
             ctx.info(format!("output in {}", keep[i].path));
             staged.push(out.close()?);

@@ -187,7 +187,8 @@ fn filter_file_sharded<C: DrivenLayout>(
     let k = shards.client().ksize();
     let reader = PairedInput::single(input).open(PairMode::ForceSingle, Some(k), ctx)?;
     let batch_kmers = shards.batch_kmers();
-    let mut lookups = shards.lookups(shards.client().batches(reader, batch_kmers, BatchCleaning::ParserWithRecords))?;
+    let mut lookups =
+        shards.lookups(shards.client().batches(Box::new(reader), batch_kmers, BatchCleaning::ParserWithRecords))?;
     while let Some((batch, counts)) = lookups.next_batch()? {
         let mut f = Filtered::default();
         for (i, read) in spans(&batch.read_ends).enumerate() {

@@ -25,10 +25,11 @@
 //!
 //! The passes' tables are made by a [`Tables`]: [`run`] makes them in this process; a caller
 //! holding shards of tables in other processes (the Python package's Dask workers) gives its
-//! own to [`run_on`], whose tables are [`PassTable::Sharded`]: the first pass reads the input
-//! through normalize-by-median's overlapped driver ([`drive::normalize_file`]), the trimming's
-//! look-ups and the second pass go to the shards batch by batch ([`ShardedDecisions`]), with
-//! the decisions, counts, messages and outputs of the one-process run.
+//! own to [`run_on`], whose tables are [`PassTable::Sharded`]: both passes run on
+//! normalize-by-median's overlapped driver ([`drive::normalize_file`]), the first reading the
+//! input, the second the trimmed reads, made on a thread of their own (the trimming's look-ups
+//! go to the first table's shards batch by batch, [`ShardedDecisions`]), with the decisions,
+//! counts, messages and outputs of the one-process run.
 
 use super::abundance_dist::{counted_histogram, write_histogram};
 use super::autosize::{self, AutoSize};
@@ -39,13 +40,13 @@ use super::reads::bundle_batches;
 use super::sizing::{create_counting_table, target_rate, FpRate, TableParams};
 use crate::io::{
     check_rereadable, mates::refuse_same_mates, refuse_inputs_as_outputs, Bundle, BundleBatch, Compression,
-    MateBuffers, MateWriter, PairMode, PairedInput, PairedOutput, PairedReader, RecordBatch, Staged,
+    MateBuffers, MateWriter, PairMode, PairedInput, PairedOutput, PairedReader, Record, RecordBatch, Staged,
 };
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::{run_ordered, Workload};
 use crate::run::{CancelToken, RunContext};
 use crate::shards::drive::{self, DrivenLayout, NormalizeBatches, SequenceHasher, ShardedTable};
-use crate::shards::runs::{Decided, ShardedDecisions};
+use crate::shards::runs::{BundleSource, Cleaning as BatchCleaning, HashedBundles, ShardedDecisions};
 use crate::table::batch::spans;
 use crate::table::{AnyTable, CountingTable, Layout};
 use crate::{Error, Result};
@@ -150,7 +151,7 @@ pub enum PassTable<'a> {
 }
 
 /// A table of a run sharded over processes, of either layout: its [`ShardedDecisions`].
-pub struct ShardedPass<'a>(Box<dyn PassShards + 'a>);
+pub struct ShardedPass<'a>(Box<dyn PassShards + Send + 'a>);
 
 impl<'a> ShardedPass<'a> {
     /// The run's table looked up and counted by `decisions`.
@@ -163,6 +164,10 @@ impl<'a> ShardedPass<'a> {
         self.0.flush()
     }
 }
+
+/// What a pass on a sharded table does with each decided batch: given whether each bundle was
+/// kept, the batch and the table.
+type OnBatch<'a> = dyn FnMut(&[bool], &HashedBundles, &dyn NormalizeBatches) -> Result<()> + 'a;
 
 /// What a run asks of a sharded table, the same for both layouts ([`DrivenLayout`] holds what
 /// differs).
@@ -178,24 +183,11 @@ trait PassShards {
     /// Its layout, counter memory in bytes and counters a k-mer has, as the one-process table
     /// of its shape reports them.
     fn shape(&self) -> (Layout, u64, usize);
-    /// normalize-by-median of the bundles of `reader` to `cutoff` on these shards by the
+    /// normalize-by-median of the bundles of `source` to `cutoff` on these shards by the
     /// overlapped driver ([`drive::normalize_file`]), each batch's decisions given to
-    /// `on_batch` with the table (for its false-positive rate); returns the reads dropped for
-    /// being shorter than k.
-    fn normalize_file(
-        &mut self,
-        reader: PairedReader,
-        cutoff: u32,
-        on_batch: &mut dyn FnMut(&Decided, &dyn NormalizeBatches) -> Result<()>,
-    ) -> Result<u64>;
-    /// [`Normalizer::process_sharded`] on these shards.
-    fn normalize(
-        &mut self,
-        norm: &mut Normalizer<'_>,
-        path: &str,
-        hb: &HashedBatch,
-        kept: &mut dyn FnMut(usize),
-    ) -> Result<()>;
+    /// `on_batch` with the batch and the table (for its false-positive rate); returns the
+    /// reads dropped for being shorter than k.
+    fn normalize(&mut self, source: BundleSource, cutoff: u32, on_batch: &mut OnBatch<'_>) -> Result<u64>;
     /// Appends the count of each k-mer of `hashes` to `counts`, looked up in pieces of the
     /// shards' batch size.
     fn counts(&mut self, hashes: &[u64], counts: &mut Vec<u32>) -> Result<()>;
@@ -225,28 +217,13 @@ impl<C: DrivenLayout> PassShards for ShardedDecisions<'_, C> {
         (layout, bytes, self.client().batch_probes())
     }
 
-    fn normalize(
-        &mut self,
-        norm: &mut Normalizer<'_>,
-        path: &str,
-        hb: &HashedBatch,
-        kept: &mut dyn FnMut(usize),
-    ) -> Result<()> {
-        norm.process_sharded(path, self, hb, kept)
-    }
-
-    fn normalize_file(
-        &mut self,
-        reader: PairedReader,
-        cutoff: u32,
-        on_batch: &mut dyn FnMut(&Decided, &dyn NormalizeBatches) -> Result<()>,
-    ) -> Result<u64> {
+    fn normalize(&mut self, source: BundleSource, cutoff: u32, on_batch: &mut OnBatch<'_>) -> Result<u64> {
         let batch_kmers = self.batch_kmers();
         let (mut shards, remote) = self.shards()?;
         let remote_shards = shards.remote();
-        let mut run = shards.normalize(reader, cutoff, batch_kmers)?;
-        drive::normalize_file(&mut *run, remote, &remote_shards, |decided, _, run| on_batch(decided, run))?;
-        Ok(run.totals().2)
+        let mut run = shards.decisions(source, BatchCleaning::ScreedWithRecords, batch_kmers)?;
+        drive::normalize_file(&mut *run, remote, &remote_shards, cutoff, on_batch)?;
+        Ok(run.short_dropped())
     }
 
     fn counts(&mut self, hashes: &[u64], counts: &mut Vec<u32>) -> Result<()> {
@@ -283,20 +260,6 @@ impl PassTable<'_> {
                 Arc::new(move |seq: &[u8], out: &mut Vec<u64>| hasher.hashes(seq, out))
             }
             PassTable::Sharded(s) => s.0.hasher(),
-        }
-    }
-
-    /// Decides and counts the bundles of `hb` with `norm` (see [`Normalizer::process`]).
-    fn normalize(
-        &mut self,
-        norm: &mut Normalizer<'_>,
-        path: &str,
-        hb: &HashedBatch,
-        kept: &mut dyn FnMut(usize),
-    ) -> Result<()> {
-        match self {
-            PassTable::Here(t) => norm.process(path, t, hb, kept),
-            PassTable::Sharded(s) => s.0.normalize(norm, path, hb, kept),
         }
     }
 }
@@ -603,12 +566,16 @@ impl Sinks {
         Ok(Sinks { bufs: writer.buffers(), writer, reads: 0, pairs: 0 })
     }
 
-    /// Formats bundle `b` of `batch` (a pair, or a read without its mate).
-    fn bundle(&mut self, batch: &RecordBatch, b: Bundle) {
-        let second = b.second.map(|i| batch.get(i));
-        self.bufs.push(Some(&batch.get(b.first)), second.as_ref());
+    /// Formats a pair, or a read without its mate.
+    fn push(&mut self, first: &Record<'_>, second: Option<&Record<'_>>) {
+        self.bufs.push(Some(first), second);
         self.pairs += u64::from(second.is_some());
         self.reads += 1 + u64::from(second.is_some());
+    }
+
+    /// Formats bundle `b` of `batch`.
+    fn bundle(&mut self, batch: &RecordBatch, b: Bundle) {
+        self.push(&batch.get(b.first), b.second.map(|i| batch.get(i)).as_ref());
     }
 
     /// Writes what [`Sinks::bundle`] formatted.
@@ -665,7 +632,7 @@ struct Trimming<'a> {
     split: bool,
     /// The first table's hash (for its look-ups on shards).
     first_hasher: Arc<SequenceHasher>,
-    /// The second table's hash.
+    /// The second table's hash, when it is held here (a sharded one's driver hashes its reads).
     hasher: Option<Arc<SequenceHasher>>,
 }
 
@@ -737,17 +704,80 @@ impl Trimming<'_> {
                 push_read(dest, rec, *line, pair && n == 1);
             }
         }
-        let hash = |bb| match &self.hasher {
+        Trimmed {
+            kept: self.hashed(kept),
+            singles: self.split.then(|| self.hashed(singles)),
+            reads,
+            truncated,
+            removed,
+        }
+    }
+
+    /// `bb` cleaned (screed's rule) and hashed for the second table here, if any.
+    fn hashed(&self, bb: BundleBatch) -> HashedBatch {
+        match &self.hasher {
             Some(h) => HashedBatch::new(bb, Cleaning::Screed, |seq: &[u8], out: &mut Vec<u64>| h(seq, out)),
             None => HashedBatch::new(bb, Cleaning::Screed, |_: &[u8], _: &mut Vec<u64>| {}),
-        };
-        Trimmed { kept: hash(kept), singles: self.split.then(|| hash(singles)), reads, truncated, removed }
+        }
     }
 }
 
-/// Writes the bundles of `hb` the second pass keeps (all of them with one pass) into `sinks`.
+/// What the trimming gives each batch of survivors to (see [`trim_kept`]).
+type Emit<'a> = dyn FnMut(HashedBatch) -> Result<()> + 'a;
+
+/// Trims the first pass's kept bundles of the input against the first table (`here`, by the
+/// workers, or `sharded`, looked up in input order) and gives each batch of survivors to `emit`
+/// in input order: bundles as they come, or, when `trimming.split`, the pairs as they come and
+/// the single reads, held until then, at the end. Returns the trimming's summary.
+fn trim_kept(
+    opts: &Options,
+    trimming: &Trimming<'_>,
+    (here, mut sharded): (Option<&AnyTable>, Option<&mut ShardedPass<'_>>),
+    ctx: &RunContext,
+    emit: &mut Emit<'_>,
+) -> Result<TrimSummary> {
+    let mut trim =
+        TrimSummary { min_depth: trimming.min_depth, from_median: trimming.from_median, ..Default::default() };
+    let mut deferred: Option<BundleBatch> = None;
+    run_ordered(
+        ctx,
+        opts.bundles(ctx)?,
+        || {
+            |nb: Numbered| {
+                Ok(match here {
+                    Some(table) => Ok(trimming.here(table, nb)),
+                    None => Err(trimming.to_look_up(nb)),
+                })
+            }
+        },
+        |t: std::result::Result<Trimmed, ToLookUp>| {
+            let t = match (t, sharded.as_deref_mut()) {
+                (Ok(t), _) => t,
+                (Err(asked), Some(shards)) => trimming.on_shards(shards, asked)?,
+                (Err(_), None) => unreachable!("trimmed by the workers without shards"),
+            };
+            trim.reads += t.reads;
+            trim.truncated += t.truncated;
+            trim.removed += t.removed;
+            emit(t.kept)?;
+            if let Some(singles) = t.singles {
+                let singles = singles.reads.bundles;
+                let held = deferred.get_or_insert_with(|| empty_like(&singles.batch));
+                for b in &singles.bundles {
+                    push_read(held, &singles.batch.get(b.first), singles.batch.line_of(b.first), false);
+                }
+            }
+            Ok(())
+        },
+    )?;
+    deferred.map_or(Ok(()), |held| emit(trimming.hashed(held)))?;
+    Ok(trim)
+}
+
+/// Writes the bundles of `hb` the second pass (on a table here) keeps, all of them with one
+/// pass, into `sinks`.
 fn write_kept(
-    norm2: &mut Option<(Normalizer<'_>, &mut PassTable<'_>)>,
+    norm2: Option<(&mut Normalizer<'_>, &mut AnyTable)>,
     path: &str,
     hb: &HashedBatch,
     sinks: &mut Sinks,
@@ -755,11 +785,46 @@ fn write_kept(
     let bundles = &hb.reads.bundles;
     match norm2 {
         Some((norm, table)) => {
-            table.normalize(norm, path, hb, &mut |i| sinks.bundle(&bundles.batch, bundles.bundles[i]))?
+            norm.process(path, table, hb, &mut |i| sinks.bundle(&bundles.batch, bundles.bundles[i]))?
         }
         None => bundles.bundles.iter().for_each(|&b| sinks.bundle(&bundles.batch, b)),
     }
     sinks.flush()
+}
+
+/// The trimming ([`trim_kept`], run by `trim`) on a thread of its own, its survivors normalized
+/// into the sharded second table `t2` on this thread by the overlapped driver
+/// ([`drive::normalize_file`]), the kept bundles written into `sinks`. An error of either
+/// stops the other and is the run's ([`first_cause`]).
+fn second_pass_on_shards(
+    opts: &Options,
+    trim: impl FnOnce(&mut Emit<'_>) -> Result<TrimSummary> + Send,
+    (norm, t2): (&mut Normalizer<'_>, &mut ShardedPass<'_>),
+    sinks: &mut Sinks,
+) -> Result<TrimSummary> {
+    std::thread::scope(|scope| {
+        let (send, receive) = crossbeam_channel::bounded(1);
+        // Sent as read: the driver's reading thread hashes them for the second table.
+        let trimming =
+            scope.spawn(move || trim(&mut |hb| send.send(Ok(hb.reads.bundles)).map_err(|_| Error::Cancelled)));
+        let second = t2.0.normalize(Box::new(receive.into_iter()), opts.target, &mut |keep, batch, run| {
+            norm.decided(&opts.input, keep, batch, run)?;
+            batch.kept(keep).for_each(|(first, second)| sinks.push(&first, second.as_ref()));
+            sinks.flush()
+        });
+        let trimmed = trimming.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        first_cause(trimmed, second).map(|(trim, _)| trim)
+    })
+}
+
+/// The results of two steps run together, each stopping the other on an error: the error of
+/// either, the cause rather than the other's [`Error::Cancelled`].
+fn first_cause<A, B>(a: Result<A>, b: Result<B>) -> Result<(A, B)> {
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (Err(e), Err(other)) if e.is_cancelled() => Err(other),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    }
 }
 
 /// What the first pass leaves: the bundles it kept, the pairs and short reads of the input, its
@@ -787,19 +852,22 @@ fn first_pass(
     let mut keep = KeepBits::default();
     let (mut pairs_in, mut short) = (0, 0);
     let mut norm = Normalizer::new(&first_opts, ctx);
-    if let PassTable::Sharded(shards) = table {
-        // Read and decided by the overlapped driver, the next batch sent before this one is decided.
-        short = shards.0.normalize_file(opts.reader(ctx)?, cutoff, &mut |decided, run| {
-            stop.check()?;
-            ctx.check_cancelled()?;
-            pairs_in += spans(&decided.bundle_ends).filter(|reads| reads.len() == 2).count() as u64;
-            norm.decided(&opts.input, decided, run, &mut |_| {})?;
-            decided.keep.iter().for_each(|&k| keep.push(k));
-            Ok(())
-        })?;
-        return Ok(first_pass_of(cutoff, &norm, started, (keep, pairs_in, short)));
-    }
     let hasher = table.hasher();
+    let table = match table {
+        PassTable::Here(table) => table,
+        PassTable::Sharded(shards) => {
+            // Read and decided by the overlapped driver, the next batch sent before this one is decided.
+            short = shards.0.normalize(Box::new(opts.reader(ctx)?), cutoff, &mut |kept, batch, run| {
+                stop.check()?;
+                ctx.check_cancelled()?;
+                pairs_in += spans(&batch.bundle_ends).filter(|reads| reads.len() == 2).count() as u64;
+                norm.decided(&opts.input, kept, batch, run)?;
+                kept.iter().for_each(|&k| keep.push(k));
+                Ok(())
+            })?;
+            return Ok(first_pass_of(cutoff, &norm, started, (keep, pairs_in, short)));
+        }
+    };
     run_ordered(
         ctx,
         opts.bundles(ctx)?,
@@ -816,7 +884,7 @@ fn first_pass(
             short += bundles.n_short_dropped;
             pairs_in += bundles.bundles.iter().filter(|b| b.second.is_some()).count() as u64;
             let mut kept = vec![false; bundles.bundles.len()];
-            table.normalize(&mut norm, &opts.input, &hb, &mut |i| kept[i] = true)?;
+            norm.process(&opts.input, table, &hb, &mut |i| kept[i] = true)?;
             kept.into_iter().for_each(|k| keep.push(k));
             Ok(())
         },
@@ -881,11 +949,7 @@ fn first_pass_with_input_histogram(
         // The files the histogram opens from now on are read with every thread.
         beside.set_threads(ctx.threads());
         let hist = hist.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        match (first, hist) {
-            (Ok(first), Ok(hist)) => Ok((first, Some(hist))),
-            (Err(e), Err(h)) if e.is_cancelled() => Err(h),
-            (Err(e), _) | (_, Err(e)) => Err(e),
-        }
+        first_cause(first, hist).map(|(first, hist)| (first, Some(hist)))
     })
 }
 
@@ -926,62 +990,29 @@ fn trim_and_normalize(
         from_median: c1,
         split,
         first_hasher: t1.hasher(),
-        hasher: second.as_ref().map(|(t, ..)| t.hasher()),
+        hasher: second.as_ref().and_then(|(t, ..)| matches!(t, PassTable::Here(_)).then(|| t.hasher())),
     };
     // Trimmed by the workers against a table here; looked up on the shards in input order.
-    let (here, mut sharded) = match t1 {
+    let (here, sharded) = match t1 {
         PassTable::Here(t) => (Some(&*t), None),
         PassTable::Sharded(s) => (None, Some(s)),
     };
+    let mut last_unique = t1_unique(here, sharded.as_deref());
     let mut sinks = Sinks::create(opts, ctx)?;
-    let mut trim = TrimSummary { min_depth: opts.min_depth, from_median: c1, ..Default::default() };
-    let mut deferred: Option<BundleBatch> = None;
     let (second_table, p2, sized_for) = match second {
         Some((t, p2, sized_for)) => (Some(t), Some(p2), sized_for),
         None => (None, None, None),
     };
     let second_opts = p2.map(|p2| pass_options(p2, opts.target));
     let mut norm2 = second_opts.as_ref().zip(second_table).map(|(o, t)| (Normalizer::new(o, ctx), t));
-    run_ordered(
-        ctx,
-        opts.bundles(ctx)?,
-        || {
-            |nb: Numbered| {
-                Ok(match here {
-                    Some(table) => Ok(trimming.here(table, nb)),
-                    None => Err(trimming.to_look_up(nb)),
-                })
-            }
-        },
-        |t: std::result::Result<Trimmed, ToLookUp>| {
-            let t = match (t, sharded.as_deref_mut()) {
-                (Ok(t), _) => t,
-                (Err(asked), Some(shards)) => trimming.on_shards(shards, asked)?,
-                (Err(_), None) => unreachable!("trimmed by the workers without shards"),
-            };
-            trim.reads += t.reads;
-            trim.truncated += t.truncated;
-            trim.removed += t.removed;
-            write_kept(&mut norm2, &opts.input, &t.kept, &mut sinks)?;
-            if let Some(singles) = t.singles {
-                let singles = singles.reads.bundles;
-                let held = deferred.get_or_insert_with(|| empty_like(&singles.batch));
-                for b in &singles.bundles {
-                    push_read(held, &singles.batch.get(b.first), singles.batch.line_of(b.first), false);
-                }
-            }
-            Ok(())
-        },
-    )?;
-    if let Some(held) = deferred.take() {
-        let hasher = trimming.hasher.clone();
-        let hb = HashedBatch::new(held, Cleaning::Screed, |seq: &[u8], out: &mut Vec<u64>| {
-            if let Some(h) = &hasher {
-                h(seq, out)
-            }
-        });
-        write_kept(&mut norm2, &opts.input, &hb, &mut sinks)?;
-    }
+    let trim_all = |emit: &mut Emit<'_>| trim_kept(opts, &trimming, (here, sharded), ctx, emit);
+    let trim = match &mut norm2 {
+        Some((norm, PassTable::Sharded(t2))) => second_pass_on_shards(opts, trim_all, (norm, t2), &mut sinks)?,
+        Some((norm, PassTable::Here(t2))) => {
+            trim_all(&mut |hb| write_kept(Some((&mut *norm, &mut *t2)), &opts.input, &hb, &mut sinks))?
+        }
+        None => trim_all(&mut |hb| write_kept(None, &opts.input, &hb, &mut sinks))?,
+    };
     summary.trim = trim;
     summary.orphans_dropped = sinks.writer.counts().orphans_dropped;
     summary.reads_out = sinks.reads - summary.orphans_dropped;
@@ -995,7 +1026,6 @@ fn trim_and_normalize(
         vec![summary.reads_out > 0]
     };
     let staged = sinks.writer.close()?;
-    let mut last_unique = t1_unique(here, sharded.as_deref());
     summary.fp_rate = summary.first_pass.table.fp_rate;
     if let (Some((norm, t2)), Some(p2)) = (norm2, p2) {
         let (reads, kept) = (norm.summary().total, norm.summary().kept);
@@ -1128,14 +1158,36 @@ mod tests {
     use crate::shards::drive::{ShardedTable, Shards};
     use crate::shards::khmer::{Shard, ShardClient};
     use crate::shards::runs::testing::{fastq_of, Answering, InProcess};
+    use crate::shards::runs::{Answer, Kind, Message, RemoteShards};
     use crate::table::HashKind;
 
     /// Tables of either layout cut into `shards` shards, the first `held` in this process and
-    /// the others answered as a worker answers them, looked up in pieces of `batch_kmers`.
+    /// the others answered as a worker answers them, looked up in pieces of `batch_kmers`; with
+    /// `lost`, the second table's remote shards are lost after answering that many messages.
+    #[derive(Default)]
     struct TestShards {
         shards: usize,
         held: usize,
         batch_kmers: usize,
+        lost: Option<usize>,
+        made: usize,
+    }
+
+    /// Remote shards that answer `left` more messages, then are lost as a worker is.
+    struct Lost<'a> {
+        shards: &'a mut dyn RemoteShards,
+        left: usize,
+    }
+
+    impl RemoteShards for Lost<'_> {
+        fn send(&mut self, kind: Kind, messages: Vec<Message>) -> Result<()> {
+            self.left = self.left.checked_sub(1).ok_or_else(|| Error::invalid("shard 1 was lost"))?;
+            self.shards.send(kind, messages)
+        }
+
+        fn answers(&mut self) -> Result<Vec<Answer>> {
+            self.shards.answers()
+        }
     }
 
     impl TestShards {
@@ -1147,9 +1199,12 @@ mod tests {
             work: &mut dyn FnMut(&mut PassTable<'_>, &mut dyn Tables) -> Result<()>,
         ) -> Result<Vec<C::Shard>> {
             let mut remote = InProcess::new(all.split_off(self.held));
+            self.made += 1;
+            let left = self.lost.filter(|_| self.made == 2).unwrap_or(usize::MAX);
+            let mut lost = Lost { shards: &mut remote, left };
             let local = all.iter_mut().map(Some).chain((self.held..self.shards).map(|_| None)).collect();
             let mut shards = Shards { client, local };
-            let mut pass = PassTable::Sharded(shards.pass(&mut remote, self.batch_kmers)?);
+            let mut pass = PassTable::Sharded(shards.pass(&mut lost, self.batch_kmers)?);
             work(&mut pass, self)?;
             if let PassTable::Sharded(sharded) = &mut pass {
                 sharded.flush()?;
@@ -1254,11 +1309,36 @@ mod tests {
             assert!(one_summary.contains("second_pass: Some") == (passes == 2), "{one_summary}");
             for (shards, held, batch_kmers) in [(1, 1, 100_000), (2, 0, 500), (3, 1, 7)] {
                 let tag = format!("s{shards}");
-                let mut tables = TestShards { shards, held, batch_kmers };
+                let mut tables = TestShards { shards, held, batch_kmers, ..TestShards::default() };
                 let (sharded, summary) = outcome(dir.path(), &tag, &opts, &mut tables);
                 assert!(one == sharded, "{layout:?} {passes} {max_tablesize} {shards} {held}");
                 assert_eq!(summary, one_summary);
             }
+        }
+    }
+
+    /// A shard of the second table lost while the trimming runs on its own thread (at the
+    /// second pass's first message, or later) ends the run with the shard's error, not the
+    /// trimming's stop, and leaves no output.
+    #[test]
+    fn a_shard_lost_in_the_second_pass_ends_the_run_with_its_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("reads.fq");
+        std::fs::write(&input, interleaved(5, 3000)).unwrap();
+        let output = dir.path().join("out.fq");
+        let opts = Options {
+            input: input.display().to_string(),
+            output: output.display().to_string(),
+            target: 5,
+            table: TableParams { ksize: 20, n_tables: 3, max_tablesize: 1e5, ..TableParams::default() },
+            ..Options::default()
+        };
+        for lost in [0, 5] {
+            let mut tables = TestShards { shards: 2, batch_kmers: 500, lost: Some(lost), ..TestShards::default() };
+            let err = run_on(&opts, &mut tables, &RunContext::new()).unwrap_err();
+            assert!(err.to_string().contains("shard 1 was lost"), "{lost}: {err}");
+            assert_eq!(tables.made, 2, "{lost}");
+            assert!(!output.exists(), "{lost}");
         }
     }
 }

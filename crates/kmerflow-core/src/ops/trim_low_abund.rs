@@ -6,11 +6,11 @@
 //! Pass 2 re-reads the set-aside reads singly and trims them against the final table; it only
 //! reads the table, so workers trim batches in parallel. In pass 1 workers clean and hash the
 //! reads; the ordered stage decides batch after batch on the table itself ([`BatchRunner`]).
-//! [`run_sharded`] decides pass 1 the same way on a table sharded over other processes
-//! ([`ShardedDecisions`]: each batch looked up on the shards, decided here with in-batch
-//! deltas, its updates sent to the shards), and trims pass 2 from counts looked up on the
-//! shards ([`crate::shards::runs::Lookups`]): the table is never gathered, and its `-s`
-//! file is the caller's to write shard by shard.
+//! [`run_sharded`] decides pass 1 by the same rule on a table sharded over other processes
+//! (the overlapped driver, [`drive::decide_all`]: each batch looked up on the shards, the next
+//! one sent before it is decided here, its updates sent to the shards with a later batch), and
+//! trims pass 2 from counts looked up on the shards ([`crate::shards::runs::Lookups`]): the
+//! table is never gathered, and its `-s` file is the caller's to write shard by shard.
 //!
 //! R1/R2 files ([`crate::io::mates`]): an input with a `--mate` file is read as the pairs of
 //! its interleaved form. With R1/R2 outputs, a bundle's kept reads are routed as a bundle
@@ -27,14 +27,13 @@ use super::sizing::{create_countgraph, target_rate, FpRate, TableParams};
 use super::SummaryFormat;
 use crate::io::{
     write_record, Compression, MateBuffers, MateCounts, MateFiles, MateWriter, PairMode, PairedInput, PairedOutput,
-    Record, Staged,
+    PairedReader, Record, Staged,
 };
 use crate::pipeline::run_ordered;
 use crate::run::{metrics, RunContext};
-use crate::shards::drive::DrivenLayout;
+use crate::shards::drive::{self, DrivenLayout, ShardedTable};
 use crate::shards::khmer::ShardClient;
-use crate::shards::runs::{Cleaning as BatchCleaning, ShardedDecisions};
-use crate::shards::ShardLayout;
+use crate::shards::runs::{Cleaning as BatchCleaning, HashedBundles, ShardedDecisions};
 use crate::table::batch::spans;
 use crate::table::CountingTable;
 use crate::table::{median_mean_stddev, BatchRunner, KhmerTable, ReadCounts};
@@ -42,7 +41,6 @@ use crate::{Error, Result};
 use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
-use std::sync::Arc;
 
 /// Largest false-positive rate trim-low-abund accepts.
 pub const MAX_FP_RATE: f64 = 0.8;
@@ -195,44 +193,51 @@ fn pass1_batch(
     aside: &mut Vec<u8>,
 ) {
     t.s.short_dropped += hb.reads.bundles.n_short_dropped;
-    let k = table.ksize();
+    let (k, cb) = (table.ksize(), &hb.reads);
     for (bundles, kmers) in hb.pieces(BATCH_KMERS) {
-        runner.run(table, &hb.hashes, kmers, |batch| pass1_bundles(o, k, batch, hb, bundles, t, out, aside));
+        let reads = cb.bundle_reads().skip(bundles.start).take(bundles.len());
+        let reads = reads.map(|b| b.reads().into_iter().flatten().map(|i| (cb.record(i), hb.kmers[i].clone())));
+        runner.run(table, &hb.hashes, kmers, |batch| pass1_bundles(o, k, batch, reads, t, out, aside));
     }
 }
 
-/// The counts of k-mers numbered from `.1` through a [`ReadCounts`] that numbers them from 0.
-pub(crate) struct Shifted<'a, R>(pub(crate) &'a mut R, pub(crate) usize);
-
-impl<R: ReadCounts> Shifted<'_, R> {
-    fn shift(&self, kmers: Range<usize>) -> Range<usize> {
-        kmers.start - self.1..kmers.end - self.1
-    }
+/// Pass 1 over one input on a sharded table by the overlapped driver ([`drive::decide_all`]:
+/// the next batch sent before one is decided), each batch's trimmed reads (R1/R2 outputs when
+/// `split`) and set-aside reads given to `write`; stops once the table is over `limit`.
+fn pass1_sharded<C: DrivenLayout>(
+    o: &Options,
+    shards: &mut ShardedDecisions<'_, C>,
+    (reader, split): (PairedReader, bool),
+    limit: &FpLimit,
+    t: &mut Tally<'_>,
+    write: &mut dyn FnMut(&MateBuffers, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let (k, batch_kmers) = (shards.client().ksize(), shards.batch_kmers());
+    let (mut table, remote) = shards.shards()?;
+    let remote_shards = table.remote();
+    let mut run = table.decisions(Box::new(reader), BatchCleaning::ParserWithRecords, batch_kmers)?;
+    let mut state = (t, MateBuffers::new(split), Vec::new());
+    let decide = |(t, out, aside): &mut (&mut Tally<'_>, MateBuffers, Vec<u8>),
+                  counts: &mut dyn ReadCounts,
+                  batch: &HashedBundles| {
+        out.clear();
+        aside.clear();
+        let reads = batch.reads();
+        let bundles = spans(&batch.bundle_ends).map(|b| b.map(|i| (batch.record(i), reads[i].clone())));
+        pass1_bundles(o, k, counts, bundles, t, out, aside);
+    };
+    drive::decide_all(&mut *run, remote, &remote_shards, &mut state, decide, |(t, out, aside), batch, run| {
+        t.ctx.metrics().add_count(metrics::KMERS, batch.hashes.len() as u64);
+        limit.stop_early(run, t.file, t.s.reads - t.n_start)?;
+        write(out, aside)
+    })?;
+    state.0.s.short_dropped += run.short_dropped();
+    Ok(())
 }
-
-impl<R: ReadCounts> ReadCounts for Shifted<'_, R> {
-    fn counts(&mut self, kmers: Range<usize>, out: &mut Vec<u32>) {
-        let kmers = self.shift(kmers);
-        self.0.counts(kmers, out);
-    }
-
-    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
-        let kmers = self.shift(kmers);
-        self.0.median_at_least(kmers, cutoff)
-    }
-
-    fn add(&mut self, kmers: Range<usize>) {
-        let kmers = self.shift(kmers);
-        self.0.add(kmers);
-    }
-}
-
-/// Appends the canonical hashes of a sequence's k-mers.
-type KmerHasher = dyn Fn(&[u8], &mut Vec<u64>) + Send + Sync;
 
 /// Where pass 1 counts: a table in this process, or shards of one held elsewhere; pass 2
 /// looks its reads up there too.
-enum Pass1<'a, C: ShardLayout> {
+enum Pass1<'a, C: DrivenLayout> {
     Here(Box<KhmerTable>, BatchRunner),
     Sharded(ShardedDecisions<'a, C>),
 }
@@ -242,42 +247,6 @@ impl<C: DrivenLayout> Pass1<'_, C> {
         match self {
             Pass1::Here(table, _) => table.ksize(),
             Pass1::Sharded(shards) => shards.client().ksize(),
-        }
-    }
-
-    fn hasher(&self) -> Arc<KmerHasher> {
-        match self {
-            Pass1::Here(table, _) => Arc::new(table.kmer_hasher()),
-            Pass1::Sharded(shards) => shards.client().hash_fn(),
-        }
-    }
-
-    /// Pass 1 over one hashed batch (see [`pass1_batch`]).
-    fn batch(
-        &mut self,
-        o: &Options,
-        hb: &HashedBatch,
-        t: &mut Tally<'_>,
-        out: &mut MateBuffers,
-        aside: &mut Vec<u8>,
-    ) -> Result<()> {
-        match self {
-            Pass1::Here(table, runner) => {
-                pass1_batch(o, table, runner, hb, t, out, aside);
-                Ok(())
-            }
-            // In pieces of about the shards' batch size, each looked up on the shards and decided here.
-            Pass1::Sharded(shards) => {
-                t.s.short_dropped += hb.reads.bundles.n_short_dropped;
-                let k = shards.client().ksize();
-                for (bundles, kmers) in hb.pieces(shards.batch_kmers()) {
-                    let start = kmers.start;
-                    shards.decide(&hb.hashes[kmers], |d| {
-                        pass1_bundles(o, k, &mut Shifted(d, start), hb, bundles, t, out, aside)
-                    })?;
-                }
-                Ok(())
-            }
         }
     }
 
@@ -295,12 +264,6 @@ impl<C: DrivenLayout> Pass1<'_, C> {
             Pass1::Here(table, _) => &**table,
             Pass1::Sharded(shards) => shards.client(),
         }
-    }
-
-    /// Stops pass 1 at read `reads` of `path` once the table is over `limit`
-    /// ([`FpLimit::stop_early`]).
-    fn stop_early(&self, limit: &FpLimit, path: &str, reads: u64) -> Result<()> {
-        limit.stop_early(self.fp_table(), path, reads)
     }
 
     /// khmer's check of the estimated false-positive rate against `MAX_FP_RATE`.
@@ -325,30 +288,28 @@ impl<C: DrivenLayout> Pass1<'_, C> {
     }
 }
 
-/// Pass 1 over the bundles `bundles` of `hb`, in order, the counts read and made through `pass`.
-#[allow(clippy::too_many_arguments)]
-fn pass1_bundles(
+/// Pass 1 over `bundles` (each its reads' records and k-mers), in order, the counts read and
+/// made through `pass`.
+fn pass1_bundles<'r, B: Iterator<Item = (Record<'r>, Range<usize>)> + Clone>(
     o: &Options,
     k: usize,
-    pass: &mut impl ReadCounts,
-    hb: &HashedBatch,
-    bundles: Range<usize>,
+    mut pass: impl ReadCounts,
+    bundles: impl Iterator<Item = B>,
     t: &mut Tally<'_>,
     out: &mut MateBuffers,
     aside: &mut Vec<u8>,
 ) {
-    let cb = &hb.reads;
     // The k-mer counts of each read of a bundle, read once for its median and its trimming (the
     // table does not change in between).
     let (mut counts, mut sorted): (Vec<Vec<u32>>, Vec<u32>) = (Vec::new(), Vec::new());
-    for b in cb.bundle_reads().skip(bundles.start).take(bundles.len()) {
-        t.s.reads += b.len() as u64;
-        t.s.basepairs += b.iter().map(|i| cb.record(i).seq.len() as u64).sum::<u64>();
-        counts.resize_with(b.len(), Vec::new);
+    for b in bundles {
+        counts.resize_with(b.clone().count(), Vec::new);
         let mut cov = u32::MAX;
-        for (read_counts, i) in counts.iter_mut().zip(b.iter()) {
+        for (read_counts, (record, kmers)) in counts.iter_mut().zip(b.clone()) {
+            t.s.reads += 1;
+            t.s.basepairs += record.seq.len() as u64;
             read_counts.clear();
-            pass.counts(hb.kmers[i].clone(), read_counts);
+            pass.counts(kmers, read_counts);
             sorted.clone_from(read_counts);
             cov = cov.min(median_mean_stddev(&mut sorted).map_or(0, |m| m.0));
         }
@@ -357,12 +318,13 @@ fn pass1_bundles(
         }
         if cov >= o.trim_at_coverage {
             let mut kept: [Option<Record<'_>>; 2] = [None, None];
-            for ((read_counts, i), slot) in counts.iter().zip(b.iter()).zip(&mut kept) {
-                let trim = Trim::of_counts(read_counts, k, cb.clean_seq(i).len(), o.cutoff);
+            for ((read_counts, (record, _)), slot) in counts.iter().zip(b).zip(&mut kept) {
+                // The cleaned read has the length of the read.
+                let trim = Trim::of_counts(read_counts, k, record.seq.len(), o.cutoff);
                 if trim.did_trim() {
                     t.s.reads_trimmed += 1;
                 }
-                *slot = trim.apply(&cb.record(i));
+                *slot = trim.apply(&record);
                 if let Some(read) = slot {
                     t.progress_pass1();
                     t.wrote(read.seq.len());
@@ -370,9 +332,9 @@ fn pass1_bundles(
             }
             out.push(kept[0].as_ref(), kept[1].as_ref());
         } else {
-            for i in b.iter() {
-                pass.add(hb.kmers[i].clone());
-                write_record(aside, &cb.record(i));
+            for (record, kmers) in b {
+                pass.add(kmers);
+                write_record(aside, &record);
                 t.s.reads_set_aside += 1;
             }
         }
@@ -479,7 +441,7 @@ fn pass2_reads_sharded<C: DrivenLayout>(
 ) -> Result<()> {
     let k = shards.client().ksize();
     let reader = PairedInput::single(&job.pass2).open(pass2_mode(out), Some(k), t.ctx)?;
-    let batches = shards.client().batches(reader, shards.batch_kmers(), BatchCleaning::ParserWithRecords);
+    let batches = shards.client().batches(Box::new(reader), shards.batch_kmers(), BatchCleaning::ParserWithRecords);
     let mut lookups = shards.lookups(batches)?;
     let mut bufs = MateBuffers::new(out.is_split());
     while let Some((batch, counts)) = lookups.next_batch()? {
@@ -659,7 +621,6 @@ fn run_passes<'a, 'b, C: DrivenLayout>(
     tempdir: &Path,
     ctx: &'a RunContext,
 ) -> Result<(Tally<'a>, Vec<Staged>, Pass1<'b, C>)> {
-    let hasher = pass1.hasher();
     let mut outs: Vec<MateWriter> = Vec::new();
     let mut jobs = Vec::new();
     let mut t =
@@ -679,21 +640,31 @@ fn run_passes<'a, 'b, C: DrivenLayout>(
         t.watermark = REPORT_EVERY_N_READS;
         let save_start = t.s.reads_set_aside;
         let out = &mut outs[job.out];
-        let (mut bufs, mut aside) = (out.buffers(), Vec::new());
-        run_ordered(
-            ctx,
-            bundle_source(input, mode, pass1.ksize(), ctx)?,
-            || |bb| Ok(HashedBatch::new(bb, Cleaning::Parser, &*hasher)),
-            |hb: HashedBatch| {
-                ctx.metrics().add_count(metrics::KMERS, hb.hashes.len() as u64);
-                bufs.clear();
-                aside.clear();
-                pass1.batch(o, &hb, &mut t, &mut bufs, &mut aside)?;
-                pass1.stop_early(&limit, &input.path, t.s.reads - t.n_start)?;
-                out.write(&bufs)?;
-                aside_file.write_all(&aside).map_err(|e| Error::io(&job.pass2, e))
-            },
-        )?;
+        let split = out.is_split();
+        let mut write = |bufs: &MateBuffers, aside: &[u8]| {
+            out.write(bufs)?;
+            aside_file.write_all(aside).map_err(|e| Error::io(&job.pass2, e))
+        };
+        let reader = input.open(mode, Some(pass1.ksize()), ctx)?;
+        match &mut pass1 {
+            Pass1::Here(table, runner) => {
+                let (hasher, mut bufs, mut aside) = (table.kmer_hasher(), MateBuffers::new(split), Vec::new());
+                run_ordered(
+                    ctx,
+                    reader,
+                    || |bb| Ok(HashedBatch::new(bb, Cleaning::Parser, &hasher)),
+                    |hb: HashedBatch| {
+                        ctx.metrics().add_count(metrics::KMERS, hb.hashes.len() as u64);
+                        bufs.clear();
+                        aside.clear();
+                        pass1_batch(o, table, runner, &hb, &mut t, &mut bufs, &mut aside);
+                        limit.stop_early(&**table, &input.path, t.s.reads - t.n_start)?;
+                        write(&bufs, &aside)
+                    },
+                )?;
+            }
+            Pass1::Sharded(shards) => pass1_sharded(o, shards, (reader, split), &limit, &mut t, &mut write)?,
+        }
         aside_file.flush().map_err(|e| Error::io(&job.pass2, e))?;
         job.set_aside = t.s.reads_set_aside - save_start;
         ctx.info(format!("{}: kept aside {} of {} from first pass", job.input, job.set_aside, t.s.reads - t.n_start));

@@ -1,23 +1,24 @@
-//! Whole files through a sharded table of either layout, driven from this process: the caller
-//! supplies only the transport to the remote shards ([`RemoteShards`]); [`normalize_file`] and
-//! [`count_file`] send each batch's messages and hand the answers back to the layout's run,
-//! reached through the traits here ([`ShardedTable`], [`NormalizeBatches`], [`CountBatches`]),
-//! implemented once by [`Shards`] for both layouts ([`DrivenLayout`] holds the little that
-//! differs: the k-mer hash, the statistics, the form of a counting answer).
+//! Whole inputs through a sharded table of either layout, driven from this process: the caller
+//! supplies only the transport to the remote shards ([`RemoteShards`]); [`decide_all`] (with
+//! normalize-by-median's rule, [`normalize_file`]) and [`count_file`] send each batch's
+//! messages and hand the answers back to the layout's run, reached through the traits here
+//! ([`ShardedTable`], [`NormalizeBatches`], [`CountBatches`]), implemented once by [`Shards`]
+//! for both layouts ([`DrivenLayout`] holds the little that differs: the k-mer hash, the
+//! statistics, the form of a counting answer).
 
 use super::blocked::BlockedShardClient;
 use super::khmer::{ShardClient, Updates};
 use super::runs::{
-    Answer, BundleBatches, Cleaning, Decided, Kind, Message, RemoteShards, ShardedCount, ShardedDecisions,
-    ShardedNormalize,
+    send_updates, Answer, BundleBatches, BundleSource, Cleaning, HashedBundles, Kind, Message, RemoteShards,
+    ShardedCount, ShardedDecisions, ShardedNormalize,
 };
-use super::ShardLayout;
-use crate::io::PairedReader;
+use super::{keep_bundles, ShardLayout};
 use crate::ops::abundance_dist;
 use crate::ops::normalize::ShardedPass;
 use crate::ops::sizing::FpRate;
+use crate::table::batch::spans;
 use crate::table::blocked::OccupancyStats;
-use crate::table::{AnyTable, Layout};
+use crate::table::{AnyTable, Layout, ReadCounts};
 use crate::Result;
 use std::borrow::Borrow;
 use std::sync::Arc;
@@ -34,35 +35,39 @@ pub trait ShardedTable: FpRate {
     fn n_unique_kmers(&self) -> u64;
     /// Whether each shard is remote (in shard order).
     fn remote(&self) -> Vec<bool>;
-    /// normalize-by-median of the bundles of `reader` to `cutoff`, in batches of about
-    /// `batch_kmers` k-mers.
-    fn normalize(
+    /// The decisions of the bundles of `source` in input order (see [`decide_all`]), their
+    /// reads cleaned by `cleaning`, in batches of about `batch_kmers` k-mers.
+    fn decisions(
         &mut self,
-        reader: PairedReader,
-        cutoff: u32,
+        source: BundleSource,
+        cleaning: Cleaning,
         batch_kmers: usize,
     ) -> Result<Box<dyn NormalizeBatches + '_>>;
-    /// Counting every k-mer of the reads of `reader` (khmer's C++ cleaning), in batches of
+    /// Counting every k-mer of the reads of `source` (khmer's C++ cleaning), in batches of
     /// about `batch_kmers` k-mers.
-    fn count(&mut self, reader: PairedReader, batch_kmers: usize) -> Result<Box<dyn CountBatches + '_>>;
+    fn count(&mut self, source: BundleSource, batch_kmers: usize) -> Result<Box<dyn CountBatches + '_>>;
     /// A `normalize` run's table on these shards, the remote ones reached through `remote`,
     /// looked up and counted in pieces of `batch_kmers` k-mers.
     fn pass<'s>(&'s mut self, remote: &'s mut dyn RemoteShards, batch_kmers: usize) -> Result<ShardedPass<'s>>;
 }
 
-/// normalize-by-median of one file on a sharded table, a batch at a time (a layout's
-/// `*ShardedNormalize` with its client and local shards).
+/// The decisions of one input's reads in input order on a sharded table, a batch at a time (a
+/// layout's [`ShardedNormalize`] with its client and local shards).
 pub trait NormalizeBatches: FpRate {
     /// Reads the next batch and returns the remote shards' [`Kind::Step`] messages (in shard
     /// order); `None` at the end. At most two batches wait.
     fn send(&mut self) -> Result<Option<Vec<Message>>>;
-    /// Decides the oldest batch sent given the remote shards' answers, appends the kept
-    /// bundles' records to `out` and returns its decisions.
-    fn decide(&mut self, answers: &[Vec<u8>], out: &mut Vec<u8>) -> Result<Decided>;
+    /// Decides the oldest batch sent given the remote shards' answers by `rule` (see
+    /// [`ShardedNormalize::decide`]) and returns it.
+    fn decide(
+        &mut self,
+        answers: &[Vec<u8>],
+        rule: &mut dyn FnMut(&mut dyn ReadCounts, &HashedBundles),
+    ) -> Result<HashedBundles>;
     /// The updates not sent yet, one per shard (empty for the local ones).
     fn unsent(&mut self) -> Vec<Updates>;
-    /// Reads decided, reads kept, and reads dropped for being shorter than k, so far.
-    fn totals(&self) -> (u64, u64, u64);
+    /// Reads dropped for being shorter than the reader's minimum length, so far.
+    fn short_dropped(&self) -> u64;
 }
 
 /// Counting one file on a sharded table, a batch at a time (a layout's `*ShardedCount` with
@@ -79,47 +84,54 @@ pub trait CountBatches: FpRate {
     fn totals(&self) -> (u64, u64, u64);
 }
 
-/// Normalizes one file: each batch's messages go to `remote` (the next batch sent before the
-/// one answered is decided, so that its round trip overlaps the decisions), and each decided
-/// batch goes to `on_batch` with its kept records' text and the run (for its table's
-/// statistics); an error of `on_batch` ends the run. At the end the updates not sent yet go
-/// to the remote shards, which then hold the whole table.
-pub fn normalize_file(
+/// Decides every batch of `run` in input order: each batch's messages go to `remote` (the next
+/// batch sent before the one answered is decided, so that its round trip overlaps the
+/// decisions), `rule` decides it (reading and counting its reads through the [`ReadCounts`])
+/// and `after` is given it with the run (for its table's statistics); both share `state`, and
+/// an error of `after` ends the run. At the end the updates not sent yet go to the remote
+/// shards (`remote_shards[s]` when shard `s` is remote), which then hold the whole table.
+pub fn decide_all<S>(
     run: &mut dyn NormalizeBatches,
     remote: &mut dyn RemoteShards,
     remote_shards: &[bool],
-    mut on_batch: impl FnMut(&Decided, &[u8], &dyn NormalizeBatches) -> Result<()>,
+    state: &mut S,
+    mut rule: impl FnMut(&mut S, &mut dyn ReadCounts, &HashedBundles),
+    mut after: impl FnMut(&mut S, HashedBundles, &dyn NormalizeBatches) -> Result<()>,
 ) -> Result<()> {
     let send = |run: &mut dyn NormalizeBatches, remote: &mut dyn RemoteShards| -> Result<bool> {
         let messages = run.send()?;
         messages.map(|m| remote.send(Kind::Step, m)).transpose().map(|sent| sent.is_some())
     };
     let mut waiting = send(run, remote)?;
-    let mut text = Vec::new();
     while waiting {
         let answers = remote.values()?;
         waiting = send(run, remote)?;
-        text.clear();
-        let decided = run.decide(&answers, &mut text)?;
-        on_batch(&decided, &text, run)?;
+        let batch = run.decide(&answers, &mut |counts, batch| rule(state, counts, batch))?;
+        after(state, batch, run)?;
     }
-    flush(run.unsent(), remote, remote_shards)
+    send_updates(run.unsent(), remote, remote_shards)
 }
 
-/// Sends the remote shards' `unsent` updates (one per shard, in shard order) and waits for
-/// them to be applied.
-fn flush(unsent: Vec<Updates>, remote: &mut dyn RemoteShards, remote_shards: &[bool]) -> Result<()> {
-    if unsent.iter().all(|u| u.counters.is_empty()) {
-        return Ok(());
-    }
-    let messages = unsent
-        .into_iter()
-        .zip(remote_shards)
-        .filter(|(_, &r)| r)
-        .map(|(apply, _)| Message { apply, keys: Vec::new() })
-        .collect();
-    remote.send(Kind::Step, messages)?;
-    remote.answers().map(drop)
+/// normalize-by-median of one input to `cutoff` ([`keep_bundles`]) by [`decide_all`]: each
+/// decided batch goes to `on_batch` with whether each of its bundles was kept. Returns the
+/// reads decided and the reads kept.
+pub fn normalize_file(
+    run: &mut dyn NormalizeBatches,
+    remote: &mut dyn RemoteShards,
+    remote_shards: &[bool],
+    cutoff: u32,
+    mut on_batch: impl FnMut(&[bool], &HashedBundles, &dyn NormalizeBatches) -> Result<()>,
+) -> Result<(u64, u64)> {
+    let (mut keep, mut totals) = (Vec::new(), (0, 0));
+    let decide = |keep: &mut Vec<bool>, counts: &mut dyn ReadCounts, batch: &HashedBundles| {
+        *keep = keep_bundles(counts, &batch.reads(), &batch.bundle_ends, cutoff);
+    };
+    decide_all(run, remote, remote_shards, &mut keep, decide, |keep, batch, run| {
+        totals.0 += batch.read_ends.len() as u64;
+        totals.1 += spans(&batch.bundle_ends).zip(&*keep).filter(|(_, &k)| k).map(|(r, _)| r.len() as u64).sum::<u64>();
+        on_batch(keep, &batch, run)
+    })?;
+    Ok(totals)
 }
 
 /// Counts one file: each batch's messages go to `remote` while the local shards count it, and
@@ -147,8 +159,8 @@ pub trait DrivenLayout: ShardLayout + FpRate {
     fn ksize(&self) -> usize;
     /// k-mers new to the table so far (khmer's `n_unique_kmers`).
     fn n_unique_kmers(&self) -> u64;
-    /// The batches of `reader`, its reads hashed by the table's hash.
-    fn batches(&self, reader: PairedReader, batch_kmers: usize, cleaning: Cleaning) -> BundleBatches;
+    /// The batches of `source`, its reads hashed by the table's hash.
+    fn batches(&self, source: BundleSource, batch_kmers: usize, cleaning: Cleaning) -> BundleBatches;
     /// The table's hash: appends the canonical hash of every k-mer of a sequence.
     fn hash_fn(&self) -> Arc<SequenceHasher>;
     /// An empty tracking filter of abundance-dist's histogram of this table: the one-process
@@ -172,8 +184,8 @@ impl DrivenLayout for ShardClient {
         ShardClient::n_unique_kmers(self)
     }
 
-    fn batches(&self, reader: PairedReader, batch_kmers: usize, cleaning: Cleaning) -> BundleBatches {
-        BundleBatches::new(reader, self.ksize(), batch_kmers, cleaning)
+    fn batches(&self, source: BundleSource, batch_kmers: usize, cleaning: Cleaning) -> BundleBatches {
+        BundleBatches::new(source, self.ksize(), batch_kmers, cleaning)
     }
 
     fn added(answer: Answer) -> Result<Vec<u8>> {
@@ -205,9 +217,9 @@ impl DrivenLayout for BlockedShardClient {
         self.occupancy().unique
     }
 
-    fn batches(&self, reader: PairedReader, batch_kmers: usize, cleaning: Cleaning) -> BundleBatches {
+    fn batches(&self, source: BundleSource, batch_kmers: usize, cleaning: Cleaning) -> BundleBatches {
         let hasher = self.hasher().clone();
-        BundleBatches::with_hasher(reader, Box::new(move |seq, out| hasher.hashes(seq, out)), batch_kmers, cleaning)
+        BundleBatches::with_hasher(source, Box::new(move |seq, out| hasher.hashes(seq, out)), batch_kmers, cleaning)
     }
 
     fn added(answer: Answer) -> Result<OccupancyStats> {
@@ -285,19 +297,19 @@ impl<C: DrivenLayout> ShardedTable for Shards<'_, C> {
         self.remote_shards()
     }
 
-    fn normalize(
+    fn decisions(
         &mut self,
-        reader: PairedReader,
-        cutoff: u32,
+        source: BundleSource,
+        cleaning: Cleaning,
         batch_kmers: usize,
     ) -> Result<Box<dyn NormalizeBatches + '_>> {
-        let batches = self.client.batches(reader, batch_kmers, Cleaning::ScreedWithText);
-        let run = ShardedNormalize::new(batches, cutoff, self.client, self.remote_shards())?;
+        let batches = self.client.batches(source, batch_kmers, cleaning);
+        let run = ShardedNormalize::new(batches, self.client, self.remote_shards())?;
         Ok(Box::new(Bound { run, shards: self }))
     }
 
-    fn count(&mut self, reader: PairedReader, batch_kmers: usize) -> Result<Box<dyn CountBatches + '_>> {
-        let batches = self.client.batches(reader, batch_kmers, Cleaning::Parser);
+    fn count(&mut self, source: BundleSource, batch_kmers: usize) -> Result<Box<dyn CountBatches + '_>> {
+        let batches = self.client.batches(source, batch_kmers, Cleaning::Parser);
         let run = ShardedCount::new(batches, self.client, self.remote_shards())?;
         Ok(Box::new(Bound { run, shards: self }))
     }
@@ -313,17 +325,21 @@ impl<C: DrivenLayout> NormalizeBatches for Bound<'_, '_, ShardedNormalize<C>, C>
         self.run.send(&self.shards.local)
     }
 
-    fn decide(&mut self, answers: &[Vec<u8>], out: &mut Vec<u8>) -> Result<Decided> {
+    fn decide(
+        &mut self,
+        answers: &[Vec<u8>],
+        rule: &mut dyn FnMut(&mut dyn ReadCounts, &HashedBundles),
+    ) -> Result<HashedBundles> {
         let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-        self.run.decide(self.shards.client, &mut self.shards.local, &answers, out)
+        self.run.decide(self.shards.client, &mut self.shards.local, &answers, rule)
     }
 
     fn unsent(&mut self) -> Vec<Updates> {
         self.run.unsent()
     }
 
-    fn totals(&self) -> (u64, u64, u64) {
-        self.run.totals()
+    fn short_dropped(&self) -> u64 {
+        self.run.short_dropped()
     }
 }
 

@@ -159,23 +159,6 @@ impl ShardMap {
         split_by_owner(counters, owners, self.shards(), wanted)
     }
 
-    /// Splits `updates` by shard.
-    pub fn route_updates(&self, updates: &Updates) -> Result<Vec<Updates>> {
-        if updates.counters.len() != updates.deltas.len() {
-            return Err(Error::invalid("as many deltas as counters are needed"));
-        }
-        let (parts, order) = self.route(&updates.counters)?;
-        let mut at = 0;
-        Ok(parts
-            .into_iter()
-            .map(|counters| {
-                let deltas = order[at..at + counters.len()].iter().map(|&q| updates.deltas[q as usize]).collect();
-                at += counters.len();
-                Updates { counters, deltas }
-            })
-            .collect())
-    }
-
     /// The inverse of [`ShardMap::route`] for the shards' answers: `values[order[j]]` is entry
     /// `j` of the answers laid end to end.
     pub fn unroute<T: Copy + Default>(order: &[u32], answers: &[&[T]]) -> Result<Vec<T>> {
@@ -700,7 +683,6 @@ impl ShardLayout for ShardClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shards::runs::testing::{kept_below, kept_in_batch, kept_read_by_read};
     use crate::table::CountingTable as _;
     use rand::{Rng, SeedableRng};
 
@@ -856,34 +838,6 @@ mod tests {
         std::fs::write(path("short.ct"), &std::fs::read(path("parts.ct")).unwrap()[..100]).unwrap();
         let err = khmer_format::ByteFrame::read(&path("short.ct")).unwrap_err().to_string();
         assert!(err.contains("short.ct") && err.contains("truncated"), "{err}");
-    }
-
-    #[test]
-    fn decisions_match_read_by_read_at_one_to_three_shards() {
-        let cutoff = 300;
-        let reads = reads(5, 2500, 120);
-        let expected = reference();
-        let keep_of = kept_below(cutoff);
-        let expected_keep = kept_read_by_read(&expected, &reads, &keep_of);
-        for n in 1..=3 {
-            let (mut sharded, mut seen) = (Sharded::new(n), SeenCounters::default());
-            let mut kept = Vec::new();
-            for batch in reads.chunks(300) {
-                let hashes = batch.concat();
-                let counters = sharded.client.map().counters(&hashes);
-                let values = sharded.call(&counters, |s, c| s.counts(c).unwrap());
-                let lookup = sharded.client.lookup(&mut seen, &hashes, &counters, &values).unwrap();
-                let (keep, updates) =
-                    sharded.client.decide(&hashes, &counters, &lookup, |d| kept_in_batch(d, batch, &keep_of)).unwrap();
-                kept.extend(keep);
-                let routed = sharded.client.map().route_updates(&updates).unwrap();
-                for (shard, part) in sharded.shards.iter_mut().zip(&routed) {
-                    shard.apply(&part.counters, &part.deltas).unwrap();
-                }
-            }
-            assert_eq!(kept, expected_keep, "{n} shards");
-            assert_same(&sharded.gather(), &expected, &reads.concat());
-        }
     }
 
     #[test]

@@ -13,11 +13,11 @@
 //! - [`blocked`]: the blocked layout cut into shards of whole cache lines (a k-mer's counters
 //!   all on one shard, so a message names k-mer hashes);
 //! - [`runs`]: whole files through a sharded table of either layout (reading, hashing and
-//!   routing batches, counting `ShardedCount`, normalize-by-median `ShardedNormalize`, the
-//!   look-ups `Lookups` and the driver of the native commands' decisions `ShardedDecisions`),
-//!   and the transport to the remote shards (`RemoteShards`);
-//! - [`drive`]: the counting and normalize-by-median loops over either layout, the remote
-//!   shards reached only through the transport;
+//!   routing batches, counting `ShardedCount`, the decisions in input order `ShardedNormalize`,
+//!   the look-ups `Lookups` of the native commands' tables `ShardedDecisions`), and the
+//!   transport to the remote shards (`RemoteShards`);
+//! - [`drive`]: the counting and deciding loops over either layout, the remote shards reached
+//!   only through the transport;
 //! - [`in_flight`]: the updates a remote shard's answer lacks while they travel;
 //! - [`mod@file`]: a saved table written and read shard by shard at the shards' places.
 //!
@@ -30,11 +30,9 @@ pub mod in_flight;
 pub mod khmer;
 pub mod runs;
 
-use crate::table::batch::SeenCounters;
-use crate::table::batch::{self, ends_in_order, spans, BatchLookup, BatchOutcome, BatchRules, Decider, Positions};
+use crate::table::batch::{spans, BatchOutcome, BatchRules};
 use crate::table::ReadCounts;
 use crate::{Error, Result};
-use khmer::{first_positions, Updates};
 use std::ops::Range;
 use std::sync::atomic::AtomicU8;
 
@@ -116,34 +114,6 @@ pub trait ShardLayout: BatchRules + Sync {
     /// Records the statistics (and bigcounts) of a decided batch.
     fn record_outcome(&self, outcome: &BatchOutcome);
 
-    /// The look-up of a batch of `hashes` from the counters of its positions and their values
-    /// (probe-major), `seen` the map of each counter's first position.
-    fn lookup(&self, seen: &mut SeenCounters, hashes: &[u64], counters: &[u64], values: &[u8]) -> Result<BatchLookup> {
-        let mut slots = vec![0; counters.len()];
-        first_positions(seen, counters, 0..counters.len(), &mut slots);
-        BatchLookup::from_arrays(hashes.len(), self.batch_probes(), values, &slots)
-    }
-
-    /// Phase 2 on the client: `decide` with the batch's [`Decider`]; then records the outcome
-    /// and returns its result and the shard updates of phase 3 (the counters of `counters`,
-    /// the batch's positions, with a delta).
-    fn decide<R>(
-        &self,
-        hashes: &[u64],
-        counters: &[u64],
-        lookup: &BatchLookup,
-        decide: impl FnOnce(&mut Decider<'_, Self>) -> R,
-    ) -> Result<(R, Updates)> {
-        let (result, delta, outcome) = batch::decide(self, hashes, lookup, decide)?;
-        let mut updates = Updates::default();
-        for (q, &d) in delta.iter().enumerate().filter(|(_, &d)| d > 0) {
-            updates.counters.push(counters[q]);
-            updates.deltas.push(d);
-        }
-        self.record_outcome(&outcome);
-        Ok((result, updates))
-    }
-
     /// The count of each k-mer of `hashes` from the values of its counters (probe-major): the
     /// minimum, or its bigcount when all are saturated.
     fn kmer_counts(&self, hashes: &[u64], values: &[u8]) -> Result<Vec<u32>> {
@@ -162,29 +132,6 @@ pub trait ShardLayout: BatchRules + Sync {
             })
             .collect())
     }
-
-    /// Digital normalization of one batch (phase 2) on `positions`, the values of the batch's
-    /// positions (probe-major) as the read-by-read run reads and counts them: bundle `b` holds
-    /// reads `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `read_ends[i-1] ..
-    /// read_ends[i]` of `hashes`, each bundle decided by [`keep_bundles`]. Records the outcome;
-    /// returns whether each bundle is kept, and the positions.
-    fn normalize<P: Positions>(
-        &self,
-        hashes: &[u64],
-        positions: P,
-        read_ends: &[u64],
-        bundle_ends: &[u64],
-        cutoff: u32,
-    ) -> Result<(Vec<bool>, P)> {
-        if !ends_in_order(read_ends, hashes.len()) || !ends_in_order(bundle_ends, read_ends.len()) {
-            return Err(Error::invalid("read and bundle ends must be non-decreasing and in range"));
-        }
-        let reads: Vec<Range<usize>> = spans(read_ends).collect();
-        let (keep, positions, outcome) =
-            batch::decide_on(self, hashes, positions, |d| keep_bundles(d, &reads, bundle_ends, cutoff));
-        self.record_outcome(&outcome);
-        Ok((keep, positions))
-    }
 }
 
 /// normalize-by-median over the bundles of a batch on either layout's shards (bundle `b` holds
@@ -192,7 +139,7 @@ pub trait ShardLayout: BatchRules + Sync {
 /// decided and counted through `counts` by the one rule ([`ReadCounts::keep_bundle`]).
 /// Returns whether each bundle is kept.
 pub fn keep_bundles(
-    counts: &mut impl ReadCounts,
+    mut counts: impl ReadCounts,
     reads: &[Range<usize>],
     bundle_ends: &[u64],
     cutoff: u32,

@@ -1,16 +1,18 @@
-//! Whole files through a sharded table of either layout: the client's side of counting and of
-//! normalize-by-median, batch by batch, with only the remote shards' messages left to the
-//! caller (who sends them to Dask workers and hands back the answers).
+//! Whole inputs through a sharded table of either layout: the client's side of counting and of
+//! the decisions in input order (normalize-by-median, trim-low-abund's first pass), batch by
+//! batch, with only the remote shards' messages left to the caller (who sends them to Dask
+//! workers and hands back the answers).
 //!
-//! A run reads bundles natively ([`BundleBatches`]: khmer's pairing and length filter, about
-//! `batch_kmers` k-mers per batch), hashes them, turns hashes into counters and routes them;
-//! the shards held in this process answer at once, the others through one message per shard
-//! per batch. Counting ([`ShardedCount`]) adds in input order and records the statistics from
-//! the previous values; normalization ([`ShardedNormalize`]) decides in this process, reading
+//! A run reads bundles natively ([`BundleBatches`], from a [`BundleSource`]: a file read with
+//! khmer's pairing and length filter, or reads made in the run; about `batch_kmers` k-mers per
+//! batch), hashes them, turns hashes into counters and routes them; the shards held in this
+//! process answer at once, the others through one message per shard per batch. Counting
+//! ([`ShardedCount`]) adds in input order and records the statistics from the previous values;
+//! the decisions ([`ShardedNormalize`]) are made in this process by the caller's rule, reading
 //! and counting the local shards' counters in place read by read and the remote ones' through
-//! their looked-up values and in-batch deltas, sends each remote shard its updates with a later
+//! their looked-up values and in-batch deltas, each remote shard's updates sent with a later
 //! batch's look-ups (one message per shard and batch, the next batch sent before this one is
-//! decided) and writes the kept bundles as text. Look-ups alone ([`Lookups`]) return each
+//! decided), and each decided batch is returned with its records as read. Look-ups alone ([`Lookups`]) return each
 //! batch's counts to a caller that decides from them (filtering, histograms). Every result is
 //! that of the one-process table with the same sizes.
 
@@ -18,19 +20,20 @@ use super::drive::Shards;
 use super::in_flight::{InFlight, LastDeltas};
 use super::khmer::{first_positions, Sections, Updates, PREFETCH_AHEAD};
 use super::{ShardKernel, ShardLayout, ShardRouting};
-use crate::io::{write_record, BundleBatch, PairedReader, Record};
+use crate::io::{write_record, BundleBatch, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
 use crate::kmer::twobit;
-use crate::table::batch::{spans, Positions, SeenCounters};
+use crate::table::batch::{self, spans, Positions, SeenCounters};
 use crate::table::blocked::OccupancyStats;
-use crate::table::{prefetch, Decider};
+use crate::table::{prefetch, ReadCounts};
 use crate::{Error, Result};
 use std::cell::Cell;
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 /// A batch of bundles: the canonical hashes of their reads end to end, where each read's and
-/// each bundle's k-mers end, and (when kept for output) each bundle's records as text.
+/// each bundle's k-mers end, and (when kept for output) every read as read.
 #[derive(Debug, Default)]
 pub struct HashedBundles {
     /// k-mer hashes of every read, end to end.
@@ -39,9 +42,7 @@ pub struct HashedBundles {
     pub read_ends: Vec<u64>,
     /// Bundle `b` holds reads `bundle_ends[b-1] .. bundle_ends[b]`.
     pub bundle_ends: Vec<u64>,
-    text: Vec<u8>,
-    text_ends: Vec<usize>,
-    /// With [`Cleaning::ParserWithRecords`]: every read's name, sequence and qualities.
+    /// Unless cleaned by [`Cleaning::Parser`]: every read's name, sequence and qualities.
     records: RecordStore,
 }
 
@@ -74,19 +75,26 @@ impl RecordStore {
 }
 
 impl HashedBundles {
-    /// Read `i` of the batch as read (batches made with [`Cleaning::ParserWithRecords`]).
+    /// Read `i` of the batch as read (batches made with records kept, see [`Cleaning`]).
     pub fn record(&self, i: usize) -> Record<'_> {
         self.records.get(i)
     }
 
-    /// Appends the text of the bundles with `keep[b]` to `out`.
+    /// The k-mers of each read, as ranges of `hashes`.
+    pub fn reads(&self) -> Vec<Range<usize>> {
+        spans(&self.read_ends).collect()
+    }
+
+    /// The records of the bundles with `keep[b]`: a read, and its mate in a pair.
+    pub fn kept<'a>(&'a self, keep: &'a [bool]) -> impl Iterator<Item = (Record<'a>, Option<Record<'a>>)> + 'a {
+        let bundles = spans(&self.bundle_ends).zip(keep).filter(|(_, &kept)| kept);
+        bundles.map(|(reads, _)| (self.record(reads.start), (reads.len() == 2).then(|| self.record(reads.start + 1))))
+    }
+
+    /// Appends the records of the bundles with `keep[b]` to `out`, as read.
     pub fn write_kept(&self, keep: &[bool], out: &mut Vec<u8>) {
-        let mut start = 0;
-        for (&end, &kept) in self.text_ends.iter().zip(keep) {
-            if kept {
-                out.extend_from_slice(&self.text[start..end]);
-            }
-            start = end;
+        for (first, second) in self.kept(keep) {
+            std::iter::once(first).chain(second).for_each(|record| write_record(out, &record));
         }
     }
 }
@@ -96,20 +104,24 @@ impl HashedBundles {
 pub enum Cleaning {
     /// khmer's C++ parser (counting).
     Parser,
-    /// screed's rule (normalize-by-median), the records kept as text for output.
-    ScreedWithText,
-    /// khmer's C++ parser, each record kept as read (filter-abund, trim-low-abund's second
-    /// pass: the reads are trimmed, see [`HashedBundles::record`]).
+    /// screed's rule (normalize-by-median), each record kept as read for output.
+    ScreedWithRecords,
+    /// khmer's C++ parser, each record kept as read (filter-abund, trim-low-abund: the reads
+    /// are trimmed, see [`HashedBundles::record`]).
     ParserWithRecords,
 }
 
 /// How the k-mers of a cleaned read are hashed: appends their hashes to the vector.
 pub type ReadHasher = Box<dyn Fn(&[u8], &mut Vec<u64>) + Send + Sync>;
 
-/// The bundles of a [`PairedReader`] in batches of at least `batch_kmers` k-mers (the last one
+/// Where a run's bundles come from: a file's [`PairedReader`], or batches made in this process
+/// (the trimmed reads of `normalize`'s second pass).
+pub type BundleSource = Box<dyn Iterator<Item = Result<BundleBatch>> + Send>;
+
+/// The bundles of a [`BundleSource`] in batches of at least `batch_kmers` k-mers (the last one
 /// smaller); a bundle is never split.
 pub struct BundleBatches {
-    reader: PairedReader,
+    source: BundleSource,
     current: Option<(BundleBatch, usize)>,
     hasher: ReadHasher,
     batch_kmers: usize,
@@ -120,21 +132,21 @@ pub struct BundleBatches {
 }
 
 impl BundleBatches {
-    /// Batches of the bundles of `reader`, hashed with khmer's canonical 2-bit hash of k `k`
+    /// Batches of the bundles of `source`, hashed with khmer's canonical 2-bit hash of k `k`
     /// (checked by the table).
-    pub fn new(reader: PairedReader, k: usize, batch_kmers: usize, cleaning: Cleaning) -> Self {
+    pub fn new(source: BundleSource, k: usize, batch_kmers: usize, cleaning: Cleaning) -> Self {
         Self::with_hasher(
-            reader,
+            source,
             Box::new(move |seq, out| twobit::canonical_hashes(seq, k, out)),
             batch_kmers,
             cleaning,
         )
     }
 
-    /// Batches of the bundles of `reader`, each read's k-mers hashed by `hasher`.
-    pub fn with_hasher(reader: PairedReader, hasher: ReadHasher, batch_kmers: usize, cleaning: Cleaning) -> Self {
+    /// Batches of the bundles of `source`, each read's k-mers hashed by `hasher`.
+    pub fn with_hasher(source: BundleSource, hasher: ReadHasher, batch_kmers: usize, cleaning: Cleaning) -> Self {
         BundleBatches {
-            reader,
+            source,
             current: None,
             hasher,
             batch_kmers: batch_kmers.max(1),
@@ -150,7 +162,7 @@ impl BundleBatches {
         while out.hashes.len() < self.batch_kmers {
             if self.current.as_ref().is_none_or(|(b, next)| *next == b.bundles.len()) {
                 // A batch may hold no bundle (all its reads too short).
-                match self.reader.next_batch()? {
+                match self.source.next().transpose()? {
                     Some(batch) => {
                         self.short_dropped += batch.n_short_dropped;
                         self.current = Some((batch, 0));
@@ -168,21 +180,16 @@ impl BundleBatches {
             for i in std::iter::once(bundle.first).chain(bundle.second) {
                 let record = batch.batch.get(i);
                 match self.cleaning {
-                    Cleaning::Parser => clean_parser(record.seq, &mut self.clean),
-                    Cleaning::ScreedWithText => {
-                        clean_screed(record.seq, &mut self.clean);
-                        write_record(&mut out.text, &record);
-                    }
-                    Cleaning::ParserWithRecords => {
-                        clean_parser(record.seq, &mut self.clean);
-                        out.records.push(&record);
-                    }
+                    Cleaning::ScreedWithRecords => clean_screed(record.seq, &mut self.clean),
+                    Cleaning::Parser | Cleaning::ParserWithRecords => clean_parser(record.seq, &mut self.clean),
+                }
+                if self.cleaning != Cleaning::Parser {
+                    out.records.push(&record);
                 }
                 (self.hasher)(&self.clean, &mut out.hashes);
                 out.read_ends.push(out.hashes.len() as u64);
             }
             out.bundle_ends.push(out.read_ends.len() as u64);
-            out.text_ends.push(out.text.len());
         }
         Ok((!out.bundle_ends.is_empty()).then_some(out))
     }
@@ -448,23 +455,6 @@ pub(crate) fn drive<K: ShardKernel>(
     }
 }
 
-/// Adds the deltas of `updates` whose shard (`owners[j]`) is in `local`, the cells prefetched
-/// ahead.
-fn apply_held<K: ShardKernel>(local: &mut [Option<&mut K>], updates: &Updates, owners: &[u32]) -> Result<()> {
-    let counters = &updates.counters;
-    for (j, (&c, &d)) in counters.iter().zip(&updates.deltas).enumerate() {
-        if let Some((&ahead, &s_ahead)) = counters.get(j + PREFETCH_AHEAD).zip(owners.get(j + PREFETCH_AHEAD)) {
-            if let Some(shard) = &local[s_ahead as usize] {
-                shard.prefetch(ahead);
-            }
-        }
-        if let Some(shard) = local[owners[j] as usize].as_deref_mut() {
-            shard.add_delta(c, d)?;
-        }
-    }
-    Ok(())
-}
-
 /// `bytes` as atomics, so that threads may each set their own positions of it.
 fn atomic_bytes(bytes: &mut [u8]) -> &[AtomicU8] {
     // SAFETY: AtomicU8 has the size and alignment of u8, and the exclusive borrow of `bytes`
@@ -668,50 +658,31 @@ impl<C: ShardLayout> ShardedCount<C> {
     }
 }
 
-/// Digital normalization of a file on a sharded table of either layout, a batch at a time:
+/// The decisions of an input's reads in input order on a sharded table of either layout, a
+/// batch at a time (normalize-by-median, `normalize`'s passes, trim-low-abund's first pass):
 /// [`ShardedNormalize::send`] reads the next batch and returns the remote shards' messages
 /// (the updates not sent yet, then this batch's look-ups); [`ShardedNormalize::decide`] takes
-/// the remote answers of the oldest batch sent, decides it (phase 2) counting the kept reads
-/// on the local shards at once, keeps the remote updates for the next messages and appends
-/// the kept bundles' text. [`ShardedNormalize::unsent`] gives the updates not yet sent at the
-/// end.
+/// the remote answers of the oldest batch sent, decides it (phase 2) by the caller's rule,
+/// counting the reads it counts on the local shards at once, and keeps the remote updates for
+/// the next messages. [`ShardedNormalize::unsent`] gives the updates not yet sent at the end.
 ///
 /// Up to two batches may wait ([`InFlight`]): the next batch is sent before the one answered
 /// is decided, so that its round trip overlaps the decisions.
 pub struct ShardedNormalize<C: ShardLayout> {
     batches: RoutedBatches<C::Routing>,
-    cutoff: u32,
     waiting: InFlight<(HashedBundles, Routed<C::Routing>)>,
     unsent: Vec<Updates>,
     /// The remote deltas of the batch decided last.
     last: LastDeltas,
-    decided: (u64, u64),
-}
-
-/// The decisions of one batch: bundle `b` holds reads `bundle_ends[b-1] .. bundle_ends[b]` of
-/// the batch and was kept when `keep[b]`.
-#[derive(Debug, Default)]
-pub struct Decided {
-    /// Where each bundle's reads end (counted from the batch's first read).
-    pub bundle_ends: Vec<u64>,
-    /// Whether each bundle was kept.
-    pub keep: Vec<bool>,
 }
 
 impl<C: ShardLayout> ShardedNormalize<C> {
-    /// Normalizing the bundles of `batches` (made with [`Cleaning::ScreedWithText`]) to
-    /// `cutoff` on `client`'s table, `remote` as for [`ShardedCount::new`].
-    pub fn new(batches: BundleBatches, cutoff: u32, client: &C, remote: Vec<bool>) -> Result<Self> {
+    /// Deciding the bundles of `batches` on `client`'s table, `remote` as for
+    /// [`ShardedCount::new`].
+    pub fn new(batches: BundleBatches, client: &C, remote: Vec<bool>) -> Result<Self> {
         let unsent = vec![Updates::default(); remote.len()];
         let batches = RoutedBatches::new(batches, client.routing(), remote, Purpose::Normalize)?;
-        Ok(ShardedNormalize {
-            batches,
-            cutoff,
-            waiting: InFlight::default(),
-            unsent,
-            last: LastDeltas::default(),
-            decided: (0, 0),
-        })
+        Ok(ShardedNormalize { batches, waiting: InFlight::default(), unsent, last: LastDeltas::default() })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
@@ -725,30 +696,31 @@ impl<C: ShardLayout> ShardedNormalize<C> {
         Ok(Some(messages))
     }
 
-    /// Reads decided, reads kept, and reads dropped for being shorter than k, so far.
-    pub fn totals(&self) -> (u64, u64, u64) {
-        (self.decided.0, self.decided.1, self.batches.short_dropped)
+    /// Reads dropped for being shorter than the reader's minimum length, so far.
+    pub fn short_dropped(&self) -> u64 {
+        self.batches.short_dropped
     }
 
     /// Decides the oldest batch sent given the remote shards' answers to its messages (in
-    /// shard order), counting the kept reads on the local shards at once and keeping the
-    /// remote shards' updates for the next messages; appends the kept bundles' records to
-    /// `out` and returns the batch's decisions. The answers may lack the updates of the batch
+    /// shard order) by `rule`, which reads and counts the batch's reads (its `reads()`, in
+    /// input order) through the [`ReadCounts`] as the read-by-read run does; records the
+    /// outcome, counts on the local shards at once, keeps the remote shards' updates for the
+    /// next messages and returns the batch. The answers may lack the updates of the batch
     /// decided last (when the batch was sent before it was decided), never earlier ones.
     pub fn decide(
         &mut self,
         client: &C,
         local: &mut [Option<&mut C::Shard>],
         remote: &[&[u8]],
-        out: &mut Vec<u8>,
-    ) -> Result<Decided> {
+        rule: impl FnOnce(&mut dyn ReadCounts, &HashedBundles),
+    ) -> Result<HashedBundles> {
         self.batches.check(local)?;
         let (_, routed) = self.waiting.front_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
         routed.put(remote)?;
         let (batch, routed) = self.waiting.pop().expect("checked above");
         let positions = InPlace::new(local, &routed, client.routing().probes());
-        let (keep, positions) =
-            client.normalize(&batch.hashes, positions, &batch.read_ends, &batch.bundle_ends, self.cutoff)?;
+        let ((), positions, outcome) = batch::decide_on(client, &batch.hashes, positions, |d| rule(d, &batch));
+        client.record_outcome(&outcome);
         let before: Vec<usize> = self.unsent.iter().map(|u| u.counters.len()).collect();
         positions.remote_updates(&mut self.unsent);
         let added =
@@ -759,12 +731,8 @@ impl<C: ShardLayout> ShardedNormalize<C> {
         if let Some((_, next)) = self.waiting.overtaken() {
             next.add_deltas(&self.last);
         }
-        self.decided.0 += batch.read_ends.len() as u64;
-        self.decided.1 +=
-            spans(&batch.bundle_ends).zip(&keep).filter(|(_, &kept)| kept).map(|(r, _)| r.len() as u64).sum::<u64>();
         self.batches.recycle(routed);
-        batch.write_kept(&keep, out);
-        Ok(Decided { bundle_ends: batch.bundle_ends, keep })
+        Ok(batch)
     }
 
     /// The updates not sent yet, one per shard (empty for the local shards): at the end, those
@@ -872,25 +840,6 @@ impl<K: ShardKernel, R: ShardRouting> Positions for InPlace<'_, '_, K, R> {
     }
 }
 
-/// Applies `updates` to the local shards (in two groups, as [`on_halves`]) and adds the
-/// others' to `unsent` (one per shard).
-fn apply_updates<K: ShardKernel>(
-    map: &impl ShardRouting,
-    local: &mut [Option<&mut K>],
-    updates: &Updates,
-    unsent: &mut [Updates],
-) -> Result<()> {
-    let owners = map.counter_owners(&updates.counters)?;
-    for ((&c, &d), &s) in updates.counters.iter().zip(&updates.deltas).zip(&owners) {
-        if local[s as usize].is_none() {
-            unsent[s as usize].counters.push(c);
-            unsent[s as usize].deltas.push(d);
-        }
-    }
-    let [first, second] = on_halves(local, |group| apply_held(group, updates, &owners));
-    first.and(second)
-}
-
 /// What a message asks of a remote shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -944,23 +893,35 @@ pub trait RemoteShards: Send {
     }
 }
 
-/// A sharded table of either layout (its client `C`) whose reads are decided in this process
-/// batch by batch, by a run that reads its own input (trim-low-abund's first pass):
-/// [`ShardedDecisions::decide`] looks a batch up on the shards (the remote ones through one
-/// message each, carrying the previous batch's updates), decides it with a [`Decider`] by the
-/// layout's batch rules and applies its updates; [`ShardedDecisions::lookups`] gives the counts
-/// of a file's k-mers without changing the table (trim-low-abund's second pass, filter-abund's
-/// and abundance-dist's passes); [`ShardedDecisions::flush`] sends the updates still held here,
-/// leaving the whole table on the shards (to be saved shard by shard, see [`super::file`]). The
-/// decisions, counts, counters and statistics are those of the one-process table of the same
-/// layout and sizes.
+/// Sends the remote shards' `unsent` updates (one per shard, in shard order; `remote_shards[s]`
+/// when shard `s` is remote) and waits for them to be applied.
+pub(crate) fn send_updates(unsent: Vec<Updates>, remote: &mut dyn RemoteShards, remote_shards: &[bool]) -> Result<()> {
+    if unsent.iter().all(|u| u.counters.is_empty()) {
+        return Ok(());
+    }
+    let messages = unsent
+        .into_iter()
+        .zip(remote_shards)
+        .filter(|(_, &r)| r)
+        .map(|(apply, _)| Message { apply, keys: Vec::new() })
+        .collect();
+    remote.send(Kind::Step, messages)?;
+    remote.answers().map(drop)
+}
+
+/// A sharded table of either layout (its client `C`) read and counted in this process by the
+/// native commands: [`ShardedDecisions::shards`] lends it to the drivers of [`super::drive`]
+/// (trim-low-abund's first pass, `normalize`'s passes); [`ShardedDecisions::lookups`] gives the
+/// counts of a file's k-mers without changing the table (trim-low-abund's second pass,
+/// filter-abund's and abundance-dist's passes); [`ShardedDecisions::flush`] sends the updates
+/// still held here, leaving the whole table on the shards (to be saved shard by shard, see
+/// [`super::file`]). The decisions, counts, counters and statistics are those of the
+/// one-process table of the same layout and sizes.
 pub struct ShardedDecisions<'a, C: ShardLayout> {
     client: &'a C,
     local: Vec<Option<&'a mut C::Shard>>,
     remote: &'a mut dyn RemoteShards,
     unsent: Vec<Updates>,
-    /// The map of each counter's first position in a batch looked up, kept between batches.
-    seen: SeenCounters,
     batch_kmers: usize,
 }
 
@@ -976,8 +937,7 @@ impl<'a, C: ShardLayout> ShardedDecisions<'a, C> {
     ) -> Result<Self> {
         check_shards(client.routing(), local.len())?;
         let unsent = vec![Updates::default(); local.len()];
-        let seen = SeenCounters::default();
-        Ok(ShardedDecisions { client, local, remote, unsent, seen, batch_kmers: batch_kmers.max(1) })
+        Ok(ShardedDecisions { client, local, remote, unsent, batch_kmers: batch_kmers.max(1) })
     }
 
     /// The client's part of the table.
@@ -993,21 +953,6 @@ impl<'a, C: ShardLayout> ShardedDecisions<'a, C> {
     /// Whether each shard is remote (in shard order).
     fn remote_shards(&self) -> Vec<bool> {
         self.local.iter().map(Option::is_none).collect()
-    }
-
-    /// Looks up `hashes` (one batch), calls `decide` with the batch's [`Decider`] (k-mers
-    /// numbered from 0 in `hashes`) and applies what it counted: at once on the local shards,
-    /// with the next batch's messages on the remote ones.
-    pub fn decide<R>(&mut self, hashes: &[u64], decide: impl FnOnce(&mut Decider<'_, C>) -> R) -> Result<R> {
-        let mut routed = Routed::new(self.client.routing(), hashes, &self.remote_shards())?;
-        self.remote.send(Kind::Step, routed.messages(&mut self.unsent))?;
-        routed.local(&mut self.local, |shard, c| shard.get(c));
-        let answers = self.remote.values()?;
-        routed.put(&answers.iter().map(Vec::as_slice).collect::<Vec<_>>())?;
-        let lookup = self.client.lookup(&mut self.seen, hashes, &routed.counters, &routed.values)?;
-        let (result, updates) = self.client.decide(hashes, &routed.counters, &lookup, decide)?;
-        apply_updates(self.client.routing(), &mut self.local, &updates, &mut self.unsent)?;
-        Ok(result)
     }
 
     /// Looks up every k-mer of `batches` (a batch at a time, see [`Lookups`]); the updates
@@ -1046,8 +991,8 @@ impl<'a, C: ShardLayout> ShardedDecisions<'a, C> {
     }
 
     /// The table's client and the shards held here, with the transport to the others, once
-    /// the updates held here are sent: for a driver of its own over whole files
-    /// ([`super::drive::normalize_file`]).
+    /// the updates held here are sent: for the drivers over whole inputs
+    /// ([`super::drive::decide_all`]).
     pub fn shards(&mut self) -> Result<(Shards<'_, C>, &mut dyn RemoteShards)> {
         self.flush()?;
         let local = self.local.iter_mut().map(Option::as_deref_mut).collect();
@@ -1057,10 +1002,9 @@ impl<'a, C: ShardLayout> ShardedDecisions<'a, C> {
     /// Sends the updates still held here (the remote shards' part of the last batch decided),
     /// so that the shards hold the whole table.
     pub fn flush(&mut self) -> Result<()> {
-        if self.unsent.iter().any(|u| !u.counters.is_empty()) {
-            self.decide(&[], |_| ())?;
-        }
-        Ok(())
+        let unsent = std::mem::replace(&mut self.unsent, vec![Updates::default(); self.local.len()]);
+        let remote_shards = self.remote_shards();
+        send_updates(unsent, self.remote, &remote_shards)
     }
 }
 
@@ -1162,6 +1106,24 @@ pub(crate) mod testing {
             keep
         };
         batch.iter().map(kept).collect()
+    }
+
+    /// Decides the oldest batch of `run` (on `client`'s table, its local shards `local`) given
+    /// `answers` by normalize-by-median to `cutoff`, appends the kept bundles' records to
+    /// `out` and returns whether each bundle was kept (tests).
+    pub(crate) fn normalized<C: ShardLayout>(
+        run: &mut ShardedNormalize<C>,
+        (client, local): (&C, &mut [Option<&mut C::Shard>]),
+        answers: &[&[u8]],
+        cutoff: u32,
+        out: &mut Vec<u8>,
+    ) -> Vec<bool> {
+        let mut keep = Vec::new();
+        let rule = |counts: &mut dyn ReadCounts, batch: &HashedBundles| {
+            keep = crate::shards::keep_bundles(counts, &batch.reads(), &batch.bundle_ends, cutoff);
+        };
+        run.decide(client, local, answers, rule).unwrap().write_kept(&keep, out);
+        keep
     }
 
     /// A shard that answers a message as a worker's shard of its layout does (tests).
@@ -1291,9 +1253,12 @@ pub(crate) mod testing {
     /// Counts the reads of `path` (khmer's C++ cleaning) on `client`'s `shards` (either
     /// layout), all held in this process (tests).
     pub(crate) fn count_file_here<C: DrivenLayout>(client: &C, shards: &mut [C::Shard], path: &str) {
-        let reader =
-            PairedReader::new(crate::io::FastxReader::open(path).unwrap(), crate::io::PairMode::ForceSingle, None);
-        let batches = client.batches(reader, 1000, Cleaning::Parser);
+        let reader = crate::io::PairedReader::new(
+            crate::io::FastxReader::open(path).unwrap(),
+            crate::io::PairMode::ForceSingle,
+            None,
+        );
+        let batches = client.batches(Box::new(reader), 1000, Cleaning::Parser);
         let mut run = ShardedCount::new(batches, client, vec![false; shards.len()]).unwrap();
         let mut local: Vec<Option<&mut C::Shard>> = shards.iter_mut().map(Some).collect();
         while run.send(&local).unwrap().is_some() {
@@ -1306,9 +1271,9 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::*;
     use super::*;
-    use crate::io::{FastxReader, PairMode};
+    use crate::io::{FastxReader, PairMode, PairedReader};
     use crate::shards::blocked::{BlockedShard, BlockedShardClient};
-    use crate::shards::drive::DrivenLayout;
+    use crate::shards::drive::{self, DrivenLayout, ShardedTable, Shards};
     use crate::shards::khmer::{Shard, ShardClient};
     use crate::table::{median_min_required, CountingTable as _, HashKind, KhmerTable, StorageKind};
     use crate::table::{AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth};
@@ -1322,7 +1287,7 @@ mod tests {
     }
 
     fn batches(text: &str, batch_kmers: usize, cleaning: Cleaning, min_length: Option<usize>) -> BundleBatches {
-        BundleBatches::new(reader(text, min_length), 20, batch_kmers, cleaning)
+        BundleBatches::new(Box::new(reader(text, min_length)), 20, batch_kmers, cleaning)
     }
 
     /// The FASTQ `text` read single, reads shorter than `min_length` dropped.
@@ -1387,11 +1352,11 @@ mod tests {
         (expected, expected_out, short)
     }
 
-    /// What a sharded normalization run gives: the kept records, its totals, the bundles it
-    /// reported kept, and the table gathered at the end.
+    /// What a sharded normalization run gives: the kept records, the reads it dropped for
+    /// being shorter than k, the bundles it reported kept, and the table gathered at the end.
     struct Normalized {
         out: Vec<u8>,
-        totals: (u64, u64, u64),
+        short_dropped: u64,
         decided_kept: u64,
         table: KhmerTable,
     }
@@ -1420,8 +1385,8 @@ mod tests {
         cutoff: u32,
     ) -> Normalized {
         let (mut local, mut far) = held_and_away(&mut shards, remote);
-        let batches = batches(text, batch_kmers, Cleaning::ScreedWithText, Some(20));
-        let mut run = ShardedNormalize::new(batches, cutoff, client, remote.to_vec()).unwrap();
+        let batches = batches(text, batch_kmers, Cleaning::ScreedWithRecords, Some(20));
+        let mut run = ShardedNormalize::new(batches, client, remote.to_vec()).unwrap();
         let (mut out, mut decided_kept, mut answered) = (Vec::new(), 0, VecDeque::new());
         loop {
             if answered.len() < waiting {
@@ -1434,17 +1399,16 @@ mod tests {
             }
             let Some(answers) = answered.pop_front() else { break };
             let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-            let decided = run.decide(client, &mut local, &answers, &mut out).unwrap();
-            assert_eq!(decided.bundle_ends.len(), decided.keep.len());
-            decided_kept += decided.keep.iter().filter(|&&kept| kept).count() as u64;
+            let keep = normalized(&mut run, (client, &mut local), &answers, cutoff, &mut out);
+            decided_kept += keep.iter().filter(|&&kept| kept).count() as u64;
         }
         let unsent = run.unsent();
         for (shard, updates) in far.iter_mut().zip(unsent.iter().zip(remote).filter(|(_, &r)| r).map(|(u, _)| u)) {
             shard.apply(&updates.counters, &updates.deltas).unwrap();
         }
-        let totals = run.totals();
+        let short_dropped = run.short_dropped();
         drop((local, far));
-        Normalized { out, totals, decided_kept, table: gathered(client, &shards) }
+        Normalized { out, short_dropped, decided_kept, table: gathered(client, &shards) }
     }
 
     fn assert_same_tables(table: &KhmerTable, expected: &KhmerTable) {
@@ -1466,9 +1430,8 @@ mod tests {
             let out = String::from_utf8_lossy(&run.out);
             assert_eq!(out, String::from_utf8_lossy(&expected_out), "{batch_kmers} {held} {waiting}");
             let kept = expected_out.iter().filter(|&&b| b == b'@').count() as u64;
-            let (reads, reads_kept, short_dropped) = run.totals;
-            assert!(kept > 10 && reads_kept == kept && run.decided_kept == kept && reads > kept);
-            assert_eq!((reads + short_dropped, short_dropped), (400, short));
+            assert!(kept > 10 && run.decided_kept == kept);
+            assert_eq!(run.short_dropped, short);
             assert_same_tables(&run.table, &expected);
         }
     }
@@ -1634,7 +1597,7 @@ mod tests {
             let (client, mut all, mut remote) = counted_on(client, all, held, path.to_str().unwrap());
             let local = all.iter_mut().map(Some).chain((held..shards).map(|_| None)).collect();
             let mut decisions = ShardedDecisions::new(&client, local, &mut remote, batch_kmers).unwrap();
-            let batches = client.batches(reader(&text, Some(20)), batch_kmers, Cleaning::ParserWithRecords);
+            let batches = client.batches(Box::new(reader(&text, Some(20))), batch_kmers, Cleaning::ParserWithRecords);
             let mut lookups = decisions.lookups(batches).unwrap();
             let (mut reads, mut big) = (0, 0);
             while let Some((batch, counts)) = lookups.next_batch().unwrap() {
@@ -1671,9 +1634,10 @@ mod tests {
         lookups_give_the_counts_of_one_table::<BlockedShardClient>();
     }
 
-    /// Reads decided batch by batch on shards held here and remote ones (a read kept, and
-    /// counted, unless its median count reaches the cutoff) keep the reads, and leave the
-    /// table, that the one-process table of the same layout does read by read.
+    /// Reads decided batch by batch on shards held here and remote ones by the overlapped
+    /// driver (a read kept, and counted, unless its median count reaches the cutoff: a rule
+    /// of the caller's) keep the reads, and leave the table, that the one-process table of the
+    /// same layout does read by read.
     fn decisions_match_one_table<C: TestLayout>() {
         let cutoff = 200;
         let text = fastq_of(5, 2500, 70);
@@ -1686,15 +1650,16 @@ mod tests {
             let (client, mut all) = C::sharded(shards);
             let mut remote = InProcess::new(all.split_off(held));
             let local = all.iter_mut().map(Some).chain((held..shards).map(|_| None)).collect();
-            let mut decisions = ShardedDecisions::new(&client, local, &mut remote, 300).unwrap();
+            let mut table = Shards { client: &client, local };
+            let remote_shards = table.remote();
+            let mut run = table.decisions(Box::new(reader(&text, None)), Cleaning::Parser, 300).unwrap();
             let mut kept = Vec::new();
-            for batch in reads.chunks(300) {
-                let hashes = batch.concat();
-                let keep = decisions.decide(&hashes, |d| kept_in_batch(d, batch, &keep_of)).unwrap();
-                kept.extend(keep);
-            }
-            decisions.flush().unwrap();
-            drop(decisions);
+            let rule = |kept: &mut Vec<bool>, mut counts: &mut dyn ReadCounts, batch: &HashedBundles| {
+                let reads: Vec<Vec<u64>> = batch.reads().into_iter().map(|r| batch.hashes[r].to_vec()).collect();
+                kept.extend(kept_in_batch(&mut counts, &reads, &keep_of));
+            };
+            drive::decide_all(&mut *run, &mut remote, &remote_shards, &mut kept, rule, |_, _, _| Ok(())).unwrap();
+            drop(run);
             assert_eq!(kept, expected_keep, "{shards} shards, {held} held");
             let shards_all: Vec<C::Shard> = all.into_iter().chain(remote.shards).collect();
             let table = client.gather(&shards_all);

@@ -45,3 +45,18 @@ pub trait ReadCounts {
         keep
     }
 }
+
+/// The counts of a run reached through a reference (a rule given `&mut dyn ReadCounts`).
+impl<R: ReadCounts + ?Sized> ReadCounts for &mut R {
+    fn counts(&mut self, kmers: Range<usize>, out: &mut Vec<u32>) {
+        (**self).counts(kmers, out)
+    }
+
+    fn median_at_least(&mut self, kmers: Range<usize>, cutoff: u32) -> bool {
+        (**self).median_at_least(kmers, cutoff)
+    }
+
+    fn add(&mut self, kmers: Range<usize>) {
+        (**self).add(kmers)
+    }
+}

@@ -505,7 +505,7 @@ mod tests {
     use super::*;
     use crate::io::{FastxReader, PairMode, PairedReader};
     use crate::run::RunContext;
-    use crate::shards::runs::testing::held_and_away;
+    use crate::shards::runs::testing::{held_and_away, normalized};
     use crate::shards::runs::{BundleBatches, Cleaning, Message, ShardedCount, ShardedNormalize};
     use crate::table::{CounterWidth, CountingTable as _};
     use rand::{Rng, SeedableRng};
@@ -647,7 +647,7 @@ mod tests {
             let reader = PairedReader::new(FastxReader::open_in(&path, &ctx).unwrap(), PairMode::ForceSingle, None);
             let hasher = client.hasher().clone();
             let batches = BundleBatches::with_hasher(
-                reader,
+                Box::new(reader),
                 Box::new(move |s, out| hasher.hashes(s, out)),
                 100,
                 Cleaning::Parser,
@@ -742,12 +742,12 @@ mod tests {
                     PairedReader::new(FastxReader::open_in(&path, &ctx).unwrap(), PairMode::ForceSingle, Some(20));
                 let hasher = client.hasher().clone();
                 let batches = BundleBatches::with_hasher(
-                    reader,
+                    Box::new(reader),
                     Box::new(move |s, out| hasher.hashes(s, out)),
                     batch_kmers,
-                    Cleaning::ScreedWithText,
+                    Cleaning::ScreedWithRecords,
                 );
-                let mut run = ShardedNormalize::new(batches, cutoff, &client, remote.clone()).unwrap();
+                let mut run = ShardedNormalize::new(batches, &client, remote.clone()).unwrap();
                 let (mut keep, mut text, mut answered) = (Vec::new(), Vec::new(), VecDeque::new());
                 loop {
                     let (mut held, away) = held_and_away(&mut shards, &remote);
@@ -761,14 +761,13 @@ mod tests {
                     }
                     let Some(answers) = answered.pop_front() else { break };
                     let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-                    keep.extend(run.decide(&client, &mut held, &answers, &mut text).unwrap().keep);
+                    keep.extend(normalized(&mut run, (&client, &mut held), &answers, cutoff, &mut text));
                 }
                 for (shard, updates) in shards.iter_mut().zip(run.unsent()) {
                     shard.apply(&updates.counters, &updates.deltas).unwrap();
                 }
                 let case = format!("{remote:?}, {batch_kmers} k-mers a batch, {waiting} waiting, {width:?}");
                 assert_eq!(keep, expected_keep, "{case}");
-                assert_eq!(run.totals().1, expected_keep.iter().filter(|&&k| k).count() as u64);
                 let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
                 let table = client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
                 assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{case}");
