@@ -65,7 +65,8 @@ def memory_cgroup(limit: int) -> Iterator[Callable[[], None]]:
     try:
         yield move_in
     finally:
-        # a run's worker processes (a LocalCluster's) may still be ending after the run returned
+        # a LocalCluster's workers are joined before the run returns, but multiprocessing's
+        # resource tracker, a child of the run, ends only after it (when its pipe closes)
         deadline = time.monotonic() + 10
         while procs.read_text().strip() and time.monotonic() < deadline:
             time.sleep(0.05)

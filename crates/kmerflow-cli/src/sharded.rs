@@ -104,12 +104,15 @@ pub(crate) fn refusal(command: &Command) -> Option<CliError> {
 
 /// Checks the sharded command line `argv` (program name first) of `command` as [`plan`] does
 /// before anything is read: a flag the sharded run does not have ([`why_not`]) is refused,
-/// naming it; `Ok` for a command line that is not sharded.
+/// naming it, and so are more `--local-shards` than `--shards`; `Ok` for a command line that
+/// is not sharded.
 pub(crate) fn check(command: &Command, argv: &[OsString]) -> Result<(), CliError> {
-    if !shard_args(command).is_some_and(ShardArgs::requested) {
-        return Ok(());
-    }
+    let Some(sharding) = shard_args(command).filter(|s| s.requested()) else { return Ok(()) };
     let name = command.name();
+    if let Some(shards) = sharding.shards.filter(|&n| sharding.local_shards > n) {
+        let message = format!("--local-shards {} is more than the --shards {shards}", sharding.local_shards);
+        return Err(usage_error(name, ErrorKind::ValueValidation, message));
+    }
     let matches = cli_command().try_get_matches_from(argv).map_err(|e| CliError {
         code: EXIT_USAGE,
         message: e.render().to_string(),
@@ -780,6 +783,7 @@ mod tests {
             &["normalize-by-median", "--shards", "2", "a.fq"],
             &["normalize-by-median", "--local-cluster", "0", "a.fq"],
             &["normalize-by-median", "--local-cluster", "1", "--scheduler", "x", "a.fq"],
+            &["normalize-by-median", "--local-cluster", "1", "--shards", "2", "--local-shards", "3", "a.fq"],
         ] {
             let err = plan(argv(args)).unwrap_err();
             assert_eq!(err.code, EXIT_USAGE, "{args:?}: {}", err.message);
