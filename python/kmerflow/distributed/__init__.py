@@ -65,11 +65,13 @@ class ShardActor:
     counters, or k-mer hashes for the blocked layout); the native calls release the GIL."""
 
     def __init__(self, shape: Any, bounds: Tuple[int, int]) -> None:
+        _core.keep_message_memory()
         self.shard = _core.Shard.zeroed(shape, *bounds)
 
-    def step(self, apply_counters: np.ndarray, apply_deltas: np.ndarray, keys: np.ndarray) -> np.ndarray:
-        """Applies the deltas of the previous batch, then returns the values of ``keys``."""
-        return self.shard.step(_array(apply_counters, _U64), _array(apply_deltas, _U8), _array(keys, _U64))
+    def handle(self, message: np.ndarray) -> Any:
+        """Answers one message of a native run (uint8, ``_core.Shard.handle``): a step's
+        values, or an add's answer."""
+        return self.shard.handle(_array(message, _U8))
 
     def add(self, keys: np.ndarray) -> Any:
         """Counts ``keys`` in order (``_core.Shard.add``'s answer)."""
@@ -477,18 +479,18 @@ class ShardedCountgraph(_Sharded):
 
 class _RemoteCalls:
     """The remote shards of a sharded table as a native run calls them (the transport only):
-    ``send(method, messages)`` calls the actors' ``method`` (``step`` or ``add``) on every
-    remote shard, one message (its arguments) each, in shard order; ``answers()`` gives the
-    answers to the oldest messages not answered yet (a run may send the next batch before it
-    takes the answers of the previous one). A lost shard raises :class:`ShardError` naming it."""
+    ``send(messages)`` calls ``handle`` on every remote shard's actor, one message (uint8, as
+    the native run encoded it) each, in shard order; ``answers()`` gives the answers to the
+    oldest messages not answered yet (a run may send the next batch before it takes the
+    answers of the previous one). A lost shard raises :class:`ShardError` naming it."""
 
     def __init__(self, graph: _Sharded) -> None:
         self.graph = graph
         self.futures: Deque[Dict[int, Any]] = collections.deque()
 
-    def send(self, method: str, messages: Sequence[Tuple[np.ndarray, ...]]) -> None:
+    def send(self, messages: Sequence[np.ndarray]) -> None:
         remote = [s for s, shard in enumerate(self.graph._shards) if not isinstance(shard, _Local)]
-        self.futures.append(self.graph._start_some(method, dict(zip(remote, messages, strict=True))))
+        self.futures.append(self.graph._start_some("handle", {s: (m,) for s, m in zip(remote, messages, strict=True)}))
 
     def answers(self) -> List[Any]:
         return list(self.graph._finish_some(self.futures.popleft()).values())
