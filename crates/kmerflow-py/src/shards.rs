@@ -222,12 +222,12 @@ fn answer_object(py: Python<'_>, answer: Answer) -> PyResult<Bound<'_, PyAny>> {
     }
 }
 
-/// In a process started with `MALLOC_TRIM_THRESHOLD_` set (a Dask worker: its nanny sets it),
-/// lets glibc's allocator keep freed blocks of up to 16 MiB for reuse, holding at most 32 MiB
-/// freed: that variable turns off glibc's own adaptive thresholds, so that every buffer of a
-/// shard's messages (megabytes each) was mapped, faulted in page by page and unmapped again,
-/// a fifth of a worker's time. Nothing elsewhere (the client keeps glibc's adaptation), nor
-/// off glibc.
+/// In a process started with `MALLOC_TRIM_THRESHOLD_` set (a Dask worker: its nanny sets it,
+/// in its own process too, so that a client running a LocalCluster's nannies must not call
+/// this), lets glibc's allocator keep freed blocks of up to 16 MiB for reuse, holding at most
+/// 32 MiB freed: that variable turns off glibc's own adaptive thresholds, so that every buffer
+/// of a shard's messages (megabytes each) was mapped, faulted in page by page and unmapped
+/// again, a fifth of a worker's time. Nothing elsewhere, nor off glibc.
 #[pyfunction]
 pub fn keep_message_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -64,8 +64,11 @@ class ShardActor:
     ``_core.Shard.zeroed(shape, *bounds)``. Each method takes and returns numpy arrays (keys:
     counters, or k-mer hashes for the blocked layout); the native calls release the GIL."""
 
-    def __init__(self, shape: Any, bounds: Tuple[int, int]) -> None:
-        _core.keep_message_memory()
+    def __init__(self, shape: Any, bounds: Tuple[int, int], remote: bool = True) -> None:
+        """``remote``: held by a Dask worker, whose allocator then keeps freed message buffers
+        (``_core.keep_message_memory``); not in the client, whose memory stays as it was."""
+        if remote:
+            _core.keep_message_memory()
         self.shard = _core.Shard.zeroed(shape, *bounds)
 
     def handle(self, message: np.ndarray) -> Any:
@@ -118,7 +121,7 @@ class _Local:
     """A shard held in this process, with the actor's interface."""
 
     def __init__(self, *args: Any) -> None:
-        self.actor = ShardActor(*args)
+        self.actor = ShardActor(*args, remote=False)
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self.actor, name)
