@@ -33,7 +33,7 @@ from kmerflow import _core
 from kmerflow.errors import ParameterError, ShardError
 
 #: k-mers per message to every shard (the batch of the three phases).
-BATCH_KMERS = 262_144
+BATCH_KMERS = 131_072
 
 
 #: Seconds between two checks, while a remote shard's answer is awaited, that its worker is
@@ -407,7 +407,7 @@ class ShardedCountgraph(_Sharded):
     """A Countgraph cut into ``shards`` shards held by the workers of ``client``.
 
     ``ShardedCountgraph(ksize, starting_size, n_tables, client=..., shards=N, local=L,
-    primes=None, batch_kmers=262144)``: the table sizes are khmer's (``primes`` overrides them);
+    primes=None, batch_kmers=131072)``: the table sizes are khmer's (``primes`` overrides them);
     shards ``0 .. L-1`` are held in this process and the others by the workers, assigned in
     turn. Without a client every shard is local. Before anything is allocated, each worker's
     shards are checked against its memory limit (what the worker holds already included):
