@@ -62,6 +62,17 @@ def test_local_shards_count_like_one_table(tmp_path, shards):
     assert graph.histogram().sum() == sum(sizes)
 
 
+def test_a_shard_refuses_a_malformed_message_in_one_line():
+    """A message that the native run did not encode (cut short, an unknown kind) is an error
+    naming it, never a crash, and leaves the shard's counters as they were."""
+    from kmerflow import _core as core
+    shard = core.Shard.zeroed(None, 100, 200)
+    for message in (b"", b"\x07", b"\x00" + bytes(5)):
+        with pytest.raises(ParameterError, match="a shard message is malformed"):
+            shard.handle(np.frombuffer(message, dtype=np.uint8))
+    assert not shard.cells().any()
+
+
 @pytest.mark.parametrize("shards,local", [(1, 0), (2, 0), (3, 1)])
 def test_worker_shards_count_khmer_data_like_one_table(client, data, tmp_path, shards, local):
     graph = ShardedCountgraph(20, 1e4, 4, client=client, shards=shards, local=local,

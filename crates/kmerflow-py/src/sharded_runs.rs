@@ -19,6 +19,7 @@ use kmerflow_core::shards::blocked::BlockedShard as CoreBlockedShard;
 use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
 use kmerflow_core::shards::khmer::Shard as CoreShard;
 use kmerflow_core::shards::runs::{Answer, Cleaning, HashedBundles, Kind, Message, RemoteShards, ShardedDecisions};
+use kmerflow_core::shards::wire;
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::table::Layout as TableLayout;
 use kmerflow_core::{Error, Result};
@@ -28,12 +29,11 @@ use pyo3::types::PyBytes;
 use std::ffi::OsString;
 use std::sync::MutexGuard;
 
-/// The remote shards as a Python object reaches them: `send(method, messages)` (the shard
-/// actors' method, `"step"` or `"add"`, and one tuple of numpy arrays per remote shard, in
-/// shard order: its arguments: counters to update, their deltas and counters to look up for a
-/// step, counters to count for an add), then `answers()` (the answers to the oldest messages
-/// not answered yet: two sends may wait), in shard order: uint8 arrays, or a blocked shard's
-/// add statistics (occupied, unique, added). The Python side only moves them. A Python
+/// The remote shards as a Python object reaches them: `send(messages)` (one message per remote
+/// shard, in shard order, each a uint8 array of `kmerflow_core::shards::wire`, encoded here
+/// without the GIL), then `answers()` (the answers to the oldest messages not answered yet: two
+/// sends may wait), in shard order: uint8 arrays, or a blocked shard's add statistics
+/// (occupied, unique, added). The Python side only moves them to the shards' `handle`. A Python
 /// exception (a lost worker's `ShardError`, naming the shard and the worker) becomes a remote
 /// error with its message.
 struct PyRemote(Py<PyAny>);
@@ -55,15 +55,10 @@ fn failure(py: Python<'_>, e: PyErr) -> Error {
 
 impl RemoteShards for PyRemote {
     fn send(&mut self, kind: Kind, messages: Vec<Message>) -> Result<()> {
+        let messages: Vec<Vec<u8>> = messages.into_iter().map(|m| wire::encode(kind, &m)).collect();
         Python::attach(|py| {
-            let sent = match kind {
-                Kind::Step => self.0.bind(py).call_method1("send", ("step", message_arrays(py, messages))),
-                Kind::Add => {
-                    let adds: Vec<_> = messages.into_iter().map(|m| (m.keys.into_pyarray(py),)).collect();
-                    self.0.bind(py).call_method1("send", ("add", adds))
-                }
-            };
-            sent.map(drop).map_err(|e| failure(py, e))
+            let messages: Vec<_> = messages.into_iter().map(|m| m.into_pyarray(py)).collect();
+            self.0.bind(py).call_method1("send", (messages,)).map(drop).map_err(|e| failure(py, e))
         })
     }
 
@@ -82,16 +77,6 @@ impl RemoteShards for PyRemote {
             answers().map_err(|e| failure(py, e))
         })
     }
-}
-
-/// One remote shard's message: (counters to update, their deltas, keys to answer for).
-type MessageArrays<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u64>>);
-
-/// The remote shards' messages as numpy arrays.
-fn message_arrays(py: Python<'_>, messages: Vec<Message>) -> Vec<MessageArrays<'_>> {
-    let arrays =
-        |m: Message| (m.apply.counters.into_pyarray(py), m.apply.deltas.into_pyarray(py), m.keys.into_pyarray(py));
-    messages.into_iter().map(arrays).collect()
 }
 
 /// The reader of the bundles of `path`, paired as `mode` says, reads shorter than `min_length`

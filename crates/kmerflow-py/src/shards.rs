@@ -15,7 +15,8 @@ use kmerflow_core::ops::sizing::FpRate;
 use kmerflow_core::shards::blocked::{BlockedShard as CoreBlockedShard, BlockedShardClient as CoreBlockedClient};
 use kmerflow_core::shards::file as shard_file;
 use kmerflow_core::shards::khmer::{Shard as CoreShard, ShardClient as CoreClient, ShardMap};
-use kmerflow_core::shards::runs::ReadHasher;
+use kmerflow_core::shards::runs::{Answer, Kind, Message, ReadHasher};
+use kmerflow_core::shards::wire;
 use kmerflow_core::shards::ShardLayout as _;
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::table::khmer_format::ByteFrame;
@@ -110,24 +111,20 @@ impl Shard {
         Ok(Shard { inner: Mutex::new(Layout::Blocked(inner)) })
     }
 
-    /// Adds `deltas` (uint8) to the distinct `counters` (uint64), then returns the values of
-    /// the counters that `keys` name (counters; for a blocked shard, k-mer hashes whose
-    /// counters' values come probe-major) as uint8.
-    fn step<'py>(
-        &self,
-        py: Python<'py>,
-        counters: PyReadonlyArray1<'py, u64>,
-        deltas: PyReadonlyArray1<'py, u8>,
-        keys: PyReadonlyArray1<'py, u64>,
-    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
-        let (counters, deltas, keys) =
-            (slice(&counters, "counters")?, slice(&deltas, "deltas")?, slice(&keys, "keys")?);
-        let values = self.with(py, |shard| match shard {
-            Layout::Khmer(s) if counters.is_empty() => s.counts(keys),
-            Layout::Khmer(s) => s.apply(counters, deltas).and_then(|()| s.counts(keys)),
-            Layout::Blocked(s) => s.apply(counters, deltas).and_then(|()| s.values(keys)),
+    /// Answers a message of the transport (`kmerflow_core::shards::wire`, uint8): a step
+    /// applies its updates (deltas to distinct counters), then returns the values of the
+    /// counters that its keys name (uint8; for a blocked shard the keys are k-mer hashes whose
+    /// counters' values come probe-major); an add answers as `add`.
+    fn handle<'py>(&self, py: Python<'py>, message: PyReadonlyArray1<'py, u8>) -> PyResult<Bound<'py, PyAny>> {
+        let message = slice(&message, "message")?;
+        let answer = self.with(py, |shard| {
+            let (kind, Message { apply, keys }) = wire::decode(message)?;
+            match kind {
+                Kind::Step => step(shard, &apply.counters, &apply.deltas, &keys).map(Answer::Values),
+                Kind::Add => add(shard, &keys),
+            }
         });
-        Ok(values.py()?.into_pyarray(py))
+        answer_object(py, answer.py()?)
     }
 
     /// Counts `keys` (counters; k-mer hashes for a blocked shard) in order. Returns each
@@ -135,14 +132,7 @@ impl Shard {
     /// the statistics: (non-zero counters, adds that found a zero counter, adds).
     fn add<'py>(&self, py: Python<'py>, keys: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyAny>> {
         let keys = slice(&keys, "keys")?;
-        let added = self.with(py, |shard| match shard {
-            Layout::Khmer(s) => s.add(keys).map(Layout::Khmer),
-            Layout::Blocked(s) => s.add(keys).map(Layout::Blocked),
-        });
-        match added.py()? {
-            Layout::Khmer(previous) => Ok(previous.into_pyarray(py).into_any()),
-            Layout::Blocked(done) => Ok((done.occupied, done.unique, done.added).into_pyobject(py)?.into_any()),
-        }
+        answer_object(py, self.with(py, |shard| add(shard, keys)).py()?)
     }
 
     /// The values of the counters `keys` name (uint8): counters; for a blocked shard the
@@ -202,6 +192,51 @@ impl Shard {
             Layout::Blocked(s) => s.set_bytes(cells),
         })
         .py()
+    }
+}
+
+/// Adds `deltas` to the distinct `counters` of `shard`, then returns the values of the
+/// counters that `keys` name (see `Shard.handle`).
+fn step(shard: &mut AnyShard, counters: &[u64], deltas: &[u8], keys: &[u64]) -> Result<Vec<u8>> {
+    match shard {
+        Layout::Khmer(s) if counters.is_empty() => s.counts(keys),
+        Layout::Khmer(s) => s.apply(counters, deltas).and_then(|()| s.counts(keys)),
+        Layout::Blocked(s) => s.apply(counters, deltas).and_then(|()| s.values(keys)),
+    }
+}
+
+/// Counts `keys` on `shard` in order: each counter's previous value (khmer's layout), or what
+/// the adds did to the statistics (the blocked layout).
+fn add(shard: &mut AnyShard, keys: &[u64]) -> Result<Answer> {
+    match shard {
+        Layout::Khmer(s) => s.add(keys).map(Answer::Values),
+        Layout::Blocked(s) => s.add(keys).map(Answer::Added),
+    }
+}
+
+/// A shard's answer as Python takes it: values (uint8), or statistics (a tuple, see `Shard.add`).
+fn answer_object(py: Python<'_>, answer: Answer) -> PyResult<Bound<'_, PyAny>> {
+    match answer {
+        Answer::Values(values) => Ok(values.into_pyarray(py).into_any()),
+        Answer::Added(done) => Ok((done.occupied, done.unique, done.added).into_pyobject(py)?.into_any()),
+    }
+}
+
+/// In a process started with `MALLOC_TRIM_THRESHOLD_` set (a Dask worker: its nanny sets it,
+/// in its own process too, so that a client running a LocalCluster's nannies must not call
+/// this), lets glibc's allocator keep freed blocks of up to 16 MiB for reuse, holding at most
+/// 32 MiB freed: that variable turns off glibc's own adaptive thresholds, so that every buffer
+/// of a shard's messages (megabytes each) was mapped, faulted in page by page and unmapped
+/// again, a fifth of a worker's time. Nothing elsewhere, nor off glibc.
+#[pyfunction]
+pub fn keep_message_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_TRIM_THRESHOLD_").is_some() {
+        // SAFETY: mallopt only changes the allocator's thresholds; any values are valid.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 16 << 20);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 32 << 20);
+        }
     }
 }
 
@@ -568,5 +603,6 @@ impl ShardClient {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Shard>()?;
     m.add_class::<ShardClient>()?;
+    add_functions!(m, keep_message_memory);
     Ok(())
 }

@@ -33,7 +33,7 @@ from kmerflow import _core
 from kmerflow.errors import ParameterError, ShardError
 
 #: k-mers per message to every shard (the batch of the three phases).
-BATCH_KMERS = 262_144
+BATCH_KMERS = 131_072
 
 
 #: Seconds between two checks, while a remote shard's answer is awaited, that its worker is
@@ -64,12 +64,17 @@ class ShardActor:
     ``_core.Shard.zeroed(shape, *bounds)``. Each method takes and returns numpy arrays (keys:
     counters, or k-mer hashes for the blocked layout); the native calls release the GIL."""
 
-    def __init__(self, shape: Any, bounds: Tuple[int, int]) -> None:
+    def __init__(self, shape: Any, bounds: Tuple[int, int], remote: bool = True) -> None:
+        """``remote``: held by a Dask worker, whose allocator then keeps freed message buffers
+        (``_core.keep_message_memory``); not in the client, whose memory stays as it was."""
+        if remote:
+            _core.keep_message_memory()
         self.shard = _core.Shard.zeroed(shape, *bounds)
 
-    def step(self, apply_counters: np.ndarray, apply_deltas: np.ndarray, keys: np.ndarray) -> np.ndarray:
-        """Applies the deltas of the previous batch, then returns the values of ``keys``."""
-        return self.shard.step(_array(apply_counters, _U64), _array(apply_deltas, _U8), _array(keys, _U64))
+    def handle(self, message: np.ndarray) -> Any:
+        """Answers one message of a native run (uint8, ``_core.Shard.handle``): a step's
+        values, or an add's answer."""
+        return self.shard.handle(_array(message, _U8))
 
     def add(self, keys: np.ndarray) -> Any:
         """Counts ``keys`` in order (``_core.Shard.add``'s answer)."""
@@ -116,7 +121,7 @@ class _Local:
     """A shard held in this process, with the actor's interface."""
 
     def __init__(self, *args: Any) -> None:
-        self.actor = ShardActor(*args)
+        self.actor = ShardActor(*args, remote=False)
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self.actor, name)
@@ -429,7 +434,7 @@ class ShardedCountgraph(_Sharded):
     """A Countgraph cut into ``shards`` shards held by the workers of ``client``.
 
     ``ShardedCountgraph(ksize, starting_size, n_tables, client=..., shards=N, local=L,
-    primes=None, batch_kmers=262144)``: the table sizes are khmer's (``primes`` overrides them);
+    primes=None, batch_kmers=131072)``: the table sizes are khmer's (``primes`` overrides them);
     shards ``0 .. L-1`` are held in this process and the others by the workers, assigned in
     turn. Without a client every shard is local. Before anything is allocated, each worker's
     shards are checked against its memory limit (what the worker holds already included):
@@ -480,18 +485,18 @@ class ShardedCountgraph(_Sharded):
 
 class _RemoteCalls:
     """The remote shards of a sharded table as a native run calls them (the transport only):
-    ``send(method, messages)`` calls the actors' ``method`` (``step`` or ``add``) on every
-    remote shard, one message (its arguments) each, in shard order; ``answers()`` gives the
-    answers to the oldest messages not answered yet (a run may send the next batch before it
-    takes the answers of the previous one). A lost shard raises :class:`ShardError` naming it."""
+    ``send(messages)`` calls ``handle`` on every remote shard's actor, one message (uint8, as
+    the native run encoded it) each, in shard order; ``answers()`` gives the answers to the
+    oldest messages not answered yet (a run may send the next batch before it takes the
+    answers of the previous one). A lost shard raises :class:`ShardError` naming it."""
 
     def __init__(self, graph: _Sharded) -> None:
         self.graph = graph
         self.futures: Deque[Dict[int, Any]] = collections.deque()
 
-    def send(self, method: str, messages: Sequence[Tuple[np.ndarray, ...]]) -> None:
+    def send(self, messages: Sequence[np.ndarray]) -> None:
         remote = [s for s, shard in enumerate(self.graph._shards) if not isinstance(shard, _Local)]
-        self.futures.append(self.graph._start_some(method, dict(zip(remote, messages, strict=True))))
+        self.futures.append(self.graph._start_some("handle", {s: (m,) for s, m in zip(remote, messages, strict=True)}))
 
     def answers(self) -> List[Any]:
         return list(self.graph._finish_some(self.futures.popleft()).values())

@@ -34,7 +34,7 @@ class ShardedBlockedTable(_Sharded):
     """A blocked table cut into ``shards`` shards of lines held by the workers of ``client``.
 
     ``ShardedBlockedTable(ksize, starting_size, n_tables, small_count=False, client=...,
-    shards=N, local=L, memory_bytes=None, batch_kmers=262144)``: as the one-process blocked
+    shards=N, local=L, memory_bytes=None, batch_kmers=131072)``: as the one-process blocked
     table, ``starting_size`` × ``n_tables`` bytes of 8-bit counters (half as many bytes of 4-bit
     counters with ``small_count``) in whole lines, or ``memory_bytes``; ``n_tables`` counters per
     k-mer. It counts (``consume_seqfile``, ``add``, ...), answers counts, normalizes, filters

@@ -11,7 +11,7 @@ use clap::Args;
 const HEADING: &str = "Sharded over Dask (the kmerflow Python package: pip install 'kmerflow[dask]')";
 
 /// k-mers per message to every shard when `--batch-kmers` is not given.
-pub const DEFAULT_BATCH_KMERS: usize = 262_144;
+pub const DEFAULT_BATCH_KMERS: usize = 131_072;
 
 /// Where the shards live: one running Dask scheduler or a LocalCluster started for the run.
 #[derive(Args, Debug, Clone, Default, PartialEq, serde::Serialize)]

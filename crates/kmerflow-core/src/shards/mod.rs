@@ -19,7 +19,8 @@
 //! - [`drive`]: the counting and deciding loops over either layout, the remote shards reached
 //!   only through the transport;
 //! - [`in_flight`]: the updates a remote shard's answer lacks while they travel;
-//! - [`mod@file`]: a saved table written and read shard by shard at the shards' places.
+//! - [`mod@file`]: a saved table written and read shard by shard at the shards' places;
+//! - [`wire`]: a remote shard's message as bytes, as the transport carries it.
 //!
 //! Every result is that of the one-process table with the same sizes.
 
@@ -29,6 +30,7 @@ pub mod file;
 pub mod in_flight;
 pub mod khmer;
 pub mod runs;
+pub mod wire;
 
 use crate::table::batch::{spans, BatchOutcome, BatchRules};
 use crate::table::ReadCounts;
