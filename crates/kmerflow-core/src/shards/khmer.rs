@@ -115,17 +115,60 @@ impl ShardMap {
         counters.reserve(len);
         owners.reserve(len);
         for (t, modulus) in self.moduli.iter().enumerate() {
-            let (offset, end) = (self.offsets[t], self.offsets[t + 1]);
-            // Table t's counters lie in its first shard or in one after a bound inside it.
-            let first = self.shard_of(offset);
-            let inside: Vec<u64> = self.bounds[first + 1..].iter().copied().take_while(|&b| b < end).collect();
+            let (offset, (first, inside)) = (self.offsets[t], self.table_shards(t));
             for &h in hashes {
                 let c = offset + modulus.rem(h);
                 counters.push(c);
-                owners.push(first as u32 + inside.iter().map(|&b| u32::from(c >= b)).sum::<u32>());
+                owners.push((first + inside.iter().filter(|&&b| c >= b).count()) as u32);
             }
         }
         Ok(())
+    }
+
+    /// The shards of table `t`'s counters: its counters lie in its first shard (returned) or
+    /// in one after a bound (returned) inside it.
+    fn table_shards(&self, t: usize) -> (usize, Vec<u64>) {
+        let (offset, end) = (self.offsets[t], self.offsets[t + 1]);
+        let first = self.shard_of(offset);
+        (first, self.bounds[first + 1..].iter().copied().take_while(|&b| b < end).collect())
+    }
+
+    /// Adds every position of `hashes` (probe-major, as [`ShardMap::counters`] numbers them)
+    /// whose shard is in `group` (shard `s` as `group[s]`) straight from the hashes, in order,
+    /// setting `values` at the position to its counter's value before the add; each table's
+    /// counters are computed once, the cell `PREFETCH_AHEAD` positions later prefetched.
+    fn add_straight(&self, group: &mut [Option<&mut Shard>], hashes: &[u64], values: &[AtomicU8]) {
+        let n = hashes.len();
+        for (t, modulus) in self.moduli.iter().enumerate() {
+            let (offset, (first, inside)) = (self.offsets[t], self.table_shards(t));
+            if group[first..=first + inside.len()].iter().all(Option::is_none) {
+                continue;
+            }
+            let at = |h: u64| {
+                let c = offset + modulus.rem(h);
+                (c, first + inside.iter().filter(|&&b| c >= b).count())
+            };
+            let mut ring = [(0u64, 0usize); PREFETCH_AHEAD];
+            let fetch = |group: &[Option<&mut Shard>], (c, s): (u64, usize)| {
+                if let Some(shard) = &group[s] {
+                    shard.prefetch(c);
+                }
+            };
+            for (slot, &h) in ring.iter_mut().zip(hashes) {
+                *slot = at(h);
+                fetch(group, *slot);
+            }
+            for o in 0..n {
+                let (c, s) = ring[o % PREFETCH_AHEAD];
+                if let Some(&ahead) = hashes.get(o + PREFETCH_AHEAD) {
+                    ring[o % PREFETCH_AHEAD] = at(ahead);
+                    fetch(group, ring[o % PREFETCH_AHEAD]);
+                }
+                if let Some(shard) = group[s].as_deref_mut() {
+                    values[t * n + o].store(shard.add_one(c), Relaxed);
+                }
+            }
+        }
     }
 
     /// The shard of a counter.
@@ -654,6 +697,7 @@ impl ShardLayout for ShardClient {
     type Shard = Shard;
     type Added = [u8];
     type Tally = ();
+    const COUNTS_STRAIGHT: bool = true;
 
     fn routing(&self) -> &ShardMap {
         &self.map
@@ -662,6 +706,16 @@ impl ShardLayout for ShardClient {
     fn count_here(shard: &mut Shard, keys: &[u64], positions: &[u32], values: &[AtomicU8]) -> Result<()> {
         drive(shard, keys, positions, values, &|shard: &mut Shard, c| shard.add_one(c));
         Ok(())
+    }
+
+    fn count_straight(
+        map: &ShardMap,
+        group: &mut [Option<&mut Shard>],
+        hashes: &[u64],
+        values: &[AtomicU8],
+    ) -> Result<Vec<()>> {
+        map.add_straight(group, hashes, values);
+        Ok(Vec::new())
     }
 
     fn record_count(

@@ -39,7 +39,7 @@ use std::ops::Range;
 use std::sync::atomic::AtomicU8;
 
 /// How a layout's counters are cut into shards and how a batch reaches them.
-pub trait ShardRouting: Clone + Send + 'static {
+pub trait ShardRouting: Clone + Send + Sync + 'static {
     /// Whether a message names k-mer hashes (all of a k-mer's counters on one shard, which
     /// answers the values of each one's counters, probe-major) rather than counters (one
     /// value each).
@@ -100,6 +100,26 @@ pub trait ShardLayout: BatchRules + Sync {
     /// `positions` of `values`.
     fn count_here(shard: &mut Self::Shard, keys: &[u64], positions: &[u32], values: &[AtomicU8])
         -> Result<Self::Tally>;
+
+    /// Whether a counting batch whose shards are all in this process is counted straight from
+    /// its hashes ([`ShardLayout::count_straight`]) rather than routed and split. The blocked
+    /// layout's is not: its routing computes no counters, and a straight add across its
+    /// shards measured slower than the routed one.
+    const COUNTS_STRAIGHT: bool = false;
+
+    /// Adds every k-mer of a counting batch's `hashes` whose shard is in `group` (shard `s` as
+    /// `group[s]`, the others `None`) straight from the hashes, the map turning each into its
+    /// counters and shard on the fly (no routed arrays), in input order, writing what the
+    /// client needs at each position of `values` as [`ShardLayout::count_here`] does. Refused
+    /// by a layout that does not count straight.
+    fn count_straight(
+        _map: &Self::Routing,
+        _group: &mut [Option<&mut Self::Shard>],
+        _hashes: &[u64],
+        _values: &[AtomicU8],
+    ) -> Result<Vec<Self::Tally>> {
+        Err(Error::invalid("this layout counts routed batches only"))
+    }
 
     /// Records a counted batch of `hashes` from the local shards' tallies, the remote shards'
     /// answers (in shard order; values are set at their positions by [`runs::Routed::put`])

@@ -217,6 +217,8 @@ pub struct Routed<R> {
     values: Vec<u8>,
     local_done: bool,
     remote_shards: Vec<usize>,
+    /// A counting batch not routed ([`Purpose::CountStraight`]), counted from its hashes.
+    straight: bool,
     routing: std::marker::PhantomData<R>,
 }
 
@@ -233,6 +235,7 @@ impl<R> Default for Routed<R> {
             values: Vec::new(),
             local_done: false,
             remote_shards: Vec::new(),
+            straight: false,
             routing: std::marker::PhantomData,
         }
     }
@@ -260,7 +263,8 @@ impl<R: ShardRouting> Routed<R> {
     /// the remote positions get their slots in `seen` and the local shards no part; otherwise
     /// each local shard's keys are split off for [`Routed::local`] and
     /// [`ShardLayout::count_here`] (and, counting, a layout routing by k-mer computes no
-    /// counters: counting adds k-mers).
+    /// counters: counting adds k-mers). A batch counted straight is not routed:
+    /// [`Routed::count_here`] counts it from its hashes.
     fn route(
         &mut self,
         map: &R,
@@ -270,6 +274,18 @@ impl<R: ShardRouting> Routed<R> {
         seen: Option<&mut SeenCounters>,
     ) -> Result<()> {
         let seen = seen.filter(|_| purpose == Purpose::Normalize);
+        self.straight = purpose == Purpose::CountStraight;
+        if self.straight {
+            // Every position's value before its add, from which the layout records the batch.
+            self.values.clear();
+            self.values.resize(hashes.len() * map.probes(), 0);
+            (self.keys, self.remote_len, self.local_done) = (hashes.len(), 0, false);
+            self.remote_shards.clear();
+            self.sections.split(&[], &[], map.shards(), &[]);
+            self.part_lens.clear();
+            self.part_lens.resize(map.shards(), 0);
+            return Ok(());
+        }
         map.positions(hashes, purpose == Purpose::Count, &mut self.counters, &mut self.owners)?;
         self.keys = if R::BY_KMER { hashes.len() } else { self.counters.len() };
         let keys = if R::BY_KMER { hashes } else { &self.counters };
@@ -330,13 +346,20 @@ impl<R: ShardRouting> Routed<R> {
         });
     }
 
-    /// Adds each local shard's part of a counting batch ([`ShardLayout::count_here`], once per
-    /// batch) and returns their tallies.
+    /// Adds each local shard's part of a counting batch of `hashes` on a table of `map`
+    /// ([`ShardLayout::count_here`], or [`ShardLayout::count_straight`] when the batch was not
+    /// routed; once per batch) and returns their tallies.
     fn count_here<C: ShardLayout<Routing = R>>(
         &mut self,
+        map: &R,
+        hashes: &[u64],
         local: &mut [Option<&mut C::Shard>],
     ) -> Result<Vec<C::Tally>> {
         let values = atomic_bytes(&mut self.values);
+        if self.straight {
+            let [first, second] = on_halves(local, |group| C::count_straight(map, group, hashes, values));
+            return Ok(first?.into_iter().chain(second?).collect());
+        }
         let Sections { parts, order, starts } = &self.sections;
         let [first, second] = on_halves(local, |group| {
             let held = group.iter_mut().enumerate().filter_map(|(s, shard)| Some((s, shard.as_deref_mut()?)));
@@ -480,6 +503,9 @@ fn check_shards(map: &impl ShardRouting, given: usize) -> Result<()> {
 enum Purpose {
     /// Counting: the local shards add their parts, a layout routing by k-mer needs no counters.
     Count,
+    /// Counting with every shard local on a layout that counts straight
+    /// ([`ShardLayout::COUNTS_STRAIGHT`]): no routing, the shards add from the hashes.
+    CountStraight,
     /// Look-ups: every position's value, the local shards read through their parts.
     LookUp,
     /// normalize-by-median: the local shards read in place, the remote positions given slots.
@@ -598,6 +624,7 @@ pub struct Message {
 /// `local[s]` is shard `s` when it is held in this process.
 pub struct ShardedCount<C: ShardLayout> {
     batches: RoutedBatches<C::Routing>,
+    map: C::Routing,
     waiting: Option<Counting<C>>,
     /// Reads, k-mers and reads without a k-mer (shorter than k) counted so far.
     pub totals: (u64, u64, u64),
@@ -616,8 +643,12 @@ impl<C: ShardLayout> ShardedCount<C> {
     /// whose shard `s` is remote when `remote[s]` (else given as `local[s]` to each call); the
     /// batches are read and routed ahead by a thread of the run.
     pub fn new(batches: BundleBatches, client: &C, remote: Vec<bool>) -> Result<Self> {
-        let batches = RoutedBatches::new(batches, client.routing(), remote, Purpose::Count)?;
-        Ok(ShardedCount { batches, waiting: None, totals: (0, 0, 0) })
+        let purpose = match C::COUNTS_STRAIGHT && !remote.contains(&true) {
+            true => Purpose::CountStraight,
+            false => Purpose::Count,
+        };
+        let batches = RoutedBatches::new(batches, client.routing(), remote, purpose)?;
+        Ok(ShardedCount { batches, map: client.routing().clone(), waiting: None, totals: (0, 0, 0) })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
@@ -639,7 +670,7 @@ impl<C: ShardLayout> ShardedCount<C> {
         self.batches.check(local)?;
         let batch = self.waiting.as_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
         if batch.here.is_none() {
-            batch.here = Some(batch.routed.count_here::<C>(local)?);
+            batch.here = Some(batch.routed.count_here::<C>(&self.map, &batch.hashes, local)?);
         }
         Ok(())
     }
@@ -1484,8 +1515,9 @@ mod tests {
         }
         assert!(expected.raw_tables()[0].contains(&255), "saturated counters");
         // Up to six shards of three tables: several local shards on both halves, a table's
-        // counters on local and remote shards.
-        for (n, held) in [(3, 1), (3, 2), (6, 4), (6, 6)] {
+        // counters on local and remote shards, and every shard local (counted straight from
+        // the hashes) with whole tables and with tables across shards.
+        for (n, held) in [(3, 1), (3, 2), (3, 3), (6, 4), (6, 6)] {
             let (client, mut shards) = sharded_in(n, false);
             let (here, remote) = shards.split_at_mut(held);
             let (mut local, mask) = held_here(here, remote.len());

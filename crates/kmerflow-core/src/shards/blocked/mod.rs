@@ -640,7 +640,8 @@ mod tests {
                 expected.consume_many([clean.as_slice()]);
             }
         }
-        for (n, remote) in [(1, vec![false]), (2, vec![true, false]), (3, vec![true, true, true])] {
+        for (n, remote) in [(1, vec![false]), (2, vec![true, false]), (3, vec![true, true, true]), (3, vec![false; 3])]
+        {
             let client = BlockedShardClient::new(params, n).unwrap();
             let mut shards: Vec<BlockedShard> =
                 (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
