@@ -40,6 +40,7 @@ import logging
 import os
 import sys
 import warnings
+from types import FrameType
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from kmerflow import _core
@@ -176,7 +177,8 @@ def _forward(level: str, text: str) -> None:
     message comes from: a sharded run's are a few calls further down), the rest to the
     ``kmerflow`` logger."""
     if level == "warning":
-        frame, depth = sys._getframe(), 1
+        frame: Optional[FrameType] = sys._getframe()
+        depth = 1
         while frame is not None and frame.f_code is not run.__code__:
             frame, depth = frame.f_back, depth + 1
         # ... <- run <- the command function <- its caller (this function's caller otherwise).
