@@ -127,10 +127,9 @@ def test_outputs_equal_the_steps_run_by_hand(inputs: Path, finished: Path, tmp_p
                  ("curve5.csv", "renormalize.keep.csv"), ("hist.csv", "histogram.csv")]
         for mine, theirs in pairs:
             assert (h / mine).read_bytes() == (o / f"{name}.{theirs}").read_bytes(), (name, mine)
-        # readstats lists the pipeline's own non-empty files: the same command by hand.
+        # readstats lists the inputs and the pipeline's own files: the same command by hand.
         listed = [inputs / r1, inputs / r2] + [o / f"{name}.{t}" for t in (
             "normalize.fq", "filter.fq", "extract.pe.fq", "extract.se.fq", "renormalize.fq")]
-        listed = [p for p in listed if p.stat().st_size]
         kmerflow("readstats", *listed, "-o", h / "readstats.txt")
         assert (h / "readstats.txt").read_bytes() == (o / f"{name}.readstats.txt").read_bytes()
     # The single-end sample: no interleave, no extract, no -p.
@@ -480,6 +479,37 @@ def test_failing_sample_with_keep_going(inputs: Path, client, tmp_path: Path):
 
 def _pipeline_cmd(*args: object) -> list[str]:
     return [sys.executable, "-m", "kmerflow", "pipeline", *map(str, args)]
+
+
+@pytest.mark.parametrize("steps", ["default", "shards", "khmer"])
+def test_an_empty_sample_has_0_reads_and_empty_outputs(inputs: Path, tmp_path: Path, steps: str):
+    """A sample whose files are empty runs like any other: every step makes empty reads,
+    readstats reports 0 reads, and stderr holds only the pipeline's own lines (no warning). Of
+    khmer's steps, abundance-dist-single refuses reads that hold no k-mer, as by hand: the
+    sample fails at its histogram step with that one line."""
+    (tmp_path / "e_1.fq").write_bytes(b"")
+    (tmp_path / "e_2.fq").write_bytes(b"")
+    (tmp_path / "samples.csv").write_text("sample,r1,r2\ne,e_1.fq,e_2.fq\n")
+    config = {"default": [], "khmer": ["--config", inputs / "steps.toml"],
+              "shards": ["--param", "protocol.shards=2"]}[steps]
+    proc = subprocess.run(_pipeline_cmd(tmp_path / "samples.csv", "-o", tmp_path / "out",
+                                        "--local-cluster", "1", *config),
+                          capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.splitlines()
+    assert all(line.startswith("kmerflow pipeline: ") for line in lines), lines
+    reads = list((tmp_path / "out" / "e").glob("*.fq"))
+    assert reads and all(p.stat().st_size == 0 for p in reads)
+    if steps == "khmer":
+        assert proc.returncode == 1 and len(lines) == 3, lines
+        assert lines[1].endswith("step histogram: kmerflow abundance-dist-single: error: "
+                                 f"{tmp_path / 'out' / 'e' / 'e.renormalize.fq'}: no abundance "
+                                 "distribution to report: it holds no reads"), lines
+        return
+    assert proc.returncode == 0 and len(lines) == 2, lines
+    assert lines[0].startswith("kmerflow pipeline: e: done in "), lines
+    summary = json.loads((tmp_path / "out" / "e" / "e.summary.json").read_text())
+    stats = summary["steps"]["readstats"]["summary"]["files"]
+    assert len(stats) == 5 and all(f["seqs"] == 0 for f in stats), stats
 
 
 def test_resume_after_killed_run(inputs: Path, finished: Path, tmp_path: Path):

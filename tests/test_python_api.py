@@ -676,11 +676,24 @@ def test_messages_go_to_logging_and_warnings(small_fasta, tmp_path, caplog):
         result = kmerflow.normalize_by_median([small_fasta, missing], force=True, ksize=17,
                                               output=tmp_path / "out.fa")
     assert "** WARNING: Finished with errors!" in [str(w.message) for w in caught]
+    assert {w.filename for w in caught} == {__file__}  # the line that called the command
     assert result.summary["skipped_files"] == [str(missing)]
     infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any(m.startswith("DONE with") for m in infos)
     assert any(str(missing) in m for m in errors)
+
+
+def test_a_sharded_runs_warnings_point_at_its_caller(tmp_path):
+    """A sharded run's warnings come from deeper below the command function than a one-process
+    run's, and are still attributed to the line that called it (what warning filters by module
+    and the printed source line rely on)."""
+    pytest.importorskip("distributed")
+    (tmp_path / "empty.fq").write_bytes(b"")
+    with pytest.warns(kmerflow.KmerflowWarning, match="empty") as caught:
+        kmerflow.normalize_by_median([tmp_path / "empty.fq"], output=tmp_path / "out.fq",
+                                     local_cluster=1, shards=2)
+    assert {w.filename for w in caught} == {__file__}
 
 
 def test_messages_reach_python_while_the_command_runs(small_fasta, tmp_path):

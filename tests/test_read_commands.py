@@ -172,6 +172,14 @@ def test_extract_without_pairs_is_an_error(tmp_path: Path, data: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_extract_from_an_empty_file_writes_empty_files(tmp_path: Path) -> None:
+    """No reads is not reads without mates: empty outputs, as from any command on an empty file."""
+    (tmp_path / "empty.fq").write_bytes(b"")
+    kmerflow("extract-paired-reads", "empty.fq", cwd=tmp_path)
+    for name in ("empty.fq.pe", "empty.fq.se"):
+        assert (tmp_path / name).read_bytes() == b""
+
+
 @pytest.mark.parametrize("args", [("fastq-to-fasta",), ("no-such-command",), ("readstats", "x", "--bogus"),
                                   ("fastq-to-fasta", "x", "--gzip", "--bzip"), ("readstats", "x", "-T", "0")])
 def test_usage_errors_exit_2(args: tuple[str, ...]) -> None:

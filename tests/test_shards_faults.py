@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import logging
 import os
 import signal
 import socket
@@ -23,7 +24,7 @@ from conftest import kmerflow
 distributed = pytest.importorskip("distributed")
 
 import kmerflow as kf  # noqa: E402
-from kmerflow.distributed import ShardedCountgraph, ShardError, running_workers  # noqa: E402
+from kmerflow.distributed import ShardedCountgraph, ShardError, cluster, running_workers  # noqa: E402
 from kmerflow.distributed.cluster import CONNECT_TIMEOUT, local_cluster  # noqa: E402
 
 #: The most seconds a refused scheduler may take besides starting Python and Dask (measured by
@@ -159,3 +160,37 @@ def test_clusters_kmerflow_starts_serve_nothing_on_port_8787(tmp_path, reads):
             taken.listen()
         proc = kmerflow("load-into-counting", "-x", "1e4", tmp_path / "t.ct", reads, "--local-cluster", "1")
     assert b"8787" not in proc.stderr and b"HTTP server" not in proc.stderr, proc.stderr.decode()
+
+
+def test_a_failed_runs_teardown_keeps_dask_quiet(monkeypatch):
+    """A run failing on the LocalCluster it started ends the workers and closes the cluster with
+    the `distributed` loggers silenced (Dask logs the closed connections with a traceback), and
+    leaves their level as it was."""
+    dask_log = logging.getLogger("distributed")
+    monkeypatch.setattr(dask_log, "level", dask_log.level)  # the caller's, restored after
+    dask_log.setLevel(logging.INFO)
+    batched = logging.getLogger("distributed.batched")
+    levels = []
+    end_workers = cluster._end_workers
+
+    def ending(started):
+        levels.append(("end workers", batched.getEffectiveLevel()))
+        end_workers(started)
+
+    @contextlib.contextmanager
+    def started(n):
+        with local_cluster(n) as c:
+            try:
+                yield c
+            finally:
+                levels.append(("close", batched.getEffectiveLevel()))
+
+    monkeypatch.setattr(cluster, "_end_workers", ending)
+    with pytest.raises(RuntimeError, match="the run failed"):
+        with cluster.connect(local_cluster=1, command="test", start_local=started):
+            raise RuntimeError("the run failed")
+    assert levels == [("end workers", logging.CRITICAL), ("close", logging.CRITICAL)]
+    assert dask_log.level == logging.INFO
+    with cluster.connect(local_cluster=1, command="test", start_local=started):
+        pass  # a run that ends well: its cluster closes as usual
+    assert levels[-1] == ("close", logging.INFO)

@@ -38,7 +38,9 @@ import inspect
 import json
 import logging
 import os
+import sys
 import warnings
+from types import FrameType
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from kmerflow import _core
@@ -171,10 +173,16 @@ def _paths(value: Paths) -> list[PathLike]:
 
 def _forward(level: str, text: str) -> None:
     """Hands one message of a running command to Python: warnings to :func:`warnings.warn`
-    (pointing at the caller of the command function), the rest to the ``kmerflow`` logger."""
+    (pointing at the caller of the command function, however deep below :func:`run` the
+    message comes from: a sharded run's are a few calls further down), the rest to the
+    ``kmerflow`` logger."""
     if level == "warning":
-        # _forward <- run <- the command function <- its caller.
-        warnings.warn(text, KmerflowWarning, stacklevel=4)
+        frame: Optional[FrameType] = sys._getframe()
+        depth = 1
+        while frame is not None and frame.f_code is not run.__code__:
+            frame, depth = frame.f_back, depth + 1
+        # ... <- run <- the command function <- its caller (this function's caller otherwise).
+        warnings.warn(text, KmerflowWarning, stacklevel=depth + 2 if frame is not None else 2)
     else:
         _LOG.log(logging.ERROR if level == "error" else logging.INFO, "%s", text)
 

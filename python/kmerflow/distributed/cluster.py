@@ -62,9 +62,10 @@ def stopped_by_signals(command: str) -> Iterator[None]:
     :class:`Terminated`, so that it unwinds: outputs staged under temporary names and the
     cluster's workers go (see :func:`connect`). Should the unwinding take more than
     :data:`STOP_GRACE` seconds, the process ends with the signal's status and the line
-    ``kmerflow COMMAND: interrupted`` (its workers end with it). Nothing outlives the run: the
-    signal handlers and the level of the ``distributed`` logger are restored when it ends (the
-    command line ends a stopped run's process itself, :func:`end_stopped_process`)."""
+    ``kmerflow COMMAND: interrupted`` (its workers end with it). Dask's logs are silenced from
+    the signal on (:func:`quiet_dask_logs`). Nothing outlives the run: the signal handlers and
+    the level of the ``distributed`` logger are restored when it ends (the command line ends a
+    stopped run's process itself, :func:`end_stopped_process`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -75,9 +76,7 @@ def stopped_by_signals(command: str) -> Iterator[None]:
         status[0] = EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
         if not stopped.is_set():
             stopped.set()
-            # Connections closed by the teardown are expected now: Dask's log of them (with a
-            # traceback) is noise on the terminal of a stopped run (until the run has unwound).
-            dask_log.setLevel(logging.CRITICAL)
+            quiet.enter_context(quiet_dask_logs())  # until the run has unwound
             threading.Thread(target=watchdog, name="kmerflow-watchdog", daemon=True).start()
         raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
@@ -86,8 +85,7 @@ def stopped_by_signals(command: str) -> Iterator[None]:
             print(f"kmerflow {command}: interrupted", file=sys.stderr, flush=True)
             os._exit(status[0])
 
-    dask_log = logging.getLogger("distributed")
-    level = dask_log.level
+    quiet = contextlib.ExitStack()
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
@@ -95,6 +93,20 @@ def stopped_by_signals(command: str) -> Iterator[None]:
         unwound.set()
         for s, action in previous.items():
             signal.signal(s, action)
+        quiet.close()
+
+
+@contextlib.contextmanager
+def quiet_dask_logs() -> Iterator[None]:
+    """The ``distributed`` loggers silenced (below CRITICAL) for the block, their level
+    restored after it: the teardown of a stopped or failed run closes connections and ends
+    workers, which Dask logs (with a traceback) as noise on the run's terminal."""
+    dask_log = logging.getLogger("distributed")
+    level = dask_log.level
+    dask_log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
         dask_log.setLevel(level)
 
 
@@ -191,11 +203,13 @@ def connect(scheduler: Optional[str] = None, local_cluster: Optional[int] = None
         # removed with the cluster: nothing is left in $TMPDIR.
         with tempfile.TemporaryDirectory(prefix="kmerflow-dask-", ignore_cleanup_errors=True) as scratch, \
                 dask.config.set({"temporary-directory": scratch}), \
+                contextlib.ExitStack() as teardown, \
                 start_local(local_cluster or available_cpus()) as cluster:
             try:
                 with Client(cluster, direct_to_workers=direct_to_workers) as client:
                     yield client
             except BaseException:
+                teardown.enter_context(quiet_dask_logs())  # until the cluster has closed
                 _end_workers(cluster)
                 raise
         return

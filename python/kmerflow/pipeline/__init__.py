@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+from kmerflow.errors import KmerflowWarning
 from kmerflow.pipeline import preflight
 from kmerflow.pipeline.config import ConfigError, PipelineConfig, load_config
 from kmerflow.pipeline.lock import OutdirBusy, OutdirLock, remove_leftovers
@@ -27,6 +28,11 @@ from kmerflow.pipeline.samplesheet import Sample, SampleSheetError, read_samples
 
 __all__ = ["run", "PipelineResult", "ConfigError", "SampleSheetError", "OutdirBusy",
            "FolderError", "PipelineConfig", "load_config", "read_samplesheet"]
+
+# A step's commands run quietly, their warnings too (an empty input: the step reports its 0
+# reads), as does the look at a sample's first record; a warning is attributed to the module
+# that called the command, so this leaves the warnings of the caller's own commands alone.
+warnings.filterwarnings("ignore", category=KmerflowWarning, module=r"kmerflow\.pipeline\.")
 
 #: The run's own files in OUTDIR that a run rewrites (not a run that had nothing to do).
 RUN_REPORT, RUN_JSON = "kmerflow_report.html", "kmerflow_run.json"

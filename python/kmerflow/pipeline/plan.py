@@ -77,8 +77,6 @@ class StepPlan:
     part_keywords: dict[str, str] = field(default_factory=dict)
     #: Output roles that live on scratch (not kept, not checked on a rerun).
     scratch_roles: frozenset[str] = frozenset()
-    #: Leave empty files out of the list arguments (readstats).
-    skip_empty_inputs: bool = False
     #: For a counting step run per chunk (``chunk_source`` is what is counted): its form.
     counted: Counted | None = None
 
@@ -248,7 +246,7 @@ def plan_steps(sample: Sample, dirs: SampleDirs) -> list[StepPlan]:
             files = list(dict.fromkeys(all_reads))
             plan = StepPlan(step, function, {"readstats": dest},
                             {p: _producer(plans, p) for p in files}, {**opts, "output": dest},
-                            positional=[files], skip_empty_inputs=True)
+                            positional=[files])
         plans.append(plan)
         if "reads" in plan.outputs:
             reads, reads_from = plan.outputs["reads"], step

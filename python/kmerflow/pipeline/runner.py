@@ -243,8 +243,7 @@ class Driver:
             positional, options = plan.whole_call()
             self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "step"),
                          tasks.run_step, plan.function, positional, {**options, **self._threads()},
-                         _paths(plan.staged_outputs()), plan.skip_empty_inputs,
-                         completed=completed)
+                         _paths(plan.staged_outputs()), completed=completed)
             return
         if plan.counted is not None:
             sample_run.tables, sample_run.outstanding = [], n
@@ -301,8 +300,7 @@ class Driver:
             parts = {role: [sample_run.parts[i][kw] for i in sorted(sample_run.parts)]
                      for role, kw in plan.part_keywords.items()}
             self._submit(sample_run, TaskInfo(sample_run.sample.name, plan.name, "join"),
-                         tasks.join_parts, parts, _paths(plan.staged_outputs()),
-                         completed=completed)
+                         tasks.join_parts, parts, _paths(plan.staged_outputs()), completed=completed)
             return
         self._complete_step(sample_run, result)
         sample_run.step_index += 1

@@ -100,15 +100,11 @@ def _on_own_cluster(options: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def run_step(function: str, positional: list[Any], options: dict[str, Any],
-             outputs: dict[str, str], skip_empty_inputs: bool = False) -> dict[str, Any]:
+             outputs: dict[str, str]) -> dict[str, Any]:
     """Run one command over whole files; returns the records of ``outputs`` (role → path) and
-    the command's summary. ``skip_empty_inputs`` leaves empty files out of list arguments
-    (readstats refuses an empty file)."""
+    the command's summary."""
     options = {k: v for k, v in options.items()
                if not (k in OPTIONAL_FILES and os.path.getsize(v) == 0)}
-    if skip_empty_inputs:
-        positional = [[p for p in arg if os.path.getsize(p) > 0] if isinstance(arg, list)
-                      else arg for arg in positional]
     with _on_own_cluster(options) as options:
         summary = call_command(function, *positional, **options)
     return {"outputs": {role: file_record(p) for role, p in outputs.items()},

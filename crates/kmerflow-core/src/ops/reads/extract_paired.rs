@@ -71,7 +71,9 @@ pub fn extract_paired_reads(opts: &ExtractPairedOptions, ctx: &RunContext) -> Re
         }
         write_to(&mut single, &r.orphans)
     })?;
-    if pairs == 0 {
+    if pairs == 0 && singles > 0 {
+        // Reads, none of them paired: the names are not mates'. An empty input is no such
+        // sign (empty outputs, as from any command on an empty file).
         return Err(Error::invalid(format!(
             "{input}: no paired reads!? check file formats... (pairs are found by their read names)"
         )));
