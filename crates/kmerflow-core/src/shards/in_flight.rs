@@ -4,48 +4,12 @@
 //! The next batch is sent before the one answered is decided, so that its round trip overlaps
 //! the decisions: at most two batches wait. The answers of the second then lack the remote
 //! updates of the batch decided meanwhile (they reach the shards with a later message), which
-//! are added to its values (by counter: [`LastDeltas`], or through the batch's own map from
-//! counters to their first positions). The updates were computed from the exact values, so each
+//! are added to its values through the batch's own map from counters to their first positions
+//! (one look-up per update). The updates were computed from the exact values, so each
 //! sum is at most the counters' maximum: the corrected values are those the read-by-read run
 //! reads.
 
-use crate::table::batch::SeenCounters;
 use std::collections::VecDeque;
-
-/// The remote deltas of the batch decided last, by counter.
-pub struct LastDeltas(SeenCounters);
-
-impl Default for LastDeltas {
-    fn default() -> Self {
-        let mut last = SeenCounters::default();
-        last.start(0);
-        LastDeltas(last)
-    }
-}
-
-impl LastDeltas {
-    /// Keeps `remote`, the (counter, delta) updates for the remote shards of the batch just
-    /// decided (distinct counters), in place of the previous batch's.
-    pub fn set(&mut self, remote: impl Iterator<Item = (u64, u8)> + Clone) {
-        self.0.start(remote.clone().count());
-        remote.for_each(|(c, d)| {
-            self.0.first(c, u32::from(d));
-        });
-    }
-
-    /// The delta of `counter` (0 when it has none).
-    #[inline(always)]
-    pub fn get(&self, counter: u64) -> u8 {
-        // A delta is at most a counter's maximum, 255.
-        self.0.get(counter).map_or(0, |d| d as u8)
-    }
-
-    /// Prefetches where `counter`'s delta is looked for.
-    #[inline(always)]
-    pub fn prefetch(&self, counter: u64) {
-        self.0.prefetch(counter);
-    }
-}
 
 /// The batches sent and not decided (at most two), oldest first, each with whether it was sent
 /// before the one ahead of it was decided.

@@ -17,7 +17,7 @@
 //! that of the one-process table with the same sizes.
 
 use super::drive::Shards;
-use super::in_flight::{InFlight, LastDeltas};
+use super::in_flight::InFlight;
 use super::khmer::{first_positions, Sections, Updates, PREFETCH_AHEAD};
 use super::{ShardKernel, ShardLayout, ShardRouting};
 use crate::io::{write_record, BundleBatch, Record};
@@ -208,6 +208,10 @@ pub struct Routed<R> {
     counters: Vec<u64>,
     owners: Vec<u32>,
     slots: Vec<u32>,
+    /// Normalizing: the remote counters' first positions (their slots), kept with the batch
+    /// so that the updates of the batch decided while it waits find their slots
+    /// ([`Routed::add_deltas`]).
+    seen: SeenCounters,
     sections: Sections,
     part_lens: Vec<usize>,
     /// Keys of the batch (positions, or k-mers when routed by k-mer).
@@ -228,6 +232,7 @@ impl<R> Default for Routed<R> {
             counters: Vec::new(),
             owners: Vec::new(),
             slots: Vec::new(),
+            seen: SeenCounters::default(),
             sections: Sections::default(),
             part_lens: Vec::new(),
             keys: 0,
@@ -245,7 +250,7 @@ impl<R: ShardRouting> Routed<R> {
     /// `hashes` routed to the shards for look-ups (see [`Routed::route`]).
     fn new(map: &R, hashes: &[u64], remote: &[bool]) -> Result<Self> {
         let mut routed = Routed::default();
-        routed.route(map, hashes, remote, Purpose::LookUp, None)?;
+        routed.route(map, hashes, remote, Purpose::LookUp)?;
         Ok(routed)
     }
 
@@ -260,20 +265,13 @@ impl<R: ShardRouting> Routed<R> {
 
     /// Routes `hashes` to the shards in place of the batch held, `remote[s]` when shard `s` is
     /// remote, for `purpose`. Normalizing (which reads the local shards in place read by read),
-    /// the remote positions get their slots in `seen` and the local shards no part; otherwise
+    /// the remote positions get their slots (kept in `seen`) and the local shards no part; otherwise
     /// each local shard's keys are split off for [`Routed::local`] and
     /// [`ShardLayout::count_here`] (and, counting, a layout routing by k-mer computes no
     /// counters: counting adds k-mers). A batch counted straight is not routed:
     /// [`Routed::count_here`] counts it from its hashes.
-    fn route(
-        &mut self,
-        map: &R,
-        hashes: &[u64],
-        remote: &[bool],
-        purpose: Purpose,
-        seen: Option<&mut SeenCounters>,
-    ) -> Result<()> {
-        let seen = seen.filter(|_| purpose == Purpose::Normalize);
+    fn route(&mut self, map: &R, hashes: &[u64], remote: &[bool], purpose: Purpose) -> Result<()> {
+        let normalize = purpose == Purpose::Normalize;
         self.straight = purpose == Purpose::CountStraight;
         if self.straight {
             // Every position's value before its add, from which the layout records the batch.
@@ -291,18 +289,18 @@ impl<R: ShardRouting> Routed<R> {
         let keys = if R::BY_KMER { hashes } else { &self.counters };
         self.remote_shards.clear();
         self.remote_shards.extend((0..remote.len()).filter(|&s| remote[s]));
-        let local_shards = (0..remote.len()).filter(|&s| !remote[s] && seen.is_none());
+        let local_shards = (0..remote.len()).filter(|&s| !remote[s] && !normalize);
         let wanted: Vec<usize> = self.remote_shards.iter().copied().chain(local_shards).collect();
         self.sections.split(keys, &self.owners[..self.keys], map.shards(), &wanted);
         self.part_lens.clear();
         self.part_lens.extend(self.sections.parts.iter().map(Vec::len));
         self.remote_len = self.remote_shards.iter().map(|&s| self.part_lens[s]).sum();
         self.slots.clear();
-        if let Some(seen) = seen {
-            let mut slots = std::mem::take(&mut self.slots);
+        if normalize {
+            let (mut slots, mut seen) = (std::mem::take(&mut self.slots), std::mem::take(&mut self.seen));
             slots.resize(self.counters.len(), 0);
-            first_positions(seen, &self.counters, self.remote_positions(), &mut slots);
-            self.slots = slots;
+            first_positions(&mut seen, &self.counters, self.remote_positions(), &mut slots);
+            (self.slots, self.seen) = (slots, seen);
         }
         self.values.clear();
         self.values.resize(self.counters.len(), 0);
@@ -404,16 +402,19 @@ impl<R: ShardRouting> Routed<R> {
         &self.values
     }
 
-    /// Sets each remote counter's value (at its slot, before the answers are added) to its
-    /// delta in `last`, the remote updates of the batch decided after this one was looked up.
-    fn add_deltas(&mut self, last: &LastDeltas) {
-        let positions: Vec<usize> = self.remote_positions().collect();
-        for (j, &q) in positions.iter().enumerate() {
-            if let Some(&ahead) = positions.get(j + PREFETCH_AHEAD) {
-                last.prefetch(self.counters[ahead]);
-            }
-            if self.slots[q] as usize == q {
-                self.values[q] = last.get(self.counters[q]);
+    /// Sets the value of each remote counter of this batch that `updates` holds (at its slot,
+    /// before the answers are added) to its delta there: `updates` are the remote updates of
+    /// the batch decided after this one was looked up, (counters, deltas) shard after shard,
+    /// each counter once. One look-up in the batch's own [`Routed::seen`] per update.
+    fn add_deltas<'u>(&mut self, updates: impl Iterator<Item = (&'u [u64], &'u [u8])>) {
+        for (counters, deltas) in updates {
+            for (j, (&c, &d)) in counters.iter().zip(deltas).enumerate() {
+                if let Some(&ahead) = counters.get(j + UPDATES_AHEAD) {
+                    self.seen.prefetch(ahead);
+                }
+                if let Some(slot) = self.seen.get(c) {
+                    self.values[slot as usize] = d;
+                }
             }
         }
     }
@@ -545,14 +546,13 @@ impl<R: ShardRouting> RoutedBatches<R> {
         let (send, receive) = crossbeam_channel::bounded(0);
         let (spares, spare) = crossbeam_channel::bounded(1);
         let (map, mask) = (map.clone(), remote.clone());
-        let mut seen = (purpose == Purpose::Normalize).then(SeenCounters::default);
         std::thread::Builder::new()
             .name("kmerflow-shard-read".into())
             .spawn(move || loop {
                 let next = batches.next_batch().and_then(|batch| match batch {
                     Some(batch) => {
                         let mut routed: Routed<R> = spare.try_recv().unwrap_or_default();
-                        routed.route(&map, &batch.hashes, &mask, purpose, seen.as_mut()).map(|()| Some((batch, routed)))
+                        routed.route(&map, &batch.hashes, &mask, purpose).map(|()| Some((batch, routed)))
                     }
                     None => Ok(None),
                 });
@@ -703,8 +703,6 @@ pub struct ShardedNormalize<C: ShardLayout> {
     batches: RoutedBatches<C::Routing>,
     waiting: InFlight<(HashedBundles, Routed<C::Routing>)>,
     unsent: Vec<Updates>,
-    /// The remote deltas of the batch decided last.
-    last: LastDeltas,
 }
 
 impl<C: ShardLayout> ShardedNormalize<C> {
@@ -713,7 +711,7 @@ impl<C: ShardLayout> ShardedNormalize<C> {
     pub fn new(batches: BundleBatches, client: &C, remote: Vec<bool>) -> Result<Self> {
         let unsent = vec![Updates::default(); remote.len()];
         let batches = RoutedBatches::new(batches, client.routing(), remote, Purpose::Normalize)?;
-        Ok(ShardedNormalize { batches, waiting: InFlight::default(), unsent, last: LastDeltas::default() })
+        Ok(ShardedNormalize { batches, waiting: InFlight::default(), unsent })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
@@ -754,13 +752,10 @@ impl<C: ShardLayout> ShardedNormalize<C> {
         client.record_outcome(&outcome);
         let before: Vec<usize> = self.unsent.iter().map(|u| u.counters.len()).collect();
         positions.remote_updates(&mut self.unsent);
-        let added =
-            self.unsent.iter().zip(&before).flat_map(|(u, &from)| u.counters[from..].iter().zip(&u.deltas[from..]));
         // The batch sent before this one was decided (its answers lack these updates) gets
         // them now, while its round trip is still under way.
-        self.last.set(added.map(|(&c, &d)| (c, d)));
         if let Some((_, next)) = self.waiting.overtaken() {
-            next.add_deltas(&self.last);
+            next.add_deltas(self.unsent.iter().zip(&before).map(|(u, &from)| (&u.counters[from..], &u.deltas[from..])));
         }
         self.batches.recycle(routed);
         Ok(batch)
@@ -774,6 +769,10 @@ impl<C: ShardLayout> ShardedNormalize<C> {
         std::mem::replace(&mut self.unsent, vec![Updates::default(); shards])
     }
 }
+
+/// How many updates ahead [`Routed::add_deltas`] prefetches their entries: its loop is short
+/// and the batch's map large, so a look-up needs many others to overlap with.
+const UPDATES_AHEAD: usize = 64;
 
 /// How many positions ahead of the cells prefetched the routing's own arrays are (a few cache
 /// lines of counters).
