@@ -84,9 +84,12 @@ def workers_cpu() -> float:
 def run(python: str, argv: list) -> Run:
     """Runs ``kmerflow ARGV`` with ``python`` and measures it (its own CPU and peak RSS through
     ``wait4``, so that nothing else's is counted)."""
+    # A LocalCluster's nannies set MALLOC_TRIM_THRESHOLD_ in this process's environment; a command
+    # started from a shell has glibc's adaptive thresholds, so the measured one must too.
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
     before, start = workers_cpu(), time.perf_counter()
     process = subprocess.Popen([python, "-m", "kmerflow", *map(str, argv)], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
+                               stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
