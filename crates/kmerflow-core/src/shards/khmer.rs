@@ -135,37 +135,43 @@ impl ShardMap {
 
     /// Adds every position of `hashes` (probe-major, as [`ShardMap::counters`] numbers them)
     /// whose shard is in `group` (shard `s` as `group[s]`) straight from the hashes, in order,
-    /// setting `values` at the position to its counter's value before the add; each table's
-    /// counters are computed once, the cell `PREFETCH_AHEAD` positions later prefetched.
+    /// setting `values` at the position to its counter's value before the add. Each table is
+    /// cut once per batch into its parts in the shards ([`TablePart`]); per hash the bin is
+    /// computed once, its part chosen by comparisons alone and its cell `PREFETCH_AHEAD`
+    /// positions later prefetched, as the one-process table counts.
     fn add_straight(&self, group: &mut [Option<&mut Shard>], hashes: &[u64], values: &[AtomicU8]) {
         let n = hashes.len();
         for (t, modulus) in self.moduli.iter().enumerate() {
-            let (offset, (first, inside)) = (self.offsets[t], self.table_shards(t));
-            if group[first..=first + inside.len()].iter().all(Option::is_none) {
+            let (offset, end) = (self.offsets[t], self.offsets[t + 1]);
+            let (first, inside) = self.table_shards(t);
+            let last = first + inside.len();
+            if group[first..=last].iter().all(Option::is_none) {
                 continue;
             }
-            let at = |h: u64| {
-                let c = offset + modulus.rem(h);
-                (c, first + inside.iter().filter(|&&b| c >= b).count())
-            };
-            let mut ring = [(0u64, 0usize); PREFETCH_AHEAD];
-            let fetch = |group: &[Option<&mut Shard>], (c, s): (u64, usize)| {
-                if let Some(shard) = &group[s] {
-                    shard.prefetch(c);
-                }
-            };
+            let mut parts: Vec<TablePart> = (first..=last)
+                .zip(group[first..=last].iter_mut())
+                .map(|(s, shard)| {
+                    let (lo, hi) = (self.bounds[s].max(offset), self.bounds[s + 1].min(end));
+                    TablePart::new(lo - offset, shard.as_deref_mut().map(|shard| (shard, lo..hi)))
+                })
+                .collect();
+            let firsts: Vec<u64> = parts[1..].iter().map(|p| p.first_bin).collect();
+            let part_of = |bin: u64| firsts.iter().map(|&f| usize::from(bin >= f)).sum::<usize>();
+            let out = &values[t * n..(t + 1) * n];
+            let mut ring = [0u64; PREFETCH_AHEAD];
             for (slot, &h) in ring.iter_mut().zip(hashes) {
-                *slot = at(h);
-                fetch(group, *slot);
+                *slot = modulus.rem(h);
+                parts[part_of(*slot)].prefetch(*slot);
             }
-            for o in 0..n {
-                let (c, s) = ring[o % PREFETCH_AHEAD];
+            for (o, value) in out.iter().enumerate() {
+                let bin = ring[o % PREFETCH_AHEAD];
                 if let Some(&ahead) = hashes.get(o + PREFETCH_AHEAD) {
-                    ring[o % PREFETCH_AHEAD] = at(ahead);
-                    fetch(group, ring[o % PREFETCH_AHEAD]);
+                    let next = modulus.rem(ahead);
+                    parts[part_of(next)].prefetch(next);
+                    ring[o % PREFETCH_AHEAD] = next;
                 }
-                if let Some(shard) = group[s].as_deref_mut() {
-                    values[t * n + o].store(shard.add_one(c), Relaxed);
+                if let Some(previous) = parts[part_of(bin)].add_one(bin) {
+                    value.store(previous, Relaxed);
                 }
             }
         }
@@ -281,8 +287,48 @@ impl Sections {
     }
 }
 
-/// How many counters ahead of its use a shard's cell is prefetched.
-pub const PREFETCH_AHEAD: usize = 16;
+/// The bins of one table that one shard holds, from `first_bin` on: their cells in the shard
+/// when the shard is at hand, else none (adds to them are left to the shard's owner).
+struct TablePart<'a> {
+    first_bin: u64,
+    max: u8,
+    cells: &'a mut [u8],
+}
+
+impl<'a> TablePart<'a> {
+    /// The part from `first_bin`: the cells of `counters` of `shard`, or none without a shard.
+    fn new(first_bin: u64, shard: Option<(&'a mut Shard, std::ops::Range<u64>)>) -> Self {
+        match shard {
+            Some((shard, counters)) => {
+                let (from, to) = (shard.index(counters.start), shard.index(counters.end));
+                TablePart { first_bin, max: shard.max, cells: &mut shard.cells[from..to] }
+            }
+            None => TablePart { first_bin, max: 0, cells: &mut [] },
+        }
+    }
+
+    /// Prefetches the cell of `bin` (of this part), if held.
+    #[inline(always)]
+    fn prefetch(&self, bin: u64) {
+        if let Some(cell) = self.cells.get((bin - self.first_bin) as usize) {
+            prefetch(cell);
+        }
+    }
+
+    /// Adds one to the cell of `bin` (of this part; saturating) and returns its value before,
+    /// or none when the part is not held.
+    #[inline(always)]
+    fn add_one(&mut self, bin: u64) -> Option<u8> {
+        let cell = self.cells.get_mut((bin - self.first_bin) as usize)?;
+        let previous = *cell;
+        *cell = previous + u8::from(previous < self.max);
+        Some(previous)
+    }
+}
+
+/// How many counters ahead of its use a shard's cell is prefetched: as far as the one-process
+/// table's bins are (a shorter distance left the straight count waiting on its cells).
+pub const PREFETCH_AHEAD: usize = crate::table::PREFETCH_AHEAD;
 
 /// One shard: counters `start..start + len` of a table's counter space, one byte each.
 pub struct Shard {

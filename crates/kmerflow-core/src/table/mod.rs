@@ -35,7 +35,7 @@ pub const MAX_MURMUR_K: usize = 255;
 /// Largest bigcount value (khmer's `MAX_BIGCOUNT`, the u16 maximum the map saturates at).
 pub const MAX_BIGCOUNT: u16 = 65535;
 /// k-mers whose bins are prefetched ahead of the one being visited.
-const PREFETCH_AHEAD: usize = 32;
+pub(crate) const PREFETCH_AHEAD: usize = 32;
 
 /// The k-mer hash family of a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
