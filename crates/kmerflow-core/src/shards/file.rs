@@ -9,6 +9,11 @@ use crate::{Error, Result};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 
+/// The most bytes [`write_pieces`] hands to one write: a shard's counters written 50 MB at a
+/// time from its huge pages cost the kernel about ten times the copying of 1 MiB writes (as
+/// the one-process save makes).
+const WRITE_CHUNK: usize = 1 << 20;
+
 /// The total length of `pieces`.
 fn length(pieces: &[(u64, u64)]) -> u64 {
     pieces.iter().map(|&(_, len)| len).sum()
@@ -28,7 +33,9 @@ pub fn write_pieces(path: &str, pieces: &[(u64, u64)], cells: &[u8]) -> Result<(
     let mut rest = cells;
     for &(offset, len) in pieces {
         let (piece, after) = rest.split_at(len as usize);
-        file.write_all_at(piece, offset).map_err(|e| Error::io(path, e))?;
+        for (at, chunk) in (offset..).step_by(WRITE_CHUNK).zip(piece.chunks(WRITE_CHUNK)) {
+            file.write_all_at(chunk, at).map_err(|e| Error::io(path, e))?;
+        }
         rest = after;
     }
     Ok(())
@@ -110,5 +117,20 @@ mod tests {
         assert_eq!(&std::fs::read(&path).unwrap()[15..18], b"xyz");
         assert!(write_pieces(&path, &pieces, b"abc").unwrap_err().to_string().contains("3 bytes"));
         assert!(read_pieces(&path, &[(18, 4)]).unwrap_err().to_string().contains("truncated"));
+    }
+
+    #[test]
+    fn pieces_longer_than_a_write_land_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t").to_string_lossy().into_owned();
+        let (first, second) = (WRITE_CHUNK * 2 + 3, WRITE_CHUNK + 1);
+        std::fs::write(&path, vec![0u8; 7 + first + 5 + second]).unwrap();
+        let pieces = [(7, first as u64), ((7 + first + 5) as u64, second as u64)];
+        let cells: Vec<u8> = (0..first + second).map(|i| (i % 251) as u8 + 1).collect();
+        write_pieces(&path, &pieces, &cells).unwrap();
+        let file = std::fs::read(&path).unwrap();
+        assert_eq!(&file[7..7 + first], &cells[..first]);
+        assert_eq!(&file[7 + first..7 + first + 5], &[0; 5]);
+        assert_eq!(&file[7 + first + 5..], &cells[first..]);
     }
 }
