@@ -14,7 +14,7 @@ import pytest
 import kmerflow as kf
 from kmerflow import _core
 from kmerflow.distributed import cli
-from kmerflow.distributed.plan import Cluster, FpCheck, Message, Plan, Run, Table, parse
+from kmerflow.distributed.plan import Cluster, Message, Plan, Run, Table, parse
 
 SIZES = [1009, 1013]
 
@@ -60,11 +60,10 @@ def test_every_key_sent_is_declared_and_every_required_one_sent(plans):
         assert _keys(Plan) >= sent >= Plan.__required_keys__, name
         assert _keys(Table) >= set(plan["table"]) >= Table.__required_keys__, name
         assert set(plan["cluster"]) == _keys(Cluster), name
-        assert plan["table"]["fp_check"] is None or set(plan["table"]["fp_check"]) == _keys(FpCheck), name
         assert all(set(m) == _keys(Message) for m in plan["messages"]), name
     assert plans["normalize-by-median -l"]["table"]["loadgraph"].endswith("saved.ct")
     assert plans["load-into-counting blocked"]["table"]["layout"] == "blocked"
-    assert plans["normalize-by-median"]["unpaired"]
+    assert plans["normalize-by-median -l"]["save"].endswith("again.ct")
     # normalize's run makes its tables (one a pass): the plan gives no shape.
     assert set(plans["normalize"]["table"]) == Table.__required_keys__
 
@@ -109,14 +108,13 @@ def test_the_front_end_reads_only_declared_keys():
     # The names cli.py gives the plan and its parts, and the types they are read through.
     declared = {
         "plan": _keys(Run), "plan.table": _keys(Table), "table": _keys(Table),
-        "plan.cluster": _keys(Cluster), "cluster": _keys(Cluster), "check": _keys(FpCheck),
-        "m": _keys(Message),
+        "plan.cluster": _keys(Cluster), "cluster": _keys(Cluster), "m": _keys(Message),
     }
     assert set(reads) <= set(declared) | NOT_THE_PLAN
     for name, keys in reads.items():
         assert name in NOT_THE_PLAN or keys <= declared[name], (name, keys - declared.get(name, set()))
     # The check sees the reads (it cannot pass for want of finding them).
-    assert {"output", "savegraph", "argv"} <= reads["plan"] and {"sizes", "loadgraph"} <= reads["table"]
+    assert {"save", "argv"} <= reads["plan"] and {"sizes", "loadgraph"} <= reads["table"]
 
 
 def test_an_undeclared_key_is_caught():

@@ -14,7 +14,6 @@
 //! This executable alone cannot run them: [`refusal`] is its usage error.
 
 use crate::commands::counting_args::CountingArgs;
-use crate::commands::filter_abund::FilterArgs;
 use crate::commands::shard_args::ShardArgs;
 use crate::commands::Command;
 use crate::commands::{load_into_counting, normalize, normalize_by_median};
@@ -148,10 +147,12 @@ fn refused_flag(command: &str, flag: &str, why: &str) -> CliError {
 }
 
 /// The run of a sharded command line, as [`plan`] hands it to the Python package (serialized as
-/// JSON, read by `kmerflow.distributed.plan`): everything the run needs that the command line
-/// and the table's sizing decide.
+/// JSON, read by `kmerflow.distributed.plan`): what the Python side needs to place the table
+/// and carry the run; the native parts of the run read the rest from the command line.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Plan {
+    /// The command's name.
+    pub command: &'static str,
     /// The cluster to run on and how the table is split over it (`--scheduler`,
     /// `--local-cluster`, `--shards`, `--local-shards`, `--batch-kmers`).
     pub cluster: ShardArgs,
@@ -159,16 +160,12 @@ pub struct Plan {
     pub table: Table,
     /// Whether counts go past 255 (khmer's bigcount); false where the command stops them there.
     pub bigcount: bool,
-    /// The sequence files the command reads, in order (`filter-abund`: the saved table first;
-    /// `trim-low-abund`: the mates after the inputs; `normalize-by-median`: without `-u`'s).
-    pub inputs: Vec<String>,
+    /// Where the table is saved shard by shard once the native run is done ([`saved_table`]).
+    pub save: Option<String>,
     /// The sizing's notes and warnings and the command's opening lines, to print before the run.
     pub messages: Vec<Message>,
     /// The run report's `table_sizing` (`-M auto`, `-U`), handed back to [`finish`].
     pub table_sizing: Option<Value>,
-    /// The command and its own arguments.
-    #[serde(flatten)]
-    pub command: CommandPlan,
 }
 
 /// The table of a sharded run.
@@ -178,11 +175,6 @@ pub struct Table {
     pub layout: Layout,
     /// The k-mer size (a loaded table's is its file's).
     pub ksize: usize,
-    /// `-f`: a false-positive rate above the ceiling is a warning rather than an error.
-    pub force: bool,
-    /// The false-positive check made once the table is counted; `None` where the sharded run
-    /// makes none.
-    pub fp_check: Option<FpCheck>,
     /// How the table is made.
     #[serde(flatten)]
     pub shape: Shape,
@@ -216,71 +208,46 @@ pub enum Shape {
     PerPass {},
 }
 
-/// The false-positive check a command makes of its counted table, as the one-process command
-/// makes it.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct FpCheck {
-    /// The ceiling: a higher estimated rate is an error (a warning with `-f`).
-    pub max: f64,
-    /// The `--fp-rate` of the `-M` the error suggests.
-    pub target: f64,
-}
-
-/// The command of a sharded run (`command`, its name) and the arguments of its own that the
-/// Python package reads; the native parts of a run read the rest from the command line.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(tag = "command", rename_all = "kebab-case")]
-pub enum CommandPlan {
-    /// Counts the inputs into the shards and saves the table.
-    LoadIntoCounting {
-        /// The saved table's path.
-        output: String,
-    },
-    /// Normalizes the inputs on the shards (the native run reads its own arguments).
-    NormalizeByMedian {
-        /// `-u`: a file of single reads read after the inputs.
-        unpaired: Option<String>,
-        /// `-s`: where the table is saved (shard by shard).
-        savegraph: Option<String>,
-    },
-    /// Counts the input on the shards, then runs the native histogram looking up there.
-    AbundanceDistSingle {
-        /// `-s`: where the table is saved (shard by shard).
-        savegraph: Option<String>,
-    },
-    /// Counts the input on the shards, then runs the native filtering looking up there.
-    FilterAbundSingle {
-        /// `-s`: where the table is saved (shard by shard).
-        savegraph: Option<String>,
-    },
-    /// The native trim-low-abund, its first pass deciding on the shards.
-    TrimLowAbund {
-        /// `-s`: where the table is saved (shard by shard).
-        savegraph: Option<String>,
-    },
-    /// The native filter-abund looking up on the saved table loaded into the shards.
-    FilterAbund,
-    /// The native `normalize`, each pass's table (of its layout) made on the shards when the
-    /// run asks for it, the first saved shard by shard with `--save-table`.
-    Normalize,
-}
-
 /// The data error (exit 1) of `command` for `e`.
 fn data_error(command: &str, e: kmerflow_core::Error) -> CliError {
     CliError { code: EXIT_DATA, message: format!("kmerflow {command}: error: {e}"), file: None }
 }
 
-/// The false-positive check that `command` makes of its table once it is counted, as the
-/// one-process command makes it; `None` where the sharded run makes none (trim-low-abund's
-/// native run checks its own).
-fn fp_check(command: &str, params: &TableParams) -> Option<FpCheck> {
-    let max = match command {
-        "load-into-counting" => count::MAX_FP_RATE,
-        "normalize-by-median" => diginorm::MAX_FP_RATE,
-        "filter-abund-single" => filter_abund::MAX_FP_RATE,
-        _ => return None,
-    };
-    Some(FpCheck { max, target: sizing::target_rate(params) })
+/// A context of `run` without metrics, console or sizing, for the one-process code that
+/// speaks through one.
+fn bare_ctx(run: &RunContext) -> Ctx {
+    Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None }
+}
+
+/// The sequence files the sharded run of `command` reads, in order: those `-M auto` sizes the
+/// table for and the run report records (`filter-abund`: the saved table first;
+/// `trim-low-abund`: the mates after the inputs; `normalize-by-median`: `-u`'s last).
+fn inputs(command: &Command) -> Vec<String> {
+    match command {
+        Command::LoadIntoCounting(a) => a.inputs.clone(),
+        Command::NormalizeByMedian(a) => a.inputs.iter().chain(&a.unpaired).cloned().collect(),
+        Command::AbundanceDistSingle(a) => vec![a.seqs.clone()],
+        Command::FilterAbundSingle(a) => vec![a.input.clone()],
+        Command::FilterAbund(a) => std::iter::once(&a.graph).chain(&a.inputs).cloned().collect(),
+        Command::TrimLowAbund(a) => a.inputs.iter().chain(&a.mates.mate).cloned().collect(),
+        Command::Normalize(a) => a.inputs.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Where the sharded run of `command` saves its table shard by shard once its native run is
+/// done (load-into-counting's output, `-s`), and the line the one-process command says before
+/// that save where the native run does not say it (said by [`run_command`] as it ends).
+fn saved_table(command: &Command) -> (Option<&String>, Option<&'static str>) {
+    const SAVING: &str = "Saving k-mer countgraph filename";
+    match command {
+        Command::LoadIntoCounting(a) => (Some(&a.output), None),
+        Command::NormalizeByMedian(a) => (a.savegraph.as_ref(), None),
+        Command::AbundanceDistSingle(a) => (a.savegraph.as_ref(), Some(SAVING)),
+        Command::FilterAbundSingle(a) => (a.savegraph.as_ref(), Some(SAVING)),
+        Command::TrimLowAbund(a) => (a.savegraph.as_ref(), Some("Saving k-mer countgraph to")),
+        _ => (None, None),
+    }
 }
 
 /// The table of a sharded run, sized as the native command sizes it (`-x`, `-M`, `-M auto` and
@@ -301,25 +268,24 @@ fn table(
     let params = counting.resolved_params(force, inputs, false, ctx).map_err(data)?;
     if blocked {
         let shape = sizing::blocked_countgraph_params(&params, 1.0, &ctx.run).map_err(data)?;
+        let (memory_bytes, bits, probes) = (shape.data_bytes(), shape.width.bits(), shape.probes);
         return Ok(Table {
             layout: Layout::Blocked,
             ksize: shape.k,
-            force,
-            fp_check: fp_check(command, &params),
-            shape: Shape::Blocked { memory_bytes: shape.data_bytes(), bits: shape.width.bits(), probes: shape.probes },
+            shape: Shape::Blocked { memory_bytes, bits, probes },
         });
     }
     // abundance-dist-single's -M holds its tracking filter too, as in one process.
     let multiplier = if command == "abundance-dist-single" { abundance_dist::SINGLE_MULTIPLIER } else { 1.0 };
     let sizes = sizing::countgraph_sizes(&params, multiplier, &ctx.run).map_err(data)?;
-    let fp_check = fp_check(command, &params);
-    Ok(Table { layout: Layout::Khmer, ksize: params.ksize, force, fp_check, shape: Shape::Khmer { sizes } })
+    Ok(Table { layout: Layout::Khmer, ksize: params.ksize, shape: Shape::Khmer { sizes } })
 }
 
 /// The table of a sharded run that loads the saved table `path` (`-l`): its layout is read
 /// from the file (`blocked` for kmerflow's format, else `khmer`, whose file must hold 8-bit
 /// counters, uncompressed), and so is its k-mer size, which wins over `-k` with the one-process
-/// command's warning; `loading` is the one-process command's message. `khmer_only`: a kmerflow-format file is refused (the command loads khmer's).
+/// command's warning; `loading` is the one-process command's message. `khmer_only`: a
+/// kmerflow-format file is refused (the command loads khmer's).
 fn loaded_table(
     command: &str,
     path: &str,
@@ -342,26 +308,18 @@ fn loaded_table(
     };
     ctx.run.info(format!("{loading} {path}"));
     read_filter::loadgraph_params(&params, path, k, &ctx.run);
-    Ok(Table {
-        layout: if blocked { Layout::Blocked } else { Layout::Khmer },
-        ksize: k,
-        force,
-        fp_check: fp_check(command, &params),
-        shape: Shape::Saved { loadgraph: path.to_string() },
-    })
+    let layout = if blocked { Layout::Blocked } else { Layout::Khmer };
+    Ok(Table { layout, ksize: k, shape: Shape::Saved { loadgraph: path.to_string() } })
 }
 
-/// The table of a sharded `filter-abund`: the countgraph saved at `path`, loaded into the shards
-/// (no false-positive check: the native run makes its own). As the one-process command says
-/// `loading countgraph:` and `K:`; a file the shards cannot read (compressed, 4-bit counters, a
-/// nodegraph) is refused with one line naming it.
-fn saved_countgraph(command: &str, path: &str, filter: &FilterArgs, run: &RunContext) -> Result<Table, CliError> {
-    let data = |e| data_error(command, e);
+/// The table of a sharded `filter-abund`: the countgraph saved at `path`, loaded into the shards.
+/// As the one-process command says `loading countgraph:` and `K:`; a file the shards cannot read
+/// (compressed, 4-bit counters, a nodegraph) is refused with one line naming it.
+fn saved_countgraph(command: &str, path: &str, run: &RunContext) -> Result<Table, CliError> {
     run.info(format!("loading countgraph: {path}"));
-    let k = ByteFrame::read(path).map_err(data)?.k;
+    let k = ByteFrame::read(path).map_err(|e| data_error(command, e))?.k;
     run.info(format!("K: {k}"));
-    let shape = Shape::Saved { loadgraph: path.to_string() };
-    Ok(Table { layout: Layout::Khmer, ksize: k, force: filter.force, fp_check: None, shape })
+    Ok(Table { layout: Layout::Khmer, ksize: k, shape: Shape::Saved { loadgraph: path.to_string() } })
 }
 
 /// Refuses, before the cluster starts and before anything is read, an output or side output of
@@ -409,84 +367,61 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
         return Err(usage_error(name, ErrorKind::MissingRequiredArgument, message));
     }
     check(&command, &argv)?;
-    let settings = command.settings();
-    let cluster = sharding.clone();
     let run = RunContext::new();
-    crate::declare_run_files(name, &settings, &run);
+    crate::declare_run_files(name, &command.settings(), &run);
     refuse_overwrites(&command, &run).map_err(|e| data_error(name, e))?;
-    let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
-    let (table, bigcount, inputs, command_plan) = match &command {
+    let mut ctx = bare_ctx(&run);
+    let inputs = inputs(&command);
+    let (table, bigcount) = match &command {
         Command::LoadIntoCounting(a) => {
             if a.layout.layout == Layout::Blocked {
                 count::check_blocked_output(&a.output).map_err(|e| data_error(name, e))?;
             }
-            let table = table(name, &a.counting, Some(a.layout.layout), a.run.force, &a.inputs, &mut ctx)?;
-            (table, !a.no_bigcount, a.inputs.clone(), CommandPlan::LoadIntoCounting { output: a.output.clone() })
+            (table(name, &a.counting, Some(a.layout.layout), a.run.force, &inputs, &mut ctx)?, !a.no_bigcount)
         }
-        Command::NormalizeByMedian(a) => {
-            let all: Vec<String> = a.inputs.iter().chain(&a.unpaired).cloned().collect();
-            let table = match &a.loadgraph {
-                Some(path) => {
-                    loaded_table(name, path, &a.counting, a.force, ("loading k-mer countgraph from", false), &mut ctx)?
-                }
-                None => {
-                    ctx.run.info("making countgraph");
-                    table(name, &a.counting, Some(a.layout.layout), a.force, &all, &mut ctx)?
-                }
-            };
-            let normalize =
-                CommandPlan::NormalizeByMedian { unpaired: a.unpaired.clone(), savegraph: a.savegraph.clone() };
-            (table, false, a.inputs.clone(), normalize)
-        }
+        Command::NormalizeByMedian(a) => match &a.loadgraph {
+            Some(path) => {
+                let loading = ("loading k-mer countgraph from", false);
+                (loaded_table(name, path, &a.counting, a.force, loading, &mut ctx)?, false)
+            }
+            None => {
+                ctx.info("making countgraph");
+                (table(name, &a.counting, Some(a.layout.layout), a.force, &inputs, &mut ctx)?, false)
+            }
+        },
         Command::AbundanceDistSingle(a) => {
-            let inputs = vec![a.seqs.clone()];
-            let table = table(name, &a.counting, None, a.run.force, &inputs, &mut ctx)?;
-            let savegraph = a.savegraph.clone();
-            (table, !a.histogram.no_bigcount, inputs, CommandPlan::AbundanceDistSingle { savegraph })
+            (table(name, &a.counting, None, a.run.force, &inputs, &mut ctx)?, !a.histogram.no_bigcount)
         }
         Command::FilterAbundSingle(a) => {
-            // The one-process command's lines as it makes its table and starts counting.
-            ctx.run.info("making countgraph");
-            let inputs = vec![a.input.clone()];
+            ctx.info("making countgraph");
             let table = table(name, &a.counting, None, a.filter.force, &inputs, &mut ctx)?;
-            ctx.run.info(format!("consuming input, round 1 -- {}", a.input));
+            ctx.info(format_args!("consuming input, round 1 -- {}", a.input));
             // As khmer's (and the one-process) filter-abund-single: counts stop at 255.
-            (table, false, inputs, CommandPlan::FilterAbundSingle { savegraph: a.savegraph.clone() })
+            (table, false)
         }
-        Command::FilterAbund(a) => {
-            let table = saved_countgraph(name, &a.graph, &a.filter, &ctx.run)?;
-            let all: Vec<String> = std::iter::once(&a.graph).chain(&a.inputs).cloned().collect();
-            (table, false, all, CommandPlan::FilterAbund)
-        }
-        Command::TrimLowAbund(a) => {
-            let all: Vec<String> = a.inputs.iter().chain(&a.mates.mate).cloned().collect();
-            let table = match &a.loadgraph {
-                Some(path) => {
-                    loaded_table(name, path, &a.counting, a.force, ("loading countgraph from", true), &mut ctx)?
-                }
-                None => {
-                    ctx.run.info("making countgraph");
-                    table(name, &a.counting, None, a.force, &all, &mut ctx)?
-                }
-            };
-            (table, false, all, CommandPlan::TrimLowAbund { savegraph: a.savegraph.clone() })
-        }
+        Command::FilterAbund(a) => (saved_countgraph(name, &a.graph, &run)?, false),
+        Command::TrimLowAbund(a) => match &a.loadgraph {
+            Some(path) => {
+                (loaded_table(name, path, &a.counting, a.force, ("loading countgraph from", true), &mut ctx)?, false)
+            }
+            None => {
+                ctx.info("making countgraph");
+                (table(name, &a.counting, None, a.force, &inputs, &mut ctx)?, false)
+            }
+        },
         Command::Normalize(a) => {
-            let ksize = a.counting.graph.ksize;
-            let layout = a.layout.layout;
-            let table = Table { layout, ksize, force: a.force, fp_check: None, shape: Shape::PerPass {} };
-            (table, false, a.inputs.clone(), CommandPlan::Normalize)
+            (Table { layout: a.layout.layout, ksize: a.counting.graph.ksize, shape: Shape::PerPass {} }, false)
         }
         _ => unreachable!("shard_args answers for these commands only"),
     };
     Ok(Some(Plan {
-        cluster,
+        command: name,
+        cluster: sharding.clone(),
         table,
         bigcount,
-        inputs,
+        save: saved_table(&command).0.cloned(),
         messages: run.messages(),
         table_sizing: ctx.table_sizing.as_ref().map(report::sizing_json),
-        command: command_plan,
     }))
 }
 
@@ -509,8 +444,9 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
 ///   ([`abundance_dist::run_single_sharded`]), and the native command's closing lines.
 ///
 /// Its outputs are recorded in `run`'s files; the run report is [`finish`]'s. The table is not
-/// gathered nor saved here: `-s` (the plan's `savegraph`) and load-into-counting's table are
-/// the caller's to write shard by shard once this returns, the shards holding every update.
+/// gathered nor saved here: the plan's `save` is the caller's to write shard by shard once this
+/// returns (the one-process command's line before it said here, [`saved_table`]), the shards
+/// holding every update.
 pub fn run_command<C: DrivenLayout>(
     argv: &[OsString],
     run: &RunContext,
@@ -519,9 +455,13 @@ pub fn run_command<C: DrivenLayout>(
 ) -> Result<Value, CliError> {
     on_shards(argv, run, |command| {
         let client = shards.client;
+        let Some(batch_kmers) = shard_args(&command).map(|s| s.batch_kmers) else { return Ok(None) };
+        let saving = match saved_table(&command) {
+            (Some(path), Some(line)) => Some(format!("{line} {path}")),
+            _ => None,
+        };
         let summary = match command {
             Command::NormalizeByMedian(a) => {
-                let batch_kmers = a.sharding.batch_kmers;
                 let params = TableParams { ksize: client.ksize(), ..a.counting.fixed_params(a.force) };
                 let options = normalize_by_median::options(a, params);
                 summary_json(&diginorm::run_sharded(&options, &mut shards, remote, batch_kmers, run)?)
@@ -535,47 +475,45 @@ pub fn run_command<C: DrivenLayout>(
                     summary: None,
                     layout: a.layout.layout,
                 };
-                let summary = count::run_sharded(&opts, &mut shards, remote, a.sharding.batch_kmers, run)?;
-                let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
-                load_into_counting::tell(&a, &summary, &mut ctx);
+                let summary = count::run_sharded(&opts, &mut shards, remote, batch_kmers, run)?;
+                load_into_counting::tell(&a, &summary, &mut bare_ctx(run));
                 summary_json(&summary)
             }
             Command::TrimLowAbund(a) => {
                 // The table's sizing was told by `plan`; its messages are not repeated.
-                let mut ctx = Ctx { run: RunContext::new(), metrics: None, console: None, table_sizing: None };
-                let batch_kmers = a.sharding.batch_kmers;
-                let options = crate::commands::trim_low_abund::options(a, &mut ctx)?;
+                let options = crate::commands::trim_low_abund::options(a, &mut bare_ctx(&RunContext::new()))?;
                 let decisions = ShardedDecisions::new(client, shards.local, remote, batch_kmers)?;
                 summary_json(&trim_low_abund::run_sharded(&options, decisions, run)?)
             }
             Command::FilterAbundSingle(a) => {
                 let params = a.counting.fixed_params(a.filter.force);
                 let limit = FpLimit::of(filter_abund::MAX_FP_RATE, &params);
-                count_input(&mut shards, remote, &a.input, a.sharding.batch_kmers, Some(&limit), run)?;
+                count_input(&mut shards, remote, &a.input, batch_kmers, Some(&limit), run)?;
                 filter_abund::counted(client, client.n_unique_kmers(), &params, run)?;
-                let decisions = ShardedDecisions::new(client, shards.local, remote, a.sharding.batch_kmers)?;
+                let decisions = ShardedDecisions::new(client, shards.local, remote, batch_kmers)?;
                 let mut summary = filter_abund::run_sharded(&[a.input], &a.filter.params(), decisions, run)?;
                 summary.unique_kmers = client.n_unique_kmers();
                 summary_json(&summary)
             }
             Command::FilterAbund(a) => {
-                let decisions = ShardedDecisions::new(client, shards.local, remote, a.sharding.batch_kmers)?;
+                let decisions = ShardedDecisions::new(client, shards.local, remote, batch_kmers)?;
                 summary_json(&filter_abund::run_sharded(&a.inputs, &a.filter.params(), decisions, run)?)
             }
             Command::AbundanceDistSingle(a) => {
-                count_input(&mut shards, remote, &a.seqs, a.sharding.batch_kmers, None, run)?;
-                let decisions = ShardedDecisions::new(client, shards.local, remote, a.sharding.batch_kmers)?;
+                count_input(&mut shards, remote, &a.seqs, batch_kmers, None, run)?;
+                let decisions = ShardedDecisions::new(client, shards.local, remote, batch_kmers)?;
                 let output = a.histogram.output(&a.output);
                 let savegraph = a.savegraph.as_ref();
                 let summary = abundance_dist::run_single_sharded(&a.seqs, &output, savegraph, decisions, run)?;
-                let mut ctx = Ctx { run: run.clone(), metrics: None, console: None, table_sizing: None };
+                let mut ctx = bare_ctx(run);
                 ctx.info(format_args!("Total number of unique k-mers: {}", summary.unique_kmers));
                 a.run.report(&mut ctx, summary.tally);
                 summary_json(&summary)
             }
             _ => return Ok(None),
-        };
-        summary.map(Some)
+        }?;
+        saving.into_iter().for_each(|line| run.info(line));
+        Ok(Some(summary))
     })
 }
 
@@ -636,15 +574,14 @@ pub fn terminal(argv: &[OsString], elapsed: Duration) -> Result<Option<Terminal>
 }
 
 /// Finishes the sharded run of `argv` (program name first) that returned `summary` (the
-/// native command's summary fields) after `wall_s` seconds, having read `inputs` and written
-/// `outputs`: writes `load-into-counting`'s `OUT.info` (and `-s` file) and the `--report-json`
+/// native command's summary fields) after `wall_s` seconds, having written `outputs` and its
+/// table's save ([`saved_table`]): writes `load-into-counting`'s `OUT.info` (and `-s` file) and the `--report-json`
 /// document; returns the run report, whose `table_sizing` is the plan's (`-M auto`, `-U`) and whose
 /// `warnings` are the final checks' (a table above the false-positive warning rate), for the caller to show.
 pub fn finish(
     argv: Vec<OsString>,
     summary: Value,
     table_sizing: Value,
-    inputs: &[String],
     outputs: &[String],
     wall_s: f64,
 ) -> Result<Value, CliError> {
@@ -652,11 +589,9 @@ pub fn finish(
     let command = cli.command;
     let name = command.name();
     let run = RunContext::new();
-    let failed = |e: kmerflow_core::Error| CliError {
-        code: EXIT_DATA,
-        message: format!("kmerflow {name}: error: {e}"),
-        file: None,
-    };
+    let failed = |e| data_error(name, e);
+    let inputs = inputs(&command);
+    let outputs: Vec<&String> = outputs.iter().chain(saved_table(&command).0).collect();
     run.set_threads(command.settings().threads.unwrap_or(1));
     // The inputs normalize-by-median skipped with -f were never opened, as in one process.
     let skipped: Vec<&str> =
@@ -665,7 +600,7 @@ pub fn finish(
         // Opened to record its size and compression, as a native run's report does.
         kmerflow_core::io::compress::open_input(input, &run).map_err(failed)?;
     }
-    for output in outputs {
+    for output in &outputs {
         run.files().add_output(output);
     }
     if let Command::LoadIntoCounting(a) = &command {
@@ -679,8 +614,9 @@ pub fn finish(
         .document(name, parameters, &run, &summary, None);
     document["table_sizing"] = table_sizing;
     if let Some(path) = &command.settings().report_json {
-        let written = outputs.iter().map(Output::file).chain([Output::side_file("--report-json", path.as_str())]);
-        preflight(inputs, &written.collect::<Vec<_>>()).map_err(failed)?;
+        let written =
+            outputs.iter().map(|o| Output::file(o.as_str())).chain([Output::side_file("--report-json", path.as_str())]);
+        preflight(&inputs, &written.collect::<Vec<_>>()).map_err(failed)?;
         report::write(path, &document).map_err(failed)?;
     }
     Ok(document)
@@ -694,6 +630,11 @@ mod tests {
 
     fn argv(args: &[&str]) -> Vec<OsString> {
         std::iter::once("kmerflow").chain(args.iter().copied()).map(OsString::from).collect()
+    }
+
+    /// The command of the command line `argv`.
+    fn parsed(argv: &[OsString]) -> Command {
+        parse(argv).unwrap().unwrap().cli.command
     }
 
     /// The hash table sizes of a plan's khmer-layout table.
@@ -715,18 +656,18 @@ mod tests {
         assert_eq!(counted.table.ksize, sizing::DEFAULT_K);
         assert_eq!(counted.cluster.cluster.local_cluster, Some(2));
         assert_eq!(counted.cluster.batch_kmers, crate::commands::shard_args::DEFAULT_BATCH_KMERS);
-        assert_eq!(counted.command, CommandPlan::LoadIntoCounting { output: "o.ct".into() });
+        assert_eq!((counted.command, counted.save.as_deref()), ("load-into-counting", Some("o.ct")));
         assert!(counted.bigcount);
         let memory =
             plan(argv(&["normalize-by-median", "-M", "4e6", "--scheduler", "s.json", "a.fq"])).unwrap().unwrap();
         let expected: Vec<u64> = kmerflow_core::table::primes::get_n_primes_near_x(4, 1_000_000).unwrap();
         assert_eq!(sizes(&memory), expected);
-        assert!(matches!(memory.command, CommandPlan::NormalizeByMedian { .. }), "{:?}", memory.command);
-        let trim =
-            plan(argv(&["trim-low-abund", "-N", "3", "-x", "1000", "--local-cluster", "1", "a.fq", "--mate", "b.fq"]))
-                .unwrap()
-                .unwrap();
-        assert_eq!((sizes(&trim), &trim.inputs[..]), (sizes(&counted), &["a.fq".to_string(), "b.fq".to_string()][..]));
+        assert_eq!((memory.command, &memory.save), ("normalize-by-median", &None));
+        let trim = argv(&["trim-low-abund", "-N", "3", "-x", "1000", "--local-cluster", "1", "a.fq", "--mate", "b.fq"]);
+        assert_eq!(
+            (sizes(&plan(trim.clone()).unwrap().unwrap()), inputs(&parsed(&trim))),
+            (sizes(&counted), vec!["a.fq".to_string(), "b.fq".to_string()])
+        );
         let histogram =
             plan(argv(&["abundance-dist-single", "-M", "4e6", "--local-cluster", "1", "a.fq", "h"])).unwrap().unwrap();
         let params = TableParams { max_memory: Some(4e6), ..TableParams::default() };
@@ -736,14 +677,14 @@ mod tests {
 
     #[test]
     fn the_plan_serializes_flat_with_the_command_named() {
-        let args = ["normalize-by-median", "-N", "3", "-x", "1000", "-u", "u.fq", "--local-cluster", "1", "a.fq"];
+        let args = ["normalize-by-median", "-N", "3", "-x", "1000", "-s", "t.ct", "--local-cluster", "1", "a.fq"];
         let value = serde_json::to_value(plan(argv(&args)).unwrap().unwrap()).unwrap();
-        assert_eq!((&value["command"], &value["unpaired"]), (&json!("normalize-by-median"), &json!("u.fq")));
-        assert_eq!((&value["table"]["layout"], &value["table"]["fp_check"]["max"]), (&json!("khmer"), &json!(0.8)));
+        assert_eq!((&value["command"], &value["save"]), (&json!("normalize-by-median"), &json!("t.ct")));
+        assert_eq!(value["table"]["layout"], json!("khmer"));
         assert_eq!(value["table"]["sizes"].as_array().map(Vec::len), Some(3));
         let filter = ["filter-abund-single", "-N", "3", "-x", "1000", "--local-cluster", "1", "a.fq"];
         let value = serde_json::to_value(plan(argv(&filter)).unwrap().unwrap()).unwrap();
-        assert_eq!((&value["command"], &value["savegraph"]), (&json!("filter-abund-single"), &Value::Null));
+        assert_eq!((&value["command"], &value["save"]), (&json!("filter-abund-single"), &Value::Null));
         assert_eq!(value["messages"][0], json!({"level": "info", "text": "making countgraph"}));
     }
 
@@ -767,8 +708,8 @@ mod tests {
             (&["normalize", "--local-cluster", "1", "-o", "o.fq", "a.fq"], Layout::Blocked),
         ] {
             let planned = plan(argv(args)).unwrap().unwrap();
-            assert_eq!((&planned.command, &planned.table.shape), (&CommandPlan::Normalize, &Shape::PerPass {}));
-            assert_eq!((planned.table.layout, &planned.inputs[..]), (layout, &["a.fq".to_string()][..]));
+            assert_eq!((planned.command, &planned.table.shape), ("normalize", &Shape::PerPass {}));
+            assert_eq!((planned.table.layout, inputs(&parsed(&argv(args)))), (layout, vec!["a.fq".to_string()]));
             crate::check(argv(args)).unwrap();
         }
         let small = ["normalize", "--layout", "khmer", "--small-count", "--local-cluster", "1", "-o", "o.fq", "a.fq"];

@@ -104,15 +104,14 @@ pub fn shard_plan(py: Python<'_>, argv: Vec<OsString>) -> PyResult<Option<String
 
 /// Finishes a sharded run (`kmerflow_cli::sharded::finish`): writes load-into-counting's
 /// `OUT.info` (and `-s` file) and `--report-json` from `summary` (JSON text, the native
-/// command's fields) and `table_sizing` (JSON text, the plan's); returns the run report as
-/// JSON text.
+/// command's fields) and `table_sizing` (JSON text, the plan's), having written `outputs`
+/// besides the saved table; returns the run report as JSON text.
 #[pyfunction]
 pub fn shard_finish(
     py: Python<'_>,
     argv: Vec<OsString>,
     summary: &str,
     table_sizing: &str,
-    inputs: Vec<String>,
     outputs: Vec<String>,
     wall_s: f64,
 ) -> PyResult<String> {
@@ -122,7 +121,7 @@ pub fn shard_finish(
     };
     let (summary, table_sizing) = (json("summary", summary)?, json("table_sizing", table_sizing)?);
     let report = py
-        .detach(|| kmerflow_cli::sharded::finish(argv, summary, table_sizing, &inputs, &outputs, wall_s))
+        .detach(|| kmerflow_cli::sharded::finish(argv, summary, table_sizing, &outputs, wall_s))
         .map_err(command_error)?;
     Ok(report.to_string())
 }

@@ -11,7 +11,7 @@ usage error naming it. ``load-into-counting`` and
 look-ups go to the shards. ``trim-low-abund`` is the native command with its first pass
 deciding on the shards and its second looking its reads up there. ``normalize`` is the native
 protocol, each pass's table (of its layout) made on the cluster when the run asks for it
-(:class:`_PassTables`), its look-ups and counts there. ``normalize-by-median -l``,
+(:func:`_on_cluster`), its look-ups and counts there. ``normalize-by-median -l``,
 ``trim-low-abund -l`` and ``filter-abund`` (a saved table, then the filtering looked up on the
 shards) load the saved table into the shards (each shard reads its range of the file); saved
 tables are written shard by shard. The summary has the native
@@ -38,8 +38,6 @@ from kmerflow.errors import CommandError, KmerflowError, KmerflowIOError
 
 #: A receiver of the run's messages: ``(level, text)``, level ``info``, ``warning`` or ``error``.
 OnMessage = Callable[[str, str], None]
-#: The run's summary (the native command's fields) and the paths it wrote.
-Outcome = Tuple[Dict[str, Any], List[str]]
 
 
 def wants_shards(argv: Sequence[str]) -> bool:
@@ -78,13 +76,9 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
         connected = connect(cluster["scheduler"], local, command=name) if client is None else \
             contextlib.nullcontext(client)
         with connected as dask_client:
-            graph = _graph(plan, dask_client)
-            graph.terminal = terminal
-            summary, outputs = _RUNS[name](plan, graph, say)
-        unpaired = plan.get("unpaired")
-        inputs = [*plan["inputs"], *([unpaired] if unpaired else [])]
-        report = _core.shard_finish(full, json.dumps(summary), json.dumps(plan["table_sizing"]), inputs,
-                                    outputs, time.monotonic() - started)
+            summary, outputs = _on_cluster(plan, dask_client, terminal, say)
+        report = _core.shard_finish(full, summary, json.dumps(plan["table_sizing"]), outputs,
+                                    time.monotonic() - started)
         for warning in json.loads(report).get("warnings", []):  # the final checks' (full tables)
             say("warning", warning)
     except CommandError:
@@ -102,7 +96,7 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
             terminal.stop()
     if terminal is not None:
         terminal.finish()
-    return summary, json.loads(report)
+    return json.loads(summary), json.loads(report)
 
 
 def main(argv: List[str]) -> int:
@@ -147,29 +141,10 @@ def _made(layout: str, ksize: int, shape: Sequence[int], bigcount: bool, where: 
     return ShardedCountgraph(ksize, 1, len(shape), primes=shape, use_bigcount=bigcount, **where)
 
 
-class _PassTables:
-    """The tables of a sharded ``normalize``, made on the cluster as the native run asks for
-    them (``_core.run_sharded_normalize``): called with a table's layout and shape (as
-    :func:`_made` takes them), returns what a native run takes of it
-    (:meth:`ShardedCountgraph.native_run`) and the table itself, whose ``save`` the run calls
-    for ``--save-table``."""
-
-    def __init__(self, plan: Run, client: Any) -> None:
-        self.plan, self.client = plan, client
-        self.terminal: Any = None
-
-    def __call__(self, layout: str, shape: List[int]) -> Tuple[Any, List[Any], Any, Any]:
-        plan = self.plan
-        graph = _made(layout, plan["table"]["ksize"], shape, False, _where(plan["cluster"], self.client))
-        return (*graph.native_run(), graph)
-
-
-def _graph(plan: Run, client: Any) -> Any:
+def _table(plan: Run, client: Any) -> _Sharded:
     """The run's table: a :class:`ShardedCountgraph`, or a :class:`ShardedBlockedTable` for
     ``--layout blocked``; with ``-l``, the saved table loaded into the shards (its layout is
-    the file's); for ``normalize``, its tables made as the run goes (:class:`_PassTables`)."""
-    if plan["command"] == "normalize":
-        return _PassTables(plan, client)
+    the file's)."""
     table, where = plan["table"], _where(plan["cluster"], client)
     blocked = table["layout"] == "blocked"
     if table.get("loadgraph"):
@@ -178,58 +153,28 @@ def _graph(plan: Run, client: Any) -> Any:
     return _made(table["layout"], table["ksize"], shape, plan["bigcount"], where)
 
 
-# --- the commands -------------------------------------------------------------------------------
+def _on_cluster(plan: Run, client: Any, terminal: Any, say: OnMessage) -> Tuple[str, List[str]]:
+    """The run on ``client``'s cluster; its summary (JSON text) and the outputs written. For
+    ``normalize``, the native protocol (``_core.run_sharded_normalize``), each pass's table made
+    on the cluster as the run asks for it (of the layout and shape it gives, as :func:`_made`
+    takes them), the first saved shard by shard with ``--save-table``. For the others, the
+    command's native run on the shards (``_core.run_sharded_command``): the table never passes
+    through this process, which only carries the messages; the run's outputs stay staged until
+    the table is saved shard by shard (the plan's ``save``), so that a failed save leaves none."""
+    if plan["command"] == "normalize":
+        def tables(layout: str, shape: List[int]) -> Tuple[Any, ...]:
+            graph = _made(layout, plan["table"]["ksize"], shape, False, _where(plan["cluster"], client))
+            return (*graph.native_run(), graph)
 
-def _native(plan: Run, graph: _Sharded, say: OnMessage) -> Outcome:
-    """The command's native run on the shards (``_core.run_sharded_command``): normalize-by-median
-    and load-into-counting's counting (either layout), trim-low-abund's two passes, or the
-    look-up pass of filter-abund(-single) and abundance-dist-single over a table that holds the
-    counts; the table never passes through this process, which only carries the messages. The
-    run's outputs stay staged until its table is saved (:func:`_save_table`): a failed save
-    leaves none of them."""
-    summary_text, outputs, staged = _core.run_sharded_command(plan["command"], plan["argv"], say,
-                                                              *graph.native_run(), graph.terminal)
+        return _core.run_sharded_normalize(plan["argv"], say, tables, plan["cluster"]["batch_kmers"], terminal)
+    graph = _table(plan, client)
+    summary, outputs, staged = _core.run_sharded_command(plan["command"], plan["argv"], say, *graph.native_run(),
+                                                         terminal)
     try:
-        saved = _save_table(plan, graph, say)
+        if plan["save"]:
+            graph.save(plan["save"])
     except BaseException:
         staged.discard()
         raise
     staged.commit()
-    return json.loads(summary_text), [*outputs, *saved]
-
-
-#: The one-process command's line before it saves ``--savegraph`` (and the path), where the
-#: native run does not say it.
-_SAVING = {
-    "abundance-dist-single": "Saving k-mer countgraph filename",
-    "filter-abund-single": "Saving k-mer countgraph filename",
-    "trim-low-abund": "Saving k-mer countgraph to",
-}
-
-
-def _save_table(plan: Run, graph: _Sharded, say: OnMessage) -> List[str]:
-    """Saves the table shard by shard once the native run has let go of the shards held here:
-    load-into-counting's output, or ``--savegraph`` when given, announced as the one-process
-    command announces it (:data:`_SAVING`); the path saved, if any."""
-    path = plan["output"] if plan["command"] == "load-into-counting" else plan.get("savegraph")
-    if not path:
-        return []
-    if plan["command"] in _SAVING:
-        say("info", f"{_SAVING[plan['command']]} {path}")
-    graph.save(path)
-    return [path]
-
-
-def _normalize_protocol(plan: Run, tables: _PassTables, say: OnMessage) -> Outcome:
-    """The native ``normalize``, its passes' tables made on the cluster by ``tables`` (the first
-    saved shard by shard with ``--save-table``)."""
-    summary_text, outputs = _core.run_sharded_normalize(plan["argv"], say, tables, plan["cluster"]["batch_kmers"],
-                                                        tables.terminal)
-    return json.loads(summary_text), outputs
-
-
-_RUNS: Dict[str, Callable[[Run, Any, OnMessage], Outcome]] = {
-    **{name: _native for name in ("load-into-counting", "normalize-by-median", "abundance-dist-single",
-                                  "filter-abund-single", "trim-low-abund", "filter-abund")},
-    "normalize": _normalize_protocol,
-}
+    return summary, outputs

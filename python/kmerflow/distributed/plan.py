@@ -25,25 +25,13 @@ class Cluster(TypedDict):
     batch_kmers: int
 
 
-class FpCheck(TypedDict):
-    """The false-positive check made of the counted table, as the one-process command makes it."""
-
-    #: The ceiling: a higher estimated rate is an error (a warning with ``-f``).
-    max: float
-    #: The ``--fp-rate`` of the ``-M`` the error suggests.
-    target: float
-
-
 class _TableShared(TypedDict):
     layout: str
     ksize: int
-    force: bool
-    fp_check: Optional[FpCheck]
 
 
 class Table(_TableShared, total=False):
-    """The run's table: ``layout`` (``khmer`` or ``blocked``), ``ksize``, ``force`` (``-f``),
-    ``fp_check`` (``None`` where the sharded run makes none), and its shape: khmer's
+    """The run's table: ``layout`` (``khmer`` or ``blocked``), ``ksize``, and its shape: khmer's
     ``sizes``, the blocked layout's ``memory_bytes``, ``bits`` and ``probes``, or the saved
     table to load (``loadgraph``); none for ``normalize``, whose run makes a table a pass."""
 
@@ -61,27 +49,19 @@ class Message(TypedDict):
     text: str
 
 
-class _PlanShared(TypedDict):
+class Plan(TypedDict):
+    """The run: the ``command``, its ``cluster`` and ``table``, ``bigcount``, where the table is
+    saved shard by shard once the native run is done (``save``: load-into-counting's output,
+    ``-s``), the ``messages`` to print first and the report's ``table_sizing`` (handed back to
+    ``_core.shard_finish``); the native run reads the command's other arguments from ``argv``."""
+
     command: str
     cluster: Cluster
     table: Table
     bigcount: bool
-    inputs: List[str]
+    save: Optional[str]
     messages: List[Message]
     table_sizing: Optional[Any]
-
-
-class Plan(_PlanShared, total=False):
-    """The run: the ``command``, its ``cluster`` and ``table``, ``bigcount``, the ``inputs``,
-    the ``messages`` to print first and the report's ``table_sizing`` (handed back to
-    ``_core.shard_finish``), and the command's own arguments that this side needs (the native
-    run reads the others from ``argv``): ``output`` (load-into-counting's table), ``savegraph``
-    (saved here shard by shard; every command but load-into-counting and filter-abund) and
-    normalize-by-median's ``unpaired`` (an input of the run report)."""
-
-    output: Optional[str]
-    savegraph: Optional[str]
-    unpaired: Optional[str]
 
 
 class Run(Plan):
