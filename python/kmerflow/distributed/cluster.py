@@ -66,9 +66,6 @@ def stopped_by_signals(command: str) -> Iterator[None]:
     the signal on (:func:`quiet_dask_logs`). Nothing outlives the run: the signal handlers and
     the level of the ``distributed`` logger are restored when it ends (the command line ends a
     stopped run's process itself, :func:`end_stopped_process`)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     stopped, unwound = threading.Event(), threading.Event()
     status = [EXIT_INTERRUPTED]
 
@@ -85,15 +82,26 @@ def stopped_by_signals(command: str) -> Iterator[None]:
             print(f"kmerflow {command}: interrupted", file=sys.stderr, flush=True)
             os._exit(status[0])
 
-    quiet = contextlib.ExitStack()
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    with contextlib.ExitStack() as quiet, _signals_handled_by(handler):
+        try:
+            yield
+        finally:
+            unwound.set()
+
+
+@contextlib.contextmanager
+def _signals_handled_by(action: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM handled by ``action`` (a handler, or ``signal.SIG_IGN``) for the block,
+    as before after it; left as they are outside the main thread, which alone may set them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, action) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        unwound.set()
-        for s, action in previous.items():
-            signal.signal(s, action)
-        quiet.close()
+        for s, before in previous.items():
+            signal.signal(s, before)
 
 
 @contextlib.contextmanager
@@ -150,7 +158,11 @@ def local_cluster(n_workers: int, memory_limit: Any = "auto",
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({**QUIET, **(config or {})}), _workers_ignore_signals():
+    # SIGINT and SIGTERM ignored while the worker processes start, so that they inherit them
+    # ignored (Python keeps an inherited ignored SIGINT): Ctrl-C and ``kill -TERM`` reach the
+    # whole process group, and the run, not each worker, decides what stops; the workers end
+    # with the cluster (their nanny stops them through a queue, or kills them).
+    with dask.config.set({**QUIET, **(config or {})}), _signals_handled_by(signal.SIG_IGN):
         # The scheduler serves HTTP even without a dashboard, on port 8787 unless told: an
         # ephemeral port on this host instead (no "Port 8787 is already in use").
         # The workers' own logs stay quiet (a failed shard's "Compute Failed" and traceback):
@@ -158,23 +170,6 @@ def local_cluster(n_workers: int, memory_limit: Any = "auto",
         return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                             memory_limit=memory_limit, dashboard_address=None, silence_logs=logging.CRITICAL,
                             scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
-
-
-@contextlib.contextmanager
-def _workers_ignore_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM ignored while worker processes are started, so that they inherit them
-    ignored (Python keeps an inherited ignored SIGINT): Ctrl-C and ``kill -TERM`` reach the
-    whole process group, and the run, not each worker, decides what stops; the workers end
-    with the cluster (their nanny stops them through a queue, or kills them)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, action in previous.items():
-            signal.signal(s, action)
 
 
 @contextlib.contextmanager
