@@ -114,7 +114,7 @@ def test_the_front_end_reads_only_declared_keys():
     for name, keys in reads.items():
         assert name in NOT_THE_PLAN or keys <= declared[name], (name, keys - declared.get(name, set()))
     # The check sees the reads (it cannot pass for want of finding them).
-    assert {"save", "argv"} <= reads["plan"] and {"sizes", "loadgraph"} <= reads["table"]
+    assert {"save", "argv"} <= reads["plan"] and {"shape", "loadgraph"} <= reads["table"]
 
 
 def test_an_undeclared_key_is_caught():

@@ -185,19 +185,10 @@ pub struct Table {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(untagged)]
 pub enum Shape {
-    /// khmer's layout: one prime size per hash table.
-    Khmer {
-        /// The sizes of the hash tables.
-        sizes: Vec<u64>,
-    },
-    /// The blocked layout.
-    Blocked {
-        /// The table's bytes (whole cache lines).
-        memory_bytes: u64,
-        /// Bits a counter: 8, or 4 with `--small-count`.
-        bits: u8,
-        /// Counters a k-mer.
-        probes: usize,
+    /// A zeroed table of this shape ([`sized`]).
+    Sized {
+        /// khmer's hash table sizes, or the blocked layout's `[memory_bytes, bits, probes]`.
+        shape: Vec<u64>,
     },
     /// A saved table (`-l`, `filter-abund`'s countgraph), each shard reading its range of it.
     Saved {
@@ -206,6 +197,25 @@ pub enum Shape {
     },
     /// Tables made by the run as it needs them (`normalize`: one a pass, sized by the run).
     PerPass {},
+}
+
+/// The shape of a table of `layout` sized for `params` as the one-process command sizes it
+/// (`multiplier`: its share of `-M`), as the Python package places it: khmer's hash table
+/// sizes, or the blocked layout's `[memory_bytes, bits, probes]` (the table's bytes in whole
+/// cache lines, 8 bits a counter or 4 with `--small-count`, counters a k-mer).
+pub fn sized(
+    params: &TableParams,
+    layout: Layout,
+    multiplier: f64,
+    run: &RunContext,
+) -> kmerflow_core::Result<Vec<u64>> {
+    Ok(match layout {
+        Layout::Khmer => sizing::countgraph_sizes(params, multiplier, run)?,
+        Layout::Blocked => {
+            let shape = sizing::blocked_countgraph_params(params, multiplier, run)?;
+            vec![shape.data_bytes(), u64::from(shape.width.bits()), shape.probes as u64]
+        }
+    })
 }
 
 /// The data error (exit 1) of `command` for `e`.
@@ -260,25 +270,16 @@ fn table(
     inputs: &[String],
     ctx: &mut Ctx,
 ) -> Result<Table, CliError> {
-    let blocked = layout == Some(Layout::Blocked);
-    if counting.small_count && !blocked {
+    let layout = layout.unwrap_or(Layout::Khmer);
+    if counting.small_count && layout == Layout::Khmer {
         return Err(refused_flag(command, "--small-count", EIGHT_BIT));
     }
     let data = |e| data_error(command, e);
     let params = counting.resolved_params(force, inputs, false, ctx).map_err(data)?;
-    if blocked {
-        let shape = sizing::blocked_countgraph_params(&params, 1.0, &ctx.run).map_err(data)?;
-        let (memory_bytes, bits, probes) = (shape.data_bytes(), shape.width.bits(), shape.probes);
-        return Ok(Table {
-            layout: Layout::Blocked,
-            ksize: shape.k,
-            shape: Shape::Blocked { memory_bytes, bits, probes },
-        });
-    }
     // abundance-dist-single's -M holds its tracking filter too, as in one process.
     let multiplier = if command == "abundance-dist-single" { abundance_dist::SINGLE_MULTIPLIER } else { 1.0 };
-    let sizes = sizing::countgraph_sizes(&params, multiplier, &ctx.run).map_err(data)?;
-    Ok(Table { layout: Layout::Khmer, ksize: params.ksize, shape: Shape::Khmer { sizes } })
+    let shape = sized(&params, layout, multiplier, &ctx.run).map_err(data)?;
+    Ok(Table { layout, ksize: params.ksize, shape: Shape::Sized { shape } })
 }
 
 /// The table of a sharded run that loads the saved table `path` (`-l`): its layout is read
@@ -640,7 +641,7 @@ mod tests {
     /// The hash table sizes of a plan's khmer-layout table.
     fn sizes(plan: &Plan) -> &[u64] {
         match &plan.table.shape {
-            Shape::Khmer { sizes } => sizes,
+            Shape::Sized { shape } if plan.table.layout == Layout::Khmer => shape,
             other => panic!("not a khmer table: {other:?}"),
         }
     }
@@ -681,7 +682,7 @@ mod tests {
         let value = serde_json::to_value(plan(argv(&args)).unwrap().unwrap()).unwrap();
         assert_eq!((&value["command"], &value["save"]), (&json!("normalize-by-median"), &json!("t.ct")));
         assert_eq!(value["table"]["layout"], json!("khmer"));
-        assert_eq!(value["table"]["sizes"].as_array().map(Vec::len), Some(3));
+        assert_eq!(value["table"]["shape"].as_array().map(Vec::len), Some(3));
         let filter = ["filter-abund-single", "-N", "3", "-x", "1000", "--local-cluster", "1", "a.fq"];
         let value = serde_json::to_value(plan(argv(&filter)).unwrap().unwrap()).unwrap();
         assert_eq!((&value["command"], &value["save"]), (&json!("filter-abund-single"), &Value::Null));
@@ -693,7 +694,7 @@ mod tests {
         let args = ["load-into-counting", "-N", "3", "-x", "1000", "--layout", "blocked", "--local-cluster", "2"];
         let counted = plan(argv(&[&args[..], &["--small-count", "o.kf", "a.fq"]].concat())).unwrap().unwrap();
         assert_eq!(counted.table.layout, Layout::Blocked);
-        assert_eq!(counted.table.shape, Shape::Blocked { memory_bytes: 1472, bits: 4, probes: 3 });
+        assert_eq!(counted.table.shape, Shape::Sized { shape: vec![1472, 4, 3] });
         let gz = plan(argv(&[&args[..], &["o.kf.gz", "a.fq"]].concat())).unwrap_err();
         assert_eq!(gz.code, EXIT_DATA);
         assert!(gz.message.contains("drop the .gz"), "{}", gz.message);

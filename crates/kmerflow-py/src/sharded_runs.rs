@@ -13,7 +13,7 @@ use kmerflow_core::io::{FastxReader, PairMode, PairedReader};
 use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::ops::normalize::{PassTable, Tables};
-use kmerflow_core::ops::sizing::{self, TableParams};
+use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::run::{CancelToken, RunContext};
 use kmerflow_core::shards::blocked::BlockedShard as CoreBlockedShard;
 use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
@@ -250,13 +250,8 @@ impl Tables for PyTables {
         ctx: &RunContext,
         work: &mut dyn FnMut(&mut PassTable<'_>, &mut dyn Tables) -> Result<()>,
     ) -> Result<()> {
-        let shape = match layout {
-            TableLayout::Khmer => ("khmer", sizing::countgraph_sizes(params, 1.0, ctx)?),
-            TableLayout::Blocked => {
-                let shape = sizing::blocked_countgraph_params(params, 1.0, ctx)?;
-                ("blocked", vec![shape.data_bytes(), u64::from(shape.width.bits()), shape.probes as u64])
-            }
-        };
+        let name = if layout == TableLayout::Blocked { "blocked" } else { "khmer" };
+        let shape = (name, kmerflow_cli::sharded::sized(params, layout, 1.0, ctx)?);
         let (client, local, remote, table): Made = Python::attach(|py| self.make.bind(py).call1(shape)?.extract())
             .map_err(|e| Python::attach(|py| failure(py, e)))?;
         let batch_kmers = self.batch_kmers;

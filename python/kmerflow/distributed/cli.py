@@ -132,9 +132,9 @@ def _where(cluster: Cluster, client: Any) -> Dict[str, Any]:
 
 
 def _made(layout: str, ksize: int, shape: Sequence[int], bigcount: bool, where: Dict[str, Any]) -> _Sharded:
-    """A zeroed table placed as ``where`` says (:func:`_where`): of the blocked layout for
-    ``layout`` ``blocked``, of ``shape`` ``[memory_bytes, bits, probes]``, else of khmer's,
-    ``shape`` its hash table sizes."""
+    """A zeroed table placed as ``where`` says (:func:`_where`), of ``layout`` and ``shape`` as
+    the native sizing gives them (``kmerflow_cli::sharded::sized``): the blocked layout's
+    ``[memory_bytes, bits, probes]``, or khmer's hash table sizes."""
     if layout == "blocked":
         memory_bytes, bits, probes = shape
         return ShardedBlockedTable(ksize, 0, probes, small_count=bits == 4, memory_bytes=memory_bytes, **where)
@@ -146,11 +146,10 @@ def _table(plan: Run, client: Any) -> _Sharded:
     ``--layout blocked``; with ``-l``, the saved table loaded into the shards (its layout is
     the file's)."""
     table, where = plan["table"], _where(plan["cluster"], client)
-    blocked = table["layout"] == "blocked"
     if table.get("loadgraph"):
-        return (ShardedBlockedTable if blocked else ShardedCountgraph).load(table["loadgraph"], **where)
-    shape = [table["memory_bytes"], table["bits"], table["probes"]] if blocked else table["sizes"]
-    return _made(table["layout"], table["ksize"], shape, plan["bigcount"], where)
+        kind = ShardedBlockedTable if table["layout"] == "blocked" else ShardedCountgraph
+        return kind.load(table["loadgraph"], **where)
+    return _made(table["layout"], table["ksize"], table["shape"], plan["bigcount"], where)
 
 
 def _on_cluster(plan: Run, client: Any, terminal: Any, say: OnMessage) -> Tuple[str, List[str]]:

@@ -31,14 +31,12 @@ class _TableShared(TypedDict):
 
 
 class Table(_TableShared, total=False):
-    """The run's table: ``layout`` (``khmer`` or ``blocked``), ``ksize``, and its shape: khmer's
-    ``sizes``, the blocked layout's ``memory_bytes``, ``bits`` and ``probes``, or the saved
-    table to load (``loadgraph``); none for ``normalize``, whose run makes a table a pass."""
+    """The run's table: ``layout`` (``khmer`` or ``blocked``), ``ksize``, and either its
+    ``shape`` (khmer's hash table sizes, or the blocked layout's ``[memory_bytes, bits,
+    probes]``) or the saved table to load (``loadgraph``); neither for ``normalize``, whose
+    run makes a table a pass."""
 
-    sizes: List[int]
-    memory_bytes: int
-    bits: int
-    probes: int
+    shape: List[int]
     loadgraph: str
 
 
