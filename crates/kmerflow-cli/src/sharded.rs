@@ -373,47 +373,45 @@ pub fn plan(argv: Vec<OsString>) -> Result<Option<Plan>, CliError> {
     refuse_overwrites(&command, &run).map_err(|e| data_error(name, e))?;
     let mut ctx = bare_ctx(&run);
     let inputs = inputs(&command);
-    let (table, bigcount) = match &command {
+    // The one-process command's line as it makes its table (not for one it loads).
+    let made = |ctx: &mut Ctx, counting: &CountingArgs, layout, force| {
+        ctx.info("making countgraph");
+        table(name, counting, layout, force, &inputs, ctx)
+    };
+    let table = match &command {
         Command::LoadIntoCounting(a) => {
             if a.layout.layout == Layout::Blocked {
                 count::check_blocked_output(&a.output).map_err(|e| data_error(name, e))?;
             }
-            (table(name, &a.counting, Some(a.layout.layout), a.run.force, &inputs, &mut ctx)?, !a.no_bigcount)
+            table(name, &a.counting, Some(a.layout.layout), a.run.force, &inputs, &mut ctx)?
         }
         Command::NormalizeByMedian(a) => match &a.loadgraph {
             Some(path) => {
-                let loading = ("loading k-mer countgraph from", false);
-                (loaded_table(name, path, &a.counting, a.force, loading, &mut ctx)?, false)
+                loaded_table(name, path, &a.counting, a.force, ("loading k-mer countgraph from", false), &mut ctx)?
             }
-            None => {
-                ctx.info("making countgraph");
-                (table(name, &a.counting, Some(a.layout.layout), a.force, &inputs, &mut ctx)?, false)
-            }
+            None => made(&mut ctx, &a.counting, Some(a.layout.layout), a.force)?,
         },
-        Command::AbundanceDistSingle(a) => {
-            (table(name, &a.counting, None, a.run.force, &inputs, &mut ctx)?, !a.histogram.no_bigcount)
-        }
+        Command::AbundanceDistSingle(a) => table(name, &a.counting, None, a.run.force, &inputs, &mut ctx)?,
         Command::FilterAbundSingle(a) => {
-            ctx.info("making countgraph");
-            let table = table(name, &a.counting, None, a.filter.force, &inputs, &mut ctx)?;
+            let table = made(&mut ctx, &a.counting, None, a.filter.force)?;
             ctx.info(format_args!("consuming input, round 1 -- {}", a.input));
-            // As khmer's (and the one-process) filter-abund-single: counts stop at 255.
-            (table, false)
+            table
         }
-        Command::FilterAbund(a) => (saved_countgraph(name, &a.graph, &run)?, false),
+        Command::FilterAbund(a) => saved_countgraph(name, &a.graph, &run)?,
         Command::TrimLowAbund(a) => match &a.loadgraph {
-            Some(path) => {
-                (loaded_table(name, path, &a.counting, a.force, ("loading countgraph from", true), &mut ctx)?, false)
-            }
-            None => {
-                ctx.info("making countgraph");
-                (table(name, &a.counting, None, a.force, &inputs, &mut ctx)?, false)
-            }
+            Some(path) => loaded_table(name, path, &a.counting, a.force, ("loading countgraph from", true), &mut ctx)?,
+            None => made(&mut ctx, &a.counting, None, a.force)?,
         },
         Command::Normalize(a) => {
-            (Table { layout: a.layout.layout, ksize: a.counting.graph.ksize, shape: Shape::PerPass {} }, false)
+            Table { layout: a.layout.layout, ksize: a.counting.graph.ksize, shape: Shape::PerPass {} }
         }
         _ => unreachable!("shard_args answers for these commands only"),
+    };
+    // As khmer's (and the one-process) commands: counts stop at 255 but for those with bigcount.
+    let bigcount = match &command {
+        Command::LoadIntoCounting(a) => !a.no_bigcount,
+        Command::AbundanceDistSingle(a) => !a.histogram.no_bigcount,
+        _ => false,
     };
     Ok(Some(Plan {
         command: name,
