@@ -2,23 +2,15 @@
 --scheduler ADDRESS | --local-cluster N [--shards N]`` (dispatched here by ``kmerflow``, and by
 the command functions given ``scheduler=`` or ``local_cluster=``).
 
-The command line is parsed by the native command definitions (``_core.shard_plan``, read
-through :mod:`kmerflow.distributed.plan`): flags, defaults, range checks, usage errors and the
-table's sizing are the one-process command's, and a flag the sharded run does not have is a
-usage error naming it. ``load-into-counting`` and
-``normalize-by-median`` run on the shards throughout; ``abundance-dist-single`` and
-``filter-abund-single`` count on the shards, then run the native histogram / filtering whose
-look-ups go to the shards. ``trim-low-abund`` is the native command with its first pass
-deciding on the shards and its second looking its reads up there. ``normalize`` is the native
-protocol, each pass's table (of its layout) made on the cluster when the run asks for it
-(:func:`_on_cluster`), its look-ups and counts there. ``normalize-by-median -l``,
-``trim-low-abund -l`` and ``filter-abund`` (a saved table, then the filtering looked up on the
-shards) load the saved table into the shards (each shard reads its range of the file); saved
-tables are written shard by shard. The summary has the native
-command's fields; ``load-into-counting``'s ``OUT.info`` (and ``-s`` file) and ``--report-json``
-are written by the native code (``_core.shard_finish``). Outputs are written under temporary
-names and renamed at the end, once the table is saved, so a failed run (a lost worker, a save
-that fails) leaves none. Exit status 0, 1 on an error (one line), 2 on a usage error.
+The native command definitions parse the command line and size the table
+(``_core.shard_plan``, read through :mod:`kmerflow.distributed.plan`): flags, defaults, usage
+errors and messages are the one-process command's, and a flag the sharded run does not have is
+a usage error naming it. This module is the transport: it connects to the cluster, places the
+table (zeroed, or a saved one each shard reads its range of), hands it to the native run
+(:func:`_on_cluster`), saves it shard by shard and has the native code write the side files and
+the run report (``_core.shard_finish``). Outputs stay staged until the table is saved, so a
+failed run (a lost worker, a save that fails) leaves none. Exit status 0, 1 on an error (one
+line), 2 on a usage error.
 """
 
 from __future__ import annotations
