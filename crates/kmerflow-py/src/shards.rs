@@ -99,7 +99,7 @@ impl Shard {
         Ok(Shard { inner: Mutex::new(Layout::Khmer(inner)) })
     }
 
-    /// A zeroed shard of the table of `shape` (see `ShardClient.shard_args`): counters (or,
+    /// A zeroed shard of the table of `shape` (`ShardClient.description.shape`): counters (or,
     /// for a blocked table, lines) `start .. end`; refused as `Shard(...)` is.
     #[staticmethod]
     fn zeroed(py: Python<'_>, shape: Shape, start: u64, end: u64) -> PyResult<Self> {
@@ -261,13 +261,40 @@ impl ShardClient {
         &self.inner
     }
 
-    /// The khmer-layout client, or an error naming `what` for a blocked one.
-    fn khmer(&self, what: &str) -> PyResult<&CoreClient> {
+    /// k.
+    pub(crate) fn ksize(&self) -> usize {
         match &self.inner {
-            Layout::Khmer(c) => Ok(c),
-            Layout::Blocked(_) => Err(khmer_only(what)),
+            Layout::Khmer(c) => c.ksize(),
+            Layout::Blocked(c) => c.map().params().k,
         }
     }
+
+    /// Shard `s` holds counters (lines) `bounds[s] .. bounds[s + 1]`.
+    fn bounds(&self) -> Vec<u64> {
+        match &self.inner {
+            Layout::Khmer(c) => c.map().bounds().to_vec(),
+            Layout::Blocked(c) => c.map().bounds().to_vec(),
+        }
+    }
+}
+
+/// What a sharded table is (`ShardClient.description`), fixed when it is made.
+#[pyclass(module = "kmerflow._core", frozen, get_all)]
+pub struct TableDescription {
+    /// k.
+    ksize: usize,
+    /// Counters per k-mer.
+    n_tables: usize,
+    /// Bytes of counters of the whole table.
+    memory_bytes: u64,
+    /// The table sizes (khmer's layout; `None` for the blocked one).
+    sizes: Option<Vec<u64>>,
+    /// What the shards' ranges count: `"counters"` or `"lines"`.
+    unit: &'static str,
+    /// Shard `s` holds counters (lines) `bounds[s] .. bounds[s + 1]`.
+    bounds: Vec<u64>,
+    /// The shape `Shard.zeroed` takes: `None` for khmer's layout.
+    shape: Shape,
 }
 
 #[pymethods]
@@ -312,67 +339,31 @@ impl ShardClient {
         Ok(ShardClient { inner: inner.py()? })
     }
 
-    /// k.
+    /// What the table is, fixed when it was made.
     #[getter]
-    pub(crate) fn ksize(&self) -> usize {
+    fn description(&self) -> TableDescription {
+        let (ksize, bounds) = (self.ksize(), self.bounds());
         match &self.inner {
-            Layout::Khmer(c) => c.ksize(),
-            Layout::Blocked(c) => c.map().params().k,
-        }
-    }
-
-    /// The table sizes (khmer's layout).
-    #[getter]
-    fn sizes(&self) -> PyResult<Vec<u64>> {
-        Ok(self.khmer("table sizes")?.map().sizes())
-    }
-
-    /// Counters per k-mer.
-    #[getter]
-    fn n_tables(&self) -> usize {
-        match &self.inner {
-            Layout::Khmer(c) => c.map().probes(),
-            Layout::Blocked(c) => c.map().params().probes,
-        }
-    }
-
-    /// Bytes of counters of the whole table.
-    #[getter]
-    fn memory_bytes(&self) -> u64 {
-        match &self.inner {
-            Layout::Khmer(c) => c.map().sizes().iter().sum(),
-            Layout::Blocked(c) => c.map().params().data_bytes(),
-        }
-    }
-
-    /// What the shards' ranges count: `"counters"` or `"lines"`.
-    #[getter]
-    fn unit(&self) -> &'static str {
-        match &self.inner {
-            Layout::Khmer(_) => "counters",
-            Layout::Blocked(_) => "lines",
-        }
-    }
-
-    /// Shard `s` holds counters (lines) `bounds[s] .. bounds[s + 1]`.
-    #[getter]
-    fn bounds(&self) -> Vec<u64> {
-        match &self.inner {
-            Layout::Khmer(c) => c.map().bounds().to_vec(),
-            Layout::Blocked(c) => c.map().bounds().to_vec(),
-        }
-    }
-
-    /// The arguments of `Shard.zeroed` for each shard: (shape, start, end).
-    fn shard_args(&self) -> Vec<(Shape, u64, u64)> {
-        let shape = match &self.inner {
-            Layout::Khmer(_) => None,
+            Layout::Khmer(c) => {
+                let sizes = c.map().sizes();
+                let (n_tables, memory_bytes) = (c.map().probes(), sizes.iter().sum());
+                TableDescription {
+                    ksize,
+                    n_tables,
+                    memory_bytes,
+                    sizes: Some(sizes),
+                    unit: "counters",
+                    bounds,
+                    shape: None,
+                }
+            }
             Layout::Blocked(c) => {
                 let p = c.map().params();
-                Some((p.k, p.data_bytes(), p.width.bits(), p.probes))
+                let shape = Some((p.k, p.data_bytes(), p.width.bits(), p.probes));
+                let (n_tables, memory_bytes) = (p.probes, p.data_bytes());
+                TableDescription { ksize, n_tables, memory_bytes, sizes: None, unit: "lines", bounds, shape }
             }
-        };
-        self.bounds().windows(2).map(|b| (shape, b[0], b[1])).collect()
+        }
     }
 
     /// What each shard's worker holds at most: (the shard's bytes, one batch of `batch_kmers`
@@ -400,27 +391,12 @@ impl ShardClient {
         }
     }
 
-    /// khmer's `n_occupied` (non-zero counters; of table 0 for khmer's layout).
-    fn n_occupied(&self) -> u64 {
+    /// The statistics now: khmer's `n_occupied` (non-zero counters; of table 0 for khmer's
+    /// layout), `n_unique_kmers` and the one-process table's false-positive estimate.
+    fn stats(&self) -> (u64, u64, f64) {
         match &self.inner {
-            Layout::Khmer(c) => c.n_occupied(),
-            Layout::Blocked(c) => c.occupancy().occupied,
-        }
-    }
-
-    /// khmer's `n_unique_kmers`.
-    fn n_unique_kmers(&self) -> u64 {
-        match &self.inner {
-            Layout::Khmer(c) => c.n_unique_kmers(),
-            Layout::Blocked(c) => c.occupancy().unique,
-        }
-    }
-
-    /// The one-process table's false-positive estimate.
-    fn expected_fp_rate(&self) -> f64 {
-        match &self.inner {
-            Layout::Khmer(c) => c.fp_rate(),
-            Layout::Blocked(c) => c.fp_rate(),
+            Layout::Khmer(c) => (c.n_occupied(), c.n_unique_kmers(), c.fp_rate()),
+            Layout::Blocked(c) => (c.occupancy().occupied, c.occupancy().unique, c.fp_rate()),
         }
     }
 
@@ -535,7 +511,7 @@ impl ShardClient {
     /// The whole table as a `Countgraph` (in this process) from the shards' counters (uint8
     /// arrays in shard order), with the statistics and bigcounts (khmer's layout).
     fn gather(&self, py: Python<'_>, cells: Vec<PyReadonlyArray1<'_, u8>>) -> PyResult<Py<Countgraph>> {
-        let client = self.khmer("gathering into a Countgraph")?;
+        let Layout::Khmer(client) = &self.inner else { return Err(khmer_only("gathering into a Countgraph")) };
         let cells: Vec<&[u8]> = cells.iter().map(|c| slice(c, "cells")).collect::<PyResult<_>>()?;
         let table = py.detach(|| client.gather(&cells)).py()?;
         Py::new(py, PyClassInitializer::from(Table::from_core(table)).add_subclass(Countgraph))
@@ -603,6 +579,7 @@ impl ShardClient {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Shard>()?;
     m.add_class::<ShardClient>()?;
+    m.add_class::<TableDescription>()?;
     add_functions!(m, keep_message_memory);
     Ok(())
 }

@@ -145,10 +145,13 @@ class _Sharded:
         if batch_kmers < 1:
             raise ParameterError("batch_kmers must be at least 1")
         self._table, self._client, self.batch_kmers = table, client, batch_kmers
+        #: What the table is (``_core.TableDescription``).
+        self._info = table.description
         #: Reads shorter than k: counted by :meth:`consume_seqfile` (they contribute no k-mers)
         #: and dropped by :meth:`normalize_file`.
         self.short_reads = 0
-        args = [(shape, (start, end)) for shape, start, end in table.shard_args()]
+        bounds = self._info.bounds
+        args = [(self._info.shape, (bounds[s], bounds[s + 1])) for s in range(len(bounds) - 1)]
         n_local = len(args) if client is None else (local or 0)
         if not 0 <= n_local <= len(args):
             raise ParameterError(f"local must be 0..{len(args)} shards, not {n_local}")
@@ -172,8 +175,8 @@ class _Sharded:
         return table
 
     def _describe(self, s: int) -> str:
-        bounds = self._table.bounds
-        return f"shard {s} ({self._table.unit} {bounds[s]}..{bounds[s + 1]}) on {self._where[s]}"
+        bounds = self._info.bounds
+        return f"shard {s} ({self._info.unit} {bounds[s]}..{bounds[s + 1]}) on {self._where[s]}"
 
     def _answer(self, s: int, future: Any) -> Any:
         """The answer of shard ``s`` to ``future``, its worker checked every
@@ -353,33 +356,33 @@ class _Sharded:
     # --- khmer's table interface -----------------------------------------------------------------
 
     def ksize(self) -> int:
-        return self._table.ksize
+        return self._info.ksize
 
     def n_tables(self) -> int:
         """Counters per k-mer."""
-        return self._table.n_tables
+        return self._info.n_tables
 
     @property
     def memory_bytes(self) -> int:
         """Bytes of counters of the whole table."""
-        return self._table.memory_bytes
+        return self._info.memory_bytes
 
     def n_occupied(self) -> int:
-        return self._table.n_occupied()
+        return self._table.stats()[0]
 
     def n_unique_kmers(self) -> int:
-        return self._table.n_unique_kmers()
+        return self._table.stats()[1]
 
     def expected_fp_rate(self) -> float:
         """The one-process table's estimate: khmer's (n_occupied / smallest table) ^ tables, or
         for the blocked layout (non-zero fraction) ^ counters per k-mer."""
-        return self._table.expected_fp_rate()
+        return self._table.stats()[2]
 
     @property
     def shard_bounds(self) -> List[int]:
         """Shard ``s`` holds counters (lines, for the blocked layout) ``shard_bounds[s] ..
         shard_bounds[s + 1]``."""
-        return list(self._table.bounds)
+        return list(self._info.bounds)
 
     def hash_reads(self, sequences: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
         """k-mer hashes of ``sequences`` end to end (khmer's C++ cleaning, the layout's hash),
@@ -466,7 +469,7 @@ class ShardedCountgraph(_Sharded):
     # --- what khmer's layout alone answers -------------------------------------------------------
 
     def hashsizes(self) -> List[int]:
-        return list(self._table.sizes)
+        return list(self._info.sizes)
 
     def histogram(self) -> np.ndarray:
         """How many counters of the whole table hold each value 0..255."""
