@@ -208,10 +208,8 @@ class ShardTerminal:
     def finish(self) -> None: ...
     def stop(self) -> None: ...
 
-def run_sharded_command(command: str, argv: Sequence[str], on_message: Callable[[str, str], object],
-                        client: ShardClient,
-                        local: Sequence[Optional[Shard]],
-                        remote: Any, terminal: Optional[ShardTerminal] = None
+def run_sharded_command(argv: Sequence[str], on_message: Callable[[str, str], object], client: ShardClient,
+                        local: Sequence[Optional[Shard]], remote: Any, terminal: Optional[ShardTerminal] = None
                         ) -> Tuple[str, List[str], StagedOutputs]: ...
 def run_sharded_normalize(argv: Sequence[str], on_message: Callable[[str, str], object],
                           make: Callable[[str, List[int]], Tuple[ShardClient, List[Optional[Shard]], Any, Any]],

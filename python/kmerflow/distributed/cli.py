@@ -187,7 +187,7 @@ def _native(plan: Run, graph: _Sharded, say: OnMessage) -> Outcome:
     counts; the table never passes through this process, which only carries the messages. The
     run's outputs stay staged until its table is saved (:func:`_save_table`): a failed save
     leaves none of them."""
-    summary_text, outputs, staged = _core.run_sharded_command(plan["command"], plan["argv"], say,
+    summary_text, outputs, staged = _core.run_sharded_command(plan["argv"], say,
                                                               *graph.native_run(), graph.terminal)
     try:
         saved = _save_table(plan, graph, say)
