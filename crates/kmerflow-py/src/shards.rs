@@ -8,6 +8,7 @@
 use crate::batch::slice;
 use crate::errors::IntoPyResult;
 use crate::interrupt::interruptible;
+use crate::shard_files::StagedOutputs;
 use crate::tables::{Countgraph, Table};
 use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::ops::memory::{check_fits, Backing};
@@ -529,17 +530,13 @@ impl ShardClient {
         .py()
     }
 
-    /// Whether a save to `path` may go shard by shard (a khmer table compressed by its `.gz`
-    /// name is gathered).
-    fn saves_by_shard(&self, path: &str) -> bool {
-        matches!(self.inner, Layout::Blocked(_)) || !path.ends_with(".gz")
-    }
-
-    /// The frame of the table's file (everything but the counters): its length, and the places
-    /// and bytes (uint8, laid end to end) the client writes before the shards' counters are in
-    /// place (for `write_places`).
-    fn frame<'py>(&self, py: Python<'py>) -> (u64, Places, Bound<'py, PyArray1<u8>>) {
+    /// The table file saving `path` shard by shard (see `StagedOutputs`): a new file of the
+    /// table's length under a temporary name beside it, everything but the shards' counters
+    /// written, and that name; `None` where the save is gathered (`save`): `path` written in place
+    /// (a FIFO, a device), or a khmer table compressed by its `.gz` name.
+    fn staged_file(&self, py: Python<'_>, path: &str) -> PyResult<Option<(StagedOutputs, String)>> {
         let (len, pieces) = match &self.inner {
+            Layout::Khmer(_) if path.ends_with(".gz") => return Ok(None),
             Layout::Khmer(c) => c.frame().pieces(),
             // The header is written by `seal`, once the checksum of the lines can be computed.
             Layout::Blocked(c) => {
@@ -547,8 +544,11 @@ impl ShardClient {
                 (offset + len, Vec::new())
             }
         };
-        let places = pieces.iter().map(|(offset, bytes)| (*offset, bytes.len() as u64)).collect();
-        (len, places, pieces.into_iter().flat_map(|(_, bytes)| bytes).collect::<Vec<u8>>().into_pyarray(py))
+        let Some((staged, temp)) = StagedOutputs::table_file(path, len)? else { return Ok(None) };
+        let places: Places = pieces.iter().map(|(offset, bytes)| (*offset, bytes.len() as u64)).collect();
+        let bytes: Vec<u8> = pieces.into_iter().flat_map(|(_, bytes)| bytes).collect();
+        py.detach(|| shard_file::write_pieces(&temp, &places, &bytes)).py()?;
+        Ok(Some((staged, temp)))
     }
 
     /// The places of each shard's counters in the table's file, in shard order.

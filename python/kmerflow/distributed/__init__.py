@@ -306,24 +306,23 @@ class _Sharded:
         table compressed by its ``.gz`` name, and a FIFO or device, are written from the table
         gathered into this process."""
         path = os.fspath(path)
-        if not (self._table.saves_by_shard(path) and self._save_in_place(path)):
+        if not self._save_in_place(path):
             self._table.save(self._call("cells"), path)
 
     def _save_in_place(self, path: str) -> bool:
         """Saves the table to ``path`` without gathering it: the file is made at its full
-        length under a temporary name beside ``path``, each shard writes its counters at their
-        place from the process holding it (a shard whose worker does not see the file sends
-        its counters here, one shard at a time), this process writes the rest, and the file is
-        renamed over ``path``. On a failure the temporary is removed and the error names the
-        shard. False (nothing done) where ``path`` is written in place (a FIFO, a device)."""
-        length, frame_places, frame = self._table.frame()
-        made = _core.StagedOutputs.table_file(path, length)
+        length under a temporary name beside ``path`` with all but the counters written
+        (``_core.ShardClient.staged_file``), each shard writes its counters at their place from
+        the process holding it (a shard whose worker does not see the file sends its counters
+        here, one shard at a time), and the file is renamed over ``path``. On a failure the
+        temporary is removed and the error names the shard. False (nothing done) where the save
+        is gathered (a FIFO, a device, a khmer table compressed by its ``.gz`` name)."""
+        made = self._table.staged_file(path)
         if made is None:
             return False
         staged, temp = made
         try:
             temp = os.path.abspath(temp)
-            _core.write_places(temp, frame_places, frame)
             places = self._table.places()
             seeing = self._seeing(temp)
             futures = self._start_some("write_to", {s: (temp, places[s]) for s in range(len(places)) if seeing[s]})
