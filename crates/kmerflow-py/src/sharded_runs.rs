@@ -148,10 +148,10 @@ fn with_table<R>(
 }
 
 /// Runs the sharded command line `argv` (program name first; a command without a sharded run
-/// is the command line's usage error) and `client`'s
-/// table (either layout), whose shard `s` is `local[s]` when held
-/// in this process and reached through `remote` (see [`PyRemote`]) when `None`. The table is
-/// never gathered; the whole run is native, Python only carries the messages.
+/// is the command line's usage error) on `client`'s table (either layout), whose shard `s` is
+/// `local[s]` when held in this process and reached through `remote` (see [`PyRemote`]) when
+/// `None`. The table is never gathered; the whole run is native, Python only carries the
+/// messages.
 /// Every command runs on either layout:
 /// - `normalize-by-median`: the one-process command's messages, keep curve, `-R` report,
 ///   false-positive ceiling and outputs;

@@ -456,18 +456,6 @@ impl ShardClient {
         Ok((parts.into_iter().map(|p| p.into_pyarray(py)).collect(), order.into_pyarray(py)))
     }
 
-    /// The shards' answers (uint8 arrays, in shard order) put back in input order.
-    #[staticmethod]
-    fn unroute<'py>(
-        py: Python<'py>,
-        order: PyReadonlyArray1<'py, u32>,
-        answers: Vec<PyReadonlyArray1<'py, u8>>,
-    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
-        let order = slice(&order, "order")?;
-        let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
-        Ok(py.detach(|| ShardMap::unroute(order, &answers)).py()?.into_pyarray(py))
-    }
-
     /// Records counting `hashes` from the shards' answers to `Shard.add` (in shard order;
     /// `order` from `route`): statistics and bigcounts as a sequential add.
     fn record_adds(
@@ -493,20 +481,26 @@ impl ShardClient {
         }
     }
 
-    /// The count of each k-mer (uint32) from what `Shard.counts` answered for its keys (in
-    /// input order): the values of its counters (probe-major), or its count for a blocked table.
+    /// The count of each k-mer of `hashes` (uint32) from the shards' answers to `Shard.counts`
+    /// (uint8 arrays in shard order; `order` from `route`): the values of its counters
+    /// (probe-major), or its count for a blocked table.
     fn kmer_counts<'py>(
         &self,
         py: Python<'py>,
         hashes: PyReadonlyArray1<'py, u64>,
-        values: PyReadonlyArray1<'py, u8>,
+        order: PyReadonlyArray1<'py, u32>,
+        answers: Vec<PyReadonlyArray1<'py, u8>>,
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        let (hashes, values) = (slice(&hashes, "hashes")?, slice(&values, "values")?);
-        let counts = match &self.inner {
-            Layout::Khmer(c) => py.detach(|| c.kmer_counts(hashes, values)).py()?,
-            Layout::Blocked(_) => values.iter().map(|&v| u32::from(v)).collect(),
-        };
-        Ok(counts.into_pyarray(py))
+        let (hashes, order) = (slice(&hashes, "hashes")?, slice(&order, "order")?);
+        let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
+        let counts = py.detach(|| {
+            let values = ShardMap::unroute(order, &answers)?;
+            match &self.inner {
+                Layout::Khmer(c) => c.kmer_counts(hashes, &values),
+                Layout::Blocked(_) => Ok(values.into_iter().map(u32::from).collect()),
+            }
+        });
+        Ok(counts.py()?.into_pyarray(py))
     }
 
     /// The whole table as a `Countgraph` (in this process) from the shards' counters (uint8

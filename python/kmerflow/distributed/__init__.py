@@ -377,8 +377,7 @@ class _Sharded:
         """The count of each k-mer hash (uint32)."""
         hashes = np.ascontiguousarray(hashes, dtype=_U64)
         parts, order = self._table.route(hashes)
-        values = _core.ShardClient.unroute(order, self._call("counts", [(p,) for p in parts]))
-        return self._table.kmer_counts(hashes, values)
+        return self._table.kmer_counts(hashes, order, self._call("counts", [(p,) for p in parts]))
 
     def add(self, kmer: Union[str, int]) -> None:
         self.add_hashes(np.array([self._hash(kmer)], dtype=_U64))
