@@ -90,26 +90,20 @@ impl Shard {
 
 #[pymethods]
 impl Shard {
-    /// A zeroed shard of khmer's layout: `size` counters from `start`, each at most `max`;
-    /// refused before allocation when it does not fit in this process's memory limits.
-    #[new]
-    #[pyo3(signature = (start, size, max = 255))]
-    fn new(py: Python<'_>, start: u64, size: u64, max: u8) -> PyResult<Self> {
-        check_fits(size as f64, Backing::Memory, "-M/--max-memory-usage or more shards (--shards)").py()?;
-        let inner = py.detach(|| CoreShard::new(start, size, max)).py()?;
-        Ok(Shard { inner: Mutex::new(Layout::Khmer(inner)) })
-    }
-
     /// A zeroed shard of the table of `shape` (`ShardClient.description.shape`): counters (or,
-    /// for a blocked table, lines) `start .. end`; refused as `Shard(...)` is.
+    /// for a blocked table, lines) `start .. end`; refused before allocation when it does not
+    /// fit in this process's memory limits.
     #[staticmethod]
     fn zeroed(py: Python<'_>, shape: Shape, start: u64, end: u64) -> PyResult<Self> {
-        let Some(shape) = shape else { return Self::new(py, start, end.saturating_sub(start), u8::MAX) };
-        let params = blocked_params(shape)?;
-        let bytes = end.saturating_sub(start) * CoreBlockedShard::place_of(0..1).1;
+        let params = shape.map(blocked_params).transpose()?;
+        let line = params.as_ref().map_or(1, |_| CoreBlockedShard::place_of(0..1).1);
+        let bytes = end.saturating_sub(start) * line;
         check_fits(bytes as f64, Backing::Memory, "-M/--max-memory-usage or more shards (--shards)").py()?;
-        let inner = py.detach(|| CoreBlockedShard::new(params, start..end)).py()?;
-        Ok(Shard { inner: Mutex::new(Layout::Blocked(inner)) })
+        let inner = py.detach(|| match params {
+            None => CoreShard::new(start, end.saturating_sub(start), u8::MAX).map(Layout::Khmer),
+            Some(params) => CoreBlockedShard::new(params, start..end).map(Layout::Blocked),
+        });
+        Ok(Shard { inner: Mutex::new(inner.py()?) })
     }
 
     /// Answers a message of the transport (`kmerflow_core::shards::wire`, uint8): a step
@@ -269,14 +263,6 @@ impl ShardClient {
             Layout::Blocked(c) => c.map().params().k,
         }
     }
-
-    /// Shard `s` holds counters (lines) `bounds[s] .. bounds[s + 1]`.
-    fn bounds(&self) -> Vec<u64> {
-        match &self.inner {
-            Layout::Khmer(c) => c.map().bounds().to_vec(),
-            Layout::Blocked(c) => c.map().bounds().to_vec(),
-        }
-    }
 }
 
 /// What a sharded table is (`ShardClient.description`), fixed when it is made.
@@ -296,6 +282,8 @@ pub struct TableDescription {
     bounds: Vec<u64>,
     /// The shape `Shard.zeroed` takes: `None` for khmer's layout.
     shape: Shape,
+    /// The places of each shard's counters in the table's file, in shard order.
+    places: Vec<Places>,
 }
 
 #[pymethods]
@@ -343,34 +331,26 @@ impl ShardClient {
     /// What the table is, fixed when it was made.
     #[getter]
     fn description(&self) -> TableDescription {
-        let (ksize, bounds) = (self.ksize(), self.bounds());
-        match &self.inner {
+        let (n_tables, memory_bytes, sizes, unit, bounds, shape, places) = match &self.inner {
             Layout::Khmer(c) => {
-                let sizes = c.map().sizes();
-                let (n_tables, memory_bytes) = (c.map().probes(), sizes.iter().sum());
-                TableDescription {
-                    ksize,
-                    n_tables,
-                    memory_bytes,
-                    sizes: Some(sizes),
-                    unit: "counters",
-                    bounds,
-                    shape: None,
-                }
+                let (map, sizes) = (c.map(), c.map().sizes());
+                let frame = ByteFrame { bigcounts: Default::default(), ..c.frame() };
+                let places = map.bounds().windows(2).map(|b| frame.places(b[0], b[1])).collect();
+                (map.probes(), sizes.iter().sum(), Some(sizes), "counters", map.bounds().to_vec(), None, places)
             }
             Layout::Blocked(c) => {
-                let p = c.map().params();
+                let (map, p) = (c.map(), c.map().params());
+                let places = (0..map.shards()).map(|s| vec![CoreBlockedShard::place_of(map.lines(s))]).collect();
                 let shape = Some((p.k, p.data_bytes(), p.width.bits(), p.probes));
-                let (n_tables, memory_bytes) = (p.probes, p.data_bytes());
-                TableDescription { ksize, n_tables, memory_bytes, sizes: None, unit: "lines", bounds, shape }
+                (p.probes, p.data_bytes(), None, "lines", map.bounds().to_vec(), shape, places)
             }
-        }
+        };
+        TableDescription { ksize: self.ksize(), n_tables, memory_bytes, sizes, unit, bounds, shape, places }
     }
 
     /// What each shard's worker holds at most: (the shard's bytes, one batch of `batch_kmers`
     /// k-mers' messages, twice: their copies while (de)serialized).
     fn shard_bytes(&self, batch_kmers: u64) -> Vec<(u64, u64)> {
-        let bounds = self.bounds();
         match &self.inner {
             Layout::Khmer(c) => {
                 // At most the batch's counters of each table the shard overlaps, 8 bytes in,
@@ -381,13 +361,17 @@ impl ShardClient {
                     Some(*end)
                 }));
                 let tables = |(start, end)| offsets.windows(2).filter(|t| t[0] < end && t[1] > start).count() as u64;
-                bounds.windows(2).map(|b| (b[1] - b[0], 2 * batch_kmers * tables((b[0], b[1])) * 18)).collect()
+                c.map()
+                    .bounds()
+                    .windows(2)
+                    .map(|b| (b[1] - b[0], 2 * batch_kmers * tables((b[0], b[1])) * 18))
+                    .collect()
             }
             Layout::Blocked(c) => {
                 // A batch of hashes (in, and as lines), their counters' values and updates.
                 let message = 2 * batch_kmers * (16 + 10 * c.map().params().probes as u64);
                 let line = CoreBlockedShard::place_of(0..1).1;
-                bounds.windows(2).map(|b| ((b[1] - b[0]) * line, message)).collect()
+                c.map().bounds().windows(2).map(|b| ((b[1] - b[0]) * line, message)).collect()
             }
         }
     }
@@ -543,20 +527,6 @@ impl ShardClient {
         let bytes: Vec<u8> = pieces.into_iter().flat_map(|(_, bytes)| bytes).collect();
         py.detach(|| shard_file::write_pieces(&temp, &places, &bytes)).py()?;
         Ok(Some((staged, temp)))
-    }
-
-    /// The places of each shard's counters in the table's file, in shard order.
-    fn places(&self) -> Vec<Places> {
-        match &self.inner {
-            Layout::Khmer(c) => {
-                let frame = ByteFrame { bigcounts: Default::default(), ..c.frame() };
-                c.map().bounds().windows(2).map(|b| frame.places(b[0], b[1])).collect()
-            }
-            Layout::Blocked(c) => {
-                let map = c.map();
-                (0..map.shards()).map(|s| vec![CoreBlockedShard::place_of(map.lines(s))]).collect()
-            }
-        }
     }
 
     /// Finishes the table file `path` once the shards wrote their counters: for a blocked

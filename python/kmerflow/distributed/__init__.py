@@ -319,7 +319,7 @@ class _Sharded:
         """Calls ``method(path, places)`` with its places in the table file ``path`` on each
         shard whose process sees the file (:meth:`_seeing`), and ``through_here(s, places)`` for
         each other shard ``s``, one at a time, while they run."""
-        places = self._table.places()
+        places = self._info.places
         seeing = self._seeing(path)
         futures = self._start_some(method, {s: (path, places[s]) for s in range(len(places)) if seeing[s]})
         for s in (s for s in range(len(places)) if not seeing[s]):
