@@ -93,7 +93,7 @@ def test_python_tables_beyond_the_cgroup_limit_raise(tmp_path: Path, in_small_cg
         import kmerflow
         from kmerflow._core import Shard
         for make in (lambda: kmerflow.Countgraph(20, 100e6, 4), lambda: kmerflow.Nodegraph(20, 4e9, 4),
-                     lambda: Shard(0, 400_000_000)):
+                     lambda: Shard.zeroed(None, 0, 400_000_000)):
             try:
                 make()
             except kmerflow.ParameterError as e:

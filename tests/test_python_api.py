@@ -502,7 +502,8 @@ def test_consuming_a_long_sequence_needs_little_memory(tmp_path):
 def test_unroute_out_of_range_is_a_value_error():
     order = np.array([5], dtype=np.uint32)
     with pytest.raises(ValueError, match="position 5"):
-        kmerflow._core.ShardClient.unroute(order, [np.array([1], dtype=np.uint8)])
+        kmerflow._core.ShardClient(20, [101], 1).kmer_counts(np.array([1], dtype=np.uint64), order,
+                                                             [np.array([1], dtype=np.uint8)])
 
 
 @pytest.mark.parametrize("name", ["--savegraph=x.ct", "--help", "-o"])

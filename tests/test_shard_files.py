@@ -363,7 +363,7 @@ def test_filter_abund_on_shards_does_not_load_the_table_here(cluster, tmp_path, 
     monkeypatch.setattr(ShardedCountgraph, "to_countgraph", lambda self: calls.append("gathered"))
     real = shard_cli._core.run_sharded_command
     monkeypatch.setattr(shard_cli._core, "run_sharded_command",
-                        lambda command, *a: calls.append(f"sharded {command}") or real(command, *a))
+                        lambda argv, *a: calls.append(f"sharded {argv[1]}") or real(argv, *a))
     with distributed.Client(cluster, direct_to_workers=True) as client:
         shard_cli.run(["filter-abund", "-C", "3", "-o", str(tmp_path / "s.fq"), str(big_table), str(reads),
                        "--scheduler", cluster.scheduler_address, "--shards", "2"],

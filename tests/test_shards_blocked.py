@@ -198,6 +198,20 @@ def test_a_native_run_refuses_shards_of_the_other_layout(tmp_path):
         blocked_shard.histogram()
 
 
+def test_a_native_run_of_a_command_without_one_is_a_usage_error(tmp_path):
+    """The command line's own refusal is the only one: a command that has no sharded run given
+    to ``_core.run_sharded_command`` is its usage error (exit 2), naming the command; nothing
+    is written."""
+    from kmerflow.errors import CommandError
+
+    reads = tmp_path / "r.fa"
+    reads.write_text(">r\n" + "ACGT" * 10 + "\n")
+    argv = ["kmerflow", "count-median", str(tmp_path / "t.ct"), str(reads), str(tmp_path / "o.txt")]
+    with pytest.raises(CommandError, match="count-median has no such sharded run") as refused:
+        _core.run_sharded_command(argv, lambda *_: None, *ShardedBlockedTable(20, 800, 4).native_run())
+    assert refused.value.code == 2 and sorted(os.listdir(tmp_path)) == ["r.fa"]
+
+
 def test_look_up_runs_on_blocked_shards_match_the_table_held_here(client, tmp_path):
     """filter-abund-single (-V), abundance-dist-single and trim-low-abund run natively on
     blocked shards (the layout a parameter of the same run, ``_core.run_sharded_command``):
@@ -214,7 +228,7 @@ def test_look_up_runs_on_blocked_shards_match_the_table_held_here(client, tmp_pa
         summaries = []
         for argv in commands:
             table = ShardedBlockedTable(20, 800, 4, **sharding)
-            summary, _, staged = _core.run_sharded_command(argv[0], ["kmerflow", *map(str, argv), "-k", "20"],
+            summary, _, staged = _core.run_sharded_command(["kmerflow", *map(str, argv), "-k", "20"],
                                                            lambda *_: None, *table.native_run(), None)
             staged.commit()
             summaries.append(json.loads(summary))
@@ -248,7 +262,7 @@ def test_the_class_filters_and_histograms_like_the_table_held_here(client, tmp_p
     assert summary["truncated"] > 0 and summary["reads"] == 900
     for argv in (["filter-abund-single", "-V", "-Z", "25", "-C", "20", reads, "-o", tmp_path / "c.fq"],
                  ["abundance-dist-single", reads, tmp_path / "c.csv"]):
-        _, _, staged = _core.run_sharded_command(argv[0], ["kmerflow", *map(str, argv), "-f", "-k", "20"],
+        _, _, staged = _core.run_sharded_command(["kmerflow", *map(str, argv), "-f", "-k", "20"],
                                                  lambda *_: None, *ShardedBlockedTable(20, 800, 4).native_run(), None)
         staged.commit()
     assert (tmp_path / "c.fq").read_bytes() == filtered

@@ -29,15 +29,11 @@ impl StagedOutputs {
     pub(crate) fn new(staged: Vec<Staged>) -> Self {
         StagedOutputs(staged)
     }
-}
 
-#[pymethods]
-impl StagedOutputs {
     /// The table file saving `path`, a new file of `length` bytes of zeros under a temporary
     /// name beside it (the outputs' naming and mode), and that name; `None` when `path` is
     /// written in place (a FIFO, a device), which a file written at offsets cannot be.
-    #[staticmethod]
-    fn table_file(path: &str, length: u64) -> PyResult<Option<(Self, String)>> {
+    pub(crate) fn table_file(path: &str, length: u64) -> PyResult<Option<(Self, String)>> {
         if !is_replaced(path).py()? {
             return Ok(None);
         }
@@ -46,7 +42,10 @@ impl StagedOutputs {
         let temp = staged.written_path().to_string_lossy().into_owned();
         Ok(Some((StagedOutputs(vec![staged]), temp)))
     }
+}
 
+#[pymethods]
+impl StagedOutputs {
     /// Renames the outputs into place (once; a failure removes those not renamed yet).
     fn commit(&mut self) -> PyResult<()> {
         std::mem::take(&mut self.0).into_iter().try_for_each(Staged::commit).py()

@@ -15,9 +15,7 @@ use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::ops::normalize::{PassTable, Tables};
 use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::run::{CancelToken, RunContext};
-use kmerflow_core::shards::blocked::BlockedShard as CoreBlockedShard;
 use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
-use kmerflow_core::shards::khmer::Shard as CoreShard;
 use kmerflow_core::shards::runs::{Answer, Cleaning, HashedBundles, Kind, Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::shards::wire;
 use kmerflow_core::table::blocked::OccupancyStats;
@@ -99,33 +97,14 @@ fn open_reader(
     Ok(PairedReader::new(reader.py()?, mode, min_length))
 }
 
-/// The shards held here (`None` for a remote one), locked.
-fn lock(local: &[Option<Py<Shard>>]) -> Vec<Option<MutexGuard<'_, AnyShard>>> {
-    local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect()
-}
-
-/// The locked shards as the cores of one layout, which `pick` takes out of a shard (a shard
-/// of the other layout is refused).
+/// The locked shards held here (`None` for a remote one) as the cores of the layout that
+/// `pick` takes out of a shard (a shard of the other layout is refused).
 fn picked<'g, T>(
     guards: &'g mut [Option<MutexGuard<'_, AnyShard>>],
-    pick: for<'x> fn(&'x mut AnyShard) -> Option<&'x mut T>,
+    pick: impl Fn(&'g mut AnyShard) -> Option<&'g mut T>,
 ) -> Result<Vec<Option<&'g mut T>>> {
     let refused = || Error::invalid("a shard held here is not of its table's layout");
     guards.iter_mut().map(|g| g.as_deref_mut().map(|s| pick(s).ok_or_else(refused)).transpose()).collect()
-}
-
-fn khmer_shard(shard: &mut AnyShard) -> Option<&mut CoreShard> {
-    match shard {
-        Layout::Khmer(s) => Some(s),
-        Layout::Blocked(_) => None,
-    }
-}
-
-fn blocked_shard(shard: &mut AnyShard) -> Option<&mut CoreBlockedShard> {
-    match shard {
-        Layout::Blocked(s) => Some(s),
-        Layout::Khmer(_) => None,
-    }
 }
 
 /// Binds `$shards` to `$client`'s table (a [`drive::Shards`] of its layout), its `$local` shards
@@ -134,14 +113,22 @@ fn blocked_shard(shard: &mut AnyShard) -> Option<&mut CoreBlockedShard> {
 /// other layout.
 macro_rules! on_shards {
     ($client:expr, $local:expr, $remote:expr, |$shards:pat_param, $r:ident| $body:expr) => {{
-        let mut guards = lock($local);
+        let mut guards: Vec<_> = $local.iter().map(|s| s.as_ref().map(|s| s.get().lock())).collect();
         let $r: &mut dyn RemoteShards = &mut PyRemote($remote);
         match $client.core() {
-            Layout::Khmer(client) => picked(&mut guards, khmer_shard).map(|local| {
+            Layout::Khmer(client) => picked(&mut guards, |s| match s {
+                Layout::Khmer(s) => Some(s),
+                Layout::Blocked(_) => None,
+            })
+            .map(|local| {
                 let $shards = KhmerShards { client, local };
                 $body
             }),
-            Layout::Blocked(client) => picked(&mut guards, blocked_shard).map(|local| {
+            Layout::Blocked(client) => picked(&mut guards, |s| match s {
+                Layout::Blocked(s) => Some(s),
+                Layout::Khmer(_) => None,
+            })
+            .map(|local| {
                 let $shards = BlockedShards { client, local };
                 $body
             }),
@@ -160,20 +147,11 @@ fn with_table<R>(
     on_shards!(client, local, remote, |mut shards, remote| work(&mut shards, remote))
 }
 
-/// The commands [`run_sharded_command`] runs.
-const COMMANDS: [&str; 6] = [
-    "normalize-by-median",
-    "load-into-counting",
-    "trim-low-abund",
-    "filter-abund-single",
-    "filter-abund",
-    "abundance-dist-single",
-];
-
-/// Runs the sharded `command` on the command line `argv` (program name first) and `client`'s
-/// table (either layout), whose shard `s` is `local[s]` when held
-/// in this process and reached through `remote` (see [`PyRemote`]) when `None`. The table is
-/// never gathered; the whole run is native, Python only carries the messages.
+/// Runs the sharded command line `argv` (program name first; a command without a sharded run
+/// is the command line's usage error) on `client`'s table (either layout), whose shard `s` is
+/// `local[s]` when held in this process and reached through `remote` (see [`PyRemote`]) when
+/// `None`. The table is never gathered; the whole run is native, Python only carries the
+/// messages.
 /// Every command runs on either layout:
 /// - `normalize-by-median`: the one-process command's messages, keep curve, `-R` report,
 ///   false-positive ceiling and outputs;
@@ -191,11 +169,9 @@ const COMMANDS: [&str; 6] = [
 /// them. Raises `kmerflow.CommandError` (a lost shard: exit status 1, its message naming the
 /// shard).
 #[pyfunction]
-#[pyo3(signature = (command, argv, on_message, client, local, remote, terminal = None))]
-#[allow(clippy::too_many_arguments)] // the Python function's keywords
+#[pyo3(signature = (argv, on_message, client, local, remote, terminal = None))]
 pub fn run_sharded_command(
     py: Python<'_>,
-    command: &str,
     argv: Vec<OsString>,
     on_message: Bound<'_, PyAny>,
     client: Py<ShardClient>,
@@ -203,9 +179,6 @@ pub fn run_sharded_command(
     remote: Py<PyAny>,
     terminal: Option<PyRef<'_, ShardTerminal>>,
 ) -> PyResult<(String, Vec<String>, StagedOutputs)> {
-    if !COMMANDS.contains(&command) {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!("no sharded native run of {command}")));
-    }
     let shown = terminal.as_deref().map(ShardTerminal::run);
     let (summary, outputs, staged) = interruptible_showing(py, forwarder(&on_message), shown, |ctx| {
         ctx.files().hold_commits();

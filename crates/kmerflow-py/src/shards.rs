@@ -8,6 +8,7 @@
 use crate::batch::slice;
 use crate::errors::IntoPyResult;
 use crate::interrupt::interruptible;
+use crate::shard_files::StagedOutputs;
 use crate::tables::{Countgraph, Table};
 use kmerflow_core::kmer::clean::clean_parser;
 use kmerflow_core::ops::memory::{check_fits, Backing};
@@ -89,26 +90,20 @@ impl Shard {
 
 #[pymethods]
 impl Shard {
-    /// A zeroed shard of khmer's layout: `size` counters from `start`, each at most `max`;
-    /// refused before allocation when it does not fit in this process's memory limits.
-    #[new]
-    #[pyo3(signature = (start, size, max = 255))]
-    fn new(py: Python<'_>, start: u64, size: u64, max: u8) -> PyResult<Self> {
-        check_fits(size as f64, Backing::Memory, "-M/--max-memory-usage or more shards (--shards)").py()?;
-        let inner = py.detach(|| CoreShard::new(start, size, max)).py()?;
-        Ok(Shard { inner: Mutex::new(Layout::Khmer(inner)) })
-    }
-
-    /// A zeroed shard of the table of `shape` (see `ShardClient.shard_args`): counters (or,
-    /// for a blocked table, lines) `start .. end`; refused as `Shard(...)` is.
+    /// A zeroed shard of the table of `shape` (`ShardClient.description.shape`): counters (or,
+    /// for a blocked table, lines) `start .. end`; refused before allocation when it does not
+    /// fit in this process's memory limits.
     #[staticmethod]
     fn zeroed(py: Python<'_>, shape: Shape, start: u64, end: u64) -> PyResult<Self> {
-        let Some(shape) = shape else { return Self::new(py, start, end.saturating_sub(start), u8::MAX) };
-        let params = blocked_params(shape)?;
-        let bytes = end.saturating_sub(start) * CoreBlockedShard::place_of(0..1).1;
+        let params = shape.map(blocked_params).transpose()?;
+        let line = params.as_ref().map_or(1, |_| CoreBlockedShard::place_of(0..1).1);
+        let bytes = end.saturating_sub(start) * line;
         check_fits(bytes as f64, Backing::Memory, "-M/--max-memory-usage or more shards (--shards)").py()?;
-        let inner = py.detach(|| CoreBlockedShard::new(params, start..end)).py()?;
-        Ok(Shard { inner: Mutex::new(Layout::Blocked(inner)) })
+        let inner = py.detach(|| match params {
+            None => CoreShard::new(start, end.saturating_sub(start), u8::MAX).map(Layout::Khmer),
+            Some(params) => CoreBlockedShard::new(params, start..end).map(Layout::Blocked),
+        });
+        Ok(Shard { inner: Mutex::new(inner.py()?) })
     }
 
     /// Answers a message of the transport (`kmerflow_core::shards::wire`, uint8): a step
@@ -261,13 +256,34 @@ impl ShardClient {
         &self.inner
     }
 
-    /// The khmer-layout client, or an error naming `what` for a blocked one.
-    fn khmer(&self, what: &str) -> PyResult<&CoreClient> {
+    /// k.
+    pub(crate) fn ksize(&self) -> usize {
         match &self.inner {
-            Layout::Khmer(c) => Ok(c),
-            Layout::Blocked(_) => Err(khmer_only(what)),
+            Layout::Khmer(c) => c.ksize(),
+            Layout::Blocked(c) => c.map().params().k,
         }
     }
+}
+
+/// What a sharded table is (`ShardClient.description`), fixed when it is made.
+#[pyclass(module = "kmerflow._core", frozen, get_all)]
+pub struct TableDescription {
+    /// k.
+    ksize: usize,
+    /// Counters per k-mer.
+    n_tables: usize,
+    /// Bytes of counters of the whole table.
+    memory_bytes: u64,
+    /// The table sizes (khmer's layout; `None` for the blocked one).
+    sizes: Option<Vec<u64>>,
+    /// What the shards' ranges count: `"counters"` or `"lines"`.
+    unit: &'static str,
+    /// Shard `s` holds counters (lines) `bounds[s] .. bounds[s + 1]`.
+    bounds: Vec<u64>,
+    /// The shape `Shard.zeroed` takes: `None` for khmer's layout.
+    shape: Shape,
+    /// The places of each shard's counters in the table's file, in shard order.
+    places: Vec<Places>,
 }
 
 #[pymethods]
@@ -312,73 +328,29 @@ impl ShardClient {
         Ok(ShardClient { inner: inner.py()? })
     }
 
-    /// k.
+    /// What the table is, fixed when it was made.
     #[getter]
-    pub(crate) fn ksize(&self) -> usize {
-        match &self.inner {
-            Layout::Khmer(c) => c.ksize(),
-            Layout::Blocked(c) => c.map().params().k,
-        }
-    }
-
-    /// The table sizes (khmer's layout).
-    #[getter]
-    fn sizes(&self) -> PyResult<Vec<u64>> {
-        Ok(self.khmer("table sizes")?.map().sizes())
-    }
-
-    /// Counters per k-mer.
-    #[getter]
-    fn n_tables(&self) -> usize {
-        match &self.inner {
-            Layout::Khmer(c) => c.map().probes(),
-            Layout::Blocked(c) => c.map().params().probes,
-        }
-    }
-
-    /// Bytes of counters of the whole table.
-    #[getter]
-    fn memory_bytes(&self) -> u64 {
-        match &self.inner {
-            Layout::Khmer(c) => c.map().sizes().iter().sum(),
-            Layout::Blocked(c) => c.map().params().data_bytes(),
-        }
-    }
-
-    /// What the shards' ranges count: `"counters"` or `"lines"`.
-    #[getter]
-    fn unit(&self) -> &'static str {
-        match &self.inner {
-            Layout::Khmer(_) => "counters",
-            Layout::Blocked(_) => "lines",
-        }
-    }
-
-    /// Shard `s` holds counters (lines) `bounds[s] .. bounds[s + 1]`.
-    #[getter]
-    fn bounds(&self) -> Vec<u64> {
-        match &self.inner {
-            Layout::Khmer(c) => c.map().bounds().to_vec(),
-            Layout::Blocked(c) => c.map().bounds().to_vec(),
-        }
-    }
-
-    /// The arguments of `Shard.zeroed` for each shard: (shape, start, end).
-    fn shard_args(&self) -> Vec<(Shape, u64, u64)> {
-        let shape = match &self.inner {
-            Layout::Khmer(_) => None,
+    fn description(&self) -> TableDescription {
+        let (n_tables, memory_bytes, sizes, unit, bounds, shape, places) = match &self.inner {
+            Layout::Khmer(c) => {
+                let (map, sizes) = (c.map(), c.map().sizes());
+                let frame = ByteFrame { bigcounts: Default::default(), ..c.frame() };
+                let places = map.bounds().windows(2).map(|b| frame.places(b[0], b[1])).collect();
+                (map.probes(), sizes.iter().sum(), Some(sizes), "counters", map.bounds().to_vec(), None, places)
+            }
             Layout::Blocked(c) => {
-                let p = c.map().params();
-                Some((p.k, p.data_bytes(), p.width.bits(), p.probes))
+                let (map, p) = (c.map(), c.map().params());
+                let places = (0..map.shards()).map(|s| vec![CoreBlockedShard::place_of(map.lines(s))]).collect();
+                let shape = Some((p.k, p.data_bytes(), p.width.bits(), p.probes));
+                (p.probes, p.data_bytes(), None, "lines", map.bounds().to_vec(), shape, places)
             }
         };
-        self.bounds().windows(2).map(|b| (shape, b[0], b[1])).collect()
+        TableDescription { ksize: self.ksize(), n_tables, memory_bytes, sizes, unit, bounds, shape, places }
     }
 
     /// What each shard's worker holds at most: (the shard's bytes, one batch of `batch_kmers`
     /// k-mers' messages, twice: their copies while (de)serialized).
     fn shard_bytes(&self, batch_kmers: u64) -> Vec<(u64, u64)> {
-        let bounds = self.bounds();
         match &self.inner {
             Layout::Khmer(c) => {
                 // At most the batch's counters of each table the shard overlaps, 8 bytes in,
@@ -389,38 +361,27 @@ impl ShardClient {
                     Some(*end)
                 }));
                 let tables = |(start, end)| offsets.windows(2).filter(|t| t[0] < end && t[1] > start).count() as u64;
-                bounds.windows(2).map(|b| (b[1] - b[0], 2 * batch_kmers * tables((b[0], b[1])) * 18)).collect()
+                c.map()
+                    .bounds()
+                    .windows(2)
+                    .map(|b| (b[1] - b[0], 2 * batch_kmers * tables((b[0], b[1])) * 18))
+                    .collect()
             }
             Layout::Blocked(c) => {
                 // A batch of hashes (in, and as lines), their counters' values and updates.
                 let message = 2 * batch_kmers * (16 + 10 * c.map().params().probes as u64);
                 let line = CoreBlockedShard::place_of(0..1).1;
-                bounds.windows(2).map(|b| ((b[1] - b[0]) * line, message)).collect()
+                c.map().bounds().windows(2).map(|b| ((b[1] - b[0]) * line, message)).collect()
             }
         }
     }
 
-    /// khmer's `n_occupied` (non-zero counters; of table 0 for khmer's layout).
-    fn n_occupied(&self) -> u64 {
+    /// The statistics now: khmer's `n_occupied` (non-zero counters; of table 0 for khmer's
+    /// layout), `n_unique_kmers` and the one-process table's false-positive estimate.
+    fn stats(&self) -> (u64, u64, f64) {
         match &self.inner {
-            Layout::Khmer(c) => c.n_occupied(),
-            Layout::Blocked(c) => c.occupancy().occupied,
-        }
-    }
-
-    /// khmer's `n_unique_kmers`.
-    fn n_unique_kmers(&self) -> u64 {
-        match &self.inner {
-            Layout::Khmer(c) => c.n_unique_kmers(),
-            Layout::Blocked(c) => c.occupancy().unique,
-        }
-    }
-
-    /// The one-process table's false-positive estimate.
-    fn expected_fp_rate(&self) -> f64 {
-        match &self.inner {
-            Layout::Khmer(c) => c.fp_rate(),
-            Layout::Blocked(c) => c.fp_rate(),
+            Layout::Khmer(c) => (c.n_occupied(), c.n_unique_kmers(), c.fp_rate()),
+            Layout::Blocked(c) => (c.occupancy().occupied, c.occupancy().unique, c.fp_rate()),
         }
     }
 
@@ -479,18 +440,6 @@ impl ShardClient {
         Ok((parts.into_iter().map(|p| p.into_pyarray(py)).collect(), order.into_pyarray(py)))
     }
 
-    /// The shards' answers (uint8 arrays, in shard order) put back in input order.
-    #[staticmethod]
-    fn unroute<'py>(
-        py: Python<'py>,
-        order: PyReadonlyArray1<'py, u32>,
-        answers: Vec<PyReadonlyArray1<'py, u8>>,
-    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
-        let order = slice(&order, "order")?;
-        let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
-        Ok(py.detach(|| ShardMap::unroute(order, &answers)).py()?.into_pyarray(py))
-    }
-
     /// Records counting `hashes` from the shards' answers to `Shard.add` (in shard order;
     /// `order` from `route`): statistics and bigcounts as a sequential add.
     fn record_adds(
@@ -516,26 +465,32 @@ impl ShardClient {
         }
     }
 
-    /// The count of each k-mer (uint32) from what `Shard.counts` answered for its keys (in
-    /// input order): the values of its counters (probe-major), or its count for a blocked table.
+    /// The count of each k-mer of `hashes` (uint32) from the shards' answers to `Shard.counts`
+    /// (uint8 arrays in shard order; `order` from `route`): the values of its counters
+    /// (probe-major), or its count for a blocked table.
     fn kmer_counts<'py>(
         &self,
         py: Python<'py>,
         hashes: PyReadonlyArray1<'py, u64>,
-        values: PyReadonlyArray1<'py, u8>,
+        order: PyReadonlyArray1<'py, u32>,
+        answers: Vec<PyReadonlyArray1<'py, u8>>,
     ) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        let (hashes, values) = (slice(&hashes, "hashes")?, slice(&values, "values")?);
-        let counts = match &self.inner {
-            Layout::Khmer(c) => py.detach(|| c.kmer_counts(hashes, values)).py()?,
-            Layout::Blocked(_) => values.iter().map(|&v| u32::from(v)).collect(),
-        };
-        Ok(counts.into_pyarray(py))
+        let (hashes, order) = (slice(&hashes, "hashes")?, slice(&order, "order")?);
+        let answers: Vec<&[u8]> = answers.iter().map(|a| slice(a, "answer")).collect::<PyResult<_>>()?;
+        let counts = py.detach(|| {
+            let values = ShardMap::unroute(order, &answers)?;
+            match &self.inner {
+                Layout::Khmer(c) => c.kmer_counts(hashes, &values),
+                Layout::Blocked(_) => Ok(values.into_iter().map(u32::from).collect()),
+            }
+        });
+        Ok(counts.py()?.into_pyarray(py))
     }
 
     /// The whole table as a `Countgraph` (in this process) from the shards' counters (uint8
     /// arrays in shard order), with the statistics and bigcounts (khmer's layout).
     fn gather(&self, py: Python<'_>, cells: Vec<PyReadonlyArray1<'_, u8>>) -> PyResult<Py<Countgraph>> {
-        let client = self.khmer("gathering into a Countgraph")?;
+        let Layout::Khmer(client) = &self.inner else { return Err(khmer_only("gathering into a Countgraph")) };
         let cells: Vec<&[u8]> = cells.iter().map(|c| slice(c, "cells")).collect::<PyResult<_>>()?;
         let table = py.detach(|| client.gather(&cells)).py()?;
         Py::new(py, PyClassInitializer::from(Table::from_core(table)).add_subclass(Countgraph))
@@ -553,17 +508,13 @@ impl ShardClient {
         .py()
     }
 
-    /// Whether a save to `path` may go shard by shard (a khmer table compressed by its `.gz`
-    /// name is gathered).
-    fn saves_by_shard(&self, path: &str) -> bool {
-        matches!(self.inner, Layout::Blocked(_)) || !path.ends_with(".gz")
-    }
-
-    /// The frame of the table's file (everything but the counters): its length, and the places
-    /// and bytes (uint8, laid end to end) the client writes before the shards' counters are in
-    /// place (for `write_places`).
-    fn frame<'py>(&self, py: Python<'py>) -> (u64, Places, Bound<'py, PyArray1<u8>>) {
+    /// The table file saving `path` shard by shard (see `StagedOutputs`): a new file of the
+    /// table's length under a temporary name beside it, everything but the shards' counters
+    /// written, and that name; `None` where the save is gathered (`save`): `path` written in place
+    /// (a FIFO, a device), or a khmer table compressed by its `.gz` name.
+    fn staged_file(&self, py: Python<'_>, path: &str) -> PyResult<Option<(StagedOutputs, String)>> {
         let (len, pieces) = match &self.inner {
+            Layout::Khmer(_) if path.ends_with(".gz") => return Ok(None),
             Layout::Khmer(c) => c.frame().pieces(),
             // The header is written by `seal`, once the checksum of the lines can be computed.
             Layout::Blocked(c) => {
@@ -571,22 +522,11 @@ impl ShardClient {
                 (offset + len, Vec::new())
             }
         };
-        let places = pieces.iter().map(|(offset, bytes)| (*offset, bytes.len() as u64)).collect();
-        (len, places, pieces.into_iter().flat_map(|(_, bytes)| bytes).collect::<Vec<u8>>().into_pyarray(py))
-    }
-
-    /// The places of each shard's counters in the table's file, in shard order.
-    fn places(&self) -> Vec<Places> {
-        match &self.inner {
-            Layout::Khmer(c) => {
-                let frame = ByteFrame { bigcounts: Default::default(), ..c.frame() };
-                c.map().bounds().windows(2).map(|b| frame.places(b[0], b[1])).collect()
-            }
-            Layout::Blocked(c) => {
-                let map = c.map();
-                (0..map.shards()).map(|s| vec![CoreBlockedShard::place_of(map.lines(s))]).collect()
-            }
-        }
+        let Some((staged, temp)) = StagedOutputs::table_file(path, len)? else { return Ok(None) };
+        let places: Places = pieces.iter().map(|(offset, bytes)| (*offset, bytes.len() as u64)).collect();
+        let bytes: Vec<u8> = pieces.into_iter().flat_map(|(_, bytes)| bytes).collect();
+        py.detach(|| shard_file::write_pieces(&temp, &places, &bytes)).py()?;
+        Ok(Some((staged, temp)))
     }
 
     /// Finishes the table file `path` once the shards wrote their counters: for a blocked
@@ -603,6 +543,7 @@ impl ShardClient {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Shard>()?;
     m.add_class::<ShardClient>()?;
+    m.add_class::<TableDescription>()?;
     add_functions!(m, keep_message_memory);
     Ok(())
 }

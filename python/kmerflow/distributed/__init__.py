@@ -62,7 +62,9 @@ _U64, _U8 = np.uint64, np.uint8
 class ShardActor:
     """One shard of either layout in a Dask worker's memory (submitted with ``actor=True``):
     ``_core.Shard.zeroed(shape, *bounds)``. Each method takes and returns numpy arrays (keys:
-    counters, or k-mer hashes for the blocked layout); the native calls release the GIL."""
+    counters, or k-mer hashes for the blocked layout); the native calls release the GIL. Besides
+    :meth:`handle` and :meth:`sees`, its methods are ``_core.Shard``'s (:func:`_forwarded`):
+    ``add``, ``counts``, ``cells``, ``histogram``, ``write_to``, ``read_from``, ``set_cells``."""
 
     def __init__(self, shape: Any, bounds: Tuple[int, int], remote: bool = True) -> None:
         """``remote``: held by a Dask worker, whose allocator then keeps freed message buffers
@@ -76,56 +78,25 @@ class ShardActor:
         values, or an add's answer."""
         return self.shard.handle(_array(message, _U8))
 
-    def add(self, keys: np.ndarray) -> Any:
-        """Counts ``keys`` in order (``_core.Shard.add``'s answer)."""
-        return self.shard.add(_array(keys, _U64))
-
-    def counts(self, keys: np.ndarray) -> np.ndarray:
-        """The values of ``keys`` (``_core.Shard.counts``)."""
-        return self.shard.counts(_array(keys, _U64))
-
-    def cells(self) -> np.ndarray:
-        """A copy of the counters."""
-        return self.shard.cells()
-
-    def histogram(self) -> np.ndarray:
-        """How many counters hold each value 0..255 (khmer's layout)."""
-        return self.shard.histogram()
-
-    def write_to(self, path: str, places: Sequence[Tuple[int, int]]) -> None:
-        """Writes the counters at ``places`` (offset, length) of the table file ``path``."""
-        self.shard.write_to(path, list(places))
-
-    def read_from(self, path: str, places: Sequence[Tuple[int, int]]) -> None:
-        """Replaces the counters with those at ``places`` of the table file ``path``."""
-        self.shard.read_from(path, list(places))
-
-    def set_cells(self, cells: np.ndarray) -> None:
-        """Replaces the counters with ``cells`` (uint8)."""
-        self.shard.set_cells(_array(cells, _U8))
-
     def sees(self, path: str, identity: Tuple[int, int]) -> bool:
         """Whether ``path`` here is the client's file (:func:`_identity`: the same inode and
         size): on another machine without a shared file system it is not."""
         return _identity(path) == identity
 
 
-class _Done:
-    """The answer of a shard held in this process (computed at once)."""
+def _forwarded(name: str) -> Callable[..., Any]:
+    """The :class:`ShardActor` method calling ``_core.Shard``'s ``name``, its numpy arguments
+    made aligned (:func:`_array`)."""
 
-    def __init__(self, value: Any) -> None:
-        self.value = value
+    def method(self: ShardActor, *args: Any) -> Any:
+        return getattr(self.shard, name)(*(_array(a, a.dtype) if isinstance(a, np.ndarray) else a for a in args))
+
+    method.__name__ = method.__qualname__ = name
+    return method
 
 
-class _Local:
-    """A shard held in this process, with the actor's interface."""
-
-    def __init__(self, *args: Any) -> None:
-        self.actor = ShardActor(*args, remote=False)
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self.actor, name)
-        return lambda *args: _Done(method(*args))
+for _name in ("add", "counts", "cells", "histogram", "write_to", "read_from", "set_cells"):
+    setattr(ShardActor, _name, _forwarded(_name))
 
 
 class _Sharded:
@@ -145,16 +116,20 @@ class _Sharded:
         if batch_kmers < 1:
             raise ParameterError("batch_kmers must be at least 1")
         self._table, self._client, self.batch_kmers = table, client, batch_kmers
+        #: What the table is (``_core.TableDescription``).
+        self._info = table.description
         #: Reads shorter than k: counted by :meth:`consume_seqfile` (they contribute no k-mers)
         #: and dropped by :meth:`normalize_file`.
         self.short_reads = 0
-        args = [(shape, (start, end)) for shape, start, end in table.shard_args()]
+        bounds = self._info.bounds
+        args = [(self._info.shape, (bounds[s], bounds[s + 1])) for s in range(len(bounds) - 1)]
         n_local = len(args) if client is None else (local or 0)
         if not 0 <= n_local <= len(args):
             raise ParameterError(f"local must be 0..{len(args)} shards, not {n_local}")
         placement = _place(client, table.shard_bytes(batch_kmers)[n_local:], n_local)
-        self._where = ["this process"] * n_local + placement
-        self._shards: List[Any] = [_Local(*a) for a in args[:n_local]]
+        self._where, self._local = ["this process"] * n_local + placement, n_local
+        #: The shards: ``ShardActor`` objects here (``0 .. local-1``), then the workers' actors.
+        self._shards: List[Any] = [ShardActor(*a, remote=False) for a in args[:n_local]]
         for s in range(n_local, len(args)):
             future = client.submit(ShardActor, *args[s], actor=True, workers=[self._where[s]],
                                    allow_other_workers=False, pure=False)
@@ -172,15 +147,16 @@ class _Sharded:
         return table
 
     def _describe(self, s: int) -> str:
-        bounds = self._table.bounds
-        return f"shard {s} ({self._table.unit} {bounds[s]}..{bounds[s + 1]}) on {self._where[s]}"
+        bounds = self._info.bounds
+        return f"shard {s} ({self._info.unit} {bounds[s]}..{bounds[s + 1]}) on {self._where[s]}"
 
     def _answer(self, s: int, future: Any) -> Any:
         """The answer of shard ``s`` to ``future``, its worker checked every
         :data:`LIVENESS_EVERY` seconds while it is awaited (a worker gone is a
-        :class:`ShardError` naming the shard and the worker)."""
-        if isinstance(future, _Done):
-            return future.value
+        :class:`ShardError` naming the shard and the worker); a shard held here answers at once,
+        ``future`` being its answer."""
+        if s < self._local:
+            return future
 
         def waited() -> Any:
             while True:
@@ -211,7 +187,7 @@ class _Sharded:
     def _start_some(self, method: str, args: Dict[int, Sequence[Any]]) -> Dict[int, Any]:
         """Calls ``method`` on the shards ``args`` names, with their arguments, without waiting
         (remote shards first, so that local work overlaps theirs): each shard's future."""
-        order = sorted(args, key=lambda s: isinstance(self._shards[s], _Local))
+        order = sorted(args, key=lambda s: s < self._local)
         return {s: self._on(s, method, *args[s]) for s in order}
 
     def _finish_some(self, futures: Dict[int, Any]) -> Dict[int, Any]:
@@ -222,14 +198,13 @@ class _Sharded:
         """Calls ``method`` on every shard with its arguments (none by default) and returns
         the answers in shard order."""
         args = [()] * len(self._shards) if args is None else args
-        answers = self._finish_some(self._start_some(method, dict(enumerate(args))))
-        return [answers[s] for s in range(len(self._shards))]
+        return list(self._finish_some(self._start_some(method, dict(enumerate(args)))).values())
 
     def native_run(self) -> Tuple[Any, List[Any], "_RemoteCalls"]:
         """What a native run on this table takes (``_core.run_sharded_command`` and the
         like): the client's part, the shards held here (``None`` for a remote one) and the
         remote shards' calls."""
-        held_here = [s.actor.shard if isinstance(s, _Local) else None for s in self._shards]
+        held_here = [s.shard for s in self._shards[:self._local]] + [None] * (len(self._shards) - self._local)
         return self._table, held_here, _RemoteCalls(self)
 
     def consume_seqfile(self, path: Union[str, os.PathLike]) -> Tuple[int, int]:
@@ -303,32 +278,28 @@ class _Sharded:
         table compressed by its ``.gz`` name, and a FIFO or device, are written from the table
         gathered into this process."""
         path = os.fspath(path)
-        if not (self._table.saves_by_shard(path) and self._save_in_place(path)):
+        if not self._save_in_place(path):
             self._table.save(self._call("cells"), path)
 
     def _save_in_place(self, path: str) -> bool:
         """Saves the table to ``path`` without gathering it: the file is made at its full
-        length under a temporary name beside ``path``, each shard writes its counters at their
-        place from the process holding it (a shard whose worker does not see the file sends
-        its counters here, one shard at a time), this process writes the rest, and the file is
-        renamed over ``path``. On a failure the temporary is removed and the error names the
-        shard. False (nothing done) where ``path`` is written in place (a FIFO, a device)."""
-        length, frame_places, frame = self._table.frame()
-        made = _core.StagedOutputs.table_file(path, length)
+        length under a temporary name beside ``path`` with all but the counters written
+        (``_core.ShardClient.staged_file``), each shard writes its counters at their place from
+        the process holding it (a shard whose worker does not see the file sends its counters
+        here, one shard at a time), and the file is renamed over ``path``. On a failure the
+        temporary is removed and the error names the shard. False (nothing done) where the save
+        is gathered (a FIFO, a device, a khmer table compressed by its ``.gz`` name)."""
+        made = self._table.staged_file(path)
         if made is None:
             return False
         staged, temp = made
         try:
             temp = os.path.abspath(temp)
-            _core.write_places(temp, frame_places, frame)
-            places = self._table.places()
-            seeing = self._seeing(temp)
-            futures = self._start_some("write_to", {s: (temp, places[s]) for s in range(len(places)) if seeing[s]})
-            for s in (s for s in range(len(places)) if not seeing[s]):
-                cells = self._answer(s, self._on(s, "cells"))
-                _core.write_places(temp, places[s], _array(cells, _U8))
-                del cells
-            self._finish_some(futures)
+
+            def through_here(s: int, places: Any) -> None:
+                _core.write_places(temp, places, _array(self._answer(s, self._on(s, "cells")), _U8))
+
+            self._shard_by_shard(temp, "write_to", through_here)
             self._table.seal(temp)
             staged.commit()
         except BaseException:
@@ -341,45 +312,50 @@ class _Sharded:
         the process holding it; a shard whose worker does not see the file gets them from this
         process, one shard at a time."""
         path = os.path.abspath(path)
-        places = self._table.places()
+        self._shard_by_shard(path, "read_from", lambda s, places: self._answer(
+            s, self._on(s, "set_cells", _core.read_places(path, places))))
+
+    def _shard_by_shard(self, path: str, method: str, through_here: Callable[[int, Any], None]) -> None:
+        """Calls ``method(path, places)`` with its places in the table file ``path`` on each
+        shard whose process sees the file (:meth:`_seeing`), and ``through_here(s, places)`` for
+        each other shard ``s``, one at a time, while they run."""
+        places = self._info.places
         seeing = self._seeing(path)
-        futures = self._start_some("read_from", {s: (path, places[s]) for s in range(len(places)) if seeing[s]})
+        futures = self._start_some(method, {s: (path, places[s]) for s in range(len(places)) if seeing[s]})
         for s in (s for s in range(len(places)) if not seeing[s]):
-            cells = _core.read_places(path, places[s])
-            self._answer(s, self._on(s, "set_cells", cells))
-            del cells
+            through_here(s, places[s])
         self._finish_some(futures)
 
     # --- khmer's table interface -----------------------------------------------------------------
 
     def ksize(self) -> int:
-        return self._table.ksize
+        return self._info.ksize
 
     def n_tables(self) -> int:
         """Counters per k-mer."""
-        return self._table.n_tables
+        return self._info.n_tables
 
     @property
     def memory_bytes(self) -> int:
         """Bytes of counters of the whole table."""
-        return self._table.memory_bytes
+        return self._info.memory_bytes
 
     def n_occupied(self) -> int:
-        return self._table.n_occupied()
+        return self._table.stats()[0]
 
     def n_unique_kmers(self) -> int:
-        return self._table.n_unique_kmers()
+        return self._table.stats()[1]
 
     def expected_fp_rate(self) -> float:
         """The one-process table's estimate: khmer's (n_occupied / smallest table) ^ tables, or
         for the blocked layout (non-zero fraction) ^ counters per k-mer."""
-        return self._table.expected_fp_rate()
+        return self._table.stats()[2]
 
     @property
     def shard_bounds(self) -> List[int]:
         """Shard ``s`` holds counters (lines, for the blocked layout) ``shard_bounds[s] ..
         shard_bounds[s + 1]``."""
-        return list(self._table.bounds)
+        return list(self._info.bounds)
 
     def hash_reads(self, sequences: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
         """k-mer hashes of ``sequences`` end to end (khmer's C++ cleaning, the layout's hash),
@@ -401,8 +377,7 @@ class _Sharded:
         """The count of each k-mer hash (uint32)."""
         hashes = np.ascontiguousarray(hashes, dtype=_U64)
         parts, order = self._table.route(hashes)
-        values = _core.ShardClient.unroute(order, self._call("counts", [(p,) for p in parts]))
-        return self._table.kmer_counts(hashes, values)
+        return self._table.kmer_counts(hashes, order, self._call("counts", [(p,) for p in parts]))
 
     def add(self, kmer: Union[str, int]) -> None:
         self.add_hashes(np.array([self._hash(kmer)], dtype=_U64))
@@ -466,7 +441,7 @@ class ShardedCountgraph(_Sharded):
     # --- what khmer's layout alone answers -------------------------------------------------------
 
     def hashsizes(self) -> List[int]:
-        return list(self._table.sizes)
+        return list(self._info.sizes)
 
     def histogram(self) -> np.ndarray:
         """How many counters of the whole table hold each value 0..255."""
@@ -495,7 +470,7 @@ class _RemoteCalls:
         self.futures: Deque[Dict[int, Any]] = collections.deque()
 
     def send(self, messages: Sequence[np.ndarray]) -> None:
-        remote = [s for s, shard in enumerate(self.graph._shards) if not isinstance(shard, _Local)]
+        remote = range(self.graph._local, len(self.graph._shards))
         self.futures.append(self.graph._start_some("handle", {s: (m,) for s, m in zip(remote, messages, strict=True)}))
 
     def answers(self) -> List[Any]:

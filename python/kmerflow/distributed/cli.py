@@ -159,8 +159,7 @@ def _on_cluster(plan: Run, client: Any, terminal: Any, say: OnMessage) -> Tuple[
 
         return _core.run_sharded_normalize(plan["argv"], say, tables, plan["cluster"]["batch_kmers"], terminal)
     graph = _table(plan, client)
-    summary, outputs, staged = _core.run_sharded_command(plan["command"], plan["argv"], say, *graph.native_run(),
-                                                         terminal)
+    summary, outputs, staged = _core.run_sharded_command(plan["argv"], say, *graph.native_run(), terminal)
     try:
         if plan["save"]:
             graph.save(plan["save"])
