@@ -14,7 +14,7 @@ use kmerflow_core::ops::abundance_dist;
 use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::ops::normalize::{PassTable, Tables};
 use kmerflow_core::ops::sizing::TableParams;
-use kmerflow_core::run::{CancelToken, RunContext};
+use kmerflow_core::run::RunContext;
 use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
 use kmerflow_core::shards::runs::{Answer, Cleaning, HashedBundles, Kind, Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::shards::wire;
@@ -78,20 +78,15 @@ impl RemoteShards for PyRemote {
 }
 
 /// The reader of the bundles of `path`, paired as `mode` says, reads shorter than `min_length`
-/// dropped (warnings about the input go to Python's `warnings`); what it reads advances the
-/// progress line of `terminal` when given.
+/// dropped (warnings about the input go to Python's `warnings`).
 fn open_reader(
     py: Python<'_>,
     path: std::path::PathBuf,
     mode: PairMode,
     min_length: Option<usize>,
-    terminal: Option<&ShardTerminal>,
 ) -> PyResult<PairedReader> {
     let path = path.to_string_lossy().into_owned();
-    let ctx = match terminal {
-        Some(t) => RunContext::build_showing_progress(CancelToken::new(), None, t.run()),
-        None => RunContext::new(),
-    };
+    let ctx = RunContext::new();
     let reader = py.detach(|| FastxReader::open_in(&path, &ctx));
     ctx.messages().iter().try_for_each(|m| warn_message(py, m))?;
     Ok(PairedReader::new(reader.py()?, mode, min_length))
@@ -275,10 +270,8 @@ pub fn run_sharded_normalize(
 /// Counts every read of `path` (khmer's C++ cleaning) on `client`'s table (either layout;
 /// `local`, `remote` as for `run_sharded_command`) in batches of about `batch_kmers` k-mers,
 /// driven natively: each batch's messages go to the remote shards while the local ones count
-/// it. The reading advances the progress line of `terminal` when given. Returns (reads, k-mers,
-/// reads shorter than k).
+/// it. Returns (reads, k-mers, reads shorter than k).
 #[pyfunction]
-#[pyo3(signature = (client, local, remote, path, batch_kmers, terminal = None))]
 pub fn count_file_sharded(
     py: Python<'_>,
     client: Py<ShardClient>,
@@ -286,9 +279,8 @@ pub fn count_file_sharded(
     remote: Py<PyAny>,
     path: std::path::PathBuf,
     batch_kmers: usize,
-    terminal: Option<PyRef<'_, ShardTerminal>>,
 ) -> PyResult<(u64, u64, u64)> {
-    let reader = open_reader(py, path, PairMode::ForceSingle, None, terminal.as_deref())?;
+    let reader = open_reader(py, path, PairMode::ForceSingle, None)?;
     interruptible(py, |_| {
         with_table(client.get(), &local, remote, |table, remote| {
             drive::count_file(&mut *table.count(Box::new(reader), batch_kmers)?, remote, |_| Ok(()))
@@ -303,10 +295,8 @@ pub fn count_file_sharded(
 /// next batch is sent before the one answered is decided, and at the end the updates not sent
 /// yet reach the remote shards. Each decided batch goes to `on_batch(text, bundle_ends, keep)`:
 /// its kept records as FASTA/FASTQ bytes, where each bundle's reads end in the batch (uint64)
-/// and whether each was kept (bool). `terminal` as for `count_file_sharded`. Returns (reads,
-/// reads kept, reads shorter than k).
+/// and whether each was kept (bool). Returns (reads, reads kept, reads shorter than k).
 #[pyfunction]
-#[pyo3(signature = (client, local, remote, path, pairs, cutoff, batch_kmers, on_batch, terminal = None))]
 #[allow(clippy::too_many_arguments)] // the Python function's keywords
 pub fn normalize_file_sharded(
     py: Python<'_>,
@@ -318,10 +308,9 @@ pub fn normalize_file_sharded(
     cutoff: u32,
     batch_kmers: usize,
     on_batch: Py<PyAny>,
-    terminal: Option<PyRef<'_, ShardTerminal>>,
 ) -> PyResult<(u64, u64, u64)> {
     let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
-    let reader = open_reader(py, path, mode, Some(client.get().ksize()), terminal.as_deref())?;
+    let reader = open_reader(py, path, mode, Some(client.get().ksize()))?;
     let mut text = Vec::new();
     let decided = |keep: &[bool], batch: &HashedBundles, _: &dyn NormalizeBatches| {
         text.clear();

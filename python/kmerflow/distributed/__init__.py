@@ -105,10 +105,6 @@ class _Sharded:
     ``self._table`` is the client's part (``_core.ShardClient``), which answers what differs
     between the layouts; :class:`ShardedCountgraph` and :class:`ShardedBlockedTable` make it."""
 
-    #: The terminal of the command line running on this table (``_core.ShardTerminal``), whose
-    #: progress line the files read here advance; ``None`` outside the command line.
-    terminal: Any = None
-
     def __init__(self, table: Any, client: Any, local: Optional[int], batch_kmers: int) -> None:
         """Starts a zeroed shard for each of the ranges of ``table``: shards ``0 .. local-1``
         in this process (all without a client), the others on the workers of ``client``
@@ -211,8 +207,7 @@ class _Sharded:
         """Counts every k-mer of a sequence file (khmer's C++ cleaning); returns (reads, k-mers).
         The run is native (``_core.count_file_sharded``): the file is read, hashed and routed
         there, the shards held here count at once and the others get one message per batch."""
-        reads, kmers, short = _core.count_file_sharded(*self.native_run(), os.fspath(path), self.batch_kmers,
-                                                       self.terminal)
+        reads, kmers, short = _core.count_file_sharded(*self.native_run(), os.fspath(path), self.batch_kmers)
         self.short_reads += short
         return reads, kmers
 
@@ -235,7 +230,7 @@ class _Sharded:
                 on_batch(bundle_ends, keep)
 
         reads, kept, short = _core.normalize_file_sharded(*self.native_run(), os.fspath(path), pairs, cutoff,
-                                                          self.batch_kmers, decided, self.terminal)
+                                                          self.batch_kmers, decided)
         self.short_reads += short
         return reads, kept
 
