@@ -17,7 +17,7 @@
 //! statistics ([`ShardClient::gather`] rebuilds it).
 
 use super::runs::{drive, Routed};
-use super::{ShardKernel, ShardLayout, ShardRouting};
+use super::{even_bounds, shard_at, ShardKernel, ShardLayout, ShardRouting};
 use crate::table::batch::{BatchOutcome, BatchRules, SeenCounters};
 use crate::table::khmer_format::ByteFrame;
 use crate::table::{prefetch, AllocOptions, FastMod, HashKind, KhmerTable, OwnedBytes, StorageKind, Table};
@@ -47,11 +47,7 @@ impl ShardMap {
         for &size in sizes {
             offsets.push(offsets.last().unwrap().checked_add(size).ok_or_else(|| Error::invalid("table too large"))?);
         }
-        let total = *offsets.last().unwrap();
-        if shards == 0 || shards as u64 > total {
-            return Err(Error::invalid(format!("the number of shards must be 1..={total}, got {shards}")));
-        }
-        let even = |s: usize| (u128::from(total) * s as u128 / shards as u128) as u64;
+        let even = even_bounds(*offsets.last().unwrap(), shards, "")?;
         let bounds: Vec<u64> = if shards <= sizes.len() {
             // Shard s ends at the table boundary nearest to its even share, leaving every later
             // shard at least one table.
@@ -60,14 +56,14 @@ impl ShardMap {
                 let previous = offsets.iter().position(|&o| o == bounds[s - 1]).unwrap();
                 let last_allowed = sizes.len() - (shards - s);
                 let t = (previous + 1..=last_allowed)
-                    .min_by_key(|&t| offsets[t].abs_diff(even(s)))
+                    .min_by_key(|&t| offsets[t].abs_diff(even[s]))
                     .expect("a table left for every shard");
                 bounds.push(offsets[t]);
             }
-            bounds.push(total);
+            bounds.push(even[shards]);
             bounds
         } else {
-            (0..=shards).map(even).collect()
+            even
         };
         Ok(ShardMap { moduli: sizes.iter().map(|&s| FastMod::new(s)).collect(), offsets, bounds })
     }
@@ -180,7 +176,7 @@ impl ShardMap {
     /// The shard of a counter.
     #[inline]
     pub fn shard_of(&self, counter: u64) -> usize {
-        self.bounds[1..].partition_point(|&end| end <= counter)
+        shard_at(&self.bounds, counter)
     }
 
     /// The shard of every counter, refusing a counter outside the table or a batch too large

@@ -156,6 +156,21 @@ pub trait ShardLayout: BatchRules + Sync {
     }
 }
 
+/// `total` units (counters, lines) cut into `shards` equal contiguous ranges (shard `s` holds
+/// `bounds[s] .. bounds[s + 1]`), refusing no shard or more shards than units (`units` names them).
+fn even_bounds(total: u64, shards: usize, units: &str) -> Result<Vec<u64>> {
+    if shards == 0 || shards as u64 > total {
+        return Err(Error::invalid(format!("the number of shards must be 1..={total}{units}, got {shards}")));
+    }
+    Ok((0..=shards).map(|s| (u128::from(total) * s as u128 / shards as u128) as u64).collect())
+}
+
+/// The shard holding unit `at` of the shards' `bounds`.
+#[inline]
+fn shard_at(bounds: &[u64], at: u64) -> usize {
+    bounds[1..].partition_point(|&end| end <= at)
+}
+
 /// normalize-by-median over the bundles of a batch on either layout's shards (bundle `b` holds
 /// reads `bundle_ends[b-1] .. bundle_ends[b]`, read `i` the k-mers `reads[i]`), each bundle
 /// decided and counted through `counts` by the one rule ([`ReadCounts::keep_bundle`]).

@@ -17,7 +17,7 @@
 use crate::shards::file as shard_file;
 use crate::shards::khmer::split_by_owner;
 use crate::shards::runs::Routed;
-use crate::shards::{ShardKernel, ShardLayout, ShardRouting};
+use crate::shards::{even_bounds, shard_at, ShardKernel, ShardLayout, ShardRouting};
 use crate::table::batch::{BatchOutcome, BatchRules};
 use crate::table::blocked::{probe_slots, with_width, CounterWidth, LineCells};
 use crate::table::blocked::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
@@ -40,14 +40,7 @@ impl BlockedShardMap {
     /// The lines of a table of shape `params` cut into `shards` equal ranges.
     pub fn new(params: BlockedParams, shards: usize) -> Result<Self> {
         params.check()?;
-        let lines = params.n_lines;
-        if shards == 0 || shards as u64 > lines {
-            return Err(Error::invalid(format!(
-                "the number of shards must be 1..={lines} (the table's lines), got {shards}"
-            )));
-        }
-        let bounds = (0..=shards).map(|s| (u128::from(lines) * s as u128 / shards as u128) as u64).collect();
-        Ok(BlockedShardMap { params, bounds })
+        Ok(BlockedShardMap { params, bounds: even_bounds(params.n_lines, shards, " (the table's lines)")? })
     }
 
     /// The shape of the whole table.
@@ -73,7 +66,7 @@ impl BlockedShardMap {
     /// The shard of a line.
     #[inline]
     fn shard_of_line(&self, line: u64) -> usize {
-        self.bounds[1..].partition_point(|&end| end <= line)
+        shard_at(&self.bounds, line)
     }
 
     /// The shard of a k-mer hash (of its line).
