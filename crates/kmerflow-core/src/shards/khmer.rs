@@ -779,6 +779,7 @@ impl ShardLayout for ShardClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shards::runs::testing::{gathered, khmer_sharded};
     use crate::table::CountingTable as _;
     use rand::{Rng, SeedableRng};
 
@@ -797,29 +798,16 @@ mod tests {
         (0..n).map(|_| (0..rng.random_range(0..12)).map(|_| pool[rng.random_range(0..distinct)]).collect()).collect()
     }
 
-    /// The client and its shards, with one-message-per-shard calls.
-    struct Sharded {
-        client: ShardClient,
-        shards: Vec<Shard>,
-    }
-
-    impl Sharded {
-        fn new(n: usize) -> Self {
-            let client = ShardClient::new(20, HashKind::TwoBit, &SIZES, n, true).unwrap();
-            let b = client.map().bounds().to_vec();
-            let shards = (0..n).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
-            Sharded { client, shards }
-        }
-
-        fn call(&mut self, counters: &[u64], f: impl Fn(&mut Shard, &[u64]) -> Vec<u8>) -> Vec<u8> {
-            let (parts, order) = self.client.map().route(counters).unwrap();
-            let answers: Vec<Vec<u8>> = self.shards.iter_mut().zip(&parts).map(|(s, p)| f(s, p)).collect();
-            ShardMap::unroute(&order, &answers.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap()
-        }
-
-        fn gather(&self) -> KhmerTable {
-            self.client.gather(&self.shards.iter().map(Shard::cells).collect::<Vec<_>>()).unwrap()
-        }
+    /// `f` on each of `shards` with its part of `counters`, the answers in input order.
+    fn call(
+        client: &ShardClient,
+        shards: &mut [Shard],
+        counters: &[u64],
+        f: impl Fn(&mut Shard, &[u64]) -> Vec<u8>,
+    ) -> Vec<u8> {
+        let (parts, order) = client.map().route(counters).unwrap();
+        let answers: Vec<Vec<u8>> = shards.iter_mut().zip(&parts).map(|(s, p)| f(s, p)).collect();
+        ShardMap::unroute(&order, &answers.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap()
     }
 
     fn assert_same(a: &KhmerTable, b: &KhmerTable, hashes: &[u64]) {
@@ -878,16 +866,14 @@ mod tests {
         });
         assert!(hashes.iter().any(|&h| expected.get_hash(h) > 255));
         for n in 1..=4 {
-            let mut sharded = Sharded::new(n);
+            let (client, mut shards) = khmer_sharded(&SIZES, n, true);
             for batch in hashes.chunks(700) {
-                let counters = sharded.client.map().counters(batch);
-                let previous = sharded.call(&counters, |s, c| s.add(c).unwrap());
-                sharded.client.record_adds(batch, &previous).unwrap();
+                let previous = call(&client, &mut shards, &client.map().counters(batch), |s, c| s.add(c).unwrap());
+                client.record_adds(batch, &previous).unwrap();
             }
-            assert_same(&sharded.gather(), &expected, &hashes);
-            let counters = sharded.client.map().counters(&hashes);
-            let values = sharded.call(&counters, |s, c| s.counts(c).unwrap());
-            let counts = sharded.client.kmer_counts(&hashes, &values).unwrap();
+            assert_same(&gathered(&client, &shards), &expected, &hashes);
+            let values = call(&client, &mut shards, &client.map().counters(&hashes), |s, c| s.counts(c).unwrap());
+            let counts = client.kmer_counts(&hashes, &values).unwrap();
             assert_eq!(counts, hashes.iter().map(|&h| expected.get_hash(h)).collect::<Vec<_>>());
         }
     }
@@ -900,11 +886,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
         for n in 1..=3 {
-            let mut sharded = Sharded::new(n);
-            let counters = sharded.client.map().counters(&hashes);
-            let previous = sharded.call(&counters, |s, c| s.add(c).unwrap());
-            sharded.client.record_adds(&hashes, &previous).unwrap();
-            let frame = sharded.client.frame();
+            let (client, mut shards) = khmer_sharded(&SIZES, n, true);
+            let previous = call(&client, &mut shards, &client.map().counters(&hashes), |s, c| s.add(c).unwrap());
+            client.record_adds(&hashes, &previous).unwrap();
+            let frame = client.frame();
             assert!(!frame.bigcounts.is_empty());
             let (len, pieces) = frame.pieces();
             let file = std::fs::File::create(path("parts.ct")).unwrap();
@@ -912,24 +897,24 @@ mod tests {
             for (offset, bytes) in pieces {
                 std::os::unix::fs::FileExt::write_all_at(&file, &bytes, offset).unwrap();
             }
-            let bounds = sharded.client.map().bounds().to_vec();
-            for (s, shard) in sharded.shards.iter().enumerate() {
+            let (bounds, whole) = (client.map().bounds(), gathered(&client, &shards));
+            for (s, shard) in shards.iter().enumerate() {
                 shard_file::write_pieces(&path("parts.ct"), &frame.places(bounds[s], bounds[s + 1]), shard.cells())
                     .unwrap();
             }
-            khmer_format::save(&sharded.gather(), &path("whole.ct"), &crate::run::RunContext::new()).unwrap();
+            khmer_format::save(&whole, &path("whole.ct"), &crate::run::RunContext::new()).unwrap();
             assert_eq!(std::fs::read(path("parts.ct")).unwrap(), std::fs::read(path("whole.ct")).unwrap());
 
             let read = khmer_format::ByteFrame::read(&path("parts.ct")).unwrap();
             assert_eq!(read, frame);
-            let client = ShardClient::from_frame(read, n).unwrap();
+            let from_frame = ShardClient::from_frame(read, n).unwrap();
             let cells: Vec<Vec<u8>> = (0..n)
                 .map(|s| shard_file::read_pieces(&path("parts.ct"), &frame.places(bounds[s], bounds[s + 1])).unwrap())
                 .collect();
-            let loaded = client.gather(&cells.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
-            assert_eq!(loaded.raw_tables(), sharded.gather().raw_tables());
-            assert_eq!(loaded.n_occupied(), sharded.client.n_occupied());
-            hashes.iter().for_each(|&h| assert_eq!(loaded.get_hash(h), sharded.gather().get_hash(h)));
+            let loaded = from_frame.gather(&cells.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+            assert_eq!(loaded.raw_tables(), whole.raw_tables());
+            assert_eq!(loaded.n_occupied(), client.n_occupied());
+            hashes.iter().for_each(|&h| assert_eq!(loaded.get_hash(h), whole.get_hash(h)));
         }
         std::fs::write(path("short.ct"), &std::fs::read(path("parts.ct")).unwrap()[..100]).unwrap();
         let err = khmer_format::ByteFrame::read(&path("short.ct")).unwrap_err().to_string();

@@ -498,11 +498,11 @@ mod tests {
     use super::*;
     use crate::io::{FastxReader, PairMode, PairedReader};
     use crate::run::RunContext;
-    use crate::shards::runs::testing::{held_and_away, normalized};
-    use crate::shards::runs::{BundleBatches, Cleaning, Message, ShardedCount, ShardedNormalize};
+    use crate::shards::drive::DrivenLayout as _;
+    use crate::shards::runs::testing::{blocked_sharded, gathered_blocked, held_and_away, normalized_sharded};
+    use crate::shards::runs::{Cleaning, ShardedCount};
     use crate::table::{CounterWidth, CountingTable as _};
     use rand::{Rng, SeedableRng};
-    use std::collections::VecDeque;
     use std::io::Write as _;
 
     /// A small table: 40 lines, so that k-mers share lines and counters saturate.
@@ -517,13 +517,6 @@ mod tests {
         (0..n).map(|_| pool[rng.random_range(0..distinct)]).collect()
     }
 
-    /// The client and its shards, with one-message-per-shard calls.
-    fn sharded(params: BlockedParams, n: usize) -> (BlockedShardClient, Vec<BlockedShard>) {
-        let client = BlockedShardClient::new(params, n).unwrap();
-        let shards = (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
-        (client, shards)
-    }
-
     #[test]
     fn saved_shard_by_shard_is_the_one_process_file_and_loads_back() {
         let dir = tempfile::tempdir().unwrap();
@@ -534,7 +527,7 @@ mod tests {
             expected.add_hashes_exclusive(&hashes);
             native_format::save(&expected, &path("whole.kf"), &crate::run::RunContext::new()).unwrap();
             for n in 1..=3 {
-                let (client, mut shards) = sharded(params(width), n);
+                let (client, mut shards) = blocked_sharded(params(width), n);
                 let (parts, _) = client.map().route(&hashes).unwrap();
                 for (shard, part) in shards.iter_mut().zip(&parts) {
                     client.record(shard.add(part).unwrap());
@@ -552,8 +545,7 @@ mod tests {
                     *shard = BlockedShard::new(shape, loaded.map().lines(s)).unwrap();
                     shard.read_from(&path("parts.kf")).unwrap();
                 }
-                let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
-                let table = loaded.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+                let table = gathered_blocked(&loaded, &shards);
                 assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{n} shards, {width:?}");
             }
         }
@@ -572,15 +564,14 @@ mod tests {
             hashes.chunks(999).for_each(|batch| expected.add_hashes_exclusive(batch));
             assert!(hashes.iter().any(|&h| expected.get_hash(h) == width.max_count()));
             for n in 1..=4 {
-                let (client, mut shards) = sharded(params(width), n);
+                let (client, mut shards) = blocked_sharded(params(width), n);
                 for batch in hashes.chunks(700) {
                     let (parts, _) = client.map().route(batch).unwrap();
                     for (shard, part) in shards.iter_mut().zip(&parts) {
                         client.record(shard.add(part).unwrap());
                     }
                 }
-                let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
-                let table = client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+                let table = gathered_blocked(&client, &shards);
                 assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{n} shards, {width:?}");
                 assert_eq!(table.occupancy(), expected.occupancy());
                 assert_eq!(client.expected_fp_rate(), expected.expected_fp_rate());
@@ -635,17 +626,9 @@ mod tests {
         }
         for (n, remote) in [(1, vec![false]), (2, vec![true, false]), (3, vec![true, true, true]), (3, vec![false; 3])]
         {
-            let client = BlockedShardClient::new(params, n).unwrap();
-            let mut shards: Vec<BlockedShard> =
-                (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
+            let (client, mut shards) = blocked_sharded(params, n);
             let reader = PairedReader::new(FastxReader::open_in(&path, &ctx).unwrap(), PairMode::ForceSingle, None);
-            let hasher = client.hasher().clone();
-            let batches = BundleBatches::with_hasher(
-                Box::new(reader),
-                Box::new(move |s, out| hasher.hashes(s, out)),
-                100,
-                Cleaning::Parser,
-            );
+            let batches = client.batches(Box::new(reader), 100, Cleaning::Parser);
             let mut run = ShardedCount::new(batches, &client, remote.clone()).unwrap();
             loop {
                 let (mut held, away) = held_and_away(&mut shards, &remote);
@@ -656,42 +639,24 @@ mod tests {
                 run.record(&client, &mut held, &answers.iter().collect::<Vec<_>>()).unwrap();
             }
             assert_eq!(run.totals.0, 400);
-            let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
-            let table = client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+            let table = gathered_blocked(&client, &shards);
             assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{n} shards");
             assert_eq!(table.occupancy(), expected.occupancy(), "{n} shards");
         }
     }
 
-    /// The answers of the remote shards `away` to their messages, as their workers give them.
-    fn answer(away: Vec<&mut BlockedShard>, messages: &[Message]) -> Vec<Vec<u8>> {
-        let mut answers = Vec::new();
-        for (shard, m) in away.into_iter().zip(messages) {
-            shard.apply(&m.apply.counters, &m.apply.deltas).unwrap();
-            answers.push(shard.values(&m.keys).unwrap());
-        }
-        answers
-    }
-
     /// Reads from a short genome at high coverage, so that counters saturate and reads are
     /// dropped.
-    fn reads_file() -> (tempfile::NamedTempFile, Vec<Vec<u8>>) {
+    fn reads_text() -> (String, Vec<Vec<u8>>) {
         let genome: Vec<u8> = (0..300usize).map(|i| b"ACGT"[(i * i + 7 * i) / 3 % 4]).collect();
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        let mut reads = Vec::new();
-        for i in 0..700usize {
-            let start = (i * 37) % 240;
-            let read = genome[start..start + 25 + (i % 35)].to_vec();
-            writeln!(file, ">r{i}\n{}", String::from_utf8(read.clone()).unwrap()).unwrap();
-            reads.push(read);
-        }
-        (file, reads)
+        let reads: Vec<Vec<u8>> = (0..700usize).map(|i| genome[(i * 37) % 240..][..25 + (i % 35)].to_vec()).collect();
+        let text = reads.iter().enumerate().map(|(i, r)| format!(">r{i}\n{}\n", String::from_utf8_lossy(r))).collect();
+        (text, reads)
     }
 
     #[test]
     fn normalization_matches_read_by_read_with_local_and_remote_shards_and_batches_in_flight() {
-        let (file, reads) = reads_file();
-        let path = file.path().to_str().unwrap().to_string();
+        let (text, reads) = reads_text();
         let cutoff = 40;
         for width in [CounterWidth::Bits8, CounterWidth::Bits4] {
             let params = BlockedParams::new(20, 12 * 64, width, 3);
@@ -727,43 +692,11 @@ mod tests {
                 (vec![false, false, false], 1, 1),
             ];
             for (remote, batch_kmers, waiting) in cases {
-                let n = remote.len();
-                let client = BlockedShardClient::new(params, n).unwrap();
-                let mut shards: Vec<BlockedShard> =
-                    (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
-                let ctx = RunContext::new();
-                let reader =
-                    PairedReader::new(FastxReader::open_in(&path, &ctx).unwrap(), PairMode::ForceSingle, Some(20));
-                let hasher = client.hasher().clone();
-                let batches = BundleBatches::with_hasher(
-                    Box::new(reader),
-                    Box::new(move |s, out| hasher.hashes(s, out)),
-                    batch_kmers,
-                    Cleaning::ScreedWithRecords,
-                );
-                let mut run = ShardedNormalize::new(batches, &client, remote.clone()).unwrap();
-                let (mut keep, mut text, mut answered) = (Vec::new(), Vec::new(), VecDeque::new());
-                loop {
-                    let (mut held, away) = held_and_away(&mut shards, &remote);
-                    if answered.len() < waiting {
-                        if let Some(messages) = run.send(&held).unwrap() {
-                            answered.push_back(answer(away, &messages));
-                            continue;
-                        }
-                    } else if waiting == 2 {
-                        assert!(run.send(&held).is_err(), "at most two batches wait");
-                    }
-                    let Some(answers) = answered.pop_front() else { break };
-                    let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-                    keep.extend(normalized(&mut run, (&client, &mut held), &answers, cutoff, &mut text));
-                }
-                for (shard, updates) in shards.iter_mut().zip(run.unsent()) {
-                    shard.apply(&updates.counters, &updates.deltas).unwrap();
-                }
+                let (client, shards) = blocked_sharded(params, remote.len());
+                let run = normalized_sharded(&client, shards, &remote, &text, (batch_kmers, waiting), cutoff);
                 let case = format!("{remote:?}, {batch_kmers} k-mers a batch, {waiting} waiting, {width:?}");
-                assert_eq!(keep, expected_keep, "{case}");
-                let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
-                let table = client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+                assert_eq!(run.keep, expected_keep, "{case}");
+                let table = gathered_blocked(&client, &run.shards);
                 assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{case}");
                 assert_eq!(table.occupancy(), expected.occupancy(), "{case}");
             }
