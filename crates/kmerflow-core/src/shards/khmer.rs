@@ -779,17 +779,9 @@ impl ShardLayout for ShardClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shards::runs::testing::{gathered, khmer_sharded};
+    use crate::shards::runs::testing::{gathered, khmer_sharded, khmer_table, SIZES};
     use crate::table::CountingTable as _;
     use rand::{Rng, SeedableRng};
-
-    const SIZES: [u64; 3] = [97, 89, 83];
-
-    fn reference() -> KhmerTable {
-        let mut t = KhmerTable::with_sizes(20, HashKind::TwoBit, StorageKind::Byte, SIZES.to_vec()).unwrap();
-        t.set_use_bigcount(true).unwrap();
-        t
-    }
 
     /// Reads of hashes from a small pool: collisions, saturation and bigcounts.
     fn reads(seed: u64, n: usize, distinct: usize) -> Vec<Vec<u64>> {
@@ -860,7 +852,7 @@ mod tests {
     fn counting_matches_one_table_at_one_to_four_shards() {
         let reads = reads(3, 3000, 150);
         let hashes = reads.concat();
-        let expected = reference();
+        let expected = khmer_table(true);
         hashes.iter().for_each(|&h| {
             expected.add_hash(h);
         });

@@ -1087,7 +1087,28 @@ pub(crate) mod testing {
     use crate::shards::blocked::{BlockedShard, BlockedShardClient};
     use crate::shards::drive::DrivenLayout;
     use crate::shards::khmer::{Shard, ShardClient};
-    use crate::table::{BlockedParams, BlockedTable, HashKind, KhmerTable};
+    use crate::table::{AllocOptions, BlockedParams, BlockedTable, CounterWidth, HashKind, KhmerTable, StorageKind};
+
+    /// The tests' sizes of khmer's layout: three tables of about 90 bins.
+    pub(crate) const SIZES: [u64; 3] = [97, 89, 83];
+
+    /// The one-process table of khmer's layout of [`SIZES`] (k = 20).
+    pub(crate) fn khmer_table(bigcount: bool) -> KhmerTable {
+        let mut table = KhmerTable::with_sizes(20, HashKind::TwoBit, StorageKind::Byte, SIZES.to_vec()).unwrap();
+        table.set_use_bigcount(bigcount).unwrap();
+        table
+    }
+
+    /// A blocked shape of 40 lines (k = 20, 4 counters a k-mer), so that k-mers share lines
+    /// and counters saturate.
+    pub(crate) fn blocked_params(width: CounterWidth) -> BlockedParams {
+        BlockedParams::new(20, 40 * crate::table::blocked::LINE_BYTES as u64, width, 4)
+    }
+
+    /// The zeroed one-process blocked table of shape `params`.
+    pub(crate) fn blocked_table(params: BlockedParams) -> BlockedTable {
+        BlockedTable::with_params(params, AllocOptions::default()).unwrap()
+    }
 
     /// A client of khmer's layout (k = 20, tables of `sizes`) cut into `n` shards, and its
     /// zeroed shards.
@@ -1384,10 +1405,7 @@ mod tests {
     use crate::shards::blocked::{BlockedShard, BlockedShardClient};
     use crate::shards::drive::{self, DrivenLayout, ShardedTable, Shards};
     use crate::shards::khmer::{Shard, ShardClient};
-    use crate::table::{median_min_required, CountingTable as _, HashKind, KhmerTable, StorageKind};
-    use crate::table::{AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth};
-
-    const SIZES: [u64; 3] = [97, 89, 83];
+    use crate::table::{median_min_required, AnyTable, CounterWidth, CountingTable as _, KhmerTable};
 
     /// FASTQ reads from a 200-base genome (heavy collisions in tables of ~90 bins), some with N,
     /// some shorter than k.
@@ -1395,15 +1413,10 @@ mod tests {
         fastq_of(seed, n, 200)
     }
 
-    fn table() -> KhmerTable {
-        KhmerTable::with_sizes(20, HashKind::TwoBit, StorageKind::Byte, SIZES.to_vec()).unwrap()
-    }
-
     /// normalize-by-median of `text` read by read on one table: the table, the kept records
     /// and the reads shorter than k.
     fn normalized_read_by_read(text: &str, cutoff: u32, bigcount: bool) -> (KhmerTable, Vec<u8>, u64) {
-        let mut expected = table();
-        expected.set_use_bigcount(bigcount).unwrap();
+        let expected = khmer_table(bigcount);
         let mut expected_out = Vec::new();
         let (mut hashes, mut clean, mut short) = (Vec::new(), Vec::new(), 0);
         for record in text.split('@').filter(|r| !r.is_empty()) {
@@ -1489,7 +1502,7 @@ mod tests {
     #[test]
     fn count_runs_match_a_sequential_add_with_local_and_remote_shards() {
         let text = fastq(4, 900);
-        let expected = table();
+        let expected = khmer_table(false);
         for record in text.split('@').filter(|r| !r.is_empty()) {
             let mut clean = Vec::new();
             clean_parser(record.lines().nth(1).unwrap().as_bytes(), &mut clean);
@@ -1549,9 +1562,7 @@ mod tests {
         }
 
         fn one_table() -> AnyTable {
-            let mut table = table();
-            table.set_use_bigcount(true).unwrap();
-            AnyTable::Khmer(table)
+            AnyTable::Khmer(khmer_table(true))
         }
 
         fn gather(&self, shards: &[Shard]) -> AnyTable {
@@ -1559,18 +1570,13 @@ mod tests {
         }
     }
 
-    /// A blocked table of 40 lines of 8-bit counters, 4 a k-mer.
-    fn blocked_params() -> BlockedParams {
-        BlockedParams::new(20, 40 * crate::table::blocked::LINE_BYTES as u64, CounterWidth::Bits8, 4)
-    }
-
     impl TestLayout for BlockedShardClient {
         fn sharded(n: usize) -> (Self, Vec<BlockedShard>) {
-            blocked_sharded(blocked_params(), n)
+            blocked_sharded(blocked_params(CounterWidth::Bits8), n)
         }
 
         fn one_table() -> AnyTable {
-            AnyTable::Blocked(BlockedTable::with_params(blocked_params(), AllocOptions::default()).unwrap())
+            AnyTable::Blocked(blocked_table(blocked_params(CounterWidth::Bits8)))
         }
 
         fn gather(&self, shards: &[BlockedShard]) -> AnyTable {

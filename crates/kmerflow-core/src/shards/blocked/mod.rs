@@ -499,16 +499,12 @@ mod tests {
     use crate::io::{FastxReader, PairMode, PairedReader};
     use crate::run::RunContext;
     use crate::shards::drive::DrivenLayout as _;
-    use crate::shards::runs::testing::{blocked_sharded, gathered_blocked, held_and_away, normalized_sharded};
+    use crate::shards::runs::testing::{blocked_params, blocked_sharded, blocked_table, gathered_blocked};
+    use crate::shards::runs::testing::{held_and_away, normalized_sharded};
     use crate::shards::runs::{Cleaning, ShardedCount};
     use crate::table::{CounterWidth, CountingTable as _};
     use rand::{Rng, SeedableRng};
     use std::io::Write as _;
-
-    /// A small table: 40 lines, so that k-mers share lines and counters saturate.
-    fn params(width: CounterWidth) -> BlockedParams {
-        BlockedParams::new(20, 40 * LINE_BYTES as u64, width, 4)
-    }
 
     /// Hashes from a small pool (repeats past 255) in random order.
     fn hashes(seed: u64, n: usize, distinct: usize) -> Vec<u64> {
@@ -523,17 +519,17 @@ mod tests {
         let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
         for width in [CounterWidth::Bits8, CounterWidth::Bits4] {
             let hashes = hashes(9, 20_000, 400);
-            let mut expected = BlockedTable::with_params(params(width), AllocOptions::default()).unwrap();
+            let mut expected = blocked_table(blocked_params(width));
             expected.add_hashes_exclusive(&hashes);
             native_format::save(&expected, &path("whole.kf"), &crate::run::RunContext::new()).unwrap();
             for n in 1..=3 {
-                let (client, mut shards) = blocked_sharded(params(width), n);
+                let (client, mut shards) = blocked_sharded(blocked_params(width), n);
                 let (parts, _) = client.map().route(&hashes).unwrap();
                 for (shard, part) in shards.iter_mut().zip(&parts) {
                     client.record(shard.add(part).unwrap());
                 }
                 let file = std::fs::File::create(path("parts.kf")).unwrap();
-                file.set_len(native_format::DATA_OFFSET as u64 + params(width).data_bytes()).unwrap();
+                file.set_len(native_format::DATA_OFFSET as u64 + blocked_params(width).data_bytes()).unwrap();
                 shards.iter().for_each(|s| s.write_to(&path("parts.kf")).unwrap());
                 native_format::seal(&path("parts.kf"), client.map().params(), client.occupancy()).unwrap();
                 assert_eq!(std::fs::read(path("parts.kf")).unwrap(), std::fs::read(path("whole.kf")).unwrap());
@@ -560,11 +556,11 @@ mod tests {
     fn counting_matches_one_table_at_one_to_four_shards() {
         for width in [CounterWidth::Bits8, CounterWidth::Bits4] {
             let hashes = hashes(7, 60_000, 500);
-            let mut expected = BlockedTable::with_params(params(width), AllocOptions::default()).unwrap();
+            let mut expected = blocked_table(blocked_params(width));
             hashes.chunks(999).for_each(|batch| expected.add_hashes_exclusive(batch));
             assert!(hashes.iter().any(|&h| expected.get_hash(h) == width.max_count()));
             for n in 1..=4 {
-                let (client, mut shards) = blocked_sharded(params(width), n);
+                let (client, mut shards) = blocked_sharded(blocked_params(width), n);
                 for batch in hashes.chunks(700) {
                     let (parts, _) = client.map().route(batch).unwrap();
                     for (shard, part) in shards.iter_mut().zip(&parts) {
@@ -589,10 +585,10 @@ mod tests {
 
     #[test]
     fn maps_and_shards_refuse_what_is_not_theirs() {
-        let map = BlockedShardMap::new(params(CounterWidth::Bits8), 3).unwrap();
+        let map = BlockedShardMap::new(blocked_params(CounterWidth::Bits8), 3).unwrap();
         assert_eq!(map.bounds(), &[0, 13, 26, 40]);
-        assert!(BlockedShardMap::new(params(CounterWidth::Bits8), 41).is_err());
-        assert!(BlockedShardMap::new(params(CounterWidth::Bits8), 0).is_err());
+        assert!(BlockedShardMap::new(blocked_params(CounterWidth::Bits8), 41).is_err());
+        assert!(BlockedShardMap::new(blocked_params(CounterWidth::Bits8), 0).is_err());
         let mut shard = BlockedShard::new(*map.params(), map.lines(1)).unwrap();
         let foreign = (0..u64::MAX).step_by(1 << 40).find(|&h| map.shard_of(h) == 0).unwrap();
         let err = shard.add(&[foreign]).unwrap_err().to_string();
@@ -614,7 +610,7 @@ mod tests {
         }
         let path = file.path().to_str().unwrap().to_string();
         let params = BlockedParams::new(20, 30 * 64, CounterWidth::Bits8, 3);
-        let expected = BlockedTable::with_params(params, AllocOptions::default()).unwrap();
+        let expected = blocked_table(params);
         let ctx = RunContext::new();
         let mut reader = FastxReader::open_in(&path, &ctx).unwrap();
         let mut clean = Vec::new();
@@ -660,7 +656,7 @@ mod tests {
         let cutoff = 40;
         for width in [CounterWidth::Bits8, CounterWidth::Bits4] {
             let params = BlockedParams::new(20, 12 * 64, width, 3);
-            let expected = BlockedTable::with_params(params, AllocOptions::default()).unwrap();
+            let expected = blocked_table(params);
             let cutoff = cutoff.min(width.max_count());
             let mut hashes = Vec::new();
             let expected_keep: Vec<bool> = reads
