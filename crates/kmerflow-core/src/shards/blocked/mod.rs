@@ -1,18 +1,9 @@
-//! Blocked tables ([`BlockedTable`]) split into shards: contiguous ranges of lines that can live
-//! in other processes (Dask workers), reached by batches of k-mer hashes.
-//!
-//! Every counter of a k-mer is in its line, so a k-mer belongs to exactly one shard, the one
-//! holding its line, which counts it and answers its counters alone: messages name k-mer
-//! hashes ([`crate::shards::ShardRouting::BY_KMER`]). A [`BlockedShardMap`] cuts the lines
-//! into equal contiguous ranges and routes the hashes of a batch to their shards with one
-//! counting sort (input order kept within a shard). A [`BlockedShard`] holds one range (a
-//! blocked table of those lines): it adds hashes in input order, returning what the adds did
-//! to the statistics, answers counts and counters' values, and is read and counted in place
-//! when held by the client. A [`BlockedShardClient`] holds the map, the hasher and the
-//! statistics summed from the shards' answers. Each k-mer is added in input order in its own
-//! line, so the counters and the statistics are those of the one-process table, and
-//! [`BlockedShardClient::gather`] rebuilds it (its saved file is the one-process file byte for
-//! byte). Whole files go through them by the runs of [`crate::shards::runs`].
+//! Blocked tables ([`BlockedTable`]) cut into shards of whole lines, which may live in other
+//! processes. A k-mer's counters all lie in its line, so its shard alone counts and answers it
+//! and messages name k-mer hashes. [`BlockedShardMap`] routes hashes to shards (one counting
+//! sort, input order kept), [`BlockedShard`] holds a range of lines as a blocked table of its
+//! own, and [`BlockedShardClient`] holds the map, the hasher and the statistics summed from
+//! the shards' answers; the counters, statistics and saved file are the one-process table's.
 
 use crate::shards::file as shard_file;
 use crate::shards::khmer::split_by_owner;
