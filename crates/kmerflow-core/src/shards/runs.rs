@@ -1370,31 +1370,50 @@ pub(crate) mod testing {
 
     /// `client`'s shards `all` (either layout) holding the counts of the reads of `path`
     /// (tests): the client, the first `held` shards and the others as remote shards.
-    pub(crate) fn counted_on<C: DrivenLayout>(
+    pub(crate) fn counted_on<C: DrivenLayout<Shard: Answering>>(
         client: C,
         mut all: Vec<C::Shard>,
         held: usize,
         path: &str,
     ) -> (C, Vec<C::Shard>, InProcess<C::Shard>) {
-        count_file_here(&client, &mut all, path);
+        let (text, local) = (std::fs::read_to_string(path).unwrap(), vec![false; all.len()]);
+        counted_sharded(&client, &mut all, &local, &text, 1000);
         let remote = InProcess::new(all.split_off(held));
         (client, all, remote)
     }
 
-    /// Counts the reads of `path` (khmer's C++ cleaning) on `client`'s `shards` (either
-    /// layout), all held in this process (tests).
-    pub(crate) fn count_file_here<C: DrivenLayout>(client: &C, shards: &mut [C::Shard], path: &str) {
-        let reader = crate::io::PairedReader::new(
-            crate::io::FastxReader::open(path).unwrap(),
-            crate::io::PairMode::ForceSingle,
-            None,
-        );
-        let batches = client.batches(Box::new(reader), 1000, Cleaning::Parser);
-        let mut run = ShardedCount::new(batches, client, vec![false; shards.len()]).unwrap();
-        let mut local: Vec<Option<&mut C::Shard>> = shards.iter_mut().map(Some).collect();
-        while run.send(&local).unwrap().is_some() {
-            run.record(client, &mut local, &[]).unwrap();
+    /// Counts the reads of `text` (khmer's C++ cleaning) in batches of about `batch_kmers`
+    /// k-mers on `client`'s `shards`, those with `remote[s]` answered by the test as a worker
+    /// would, checking that the run refuses other local shards and a missing answer (tests).
+    /// Returns the run's totals.
+    pub(crate) fn counted_sharded<C: DrivenLayout<Shard: Answering>>(
+        client: &C,
+        shards: &mut [C::Shard],
+        remote: &[bool],
+        text: &str,
+        batch_kmers: usize,
+    ) -> (u64, u64, u64) {
+        let (mut local, mut far) = held_and_away(shards, remote);
+        let batches = client.batches(Box::new(reader(text, None)), batch_kmers, Cleaning::Parser);
+        let mut run = ShardedCount::new(batches, client, remote.to_vec()).unwrap();
+        let none: Vec<Option<&mut C::Shard>> = remote.iter().map(|_| None).collect();
+        assert!(!remote.contains(&false) || run.send(&none).is_err(), "not the shards the run was started with");
+        while let Some(messages) = run.send(&local).unwrap() {
+            let answer = |(s, m): (&mut &mut C::Shard, _)| s.answer(Kind::Add, m).and_then(C::added);
+            let owned: Vec<C::AddedOwned> = far.iter_mut().zip(messages).map(answer).collect::<Result<_>>().unwrap();
+            let answers: Vec<&C::Added> = owned.iter().map(std::borrow::Borrow::borrow).collect();
+            if !answers.is_empty() {
+                assert!(run.record(client, &mut local, &answers[1..]).is_err(), "an answer missing");
+            }
+            run.local(&mut local).unwrap();
+            run.record(client, &mut local, &answers).unwrap();
         }
+        run.totals
+    }
+
+    /// The reads `reads` as FASTA text, named `r0`, `r1`, ... (tests).
+    pub(crate) fn fasta(reads: &[Vec<u8>]) -> String {
+        reads.iter().enumerate().map(|(i, r)| format!(">r{i}\n{}\n", String::from_utf8_lossy(r))).collect()
     }
 }
 
@@ -1518,24 +1537,10 @@ mod tests {
         // the hashes) with whole tables and with tables across shards.
         for (n, held) in [(3, 1), (3, 2), (3, 3), (6, 4), (6, 6)] {
             let (client, mut shards) = khmer_sharded(&SIZES, n, false);
-            let mask: Vec<bool> = (0..n).map(|s| s >= held).collect();
-            let (mut local, mut remote) = held_and_away(&mut shards, &mask);
-            let mut run =
-                ShardedCount::new(client.batches(Box::new(reader(&text, None)), 300, Cleaning::Parser), &client, mask)
-                    .unwrap();
-            let none: Vec<Option<&mut Shard>> = (0..n).map(|_| None).collect();
-            assert!(run.send(&none).is_err(), "not the shards the run was started with");
-            while let Some(messages) = run.send(&local).unwrap() {
-                let answers: Vec<Vec<u8>> =
-                    remote.iter_mut().zip(&messages).map(|(s, m)| s.add(&m.keys).unwrap()).collect();
-                let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-                if !answers.is_empty() {
-                    assert!(run.record(&client, &mut local, &answers[1..]).is_err(), "an answer missing");
-                }
-                run.record(&client, &mut local, &answers).unwrap();
-            }
-            assert_eq!(run.totals.0, 900);
-            assert!(run.totals.2 > 0, "reads shorter than k");
+            let remote: Vec<bool> = (0..n).map(|s| s >= held).collect();
+            let totals = counted_sharded(&client, &mut shards, &remote, &text, 300);
+            assert_eq!(totals.0, 900);
+            assert!(totals.2 > 0, "reads shorter than k");
             let table = gathered(&client, &shards);
             assert_eq!(table.raw_tables(), expected.raw_tables(), "{n} {held}");
             assert_eq!(

@@ -487,15 +487,10 @@ impl ShardLayout for BlockedShardClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::{FastxReader, PairMode, PairedReader};
-    use crate::run::RunContext;
-    use crate::shards::drive::DrivenLayout as _;
-    use crate::shards::runs::testing::{blocked_params, blocked_sharded, blocked_table, gathered_blocked};
-    use crate::shards::runs::testing::{held_and_away, normalized_sharded};
-    use crate::shards::runs::{Cleaning, ShardedCount};
+    use crate::shards::runs::testing::{blocked_params, blocked_sharded, blocked_table, counted_sharded, fasta};
+    use crate::shards::runs::testing::{gathered_blocked, normalized_sharded};
     use crate::table::{CounterWidth, CountingTable as _};
     use rand::{Rng, SeedableRng};
-    use std::io::Write as _;
 
     /// Hashes from a small pool (repeats past 255) in random order.
     fn hashes(seed: u64, n: usize, distinct: usize) -> Vec<u64> {
@@ -592,40 +587,21 @@ mod tests {
 
     #[test]
     fn a_file_counts_as_in_one_process_with_local_and_remote_shards() {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
         let bases = b"ACGTTGCAAGGCTTAACCGGTTAAGCTAGCTAGGATCCA";
-        for i in 0..400usize {
-            let len = 5 + (i * 7) % 60;
-            let read: Vec<u8> = (0..len).map(|j| bases[(i * 3 + j * j) % bases.len()]).collect();
-            writeln!(file, ">r{i}\n{}", String::from_utf8(read).unwrap()).unwrap();
-        }
-        let path = file.path().to_str().unwrap().to_string();
+        let reads: Vec<Vec<u8>> = (0..400usize)
+            .map(|i| (0..5 + (i * 7) % 60).map(|j| bases[(i * 3 + j * j) % bases.len()]).collect())
+            .collect();
         let params = BlockedParams::new(20, 30 * 64, CounterWidth::Bits8, 3);
         let expected = blocked_table(params);
-        let ctx = RunContext::new();
-        let mut reader = FastxReader::open_in(&path, &ctx).unwrap();
         let mut clean = Vec::new();
-        while let Some(batch) = reader.next_batch().unwrap() {
-            for i in 0..batch.len() {
-                crate::kmer::clean::clean_parser(batch.get(i).seq, &mut clean);
-                expected.consume_many([clean.as_slice()]);
-            }
+        for read in &reads {
+            crate::kmer::clean::clean_parser(read, &mut clean);
+            expected.consume_many([clean.as_slice()]);
         }
         for (n, remote) in [(1, vec![false]), (2, vec![true, false]), (3, vec![true, true, true]), (3, vec![false; 3])]
         {
             let (client, mut shards) = blocked_sharded(params, n);
-            let reader = PairedReader::new(FastxReader::open_in(&path, &ctx).unwrap(), PairMode::ForceSingle, None);
-            let batches = client.batches(Box::new(reader), 100, Cleaning::Parser);
-            let mut run = ShardedCount::new(batches, &client, remote.clone()).unwrap();
-            loop {
-                let (mut held, away) = held_and_away(&mut shards, &remote);
-                let Some(messages) = run.send(&held).unwrap() else { break };
-                let answers: Vec<OccupancyStats> =
-                    away.into_iter().zip(&messages).map(|(s, m)| s.add(&m.keys).unwrap()).collect();
-                run.local(&mut held).unwrap();
-                run.record(&client, &mut held, &answers.iter().collect::<Vec<_>>()).unwrap();
-            }
-            assert_eq!(run.totals.0, 400);
+            assert_eq!(counted_sharded(&client, &mut shards, &remote, &fasta(&reads), 100).0, 400);
             let table = gathered_blocked(&client, &shards);
             assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{n} shards");
             assert_eq!(table.occupancy(), expected.occupancy(), "{n} shards");
@@ -637,8 +613,7 @@ mod tests {
     fn reads_text() -> (String, Vec<Vec<u8>>) {
         let genome: Vec<u8> = (0..300usize).map(|i| b"ACGT"[(i * i + 7 * i) / 3 % 4]).collect();
         let reads: Vec<Vec<u8>> = (0..700usize).map(|i| genome[(i * 37) % 240..][..25 + (i % 35)].to_vec()).collect();
-        let text = reads.iter().enumerate().map(|(i, r)| format!(">r{i}\n{}\n", String::from_utf8_lossy(r))).collect();
-        (text, reads)
+        (fasta(&reads), reads)
     }
 
     #[test]
