@@ -54,21 +54,10 @@ impl BlockedShardMap {
         self.bounds[s]..self.bounds[s + 1]
     }
 
-    /// The shard of a line.
-    #[inline]
-    fn shard_of_line(&self, line: u64) -> usize {
-        shard_at(&self.bounds, line)
-    }
-
     /// The shard of a k-mer hash (of its line).
     #[inline]
     pub fn shard_of(&self, hash: u64) -> usize {
-        self.shard_of_line(self.params.line_of(hash))
-    }
-
-    /// The shard of a counter numbered as [`BlockedShardMap::counters`] numbers them.
-    pub fn shard_of_counter(&self, counter: u64) -> usize {
-        self.shard_of_line(counter / self.params.width.slots_per_line())
+        shard_at(&self.bounds, self.params.line_of(hash))
     }
 
     /// Every counter of `hashes`, probe-major (position `p * n + o` is probe `p` of k-mer `o`),
@@ -254,6 +243,12 @@ impl BlockedShard {
         Ok(())
     }
 
+    /// The shard's own bin of `counter` (held by the shard).
+    #[inline(always)]
+    fn bin(&self, counter: u64) -> u64 {
+        counter - self.lines.start * self.params.width.slots_per_line()
+    }
+
     /// The count of each hash (the minimum of its counters).
     pub fn counts(&self, hashes: &[u64]) -> Result<Vec<u8>> {
         let lines = self.local_lines(hashes)?;
@@ -398,22 +393,15 @@ impl ShardRouting for BlockedShardMap {
     }
 
     fn counter_owners(&self, counters: &[u64]) -> Result<Vec<u32>> {
-        let total = self.params.n_lines * self.params.width.slots_per_line();
+        let per_line = self.params.width.slots_per_line();
+        let total = self.params.n_lines * per_line;
         counters
             .iter()
             .map(|&c| match c < total {
-                true => Ok(self.shard_of_counter(c) as u32),
+                true => Ok(shard_at(&self.bounds, c / per_line) as u32),
                 false => Err(Error::invalid(format!("counter {c} is outside the table's {total} counters"))),
             })
             .collect()
-    }
-}
-
-impl BlockedShard {
-    /// The shard's own bin of `counter` (held by the shard).
-    #[inline(always)]
-    fn bin(&self, counter: u64) -> u64 {
-        counter - self.lines.start * self.params.width.slots_per_line()
     }
 }
 
