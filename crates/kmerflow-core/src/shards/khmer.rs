@@ -779,7 +779,7 @@ impl ShardLayout for ShardClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shards::runs::testing::{gathered, khmer_sharded, khmer_table, SIZES};
+    use crate::shards::runs::testing::{assert_same, gathered, khmer_sharded, khmer_table, SIZES};
     use crate::table::CountingTable as _;
     use rand::{Rng, SeedableRng};
 
@@ -800,12 +800,6 @@ mod tests {
         let (parts, order) = client.map().route(counters).unwrap();
         let answers: Vec<Vec<u8>> = shards.iter_mut().zip(&parts).map(|(s, p)| f(s, p)).collect();
         ShardMap::unroute(&order, &answers.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap()
-    }
-
-    fn assert_same(a: &KhmerTable, b: &KhmerTable, hashes: &[u64]) {
-        assert_eq!(a.raw_tables(), b.raw_tables());
-        assert_eq!((a.n_occupied(), a.n_unique_kmers()), (b.n_occupied(), b.n_unique_kmers()));
-        hashes.iter().for_each(|&h| assert_eq!(a.get_hash(h), b.get_hash(h)));
     }
 
     #[test]

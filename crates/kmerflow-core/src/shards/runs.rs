@@ -1087,7 +1087,8 @@ pub(crate) mod testing {
     use crate::shards::blocked::{BlockedShard, BlockedShardClient};
     use crate::shards::drive::DrivenLayout;
     use crate::shards::khmer::{Shard, ShardClient};
-    use crate::table::{AllocOptions, BlockedParams, BlockedTable, CounterWidth, HashKind, KhmerTable, StorageKind};
+    use crate::table::{AllocOptions, BlockedParams, BlockedTable, CounterWidth, CountingTable as _};
+    use crate::table::{HashKind, KhmerTable, StorageKind};
 
     /// The tests' sizes of khmer's layout: three tables of about 90 bins.
     pub(crate) const SIZES: [u64; 3] = [97, 89, 83];
@@ -1194,22 +1195,12 @@ pub(crate) mod testing {
         batch.iter().map(kept).collect()
     }
 
-    /// Decides the oldest batch of `run` (on `client`'s table, its local shards `local`) given
-    /// `answers` by normalize-by-median to `cutoff`, appends the kept bundles' records to
-    /// `out` and returns whether each bundle was kept (tests).
-    pub(crate) fn normalized<C: ShardLayout>(
-        run: &mut ShardedNormalize<C>,
-        (client, local): (&C, &mut [Option<&mut C::Shard>]),
-        answers: &[&[u8]],
-        cutoff: u32,
-        out: &mut Vec<u8>,
-    ) -> Vec<bool> {
-        let mut keep = Vec::new();
-        let rule = |counts: &mut dyn ReadCounts, batch: &HashedBundles| {
-            keep = crate::shards::keep_bundles(counts, &batch.reads(), &batch.bundle_ends, cutoff);
-        };
-        run.decide(client, local, answers, rule).unwrap().write_kept(&keep, out);
-        keep
+    /// Asserts that the khmer-layout `table` is `expected`: counters, statistics and the
+    /// counts of `hashes` (bigcounts).
+    pub(crate) fn assert_same(table: &KhmerTable, expected: &KhmerTable, hashes: &[u64]) {
+        assert_eq!(table.raw_tables(), expected.raw_tables());
+        assert_eq!((table.n_occupied(), table.n_unique_kmers()), (expected.n_occupied(), expected.n_unique_kmers()));
+        hashes.iter().for_each(|&h| assert_eq!(table.get_hash(h), expected.get_hash(h)));
     }
 
     /// A shard that answers a message as a worker's shard of its layout does (tests).
@@ -1327,7 +1318,12 @@ pub(crate) mod testing {
             }
             let Some(answers) = answered.pop_front() else { break };
             let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-            keep.extend(normalized(&mut run, (client, &mut local), &answers, cutoff, &mut out));
+            let mut kept = Vec::new();
+            let rule = |counts: &mut dyn ReadCounts, batch: &HashedBundles| {
+                kept = crate::shards::keep_bundles(counts, &batch.reads(), &batch.bundle_ends, cutoff);
+            };
+            run.decide(client, &mut local, &answers, rule).unwrap().write_kept(&kept, &mut out);
+            keep.extend(kept);
         }
         for (shard, (apply, _)) in far.iter_mut().zip(run.unsent().into_iter().zip(remote).filter(|(_, &r)| r)) {
             shard.answer(Kind::Step, Message { apply, ..Message::default() }).unwrap();
@@ -1459,11 +1455,6 @@ mod tests {
         (expected, expected_out, short)
     }
 
-    fn assert_same_tables(table: &KhmerTable, expected: &KhmerTable) {
-        assert_eq!(table.raw_tables(), expected.raw_tables());
-        assert_eq!((table.n_occupied(), table.n_unique_kmers()), (expected.n_occupied(), expected.n_unique_kmers()));
-    }
-
     #[test]
     fn normalize_runs_match_read_by_read_with_local_and_remote_shards() {
         let text = fastq(9, 400);
@@ -1480,7 +1471,7 @@ mod tests {
             let kept = expected_out.iter().filter(|&&b| b == b'@').count() as u64;
             assert!(kept > 10 && run.keep.iter().filter(|&&k| k).count() as u64 == kept);
             assert_eq!(run.short_dropped, short);
-            assert_same_tables(&gathered(&client, &run.shards), &expected);
+            assert_same(&gathered(&client, &run.shards), &expected, &[]);
         }
     }
 
@@ -1511,9 +1502,7 @@ mod tests {
                 assert!(mixed, "a k-mer with counters on local and remote shards");
                 let run = normalized_sharded(&client, shards, &remote, &text, batching, cutoff);
                 assert_eq!(run.out, expected_out, "{remote:?} {batching:?}");
-                let table = gathered(&client, &run.shards);
-                assert_same_tables(&table, &expected);
-                hashes.iter().for_each(|&h| assert_eq!(table.get_hash(h), expected.get_hash(h)));
+                assert_same(&gathered(&client, &run.shards), &expected, &hashes);
             }
         }
     }
