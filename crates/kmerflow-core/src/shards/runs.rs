@@ -1422,12 +1422,6 @@ mod tests {
     use crate::shards::khmer::{Shard, ShardClient};
     use crate::table::{median_min_required, AnyTable, CounterWidth, CountingTable as _, KhmerTable};
 
-    /// FASTQ reads from a 200-base genome (heavy collisions in tables of ~90 bins), some with N,
-    /// some shorter than k.
-    fn fastq(seed: u64, n: usize) -> String {
-        fastq_of(seed, n, 200)
-    }
-
     /// normalize-by-median of `text` read by read on one table: the table, the kept records
     /// and the reads shorter than k.
     fn normalized_read_by_read(text: &str, cutoff: u32, bigcount: bool) -> (KhmerTable, Vec<u8>, u64) {
@@ -1457,7 +1451,8 @@ mod tests {
 
     #[test]
     fn normalize_runs_match_read_by_read_with_local_and_remote_shards() {
-        let text = fastq(9, 400);
+        // Reads of a 200-base genome: heavy collisions in tables of about 90 bins.
+        let text = fastq_of(9, 400, 200);
         let cutoff = 5;
         let (expected, expected_out, short) = normalized_read_by_read(&text, cutoff, false);
         for (batch_kmers, held, waiting) in
@@ -1509,7 +1504,7 @@ mod tests {
 
     #[test]
     fn count_runs_match_a_sequential_add_with_local_and_remote_shards() {
-        let text = fastq(4, 900);
+        let text = fastq_of(4, 900, 200);
         let expected = khmer_table(false);
         for record in text.split('@').filter(|r| !r.is_empty()) {
             let mut clean = Vec::new();
