@@ -1,10 +1,7 @@
-//! Whole inputs through a sharded table of either layout, driven from this process: the caller
-//! supplies only the transport to the remote shards ([`RemoteShards`]); [`decide_all`] (with
-//! normalize-by-median's rule, [`normalize_file`]) and [`count_file`] send each batch's
-//! messages and hand the answers back to the layout's run, reached through the traits here
-//! ([`ShardedTable`], [`NormalizeBatches`], [`CountBatches`]), implemented once by [`Shards`]
-//! for both layouts ([`DrivenLayout`] holds the little that differs: the k-mer hash, the
-//! statistics, the form of a counting answer).
+//! Whole inputs through a sharded table of either layout, driven from this process over the
+//! caller's transport ([`RemoteShards`]): [`decide_all`], [`normalize_file`] and [`count_file`]
+//! reach the layout's run through [`ShardedTable`], [`NormalizeBatches`] and [`CountBatches`],
+//! implemented once by [`Shards`] ([`DrivenLayout`] holds what differs by layout).
 
 use super::blocked::BlockedShardClient;
 use super::khmer::{ShardClient, Updates};
@@ -253,13 +250,6 @@ pub type KhmerShards<'a> = Shards<'a, ShardClient>;
 /// A table of the blocked layout.
 pub type BlockedShards<'a> = Shards<'a, BlockedShardClient>;
 
-impl<C: ShardLayout> Shards<'_, C> {
-    /// Whether each shard is remote.
-    fn remote_shards(&self) -> Vec<bool> {
-        self.local.iter().map(Option::is_none).collect()
-    }
-}
-
 impl<C: DrivenLayout> FpRate for Shards<'_, C> {
     fn fp_rate(&self) -> f64 {
         self.client.fp_rate()
@@ -294,7 +284,7 @@ impl<C: DrivenLayout> ShardedTable for Shards<'_, C> {
     }
 
     fn remote(&self) -> Vec<bool> {
-        self.remote_shards()
+        self.local.iter().map(Option::is_none).collect()
     }
 
     fn decisions(
@@ -304,13 +294,13 @@ impl<C: DrivenLayout> ShardedTable for Shards<'_, C> {
         batch_kmers: usize,
     ) -> Result<Box<dyn NormalizeBatches + '_>> {
         let batches = self.client.batches(source, batch_kmers, cleaning);
-        let run = ShardedNormalize::new(batches, self.client, self.remote_shards())?;
+        let run = ShardedNormalize::new(batches, self.client, self.remote())?;
         Ok(Box::new(Bound { run, shards: self }))
     }
 
     fn count(&mut self, source: BundleSource, batch_kmers: usize) -> Result<Box<dyn CountBatches + '_>> {
         let batches = self.client.batches(source, batch_kmers, Cleaning::Parser);
-        let run = ShardedCount::new(batches, self.client, self.remote_shards())?;
+        let run = ShardedCount::new(batches, self.client, self.remote())?;
         Ok(Box::new(Bound { run, shards: self }))
     }
 

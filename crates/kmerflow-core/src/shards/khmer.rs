@@ -17,7 +17,7 @@
 //! statistics ([`ShardClient::gather`] rebuilds it).
 
 use super::runs::{drive, Routed};
-use super::{ShardKernel, ShardLayout, ShardRouting};
+use super::{even_bounds, shard_at, ShardKernel, ShardLayout, ShardRouting};
 use crate::table::batch::{BatchOutcome, BatchRules, SeenCounters};
 use crate::table::khmer_format::ByteFrame;
 use crate::table::{prefetch, AllocOptions, FastMod, HashKind, KhmerTable, OwnedBytes, StorageKind, Table};
@@ -47,11 +47,7 @@ impl ShardMap {
         for &size in sizes {
             offsets.push(offsets.last().unwrap().checked_add(size).ok_or_else(|| Error::invalid("table too large"))?);
         }
-        let total = *offsets.last().unwrap();
-        if shards == 0 || shards as u64 > total {
-            return Err(Error::invalid(format!("the number of shards must be 1..={total}, got {shards}")));
-        }
-        let even = |s: usize| (u128::from(total) * s as u128 / shards as u128) as u64;
+        let even = even_bounds(*offsets.last().unwrap(), shards, "")?;
         let bounds: Vec<u64> = if shards <= sizes.len() {
             // Shard s ends at the table boundary nearest to its even share, leaving every later
             // shard at least one table.
@@ -60,14 +56,14 @@ impl ShardMap {
                 let previous = offsets.iter().position(|&o| o == bounds[s - 1]).unwrap();
                 let last_allowed = sizes.len() - (shards - s);
                 let t = (previous + 1..=last_allowed)
-                    .min_by_key(|&t| offsets[t].abs_diff(even(s)))
+                    .min_by_key(|&t| offsets[t].abs_diff(even[s]))
                     .expect("a table left for every shard");
                 bounds.push(offsets[t]);
             }
-            bounds.push(total);
+            bounds.push(even[shards]);
             bounds
         } else {
-            (0..=shards).map(even).collect()
+            even
         };
         Ok(ShardMap { moduli: sizes.iter().map(|&s| FastMod::new(s)).collect(), offsets, bounds })
     }
@@ -180,7 +176,7 @@ impl ShardMap {
     /// The shard of a counter.
     #[inline]
     pub fn shard_of(&self, counter: u64) -> usize {
-        self.bounds[1..].partition_point(|&end| end <= counter)
+        shard_at(&self.bounds, counter)
     }
 
     /// The shard of every counter, refusing a counter outside the table or a batch too large
@@ -783,16 +779,9 @@ impl ShardLayout for ShardClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shards::runs::testing::{assert_same, gathered, khmer_sharded, khmer_table, SIZES};
     use crate::table::CountingTable as _;
     use rand::{Rng, SeedableRng};
-
-    const SIZES: [u64; 3] = [97, 89, 83];
-
-    fn reference() -> KhmerTable {
-        let mut t = KhmerTable::with_sizes(20, HashKind::TwoBit, StorageKind::Byte, SIZES.to_vec()).unwrap();
-        t.set_use_bigcount(true).unwrap();
-        t
-    }
 
     /// Reads of hashes from a small pool: collisions, saturation and bigcounts.
     fn reads(seed: u64, n: usize, distinct: usize) -> Vec<Vec<u64>> {
@@ -801,35 +790,16 @@ mod tests {
         (0..n).map(|_| (0..rng.random_range(0..12)).map(|_| pool[rng.random_range(0..distinct)]).collect()).collect()
     }
 
-    /// The client and its shards, with one-message-per-shard calls.
-    struct Sharded {
-        client: ShardClient,
-        shards: Vec<Shard>,
-    }
-
-    impl Sharded {
-        fn new(n: usize) -> Self {
-            let client = ShardClient::new(20, HashKind::TwoBit, &SIZES, n, true).unwrap();
-            let b = client.map().bounds().to_vec();
-            let shards = (0..n).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
-            Sharded { client, shards }
-        }
-
-        fn call(&mut self, counters: &[u64], f: impl Fn(&mut Shard, &[u64]) -> Vec<u8>) -> Vec<u8> {
-            let (parts, order) = self.client.map().route(counters).unwrap();
-            let answers: Vec<Vec<u8>> = self.shards.iter_mut().zip(&parts).map(|(s, p)| f(s, p)).collect();
-            ShardMap::unroute(&order, &answers.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap()
-        }
-
-        fn gather(&self) -> KhmerTable {
-            self.client.gather(&self.shards.iter().map(Shard::cells).collect::<Vec<_>>()).unwrap()
-        }
-    }
-
-    fn assert_same(a: &KhmerTable, b: &KhmerTable, hashes: &[u64]) {
-        assert_eq!(a.raw_tables(), b.raw_tables());
-        assert_eq!((a.n_occupied(), a.n_unique_kmers()), (b.n_occupied(), b.n_unique_kmers()));
-        hashes.iter().for_each(|&h| assert_eq!(a.get_hash(h), b.get_hash(h)));
+    /// `f` on each of `shards` with its part of `counters`, the answers in input order.
+    fn call(
+        client: &ShardClient,
+        shards: &mut [Shard],
+        counters: &[u64],
+        f: impl Fn(&mut Shard, &[u64]) -> Vec<u8>,
+    ) -> Vec<u8> {
+        let (parts, order) = client.map().route(counters).unwrap();
+        let answers: Vec<Vec<u8>> = shards.iter_mut().zip(&parts).map(|(s, p)| f(s, p)).collect();
+        ShardMap::unroute(&order, &answers.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap()
     }
 
     #[test]
@@ -876,22 +846,20 @@ mod tests {
     fn counting_matches_one_table_at_one_to_four_shards() {
         let reads = reads(3, 3000, 150);
         let hashes = reads.concat();
-        let expected = reference();
+        let expected = khmer_table(true);
         hashes.iter().for_each(|&h| {
             expected.add_hash(h);
         });
         assert!(hashes.iter().any(|&h| expected.get_hash(h) > 255));
         for n in 1..=4 {
-            let mut sharded = Sharded::new(n);
+            let (client, mut shards) = khmer_sharded(&SIZES, n, true);
             for batch in hashes.chunks(700) {
-                let counters = sharded.client.map().counters(batch);
-                let previous = sharded.call(&counters, |s, c| s.add(c).unwrap());
-                sharded.client.record_adds(batch, &previous).unwrap();
+                let previous = call(&client, &mut shards, &client.map().counters(batch), |s, c| s.add(c).unwrap());
+                client.record_adds(batch, &previous).unwrap();
             }
-            assert_same(&sharded.gather(), &expected, &hashes);
-            let counters = sharded.client.map().counters(&hashes);
-            let values = sharded.call(&counters, |s, c| s.counts(c).unwrap());
-            let counts = sharded.client.kmer_counts(&hashes, &values).unwrap();
+            assert_same(&gathered(&client, &shards), &expected, &hashes);
+            let values = call(&client, &mut shards, &client.map().counters(&hashes), |s, c| s.counts(c).unwrap());
+            let counts = client.kmer_counts(&hashes, &values).unwrap();
             assert_eq!(counts, hashes.iter().map(|&h| expected.get_hash(h)).collect::<Vec<_>>());
         }
     }
@@ -904,11 +872,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
         for n in 1..=3 {
-            let mut sharded = Sharded::new(n);
-            let counters = sharded.client.map().counters(&hashes);
-            let previous = sharded.call(&counters, |s, c| s.add(c).unwrap());
-            sharded.client.record_adds(&hashes, &previous).unwrap();
-            let frame = sharded.client.frame();
+            let (client, mut shards) = khmer_sharded(&SIZES, n, true);
+            let previous = call(&client, &mut shards, &client.map().counters(&hashes), |s, c| s.add(c).unwrap());
+            client.record_adds(&hashes, &previous).unwrap();
+            let frame = client.frame();
             assert!(!frame.bigcounts.is_empty());
             let (len, pieces) = frame.pieces();
             let file = std::fs::File::create(path("parts.ct")).unwrap();
@@ -916,24 +883,24 @@ mod tests {
             for (offset, bytes) in pieces {
                 std::os::unix::fs::FileExt::write_all_at(&file, &bytes, offset).unwrap();
             }
-            let bounds = sharded.client.map().bounds().to_vec();
-            for (s, shard) in sharded.shards.iter().enumerate() {
+            let (bounds, whole) = (client.map().bounds(), gathered(&client, &shards));
+            for (s, shard) in shards.iter().enumerate() {
                 shard_file::write_pieces(&path("parts.ct"), &frame.places(bounds[s], bounds[s + 1]), shard.cells())
                     .unwrap();
             }
-            khmer_format::save(&sharded.gather(), &path("whole.ct"), &crate::run::RunContext::new()).unwrap();
+            khmer_format::save(&whole, &path("whole.ct"), &crate::run::RunContext::new()).unwrap();
             assert_eq!(std::fs::read(path("parts.ct")).unwrap(), std::fs::read(path("whole.ct")).unwrap());
 
             let read = khmer_format::ByteFrame::read(&path("parts.ct")).unwrap();
             assert_eq!(read, frame);
-            let client = ShardClient::from_frame(read, n).unwrap();
+            let from_frame = ShardClient::from_frame(read, n).unwrap();
             let cells: Vec<Vec<u8>> = (0..n)
                 .map(|s| shard_file::read_pieces(&path("parts.ct"), &frame.places(bounds[s], bounds[s + 1])).unwrap())
                 .collect();
-            let loaded = client.gather(&cells.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
-            assert_eq!(loaded.raw_tables(), sharded.gather().raw_tables());
-            assert_eq!(loaded.n_occupied(), sharded.client.n_occupied());
-            hashes.iter().for_each(|&h| assert_eq!(loaded.get_hash(h), sharded.gather().get_hash(h)));
+            let loaded = from_frame.gather(&cells.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+            assert_eq!(loaded.raw_tables(), whole.raw_tables());
+            assert_eq!(loaded.n_occupied(), client.n_occupied());
+            hashes.iter().for_each(|&h| assert_eq!(loaded.get_hash(h), whole.get_hash(h)));
         }
         std::fs::write(path("short.ct"), &std::fs::read(path("parts.ct")).unwrap()[..100]).unwrap();
         let err = khmer_format::ByteFrame::read(&path("short.ct")).unwrap_err().to_string();

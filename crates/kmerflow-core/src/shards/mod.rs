@@ -1,26 +1,12 @@
 //! Tables sharded over processes: the second backend of the engine's tables, between the
 //! in-process tables of [`crate::table`] and the operations of [`crate::ops`].
 //!
-//! A layout is a parameter of one driver, not a twin of it: what differs between khmer's
-//! layout and the blocked one is behind three traits, [`ShardRouting`] (how a batch's hashes
-//! become counters and owners, `positions`, and what a message names), [`ShardKernel`] (a shard's counters,
-//! read and counted in place) and [`ShardLayout`] (the client's part: routing, counting's
-//! answers, statistics), and the runs of [`runs`] are written once over them.
-//!
-//! - [`khmer`]: khmer's layout cut into shards, contiguous ranges of its counters: the shard
-//!   map (`ShardMap`: counter indices split by shard with one counting sort), a shard's kernel
-//!   (`Shard`: add, look up, step) and the client's part (`ShardClient`: bigcounts, statistics);
-//! - [`blocked`]: the blocked layout cut into shards of whole cache lines (a k-mer's counters
-//!   all on one shard, so a message names k-mer hashes);
-//! - [`runs`]: whole files through a sharded table of either layout (reading, hashing and
-//!   routing batches, counting `ShardedCount`, the decisions in input order `ShardedNormalize`,
-//!   the look-ups `Lookups` of the native commands' tables `ShardedDecisions`), and the
-//!   transport to the remote shards (`RemoteShards`);
-//! - [`drive`]: the counting and deciding loops over either layout, the remote shards reached
-//!   only through the transport;
-//! - [`in_flight`]: the updates a remote shard's answer lacks while they travel;
-//! - [`mod@file`]: a saved table written and read shard by shard at the shards' places;
-//! - [`wire`]: a remote shard's message as bytes, as the transport carries it.
+//! What differs between khmer's layout ([`khmer`]: contiguous ranges of counters) and the
+//! blocked one ([`blocked`]: whole cache lines) is behind three traits, [`ShardRouting`],
+//! [`ShardKernel`] and [`ShardLayout`]; the runs of [`runs`] (whole files: counting, the
+//! decisions in input order, look-ups) and the loops of [`drive`] are written once over them.
+//! [`in_flight`] keeps the updates a remote shard's answer lacks while they travel, [`mod@file`]
+//! saves and loads a table shard by shard, and [`wire`] is a remote shard's message as bytes.
 //!
 //! Every result is that of the one-process table with the same sizes.
 
@@ -154,6 +140,21 @@ pub trait ShardLayout: BatchRules + Sync {
             })
             .collect())
     }
+}
+
+/// `total` units (counters, lines) cut into `shards` equal contiguous ranges (shard `s` holds
+/// `bounds[s] .. bounds[s + 1]`), refusing no shard or more shards than units (`units` names them).
+fn even_bounds(total: u64, shards: usize, units: &str) -> Result<Vec<u64>> {
+    if shards == 0 || shards as u64 > total {
+        return Err(Error::invalid(format!("the number of shards must be 1..={total}{units}, got {shards}")));
+    }
+    Ok((0..=shards).map(|s| (u128::from(total) * s as u128 / shards as u128) as u64).collect())
+}
+
+/// The shard holding unit `at` of the shards' `bounds`.
+#[inline]
+fn shard_at(bounds: &[u64], at: u64) -> usize {
+    bounds[1..].partition_point(|&end| end <= at)
 }
 
 /// normalize-by-median over the bundles of a batch on either layout's shards (bundle `b` holds

@@ -1083,9 +1083,66 @@ impl<C: ShardLayout> Lookups<'_, '_, C> {
 pub(crate) mod testing {
     use super::*;
 
-    use crate::shards::blocked::BlockedShard;
+    use crate::io::{FastxReader, PairMode, PairedReader};
+    use crate::shards::blocked::{BlockedShard, BlockedShardClient};
     use crate::shards::drive::DrivenLayout;
     use crate::shards::khmer::{Shard, ShardClient};
+    use crate::table::{AllocOptions, BlockedParams, BlockedTable, CounterWidth, CountingTable as _};
+    use crate::table::{HashKind, KhmerTable, StorageKind};
+
+    /// The tests' sizes of khmer's layout: three tables of about 90 bins.
+    pub(crate) const SIZES: [u64; 3] = [97, 89, 83];
+
+    /// The one-process table of khmer's layout of [`SIZES`] (k = 20).
+    pub(crate) fn khmer_table(bigcount: bool) -> KhmerTable {
+        let mut table = KhmerTable::with_sizes(20, HashKind::TwoBit, StorageKind::Byte, SIZES.to_vec()).unwrap();
+        table.set_use_bigcount(bigcount).unwrap();
+        table
+    }
+
+    /// A blocked shape of 40 lines (k = 20, 4 counters a k-mer), so that k-mers share lines
+    /// and counters saturate.
+    pub(crate) fn blocked_params(width: CounterWidth) -> BlockedParams {
+        BlockedParams::new(20, 40 * crate::table::blocked::LINE_BYTES as u64, width, 4)
+    }
+
+    /// The zeroed one-process blocked table of shape `params`.
+    pub(crate) fn blocked_table(params: BlockedParams) -> BlockedTable {
+        BlockedTable::with_params(params, AllocOptions::default()).unwrap()
+    }
+
+    /// A client of khmer's layout (k = 20, tables of `sizes`) cut into `n` shards, and its
+    /// zeroed shards.
+    pub(crate) fn khmer_sharded(sizes: &[u64], n: usize, bigcount: bool) -> (ShardClient, Vec<Shard>) {
+        let client = ShardClient::new(20, HashKind::TwoBit, sizes, n, bigcount).unwrap();
+        let b = client.map().bounds().to_vec();
+        let shards = (0..n).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+        (client, shards)
+    }
+
+    /// A blocked client of shape `params` cut into `n` shards, and its zeroed shards.
+    pub(crate) fn blocked_sharded(params: BlockedParams, n: usize) -> (BlockedShardClient, Vec<BlockedShard>) {
+        let client = BlockedShardClient::new(params, n).unwrap();
+        let shards = (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
+        (client, shards)
+    }
+
+    /// The whole khmer-layout table from `client`'s `shards`.
+    pub(crate) fn gathered(client: &ShardClient, shards: &[Shard]) -> KhmerTable {
+        client.gather(&shards.iter().map(Shard::cells).collect::<Vec<_>>()).unwrap()
+    }
+
+    /// The whole blocked table from `client`'s `shards`.
+    pub(crate) fn gathered_blocked(client: &BlockedShardClient, shards: &[BlockedShard]) -> BlockedTable {
+        let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
+        client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap()
+    }
+
+    /// The FASTA or FASTQ `text` read single, reads shorter than `min_length` dropped.
+    pub(crate) fn reader(text: &str, min_length: Option<usize>) -> PairedReader {
+        let reader = FastxReader::from_stream("reads.fq", Box::new(std::io::Cursor::new(text.to_owned())), 97).unwrap();
+        PairedReader::new(reader, PairMode::ForceSingle, min_length)
+    }
 
     /// The tests' keep rule on a read's `counts` (kept unless its median reaches `cutoff`).
     pub(crate) fn kept_below(cutoff: u32) -> impl Fn(&[u32]) -> bool {
@@ -1138,22 +1195,12 @@ pub(crate) mod testing {
         batch.iter().map(kept).collect()
     }
 
-    /// Decides the oldest batch of `run` (on `client`'s table, its local shards `local`) given
-    /// `answers` by normalize-by-median to `cutoff`, appends the kept bundles' records to
-    /// `out` and returns whether each bundle was kept (tests).
-    pub(crate) fn normalized<C: ShardLayout>(
-        run: &mut ShardedNormalize<C>,
-        (client, local): (&C, &mut [Option<&mut C::Shard>]),
-        answers: &[&[u8]],
-        cutoff: u32,
-        out: &mut Vec<u8>,
-    ) -> Vec<bool> {
-        let mut keep = Vec::new();
-        let rule = |counts: &mut dyn ReadCounts, batch: &HashedBundles| {
-            keep = crate::shards::keep_bundles(counts, &batch.reads(), &batch.bundle_ends, cutoff);
-        };
-        run.decide(client, local, answers, rule).unwrap().write_kept(&keep, out);
-        keep
+    /// Asserts that the khmer-layout `table` is `expected`: counters, statistics and the
+    /// counts of `hashes` (bigcounts).
+    pub(crate) fn assert_same(table: &KhmerTable, expected: &KhmerTable, hashes: &[u64]) {
+        assert_eq!(table.raw_tables(), expected.raw_tables());
+        assert_eq!((table.n_occupied(), table.n_unique_kmers()), (expected.n_occupied(), expected.n_unique_kmers()));
+        hashes.iter().for_each(|&h| assert_eq!(table.get_hash(h), expected.get_hash(h)));
     }
 
     /// A shard that answers a message as a worker's shard of its layout does (tests).
@@ -1234,6 +1281,58 @@ pub(crate) mod testing {
         (held, away)
     }
 
+    /// What a sharded normalization run gives: the kept records, the reads it dropped for
+    /// being shorter than k, whether each bundle was kept, and the shards at the end.
+    pub(crate) struct Normalized<K> {
+        pub out: Vec<u8>,
+        pub short_dropped: u64,
+        pub keep: Vec<bool>,
+        pub shards: Vec<K>,
+    }
+
+    /// normalize-by-median of `text` (reads shorter than 20 dropped) on `client`'s `shards`,
+    /// those with `remote[s]` answered by the test as a worker would, with up to `waiting`
+    /// batches sent and not decided (1: each batch decided before the next is sent; 2: the
+    /// next sent first).
+    pub(crate) fn normalized_sharded<C: DrivenLayout<Shard: Answering>>(
+        client: &C,
+        mut shards: Vec<C::Shard>,
+        remote: &[bool],
+        text: &str,
+        (batch_kmers, waiting): (usize, usize),
+        cutoff: u32,
+    ) -> Normalized<C::Shard> {
+        let (mut local, mut far) = held_and_away(&mut shards, remote);
+        let batches = client.batches(Box::new(reader(text, Some(20))), batch_kmers, Cleaning::ScreedWithRecords);
+        let mut run = ShardedNormalize::new(batches, client, remote.to_vec()).unwrap();
+        let (mut out, mut keep, mut answered) = (Vec::new(), Vec::new(), VecDeque::new());
+        loop {
+            if answered.len() < waiting {
+                if let Some(messages) = run.send(&local).unwrap() {
+                    let answer = |(s, m): (&mut &mut C::Shard, _)| s.answer(Kind::Step, m).and_then(Answer::values);
+                    answered.push_back(far.iter_mut().zip(messages).map(answer).collect::<Result<Vec<_>>>().unwrap());
+                    continue;
+                }
+            } else if waiting == 2 {
+                assert!(run.send(&local).is_err(), "at most two batches wait");
+            }
+            let Some(answers) = answered.pop_front() else { break };
+            let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
+            let mut kept = Vec::new();
+            let rule = |counts: &mut dyn ReadCounts, batch: &HashedBundles| {
+                kept = crate::shards::keep_bundles(counts, &batch.reads(), &batch.bundle_ends, cutoff);
+            };
+            run.decide(client, &mut local, &answers, rule).unwrap().write_kept(&kept, &mut out);
+            keep.extend(kept);
+        }
+        for (shard, (apply, _)) in far.iter_mut().zip(run.unsent().into_iter().zip(remote).filter(|(_, &r)| r)) {
+            shard.answer(Kind::Step, Message { apply, ..Message::default() }).unwrap();
+        }
+        let short_dropped = run.short_dropped();
+        drop((local, far));
+        Normalized { out, short_dropped, keep, shards }
+    }
+
     /// FASTQ reads of 10 to 49 bases from a random genome of `genome` bases (at least 50), some
     /// with N, some shorter than k = 20 (tests).
     pub(crate) fn fastq_of(seed: u64, n: usize, genome: usize) -> String {
@@ -1261,39 +1360,56 @@ pub(crate) mod testing {
         held: usize,
         path: &str,
     ) -> (ShardClient, Vec<Shard>, InProcess) {
-        let client = ShardClient::new(20, crate::table::HashKind::TwoBit, sizes, shards, true).unwrap();
-        let b = client.map().bounds().to_vec();
-        let all: Vec<Shard> = (0..shards).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
+        let (client, all) = khmer_sharded(sizes, shards, true);
         counted_on(client, all, held, path)
     }
 
     /// `client`'s shards `all` (either layout) holding the counts of the reads of `path`
     /// (tests): the client, the first `held` shards and the others as remote shards.
-    pub(crate) fn counted_on<C: DrivenLayout>(
+    pub(crate) fn counted_on<C: DrivenLayout<Shard: Answering>>(
         client: C,
         mut all: Vec<C::Shard>,
         held: usize,
         path: &str,
     ) -> (C, Vec<C::Shard>, InProcess<C::Shard>) {
-        count_file_here(&client, &mut all, path);
+        let (text, local) = (std::fs::read_to_string(path).unwrap(), vec![false; all.len()]);
+        counted_sharded(&client, &mut all, &local, &text, 1000);
         let remote = InProcess::new(all.split_off(held));
         (client, all, remote)
     }
 
-    /// Counts the reads of `path` (khmer's C++ cleaning) on `client`'s `shards` (either
-    /// layout), all held in this process (tests).
-    pub(crate) fn count_file_here<C: DrivenLayout>(client: &C, shards: &mut [C::Shard], path: &str) {
-        let reader = crate::io::PairedReader::new(
-            crate::io::FastxReader::open(path).unwrap(),
-            crate::io::PairMode::ForceSingle,
-            None,
-        );
-        let batches = client.batches(Box::new(reader), 1000, Cleaning::Parser);
-        let mut run = ShardedCount::new(batches, client, vec![false; shards.len()]).unwrap();
-        let mut local: Vec<Option<&mut C::Shard>> = shards.iter_mut().map(Some).collect();
-        while run.send(&local).unwrap().is_some() {
-            run.record(client, &mut local, &[]).unwrap();
+    /// Counts the reads of `text` (khmer's C++ cleaning) in batches of about `batch_kmers`
+    /// k-mers on `client`'s `shards`, those with `remote[s]` answered by the test as a worker
+    /// would, checking that the run refuses other local shards and a missing answer (tests).
+    /// Returns the run's totals.
+    pub(crate) fn counted_sharded<C: DrivenLayout<Shard: Answering>>(
+        client: &C,
+        shards: &mut [C::Shard],
+        remote: &[bool],
+        text: &str,
+        batch_kmers: usize,
+    ) -> (u64, u64, u64) {
+        let (mut local, mut far) = held_and_away(shards, remote);
+        let batches = client.batches(Box::new(reader(text, None)), batch_kmers, Cleaning::Parser);
+        let mut run = ShardedCount::new(batches, client, remote.to_vec()).unwrap();
+        let none: Vec<Option<&mut C::Shard>> = remote.iter().map(|_| None).collect();
+        assert!(!remote.contains(&false) || run.send(&none).is_err(), "not the shards the run was started with");
+        while let Some(messages) = run.send(&local).unwrap() {
+            let answer = |(s, m): (&mut &mut C::Shard, _)| s.answer(Kind::Add, m).and_then(C::added);
+            let owned: Vec<C::AddedOwned> = far.iter_mut().zip(messages).map(answer).collect::<Result<_>>().unwrap();
+            let answers: Vec<&C::Added> = owned.iter().map(std::borrow::Borrow::borrow).collect();
+            if !answers.is_empty() {
+                assert!(run.record(client, &mut local, &answers[1..]).is_err(), "an answer missing");
+            }
+            run.local(&mut local).unwrap();
+            run.record(client, &mut local, &answers).unwrap();
         }
+        run.totals
+    }
+
+    /// The reads `reads` as FASTA text, named `r0`, `r1`, ... (tests).
+    pub(crate) fn fasta(reads: &[Vec<u8>]) -> String {
+        reads.iter().enumerate().map(|(i, r)| format!(">r{i}\n{}\n", String::from_utf8_lossy(r))).collect()
     }
 }
 
@@ -1301,64 +1417,15 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::*;
     use super::*;
-    use crate::io::{FastxReader, PairMode, PairedReader};
     use crate::shards::blocked::{BlockedShard, BlockedShardClient};
     use crate::shards::drive::{self, DrivenLayout, ShardedTable, Shards};
     use crate::shards::khmer::{Shard, ShardClient};
-    use crate::table::{median_min_required, CountingTable as _, HashKind, KhmerTable, StorageKind};
-    use crate::table::{AllocOptions, AnyTable, BlockedParams, BlockedTable, CounterWidth};
-
-    const SIZES: [u64; 3] = [97, 89, 83];
-
-    /// FASTQ reads from a 200-base genome (heavy collisions in tables of ~90 bins), some with N,
-    /// some shorter than k.
-    fn fastq(seed: u64, n: usize) -> String {
-        fastq_of(seed, n, 200)
-    }
-
-    fn batches(text: &str, batch_kmers: usize, cleaning: Cleaning, min_length: Option<usize>) -> BundleBatches {
-        BundleBatches::new(Box::new(reader(text, min_length)), 20, batch_kmers, cleaning)
-    }
-
-    /// The FASTQ `text` read single, reads shorter than `min_length` dropped.
-    fn reader(text: &str, min_length: Option<usize>) -> PairedReader {
-        let reader = FastxReader::from_stream("reads.fq", Box::new(std::io::Cursor::new(text.to_owned())), 97).unwrap();
-        PairedReader::new(reader, PairMode::ForceSingle, min_length)
-    }
-
-    fn table() -> KhmerTable {
-        KhmerTable::with_sizes(20, HashKind::TwoBit, StorageKind::Byte, SIZES.to_vec()).unwrap()
-    }
-
-    /// A client of `n` shards and its zeroed shards.
-    fn sharded_in(n: usize, bigcount: bool) -> (ShardClient, Vec<Shard>) {
-        let client = ShardClient::new(20, HashKind::TwoBit, &SIZES, n, bigcount).unwrap();
-        let b = client.map().bounds().to_vec();
-        let shards = (0..n).map(|s| Shard::new(b[s], b[s + 1] - b[s], 255).unwrap()).collect();
-        (client, shards)
-    }
-
-    /// A client of three shards (whole tables) without bigcount.
-    fn sharded() -> (ShardClient, Vec<Shard>) {
-        sharded_in(3, false)
-    }
-
-    /// The shards `here` as a run's local shards, followed by `remote` remote ones, and which
-    /// are remote.
-    fn held_here(here: &mut [Shard], remote: usize) -> (Vec<Option<&mut Shard>>, Vec<bool>) {
-        let mask = (0..here.len() + remote).map(|s| s >= here.len()).collect();
-        (here.iter_mut().map(Some).chain(std::iter::repeat_with(|| None).take(remote)).collect(), mask)
-    }
-
-    fn gathered(client: &ShardClient, shards: &[Shard]) -> KhmerTable {
-        client.gather(&shards.iter().map(Shard::cells).collect::<Vec<_>>()).unwrap()
-    }
+    use crate::table::{median_min_required, AnyTable, CounterWidth, CountingTable as _, KhmerTable};
 
     /// normalize-by-median of `text` read by read on one table: the table, the kept records
     /// and the reads shorter than k.
     fn normalized_read_by_read(text: &str, cutoff: u32, bigcount: bool) -> (KhmerTable, Vec<u8>, u64) {
-        let mut expected = table();
-        expected.set_use_bigcount(bigcount).unwrap();
+        let expected = khmer_table(bigcount);
         let mut expected_out = Vec::new();
         let (mut hashes, mut clean, mut short) = (Vec::new(), Vec::new(), 0);
         for record in text.split('@').filter(|r| !r.is_empty()) {
@@ -1382,87 +1449,24 @@ mod tests {
         (expected, expected_out, short)
     }
 
-    /// What a sharded normalization run gives: the kept records, the reads it dropped for
-    /// being shorter than k, the bundles it reported kept, and the table gathered at the end.
-    struct Normalized {
-        out: Vec<u8>,
-        short_dropped: u64,
-        decided_kept: u64,
-        table: KhmerTable,
-    }
-
-    /// The answers of remote shards `far` to their `messages`, as a worker gives them (updates
-    /// applied, then look-ups).
-    fn answer(far: &mut [&mut Shard], messages: &[Message]) -> Vec<Vec<u8>> {
-        far.iter_mut()
-            .zip(messages)
-            .map(|(shard, m)| {
-                shard.apply(&m.apply.counters, &m.apply.deltas).unwrap();
-                shard.counts(&m.keys).unwrap()
-            })
-            .collect()
-    }
-
-    /// normalize-by-median of `text` on `client`'s `shards`, those with `remote[s]` answered
-    /// by the test as a worker would, with up to `waiting` batches sent and not decided (1:
-    /// each batch decided before the next is sent; 2: the next sent first).
-    fn normalized_sharded(
-        client: &ShardClient,
-        mut shards: Vec<Shard>,
-        remote: &[bool],
-        text: &str,
-        (batch_kmers, waiting): (usize, usize),
-        cutoff: u32,
-    ) -> Normalized {
-        let (mut local, mut far) = held_and_away(&mut shards, remote);
-        let batches = batches(text, batch_kmers, Cleaning::ScreedWithRecords, Some(20));
-        let mut run = ShardedNormalize::new(batches, client, remote.to_vec()).unwrap();
-        let (mut out, mut decided_kept, mut answered) = (Vec::new(), 0, VecDeque::new());
-        loop {
-            if answered.len() < waiting {
-                if let Some(messages) = run.send(&local).unwrap() {
-                    answered.push_back(answer(&mut far, &messages));
-                    continue;
-                }
-            } else if waiting == 2 {
-                assert!(run.send(&local).is_err(), "at most two batches wait");
-            }
-            let Some(answers) = answered.pop_front() else { break };
-            let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-            let keep = normalized(&mut run, (client, &mut local), &answers, cutoff, &mut out);
-            decided_kept += keep.iter().filter(|&&kept| kept).count() as u64;
-        }
-        let unsent = run.unsent();
-        for (shard, updates) in far.iter_mut().zip(unsent.iter().zip(remote).filter(|(_, &r)| r).map(|(u, _)| u)) {
-            shard.apply(&updates.counters, &updates.deltas).unwrap();
-        }
-        let short_dropped = run.short_dropped();
-        drop((local, far));
-        Normalized { out, short_dropped, decided_kept, table: gathered(client, &shards) }
-    }
-
-    fn assert_same_tables(table: &KhmerTable, expected: &KhmerTable) {
-        assert_eq!(table.raw_tables(), expected.raw_tables());
-        assert_eq!((table.n_occupied(), table.n_unique_kmers()), (expected.n_occupied(), expected.n_unique_kmers()));
-    }
-
     #[test]
     fn normalize_runs_match_read_by_read_with_local_and_remote_shards() {
-        let text = fastq(9, 400);
+        // Reads of a 200-base genome: heavy collisions in tables of about 90 bins.
+        let text = fastq_of(9, 400, 200);
         let cutoff = 5;
         let (expected, expected_out, short) = normalized_read_by_read(&text, cutoff, false);
         for (batch_kmers, held, waiting) in
             [(1, 1, 2), (150, 1, 1), (150, 1, 2), (100_000, 1, 2), (150, 2, 2), (100_000, 2, 1), (1, 3, 2), (150, 3, 2)]
         {
-            let (client, shards) = sharded();
+            let (client, shards) = khmer_sharded(&SIZES, 3, false);
             let remote: Vec<bool> = (0..3).map(|s| s >= held).collect();
             let run = normalized_sharded(&client, shards, &remote, &text, (batch_kmers, waiting), cutoff);
             let out = String::from_utf8_lossy(&run.out);
             assert_eq!(out, String::from_utf8_lossy(&expected_out), "{batch_kmers} {held} {waiting}");
             let kept = expected_out.iter().filter(|&&b| b == b'@').count() as u64;
-            assert!(kept > 10 && run.decided_kept == kept);
+            assert!(kept > 10 && run.keep.iter().filter(|&&k| k).count() as u64 == kept);
             assert_eq!(run.short_dropped, short);
-            assert_same_tables(&run.table, &expected);
+            assert_same(&gathered(&client, &run.shards), &expected, &[]);
         }
     }
 
@@ -1483,7 +1487,7 @@ mod tests {
         let probes = [false, true, false, true, true];
         for remote in [probes.to_vec(), probes.iter().map(|r| !r).collect()] {
             for batching in [(150, 1), (150, 2), (100_000, 2)] {
-                let (client, shards) = sharded_in(5, true);
+                let (client, shards) = khmer_sharded(&SIZES, 5, true);
                 let map = client.map();
                 let mixed = hashes.iter().any(|&h| {
                     let held_remotely: Vec<bool> =
@@ -1493,16 +1497,15 @@ mod tests {
                 assert!(mixed, "a k-mer with counters on local and remote shards");
                 let run = normalized_sharded(&client, shards, &remote, &text, batching, cutoff);
                 assert_eq!(run.out, expected_out, "{remote:?} {batching:?}");
-                assert_same_tables(&run.table, &expected);
-                hashes.iter().for_each(|&h| assert_eq!(run.table.get_hash(h), expected.get_hash(h)));
+                assert_same(&gathered(&client, &run.shards), &expected, &hashes);
             }
         }
     }
 
     #[test]
     fn count_runs_match_a_sequential_add_with_local_and_remote_shards() {
-        let text = fastq(4, 900);
-        let expected = table();
+        let text = fastq_of(4, 900, 200);
+        let expected = khmer_table(false);
         for record in text.split('@').filter(|r| !r.is_empty()) {
             let mut clean = Vec::new();
             clean_parser(record.lines().nth(1).unwrap().as_bytes(), &mut clean);
@@ -1517,23 +1520,11 @@ mod tests {
         // counters on local and remote shards, and every shard local (counted straight from
         // the hashes) with whole tables and with tables across shards.
         for (n, held) in [(3, 1), (3, 2), (3, 3), (6, 4), (6, 6)] {
-            let (client, mut shards) = sharded_in(n, false);
-            let (here, remote) = shards.split_at_mut(held);
-            let (mut local, mask) = held_here(here, remote.len());
-            let mut run = ShardedCount::new(batches(&text, 300, Cleaning::Parser, None), &client, mask).unwrap();
-            let none: Vec<Option<&mut Shard>> = (0..n).map(|_| None).collect();
-            assert!(run.send(&none).is_err(), "not the shards the run was started with");
-            while let Some(messages) = run.send(&local).unwrap() {
-                let answers: Vec<Vec<u8>> =
-                    remote.iter_mut().zip(&messages).map(|(s, m)| s.add(&m.keys).unwrap()).collect();
-                let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-                if !answers.is_empty() {
-                    assert!(run.record(&client, &mut local, &answers[1..]).is_err(), "an answer missing");
-                }
-                run.record(&client, &mut local, &answers).unwrap();
-            }
-            assert_eq!(run.totals.0, 900);
-            assert!(run.totals.2 > 0, "reads shorter than k");
+            let (client, mut shards) = khmer_sharded(&SIZES, n, false);
+            let remote: Vec<bool> = (0..n).map(|s| s >= held).collect();
+            let totals = counted_sharded(&client, &mut shards, &remote, &text, 300);
+            assert_eq!(totals.0, 900);
+            assert!(totals.2 > 0, "reads shorter than k");
             let table = gathered(&client, &shards);
             assert_eq!(table.raw_tables(), expected.raw_tables(), "{n} {held}");
             assert_eq!(
@@ -1556,13 +1547,11 @@ mod tests {
 
     impl TestLayout for ShardClient {
         fn sharded(n: usize) -> (Self, Vec<Shard>) {
-            sharded_in(n, true)
+            khmer_sharded(&SIZES, n, true)
         }
 
         fn one_table() -> AnyTable {
-            let mut table = table();
-            table.set_use_bigcount(true).unwrap();
-            AnyTable::Khmer(table)
+            AnyTable::Khmer(khmer_table(true))
         }
 
         fn gather(&self, shards: &[Shard]) -> AnyTable {
@@ -1570,27 +1559,17 @@ mod tests {
         }
     }
 
-    /// A blocked table of 40 lines of 8-bit counters, 4 a k-mer.
-    fn blocked_params() -> BlockedParams {
-        BlockedParams::new(20, 40 * crate::table::blocked::LINE_BYTES as u64, CounterWidth::Bits8, 4)
-    }
-
     impl TestLayout for BlockedShardClient {
         fn sharded(n: usize) -> (Self, Vec<BlockedShard>) {
-            let client = BlockedShardClient::new(blocked_params(), n).unwrap();
-            let shards = (0..n).map(|s| BlockedShard::new(blocked_params(), client.map().lines(s)).unwrap()).collect();
-            (client, shards)
+            blocked_sharded(blocked_params(CounterWidth::Bits8), n)
         }
 
         fn one_table() -> AnyTable {
-            AnyTable::Blocked(BlockedTable::with_params(blocked_params(), AllocOptions::default()).unwrap())
+            AnyTable::Blocked(blocked_table(blocked_params(CounterWidth::Bits8)))
         }
 
         fn gather(&self, shards: &[BlockedShard]) -> AnyTable {
-            let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
-            AnyTable::Blocked(
-                BlockedShardClient::gather(self, &bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap(),
-            )
+            AnyTable::Blocked(gathered_blocked(self, shards))
         }
     }
 

@@ -1,23 +1,14 @@
-//! Blocked tables ([`BlockedTable`]) split into shards: contiguous ranges of lines that can live
-//! in other processes (Dask workers), reached by batches of k-mer hashes.
-//!
-//! Every counter of a k-mer is in its line, so a k-mer belongs to exactly one shard, the one
-//! holding its line, which counts it and answers its counters alone: messages name k-mer
-//! hashes ([`crate::shards::ShardRouting::BY_KMER`]). A [`BlockedShardMap`] cuts the lines
-//! into equal contiguous ranges and routes the hashes of a batch to their shards with one
-//! counting sort (input order kept within a shard). A [`BlockedShard`] holds one range (a
-//! blocked table of those lines): it adds hashes in input order, returning what the adds did
-//! to the statistics, answers counts and counters' values, and is read and counted in place
-//! when held by the client. A [`BlockedShardClient`] holds the map, the hasher and the
-//! statistics summed from the shards' answers. Each k-mer is added in input order in its own
-//! line, so the counters and the statistics are those of the one-process table, and
-//! [`BlockedShardClient::gather`] rebuilds it (its saved file is the one-process file byte for
-//! byte). Whole files go through them by the runs of [`crate::shards::runs`].
+//! Blocked tables ([`BlockedTable`]) cut into shards of whole lines, which may live in other
+//! processes. A k-mer's counters all lie in its line, so its shard alone counts and answers it
+//! and messages name k-mer hashes. [`BlockedShardMap`] routes hashes to shards (one counting
+//! sort, input order kept), [`BlockedShard`] holds a range of lines as a blocked table of its
+//! own, and [`BlockedShardClient`] holds the map, the hasher and the statistics summed from
+//! the shards' answers; the counters, statistics and saved file are the one-process table's.
 
 use crate::shards::file as shard_file;
 use crate::shards::khmer::split_by_owner;
 use crate::shards::runs::Routed;
-use crate::shards::{ShardKernel, ShardLayout, ShardRouting};
+use crate::shards::{even_bounds, shard_at, ShardKernel, ShardLayout, ShardRouting};
 use crate::table::batch::{BatchOutcome, BatchRules};
 use crate::table::blocked::{probe_slots, with_width, CounterWidth, LineCells};
 use crate::table::blocked::{BlockedParams, BlockedTable, KmerHasher, OccupancyStats, LINE_BYTES};
@@ -40,14 +31,7 @@ impl BlockedShardMap {
     /// The lines of a table of shape `params` cut into `shards` equal ranges.
     pub fn new(params: BlockedParams, shards: usize) -> Result<Self> {
         params.check()?;
-        let lines = params.n_lines;
-        if shards == 0 || shards as u64 > lines {
-            return Err(Error::invalid(format!(
-                "the number of shards must be 1..={lines} (the table's lines), got {shards}"
-            )));
-        }
-        let bounds = (0..=shards).map(|s| (u128::from(lines) * s as u128 / shards as u128) as u64).collect();
-        Ok(BlockedShardMap { params, bounds })
+        Ok(BlockedShardMap { params, bounds: even_bounds(params.n_lines, shards, " (the table's lines)")? })
     }
 
     /// The shape of the whole table.
@@ -70,21 +54,10 @@ impl BlockedShardMap {
         self.bounds[s]..self.bounds[s + 1]
     }
 
-    /// The shard of a line.
-    #[inline]
-    fn shard_of_line(&self, line: u64) -> usize {
-        self.bounds[1..].partition_point(|&end| end <= line)
-    }
-
     /// The shard of a k-mer hash (of its line).
     #[inline]
     pub fn shard_of(&self, hash: u64) -> usize {
-        self.shard_of_line(self.params.line_of(hash))
-    }
-
-    /// The shard of a counter numbered as [`BlockedShardMap::counters`] numbers them.
-    pub fn shard_of_counter(&self, counter: u64) -> usize {
-        self.shard_of_line(counter / self.params.width.slots_per_line())
+        shard_at(&self.bounds, self.params.line_of(hash))
     }
 
     /// Every counter of `hashes`, probe-major (position `p * n + o` is probe `p` of k-mer `o`),
@@ -270,6 +243,12 @@ impl BlockedShard {
         Ok(())
     }
 
+    /// The shard's own bin of `counter` (held by the shard).
+    #[inline(always)]
+    fn bin(&self, counter: u64) -> u64 {
+        counter - self.lines.start * self.params.width.slots_per_line()
+    }
+
     /// The count of each hash (the minimum of its counters).
     pub fn counts(&self, hashes: &[u64]) -> Result<Vec<u8>> {
         let lines = self.local_lines(hashes)?;
@@ -414,22 +393,15 @@ impl ShardRouting for BlockedShardMap {
     }
 
     fn counter_owners(&self, counters: &[u64]) -> Result<Vec<u32>> {
-        let total = self.params.n_lines * self.params.width.slots_per_line();
+        let per_line = self.params.width.slots_per_line();
+        let total = self.params.n_lines * per_line;
         counters
             .iter()
             .map(|&c| match c < total {
-                true => Ok(self.shard_of_counter(c) as u32),
+                true => Ok(shard_at(&self.bounds, c / per_line) as u32),
                 false => Err(Error::invalid(format!("counter {c} is outside the table's {total} counters"))),
             })
             .collect()
-    }
-}
-
-impl BlockedShard {
-    /// The shard's own bin of `counter` (held by the shard).
-    #[inline(always)]
-    fn bin(&self, counter: u64) -> u64 {
-        counter - self.lines.start * self.params.width.slots_per_line()
     }
 }
 
@@ -503,19 +475,10 @@ impl ShardLayout for BlockedShardClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::{FastxReader, PairMode, PairedReader};
-    use crate::run::RunContext;
-    use crate::shards::runs::testing::{held_and_away, normalized};
-    use crate::shards::runs::{BundleBatches, Cleaning, Message, ShardedCount, ShardedNormalize};
+    use crate::shards::runs::testing::{blocked_params, blocked_sharded, blocked_table, counted_sharded, fasta};
+    use crate::shards::runs::testing::{gathered_blocked, normalized_sharded};
     use crate::table::{CounterWidth, CountingTable as _};
     use rand::{Rng, SeedableRng};
-    use std::collections::VecDeque;
-    use std::io::Write as _;
-
-    /// A small table: 40 lines, so that k-mers share lines and counters saturate.
-    fn params(width: CounterWidth) -> BlockedParams {
-        BlockedParams::new(20, 40 * LINE_BYTES as u64, width, 4)
-    }
 
     /// Hashes from a small pool (repeats past 255) in random order.
     fn hashes(seed: u64, n: usize, distinct: usize) -> Vec<u64> {
@@ -524,30 +487,23 @@ mod tests {
         (0..n).map(|_| pool[rng.random_range(0..distinct)]).collect()
     }
 
-    /// The client and its shards, with one-message-per-shard calls.
-    fn sharded(params: BlockedParams, n: usize) -> (BlockedShardClient, Vec<BlockedShard>) {
-        let client = BlockedShardClient::new(params, n).unwrap();
-        let shards = (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
-        (client, shards)
-    }
-
     #[test]
     fn saved_shard_by_shard_is_the_one_process_file_and_loads_back() {
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
         for width in [CounterWidth::Bits8, CounterWidth::Bits4] {
             let hashes = hashes(9, 20_000, 400);
-            let mut expected = BlockedTable::with_params(params(width), AllocOptions::default()).unwrap();
+            let mut expected = blocked_table(blocked_params(width));
             expected.add_hashes_exclusive(&hashes);
             native_format::save(&expected, &path("whole.kf"), &crate::run::RunContext::new()).unwrap();
             for n in 1..=3 {
-                let (client, mut shards) = sharded(params(width), n);
+                let (client, mut shards) = blocked_sharded(blocked_params(width), n);
                 let (parts, _) = client.map().route(&hashes).unwrap();
                 for (shard, part) in shards.iter_mut().zip(&parts) {
                     client.record(shard.add(part).unwrap());
                 }
                 let file = std::fs::File::create(path("parts.kf")).unwrap();
-                file.set_len(native_format::DATA_OFFSET as u64 + params(width).data_bytes()).unwrap();
+                file.set_len(native_format::DATA_OFFSET as u64 + blocked_params(width).data_bytes()).unwrap();
                 shards.iter().for_each(|s| s.write_to(&path("parts.kf")).unwrap());
                 native_format::seal(&path("parts.kf"), client.map().params(), client.occupancy()).unwrap();
                 assert_eq!(std::fs::read(path("parts.kf")).unwrap(), std::fs::read(path("whole.kf")).unwrap());
@@ -559,8 +515,7 @@ mod tests {
                     *shard = BlockedShard::new(shape, loaded.map().lines(s)).unwrap();
                     shard.read_from(&path("parts.kf")).unwrap();
                 }
-                let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
-                let table = loaded.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+                let table = gathered_blocked(&loaded, &shards);
                 assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{n} shards, {width:?}");
             }
         }
@@ -575,19 +530,18 @@ mod tests {
     fn counting_matches_one_table_at_one_to_four_shards() {
         for width in [CounterWidth::Bits8, CounterWidth::Bits4] {
             let hashes = hashes(7, 60_000, 500);
-            let mut expected = BlockedTable::with_params(params(width), AllocOptions::default()).unwrap();
+            let mut expected = blocked_table(blocked_params(width));
             hashes.chunks(999).for_each(|batch| expected.add_hashes_exclusive(batch));
             assert!(hashes.iter().any(|&h| expected.get_hash(h) == width.max_count()));
             for n in 1..=4 {
-                let (client, mut shards) = sharded(params(width), n);
+                let (client, mut shards) = blocked_sharded(blocked_params(width), n);
                 for batch in hashes.chunks(700) {
                     let (parts, _) = client.map().route(batch).unwrap();
                     for (shard, part) in shards.iter_mut().zip(&parts) {
                         client.record(shard.add(part).unwrap());
                     }
                 }
-                let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
-                let table = client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+                let table = gathered_blocked(&client, &shards);
                 assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{n} shards, {width:?}");
                 assert_eq!(table.occupancy(), expected.occupancy());
                 assert_eq!(client.expected_fp_rate(), expected.expected_fp_rate());
@@ -605,10 +559,10 @@ mod tests {
 
     #[test]
     fn maps_and_shards_refuse_what_is_not_theirs() {
-        let map = BlockedShardMap::new(params(CounterWidth::Bits8), 3).unwrap();
+        let map = BlockedShardMap::new(blocked_params(CounterWidth::Bits8), 3).unwrap();
         assert_eq!(map.bounds(), &[0, 13, 26, 40]);
-        assert!(BlockedShardMap::new(params(CounterWidth::Bits8), 41).is_err());
-        assert!(BlockedShardMap::new(params(CounterWidth::Bits8), 0).is_err());
+        assert!(BlockedShardMap::new(blocked_params(CounterWidth::Bits8), 41).is_err());
+        assert!(BlockedShardMap::new(blocked_params(CounterWidth::Bits8), 0).is_err());
         let mut shard = BlockedShard::new(*map.params(), map.lines(1)).unwrap();
         let foreign = (0..u64::MAX).step_by(1 << 40).find(|&h| map.shard_of(h) == 0).unwrap();
         let err = shard.add(&[foreign]).unwrap_err().to_string();
@@ -621,88 +575,42 @@ mod tests {
 
     #[test]
     fn a_file_counts_as_in_one_process_with_local_and_remote_shards() {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
         let bases = b"ACGTTGCAAGGCTTAACCGGTTAAGCTAGCTAGGATCCA";
-        for i in 0..400usize {
-            let len = 5 + (i * 7) % 60;
-            let read: Vec<u8> = (0..len).map(|j| bases[(i * 3 + j * j) % bases.len()]).collect();
-            writeln!(file, ">r{i}\n{}", String::from_utf8(read).unwrap()).unwrap();
-        }
-        let path = file.path().to_str().unwrap().to_string();
+        let reads: Vec<Vec<u8>> = (0..400usize)
+            .map(|i| (0..5 + (i * 7) % 60).map(|j| bases[(i * 3 + j * j) % bases.len()]).collect())
+            .collect();
         let params = BlockedParams::new(20, 30 * 64, CounterWidth::Bits8, 3);
-        let expected = BlockedTable::with_params(params, AllocOptions::default()).unwrap();
-        let ctx = RunContext::new();
-        let mut reader = FastxReader::open_in(&path, &ctx).unwrap();
+        let expected = blocked_table(params);
         let mut clean = Vec::new();
-        while let Some(batch) = reader.next_batch().unwrap() {
-            for i in 0..batch.len() {
-                crate::kmer::clean::clean_parser(batch.get(i).seq, &mut clean);
-                expected.consume_many([clean.as_slice()]);
-            }
+        for read in &reads {
+            crate::kmer::clean::clean_parser(read, &mut clean);
+            expected.consume_many([clean.as_slice()]);
         }
         for (n, remote) in [(1, vec![false]), (2, vec![true, false]), (3, vec![true, true, true]), (3, vec![false; 3])]
         {
-            let client = BlockedShardClient::new(params, n).unwrap();
-            let mut shards: Vec<BlockedShard> =
-                (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
-            let reader = PairedReader::new(FastxReader::open_in(&path, &ctx).unwrap(), PairMode::ForceSingle, None);
-            let hasher = client.hasher().clone();
-            let batches = BundleBatches::with_hasher(
-                Box::new(reader),
-                Box::new(move |s, out| hasher.hashes(s, out)),
-                100,
-                Cleaning::Parser,
-            );
-            let mut run = ShardedCount::new(batches, &client, remote.clone()).unwrap();
-            loop {
-                let (mut held, away) = held_and_away(&mut shards, &remote);
-                let Some(messages) = run.send(&held).unwrap() else { break };
-                let answers: Vec<OccupancyStats> =
-                    away.into_iter().zip(&messages).map(|(s, m)| s.add(&m.keys).unwrap()).collect();
-                run.local(&mut held).unwrap();
-                run.record(&client, &mut held, &answers.iter().collect::<Vec<_>>()).unwrap();
-            }
-            assert_eq!(run.totals.0, 400);
-            let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
-            let table = client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+            let (client, mut shards) = blocked_sharded(params, n);
+            assert_eq!(counted_sharded(&client, &mut shards, &remote, &fasta(&reads), 100).0, 400);
+            let table = gathered_blocked(&client, &shards);
             assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{n} shards");
             assert_eq!(table.occupancy(), expected.occupancy(), "{n} shards");
         }
     }
 
-    /// The answers of the remote shards `away` to their messages, as their workers give them.
-    fn answer(away: Vec<&mut BlockedShard>, messages: &[Message]) -> Vec<Vec<u8>> {
-        let mut answers = Vec::new();
-        for (shard, m) in away.into_iter().zip(messages) {
-            shard.apply(&m.apply.counters, &m.apply.deltas).unwrap();
-            answers.push(shard.values(&m.keys).unwrap());
-        }
-        answers
-    }
-
     /// Reads from a short genome at high coverage, so that counters saturate and reads are
     /// dropped.
-    fn reads_file() -> (tempfile::NamedTempFile, Vec<Vec<u8>>) {
+    fn reads_text() -> (String, Vec<Vec<u8>>) {
         let genome: Vec<u8> = (0..300usize).map(|i| b"ACGT"[(i * i + 7 * i) / 3 % 4]).collect();
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        let mut reads = Vec::new();
-        for i in 0..700usize {
-            let start = (i * 37) % 240;
-            let read = genome[start..start + 25 + (i % 35)].to_vec();
-            writeln!(file, ">r{i}\n{}", String::from_utf8(read.clone()).unwrap()).unwrap();
-            reads.push(read);
-        }
-        (file, reads)
+        let reads: Vec<Vec<u8>> = (0..700usize).map(|i| genome[(i * 37) % 240..][..25 + (i % 35)].to_vec()).collect();
+        (fasta(&reads), reads)
     }
 
     #[test]
     fn normalization_matches_read_by_read_with_local_and_remote_shards_and_batches_in_flight() {
-        let (file, reads) = reads_file();
-        let path = file.path().to_str().unwrap().to_string();
+        let (text, reads) = reads_text();
         let cutoff = 40;
         for width in [CounterWidth::Bits8, CounterWidth::Bits4] {
             let params = BlockedParams::new(20, 12 * 64, width, 3);
-            let expected = BlockedTable::with_params(params, AllocOptions::default()).unwrap();
+            let expected = blocked_table(params);
             let cutoff = cutoff.min(width.max_count());
             let mut hashes = Vec::new();
             let expected_keep: Vec<bool> = reads
@@ -734,43 +642,11 @@ mod tests {
                 (vec![false, false, false], 1, 1),
             ];
             for (remote, batch_kmers, waiting) in cases {
-                let n = remote.len();
-                let client = BlockedShardClient::new(params, n).unwrap();
-                let mut shards: Vec<BlockedShard> =
-                    (0..n).map(|s| BlockedShard::new(params, client.map().lines(s)).unwrap()).collect();
-                let ctx = RunContext::new();
-                let reader =
-                    PairedReader::new(FastxReader::open_in(&path, &ctx).unwrap(), PairMode::ForceSingle, Some(20));
-                let hasher = client.hasher().clone();
-                let batches = BundleBatches::with_hasher(
-                    Box::new(reader),
-                    Box::new(move |s, out| hasher.hashes(s, out)),
-                    batch_kmers,
-                    Cleaning::ScreedWithRecords,
-                );
-                let mut run = ShardedNormalize::new(batches, &client, remote.clone()).unwrap();
-                let (mut keep, mut text, mut answered) = (Vec::new(), Vec::new(), VecDeque::new());
-                loop {
-                    let (mut held, away) = held_and_away(&mut shards, &remote);
-                    if answered.len() < waiting {
-                        if let Some(messages) = run.send(&held).unwrap() {
-                            answered.push_back(answer(away, &messages));
-                            continue;
-                        }
-                    } else if waiting == 2 {
-                        assert!(run.send(&held).is_err(), "at most two batches wait");
-                    }
-                    let Some(answers) = answered.pop_front() else { break };
-                    let answers: Vec<&[u8]> = answers.iter().map(Vec::as_slice).collect();
-                    keep.extend(normalized(&mut run, (&client, &mut held), &answers, cutoff, &mut text));
-                }
-                for (shard, updates) in shards.iter_mut().zip(run.unsent()) {
-                    shard.apply(&updates.counters, &updates.deltas).unwrap();
-                }
+                let (client, shards) = blocked_sharded(params, remote.len());
+                let run = normalized_sharded(&client, shards, &remote, &text, (batch_kmers, waiting), cutoff);
                 let case = format!("{remote:?}, {batch_kmers} k-mers a batch, {waiting} waiting, {width:?}");
-                assert_eq!(keep, expected_keep, "{case}");
-                let bytes: Vec<Vec<u8>> = shards.iter().map(BlockedShard::bytes).collect();
-                let table = client.gather(&bytes.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+                assert_eq!(run.keep, expected_keep, "{case}");
+                let table = gathered_blocked(&client, &run.shards);
                 assert_eq!(table.raw_bytes(), expected.raw_bytes(), "{case}");
                 assert_eq!(table.occupancy(), expected.occupancy(), "{case}");
             }
