@@ -99,7 +99,7 @@ impl ShardMap {
     }
 
     /// Sets `counters` to [`ShardMap::counters`] of `hashes` and `owners` to the shard of each
-    /// ([`ShardMap::owners`]) in one pass, refusing a batch too large for [`Sections`]'
+    /// ([`ShardMap::owners`]) table by table, refusing a batch too large for [`Sections`]'
     /// positions.
     pub fn counters_and_owners(&self, hashes: &[u64], counters: &mut Vec<u64>, owners: &mut Vec<u32>) -> Result<()> {
         let len = hashes.len() * self.probes();
@@ -112,11 +112,11 @@ impl ShardMap {
         owners.reserve(len);
         for (t, modulus) in self.moduli.iter().enumerate() {
             let (offset, (first, inside)) = (self.offsets[t], self.table_shards(t));
-            for &h in hashes {
-                let c = offset + modulus.rem(h);
-                counters.push(c);
-                owners.push((first + inside.iter().filter(|&&b| c >= b).count()) as u32);
-            }
+            // Two tight passes over the table's positions (exact-size, so no capacity checks).
+            let start = counters.len();
+            counters.extend(hashes.iter().map(|&h| offset + modulus.rem(h)));
+            owners
+                .extend(counters[start..].iter().map(|&c| (first + inside.iter().filter(|&&b| c >= b).count()) as u32));
         }
         Ok(())
     }
@@ -252,8 +252,7 @@ impl Sections {
     /// only the shards `wanted` (each at most once), laid end to end in `order` in the order of
     /// `wanted`.
     pub fn split(&mut self, values: &[u64], owners: &[u32], shards: usize, wanted: &[usize]) {
-        let mut sizes = vec![0usize; shards];
-        owners.iter().for_each(|&s| sizes[s as usize] += 1);
+        let sizes = owner_sizes(owners, shards);
         let mut kept = vec![false; shards];
         self.starts.clear();
         self.starts.resize(shards, 0);
@@ -281,6 +280,23 @@ impl Sections {
             }
         }
     }
+}
+
+/// How many of `owners` (of `shards` shards) each shard has. Four tallies, one per position in
+/// each run of four, added at the end: a single tally's increments wait on each other whenever
+/// an owner repeats (most of the split's time, with few shards).
+fn owner_sizes(owners: &[u32], shards: usize) -> Vec<usize> {
+    let mut tallies = vec![[0usize; 4]; shards];
+    let runs = owners.chunks_exact(4);
+    for &s in runs.remainder() {
+        tallies[s as usize][0] += 1;
+    }
+    for run in runs {
+        for (lane, &s) in run.iter().enumerate() {
+            tallies[s as usize][lane] += 1;
+        }
+    }
+    tallies.iter().map(|t| t.iter().sum()).collect()
 }
 
 /// The bins of one table that one shard holds, from `first_bin` on: their cells in the shard
@@ -828,6 +844,15 @@ mod tests {
             let (mut both, mut shards_of) = (vec![7], Vec::new());
             map.counters_and_owners(&hashes, &mut both, &mut shards_of).unwrap();
             assert_eq!((both, shards_of), (counters, owners), "{sizes:?} {shards}");
+        }
+    }
+
+    #[test]
+    fn owner_sizes_count_every_owner_at_any_length() {
+        for n in 0..12 {
+            let owners: Vec<u32> = (0..n).map(|i| (i * 7 % 5) as u32).collect();
+            let naive: Vec<usize> = (0..6).map(|s| owners.iter().filter(|&&o| o == s).count()).collect();
+            assert_eq!(owner_sizes(&owners, 6), naive, "{n}");
         }
     }
 

@@ -703,6 +703,8 @@ pub struct ShardedNormalize<C: ShardLayout> {
     batches: RoutedBatches<C::Routing>,
     waiting: InFlight<(HashedBundles, Routed<C::Routing>)>,
     unsent: Vec<Updates>,
+    /// The deltas of the batch decided last ([`InPlace`]), the buffer kept for the next.
+    delta: Vec<u8>,
 }
 
 impl<C: ShardLayout> ShardedNormalize<C> {
@@ -711,7 +713,7 @@ impl<C: ShardLayout> ShardedNormalize<C> {
     pub fn new(batches: BundleBatches, client: &C, remote: Vec<bool>) -> Result<Self> {
         let unsent = vec![Updates::default(); remote.len()];
         let batches = RoutedBatches::new(batches, client.routing(), remote, Purpose::Normalize)?;
-        Ok(ShardedNormalize { batches, waiting: InFlight::default(), unsent })
+        Ok(ShardedNormalize { batches, waiting: InFlight::default(), unsent, delta: Vec::new() })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
@@ -747,7 +749,8 @@ impl<C: ShardLayout> ShardedNormalize<C> {
         let (_, routed) = self.waiting.front_mut().ok_or_else(|| Error::invalid("no batch is waiting"))?;
         routed.put(remote)?;
         let (batch, routed) = self.waiting.pop().expect("checked above");
-        let positions = InPlace::new(local, &routed, client.routing().probes());
+        let delta = std::mem::take(&mut self.delta);
+        let positions = InPlace::new(local, &routed, client.routing().probes(), delta);
         let ((), positions, outcome) = batch::decide_on(client, &batch.hashes, positions, |d| rule(d, &batch));
         client.record_outcome(&outcome);
         let before: Vec<usize> = self.unsent.iter().map(|u| u.counters.len()).collect();
@@ -757,6 +760,7 @@ impl<C: ShardLayout> ShardedNormalize<C> {
         if let Some((_, next)) = self.waiting.overtaken() {
             next.add_deltas(self.unsent.iter().zip(&before).map(|(u, &from)| (&u.counters[from..], &u.deltas[from..])));
         }
+        self.delta = positions.delta;
         self.batches.recycle(routed);
         Ok(batch)
     }
@@ -794,10 +798,13 @@ struct InPlace<'a, 's, K, R> {
 }
 
 impl<'a, 's, K: ShardKernel, R: ShardRouting> InPlace<'a, 's, K, R> {
-    /// The positions of `routed` (of `probes` counters per k-mer), the local shards `local`.
-    fn new(local: &'a mut [Option<&'s mut K>], routed: &'a Routed<R>, probes: usize) -> Self {
+    /// The positions of `routed` (of `probes` counters per k-mer), the local shards `local`,
+    /// the deltas kept in `delta` (the buffer of an earlier batch, zeroed).
+    fn new(local: &'a mut [Option<&'s mut K>], routed: &'a Routed<R>, probes: usize, mut delta: Vec<u8>) -> Self {
         let len = routed.counters.len();
-        InPlace { local, routed, n: len / probes, probes, delta: vec![0; len], ready: Cell::new(0) }
+        delta.clear();
+        delta.resize(len, 0);
+        InPlace { local, routed, n: len / probes, probes, delta, ready: Cell::new(0) }
     }
 
     /// The local shard holding position `q`'s counter, if any.

@@ -13,10 +13,15 @@ use super::khmer::Updates;
 use super::runs::{Kind, Message};
 use crate::{Error, Result};
 
+/// The bytes of a message besides its values: the kind, each array's length, width and base,
+/// the deltas' length. A message of 32-bit arrays fits the capacity reserved for it exactly, so
+/// that it is never moved while written (a copy of the whole message, into fresh pages).
+const HEADERS: usize = 1 + 2 * (8 + 1 + 8) + 8;
+
 /// The bytes of `message` of `kind`.
 pub fn encode(kind: Kind, message: &Message) -> Vec<u8> {
     let Message { apply, keys } = message;
-    let mut out = Vec::with_capacity(32 + 4 * (apply.counters.len() + keys.len()) + apply.deltas.len());
+    let mut out = Vec::with_capacity(HEADERS + 4 * (apply.counters.len() + keys.len()) + apply.deltas.len());
     out.push(match kind {
         Kind::Step => 0,
         Kind::Add => 1,
@@ -165,6 +170,14 @@ mod tests {
         assert!(narrow.len() < 4 * keys.len() + 64, "{} bytes", narrow.len());
         // kind, empty counters (length, width, base), no deltas, keys (length, width, 2 values)
         assert_eq!(wide.len(), 1 + 17 + 8 + 9 + 16);
+    }
+
+    #[test]
+    fn a_narrow_message_is_written_in_the_capacity_reserved() {
+        let at = 1 << 35;
+        let m = message(vec![at + 4, at + 1], vec![2, 1], (0..1000).map(|i| at + 3 * i).collect());
+        let bytes = encode(Kind::Step, &m);
+        assert_eq!((bytes.len(), bytes.capacity()), (HEADERS + 4 * 1002 + 2, HEADERS + 4 * 1002 + 2));
     }
 
     #[test]

@@ -254,6 +254,19 @@ pub fn snapshot(bytes: &[AtomicU8]) -> Vec<u8> {
     copy
 }
 
+/// Advises transparent huge pages for the whole huge pages inside `buffer`, a heap buffer not
+/// written yet (its pages faulted in before stay small): for scratch arrays of a few huge
+/// pages and more looked up at random, whose small pages each cost a TLB miss.
+pub(crate) fn advise_huge_pages_inside<T>(buffer: &mut [std::mem::MaybeUninit<T>]) {
+    let (ptr, len) = (buffer.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(buffer));
+    let offset = ptr.align_offset(HUGE_PAGE);
+    if offset < len && len - offset >= HUGE_PAGE {
+        // SAFETY: offset < len, so the pointer stays inside the buffer.
+        let start = unsafe { ptr.add(offset) };
+        advise_huge_pages(start, (len - offset) / HUGE_PAGE * HUGE_PAGE, true);
+    }
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge_pages(ptr: *mut u8, len: usize, on: bool) {
     let advice = if on { libc::MADV_HUGEPAGE } else { libc::MADV_NOHUGEPAGE };
