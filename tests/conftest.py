@@ -68,10 +68,9 @@ WORKER_MEMORY = 400e6
 @pytest.fixture(scope="module")
 def cluster():
     """A real Dask LocalCluster of two one-thread worker processes, one per test module."""
-    import distributed
+    from kmerflow.distributed.cluster import local_cluster
 
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  memory_limit=WORKER_MEMORY, dashboard_address=None) as c:
+    with local_cluster(2, memory_limit=WORKER_MEMORY) as c:
         yield c
 
 

@@ -29,6 +29,7 @@ from kmerflow.distributed import (  # noqa: E402
     ShardError,
     running_workers,
 )
+from kmerflow.distributed.cluster import local_cluster  # noqa: E402
 
 SIZES = [401, 397, 389]
 
@@ -101,8 +102,7 @@ def test_saved_shard_by_shard_with_one_worker(reads, tmp_path):
     """Every shard on one worker (and some here). The cluster is the test's own, made after the
     module's, so that its client is Dask's default while the test runs (actors reach their
     workers through it)."""
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+    with local_cluster(1) as cluster, \
             distributed.Client(cluster, direct_to_workers=True) as client:
         for n, (shards, local) in enumerate([(1, 0), (2, 0), (3, 1)]):
             (tmp_path / f"k{n}").mkdir()
@@ -214,8 +214,7 @@ def test_a_cluster_just_starting_is_waited_for(reads, tmp_path):
     """Shards placed on a cluster whose worker joins a second later wait for it; on one where
     none joins the run fails, once the wait is over, in one line naming the scheduler."""
     _one_process(reads, tmp_path / "one.ct")
-    with distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+    with local_cluster(0) as cluster, \
             distributed.Client(cluster, direct_to_workers=True) as client:
         with pytest.raises(kf.ParameterError) as refused:
             running_workers(client, timeout=0.5)
@@ -234,8 +233,7 @@ def test_a_cluster_just_starting_is_waited_for(reads, tmp_path):
 
 
 def test_a_worker_lost_during_the_save_leaves_no_file(reads, tmp_path):
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+    with local_cluster(1) as cluster, \
             distributed.Client(cluster, direct_to_workers=True) as client:
         graph = ShardedCountgraph(20, 1, 3, primes=SIZES, client=client, shards=3, local=2)
         graph.consume_seqfile(reads)

@@ -27,6 +27,7 @@ import dask  # noqa: E402
 
 import kmerflow as kf  # noqa: E402
 from kmerflow.distributed import ShardedCountgraph, ShardError, running_workers  # noqa: E402
+from kmerflow.distributed.cluster import local_cluster  # noqa: E402
 from kmerflow.errors import ParameterError  # noqa: E402
 
 
@@ -171,8 +172,7 @@ def test_shard_over_the_memory_limit_is_refused(cluster, client, tmp_path, data)
 
 
 def test_lost_worker_names_the_shard():
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+    with local_cluster(1) as cluster, \
             distributed.Client(cluster) as client:
         graph = ShardedCountgraph(20, 1e4, 2, client=client, shards=2, local=1)
         graph.add("A" * 20)
@@ -327,8 +327,7 @@ def test_trim_low_abund_on_khmer_data_with_one_worker(data, tmp_path):
 def worker_killed_on(message: str) -> Iterator[Tuple[Any, Any, Callable[[str, str], None]]]:
     """A LocalCluster of one worker, a client of it, and a command's message callback that kills
     the worker when a message starts with ``message``."""
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+    with local_cluster(1) as cluster, \
             distributed.Client(cluster) as client:
         worker = list(running_workers(client))[0]
         pid = client.run(os.getpid)[worker]

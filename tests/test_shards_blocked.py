@@ -23,6 +23,7 @@ distributed = pytest.importorskip("distributed")
 from kmerflow import _core  # noqa: E402
 from kmerflow.distributed import ShardError, running_workers  # noqa: E402
 from kmerflow.distributed.blocked import ShardedBlockedTable  # noqa: E402
+from kmerflow.distributed.cluster import local_cluster  # noqa: E402
 from kmerflow.errors import ParameterError  # noqa: E402
 
 #: The counter data of a kmerflow table file starts here.
@@ -162,8 +163,7 @@ def test_shard_over_the_memory_limit_is_refused(cluster, client, tmp_path, data)
 
 
 def test_lost_worker_names_the_shard():
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+    with local_cluster(1) as cluster, \
             distributed.Client(cluster) as client:
         table = ShardedBlockedTable(20, 1e4, 2, client=client, shards=2, local=1)
         table.consume("A" * 200 + "C" * 200)
