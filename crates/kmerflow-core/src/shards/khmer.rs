@@ -352,8 +352,9 @@ impl<'a> TablePart<'a> {
 }
 
 /// How many positions ahead of its add the straight count ([`ShardMap::add_straight`])
-/// prefetches a cell: as far as the one-process table's bins are (16 left it waiting on its
-/// cells).
+/// prefetches a cell. Twice the one-process table's distance: 500k reads, -k 20 -N 4 -M 400M,
+/// 8 shards in the client: 1303 perf samples of the straight count at 32, 831 at 64, 900 at
+/// 128 (934 at 64 in the same runs).
 const STRAIGHT_AHEAD: usize = 64;
 
 /// How many counters ahead of its use a shard's cell is prefetched by the loops over routed
