@@ -243,8 +243,10 @@ pub struct Sections {
 impl Sections {
     /// Splits `values` by their `owners` (of `shards` shards) with one counting sort, keeping
     /// only the shards `wanted` (each at most once), laid end to end in `order` in the order of
-    /// `wanted`.
+    /// `wanted`. With none wanted (a normalization whose shards are all held here) the values
+    /// are not read.
     pub fn split(&mut self, values: &[u64], owners: &[u32], shards: usize, wanted: &[usize]) {
+        let (values, owners) = if wanted.is_empty() { (&[][..], &[][..]) } else { (values, owners) };
         let mut sizes = vec![0usize; shards];
         owners.iter().for_each(|&s| sizes[s as usize] += 1);
         let mut kept = vec![false; shards];
