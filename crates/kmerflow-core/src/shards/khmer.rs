@@ -116,10 +116,16 @@ impl ShardMap {
         owners.reserve(len);
         for (t, modulus) in self.moduli.iter().enumerate() {
             let (offset, (first, inside)) = (self.offsets[t], self.table_shards(t));
-            for &h in hashes {
-                let c = offset + modulus.rem(h);
-                counters.push(c);
-                owners.push((first + inside.iter().filter(|&&b| c >= b).count()) as u32);
+            let mut push = |cuts: &[u64]| {
+                for &h in hashes {
+                    let c = offset + modulus.rem(h);
+                    counters.push(c);
+                    owners.push((first + below(cuts, c)) as u32);
+                }
+            };
+            match Cuts::new(&inside) {
+                Cuts::Few(cuts) => push(&cuts),
+                Cuts::Many(cuts) => push(&cuts),
             }
         }
         Ok(())
@@ -156,12 +162,15 @@ impl ShardMap {
                 .collect();
             let out = &values[t * n..(t + 1) * n];
             let starts: Vec<u64> = parts.iter().map(|p| p.first_bin).collect();
-            if starts.len() <= FEW_PARTS {
-                let mut few = [u64::MAX; FEW_PARTS];
-                few[..starts.len()].copy_from_slice(&starts);
-                add_to_parts(&mut parts, hashes, out, |hash| locate(&few, modulus.rem(hash)));
-            } else {
-                add_to_parts(&mut parts, hashes, out, |hash| locate(&starts, modulus.rem(hash)));
+            // The part of a hash's bin, and the bin's cell there.
+            let locate = |cuts: &[u64], hash: u64| {
+                let bin = modulus.rem(hash);
+                let part = below(cuts, bin);
+                (part, (bin - starts[part]) as usize)
+            };
+            match Cuts::new(&starts[1..]) {
+                Cuts::Few(cuts) => add_to_parts(&mut parts, hashes, out, |hash| locate(&cuts, hash)),
+                Cuts::Many(cuts) => add_to_parts(&mut parts, hashes, out, |hash| locate(&cuts, hash)),
             }
         }
     }
@@ -278,16 +287,35 @@ impl Sections {
     }
 }
 
-/// The most parts of a table whose part of a bin [`ShardMap::add_straight`] finds with a fixed
-/// number of comparisons (the shards of a table of 8 shards over 4 tables: 2-3 parts).
-const FEW_PARTS: usize = 4;
+/// Where a table's counters (or bins) pass from one shard to the next, for finding the part of
+/// the table a counter lies in by comparisons alone ([`below`]): a fixed number of them, for a
+/// table across at most [`FEW_CUTS`] + 1 shards (the common case: 8 shards over 4 tables put
+/// 2-3 shards in a table), whose loops the compiler unrolls when given them as such.
+enum Cuts {
+    Few([u64; FEW_CUTS]),
+    Many(Vec<u64>),
+}
 
-/// The part of a table holding `bin`, the parts starting at bins `starts` (the first at 0; a
-/// start past every bin pads them), and the bin's cell in it.
+/// The most cuts compared as a fixed array ([`Cuts`]).
+const FEW_CUTS: usize = 3;
+
+impl Cuts {
+    /// The cuts `cuts`, in order.
+    fn new(cuts: &[u64]) -> Self {
+        if cuts.len() > FEW_CUTS {
+            return Cuts::Many(cuts.to_vec());
+        }
+        // A cut past every counter pads them.
+        let mut few = [u64::MAX; FEW_CUTS];
+        few[..cuts.len()].copy_from_slice(cuts);
+        Cuts::Few(few)
+    }
+}
+
+/// The part of a table holding `x`: how many of its `cuts` ([`Cuts`]) are at or below `x`.
 #[inline(always)]
-fn locate(starts: &[u64], bin: u64) -> (usize, usize) {
-    let part = starts[1..].iter().map(|&start| usize::from(bin >= start)).sum::<usize>();
-    (part, (bin - starts[part]) as usize)
+fn below(cuts: &[u64], x: u64) -> usize {
+    cuts.iter().map(|&cut| usize::from(x >= cut)).sum()
 }
 
 /// Adds one to the cell of each of `hashes` in the `parts` of a table ([`ShardMap::add_straight`]),
