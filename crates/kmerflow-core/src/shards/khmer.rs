@@ -319,9 +319,9 @@ fn below(cuts: &[u64], x: u64) -> usize {
 }
 
 /// Adds one to the cell of each of `hashes` in the `parts` of a table ([`ShardMap::add_straight`]),
-/// in order, setting `out` at the hash to the cell's value before where the part is held;
-/// `locate(hash)` is the hash's part and cell there. Each cell is prefetched [`STRAIGHT_AHEAD`]
-/// hashes before its add.
+/// in order, setting `out[o]` to the cell's value before the add of `hashes[o]` where its part
+/// is held; `locate(hash)` is the hash's part and cell there. Each cell is prefetched
+/// [`STRAIGHT_AHEAD`] hashes before its add.
 #[inline(always)]
 fn add_to_parts(parts: &mut [TablePart], hashes: &[u64], out: &[AtomicU8], locate: impl Fn(u64) -> (usize, usize)) {
     let mut ring = [(0, 0); STRAIGHT_AHEAD];
