@@ -146,6 +146,30 @@ def test_load_into_counting_info_and_summary_files_match_one_process(cluster, tm
     assert outputs["o"][1]["tally"]["short_reads"] > 0
 
 
+def test_every_shard_held_here_reaches_no_cluster(tmp_path, monkeypatch):
+    """``--local-shards`` equal to ``--shards``: nothing is placed on workers, so the run neither
+    contacts ``--scheduler`` (nobody listens at port 9) nor starts ``--local-cluster``'s
+    LocalCluster, and writes the one-process run's table and .info files."""
+    from kmerflow.distributed import cli
+
+    reads = _reads(tmp_path / "r.fq", 500, seed=5)
+    outputs = {}
+    for tag, sharding in (("o", []), ("s", ["--scheduler", "tcp://127.0.0.1:9", "--shards", "3",
+                                            "--local-shards", "3"])):
+        (tmp_path / tag).mkdir()
+        kmerflow("load-into-counting", *TABLE, tmp_path / tag / "t.ct", reads, *sharding)
+        outputs[tag] = [(tmp_path / tag / n).read_bytes() for n in ("t.ct", "t.ct.info")]
+    assert outputs["s"] == outputs["o"]
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError(f"connect{args} called")
+
+    monkeypatch.setattr(cli, "connect", no_cluster)
+    summary, _ = cli.run(["load-into-counting", *TABLE, "-q", "--local-cluster", "1", "--shards", "2",
+                          "--local-shards", "2", str(tmp_path / "l.ct"), str(reads)])
+    assert (tmp_path / "l.ct").read_bytes() == outputs["o"][0] and summary["tally"]["reads"] == 500
+
+
 def test_an_automatically_sized_table_is_in_the_report(cluster, tmp_path):
     """``-M auto``: the sharded run's report gives the size chosen, as the one-process run's."""
     rng = random.Random(6)

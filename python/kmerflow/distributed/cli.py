@@ -64,9 +64,10 @@ def run(argv: Sequence[str], on_message: Optional[OnMessage] = None,
     for m in plan["messages"]:
         say(m["level"], m["text"])
     try:
-        # The Dask client of the run: ``client``, or the cluster's (:func:`connect`).
-        connected = connect(cluster["scheduler"], local, command=name) if client is None else \
-            contextlib.nullcontext(client)
+        # The Dask client of the run: ``client``, none when every shard is held here, or the
+        # cluster's (:func:`connect`).
+        connected = connect(cluster["scheduler"], local, command=name) \
+            if client is None and not _all_held_here(cluster, name) else contextlib.nullcontext(client)
         with connected as dask_client:
             summary, outputs = _on_cluster(plan, dask_client, terminal, say)
         report = _core.shard_finish(full, summary, json.dumps(plan["table_sizing"]), outputs,
@@ -115,6 +116,21 @@ def main(argv: List[str]) -> int:
 
 
 # --- the cluster and the table -------------------------------------------------------------------
+
+def _all_held_here(cluster: Cluster, command: str) -> bool:
+    """Whether every shard of the run is held in this process (``--local-shards`` equal to
+    ``--shards``): such a run places nothing on workers, so it imports no Dask and reaches or
+    starts no cluster (a third of a second of CPU). A ``--scheduler`` address is checked as
+    :func:`connect` checks it (:func:`scheduler_address`: a malformed one is a usage error, a
+    missing scheduler file an error) but not contacted."""
+    if cluster["shards"] is None or cluster["local_shards"] < cluster["shards"]:
+        return False
+    if cluster["scheduler"] not in (None, "local"):
+        from kmerflow.distributed.cluster import scheduler_address
+
+        scheduler_address(cluster["scheduler"], f"kmerflow {command}: error:")
+    return True
+
 
 def _where(cluster: Cluster, client: Any) -> Dict[str, Any]:
     """Where a table's shards go (the sharded classes' keywords): on ``client``'s workers and

@@ -115,8 +115,12 @@ impl ShardMap {
             // Two tight passes over the table's positions (exact-size, so no capacity checks).
             let start = counters.len();
             counters.extend(hashes.iter().map(|&h| offset + modulus.rem(h)));
-            owners
-                .extend(counters[start..].iter().map(|&c| (first + inside.iter().filter(|&&b| c >= b).count()) as u32));
+            let mut own =
+                |cuts: &[u64]| owners.extend(counters[start..].iter().map(|&c| (first + below(cuts, c)) as u32));
+            match Cuts::new(&inside) {
+                Cuts::Few(cuts) => own(&cuts),
+                Cuts::Many(cuts) => own(&cuts),
+            }
         }
         Ok(())
     }
@@ -132,9 +136,8 @@ impl ShardMap {
     /// Adds every position of `hashes` (probe-major, as [`ShardMap::counters`] numbers them)
     /// whose shard is in `group` (shard `s` as `group[s]`) straight from the hashes, in order,
     /// setting `values` at the position to its counter's value before the add. Each table is
-    /// cut once per batch into its parts in the shards ([`TablePart`]); per hash the bin is
-    /// computed once, its part chosen by comparisons alone and its cell `PREFETCH_AHEAD`
-    /// positions later prefetched, as the one-process table counts.
+    /// cut once per batch into its parts in the shards ([`TablePart`]) and counted by
+    /// [`add_to_parts`], as the one-process table counts.
     fn add_straight(&self, group: &mut [Option<&mut Shard>], hashes: &[u64], values: &[AtomicU8]) {
         let n = hashes.len();
         for (t, modulus) in self.moduli.iter().enumerate() {
@@ -151,24 +154,17 @@ impl ShardMap {
                     TablePart::new(lo - offset, shard.as_deref_mut().map(|shard| (shard, lo..hi)))
                 })
                 .collect();
-            let firsts: Vec<u64> = parts[1..].iter().map(|p| p.first_bin).collect();
-            let part_of = |bin: u64| firsts.iter().map(|&f| usize::from(bin >= f)).sum::<usize>();
             let out = &values[t * n..(t + 1) * n];
-            let mut ring = [0u64; PREFETCH_AHEAD];
-            for (slot, &h) in ring.iter_mut().zip(hashes) {
-                *slot = modulus.rem(h);
-                parts[part_of(*slot)].prefetch(*slot);
-            }
-            for (o, value) in out.iter().enumerate() {
-                let bin = ring[o % PREFETCH_AHEAD];
-                if let Some(&ahead) = hashes.get(o + PREFETCH_AHEAD) {
-                    let next = modulus.rem(ahead);
-                    parts[part_of(next)].prefetch(next);
-                    ring[o % PREFETCH_AHEAD] = next;
-                }
-                if let Some(previous) = parts[part_of(bin)].add_one(bin) {
-                    value.store(previous, Relaxed);
-                }
+            let starts: Vec<u64> = parts.iter().map(|p| p.first_bin).collect();
+            // The part of a hash's bin, and the bin's cell there.
+            let locate = |cuts: &[u64], hash: u64| {
+                let bin = modulus.rem(hash);
+                let part = below(cuts, bin);
+                (part, (bin - starts[part]) as usize)
+            };
+            match Cuts::new(&starts[1..]) {
+                Cuts::Few(cuts) => add_to_parts(&mut parts, hashes, out, |hash| locate(&cuts, hash)),
+                Cuts::Many(cuts) => add_to_parts(&mut parts, hashes, out, |hash| locate(&cuts, hash)),
             }
         }
     }
@@ -250,8 +246,10 @@ pub struct Sections {
 impl Sections {
     /// Splits `values` by their `owners` (of `shards` shards) with one counting sort, keeping
     /// only the shards `wanted` (each at most once), laid end to end in `order` in the order of
-    /// `wanted`.
+    /// `wanted`. With none wanted (a normalization whose shards are all held here) the values
+    /// are not read.
     pub fn split(&mut self, values: &[u64], owners: &[u32], shards: usize, wanted: &[usize]) {
+        let (values, owners) = if wanted.is_empty() { (&[][..], &[][..]) } else { (values, owners) };
         let sizes = owner_sizes(owners, shards);
         let mut kept = vec![false; shards];
         self.starts.clear();
@@ -299,6 +297,61 @@ fn owner_sizes(owners: &[u32], shards: usize) -> Vec<usize> {
     tallies.iter().map(|t| t.iter().sum()).collect()
 }
 
+/// Where a table's counters (or bins) pass from one shard to the next, for finding the part of
+/// the table a counter lies in by comparisons alone ([`below`]): a fixed number of them, for a
+/// table across at most [`FEW_CUTS`] + 1 shards (the common case: 8 shards over 4 tables put
+/// 2-3 shards in a table), whose loops the compiler unrolls when given them as such.
+enum Cuts {
+    Few([u64; FEW_CUTS]),
+    Many(Vec<u64>),
+}
+
+/// The most cuts compared as a fixed array ([`Cuts`]).
+const FEW_CUTS: usize = 3;
+
+impl Cuts {
+    /// The cuts `cuts`, in order.
+    fn new(cuts: &[u64]) -> Self {
+        if cuts.len() > FEW_CUTS {
+            return Cuts::Many(cuts.to_vec());
+        }
+        // A cut past every counter pads them.
+        let mut few = [u64::MAX; FEW_CUTS];
+        few[..cuts.len()].copy_from_slice(cuts);
+        Cuts::Few(few)
+    }
+}
+
+/// The part of a table holding `x`: how many of its `cuts` ([`Cuts`]) are at or below `x`.
+#[inline(always)]
+fn below(cuts: &[u64], x: u64) -> usize {
+    cuts.iter().map(|&cut| usize::from(x >= cut)).sum()
+}
+
+/// Adds one to the cell of each of `hashes` in the `parts` of a table ([`ShardMap::add_straight`]),
+/// in order, setting `out[o]` to the cell's value before the add of `hashes[o]` where its part
+/// is held; `locate(hash)` is the hash's part and cell there. Each cell is prefetched
+/// [`STRAIGHT_AHEAD`] hashes before its add.
+#[inline(always)]
+fn add_to_parts(parts: &mut [TablePart], hashes: &[u64], out: &[AtomicU8], locate: impl Fn(u64) -> (usize, usize)) {
+    let mut ring = [(0, 0); STRAIGHT_AHEAD];
+    for (slot, &hash) in ring.iter_mut().zip(hashes) {
+        *slot = locate(hash);
+        parts[slot.0].prefetch(slot.1);
+    }
+    for (o, value) in out.iter().enumerate() {
+        let (part, cell) = ring[o % STRAIGHT_AHEAD];
+        if let Some(&ahead) = hashes.get(o + STRAIGHT_AHEAD) {
+            let next = locate(ahead);
+            parts[next.0].prefetch(next.1);
+            ring[o % STRAIGHT_AHEAD] = next;
+        }
+        if let Some(previous) = parts[part].add_one(cell) {
+            value.store(previous, Relaxed);
+        }
+    }
+}
+
 /// The bins of one table that one shard holds, from `first_bin` on: their cells in the shard
 /// when the shard is at hand, else none (adds to them are left to the shard's owner).
 struct TablePart<'a> {
@@ -319,27 +372,36 @@ impl<'a> TablePart<'a> {
         }
     }
 
-    /// Prefetches the cell of `bin` (of this part), if held.
+    /// Prefetches cell `cell` of this part, if held.
     #[inline(always)]
-    fn prefetch(&self, bin: u64) {
-        if let Some(cell) = self.cells.get((bin - self.first_bin) as usize) {
+    fn prefetch(&self, cell: usize) {
+        if let Some(cell) = self.cells.get(cell) {
             prefetch(cell);
         }
     }
 
-    /// Adds one to the cell of `bin` (of this part; saturating) and returns its value before,
-    /// or none when the part is not held.
+    /// Adds one to cell `cell` of this part (saturating) and returns its value before, or none
+    /// when the part is not held.
     #[inline(always)]
-    fn add_one(&mut self, bin: u64) -> Option<u8> {
-        let cell = self.cells.get_mut((bin - self.first_bin) as usize)?;
+    fn add_one(&mut self, cell: usize) -> Option<u8> {
+        let cell = self.cells.get_mut(cell)?;
         let previous = *cell;
         *cell = previous + u8::from(previous < self.max);
         Some(previous)
     }
 }
 
-/// How many counters ahead of its use a shard's cell is prefetched: as far as the one-process
-/// table's bins are (a shorter distance left the straight count waiting on its cells).
+/// How many positions ahead of its add the straight count ([`ShardMap::add_straight`])
+/// prefetches a cell. Twice the one-process table's distance: 500k reads, -k 20 -N 4 -M 400M,
+/// 8 shards in the client: 1303 perf samples of the straight count at 32, 831 at 64, 900 at
+/// 128 (934 at 64 in the same runs).
+const STRAIGHT_AHEAD: usize = 64;
+
+/// How many counters ahead of its use a shard's cell is prefetched by the loops over routed
+/// counters (a shard's adds and look-ups, the in-place reads of a normalization): as far as
+/// the one-process table's bins are. At 16, 500k reads, -k 20 -N 4 -M 400M, 8 shards, 2 of
+/// them on 2 workers: counting 3.96 -> 4.41 client CPU-s and 1.32 -> 1.53 workers', normalizing
+/// 5.14 -> 5.27 and 1.63 -> 1.80 (all 8 shards in the client, normalizing: within noise).
 pub const PREFETCH_AHEAD: usize = crate::table::PREFETCH_AHEAD;
 
 /// One shard: counters `start..start + len` of a table's counter space, one byte each.

@@ -1523,10 +1523,10 @@ mod tests {
             });
         }
         assert!(expected.raw_tables()[0].contains(&255), "saturated counters");
-        // Up to six shards of three tables: several local shards on both halves, a table's
+        // Up to fifteen shards of three tables: several local shards on both halves, a table's
         // counters on local and remote shards, and every shard local (counted straight from
-        // the hashes) with whole tables and with tables across shards.
-        for (n, held) in [(3, 1), (3, 2), (3, 3), (6, 4), (6, 6)] {
+        // the hashes) with whole tables and with tables across up to 3 and 6 shards.
+        for (n, held) in [(3, 1), (3, 2), (3, 3), (6, 4), (6, 6), (15, 15)] {
             let (client, mut shards) = khmer_sharded(&SIZES, n, false);
             let remote: Vec<bool> = (0..n).map(|s| s >= held).collect();
             let totals = counted_sharded(&client, &mut shards, &remote, &text, 300);
