@@ -81,9 +81,10 @@ pub trait ShardLayout: BatchRules + Sync {
     /// The map of the shards.
     fn routing(&self) -> &Self::Routing;
 
-    /// Adds `keys` (a local shard's part of a counting batch, in input order, named as
-    /// [`ShardRouting::BY_KMER`] says) to `shard`, writing what the client needs at the
-    /// `positions` of `values`.
+    /// Adds a local shard's part of a counting batch to `shard`: `keys[q]` for each of its
+    /// `positions` `q` (in input order) of the batch's `keys` (named as
+    /// [`ShardRouting::BY_KMER`] says), writing what the client needs at those positions of
+    /// `values`.
     fn count_here(shard: &mut Self::Shard, keys: &[u64], positions: &[u32], values: &[AtomicU8])
         -> Result<Self::Tally>;
 

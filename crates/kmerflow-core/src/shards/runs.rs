@@ -213,7 +213,6 @@ pub struct Routed<R> {
     /// ([`Routed::add_deltas`]).
     seen: SeenCounters,
     sections: Sections,
-    part_lens: Vec<usize>,
     /// Keys of the batch (positions, or k-mers when routed by k-mer).
     keys: usize,
     /// `sections.order[..remote_len]` are the remote shards' keys.
@@ -234,7 +233,6 @@ impl<R> Default for Routed<R> {
             slots: Vec::new(),
             seen: SeenCounters::default(),
             sections: Sections::default(),
-            part_lens: Vec::new(),
             keys: 0,
             remote_len: 0,
             values: Vec::new(),
@@ -279,9 +277,7 @@ impl<R: ShardRouting> Routed<R> {
             self.values.resize(hashes.len() * map.probes(), 0);
             (self.keys, self.remote_len, self.local_done) = (hashes.len(), 0, false);
             self.remote_shards.clear();
-            self.sections.split(&[], &[], map.shards(), &[]);
-            self.part_lens.clear();
-            self.part_lens.resize(map.shards(), 0);
+            self.sections.split(&[], &[], map.shards(), &[], 0);
             return Ok(());
         }
         map.positions(hashes, purpose == Purpose::Count, &mut self.counters, &mut self.owners)?;
@@ -291,10 +287,11 @@ impl<R: ShardRouting> Routed<R> {
         self.remote_shards.extend((0..remote.len()).filter(|&s| remote[s]));
         let local_shards = (0..remote.len()).filter(|&s| !remote[s] && !normalize);
         let wanted: Vec<usize> = self.remote_shards.iter().copied().chain(local_shards).collect();
-        self.sections.split(keys, &self.owners[..self.keys], map.shards(), &wanted);
-        self.part_lens.clear();
-        self.part_lens.extend(self.sections.parts.iter().map(Vec::len));
-        self.remote_len = self.remote_shards.iter().map(|&s| self.part_lens[s]).sum();
+        // Only the remote parts are copied out (into their messages); the local shards read
+        // the keys through their positions.
+        let copied = self.remote_shards.len();
+        self.sections.split(keys, &self.owners[..self.keys], map.shards(), &wanted, copied);
+        self.remote_len = self.remote_shards.iter().map(|&s| self.sections.lens[s]).sum();
         self.slots.clear();
         if normalize {
             let (mut slots, mut seen) = (std::mem::take(&mut self.slots), std::mem::take(&mut self.seen));
@@ -325,20 +322,19 @@ impl<R: ShardRouting> Routed<R> {
         // Each position is written by the one group holding its shard.
         let (per, keys, counters) = (self.per_key(), self.keys, &self.counters);
         let values = atomic_bytes(&mut self.values);
-        let Sections { parts, order, starts } = &self.sections;
+        let sections = &self.sections;
         on_halves(local, |group| {
             for (s, shard) in group.iter_mut().enumerate() {
                 let Some(shard) = shard.as_deref_mut() else { continue };
-                let order = &order[starts[s]..starts[s] + parts[s].len()];
+                let order = sections.positions(s);
                 if !R::BY_KMER {
-                    drive(shard, &parts[s], order, values, &f);
+                    drive(shard, counters, order, values, &f);
                     continue;
                 }
                 for p in 0..per {
                     // Fits: a batch's positions are refused past u32 by the routing.
                     let positions: Vec<u32> = order.iter().map(|&o| (p * keys) as u32 + o).collect();
-                    let part: Vec<u64> = positions.iter().map(|&q| counters[q as usize]).collect();
-                    drive(shard, &part, &positions, values, &f);
+                    drive(shard, counters, &positions, values, &f);
                 }
             }
         });
@@ -358,11 +354,10 @@ impl<R: ShardRouting> Routed<R> {
             let [first, second] = on_halves(local, |group| C::count_straight(map, group, hashes, values));
             return Ok(first?.into_iter().chain(second?).collect());
         }
-        let Sections { parts, order, starts } = &self.sections;
+        let (sections, keys) = (&self.sections, if R::BY_KMER { hashes } else { &self.counters });
         let [first, second] = on_halves(local, |group| {
             let held = group.iter_mut().enumerate().filter_map(|(s, shard)| Some((s, shard.as_deref_mut()?)));
-            held.map(|(s, shard)| C::count_here(shard, &parts[s], &order[starts[s]..], values))
-                .collect::<Result<Vec<_>>>()
+            held.map(|(s, shard)| C::count_here(shard, keys, sections.positions(s), values)).collect::<Result<Vec<_>>>()
         });
         Ok(first?.into_iter().chain(second?).collect())
     }
@@ -372,13 +367,13 @@ impl<R: ShardRouting> Routed<R> {
     /// [`Routed::add_deltas`] set).
     pub fn put(&mut self, remote: &[&[u8]]) -> Result<()> {
         let per = self.per_key();
-        let lens = self.remote_shards.iter().map(|&s| self.part_lens[s] * per);
+        let lens = self.remote_shards.iter().map(|&s| self.sections.lens[s] * per);
         if remote.len() != self.remote_shards.len() || lens.zip(remote).any(|(n, a)| n != a.len()) {
             return Err(Error::invalid("the remote shards' answers do not match their messages"));
         }
         let mut at = 0;
         for (&s, answer) in self.remote_shards.iter().zip(remote) {
-            let order = &self.sections.order[at..at + self.part_lens[s]];
+            let order = &self.sections.order[at..at + self.sections.lens[s]];
             for (p, values) in answer.chunks(order.len().max(1)).enumerate() {
                 for (&i, &v) in order.iter().zip(values) {
                     let value = &mut self.values[p * self.keys + i as usize];
@@ -462,20 +457,20 @@ fn on_halves<K: ShardKernel, T: Send>(
     }
 }
 
-/// Sets `values[positions[j]]` to `f(shard, part[j])` for each counter of the shard's `part`,
-/// in order, the cells prefetched ahead.
+/// Sets `values[q]` to `f(shard, counters[q])` for each of the shard's `positions` `q`, in
+/// order, the cells prefetched ahead.
 pub(crate) fn drive<K: ShardKernel>(
     shard: &mut K,
-    part: &[u64],
+    counters: &[u64],
     positions: &[u32],
     values: &[AtomicU8],
     f: &(impl Fn(&mut K, u64) -> u8 + Sync),
 ) {
-    for (j, (&c, &q)) in part.iter().zip(positions).enumerate() {
-        if let Some(&ahead) = part.get(j + PREFETCH_AHEAD) {
-            shard.prefetch(ahead);
+    for (j, &q) in positions.iter().enumerate() {
+        if let Some(&ahead) = positions.get(j + PREFETCH_AHEAD) {
+            shard.prefetch(counters[ahead as usize]);
         }
-        values[q as usize].store(f(shard, c), Relaxed);
+        values[q as usize].store(f(shard, counters[q as usize]), Relaxed);
     }
 }
 

@@ -445,8 +445,9 @@ impl ShardLayout for BlockedShardClient {
         &self.map
     }
 
-    fn count_here(shard: &mut BlockedShard, keys: &[u64], _: &[u32], _: &[AtomicU8]) -> Result<OccupancyStats> {
-        shard.add(keys)
+    /// The shard adds its lines' k-mers as one slice: its part is gathered from the batch.
+    fn count_here(shard: &mut BlockedShard, keys: &[u64], positions: &[u32], _: &[AtomicU8]) -> Result<OccupancyStats> {
+        shard.add(&positions.iter().map(|&q| keys[q as usize]).collect::<Vec<_>>())
     }
 
     fn record_count(
