@@ -15,7 +15,7 @@ use kmerflow_core::ops::filter_abund::{self, FilterParams};
 use kmerflow_core::ops::normalize::{PassTable, Tables};
 use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::run::RunContext;
-use kmerflow_core::shards::drive::{self, BlockedShards, KhmerShards, NormalizeBatches, ShardedTable};
+use kmerflow_core::shards::drive::{self, BlockedShards, KeepBatches, KhmerShards, ShardedTable};
 use kmerflow_core::shards::runs::{Answer, Cleaning, HashedBundles, Kind, Message, RemoteShards, ShardedDecisions};
 use kmerflow_core::shards::wire;
 use kmerflow_core::table::blocked::OccupancyStats;
@@ -312,7 +312,7 @@ pub fn normalize_file_sharded(
     let mode = pair_mode(pairs)?.unwrap_or(PairMode::ForceSingle);
     let reader = open_reader(py, path, mode, Some(client.get().ksize()))?;
     let mut text = Vec::new();
-    let decided = |keep: &[bool], batch: &HashedBundles, _: &dyn NormalizeBatches| {
+    let decided = |keep: &[bool], batch: &HashedBundles, _: &dyn KeepBatches| {
         text.clear();
         batch.write_kept(keep, &mut text);
         Python::attach(|py| {

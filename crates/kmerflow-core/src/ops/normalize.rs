@@ -45,7 +45,7 @@ use crate::io::{
 use crate::kmer::clean::clean_parser;
 use crate::pipeline::{run_ordered, Workload};
 use crate::run::{CancelToken, RunContext};
-use crate::shards::drive::{self, DrivenLayout, NormalizeBatches, SequenceHasher, ShardedTable};
+use crate::shards::drive::{self, DrivenLayout, KeepBatches, SequenceHasher, ShardedTable};
 use crate::shards::runs::{BundleSource, Cleaning as BatchCleaning, HashedBundles, ShardedDecisions};
 use crate::table::batch::spans;
 use crate::table::{AnyTable, CountingTable, Layout};
@@ -167,7 +167,7 @@ impl<'a> ShardedPass<'a> {
 
 /// What a pass on a sharded table does with each decided batch: given whether each bundle was
 /// kept, the batch and the table.
-type OnBatch<'a> = dyn FnMut(&[bool], &HashedBundles, &dyn NormalizeBatches) -> Result<()> + 'a;
+type OnBatch<'a> = dyn FnMut(&[bool], &HashedBundles, &dyn KeepBatches) -> Result<()> + 'a;
 
 /// What a run asks of a sharded table, the same for both layouts ([`DrivenLayout`] holds what
 /// differs).

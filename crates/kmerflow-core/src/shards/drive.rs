@@ -1,13 +1,13 @@
 //! Whole inputs through a sharded table of either layout, driven from this process over the
 //! caller's transport ([`RemoteShards`]): [`decide_all`], [`normalize_file`] and [`count_file`]
-//! reach the layout's run through [`ShardedTable`], [`NormalizeBatches`] and [`CountBatches`],
+//! reach the layout's run through [`ShardedTable`], [`KeepBatches`] and [`CountBatches`],
 //! implemented once by [`Shards`] ([`DrivenLayout`] holds what differs by layout).
 
 use super::blocked::BlockedShardClient;
 use super::khmer::{ShardClient, Updates};
 use super::runs::{
     send_updates, Answer, BundleBatches, BundleSource, Cleaning, HashedBundles, Kind, Message, RemoteShards,
-    ShardedCount, ShardedDecisions, ShardedNormalize,
+    ShardedCount, ShardedDecisions, ShardedKeep,
 };
 use super::{keep_bundles, ShardLayout};
 use crate::ops::abundance_dist;
@@ -39,7 +39,7 @@ pub trait ShardedTable: FpRate {
         source: BundleSource,
         cleaning: Cleaning,
         batch_kmers: usize,
-    ) -> Result<Box<dyn NormalizeBatches + '_>>;
+    ) -> Result<Box<dyn KeepBatches + '_>>;
     /// Counting every k-mer of the reads of `source` (khmer's C++ cleaning), in batches of
     /// about `batch_kmers` k-mers.
     fn count(&mut self, source: BundleSource, batch_kmers: usize) -> Result<Box<dyn CountBatches + '_>>;
@@ -48,14 +48,15 @@ pub trait ShardedTable: FpRate {
     fn pass<'s>(&'s mut self, remote: &'s mut dyn RemoteShards, batch_kmers: usize) -> Result<ShardedPass<'s>>;
 }
 
-/// The decisions of one input's reads in input order on a sharded table, a batch at a time (a
-/// layout's [`ShardedNormalize`] with its client and local shards).
-pub trait NormalizeBatches: FpRate {
+/// The keep decisions of one input's reads in input order on a sharded table (normalize-by-median,
+/// `normalize`'s passes, trim-low-abund's first pass), a batch at a time (a layout's
+/// [`ShardedKeep`] with its client and local shards).
+pub trait KeepBatches: FpRate {
     /// Reads the next batch and returns the remote shards' [`Kind::Step`] messages (in shard
     /// order); `None` at the end. At most two batches wait.
     fn send(&mut self) -> Result<Option<Vec<Message>>>;
     /// Decides the oldest batch sent given the remote shards' answers by `rule` (see
-    /// [`ShardedNormalize::decide`]) and returns it.
+    /// [`ShardedKeep::decide`]) and returns it.
     fn decide(
         &mut self,
         answers: &[Vec<u8>],
@@ -88,14 +89,14 @@ pub trait CountBatches: FpRate {
 /// an error of `after` ends the run. At the end the updates not sent yet go to the remote
 /// shards (`remote_shards[s]` when shard `s` is remote), which then hold the whole table.
 pub fn decide_all<S>(
-    run: &mut dyn NormalizeBatches,
+    run: &mut dyn KeepBatches,
     remote: &mut dyn RemoteShards,
     remote_shards: &[bool],
     state: &mut S,
     mut rule: impl FnMut(&mut S, &mut dyn ReadCounts, &HashedBundles),
-    mut after: impl FnMut(&mut S, HashedBundles, &dyn NormalizeBatches) -> Result<()>,
+    mut after: impl FnMut(&mut S, HashedBundles, &dyn KeepBatches) -> Result<()>,
 ) -> Result<()> {
-    let send = |run: &mut dyn NormalizeBatches, remote: &mut dyn RemoteShards| -> Result<bool> {
+    let send = |run: &mut dyn KeepBatches, remote: &mut dyn RemoteShards| -> Result<bool> {
         let messages = run.send()?;
         messages.map(|m| remote.send(Kind::Step, m)).transpose().map(|sent| sent.is_some())
     };
@@ -113,11 +114,11 @@ pub fn decide_all<S>(
 /// decided batch goes to `on_batch` with whether each of its bundles was kept. Returns the
 /// reads decided and the reads kept.
 pub fn normalize_file(
-    run: &mut dyn NormalizeBatches,
+    run: &mut dyn KeepBatches,
     remote: &mut dyn RemoteShards,
     remote_shards: &[bool],
     cutoff: u32,
-    mut on_batch: impl FnMut(&[bool], &HashedBundles, &dyn NormalizeBatches) -> Result<()>,
+    mut on_batch: impl FnMut(&[bool], &HashedBundles, &dyn KeepBatches) -> Result<()>,
 ) -> Result<(u64, u64)> {
     let (mut keep, mut totals) = (Vec::new(), (0, 0));
     let decide = |keep: &mut Vec<bool>, counts: &mut dyn ReadCounts, batch: &HashedBundles| {
@@ -292,9 +293,9 @@ impl<C: DrivenLayout> ShardedTable for Shards<'_, C> {
         source: BundleSource,
         cleaning: Cleaning,
         batch_kmers: usize,
-    ) -> Result<Box<dyn NormalizeBatches + '_>> {
+    ) -> Result<Box<dyn KeepBatches + '_>> {
         let batches = self.client.batches(source, batch_kmers, cleaning);
-        let run = ShardedNormalize::new(batches, self.client, self.remote())?;
+        let run = ShardedKeep::new(batches, self.client, self.remote())?;
         Ok(Box::new(Bound { run, shards: self }))
     }
 
@@ -310,7 +311,7 @@ impl<C: DrivenLayout> ShardedTable for Shards<'_, C> {
     }
 }
 
-impl<C: DrivenLayout> NormalizeBatches for Bound<'_, '_, ShardedNormalize<C>, C> {
+impl<C: DrivenLayout> KeepBatches for Bound<'_, '_, ShardedKeep<C>, C> {
     fn send(&mut self) -> Result<Option<Vec<Message>>> {
         self.run.send(&self.shards.local)
     }

@@ -1,5 +1,5 @@
 //! The batches of a sharded normalization sent to the remote shards and not decided yet, for
-//! both layouts ([`super::runs::ShardedNormalize`]).
+//! both layouts ([`super::runs::ShardedKeep`]).
 //!
 //! The next batch is sent before the one answered is decided, so that its round trip overlaps
 //! the decisions: at most two batches wait. The answers of the second then lack the remote

@@ -8,7 +8,7 @@
 //! batch), hashes them, turns hashes into counters and routes them; the shards held in this
 //! process answer at once, the others through one message per shard per batch. Counting
 //! ([`ShardedCount`]) adds in input order and records the statistics from the previous values;
-//! the decisions ([`ShardedNormalize`]) are made in this process by the caller's rule, reading
+//! the decisions ([`ShardedKeep`]) are made in this process by the caller's rule, reading
 //! and counting the local shards' counters in place read by read and the remote ones' through
 //! their looked-up values and in-batch deltas, each remote shard's updates sent with a later
 //! batch's look-ups (one message per shard and batch, the next batch sent before this one is
@@ -269,7 +269,7 @@ impl<R: ShardRouting> Routed<R> {
     /// counters: counting adds k-mers). A batch counted straight is not routed:
     /// [`Routed::count_here`] counts it from its hashes.
     fn route(&mut self, map: &R, hashes: &[u64], remote: &[bool], purpose: Purpose) -> Result<()> {
-        let normalize = purpose == Purpose::Normalize;
+        let keep = purpose == Purpose::Keep;
         self.straight = purpose == Purpose::CountStraight;
         if self.straight {
             // Every position's value before its add, from which the layout records the batch.
@@ -285,7 +285,7 @@ impl<R: ShardRouting> Routed<R> {
         let keys = if R::BY_KMER { hashes } else { &self.counters };
         self.remote_shards.clear();
         self.remote_shards.extend((0..remote.len()).filter(|&s| remote[s]));
-        let local_shards = (0..remote.len()).filter(|&s| !remote[s] && !normalize);
+        let local_shards = (0..remote.len()).filter(|&s| !remote[s] && !keep);
         let wanted: Vec<usize> = self.remote_shards.iter().copied().chain(local_shards).collect();
         // Only the remote parts are copied out (into their messages); the local shards read
         // the keys through their positions.
@@ -293,7 +293,7 @@ impl<R: ShardRouting> Routed<R> {
         self.sections.split(keys, &self.owners[..self.keys], map.shards(), &wanted, copied);
         self.remote_len = self.remote_shards.iter().map(|&s| self.sections.lens[s]).sum();
         self.slots.clear();
-        if normalize {
+        if keep {
             let (mut slots, mut seen) = (std::mem::take(&mut self.slots), std::mem::take(&mut self.seen));
             slots.resize(self.counters.len(), 0);
             first_positions(&mut seen, &self.counters, self.remote_positions(), &mut slots);
@@ -504,8 +504,9 @@ enum Purpose {
     CountStraight,
     /// Look-ups: every position's value, the local shards read through their parts.
     LookUp,
-    /// normalize-by-median: the local shards read in place, the remote positions given slots.
-    Normalize,
+    /// Keep decisions (normalize-by-median, `normalize`'s passes, trim-low-abund's first
+    /// pass): the local shards read in place, the remote positions given slots.
+    Keep,
 }
 
 /// What the reading thread hands over: the next batch (`None` at the end of the input) and the
@@ -686,15 +687,15 @@ impl<C: ShardLayout> ShardedCount<C> {
 
 /// The decisions of an input's reads in input order on a sharded table of either layout, a
 /// batch at a time (normalize-by-median, `normalize`'s passes, trim-low-abund's first pass):
-/// [`ShardedNormalize::send`] reads the next batch and returns the remote shards' messages
-/// (the updates not sent yet, then this batch's look-ups); [`ShardedNormalize::decide`] takes
+/// [`ShardedKeep::send`] reads the next batch and returns the remote shards' messages
+/// (the updates not sent yet, then this batch's look-ups); [`ShardedKeep::decide`] takes
 /// the remote answers of the oldest batch sent, decides it (phase 2) by the caller's rule,
 /// counting the reads it counts on the local shards at once, and keeps the remote updates for
-/// the next messages. [`ShardedNormalize::unsent`] gives the updates not yet sent at the end.
+/// the next messages. [`ShardedKeep::unsent`] gives the updates not yet sent at the end.
 ///
 /// Up to two batches may wait ([`InFlight`]): the next batch is sent before the one answered
 /// is decided, so that its round trip overlaps the decisions.
-pub struct ShardedNormalize<C: ShardLayout> {
+pub struct ShardedKeep<C: ShardLayout> {
     batches: RoutedBatches<C::Routing>,
     waiting: InFlight<(HashedBundles, Routed<C::Routing>)>,
     unsent: Vec<Updates>,
@@ -702,13 +703,13 @@ pub struct ShardedNormalize<C: ShardLayout> {
     delta: Vec<u8>,
 }
 
-impl<C: ShardLayout> ShardedNormalize<C> {
+impl<C: ShardLayout> ShardedKeep<C> {
     /// Deciding the bundles of `batches` on `client`'s table, `remote` as for
     /// [`ShardedCount::new`].
     pub fn new(batches: BundleBatches, client: &C, remote: Vec<bool>) -> Result<Self> {
         let unsent = vec![Updates::default(); remote.len()];
-        let batches = RoutedBatches::new(batches, client.routing(), remote, Purpose::Normalize)?;
-        Ok(ShardedNormalize { batches, waiting: InFlight::default(), unsent, delta: Vec::new() })
+        let batches = RoutedBatches::new(batches, client.routing(), remote, Purpose::Keep)?;
+        Ok(ShardedKeep { batches, waiting: InFlight::default(), unsent, delta: Vec::new() })
     }
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
@@ -1306,7 +1307,7 @@ pub(crate) mod testing {
     ) -> Normalized<C::Shard> {
         let (mut local, mut far) = held_and_away(&mut shards, remote);
         let batches = client.batches(Box::new(reader(text, Some(20))), batch_kmers, Cleaning::ScreedWithRecords);
-        let mut run = ShardedNormalize::new(batches, client, remote.to_vec()).unwrap();
+        let mut run = ShardedKeep::new(batches, client, remote.to_vec()).unwrap();
         let (mut out, mut keep, mut answered) = (Vec::new(), Vec::new(), VecDeque::new());
         loop {
             if answered.len() < waiting {
