@@ -16,8 +16,7 @@ use kmerflow_core::ops::normalize::{PassTable, Tables};
 use kmerflow_core::ops::sizing::TableParams;
 use kmerflow_core::run::RunContext;
 use kmerflow_core::shards::drive::{self, BlockedShards, KeepBatches, KhmerShards, ShardedTable};
-use kmerflow_core::shards::runs::{Answer, Cleaning, HashedBundles, Kind, Message, RemoteShards, ShardedDecisions};
-use kmerflow_core::shards::wire;
+use kmerflow_core::shards::runs::{Answer, Cleaning, HashedBundles, RemoteShards, ShardedDecisions};
 use kmerflow_core::table::blocked::OccupancyStats;
 use kmerflow_core::table::Layout as TableLayout;
 use kmerflow_core::{Error, Result};
@@ -28,8 +27,8 @@ use std::ffi::OsString;
 use std::sync::MutexGuard;
 
 /// The remote shards as a Python object reaches them: `send(messages)` (one message per remote
-/// shard, in shard order, each a uint8 array of `kmerflow_core::shards::wire`, encoded here
-/// without the GIL), then `answers()` (the answers to the oldest messages not answered yet: two
+/// shard, in shard order, each a uint8 array of `kmerflow_core::shards::wire`, encoded by
+/// the run without the GIL), then `answers()` (the answers to the oldest messages not answered yet: two
 /// sends may wait), in shard order: uint8 arrays, or a blocked shard's add statistics
 /// (occupied, unique, added). The Python side only moves them to the shards' `handle`. A Python
 /// exception (a lost worker's `ShardError`, naming the shard and the worker) becomes a remote
@@ -52,8 +51,7 @@ fn failure(py: Python<'_>, e: PyErr) -> Error {
 }
 
 impl RemoteShards for PyRemote {
-    fn send(&mut self, kind: Kind, messages: Vec<Message>) -> Result<()> {
-        let messages: Vec<Vec<u8>> = messages.into_iter().map(|m| wire::encode(kind, &m)).collect();
+    fn send(&mut self, messages: Vec<Vec<u8>>) -> Result<()> {
         Python::attach(|py| {
             let messages: Vec<_> = messages.into_iter().map(|m| m.into_pyarray(py)).collect();
             self.0.bind(py).call_method1("send", (messages,)).map(drop).map_err(|e| failure(py, e))

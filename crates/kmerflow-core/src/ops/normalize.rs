@@ -1158,7 +1158,7 @@ mod tests {
     use crate::shards::drive::{ShardedTable, Shards};
     use crate::shards::khmer::{Shard, ShardClient};
     use crate::shards::runs::testing::{fastq_of, Answering, InProcess};
-    use crate::shards::runs::{Answer, Kind, Message, RemoteShards};
+    use crate::shards::runs::{Answer, RemoteShards};
     use crate::table::HashKind;
 
     /// Tables of either layout cut into `shards` shards, the first `held` in this process and
@@ -1180,9 +1180,9 @@ mod tests {
     }
 
     impl RemoteShards for Lost<'_> {
-        fn send(&mut self, kind: Kind, messages: Vec<Message>) -> Result<()> {
+        fn send(&mut self, messages: Vec<Vec<u8>>) -> Result<()> {
             self.left = self.left.checked_sub(1).ok_or_else(|| Error::invalid("shard 1 was lost"))?;
-            self.shards.send(kind, messages)
+            self.shards.send(messages)
         }
 
         fn answers(&mut self) -> Result<Vec<Answer>> {

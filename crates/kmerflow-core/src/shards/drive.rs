@@ -6,8 +6,8 @@
 use super::blocked::BlockedShardClient;
 use super::khmer::{ShardClient, Updates};
 use super::runs::{
-    send_updates, Answer, BundleBatches, BundleSource, Cleaning, HashedBundles, Kind, Message, RemoteShards,
-    ShardedCount, ShardedDecisions, ShardedKeep,
+    send_updates, Answer, BundleBatches, BundleSource, Cleaning, HashedBundles, RemoteShards, ShardedCount,
+    ShardedDecisions, ShardedKeep,
 };
 use super::{keep_bundles, ShardLayout};
 use crate::ops::abundance_dist;
@@ -52,9 +52,9 @@ pub trait ShardedTable: FpRate {
 /// `normalize`'s passes, trim-low-abund's first pass), a batch at a time (a layout's
 /// [`ShardedKeep`] with its client and local shards).
 pub trait KeepBatches: FpRate {
-    /// Reads the next batch and returns the remote shards' [`Kind::Step`] messages (in shard
-    /// order); `None` at the end. At most two batches wait.
-    fn send(&mut self) -> Result<Option<Vec<Message>>>;
+    /// Reads the next batch and returns the remote shards' messages (in shard order, of
+    /// [`Kind::Step`](super::runs::Kind::Step)); `None` at the end. At most two batches wait.
+    fn send(&mut self) -> Result<Option<Vec<Vec<u8>>>>;
     /// Decides the oldest batch sent given the remote shards' answers by `rule` (see
     /// [`ShardedKeep::decide`]) and returns it.
     fn decide(
@@ -71,9 +71,9 @@ pub trait KeepBatches: FpRate {
 /// Counting one file on a sharded table, a batch at a time (a layout's `*ShardedCount` with
 /// its client and local shards).
 pub trait CountBatches: FpRate {
-    /// Reads the next batch and returns the remote shards' [`Kind::Add`] messages (in shard
-    /// order); `None` at the end.
-    fn send(&mut self) -> Result<Option<Vec<Message>>>;
+    /// Reads the next batch and returns the remote shards' messages (in shard order, of
+    /// [`Kind::Add`](super::runs::Kind::Add)); `None` at the end.
+    fn send(&mut self) -> Result<Option<Vec<Vec<u8>>>>;
     /// Counts the batch sent last on the local shards.
     fn local(&mut self) -> Result<()>;
     /// Records the batch sent last from the remote shards' answers.
@@ -98,7 +98,7 @@ pub fn decide_all<S>(
 ) -> Result<()> {
     let send = |run: &mut dyn KeepBatches, remote: &mut dyn RemoteShards| -> Result<bool> {
         let messages = run.send()?;
-        messages.map(|m| remote.send(Kind::Step, m)).transpose().map(|sent| sent.is_some())
+        messages.map(|m| remote.send(m)).transpose().map(|sent| sent.is_some())
     };
     let mut waiting = send(run, remote)?;
     while waiting {
@@ -141,7 +141,7 @@ pub fn count_file(
     mut after: impl FnMut(&dyn CountBatches) -> Result<()>,
 ) -> Result<(u64, u64, u64)> {
     while let Some(messages) = run.send()? {
-        remote.send(Kind::Add, messages)?;
+        remote.send(messages)?;
         run.local()?;
         run.record(remote.answers()?)?;
         after(run)?;
@@ -312,7 +312,7 @@ impl<C: DrivenLayout> ShardedTable for Shards<'_, C> {
 }
 
 impl<C: DrivenLayout> KeepBatches for Bound<'_, '_, ShardedKeep<C>, C> {
-    fn send(&mut self) -> Result<Option<Vec<Message>>> {
+    fn send(&mut self) -> Result<Option<Vec<Vec<u8>>>> {
         self.run.send(&self.shards.local)
     }
 
@@ -335,7 +335,7 @@ impl<C: DrivenLayout> KeepBatches for Bound<'_, '_, ShardedKeep<C>, C> {
 }
 
 impl<C: DrivenLayout> CountBatches for Bound<'_, '_, ShardedCount<C>, C> {
-    fn send(&mut self) -> Result<Option<Vec<Message>>> {
+    fn send(&mut self) -> Result<Option<Vec<Vec<u8>>>> {
         self.run.send(&self.shards.local)
     }
 

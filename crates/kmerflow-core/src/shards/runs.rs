@@ -19,6 +19,7 @@
 use super::drive::Shards;
 use super::in_flight::InFlight;
 use super::khmer::{first_positions, Sections, Updates, PREFETCH_AHEAD};
+use super::wire;
 use super::{ShardKernel, ShardLayout, ShardRouting};
 use crate::io::{write_record, BundleBatch, Record};
 use crate::kmer::clean::{clean_parser, clean_screed};
@@ -198,11 +199,11 @@ impl BundleBatches {
 /// A batch routed to the shards: the counter of each position and the shard of each, the
 /// keys that messages name (the counters, or the k-mer hashes when the layout routes by
 /// k-mer, [`ShardRouting::BY_KMER`]), the slot of each remote position (its counter's first
-/// remote position, for normalization; empty otherwise), the shards' parts (each shard's keys
-/// in input order: the remote ones' until sent, the local ones' unless the batch is
-/// normalized) with the input index of each entry of the parts laid end to end (the remote
-/// shards' first, in shard order, so that their answers go back to input order, then the
-/// local ones'), and every position's value as it arrives. The buffers of a batch done with
+/// remote position, for normalization; empty otherwise), the input index of each key of the
+/// shards (the remote ones', the local ones' unless the batch is normalized), shard after
+/// shard in input order (the remote shards' first, in shard order, so that their answers go
+/// back to input order, then the local ones'; the messages and the local shards read the keys
+/// through them), and every position's value as it arrives. The buffers of a batch done with
 /// are used again for a later one.
 pub struct Routed<R> {
     counters: Vec<u64>,
@@ -287,10 +288,9 @@ impl<R: ShardRouting> Routed<R> {
         self.remote_shards.extend((0..remote.len()).filter(|&s| remote[s]));
         let local_shards = (0..remote.len()).filter(|&s| !remote[s] && !keep);
         let wanted: Vec<usize> = self.remote_shards.iter().copied().chain(local_shards).collect();
-        // Only the remote parts are copied out (into their messages); the local shards read
-        // the keys through their positions.
-        let copied = self.remote_shards.len();
-        self.sections.split(keys, &self.owners[..self.keys], map.shards(), &wanted, copied);
+        // Nothing is copied out: the messages and the local shards read the keys through their
+        // positions.
+        self.sections.split(keys, &self.owners[..self.keys], map.shards(), &wanted, 0);
         self.remote_len = self.remote_shards.iter().map(|&s| self.sections.lens[s]).sum();
         self.slots.clear();
         if keep {
@@ -414,14 +414,16 @@ impl<R: ShardRouting> Routed<R> {
         }
     }
 
-    /// The remote shards' parts (in shard order, taken: sent once), each with the updates
-    /// `apply` holds for it.
-    fn messages(&mut self, apply: &mut [Updates]) -> Vec<Message> {
+    /// The remote shards' messages of `kind` (in shard order), each with the updates `apply`
+    /// holds for it (taken: sent once) and its keys of the batch of `hashes`, encoded straight
+    /// from the batch through the shard's positions.
+    fn messages(&self, kind: Kind, hashes: &[u64], apply: &mut [Updates]) -> Vec<Vec<u8>> {
+        let keys = if R::BY_KMER { hashes } else { &self.counters };
         self.remote_shards
             .iter()
-            .map(|&s| Message {
-                apply: std::mem::take(&mut apply[s]),
-                keys: std::mem::take(&mut self.sections.parts[s]),
+            .map(|&s| {
+                let positions = self.sections.positions(s).iter().map(|&q| keys[q as usize]);
+                wire::encode(kind, &std::mem::take(&mut apply[s]), positions)
             })
             .collect()
     }
@@ -514,7 +516,7 @@ enum Purpose {
 type Prepared<R> = Result<(Option<(HashedBundles, Routed<R>)>, u64)>;
 
 /// A batch sent: the batch, its routing and its messages to the remote shards.
-type Sent<R> = (HashedBundles, Routed<R>, Vec<Message>);
+type Sent<R> = (HashedBundles, Routed<R>, Vec<Vec<u8>>);
 
 /// The batches of a [`BundleBatches`] read, hashed and routed by a thread of their own, one
 /// batch ahead of the caller (who works on the shards meanwhile); the routings the caller is
@@ -530,6 +532,8 @@ struct RoutedBatches<R> {
     spares: crossbeam_channel::Sender<Routed<R>>,
     remote: Vec<bool>,
     shards: usize,
+    /// The kind of the remote shards' messages ([`Kind::Add`] counting).
+    kind: Kind,
     short_dropped: u64,
     ended: bool,
 }
@@ -559,7 +563,12 @@ impl<R: ShardRouting> RoutedBatches<R> {
                 }
             })
             .map_err(|e| Error::invalid(format!("cannot start the reading thread: {e}")))?;
-        Ok(RoutedBatches { batches: receive, spares, shards: remote.len(), remote, short_dropped: 0, ended: false })
+        let kind = match purpose {
+            Purpose::Count | Purpose::CountStraight => Kind::Add,
+            Purpose::LookUp | Purpose::Keep => Kind::Step,
+        };
+        let shards = remote.len();
+        Ok(RoutedBatches { batches: receive, spares, shards, remote, kind, short_dropped: 0, ended: false })
     }
 
     /// Hands a batch's routing back once done with, for a later batch to reuse its buffers.
@@ -584,8 +593,8 @@ impl<R: ShardRouting> RoutedBatches<R> {
         if busy {
             return Err(Error::invalid("the previous batch was not finished"));
         }
-        let Some((batch, mut routed)) = self.next()? else { return Ok(None) };
-        let messages = routed.messages(unsent);
+        let Some((batch, routed)) = self.next()? else { return Ok(None) };
+        let messages = routed.messages(self.kind, &batch.hashes, unsent);
         Ok(Some((batch, routed, messages)))
     }
 
@@ -602,9 +611,9 @@ impl<R: ShardRouting> RoutedBatches<R> {
     }
 }
 
-/// One message to a remote shard: the updates to apply first, then the keys (counters, or
-/// k-mer hashes when the layout routes by k-mer) whose values it returns, or that it adds when
-/// counting.
+/// One message to a remote shard as the shard decodes it ([`wire::decode`]): the updates to
+/// apply first, then the keys (counters, or k-mer hashes when the layout routes by k-mer) whose
+/// values it returns, or that it adds when counting.
 #[derive(Debug, Default)]
 pub struct Message {
     /// Counter updates from earlier batches (normalization; empty when counting).
@@ -649,7 +658,7 @@ impl<C: ShardLayout> ShardedCount<C> {
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
     /// shard order; `None` at the end of the input.
-    pub fn send(&mut self, local: &[Option<&mut C::Shard>]) -> Result<Option<Vec<Message>>> {
+    pub fn send(&mut self, local: &[Option<&mut C::Shard>]) -> Result<Option<Vec<Vec<u8>>>> {
         let mut no_updates = vec![Updates::default(); self.batches.shards];
         let Some((batch, routed, messages)) = self.batches.send(local, self.waiting.is_some(), &mut no_updates)? else {
             return Ok(None);
@@ -714,7 +723,7 @@ impl<C: ShardLayout> ShardedKeep<C> {
 
     /// Reads, hashes and routes the next batch and returns one message per remote shard, in
     /// shard order; `None` at the end of the input. At most two batches may wait.
-    pub fn send(&mut self, local: &[Option<&mut C::Shard>]) -> Result<Option<Vec<Message>>> {
+    pub fn send(&mut self, local: &[Option<&mut C::Shard>]) -> Result<Option<Vec<Vec<u8>>>> {
         let busy = self.waiting.full();
         let Some((batch, routed, messages)) = self.batches.send(local, busy, &mut self.unsent)? else {
             return Ok(None);
@@ -913,10 +922,10 @@ impl Answer {
 /// The remote shards of a sharded run, reached by its caller (Dask actors, for the Python
 /// package): the transport only, every decision is the run's.
 pub trait RemoteShards: Send {
-    /// Sends every remote shard its message of `kind` (in shard order: for [`Kind::Step`] the
-    /// updates to apply, then the counters to look up; for [`Kind::Add`] the counters to
-    /// count), without waiting for the answers.
-    fn send(&mut self, kind: Kind, messages: Vec<Message>) -> Result<()>;
+    /// Sends every remote shard its message (in shard order, each the bytes of
+    /// [`wire::encode`]: for [`Kind::Step`] the updates to apply, then the counters to look
+    /// up; for [`Kind::Add`] the counters to count), without waiting for the answers.
+    fn send(&mut self, messages: Vec<Vec<u8>>) -> Result<()>;
     /// The answers to the oldest messages not answered yet (up to two may wait), in shard
     /// order.
     fn answers(&mut self) -> Result<Vec<Answer>>;
@@ -936,9 +945,9 @@ pub(crate) fn send_updates(unsent: Vec<Updates>, remote: &mut dyn RemoteShards, 
         .into_iter()
         .zip(remote_shards)
         .filter(|(_, &r)| r)
-        .map(|(apply, _)| Message { apply, keys: Vec::new() })
+        .map(|(apply, _)| wire::encode(Kind::Step, &apply, std::iter::empty()))
         .collect();
-    remote.send(Kind::Step, messages)?;
+    remote.send(messages)?;
     remote.answers().map(drop)
 }
 
@@ -1005,8 +1014,8 @@ impl<'a, C: ShardLayout> ShardedDecisions<'a, C> {
         loop {
             while waiting.len() < 2 {
                 let Some(piece) = pieces.next() else { break };
-                let mut routed = Routed::new(self.client.routing(), piece, &remote)?;
-                self.remote.send(Kind::Step, routed.messages(&mut self.unsent))?;
+                let routed = Routed::new(self.client.routing(), piece, &remote)?;
+                self.remote.send(routed.messages(Kind::Step, piece, &mut self.unsent))?;
                 waiting.push_back((piece, routed));
             }
             let Some((piece, mut routed)) = waiting.pop_front() else { return Ok(()) };
@@ -1064,7 +1073,7 @@ impl<C: ShardLayout> Lookups<'_, '_, C> {
             let Some((batch, routed, messages)) = self.batches.send(&shards.local, false, &mut shards.unsent)? else {
                 break;
             };
-            shards.remote.send(Kind::Step, messages)?;
+            shards.remote.send(messages)?;
             self.waiting.push_back((batch, routed));
         }
         let Some((batch, mut routed)) = self.waiting.pop_front() else { return Ok(None) };
@@ -1210,6 +1219,12 @@ pub(crate) mod testing {
     pub(crate) trait Answering: Send {
         /// The answer to a message of `kind`.
         fn answer(&mut self, kind: Kind, message: Message) -> Result<Answer>;
+
+        /// The answer to the bytes of a message ([`wire::encode`]), decoded as a worker does.
+        fn answer_bytes(&mut self, bytes: &[u8]) -> Result<Answer> {
+            let (kind, message) = wire::decode(bytes)?;
+            self.answer(kind, message)
+        }
     }
 
     impl Answering for Shard {
@@ -1251,12 +1266,12 @@ pub(crate) mod testing {
     }
 
     impl<K: Answering> RemoteShards for InProcess<K> {
-        fn send(&mut self, kind: Kind, messages: Vec<Message>) -> Result<()> {
+        fn send(&mut self, messages: Vec<Vec<u8>>) -> Result<()> {
             if messages.len() != self.shards.len() {
                 return Err(Error::invalid("one message per remote shard"));
             }
             let answers =
-                self.shards.iter_mut().zip(messages).map(|(shard, m)| shard.answer(kind, m)).collect::<Result<_>>()?;
+                self.shards.iter_mut().zip(messages).map(|(shard, m)| shard.answer_bytes(&m)).collect::<Result<_>>()?;
             self.answers.push_back(answers);
             Ok(())
         }
@@ -1312,7 +1327,7 @@ pub(crate) mod testing {
         loop {
             if answered.len() < waiting {
                 if let Some(messages) = run.send(&local).unwrap() {
-                    let answer = |(s, m): (&mut &mut C::Shard, _)| s.answer(Kind::Step, m).and_then(Answer::values);
+                    let answer = |(s, m): (&mut &mut C::Shard, Vec<u8>)| s.answer_bytes(&m).and_then(Answer::values);
                     answered.push_back(far.iter_mut().zip(messages).map(answer).collect::<Result<Vec<_>>>().unwrap());
                     continue;
                 }
@@ -1398,7 +1413,7 @@ pub(crate) mod testing {
         let none: Vec<Option<&mut C::Shard>> = remote.iter().map(|_| None).collect();
         assert!(!remote.contains(&false) || run.send(&none).is_err(), "not the shards the run was started with");
         while let Some(messages) = run.send(&local).unwrap() {
-            let answer = |(s, m): (&mut &mut C::Shard, _)| s.answer(Kind::Add, m).and_then(C::added);
+            let answer = |(s, m): (&mut &mut C::Shard, Vec<u8>)| s.answer_bytes(&m).and_then(C::added);
             let owned: Vec<C::AddedOwned> = far.iter_mut().zip(messages).map(answer).collect::<Result<_>>().unwrap();
             let answers: Vec<&C::Added> = owned.iter().map(std::borrow::Borrow::borrow).collect();
             if !answers.is_empty() {

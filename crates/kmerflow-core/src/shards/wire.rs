@@ -18,15 +18,16 @@ use crate::{Error, Result};
 /// that it is never moved while written (a copy of the whole message, into fresh pages).
 const HEADERS: usize = 1 + 2 * (8 + 1 + 8) + 8;
 
-/// The bytes of `message` of `kind`.
-pub fn encode(kind: Kind, message: &Message) -> Vec<u8> {
-    let Message { apply, keys } = message;
+/// The bytes of a message of `kind`: the updates `apply`, then `keys` (a batch's keys read
+/// through the shard's positions, or a decoded message's keys), written straight into the
+/// message with no copy of their own.
+pub fn encode(kind: Kind, apply: &Updates, keys: impl ExactSizeIterator<Item = u64> + Clone) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADERS + 4 * (apply.counters.len() + keys.len()) + apply.deltas.len());
     out.push(match kind {
         Kind::Step => 0,
         Kind::Add => 1,
     });
-    put_u64s(&mut out, &apply.counters);
+    put_u64s(&mut out, apply.counters.iter().copied());
     out.extend_from_slice(&(apply.deltas.len() as u64).to_le_bytes());
     out.extend_from_slice(&apply.deltas);
     put_u64s(&mut out, keys);
@@ -57,23 +58,24 @@ pub fn decode(bytes: &[u8]) -> Result<(Kind, Message)> {
 }
 
 /// Appends `values` as an array (see the module's layout).
-fn put_u64s(out: &mut Vec<u8>, values: &[u64]) {
-    let (low, high) = values.iter().fold((u64::MAX, 0), |(low, high), &v| (low.min(v), high.max(v)));
-    out.extend_from_slice(&(values.len() as u64).to_le_bytes());
+fn put_u64s(out: &mut Vec<u8>, values: impl ExactSizeIterator<Item = u64> + Clone) {
+    let (low, high) = values.clone().fold((u64::MAX, 0), |(low, high), v| (low.min(v), high.max(v)));
+    let n = values.len();
+    out.extend_from_slice(&(n as u64).to_le_bytes());
     let start = out.len();
-    if values.is_empty() || high - low <= u64::from(u32::MAX) {
+    if n == 0 || high - low <= u64::from(u32::MAX) {
         let base = low.min(high);
         out.push(4);
         out.extend_from_slice(&base.to_le_bytes());
         let start = out.len();
-        out.resize(start + 4 * values.len(), 0);
-        for (to, &v) in out[start..].chunks_exact_mut(4).zip(values) {
+        out.resize(start + 4 * n, 0);
+        for (to, v) in out[start..].chunks_exact_mut(4).zip(values) {
             to.copy_from_slice(&((v - base) as u32).to_le_bytes());
         }
     } else {
         out.push(8);
-        out.resize(start + 1 + 8 * values.len(), 0);
-        for (to, &v) in out[start + 1..].chunks_exact_mut(8).zip(values) {
+        out.resize(start + 1 + 8 * n, 0);
+        for (to, v) in out[start + 1..].chunks_exact_mut(8).zip(values) {
             to.copy_from_slice(&v.to_le_bytes());
         }
     }
@@ -141,8 +143,13 @@ mod tests {
         Message { apply: Updates { counters, deltas }, keys }
     }
 
+    /// The bytes of `m` of `kind`.
+    fn bytes(kind: Kind, m: &Message) -> Vec<u8> {
+        encode(kind, &m.apply, m.keys.iter().copied())
+    }
+
     fn round_trip(kind: Kind, m: &Message) -> (Kind, Message) {
-        decode(&encode(kind, m)).unwrap()
+        decode(&bytes(kind, m)).unwrap()
     }
 
     fn same(a: &Message, b: &Message) -> bool {
@@ -165,8 +172,8 @@ mod tests {
     #[test]
     fn narrow_arrays_take_half_the_bytes() {
         let keys: Vec<u64> = (0..1000).map(|i| (1 << 35) + 3 * i).collect();
-        let narrow = encode(Kind::Step, &message(vec![], vec![], keys.clone()));
-        let wide = encode(Kind::Step, &message(vec![], vec![], vec![0, u64::MAX]));
+        let narrow = bytes(Kind::Step, &message(vec![], vec![], keys.clone()));
+        let wide = bytes(Kind::Step, &message(vec![], vec![], vec![0, u64::MAX]));
         assert!(narrow.len() < 4 * keys.len() + 64, "{} bytes", narrow.len());
         // kind, empty counters (length, width, base), no deltas, keys (length, width, 2 values)
         assert_eq!(wide.len(), 1 + 17 + 8 + 9 + 16);
@@ -176,20 +183,20 @@ mod tests {
     fn a_narrow_message_is_written_in_the_capacity_reserved() {
         let at = 1 << 35;
         let m = message(vec![at + 4, at + 1], vec![2, 1], (0..1000).map(|i| at + 3 * i).collect());
-        let bytes = encode(Kind::Step, &m);
-        assert_eq!((bytes.len(), bytes.capacity()), (HEADERS + 4 * 1002 + 2, HEADERS + 4 * 1002 + 2));
+        let encoded = bytes(Kind::Step, &m);
+        assert_eq!((encoded.len(), encoded.capacity()), (HEADERS + 4 * 1002 + 2, HEADERS + 4 * 1002 + 2));
     }
 
     #[test]
     fn malformed_messages_are_errors() {
-        let good = encode(Kind::Step, &message(vec![10, 20], vec![1, 2], vec![10, 30]));
+        let good = bytes(Kind::Step, &message(vec![10, 20], vec![1, 2], vec![10, 30]));
         let mut unknown_kind = good.clone();
         unknown_kind[0] = 9;
         let mut unknown_width = good.clone();
         unknown_width[9] = 5;
         let mut huge_length = good.clone();
         huge_length[1..9].copy_from_slice(&u64::MAX.to_le_bytes());
-        let fewer_deltas = encode(Kind::Step, &message(vec![10, 20], vec![1], vec![]));
+        let fewer_deltas = bytes(Kind::Step, &message(vec![10, 20], vec![1], vec![]));
         let long = [good.as_slice(), &[0]].concat();
         for bytes in
             [&[][..], &good[..good.len() - 1], &unknown_kind, &unknown_width, &huge_length, &fewer_deltas, &long]
