@@ -1467,6 +1467,39 @@ mod tests {
         (expected, expected_out, short)
     }
 
+    /// Routes `hashes` on `map` (shards 0 and 2 of 4 remote) for counting and for keep
+    /// decisions and asserts that no shard's keys are copied out and that each remote
+    /// message holds its updates and its shard's keys in input order.
+    fn assert_messages_read_the_batch<R: ShardRouting>(map: &R, hashes: &[u64]) {
+        let remote = [true, false, true, false];
+        for (purpose, kind) in [(Purpose::Count, Kind::Add), (Purpose::Keep, Kind::Step)] {
+            let mut routed = Routed::<R>::default();
+            routed.route(map, hashes, &remote, purpose).unwrap();
+            assert!(routed.sections.parts.iter().all(Vec::is_empty), "a part copied");
+            let keys = if R::BY_KMER { hashes } else { &routed.counters };
+            let mut apply: Vec<Updates> =
+                (0..4).map(|s| Updates { counters: vec![s as u64], deltas: vec![1] }).collect();
+            let messages = routed.messages(kind, hashes, &mut apply);
+            assert_eq!(messages.len(), 2);
+            for (&s, bytes) in [0, 2].iter().zip(&messages) {
+                let (decoded_kind, m) = wire::decode(bytes).unwrap();
+                let owners = &routed.owners[..routed.keys];
+                let expected: Vec<u64> =
+                    keys.iter().zip(owners).filter(|(_, &o)| o as usize == s).map(|(&k, _)| k).collect();
+                assert!(!expected.is_empty(), "shard {s} has no keys");
+                assert_eq!((decoded_kind, m.keys, m.apply.counters), (kind, expected, vec![s as u64]));
+                assert!(apply[s].counters.is_empty(), "the updates are taken");
+            }
+        }
+    }
+
+    #[test]
+    fn remote_messages_are_encoded_from_the_batch_in_either_layout() {
+        let hashes: Vec<u64> = (1..500u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+        assert_messages_read_the_batch(khmer_sharded(&SIZES, 4, false).0.routing(), &hashes);
+        assert_messages_read_the_batch(blocked_sharded(blocked_params(CounterWidth::Bits8), 4).0.routing(), &hashes);
+    }
+
     #[test]
     fn normalize_runs_match_read_by_read_with_local_and_remote_shards() {
         // Reads of a 200-base genome: heavy collisions in tables of about 90 bins.
