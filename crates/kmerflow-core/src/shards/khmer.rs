@@ -228,16 +228,15 @@ pub fn split_by_owner(
 ) -> (Vec<Vec<u64>>, Vec<u32>) {
     let wanted: Vec<usize> = (0..shards).filter(|&s| wanted(s)).collect();
     let mut sections = Sections::default();
-    sections.split(values, owners, shards, &wanted, wanted.len());
-    (sections.parts, sections.order)
+    sections.split(owners, shards, &wanted);
+    let parts = (0..shards).map(|s| sections.positions(s).iter().map(|&q| values[q as usize]).collect()).collect();
+    (parts, sections.order)
 }
 
-/// Values split by shard ([`Sections::split`]), the buffers kept from one split to the next.
+/// The positions of values split by shard ([`Sections::split`]), the buffers kept from one
+/// split to the next.
 #[derive(Debug, Default)]
 pub struct Sections {
-    /// Each copied shard's values, in input order (empty for a shard not asked for or not
-    /// copied: its values are `values[order[j]]` over its [`Sections::positions`]).
-    pub parts: Vec<Vec<u64>>,
     /// The input position of each entry of the shards asked for, shard after shard in the
     /// order asked.
     pub order: Vec<u32>,
@@ -248,40 +247,29 @@ pub struct Sections {
 }
 
 impl Sections {
-    /// Splits `values` by their `owners` (of `shards` shards) with one counting sort, keeping
-    /// only the shards `wanted` (each at most once), laid end to end in `order` in the order of
-    /// `wanted`; the values of the first `copied` of `wanted` are copied into their parts. With
-    /// none wanted (a normalization whose shards are all held here) the values are not read.
-    pub fn split(&mut self, values: &[u64], owners: &[u32], shards: usize, wanted: &[usize], copied: usize) {
-        let (values, owners) = if wanted.is_empty() { (&[][..], &[][..]) } else { (values, owners) };
+    /// Splits the positions of values by their `owners` (of `shards` shards) with one counting
+    /// sort, keeping only the shards `wanted` (each at most once), laid end to end in `order` in
+    /// the order of `wanted`. With none wanted (a normalization whose shards are all held here)
+    /// the owners are not read.
+    pub fn split(&mut self, owners: &[u32], shards: usize, wanted: &[usize]) {
+        let owners = if wanted.is_empty() { &[][..] } else { owners };
         let sizes = owner_sizes(owners, shards);
-        // Per shard: not kept (0), kept (1), kept and copied (2).
-        let mut kept = vec![0u8; shards];
+        let mut kept = vec![false; shards];
         self.starts.clear();
         self.starts.resize(shards, 0);
         self.lens.clear();
         self.lens.resize(shards, 0);
         let mut at = 0;
-        for (i, &s) in wanted.iter().enumerate() {
-            (self.starts[s], self.lens[s], kept[s]) = (at, sizes[s], 1 + u8::from(i < copied));
+        for &s in wanted {
+            (self.starts[s], self.lens[s], kept[s]) = (at, sizes[s], true);
             at += sizes[s];
-        }
-        self.parts.resize_with(shards, Vec::new);
-        for (s, part) in self.parts.iter_mut().enumerate() {
-            part.clear();
-            if kept[s] == 2 {
-                part.reserve(sizes[s]);
-            }
         }
         self.order.clear();
         self.order.resize(at, 0);
         let mut next = self.starts.clone();
-        for (q, (&c, &s)) in values.iter().zip(owners).enumerate() {
+        for (q, &s) in owners.iter().enumerate() {
             let s = s as usize;
-            if kept[s] != 0 {
-                if kept[s] == 2 {
-                    self.parts[s].push(c);
-                }
+            if kept[s] {
                 self.order[next[s]] = q as u32;
                 next[s] += 1;
             }
@@ -934,15 +922,17 @@ mod tests {
 
     #[test]
     fn sections_lay_the_parts_in_the_order_asked_and_reuse_their_buffers() {
-        let (values, owners) = ([5, 6, 7, 8, 9, 10], [2, 0, 2, 1, 0, 2]);
+        let owners = [2, 0, 2, 1, 0, 2];
         let mut sections = Sections::default();
-        sections.split(&values, &owners, 4, &[3, 1], 2);
-        sections.split(&values, &owners, 4, &[2, 0], 1);
-        assert_eq!(sections.parts, vec![vec![], vec![], vec![5, 7, 10], vec![]]);
+        sections.split(&owners, 4, &[3, 1]);
+        sections.split(&owners, 4, &[2, 0]);
         assert_eq!(sections.order, vec![0, 2, 5, 1, 4]);
         assert_eq!(sections.starts, vec![3, 0, 0, 0]);
         assert_eq!(sections.lens, vec![2, 0, 3, 0]);
         assert_eq!(sections.positions(0), [1, 4]);
+        let (parts, order) = split_by_owner(&[5, 6, 7, 8, 9, 10], &owners, 4, |s| s % 2 == 0);
+        assert_eq!(parts, vec![vec![6, 9], vec![], vec![5, 7, 10], vec![]]);
+        assert_eq!(order, vec![1, 4, 0, 2, 5]);
     }
 
     #[test]

@@ -216,7 +216,7 @@ pub struct Routed<R> {
     sections: Sections,
     /// Keys of the batch (positions, or k-mers when routed by k-mer).
     keys: usize,
-    /// `sections.order[..remote_len]` are the remote shards' keys.
+    /// `sections.order[..remote_len]` are the positions of the remote shards' keys.
     remote_len: usize,
     values: Vec<u8>,
     local_done: bool,
@@ -264,8 +264,8 @@ impl<R: ShardRouting> Routed<R> {
 
     /// Routes `hashes` to the shards in place of the batch held, `remote[s]` when shard `s` is
     /// remote, for `purpose`. Normalizing (which reads the local shards in place read by read),
-    /// the remote positions get their slots (kept in `seen`) and the local shards no part; otherwise
-    /// each local shard's keys are split off for [`Routed::local`] and
+    /// the remote positions get their slots (kept in `seen`) and the local shards no positions;
+    /// otherwise each local shard's positions are sorted out for [`Routed::local`] and
     /// [`ShardLayout::count_here`] (and, counting, a layout routing by k-mer computes no
     /// counters: counting adds k-mers). A batch counted straight is not routed:
     /// [`Routed::count_here`] counts it from its hashes.
@@ -278,19 +278,17 @@ impl<R: ShardRouting> Routed<R> {
             self.values.resize(hashes.len() * map.probes(), 0);
             (self.keys, self.remote_len, self.local_done) = (hashes.len(), 0, false);
             self.remote_shards.clear();
-            self.sections.split(&[], &[], map.shards(), &[], 0);
+            self.sections.split(&[], map.shards(), &[]);
             return Ok(());
         }
         map.positions(hashes, purpose == Purpose::Count, &mut self.counters, &mut self.owners)?;
         self.keys = if R::BY_KMER { hashes.len() } else { self.counters.len() };
-        let keys = if R::BY_KMER { hashes } else { &self.counters };
         self.remote_shards.clear();
         self.remote_shards.extend((0..remote.len()).filter(|&s| remote[s]));
         let local_shards = (0..remote.len()).filter(|&s| !remote[s] && !keep);
         let wanted: Vec<usize> = self.remote_shards.iter().copied().chain(local_shards).collect();
-        // Nothing is copied out: the messages and the local shards read the keys through their
-        // positions.
-        self.sections.split(keys, &self.owners[..self.keys], map.shards(), &wanted, 0);
+        // The messages and the local shards read the keys through their positions.
+        self.sections.split(&self.owners[..self.keys], map.shards(), &wanted);
         self.remote_len = self.remote_shards.iter().map(|&s| self.sections.lens[s]).sum();
         self.slots.clear();
         if keep {
@@ -1468,14 +1466,13 @@ mod tests {
     }
 
     /// Routes `hashes` on `map` (shards 0 and 2 of 4 remote) for counting and for keep
-    /// decisions and asserts that no shard's keys are copied out and that each remote
-    /// message holds its updates and its shard's keys in input order.
+    /// decisions and asserts that each remote message holds its updates and its shard's keys in
+    /// input order (no shard's keys can be copied out: [`Sections`] holds positions only).
     fn assert_messages_read_the_batch<R: ShardRouting>(map: &R, hashes: &[u64]) {
         let remote = [true, false, true, false];
         for (purpose, kind) in [(Purpose::Count, Kind::Add), (Purpose::Keep, Kind::Step)] {
             let mut routed = Routed::<R>::default();
             routed.route(map, hashes, &remote, purpose).unwrap();
-            assert!(routed.sections.parts.iter().all(Vec::is_empty), "a part copied");
             let keys = if R::BY_KMER { hashes } else { &routed.counters };
             let mut apply: Vec<Updates> =
                 (0..4).map(|s| Updates { counters: vec![s as u64], deltas: vec![1] }).collect();
